@@ -1,0 +1,32 @@
+"""bayeval: Bayesian hierarchical analysis of AI evaluation results."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+from bayeval import bootstrap, datasets
+from bayeval._validate import BayevalWarning
+from bayeval.data import STATUSES, EvalData, from_counts, from_frame, read_csv
+from bayeval.estimators import design_effect, pass_at_k, pass_hat_k, wilson_interval
+from bayeval.planning import adjust_pvalues, noninferiority, required_units
+
+try:
+    __version__ = version("bayeval")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "BayevalWarning",
+    "adjust_pvalues",
+    "bootstrap",
+    "datasets",
+    "design_effect",
+    "pass_at_k",
+    "noninferiority",
+    "pass_hat_k",
+    "required_units",
+    "wilson_interval",
+    "EvalData",
+    "STATUSES",
+    "from_counts",
+    "from_frame",
+    "read_csv",
+]

@@ -1,0 +1,88 @@
+"""Small validators used once, at the public boundary.
+
+Each normalises a value or raises with the argument's name, what is allowed and what was
+received. Internal functions trust their inputs.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+__all__ = ["BayevalWarning"]
+
+
+class BayevalWarning(UserWarning):
+    """Warning raised by bayeval itself (a statistical caveat the user should read)."""
+
+
+def validate_choice(name: str, value, allowed: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``allowed``, else raise ``ValueError``."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}; got {value!r}")
+    return value
+
+
+def validate_prob(name: str, value) -> float:
+    """A probability strictly between 0 and 1 (an interval's probability, a power)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number strictly between 0 and 1; got {value!r}")
+    value = float(value)
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be strictly between 0 and 1; got {value}")
+    return value
+
+
+def validate_positive_int(name: str, value, minimum: int = 1) -> int:
+    """An integer no smaller than ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}; got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}; got {value}")
+    return int(value)
+
+
+def validate_k(value) -> tuple[np.ndarray, bool]:
+    """Normalise ``k`` to a 1-d integer array; the flag says whether a scalar was given."""
+    scalar = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    values = [value] if scalar else value
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"k must be a positive integer or a list of them; got {value!r}")
+    values = list(values)
+    if not values:
+        raise ValueError("k must hold at least one value; got an empty list")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+            raise ValueError(f"k must be positive integers; got {value!r}")
+    if len(set(values)) != len(values):
+        raise ValueError(f"k must not repeat a value; got {value!r}")
+    return np.asarray(values, dtype=np.int64), scalar
+
+
+def validate_seed(seed) -> int:
+    """A seed for ``numpy.random.default_rng``: ``None`` draws one (so it can be recorded)."""
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1)[0])
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise TypeError(f"seed must be a non-negative integer or None; got {seed!r}")
+    return int(seed)
+
+
+def describe_rows(labels, limit: int = 5) -> str:
+    """``rows [3, 17, 20]`` or ``rows [3, 17, 20, 21, 30] and 12 more`` for error messages."""
+    labels = [v.item() if isinstance(v, np.generic) else v for v in labels]
+    shown = ", ".join(repr(x) if isinstance(x, str) else str(x) for x in labels[:limit])
+    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
+    noun = "row" if len(labels) == 1 else "rows"
+    return f"{noun} [{shown}]{more}"
+
+
+def describe_values(values, limit: int = 8) -> str:
+    """A short, readable list of distinct values for error messages."""
+    values = [v.item() if isinstance(v, np.generic) else v for v in values]
+    values = list(dict.fromkeys(values))
+    shown = ", ".join(repr(v) for v in values[:limit])
+    more = f", ... ({len(values) - limit} more)" if len(values) > limit else ""
+    return f"[{shown}{more}]"
