@@ -1,0 +1,715 @@
+"""Evaluation data: tidy rows -> validated ``(system, task)`` counts with statuses and a policy.
+
+Trials within a task are exchangeable, so a ``(system, task)`` cell is summarised by its counts:
+successes among valid trials, and how many attempts ended with each status. Everything downstream
+(estimators, bootstraps, models) works on these count arrays, never on per-episode rows.
+
+Statuses
+--------
+``ok``          a recorded, valid outcome;
+``invalid``     the output could not be scored;
+``timeout``     the episode ran out of time;
+``error``       environment or infrastructure failure;
+``no_verdict``  no judge/verifier outcome was recorded;
+``not_run``     a planned trial that has no row at all.
+
+A row whose outcome is recorded is ``ok`` whatever the source's raw status says, unless the user
+maps that raw status to a non-ok status; a row with no recorded outcome takes its mapped status,
+or ``no_verdict``. A raw status column is used only through ``status_map`` or when its values
+already are bayeval statuses.
+
+Missing-outcome policies (``missing=``), required whenever a non-ok status is present:
+``"fail"`` counts every non-ok attempt as a failure (end to end); ``"exclude"`` drops non-ok
+attempts (conditional on a verdict; a cell left with no valid trial leaves the analysis and is
+listed in :attr:`EvalData.excluded`); ``"bounds"`` keeps both extremes on a ``missing_bound`` dim
+(``lower``: missing outcomes as failures, ``upper``: as successes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayeval._validate import describe_rows, describe_values, validate_choice
+
+__all__ = ["STATUSES", "MISSING_POLICIES", "EvalData", "from_frame", "from_counts", "read_csv"]
+
+STATUSES = ("ok", "invalid", "timeout", "error", "no_verdict", "not_run")
+MISSING_POLICIES = ("fail", "exclude", "bounds")
+_OK, _NO_VERDICT, _NOT_RUN = 0, STATUSES.index("no_verdict"), STATUSES.index("not_run")
+_POLICY_HELP = (
+    "'fail' (every non-ok attempt counts as a failure: the end-to-end rate), "
+    "'exclude' (drop non-ok attempts: the rate given a verdict), "
+    "'bounds' (report both extremes: missing as failures and as successes)"
+)
+
+
+class EvalData:
+    """Validated evaluation counts over ``(system, task)``.
+
+    Build one with :func:`from_frame`, :func:`from_counts`, :func:`read_csv` or
+    :func:`bayeval.datasets.load`. The underlying :class:`xarray.Dataset` (``.dataset``) holds
+    ``successes`` and ``trials`` (the trials the policy uses), ``attempts`` (trials attempted:
+    every status but ``not_run``) and ``status_counts`` (over ``status``), with task coordinates ``cluster`` and ``stratum``
+    when given. Under ``missing="bounds"``, ``successes`` has a ``missing_bound`` dim.
+    Its arrays are read-only: methods return new objects.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[3, 5, 0], [4, 5, 1]], trials=5, systems=["A", "B"])
+    >>> data.systems
+    ['A', 'B']
+    >>> data.dataset["successes"].sum("task").values.tolist()
+    [8, 10]
+    """
+
+    def __init__(self, dataset: xr.Dataset):
+        for name in ("successes", "trials", "attempts", "status_counts"):
+            if name not in dataset:
+                raise ValueError(f"an EvalData dataset needs the variable {name!r}")
+        for var in dataset.variables.values():
+            var.values.flags.writeable = False
+        self._ds = dataset
+
+    # -- basic facts ---------------------------------------------------------------------------
+    @property
+    def dataset(self) -> xr.Dataset:
+        """The counts as a read-only :class:`xarray.Dataset`."""
+        return self._ds
+
+    @property
+    def systems(self) -> list:
+        """System labels, in order of first appearance."""
+        return self._ds["system"].values.tolist()
+
+    @property
+    def tasks(self) -> pd.Index:
+        """Task labels, in order of first appearance."""
+        return self._ds.indexes["task"]
+
+    @property
+    def missing(self) -> str | None:
+        """The missing-outcome policy, or ``None`` when every outcome is ``ok``."""
+        policy = self._ds.attrs["missing_policy"]
+        return None if policy == "none" else policy
+
+    @property
+    def has_clusters(self) -> bool:
+        """Whether tasks carry a ``cluster`` coordinate."""
+        return "cluster" in self._ds.coords
+
+    @property
+    def has_strata(self) -> bool:
+        """Whether tasks carry a ``stratum`` coordinate."""
+        return "stratum" in self._ds.coords
+
+    @property
+    def stratum_weights(self) -> dict | None:
+        """Declared weight of each stratum (summing to one), or ``None`` without strata."""
+        if not self.has_strata:
+            return None
+        return dict(json.loads(self._ds.attrs["stratum_weights"]))
+
+    @property
+    def status_counts(self) -> pd.DataFrame:
+        """Attempts per status for each system (``not_run``: planned trials with no row)."""
+        table = self._ds["status_counts"].sum("task").to_pandas()
+        table.columns.name = "status"
+        return table
+
+    @property
+    def coverage(self) -> pd.Series:
+        """Share of planned attempts with a valid (``ok``) outcome, per system."""
+        counts = self._ds["status_counts"].sum("task")
+        share = counts.sel(status="ok") / counts.sum("status")
+        return share.to_pandas().rename("coverage")
+
+    @property
+    def excluded(self) -> pd.DataFrame:
+        """Cells with no valid trial: under ``missing="exclude"`` they leave the analysis."""
+        trials = self._ds["trials"].to_pandas()
+        cells = trials.stack()
+        cells = cells[cells == 0]
+        return cells.index.to_frame(index=False)
+
+    def fingerprint(self) -> str:
+        """A SHA-256 hash of the labels, status counts and valid successes."""
+        digest = hashlib.sha256()
+        for name in ("system", "task", "status"):
+            digest.update(json.dumps([str(v) for v in self._ds[name].values]).encode())
+        for name in ("status_counts", "successes"):
+            digest.update(np.ascontiguousarray(self._ds[name].values, dtype=np.int64).tobytes())
+        return digest.hexdigest()
+
+    # -- derived data --------------------------------------------------------------------------
+    def ok_successes(self) -> xr.DataArray:
+        """Successes among ``ok`` attempts, whatever the policy."""
+        successes = self._ds["successes"]
+        if "missing_bound" in successes.dims:
+            successes = successes.sel(missing_bound="lower", drop=True)
+        return successes
+
+    def with_missing(self, missing: str | None) -> EvalData:
+        """The same outcomes under another missing-outcome policy.
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"], "success": [1, None, 0]})
+        >>> be.from_frame(df, missing="fail").with_missing("exclude").dataset["trials"].values
+        array([[1, 1]])
+        """
+        counts = self._ds["status_counts"].values
+        _check_policy(counts, missing)
+        ds = _assemble(
+            self.ok_successes().values,
+            counts,
+            missing,
+            systems=self._ds["system"].values,
+            tasks=self._ds["task"].values,
+            task_coords={c: self._ds[c].values for c in ("cluster", "stratum") if c in self._ds},
+            attrs=self._ds.attrs,
+        )
+        return EvalData(ds)
+
+    def sel(self, system=None, task=None) -> EvalData:
+        """A subset of systems and/or tasks (labels or lists of labels).
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[3, 5], [4, 5]], trials=5, systems=["A", "B"])
+        >>> data.sel(system="B").systems
+        ['B']
+        """
+        indexers = {}
+        for dim, labels in (("system", system), ("task", task)):
+            if labels is None:
+                continue
+            labels = [labels] if np.ndim(labels) == 0 else list(labels)
+            known = set(self._ds[dim].values.tolist())
+            unknown = [x for x in labels if x not in known]
+            if unknown:
+                raise KeyError(f"unknown {dim} label(s) {describe_values(unknown)}")
+            indexers[dim] = labels
+        ds = self._ds.sel(indexers).copy(deep=True)
+        if "stratum" in ds.coords:
+            present = set(ds["stratum"].values.tolist())
+            weights = {k: w for k, w in self.stratum_weights.items() if k in present}
+            total = sum(weights.values())
+            ds.attrs["stratum_weights"] = json.dumps([[k, w / total] for k, w in weights.items()])
+        return EvalData(ds)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per ``(system, task)`` with counts, attempts and status counts."""
+        frame = self._ds[["successes", "trials", "attempts"]].to_dataframe()
+        if "missing_bound" in self._ds["successes"].dims:
+            frame = frame.unstack("missing_bound")
+            frame.columns = [
+                f"successes_{b}" if c == "successes" else c for c, b in frame.columns
+            ]
+            frame = frame.loc[:, ~frame.columns.duplicated()]
+        status = self._ds["status_counts"].to_dataframe()["status_counts"].unstack("status")
+        status.columns = [f"n_{s}" for s in status.columns]
+        return frame.join(status).reset_index()
+
+    def __repr__(self) -> str:
+        ds = self._ds
+        n_sys, n_task = ds.sizes["system"], ds.sizes["task"]
+        trials = ds["attempts"].values
+        lines = [
+            f"EvalData: {n_sys} system(s) x {n_task} task(s), "
+            f"{int(ds['status_counts'].sum())} planned attempts "
+            f"(trials per cell {int(trials.min())}..{int(trials.max())})",
+        ]
+        if self.has_clusters:
+            lines.append(f"  clusters: {len(np.unique(ds['cluster'].values))}")
+        if self.has_strata:
+            lines.append(f"  strata:   {self.stratum_weights}")
+        totals = ds["status_counts"].sum(("system", "task")).to_series()
+        totals = {k: int(v) for k, v in totals.items() if v}
+        lines.append(f"  statuses: {totals}")
+        lines.append(f"  missing:  {self.missing}")
+        return "\n".join(lines)
+
+
+# -- construction ------------------------------------------------------------------------------
+def from_frame(
+    df: pd.DataFrame,
+    system: str = "system",
+    task: str = "task",
+    success: str | None = "success",
+    *,
+    successes: str | None = None,
+    trials: str | None = None,
+    trial: str | None = None,
+    cluster: str | None = None,
+    stratum: str | None = None,
+    status: str | None = None,
+    status_map: Mapping | None = None,
+    missing: str | None = None,
+    planned_trials: int | Mapping | None = None,
+    stratum_weights: Mapping | None = None,
+) -> EvalData:
+    """Validate a tidy table and summarise it into ``(system, task)`` counts.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame
+        One row per ``(system, task, trial)`` outcome, or one row per ``(system, task)`` with
+        counts (give ``successes=`` and ``trials=``). Never modified.
+    system, task : str
+        Column names of the system and task labels.
+    success : str
+        Column of 0/1 (or boolean) outcomes; an empty cell means no outcome was recorded.
+    successes, trials : str, optional
+        Columns of count rows: successes out of trials (all valid outcomes).
+    trial : str, optional
+        Column of trial ids; ``(system, task, trial)`` must then be unique.
+    cluster, stratum : str, optional
+        Task-level columns (repository/family; pre-declared stratum). A task must have one value.
+    status : str, optional
+        Column of statuses: bayeval statuses, or raw ones mapped with ``status_map``.
+    status_map : mapping, optional
+        Raw status -> bayeval status. A raw status left out means ``ok`` for a row with an
+        outcome and ``no_verdict`` for a row without one (or itself, if it is a bayeval status).
+    missing : {"fail", "exclude", "bounds"}, optional
+        Missing-outcome policy; required when any attempt is not ``ok``.
+    planned_trials : int or mapping, optional
+        Trials planned per task (an int, or task -> int). A cell with no rows is ``not_run`` for
+        the planned number (default: the most common attempt count of that task across systems,
+        the larger on ties). When given, cells with fewer attempts than planned also get the
+        shortfall as ``not_run``.
+    stratum_weights : mapping, optional
+        Stratum -> declared weight (normalised to sum to one). Default: the observed share of
+        tasks in each stratum.
+
+    Returns
+    -------
+    EvalData
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the column, the first offending rows and what is allowed.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> df = pd.DataFrame({"system": ["A"] * 4, "task": ["t1", "t1", "t2", "t2"],
+    ...                    "success": [1, 0, 1, 1]})
+    >>> data = be.from_frame(df)
+    >>> data.dataset["successes"].values
+    array([[1, 2]])
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__}")
+    count_rows = successes is not None or trials is not None
+    if count_rows:
+        if successes is None or trials is None:
+            raise TypeError("count rows need both successes= and trials= column names")
+        for name, value in (("trial", trial), ("status", status), ("status_map", status_map)):
+            if value is not None:
+                raise TypeError(
+                    f"{name}= does not apply to count rows (successes=, trials=), which hold "
+                    "valid outcomes only; give outcome rows (success=) to use statuses"
+                )
+    elif status_map is not None and status is None:
+        raise TypeError("status_map= needs status=, the column holding the raw statuses")
+
+    names = {"system": system, "task": task}
+    if count_rows:
+        names.update(successes=successes, trials=trials)
+    else:
+        names["success"] = success
+    names.update(
+        {k: v for k, v in (("trial", trial), ("cluster", cluster), ("stratum", stratum),
+                           ("status", status)) if v is not None}
+    )
+    _check_columns(df, names)
+    if len(df) == 0:
+        raise ValueError("df has no rows; nothing to analyse")
+
+    sys_codes, systems = _labels(df, system)
+    task_codes, tasks = _labels(df, task)
+    n_sys, n_task = len(systems), len(tasks)
+    cell = sys_codes * n_task + task_codes
+    n_status = len(STATUSES)
+
+    if count_rows:
+        c, n = _count_columns(df, successes, trials)
+        _check_unique(df, [system, task], "count rows")
+        status_counts = np.zeros((n_sys * n_task, n_status), dtype=np.int64)
+        status_counts[:, _OK] = np.bincount(cell, weights=n, minlength=n_sys * n_task)
+        ok_successes = np.bincount(cell, weights=c, minlength=n_sys * n_task)
+    else:
+        outcome = _outcome_column(df, success)
+        if trial is not None:
+            _check_not_missing(df, trial)
+            _check_unique(df, [system, task, trial], "outcome rows")
+        codes = _status_codes(df, status, status_map, recorded=~np.isnan(outcome))
+        status_counts = np.bincount(
+            cell * n_status + codes, minlength=n_sys * n_task * n_status
+        ).reshape(n_sys * n_task, n_status)
+        ok = codes == _OK
+        ok_successes = np.bincount(cell[ok], weights=outcome[ok], minlength=n_sys * n_task)
+
+    status_counts = status_counts.reshape(n_sys, n_task, n_status).astype(np.int64)
+    ok_successes = np.rint(ok_successes).astype(np.int64).reshape(n_sys, n_task)
+    status_counts[..., _NOT_RUN] += _not_run(status_counts.sum(-1), tasks, planned_trials)
+
+    task_coords = {}
+    for name, column in (("cluster", cluster), ("stratum", stratum)):
+        if column is not None:
+            task_coords[name] = _task_attribute(df, column, task, task_codes, n_task)
+    _check_policy(status_counts, missing)
+    attrs = {"stratum_weights": _stratum_weights(task_coords.get("stratum"), stratum_weights)}
+    ds = _assemble(ok_successes, status_counts, missing, systems, tasks, task_coords, attrs)
+    return EvalData(ds)
+
+
+def from_counts(successes, trials, tasks=None, systems=None, clusters=None, strata=None,
+                stratum_weights=None) -> EvalData:
+    """Build :class:`EvalData` from count arrays (all outcomes valid).
+
+    Parameters
+    ----------
+    successes : array_like of int, shape ``(task,)`` or ``(system, task)``
+    trials : int or array_like of int
+        Trials per cell, broadcast against ``successes``.
+    tasks, systems : sequence, optional
+        Labels (default ``0..J-1`` and ``system_0..``; a single system is ``"system"``).
+    clusters, strata : sequence, optional
+        One label per task.
+    stratum_weights : mapping, optional
+        Stratum -> declared weight (default: observed task shares).
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([7, 10, 0], trials=10)
+    >>> data.dataset["trials"].values
+    array([[10, 10, 10]])
+    """
+    c = np.asarray(successes)
+    if c.ndim not in (1, 2) or c.size == 0:
+        raise ValueError(f"successes must be a non-empty array of shape (task,) or (system, task); "
+                         f"got shape {c.shape}")
+    if c.ndim == 1:
+        c = c[None, :]
+        default_systems = ["system"]
+    else:
+        default_systems = [f"system_{i}" for i in range(c.shape[0])]
+    try:
+        n = np.broadcast_to(np.asarray(trials), c.shape)
+    except ValueError:
+        raise ValueError(f"trials (shape {np.shape(trials)}) does not broadcast to successes "
+                         f"(shape {c.shape})") from None
+    c = _whole_numbers("successes", c)
+    n = _whole_numbers("trials", n)
+    if (n < 1).any():
+        raise ValueError(f"trials must be >= 1 in every cell; got {int(n.min())}")
+    bad = (c < 0) | (c > n)
+    if bad.any():
+        where = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)]
+        raise ValueError(f"successes must lie in 0..trials; cells (system, task) {where[:5]} do not")
+    systems = default_systems if systems is None else list(systems)
+    tasks = list(range(c.shape[1])) if tasks is None else list(tasks)
+    for name, labels, size in (("systems", systems, c.shape[0]), ("tasks", tasks, c.shape[1])):
+        if len(labels) != size or len(set(labels)) != size:
+            raise ValueError(f"{name} must hold {size} distinct labels; got {len(labels)} "
+                             f"({len(set(labels))} distinct)")
+    task_coords = {}
+    for name, values in (("cluster", clusters), ("stratum", strata)):
+        if values is not None:
+            values = np.asarray(values)
+            if values.shape != (c.shape[1],) or pd.isna(values).any():
+                raise ValueError(f"{name}s must hold one label per task ({c.shape[1]}), "
+                                 "none missing")
+            task_coords[name] = values
+    status_counts = np.zeros(c.shape + (len(STATUSES),), dtype=np.int64)
+    status_counts[..., _OK] = n
+    attrs = {"stratum_weights": _stratum_weights(task_coords.get("stratum"), stratum_weights)}
+    ds = _assemble(c.astype(np.int64), status_counts, None, np.asarray(systems, dtype=object),
+                   np.asarray(tasks), task_coords, attrs)
+    return EvalData(ds)
+
+
+def read_csv(path, **columns) -> EvalData:
+    """Read a tidy CSV file and pass it to :func:`from_frame` with ``columns``.
+
+    Examples
+    --------
+    >>> import io, bayeval as be
+    >>> csv = io.StringIO("system,task,success\\nA,t1,1\\nA,t2,0\\n")
+    >>> be.read_csv(csv).dataset["successes"].values
+    array([[1, 0]])
+    """
+    return from_frame(pd.read_csv(path), **columns)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _assemble(ok_successes, status_counts, policy, systems, tasks, task_coords, attrs) -> xr.Dataset:
+    """Apply a missing-outcome policy and build the dataset."""
+    ok_trials = status_counts[..., _OK]
+    planned = status_counts.sum(-1)
+    dims = ("system", "task")
+    if policy == "bounds":
+        upper = ok_successes + (planned - ok_trials)
+        successes = xr.DataArray(np.stack([ok_successes, upper]),
+                                 dims=("missing_bound",) + dims)
+        trials = planned
+    elif policy == "fail":
+        successes, trials = xr.DataArray(ok_successes, dims=dims), planned
+    else:
+        successes, trials = xr.DataArray(ok_successes, dims=dims), ok_trials
+    coords = {"system": np.asarray(systems, dtype=object), "task": np.asarray(tasks),
+              "status": list(STATUSES)}
+    if policy == "bounds":
+        coords["missing_bound"] = ["lower", "upper"]
+    coords.update({name: ("task", values) for name, values in task_coords.items()})
+    ds = xr.Dataset(
+        {
+            "successes": successes,
+            "trials": (dims, np.asarray(trials, dtype=np.int64)),
+            "attempts": (dims, status_counts[..., :_NOT_RUN].sum(-1)),
+            "status_counts": (dims + ("status",), status_counts),
+        },
+        coords=coords,
+    )
+    ds.attrs = {**attrs, "missing_policy": policy or "none"}
+    return ds
+
+
+def _check_policy(status_counts: np.ndarray, missing) -> None:
+    if missing is not None:
+        validate_choice("missing", missing, MISSING_POLICIES)
+        return
+    totals = status_counts.sum(axis=(0, 1))
+    if totals[_OK + 1:].sum() == 0:
+        return
+    listed = ", ".join(f"{s}: {int(t)}" for s, t in zip(STATUSES, totals) if t)
+    raise ValueError(
+        f"{int(totals[_OK + 1:].sum())} of {int(totals.sum())} planned attempts are not 'ok' "
+        f"({listed}); choose a missing-outcome policy with missing=: {_POLICY_HELP}"
+    )
+
+
+def _check_columns(df: pd.DataFrame, names: dict) -> None:
+    for role, column in names.items():
+        if not isinstance(column, str):
+            raise TypeError(f"{role}= must be a column name (str); got {column!r}")
+    absent = {role: col for role, col in names.items() if col not in df.columns}
+    if absent:
+        listed = ", ".join(f"{role}={col!r}" for role, col in absent.items())
+        raise ValueError(f"column(s) not found: {listed}; the frame has columns "
+                         f"{describe_values(df.columns, limit=20)}")
+
+
+def _check_not_missing(df: pd.DataFrame, column: str) -> None:
+    missing = df[column].isna().to_numpy()
+    if missing.any():
+        raise ValueError(f"column {column!r} has missing values in "
+                         f"{describe_rows(df.index[missing])}; every row needs a {column}")
+
+
+def _labels(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    _check_not_missing(df, column)
+    codes, uniques = pd.factorize(df[column], sort=False)
+    return codes.astype(np.int64), np.asarray(uniques, dtype=object)
+
+
+def _check_unique(df: pd.DataFrame, columns: list, what: str) -> None:
+    dup = df.duplicated(subset=columns, keep=False).to_numpy()
+    if dup.any():
+        raise ValueError(
+            f"duplicate {what}: columns {columns} must identify one row, but "
+            f"{describe_rows(df.index[dup])} share a combination "
+            f"(first: {tuple(df.loc[dup, columns].iloc[0])})"
+        )
+
+
+def _outcome_column(df: pd.DataFrame, column: str) -> np.ndarray:
+    """0/1 outcomes as floats, NaN where no outcome was recorded."""
+    series = df[column]
+    if pd.api.types.is_bool_dtype(series.dtype) and not series.isna().any():
+        return series.to_numpy(dtype=float)
+    values = series.to_numpy(dtype=object)
+    is_number = np.fromiter(
+        (isinstance(v, (numbers.Real, np.bool_)) or v is None or v is pd.NA for v in values),
+        dtype=bool, count=len(values),
+    )
+    if not is_number.all():
+        raise TypeError(
+            f"column {column!r} must hold 0/1 (or True/False) outcomes, with empty cells for "
+            f"missing outcomes; found {describe_values(values[~is_number])} in "
+            f"{describe_rows(df.index[~is_number])}"
+        )
+    outcome = pd.to_numeric(series.astype(object), errors="coerce").to_numpy(dtype=float)
+    bad = ~np.isnan(outcome) & (outcome != 0) & (outcome != 1)
+    if bad.any():
+        raise ValueError(
+            f"column {column!r} must hold 0 or 1 (empty for a missing outcome); "
+            f"found {describe_values(outcome[bad])} in {describe_rows(df.index[bad])}"
+        )
+    return outcome
+
+
+def _whole_numbers(column: str, values: np.ndarray, index=None) -> np.ndarray:
+    if values.dtype == bool or not np.issubdtype(values.dtype, np.number):
+        raise TypeError(f"{column} must hold integer counts; got dtype {values.dtype}")
+    values = values.astype(float)
+    bad = np.isnan(values) | (values != np.round(values))
+    if bad.any():
+        where = (index[bad] if index is not None else np.argwhere(bad).tolist())
+        raise ValueError(f"{column} must hold whole, non-missing counts; "
+                         f"found {describe_values(values[bad])} in {describe_rows(where)}")
+    return values.astype(np.int64)
+
+
+def _count_columns(df: pd.DataFrame, successes: str, trials: str):
+    index = df.index
+    c = _whole_numbers(f"column {successes!r}", df[successes].to_numpy(), index)
+    n = _whole_numbers(f"column {trials!r}", df[trials].to_numpy(), index)
+    if (n < 1).any():
+        raise ValueError(f"column {trials!r} must be >= 1; found {describe_values(n[n < 1])} in "
+                         f"{describe_rows(index[n < 1])}")
+    bad = (c < 0) | (c > n)
+    if bad.any():
+        raise ValueError(f"column {successes!r} must lie in 0..{trials}; "
+                         f"{describe_rows(index[bad])} are outside")
+    return c, n
+
+
+def _status_codes(df, status, status_map, recorded: np.ndarray) -> np.ndarray:
+    """One status code per row, following the rules in the module docstring."""
+    codes = np.where(recorded, _OK, _NO_VERDICT)
+    if status is None:
+        return codes
+    raw = df[status]
+    known = set(STATUSES)
+    if status_map is None:
+        present = raw.dropna().unique().tolist()
+        foreign = [v for v in present if v not in known]
+        if foreign:
+            raise ValueError(
+                f"column {status!r} holds values that are not bayeval statuses: "
+                f"{describe_values(foreign)}; map them with status_map= onto {list(STATUSES)} "
+                "(a raw status left out of the map means 'ok' for a row with an outcome and "
+                "'no_verdict' for one without), or leave status= unset"
+            )
+        mapping = {}
+    else:
+        if not isinstance(status_map, Mapping):
+            raise TypeError(f"status_map must be a mapping of raw status -> bayeval status; "
+                            f"got {type(status_map).__name__}")
+        bad = {k: v for k, v in status_map.items() if v not in known}
+        if bad:
+            raise ValueError(f"status_map maps onto unknown statuses {bad}; "
+                             f"allowed: {list(STATUSES)}")
+        mapping = dict(status_map)
+    mapped = raw.map(lambda v: mapping.get(v, v if v in known else None))
+    explicit = mapped.notna().to_numpy()
+    lookup = {s: i for i, s in enumerate(STATUSES)}
+    explicit_codes = mapped[explicit].map(lookup).to_numpy(dtype=np.int64)
+    nan_ok = explicit.copy()
+    nan_ok[explicit] = (explicit_codes == _OK) & ~recorded[explicit]
+    if nan_ok.any():
+        raise ValueError(
+            f"column {status!r} marks {describe_rows(df.index[nan_ok])} as 'ok' with no "
+            "recorded outcome; an ok row needs a 0/1 outcome (map such rows to 'no_verdict', "
+            "'error', 'timeout', 'invalid' or 'not_run')"
+        )
+    codes[explicit] = explicit_codes
+    return codes
+
+
+def _not_run(rows: np.ndarray, tasks, planned_trials) -> np.ndarray:
+    """Planned trials with no row at all, per cell (``rows``: rows per cell, any status)."""
+    n_task = rows.shape[1]
+    default = _modal_rows(rows)
+    if planned_trials is None:
+        return np.where(rows == 0, default[None, :], 0)
+    if isinstance(planned_trials, Mapping):
+        position = {t: i for i, t in enumerate(tasks.tolist())}
+        unknown = [t for t in planned_trials if t not in position]
+        if unknown:
+            raise ValueError(f"planned_trials names unknown tasks {describe_values(unknown)}")
+        planned = default.copy()
+        for t, value in planned_trials.items():
+            planned[position[t]] = _planned_value(value)
+    else:
+        planned = np.full(n_task, _planned_value(planned_trials), dtype=np.int64)
+    return np.maximum(planned[None, :] - rows, 0)
+
+
+def _planned_value(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"planned_trials must be positive integers; got {value!r}")
+    return int(value)
+
+
+def _modal_rows(rows: np.ndarray) -> np.ndarray:
+    """Most common positive row count per task (the larger on ties)."""
+    n_task = rows.shape[1]
+    task_idx = np.broadcast_to(np.arange(n_task), rows.shape)
+    has = rows > 0
+    pairs = np.stack([task_idx[has], rows[has]], axis=1)
+    uniq, freq = np.unique(pairs, axis=0, return_counts=True)
+    order = np.lexsort((uniq[:, 1], freq, uniq[:, 0]))
+    uniq = uniq[order]
+    last = np.r_[uniq[1:, 0] != uniq[:-1, 0], True]
+    modal = np.zeros(n_task, dtype=np.int64)
+    modal[uniq[last, 0]] = uniq[last, 1]
+    return modal
+
+
+def _task_attribute(df, column, task, task_codes, n_task) -> np.ndarray:
+    _check_not_missing(df, column)
+    pairs = pd.DataFrame({"code": task_codes, "value": df[column].to_numpy()})
+    distinct = pairs.drop_duplicates()
+    if len(distinct) != n_task:
+        clash = distinct["code"].duplicated(keep=False).to_numpy()
+        example = distinct[clash].groupby("code")["value"].apply(list).head(3)
+        labels = pd.factorize(df[task], sort=False)[1]
+        listed = "; ".join(f"{labels[code]!r}: {vals}" for code, vals in example.items())
+        raise ValueError(
+            f"column {column!r} must give each task one value, but "
+            f"{distinct.loc[clash, 'code'].nunique()} task(s) have several ({listed})"
+        )
+    values = np.empty(n_task, dtype=object)
+    values[distinct["code"].to_numpy()] = distinct["value"].to_numpy()
+    return values
+
+
+def _stratum_weights(strata, declared) -> str:
+    """Normalised stratum weights as JSON (netCDF attributes hold strings, not dicts)."""
+    if strata is None:
+        if declared is not None:
+            raise TypeError("stratum_weights= needs a stratum column (stratum=/strata=)")
+        return "null"
+    sizes = pd.Series(strata).value_counts(sort=False)
+    labels = [lab.item() if isinstance(lab, np.generic) else lab for lab in sizes.index]
+    sizes = sizes.to_numpy(dtype=float)
+    if declared is None:
+        weights = dict(zip(labels, sizes / sizes.sum()))
+    else:
+        if not isinstance(declared, Mapping):
+            raise TypeError("stratum_weights must be a mapping of stratum -> weight")
+        missing = [s for s in labels if s not in declared]
+        extra = [s for s in declared if s not in labels]
+        if missing or extra:
+            raise ValueError(f"stratum_weights must give a weight to each stratum {labels}; "
+                             f"missing {missing}, unknown {extra}")
+        values = np.array([declared[s] for s in labels], dtype=float)
+        if (values <= 0).any() or not np.isfinite(values).all():
+            raise ValueError(f"stratum_weights must be positive; got {dict(declared)}")
+        weights = dict(zip(labels, values / values.sum()))
+    return json.dumps([[k, float(w)] for k, w in weights.items()])
