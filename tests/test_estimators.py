@@ -1,0 +1,140 @@
+"""Estimators against exact rational arithmetic, statsmodels/SciPy and exact coverage sums."""
+
+from fractions import Fraction
+from math import comb
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from scipy import stats
+from statsmodels.stats.anova import anova_lm
+from statsmodels.stats.proportion import proportion_confint
+
+import bayeval as be
+from bayeval import estimators as est
+
+
+def _exact_pass_at_k(n, c, k):
+    return 1 - Fraction(comb(n - c, k), comb(n, k))
+
+
+def _exact_pass_hat_k(n, c, k):
+    return Fraction(comb(c, k), comb(n, k))
+
+
+def test_unbiased_estimators_match_exact_fractions():
+    grid = [(n, c, k) for n in range(1, 25) for c in range(n + 1) for k in range(1, n + 1)]
+    n, c, k = map(np.array, zip(*grid))
+    at_k, hat_k = be.pass_at_k(n, c, k), be.pass_hat_k(n, c, k)
+    for i, (nn, cc, kk) in enumerate(grid):
+        assert at_k[i] == pytest.approx(float(_exact_pass_at_k(nn, cc, kk)), rel=1e-12, abs=1e-15)
+        assert hat_k[i] == pytest.approx(float(_exact_pass_hat_k(nn, cc, kk)), rel=1e-12,
+                                         abs=1e-15)
+
+
+@pytest.mark.parametrize("c", [1, 2, 7, 500, 1000, 1001, 1500, 1999, 2000])
+def test_product_form_at_n_2000_k_1000(c):
+    n, k = 2000, 1000
+    q = Fraction(comb(n - c, k), comb(n, k))
+    assert be.pass_at_k(n, c, k) == pytest.approx(float(1 - q), rel=1e-12, abs=1e-300)
+    r = Fraction(comb(c, k), comb(n, k))
+    assert be.pass_hat_k(n, c, k) == pytest.approx(float(r), rel=1e-9, abs=1e-300)
+    assert np.isfinite(be.pass_hat_k(n, c, k))
+
+
+def test_nan_where_n_below_k_and_scalar_types():
+    assert np.isnan(be.pass_at_k(3, 1, 4)) and np.isnan(be.pass_hat_k(3, 1, 4))
+    assert isinstance(be.pass_at_k(3, 1, 2), float)
+    out = be.pass_at_k(np.array([[5, 5]]), np.array([[0, 5]]), np.array([1, 6]))
+    assert out.shape == (1, 2) and out[0, 0] == 0.0 and np.isnan(out[0, 1])
+
+
+def test_estimator_input_errors():
+    with pytest.raises(ValueError, match="0..n"):
+        be.pass_at_k(3, 4, 1)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        be.pass_at_k(3, 1, 0)
+    with pytest.raises(ValueError, match="whole numbers"):
+        be.pass_at_k(3.5, 1, 1)
+
+
+def test_tau_bench_pass_hat_k_reproduces_the_paper():
+    data = be.datasets.load("tau_bench_airline")
+    ds = data.dataset
+    values = est.task_metric(ds["successes"], ds["trials"], [1, 2, 3, 4], "pass^k")
+    assert values.dims == ("system", "task", "k")
+    assert values.mean("task").values.round(3).ravel().tolist() == [0.42, 0.273, 0.22, 0.2]
+
+
+@pytest.mark.parametrize(
+    "func, method",
+    [(be.wilson_interval, "wilson"), (est.clopper_pearson_interval, "beta"),
+     (est.jeffreys_interval, "jeffreys"), (est.wald_interval, "normal")],
+)
+@pytest.mark.parametrize("ci_prob", [0.9, 0.95, 0.99])
+def test_intervals_match_statsmodels(func, method, ci_prob):
+    n = np.array([1, 5, 10, 40, 40, 40, 200, 1000])
+    c = np.array([0, 5, 3, 0, 1, 20, 199, 17])
+    lower, upper = func(c, n, ci_prob=ci_prob)
+    ref_lower, ref_upper = proportion_confint(c, n, alpha=1 - ci_prob, method=method)
+    np.testing.assert_allclose(lower, ref_lower, atol=1e-10)
+    np.testing.assert_allclose(upper, ref_upper, atol=1e-10)
+
+
+def test_clopper_pearson_matches_scipy_binomtest():
+    for n, c in [(10, 0), (10, 4), (37, 37), (100, 13)]:
+        ref = stats.binomtest(c, n).proportion_ci(confidence_level=0.95, method="exact")
+        assert est.clopper_pearson_interval(c, n) == pytest.approx((ref.low, ref.high))
+
+
+def _exact_coverage(func, n, p):
+    c = np.arange(n + 1)
+    lower, upper = func(c, np.full(n + 1, n), ci_prob=0.95)
+    covers = (lower <= p) & (p <= upper)
+    return float(stats.binom.pmf(c, n, p)[covers].sum())
+
+
+def test_exact_coverage_wilson_vs_wald_at_n_40():
+    ps = np.linspace(0.02, 0.98, 97)
+    wilson = np.array([_exact_coverage(be.wilson_interval, 40, p) for p in ps])
+    wald = np.array([_exact_coverage(est.wald_interval, 40, p) for p in ps])
+    assert abs(wilson.mean() - 0.95) < 0.01
+    assert wilson.min() > 0.83  # Wilson's worst dips stay moderate
+    assert _exact_coverage(est.wald_interval, 40, 0.03) == pytest.approx(0.70, abs=0.03)
+    assert wald.mean() < wilson.mean() - 0.03
+    assert (est.clopper_pearson_interval(np.arange(41), 40)[0] >= 0).all()
+    assert min(_exact_coverage(est.clopper_pearson_interval, 40, p) for p in ps) >= 0.95
+
+
+def test_design_effect_matches_statsmodels_anova(rng):
+    n = rng.integers(3, 12, size=15)
+    c = rng.binomial(n, rng.beta(0.6, 0.8, size=15))
+    rows = pd.DataFrame({"task": np.repeat(np.arange(15), n),
+                         "y": np.concatenate([[1] * ci + [0] * (ni - ci) for ni, ci in zip(n, c)])})
+    table = anova_lm(smf.ols("y ~ C(task)", data=rows).fit())
+    msb, msw = table["mean_sq"].iloc[0], table["mean_sq"].iloc[1]
+    N = n.sum()
+    n0 = (N - (n**2).sum() / N) / (len(n) - 1)
+    expected = (msb - msw) / (msb + (n0 - 1) * msw)
+    data = be.from_counts(c, n)
+    out = be.design_effect(data)
+    assert set(out.data_vars) == {"icc", "design_effect", "mean_trials", "effective_trials"}
+    assert out["icc"].dims == ("system",)
+    assert float(out["icc"][0]) == pytest.approx(expected, rel=1e-10)
+    assert float(out["design_effect"][0]) == pytest.approx(1 + (N / 15 - 1) * expected)
+
+
+def test_design_effect_recovers_beta_binomial_icc(rng):
+    # Beta(a, b) task rates give an intra-task correlation of 1 / (a + b + 1)
+    a, b = 0.4, 0.3
+    p = rng.beta(a, b, size=(200, 400))
+    c = rng.binomial(16, p)
+    data = be.from_counts(c, 16)
+    icc = be.design_effect(data)["icc"].values
+    assert icc.mean() == pytest.approx(1 / (a + b + 1), abs=0.01)
+
+
+def test_design_effect_is_nan_with_one_trial():
+    out = be.design_effect(be.from_counts([1, 0, 1, 1], 1))
+    assert np.isnan(out["icc"]).all()
