@@ -1,0 +1,579 @@
+"""The frequentist baseline: bootstrap intervals for pass@k, pass^k and paired effects.
+
+Every statistic is a weighted mean of per-task unbiased estimates (:mod:`bayeval.estimators`):
+
+    theta = sum_G W_G * (sum of task values in G) / (number of valid tasks in G)
+
+where the groups G are the declared strata (and, under ``clusters="observed"`` or
+``weighting="cluster"``, the clusters within them) and W_G their fixed weights. The resampling
+unit says which estimand the interval is for:
+
+* ``unit="trial"`` resamples trials within each fixed task: the twin of ``estimand="tasks"``;
+* ``unit="task"`` resamples tasks within groups: the twin of ``estimand="population"``
+  (a new task; with ``clusters="observed"``, a new task from one of the observed clusters);
+* ``unit="cluster"`` resamples whole clusters within strata: the twin of
+  ``estimand="population"`` with a new task from a new cluster. With ``weighting="task"``
+  clusters keep their sizes (a ratio estimator); with ``weighting="cluster"`` each resampled
+  cluster counts equally.
+
+Nothing loops over replicates or episodes. Units within a group are exchangeable, so each group
+is reduced to the histogram of its distinct unit patterns (the joint values over the systems
+involved) and a replicate is one multinomial draw of pattern counts; trials within a task are
+exchangeable too, so the trial bootstrap draws, per distinct ``(n, c)`` pattern, how many of its
+tasks land on each possible count. 100,000 tasks never need a replicates x tasks index array.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import stats
+
+from bayeval._validate import (
+    BayevalWarning,
+    describe_values,
+    validate_choice,
+    validate_k,
+    validate_positive_int,
+    validate_prob,
+    validate_seed,
+)
+from bayeval.estimators import METRICS, _unbiased
+
+__all__ = ["pass_at_k", "pass_hat_k", "compare"]
+
+UNITS = ("trial", "task", "cluster")
+METHODS = ("percentile", "basic", "bca")
+WEIGHTINGS = ("task", "cluster")
+ESTIMAND_OF_UNIT = {"trial": "tasks", "task": "population", "cluster": "population"}
+_MAX_CELLS = 4_000_000  # elements of one replicate-chunk x pattern matrix
+
+
+# -- layout: groups, units and weights ---------------------------------------------------------
+@dataclass(frozen=True)
+class _Layout:
+    group: np.ndarray  # group index of each task
+    weight: np.ndarray  # W_G of each group (sums to one)
+    unit: np.ndarray  # unit index of each task (the task itself, or its cluster)
+    cluster_mean: bool  # a cluster unit's value is its mean (weighting="cluster")
+
+
+def _codes(values) -> np.ndarray:
+    return pd.factorize(np.asarray(values, dtype=object), sort=False)[0]
+
+
+def _layout(data, unit: str, weighting: str, clusters) -> _Layout:
+    ds = data.dataset
+    n_task = ds.sizes["task"]
+    if "stratum" in ds.coords:
+        stratum = _codes(ds["stratum"].values)
+        labels = list(dict.fromkeys(ds["stratum"].values.tolist()))
+        stratum_weight = np.array([data.stratum_weights[s] for s in labels])
+    else:
+        stratum, stratum_weight = np.zeros(n_task, dtype=np.int64), np.ones(1)
+    cluster = _codes(ds["cluster"].values) if "cluster" in ds.coords else None
+
+    if unit == "cluster":
+        pairs = np.unique(np.stack([cluster, stratum], 1), axis=0)
+        if len(np.unique(pairs[:, 0])) != len(pairs):
+            raise ValueError("unit='cluster' with strata needs every cluster inside one stratum")
+        return _Layout(stratum, stratum_weight, cluster, weighting == "cluster")
+
+    by_cluster = weighting == "cluster" or clusters == "observed"
+    if not by_cluster:
+        return _Layout(stratum, stratum_weight, np.arange(n_task), False)
+    group = _codes([f"{s}\x1f{c}" for s, c in zip(stratum, cluster)])
+    weight = np.zeros(group.max() + 1)
+    for g in range(len(weight)):
+        members = group == g
+        h = stratum[members][0]
+        in_stratum = stratum == h
+        if weighting == "cluster":
+            share = 1.0 / len(np.unique(cluster[in_stratum]))
+        else:
+            share = members.sum() / in_stratum.sum()
+        weight[g] = stratum_weight[h] * share
+    return _Layout(group, weight, np.arange(n_task), False)
+
+
+# -- the resampling engines --------------------------------------------------------------------
+@dataclass
+class _Resampled:
+    estimate: np.ndarray  # (col, k)
+    replicates: np.ndarray  # (replicate, col, k)
+    jack_dev: np.ndarray  # (event, col, k): jackknife value minus estimate
+    jack_mult: np.ndarray  # (event,): how many units each event stands for
+
+
+def _task_values(c, n, ks, metric):
+    """Per-task estimates (col, task, k), zero where the cell has no valid trial."""
+    values = _unbiased(n[..., None], c[..., None], ks, metric)
+    return np.where((n > 0)[..., None], values, 0.0)
+
+
+def _chunks(n_boot: int, width: int):
+    step = max(1, _MAX_CELLS // max(width, 1))
+    for start in range(0, n_boot, step):
+        yield slice(start, min(start + step, n_boot))
+
+
+def _resample_units(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampled:
+    values = _task_values(c, n, ks, metric)  # (col, task, k)
+    valid = (n > 0).astype(float)  # (col, task)
+    n_col, n_task, n_k = values.shape
+    order = np.argsort(layout.unit, kind="stable")
+    unit_sorted = layout.unit[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(unit_sorted)) + 1]
+    unit_ids = unit_sorted[starts]
+    V = np.add.reduceat(values[:, order], starts, axis=1).transpose(1, 0, 2)  # (unit, col, k)
+    S = np.add.reduceat(valid[:, order], starts, axis=1).T  # (unit, col)
+    if layout.cluster_mean:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            V = np.where(S[..., None] > 0, V / S[..., None], 0.0)
+        S = (S > 0).astype(float)
+    unit_group = np.empty(unit_ids.max() + 1, dtype=np.int64)
+    unit_group[layout.unit] = layout.group
+    group_of_unit = unit_group[unit_ids]
+
+    rows = np.concatenate([V.reshape(len(V), -1), S], axis=1)
+    estimate = np.zeros((n_col, n_k))
+    replicates = np.zeros((n_boot, n_col, n_k))
+    jack_dev, jack_mult = [], []
+    group_parts = []
+    for g, w in enumerate(layout.weight):
+        patterns, mult = np.unique(rows[group_of_unit == g], axis=0, return_counts=True)
+        pV = patterns[:, : n_col * n_k].reshape(-1, n_col, n_k)
+        pS = patterns[:, n_col * n_k:]
+        tot_V, tot_S = mult @ pV.reshape(len(pV), -1), mult @ pS
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = tot_V.reshape(n_col, n_k) / tot_S[:, None]
+        estimate += w * ratio
+        group_parts.append((w, ratio, pV, pS, mult, tot_V.reshape(n_col, n_k), tot_S))
+        m_total = int(mult.sum())
+        if len(mult) == 1:
+            replicates += w * ratio
+            continue
+        p = mult / m_total
+        for sl in _chunks(n_boot, len(mult)):
+            counts = rng.multinomial(m_total, p, size=sl.stop - sl.start).astype(float)
+            num = (counts @ pV.reshape(len(pV), -1)).reshape(-1, n_col, n_k)
+            den = counts @ pS
+            with np.errstate(invalid="ignore", divide="ignore"):
+                replicates[sl] += w * num / den[..., None]
+    for w, ratio, pV, pS, mult, tot_V, tot_S in group_parts:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            left_out = (tot_V[None] - pV) / (tot_S[None, :, None] - pS[..., None])
+        jack_dev.append(w * (left_out - ratio[None]))
+        jack_mult.append(mult)
+    return _Resampled(estimate, replicates, np.concatenate(jack_dev), np.concatenate(jack_mult))
+
+
+def _trial_weights(n, layout: _Layout) -> np.ndarray:
+    """Fixed weight of each task in each column: W_G / (valid tasks of G in that column)."""
+    valid = (n > 0).astype(float)
+    per_group = np.zeros((n.shape[0], len(layout.weight)))
+    np.add.at(per_group.T, layout.group, valid.T)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(valid > 0, layout.weight[layout.group] / per_group[:, layout.group], 0.0)
+
+
+def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampled:
+    weights = _trial_weights(n, layout)
+    n_col, n_k = c.shape[0], len(ks)
+    estimate = np.zeros((n_col, n_k))
+    replicates = np.zeros((n_boot, n_col, n_k))
+    jack_dev, jack_mult = [], []
+    for col in range(n_col):
+        used = n[col] > 0
+        keys = np.stack([n[col, used], c[col, used], weights[col, used]], axis=1)
+        patterns, mult = np.unique(keys, axis=0, return_counts=True)
+        for (nn, cc, w), m in zip(patterns, mult):
+            nn, cc = int(nn), int(cc)
+            outcomes = np.arange(nn + 1)
+            table = _unbiased(nn, outcomes[:, None], ks[None, :], metric)  # (n+1, k)
+            estimate[col] += m * w * table[cc]
+            if 0 < cc < nn:
+                prob = stats.binom.pmf(outcomes, nn, cc / nn)
+                for sl in _chunks(n_boot, min(m, nn + 1)):
+                    size = sl.stop - sl.start
+                    if m < nn + 1:
+                        draws = rng.binomial(nn, cc / nn, size=(size, m))
+                        replicates[sl, col] += w * table[draws].sum(axis=1)
+                    else:
+                        counts = rng.multinomial(m, prob, size=size).astype(float)
+                        replicates[sl, col] += w * counts @ table
+            else:
+                replicates[:, col] += m * w * table[cc]
+            # leave one trial out: a success (cc of them) or a failure (nn - cc of them)
+            for left, times in ((cc - 1, cc), (cc, nn - cc)):
+                if times == 0:
+                    continue
+                dev = np.zeros((n_col, n_k))
+                if nn - 1 >= 1:
+                    dev[col] = w * (_unbiased(nn - 1, left, ks, metric) - table[cc])
+                else:
+                    dev[col] = np.nan
+                jack_dev.append(dev)
+                jack_mult.append(m * times)
+    if not jack_dev:
+        jack_dev, jack_mult = [np.full((n_col, n_k), np.nan)], [1]
+    return _Resampled(estimate, replicates, np.stack(jack_dev), np.asarray(jack_mult))
+
+
+# -- intervals ---------------------------------------------------------------------------------
+def _intervals(estimate, replicates, jack_dev, jack_mult, method, ci_prob):
+    """Interval (..., 2) for each statistic; ``fallback`` marks BCa cells done by percentile."""
+    alpha = 1 - ci_prob
+    probs = np.array([alpha / 2, 1 - alpha / 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        quant = np.moveaxis(np.nanquantile(replicates, probs, axis=0), 0, -1)
+    fallback = np.zeros(estimate.shape, dtype=bool)
+    if method == "percentile":
+        return quant, fallback
+    if method == "basic":
+        return 2 * estimate[..., None] - quant[..., ::-1], fallback
+    n_valid = np.sum(~np.isnan(replicates), axis=0)
+    below = np.sum(replicates < estimate, axis=0) + 0.5 * np.sum(replicates == estimate, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z0 = stats.norm.ppf(below / n_valid)
+        mult = jack_mult.reshape((-1,) + (1,) * estimate.ndim)
+        mean_dev = (mult * jack_dev).sum(0) / mult.sum()
+        d = mean_dev - jack_dev
+        accel = (mult * d**3).sum(0) / (6 * ((mult * d**2).sum(0)) ** 1.5)
+        z = stats.norm.ppf(probs)
+        zz = z0[..., None] + z
+        adjusted = stats.norm.cdf(z0[..., None] + zz / (1 - accel[..., None] * zz))
+    fallback = ~(np.isfinite(adjusted).all(-1) & np.isfinite(z0))
+    bca = np.empty(estimate.shape + (2,))
+    flat_reps = replicates.reshape(len(replicates), -1)
+    flat_adj = np.where(fallback[..., None], probs, adjusted).reshape(-1, 2)
+    for i in range(flat_reps.shape[1]):
+        column = flat_reps[:, i]
+        bca.reshape(-1, 2)[i] = np.quantile(column[~np.isnan(column)], flat_adj[i])
+    return bca, fallback
+
+
+# -- public API --------------------------------------------------------------------------------
+def _validate_common(data, unit, weighting, clusters, method, ci_prob, n_boot, seed, metric):
+    from bayeval.data import EvalData
+
+    if not isinstance(data, EvalData):
+        raise TypeError(f"data must be an EvalData (from be.from_frame / be.from_counts); "
+                        f"got {type(data).__name__}")
+    validate_choice("unit", unit, UNITS)
+    validate_choice("weighting", weighting, WEIGHTINGS)
+    validate_choice("method", method, METHODS)
+    validate_choice("metric", metric, METRICS)
+    if clusters not in (None, "observed"):
+        raise ValueError(f"clusters must be None or 'observed'; got {clusters!r}")
+    needs_clusters = unit == "cluster" or clusters == "observed" or weighting == "cluster"
+    if needs_clusters and not data.has_clusters:
+        raise ValueError(
+            f"unit={unit!r}, clusters={clusters!r}, weighting={weighting!r} needs task clusters; "
+            "this data has none (pass cluster= when building it)"
+        )
+    if unit == "task" and weighting == "cluster" and clusters != "observed":
+        raise ValueError("weighting='cluster' with unit='task' needs clusters='observed' "
+                         "(tasks resampled within their clusters); or use unit='cluster'")
+    if clusters == "observed" and unit != "task":
+        raise ValueError(f"clusters='observed' applies to unit='task'; got unit={unit!r}")
+    return (validate_prob("ci_prob", ci_prob), validate_positive_int("n_boot", n_boot, 2),
+            validate_seed(seed))
+
+
+def _arrays(data, systems):
+    """Counts as (bound, system, task) arrays (a single bound when there are no bounds)."""
+    ds = data.dataset.sel(system=systems)
+    c = ds["successes"]
+    bounds = c["missing_bound"].values.tolist() if "missing_bound" in c.dims else None
+    c = c.transpose(*(("missing_bound",) if bounds else ()), "system", "task").values
+    n = ds["trials"].transpose("system", "task").values
+    if bounds is None:
+        c = c[None]
+    n = np.broadcast_to(n, c.shape)
+    return c, n, bounds
+
+
+def _check_k(data, systems, c, n, ks, metric):
+    too_few = (n > 0) & (n < ks.max())
+    if not too_few.any():
+        return
+    _, s, j = np.nonzero(too_few)
+    tasks = data.dataset["task"].values
+    system = systems[s[0]]
+    offenders = tasks[j[s == s[0]]]
+    raise ValueError(
+        f"{metric} at k={int(ks.max())} needs at least {int(ks.max())} valid trials in every "
+        f"task; system {system!r} has fewer in tasks {describe_values(offenders, limit=6)} "
+        f"(smallest: {int(n[too_few].min())}); use k <= {int(n[n > 0].min())}"
+    )
+
+
+def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed):
+    c, n, bounds = _arrays(data, systems)
+    _check_k(data, systems, c, n, ks, metric)
+    layout = _layout(data, unit, weighting, clusters)
+    rng = np.random.default_rng(seed)
+    shape = c.shape[:2]
+    c2, n2 = c.reshape(-1, c.shape[-1]), n.reshape(-1, n.shape[-1])
+    engine = _resample_trials if unit == "trial" else _resample_units
+    res = engine(c2, n2, ks, metric, layout, n_boot, rng)
+    if unit == "trial" and (n2[n2 > 0] == 1).all():
+        warnings.warn(
+            "with one trial per task the trial bootstrap has zero width: it resamples each "
+            "task's single outcome onto itself. Use unit='task' (tasks like these) or a Bayesian "
+            "fit for honest uncertainty.", BayevalWarning, stacklevel=3,
+        )
+    return res, shape, bounds
+
+
+def _reshape(array, lead, shape, n_k):
+    return array.reshape(lead + shape + (n_k,))
+
+
+def _status_vars(data, systems):
+    counts = data.dataset["status_counts"].sel(system=systems).sum("task")
+    return {"status_counts": counts, "coverage": counts.sel(status="ok") / counts.sum("status")}
+
+
+def _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data):
+    return {
+        "unit": unit, "estimand": ESTIMAND_OF_UNIT[unit],
+        "clusters": {"cluster": "new", "task": clusters or "ignored"}.get(unit, "fixed tasks"),
+        "weighting": weighting, "method": method, "ci_prob": ci_prob, "n_boot": n_boot,
+        "seed": seed, "metric": metric, "missing_policy": data.missing or "none",
+    }
+
+
+def _warn_nan(replicates, what):
+    n_nan = int(np.isnan(replicates).any(axis=tuple(range(1, replicates.ndim))).sum())
+    if n_nan:
+        warnings.warn(f"{n_nan} of {len(replicates)} bootstrap replicates of {what} are "
+                      "undefined (a resampled group had no valid task) and were left out of the "
+                      "interval", BayevalWarning, stacklevel=4)
+
+
+def _warn_fallback(fallback, method):
+    if method == "bca" and fallback.any():
+        warnings.warn(
+            f"BCa is undefined for {int(fallback.sum())} of {fallback.size} statistics (no "
+            "spread in the jackknife or all replicates on one side, as with all-0 or all-1 "
+            "data); the percentile interval was used there (see variable 'bca_fallback')",
+            BayevalWarning, stacklevel=4,
+        )
+
+
+def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weighting, clusters):
+    ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
+                                             n_boot, seed, metric)
+    ks, scalar_k = validate_k(k)
+    systems = data.systems
+    res, shape, bounds = _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed)
+    n_k = len(ks)
+    est = _reshape(res.estimate, (), shape, n_k)
+    reps = _reshape(res.replicates, (n_boot,), shape, n_k)
+    jdev = _reshape(res.jack_dev, (len(res.jack_mult),), shape, n_k)
+    interval, fallback = _intervals(est, reps, jdev, res.jack_mult, method, ci_prob)
+    _warn_nan(reps, metric)
+    _warn_fallback(fallback, method)
+
+    def da(values, lead_dims, trail_dims=()):
+        dims = lead_dims + ("missing_bound", "system", "k") + trail_dims
+        out = xr.DataArray(values, dims=dims)
+        return out if bounds else out.isel(missing_bound=0, drop=True)
+
+    ds = xr.Dataset({
+        "estimate": da(est, ()),
+        "replicates": da(reps, ("replicate",)),
+        "interval": da(interval, (), ("ci_bound",)),
+    })
+    if method == "bca":
+        ds["bca_fallback"] = da(fallback, ())
+    coords = {"system": np.asarray(systems, dtype=object), "k": ks, "ci_bound": ["lower", "upper"]}
+    if bounds:
+        coords["missing_bound"] = bounds
+    ds = ds.assign_coords(coords)
+    if scalar_k:
+        ds = ds.isel(k=0)
+    ds = ds.transpose("replicate", "system", ...)
+    ds = ds.assign(_status_vars(data, systems))
+    ds.attrs = _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data)
+    return ds
+
+
+def pass_at_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
+              method="percentile", weighting="task", clusters=None) -> xr.Dataset:
+    """Bootstrap interval for each system's benchmark pass@k.
+
+    Parameters
+    ----------
+    data : EvalData
+    k : int or list of int, default 1
+        A list adds a ``k`` dim.
+    unit : {"trial", "task", "cluster"}, default "task"
+        What is resampled; ``"trial"`` is the twin of ``estimand="tasks"``, ``"task"`` and
+        ``"cluster"`` of ``estimand="population"``.
+    n_boot : int, default 10000
+    ci_prob : float, default 0.95
+    seed : int or None, default 0
+    method : {"percentile", "basic", "bca"}, default "percentile"
+        BCa falls back to percentile, with a warning, where it is undefined.
+    weighting : {"task", "cluster"}, default "task"
+        With clusters: observed cluster sizes, or each cluster equally.
+    clusters : {None, "observed"}
+        With ``unit="task"``: ``"observed"`` resamples tasks within their clusters.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``estimate`` (system[, missing_bound][, k]), ``replicates`` (on ``replicate``),
+        ``interval`` (on ``ci_bound``), ``status_counts``, ``coverage``; settings in attrs.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[9, 1, 10, 0, 7, 3]], trials=10)
+    >>> res = be.bootstrap.pass_at_k(data, k=1, n_boot=2000, seed=1)
+    >>> round(float(res["estimate"].item()), 3)
+    0.5
+    >>> res["interval"].dims
+    ('system', 'ci_bound')
+    """
+    return _metric_dataset(data, k, "pass@k", unit, n_boot, ci_prob, seed, method, weighting,
+                           clusters)
+
+
+def pass_hat_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
+               method="percentile", weighting="task", clusters=None) -> xr.Dataset:
+    """Bootstrap interval for each system's benchmark pass^k (all k trials succeed).
+
+    Parameters are those of :func:`pass_at_k`.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[4, 2, 0, 3]], trials=4)
+    >>> res = be.bootstrap.pass_hat_k(data, k=[1, 2], n_boot=500, unit="trial")
+    >>> res["estimate"].values.round(3).tolist()
+    [[0.562, 0.417]]
+    """
+    return _metric_dataset(data, k, "pass^k", unit, n_boot, ci_prob, seed, method, weighting,
+                           clusters)
+
+
+def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
+            metric="pass@k", margin=0.0, ci_prob=0.95, method="percentile", weighting="task",
+            clusters=None) -> xr.Dataset:
+    """Paired bootstrap of the effect ``metric(candidate) - metric(baseline)``.
+
+    Both systems are resampled together on their shared tasks (and clusters), so the interval
+    carries the pairing. Under ``missing="exclude"`` only tasks valid for both systems are used;
+    under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's missing
+    outcomes as failures and the baseline's as successes, the upper bound the reverse.
+
+    Parameters
+    ----------
+    data : EvalData
+    candidate, baseline : system labels
+    k, unit, n_boot, seed, ci_prob, method, weighting, clusters
+        As in :func:`pass_at_k`.
+    metric : {"pass@k", "pass^k"}
+    margin : float, default 0.0
+        Practical margin (absolute).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``effect`` (replicates on ``replicate``), ``effect_estimate``, ``effect_interval``
+        (``ci_bound``), ``prob_positive``, ``prob_above_margin`` and ``prob_noninferior``
+        (shares of replicates above 0, ``margin`` and ``-margin``), ``p_value`` (two-sided
+        percentile-bootstrap test of no effect), per-system ``estimate``, status counts.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 1]], trials=1,
+    ...                       systems=["A", "B"])
+    >>> out = be.bootstrap.compare(data, "B", "A", n_boot=2000, seed=3)
+    >>> round(float(out["effect_estimate"]), 3)
+    0.167
+    """
+    ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
+                                             n_boot, seed, metric)
+    ks, scalar_k = validate_k(k)
+    for role, label in (("candidate", candidate), ("baseline", baseline)):
+        if label not in data.systems:
+            raise ValueError(f"{role} {label!r} is not a system of this data; systems: "
+                             f"{describe_values(data.systems)}")
+    if candidate == baseline:
+        raise ValueError("candidate and baseline must be different systems")
+    if not isinstance(margin, (int, float)) or margin < 0:
+        raise ValueError(f"margin must be a non-negative number; got {margin!r}")
+    pair = [baseline, candidate]
+    subset = data.sel(system=pair)
+    trials = subset.dataset["trials"].values
+    shared = (trials > 0).all(axis=0)
+    if not shared.any():
+        raise ValueError(f"{candidate!r} and {baseline!r} share no task with valid trials; "
+                         "a paired comparison needs shared tasks")
+    if not shared.all():
+        subset = subset.sel(task=subset.tasks[shared].tolist())
+    res, shape, bounds = _run(subset, pair, ks, metric, unit, weighting, clusters, n_boot, seed)
+    n_k = len(ks)
+    est = _reshape(res.estimate, (), shape, n_k)  # (bound, system, k)
+    reps = _reshape(res.replicates, (n_boot,), shape, n_k)
+    jdev = _reshape(res.jack_dev, (len(res.jack_mult),), shape, n_k)
+    # crossing: lower = B(lower) - A(upper), upper = B(upper) - A(lower)
+    cand_bound = np.arange(shape[0])
+    base_bound = cand_bound[::-1]
+
+    def effect(x):
+        return x[..., cand_bound, 1, :] - x[..., base_bound, 0, :]
+
+    eff_est, eff_reps, eff_jdev = effect(est), effect(reps), effect(jdev)
+    interval, fallback = _intervals(eff_est, eff_reps, eff_jdev, res.jack_mult, method, ci_prob)
+    _warn_nan(eff_reps, "the effect")
+    _warn_fallback(fallback, method)
+    valid = ~np.isnan(eff_reps)
+    n_valid = valid.sum(0)
+    share = {name: np.where(valid, eff_reps > thr, False).sum(0) / n_valid
+             for name, thr in (("pos", 0.0), ("margin", margin), ("noninf", -margin))}
+    at_or_below = np.where(valid, eff_reps <= 0, False).sum(0) / n_valid
+    p_value = np.minimum(1.0, 2 * np.minimum(share["pos"], at_or_below))
+
+    def da(values, lead=(), trail=()):
+        out = xr.DataArray(values, dims=lead + ("missing_bound", "k") + trail)
+        return out if bounds else out.isel(missing_bound=0, drop=True)
+
+    ds = xr.Dataset({
+        "effect": da(eff_reps, ("replicate",)),
+        "effect_estimate": da(eff_est),
+        "effect_interval": da(interval, (), ("ci_bound",)),
+        "prob_positive": da(share["pos"]),
+        "prob_above_margin": da(share["margin"]),
+        "prob_noninferior": da(share["noninf"]),
+        "p_value": da(p_value),
+        "estimate": xr.DataArray(est, dims=("missing_bound", "system", "k")).pipe(
+            lambda x: x if bounds else x.isel(missing_bound=0, drop=True)),
+    })
+    if method == "bca":
+        ds["bca_fallback"] = da(fallback)
+    coords = {"system": np.asarray(pair, dtype=object), "k": ks, "ci_bound": ["lower", "upper"]}
+    if bounds:
+        coords["missing_bound"] = bounds
+    ds = ds.assign_coords(coords)
+    if scalar_k:
+        ds = ds.isel(k=0)
+    ds = ds.assign(_status_vars(data, pair))
+    ds.attrs = {
+        **_settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data),
+        "candidate": candidate, "baseline": baseline, "margin": float(margin),
+        "n_shared_tasks": int(shared.sum()), "n_unshared_tasks": int((~shared).sum()),
+        "paired": "yes",
+    }
+    return ds

@@ -1,0 +1,233 @@
+"""Bootstrap baseline: against closed-form variances, naive loops, SciPy, and known truth."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import bayeval as be
+from bayeval import BayevalWarning
+
+
+def _values(data, k=1):
+    ds = data.dataset
+    return be.pass_at_k(ds["trials"].values, ds["successes"].values, k)
+
+
+def test_point_estimate_is_the_mean_of_unbiased_task_estimates(swebench):
+    res = be.bootstrap.pass_at_k(swebench, k=1, n_boot=10, seed=0)
+    np.testing.assert_allclose(res["estimate"].values, _values(swebench).mean(axis=1))
+    assert res["estimate"].dims == ("system",)
+    assert res["replicates"].dims == ("replicate", "system")
+    assert res["interval"].dims == ("system", "ci_bound")
+    assert res.attrs["estimand"] == "population" and res.attrs["unit"] == "task"
+    assert int(res["status_counts"].sel(status="ok").sum()) == 25 * 500
+
+
+def test_task_bootstrap_variance_matches_plug_in_formula(rng):
+    c = rng.binomial(8, rng.beta(0.5, 0.5, size=60))
+    data = be.from_counts(c, 8)
+    res = be.bootstrap.pass_at_k(data, k=[1, 3], n_boot=40_000, seed=1)
+    values = be.pass_at_k(8, c, np.array([[1], [3]]))
+    expected = values.var(axis=1) / 60  # variance of the mean under iid resampling
+    observed = res["replicates"].var("replicate").values[0]
+    np.testing.assert_allclose(observed, expected, rtol=0.03)
+    assert res["replicates"].dims == ("replicate", "system", "k")
+
+
+def test_trial_bootstrap_variance_matches_binomial_formula(rng):
+    n = rng.integers(2, 20, size=40)
+    c = rng.binomial(n, rng.uniform(size=40))
+    data = be.from_counts(c, n)
+    res = be.bootstrap.pass_at_k(data, unit="trial", n_boot=40_000, seed=2)
+    p = c / n
+    expected = (p * (1 - p) / n).sum() / 40**2
+    assert float(res["replicates"].var()) == pytest.approx(expected, rel=0.03)
+    assert res.attrs["estimand"] == "tasks"
+
+
+def test_stratified_bootstrap_combines_declared_weights(rng):
+    c = rng.binomial(4, rng.uniform(size=30))
+    strata = np.repeat(["a", "b", "c"], [5, 10, 15])
+    weights = {"a": 0.5, "b": 0.3, "c": 0.2}
+    data = be.from_counts(c, 4, strata=strata, stratum_weights=weights)
+    res = be.bootstrap.pass_at_k(data, n_boot=40_000, seed=3)
+    p = c / 4
+    means = {s: p[strata == s].mean() for s in weights}
+    assert res["estimate"].item() == pytest.approx(sum(weights[s] * means[s] for s in weights))
+    expected = sum(weights[s] ** 2 * p[strata == s].var() / (strata == s).sum() for s in weights)
+    assert float(res["replicates"].var()) == pytest.approx(expected, rel=0.03)
+
+
+def _naive_cluster_bootstrap(c, n, cluster, n_boot, seed, weighting):
+    """Straightforward loop: resample cluster labels, concatenate their tasks."""
+    rng = np.random.default_rng(seed)
+    labels = np.unique(cluster)
+    members = [np.flatnonzero(cluster == g) for g in labels]
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        draw = rng.integers(0, len(labels), len(labels))
+        if weighting == "task":
+            idx = np.concatenate([members[g] for g in draw])
+            out[b] = (c[idx] / n[idx]).mean()
+        else:
+            out[b] = np.mean([(c[members[g]] / n[members[g]]).mean() for g in draw])
+    return out
+
+
+@pytest.mark.parametrize("weighting", ["task", "cluster"])
+def test_cluster_bootstrap_matches_naive_loop(rng, weighting):
+    sizes = rng.integers(1, 15, size=9)
+    cluster = np.repeat(np.arange(9), sizes)
+    rates = rng.beta(1, 1, size=9)[cluster]
+    n = np.full(len(cluster), 3)
+    c = rng.binomial(n, rates)
+    data = be.from_counts(c, n, clusters=cluster)
+    ours = be.bootstrap.pass_at_k(data, unit="cluster", weighting=weighting, n_boot=20_000,
+                                  seed=4)["replicates"].values.ravel()
+    naive = _naive_cluster_bootstrap(c, n, cluster, 20_000, 5, weighting)
+    assert ours.mean() == pytest.approx(naive.mean(), abs=4 * naive.std() / np.sqrt(10_000))
+    assert ours.std() == pytest.approx(naive.std(), rel=0.04)
+    np.testing.assert_allclose(np.quantile(ours, [0.025, 0.975]),
+                               np.quantile(naive, [0.025, 0.975]), atol=0.4 * naive.std())
+
+
+def test_cluster_bootstrap_on_swebench_repositories(swebench):
+    systems = swebench.systems[:3]
+    data = swebench.sel(system=systems)
+    task = be.bootstrap.pass_at_k(data, unit="task", n_boot=4000, seed=0)
+    cluster = be.bootstrap.pass_at_k(data, unit="cluster", n_boot=4000, seed=0)
+    within = be.bootstrap.pass_at_k(data, unit="task", clusters="observed", n_boot=4000, seed=0)
+    width = {name: (r["interval"].sel(ci_bound="upper") - r["interval"].sel(ci_bound="lower"))
+             for name, r in (("task", task), ("cluster", cluster), ("within", within))}
+    # repositories differ in difficulty: new clusters add uncertainty, fixed clusters remove some
+    assert (width["cluster"] > width["task"]).all()
+    assert (width["within"] <= width["task"] + 0.004).all()
+    assert cluster.attrs["clusters"] == "new" and within.attrs["clusters"] == "observed"
+    np.testing.assert_allclose(cluster["estimate"], task["estimate"])
+
+
+def test_paired_compare_variance_is_that_of_task_differences(swebench):
+    a, b = swebench.systems[5], swebench.systems[0]
+    out = be.bootstrap.compare(swebench, b, a, n_boot=40_000, seed=6)
+    ds = swebench.dataset
+    diff = (ds["successes"].sel(system=b) - ds["successes"].sel(system=a)).values
+    assert float(out["effect_estimate"]) == pytest.approx(diff.mean())
+    assert float(out["effect"].var()) == pytest.approx(diff.var() / len(diff), rel=0.03)
+    p_a, p_b = ds["successes"].sel(system=a).mean().item(), ds["successes"].sel(system=b).mean().item()
+    independent_var = (p_a * (1 - p_a) + p_b * (1 - p_b)) / len(diff)
+    assert float(out["effect"].var()) < independent_var  # pairing removes shared difficulty
+    for name in ("prob_positive", "prob_above_margin", "prob_noninferior", "p_value"):
+        assert out[name].dims == ()
+    assert out["effect_interval"].dims == ("ci_bound",)
+    assert out.attrs["candidate"] == b and out.attrs["paired"] == "yes"
+
+
+def test_bounds_cross_in_paired_compare():
+    import pandas as pd
+
+    df = pd.DataFrame({
+        "system": ["A"] * 4 + ["B"] * 4,
+        "task": ["t1", "t2", "t3", "t4"] * 2,
+        "success": [1, 0, np.nan, 1, 1, np.nan, 1, 1],
+    })
+    data = be.from_frame(df, missing="bounds")
+    out = be.bootstrap.compare(data, "B", "A", n_boot=50, seed=0)
+    est = out["effect_estimate"]
+    # A: lower 2/4, upper 3/4;  B: lower 3/4, upper 4/4
+    assert float(est.sel(missing_bound="lower")) == pytest.approx(3 / 4 - 3 / 4)
+    assert float(est.sel(missing_bound="upper")) == pytest.approx(4 / 4 - 2 / 4)
+    excluded = be.bootstrap.compare(data.with_missing("exclude"), "B", "A", n_boot=50, seed=0)
+    assert excluded.attrs["n_shared_tasks"] == 2  # t1 and t4 are valid for both
+
+
+@pytest.mark.parametrize("method", ["percentile", "basic", "bca"])
+def test_intervals_agree_with_scipy_bootstrap(rng, method):
+    x = rng.beta(0.5, 0.7, size=80).round(1)  # per-task values: c / 10
+    c = (x * 10).astype(int)
+    data = be.from_counts(c, 10)
+    ours = be.bootstrap.pass_at_k(data, n_boot=40_000, seed=7, method=method)
+    ref = stats.bootstrap((c / 10,), np.mean, n_resamples=40_000, method=method.replace(
+        "bca", "BCa"), random_state=8, confidence_level=0.95).confidence_interval
+    np.testing.assert_allclose(ours["interval"].values.ravel(), [ref.low, ref.high], atol=0.004)
+
+
+def test_bca_falls_back_with_a_warning_on_all_zero_data():
+    data = be.from_counts([[0, 0, 0, 0], [1, 0, 2, 1]], 2)
+    with pytest.warns(BayevalWarning, match="BCa is undefined"):
+        res = be.bootstrap.pass_at_k(data, n_boot=500, method="bca")
+    assert res["bca_fallback"].values.tolist() == [True, False]
+    assert res["interval"].values[0].tolist() == [0.0, 0.0]
+
+
+def test_trial_bootstrap_with_one_trial_says_it_has_zero_width():
+    data = be.from_counts([1, 0, 1, 1, 0], 1)
+    with pytest.warns(BayevalWarning, match="zero width"):
+        res = be.bootstrap.pass_at_k(data, unit="trial", n_boot=200)
+    lower, upper = res["interval"].values.ravel()
+    assert lower == pytest.approx(0.6) and upper == pytest.approx(lower)
+
+
+def test_k_larger_than_trials_names_the_tasks():
+    data = be.from_counts([[2, 3, 1]], [[5, 3, 2]], tasks=["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"k=4.*tasks \['b', 'c'\].*use k <= 2"):
+        be.bootstrap.pass_at_k(data, k=[1, 4])
+
+
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        ({"unit": "cluster"}, "needs task clusters"),
+        ({"unit": "episode"}, "unit must be one of"),
+        ({"method": "studentized"}, "method must be one of"),
+        ({"ci_prob": 1.5}, "ci_prob must be strictly between"),
+        ({"n_boot": 1}, "n_boot must be an integer >= 2"),
+    ],
+)
+def test_bootstrap_argument_errors(kwargs, pattern):
+    data = be.from_counts([1, 2, 3], 4)
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        be.bootstrap.pass_at_k(data, **kwargs)
+
+
+def test_compare_argument_errors(swebench):
+    with pytest.raises(ValueError, match="is not a system"):
+        be.bootstrap.compare(swebench, "nobody", swebench.systems[0])
+
+
+def test_bootstrap_is_reproducible_from_seed(swebench):
+    data = swebench.sel(system=swebench.systems[:2])
+    one = be.bootstrap.pass_at_k(data, n_boot=300, seed=11, unit="cluster")
+    two = be.bootstrap.pass_at_k(data, n_boot=300, seed=11, unit="cluster")
+    np.testing.assert_array_equal(one["replicates"], two["replicates"])
+
+
+def test_hundred_thousand_tasks_use_the_pattern_histogram(rng):
+    c = rng.binomial(16, rng.beta(0.4, 0.3, size=100_000))
+    data = be.from_counts(c, 16)
+    res = be.bootstrap.pass_at_k(data, k=[1, 4], n_boot=10_000, seed=0)
+    assert res["replicates"].shape == (10_000, 1, 2)
+    expected_sd = be.pass_at_k(16, c, 1).std() / np.sqrt(100_000)
+    assert float(res["replicates"].isel(k=0).std()) == pytest.approx(expected_sd, rel=0.05)
+
+
+def test_u_shaped_population_trial_bootstrap_undercovers_task_bootstrap_does_not():
+    """10 tasks x 32 trials from Beta(0.4, 0.3): known population mean 0.4 / 0.7."""
+    truth = 0.4 / 0.7
+    rng = np.random.default_rng(123)
+    n_sim = 300
+    hits = {"trial": 0, "task": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)
+        for _ in range(n_sim):
+            c = rng.binomial(32, rng.beta(0.4, 0.3, size=10))
+            data = be.from_counts(c, 32)
+            for unit in hits:
+                lo, hi = be.bootstrap.pass_at_k(data, unit=unit, n_boot=1000,
+                                                seed=int(rng.integers(1 << 31)))[
+                    "interval"].values.ravel()
+                hits[unit] += lo <= truth <= hi
+    coverage = {unit: h / n_sim for unit, h in hits.items()}
+    assert coverage["trial"] < 0.5  # episodes treated as the random units: far too narrow
+    assert 0.82 <= coverage["task"] <= 0.97  # percentile bootstrap with N=10: near nominal
