@@ -1,0 +1,178 @@
+"""Planning and decisions: sample sizes, multiple comparisons, non-inferiority.
+
+Sample sizes use the t-test power solvers of statsmodels (the unit of analysis is a task, or
+a task's paired difference); multiplicity adjustments use ``statsmodels.stats.multitest``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.power import TTestIndPower, TTestPower
+
+from bayeval._validate import validate_choice, validate_prob
+
+__all__ = ["required_units", "adjust_pvalues", "noninferiority", "Decision"]
+
+_ADJUST = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh"}
+
+
+def required_units(sd, effect, alpha=0.05, power=0.8, paired=True,
+                   alternative="two-sided") -> int:
+    """Number of independent units (tasks) needed to detect ``effect``.
+
+    Parameters
+    ----------
+    sd : float
+        Standard deviation of the unit-level quantity: of a task's paired difference
+        (``paired=True``), or of a task's value in each system (``paired=False``). It includes
+        trial noise: with rates spread ``tau`` between tasks and n trials per task,
+        ``sd**2 ~= tau**2 + p (1 - p) / n``.
+    effect : float
+        Smallest absolute effect worth detecting (same scale as ``sd``).
+    alpha : float, default 0.05
+        Type I error rate.
+    power : float, default 0.8
+        Probability of detecting ``effect``.
+    paired : bool, default True
+        Paired design (same tasks for both systems: one-sample t-test on differences) or two
+        independent task sets (two-sample t-test; the result is per system).
+    alternative : {"two-sided", "larger", "smaller"}
+
+    Returns
+    -------
+    int
+        Units needed (rounded up).
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> be.required_units(sd=0.3, effect=0.05)
+    285
+    >>> be.required_units(sd=0.3, effect=0.05, paired=False)
+    567
+    """
+    for name, value in (("sd", sd), ("effect", effect)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a positive number; got {value!r}")
+    alpha = validate_prob("alpha", alpha)
+    power = validate_prob("power", power)
+    validate_choice("alternative", alternative, ("two-sided", "larger", "smaller"))
+    solver = TTestPower() if paired else TTestIndPower()
+    size = abs(effect) / sd
+    if alternative == "smaller":
+        size = -size
+    n = solver.solve_power(effect_size=size, alpha=alpha, power=power, alternative=alternative)
+    return int(math.ceil(float(np.squeeze(n)) - 1e-9))
+
+
+def adjust_pvalues(p, method: str = "holm") -> np.ndarray:
+    """Adjust p-values for multiple comparisons.
+
+    Parameters
+    ----------
+    p : array_like of float
+        P-values in [0, 1], one per comparison in the family.
+    method : {"bonferroni", "holm", "bh"}
+        Family-wise error control (Bonferroni, Holm) or false discovery rate
+        (Benjamini-Hochberg).
+
+    Returns
+    -------
+    numpy.ndarray
+        Adjusted p-values, in the input's shape.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> be.adjust_pvalues([0.01, 0.04, 0.03], method="holm").round(3).tolist()
+    [0.03, 0.06, 0.06]
+    """
+    validate_choice("method", method, tuple(_ADJUST))
+    values = np.asarray(p, dtype=float)
+    if values.size == 0:
+        raise ValueError("p must hold at least one p-value")
+    if np.isnan(values).any() or (values < 0).any() or (values > 1).any():
+        raise ValueError("p must hold p-values in [0, 1], none missing")
+    adjusted = multipletests(values.ravel(), method=_ADJUST[method])[1]
+    return adjusted.reshape(values.shape)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Outcome of a non-inferiority (or superiority) check on a paired effect."""
+
+    decision: str  # "non-inferior" | "inferior" | "superior" | "not superior" | "inconclusive"
+    prob_pass: float  # P(effect > -margin), or P(effect > margin) for superiority
+    prob_fail: float  # P(effect < -margin), or P(effect <= margin) for superiority
+    margin: float
+    prob: float
+    test: str  # "non-inferiority" | "superiority"
+
+    @property
+    def passed(self) -> bool:
+        """Whether the candidate passed the check."""
+        return self.decision in ("non-inferior", "superior")
+
+
+def noninferiority(comparison: xr.Dataset, margin: float | None = None, prob: float = 0.95,
+                   superior: bool = False) -> Decision:
+    """Decide non-inferiority (or superiority) from a paired comparison.
+
+    The candidate passes when ``P(effect > -margin) >= prob`` (superiority:
+    ``P(effect > margin) >= prob``) and fails when the opposite event has that probability;
+    otherwise the data cannot decide. Probabilities are shares of posterior draws (Bayesian) or
+    of bootstrap replicates. Under ``missing="bounds"`` a verdict must hold at both bounds.
+
+    Parameters
+    ----------
+    comparison : xarray.Dataset
+        The output of ``Results.compare`` or :func:`bayeval.bootstrap.compare` for one k.
+    margin : float, optional
+        Defaults to the margin recorded in ``comparison``.
+    prob : float, default 0.95
+        Required probability.
+    superior : bool, default False
+        Test superiority by ``margin`` instead of non-inferiority.
+
+    Returns
+    -------
+    Decision
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[1, 0, 1, 1, 0, 1] * 5, [1, 1, 1, 1, 0, 1] * 5], trials=1,
+    ...                       systems=["A", "B"])
+    >>> cmp = be.bootstrap.compare(data, "B", "A", n_boot=2000, seed=0)
+    >>> be.noninferiority(cmp, margin=0.05).decision
+    'non-inferior'
+    """
+    prob = validate_prob("prob", prob)
+    margin = float(comparison.attrs.get("margin", 0.0) if margin is None else margin)
+    if margin < 0:
+        raise ValueError(f"margin must be >= 0; got {margin}")
+    draws = comparison["effect"]
+    if "k" in draws.dims:
+        raise ValueError("select one k first (comparison.sel(k=...))")
+    sample_dims = [d for d in ("chain", "draw", "replicate") if d in draws.dims]
+    threshold = margin if superior else -margin
+    p_pass = (draws > threshold).mean(sample_dims)
+    p_fail = 1 - p_pass
+    if "missing_bound" in draws.dims:
+        passed = bool((p_pass >= prob).all())
+        failed = bool((p_fail >= prob).all())
+        p_pass, p_fail = float(p_pass.min()), float(p_fail.min())
+    else:
+        p_pass, p_fail = float(p_pass), float(p_fail)
+        passed, failed = p_pass >= prob, p_fail >= prob
+    if superior:
+        decision = "superior" if passed else "not superior" if failed else "inconclusive"
+    else:
+        decision = "non-inferior" if passed else "inferior" if failed else "inconclusive"
+    return Decision(decision, p_pass, p_fail, margin, prob,
+                    "superiority" if superior else "non-inferiority")
