@@ -1,0 +1,23 @@
+"""Statistical models: one module per model, each a pure builder returning a ``pm.Model``.
+
+* :mod:`~bayeval.models.beta_binomial` — independent tasks, conjugate Beta prior;
+* :mod:`~bayeval.models.hierarchical` — Beta-binomial with a population per system.
+
+The model cards in the repository's ``models/`` folder give the mathematics, priors, estimands,
+assumptions and measured calibration of each.
+"""
+
+from bayeval.models.beta_binomial import BetaBinomialRates, build_beta_binomial_model
+from bayeval.models.hierarchical import HierarchicalRates, build_hierarchical_model
+
+__all__ = ["build_beta_binomial_model", "build_hierarchical_model", "MODELS", "get_model"]
+
+#: Name -> object computing the model's estimands from a fitted DataTree.
+MODELS = {"beta_binomial": BetaBinomialRates(), "hierarchical": HierarchicalRates()}
+
+
+def get_model(name: str):
+    """The estimand calculator of a model, by name."""
+    if name not in MODELS:
+        raise ValueError(f"model must be one of {sorted(MODELS)}; got {name!r}")
+    return MODELS[name]
