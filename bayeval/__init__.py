@@ -7,6 +7,9 @@ from bayeval._validate import BayevalWarning
 from bayeval.data import STATUSES, EvalData, from_counts, from_frame, read_csv
 from bayeval.estimators import design_effect, pass_at_k, pass_hat_k, wilson_interval
 from bayeval.planning import adjust_pvalues, noninferiority, required_units
+from bayeval.results import Results, load
+from bayeval.fit import fit
+from bayeval.crosscheck import crosscheck
 
 try:
     __version__ = version("bayeval")
@@ -14,19 +17,23 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
     __version__ = "0.0.0+unknown"
 
 __all__ = [
-    "BayevalWarning",
     "adjust_pvalues",
+    "BayevalWarning",
     "bootstrap",
+    "crosscheck",
     "datasets",
     "design_effect",
-    "pass_at_k",
-    "noninferiority",
-    "pass_hat_k",
-    "required_units",
-    "wilson_interval",
     "EvalData",
-    "STATUSES",
+    "fit",
     "from_counts",
     "from_frame",
+    "load",
+    "noninferiority",
+    "pass_at_k",
+    "pass_hat_k",
     "read_csv",
+    "required_units",
+    "Results",
+    "STATUSES",
+    "wilson_interval",
 ]

@@ -42,6 +42,7 @@ __all__ = ["STATUSES", "MISSING_POLICIES", "EvalData", "from_frame", "from_count
 
 STATUSES = ("ok", "invalid", "timeout", "error", "no_verdict", "not_run")
 MISSING_POLICIES = ("fail", "exclude", "bounds")
+_MAX_COUNT = 1e12
 _OK, _NO_VERDICT, _NOT_RUN = 0, STATUSES.index("no_verdict"), STATUSES.index("not_run")
 _POLICY_HELP = (
     "'fail' (every non-ok attempt counts as a failure: the end-to-end rate), "
@@ -566,10 +567,10 @@ def _whole_numbers(column: str, values: np.ndarray, index=None) -> np.ndarray:
     if values.dtype == bool or not np.issubdtype(values.dtype, np.number):
         raise TypeError(f"{column} must hold integer counts; got dtype {values.dtype}")
     values = values.astype(float)
-    bad = np.isnan(values) | (values != np.round(values))
+    bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > _MAX_COUNT)
     if bad.any():
         where = (index[bad] if index is not None else np.argwhere(bad).tolist())
-        raise ValueError(f"{column} must hold whole, non-missing counts; "
+        raise ValueError(f"{column} must hold whole, non-missing counts below {_MAX_COUNT:.0e}; "
                          f"found {describe_values(values[bad])} in {describe_rows(where)}")
     return values.astype(np.int64)
 

@@ -1,0 +1,428 @@
+"""``Results``: a fitted model as one ``xarray.DataTree``, and the quantities derived from it.
+
+The tree has ArviZ's groups — ``posterior`` (hyperparameters, and per-task rates ``p`` for small
+task sets), ``sample_stats`` (MCMC fits), ``observed_data`` (the input counts, statuses and task
+coordinates) and ``posterior_predictive`` (success-count histograms of new tasks) — so ArviZ
+functions work on ``results.tree`` directly. The root holds only attributes: model, priors,
+sampler, seed, draws, library versions, a hash of the input and the missing policy.
+
+Every method returns a new object; nothing mutates the tree. ``to_netcdf`` and
+:func:`load` round-trip the tree exactly, without rebuilding the PyMC model.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayeval._validate import (
+    BayevalWarning,
+    describe_values,
+    validate_choice,
+    validate_k,
+    validate_prob,
+)
+from bayeval.estimators import METRICS
+
+__all__ = ["Results", "load"]
+
+ESTIMANDS = ("tasks", "population")
+_REQUIRED_GROUPS = ("posterior", "observed_data")
+_REQUIRED_ATTRS = ("model", "sampler", "seed", "draws", "chains", "priors", "missing_policy",
+                   "input_hash")
+
+
+def _interval(draws: xr.DataArray, ci_prob: float, sample_dims) -> xr.DataArray:
+    """Equal-tailed interval on a ``ci_bound`` dim."""
+    alpha = 1 - ci_prob
+    q = draws.quantile([alpha / 2, 1 - alpha / 2], dim=sample_dims)
+    return q.rename(quantile="ci_bound").assign_coords(ci_bound=["lower", "upper"]).transpose(
+        ..., "ci_bound")
+
+
+class Results:
+    """Posterior of a fitted model with its estimands, comparisons and checks.
+
+    Build with :func:`bayeval.fit` or :func:`bayeval.load`.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[9, 1, 10, 0, 7, 3], [10, 2, 10, 1, 8, 3]], trials=10,
+    ...                       systems=["A", "B"])
+    >>> res = be.fit(data, draws=400, chains=2, seed=0)
+    >>> sorted(res.tree.children)
+    ['observed_data', 'posterior', 'posterior_predictive']
+    >>> res.summary().columns.tolist()[:4]
+    ['system', 'estimand', 'metric', 'k']
+    """
+
+    def __init__(self, tree: xr.DataTree):
+        problems = [f"missing group {g!r}" for g in _REQUIRED_GROUPS if g not in tree.children]
+        problems += [f"missing attribute {a!r}" for a in _REQUIRED_ATTRS if a not in tree.attrs]
+        if tree.to_dataset().coords:
+            problems.append("the root holds coordinates (children would inherit them)")
+        if problems:
+            raise ValueError("not a bayeval results tree: " + "; ".join(problems))
+        from bayeval.models import get_model
+
+        for node in tree.subtree:
+            for var in node.variables.values():
+                var.values.flags.writeable = False
+        self._tree = tree
+        self._model = get_model(tree.attrs["model"])
+
+    # -- plain facts ---------------------------------------------------------------------------
+    @property
+    def tree(self) -> xr.DataTree:
+        """The underlying DataTree: a copy whose arrays are read-only, so these results never
+        change."""
+        return self._tree.copy()
+
+    @property
+    def data(self):
+        """The input counts as :class:`~bayeval.EvalData`."""
+        from bayeval.data import EvalData
+
+        return EvalData(self._tree["observed_data"].to_dataset().copy(deep=True))
+
+    @property
+    def model(self) -> str:
+        return self._tree.attrs["model"]
+
+    @property
+    def estimands(self) -> tuple[str, ...]:
+        return self._model.estimands
+
+    @property
+    def systems(self) -> list:
+        return self._tree["observed_data"]["system"].values.tolist()
+
+    @property
+    def diagnostics(self) -> dict:
+        """Convergence summary of MCMC fits (empty for the grid and conjugate engines)."""
+        return json.loads(self._tree.attrs.get("diagnostics", "{}"))
+
+    # -- estimands -----------------------------------------------------------------------------
+    def _check_estimand(self, estimand):
+        validate_choice("estimand", estimand, ESTIMANDS)
+        if estimand not in self.estimands:
+            raise ValueError(
+                f"model {self.model!r} supports estimand in {list(self.estimands)}; "
+                f"got {estimand!r}. Its tasks share nothing, so a new task's rate is only the "
+                "prior: fit model='hierarchical' for the population estimand"
+            )
+
+    def _metric(self, metric: str, k, estimand: str) -> xr.DataArray:
+        self._check_estimand(estimand)
+        ks, scalar = validate_k(k)
+        self._warn_extrapolation(ks, metric)
+        if estimand == "population":
+            values = self._model.population(self._tree, metric, ks)
+        else:
+            values = self._model.tasks(self._tree, metric, ks)
+        values.attrs = {"metric": metric, "estimand": estimand, "model": self.model}
+        return values.isel(k=0) if scalar else values
+
+    def _warn_extrapolation(self, ks, metric):
+        trials = self._tree["observed_data"]["trials"].values
+        smallest = int(trials[trials > 0].min())
+        if ks.max() > smallest and smallest > 1:
+            warnings.warn(
+                f"{metric} at k={int(ks.max())} goes beyond the {smallest} trial(s) observed "
+                "for some tasks: the model extrapolates there", BayevalWarning, stacklevel=4)
+
+    def pass_at_k(self, k=1, estimand: str = "population") -> xr.DataArray:
+        """Posterior draws of the benchmark pass@k.
+
+        Parameters
+        ----------
+        k : int or list of int, default 1
+            A list adds a ``k`` dim.
+        estimand : {"population", "tasks"}, default "population"
+            A new task like these, or the mean over these tasks.
+
+        Returns
+        -------
+        xarray.DataArray
+            Over ``(chain, draw, system[, missing_bound][, k])``.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[9, 1, 10, 0, 7, 3]], trials=10), draws=200,
+        ...              chains=2, seed=0)
+        >>> res.pass_at_k(k=[1, 5], estimand="tasks").dims
+        ('chain', 'draw', 'system', 'k')
+        """
+        return self._metric("pass@k", k, estimand)
+
+    def pass_hat_k(self, k=1, estimand: str = "population") -> xr.DataArray:
+        """Posterior draws of the benchmark pass^k (all k trials succeed).
+
+        Parameters and return value are those of :meth:`pass_at_k`.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[4, 2, 0, 3]], trials=4), draws=200, chains=2, seed=0)
+        >>> float(res.pass_hat_k(k=2, estimand="tasks").mean()) < float(res.pass_hat_k(
+        ...     k=1, estimand="tasks").mean())
+        True
+        """
+        return self._metric("pass^k", k, estimand)
+
+    def task_rates(self, system=None) -> xr.DataArray:
+        """Posterior draws of every task's rate, from its exact conditional distribution.
+
+        Stored draws are returned when the fit kept them; otherwise they are drawn on demand
+        (reproducibly, from the fit's seed). Memory grows with draws x systems x tasks.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[9, 1, 10]], trials=10), draws=100, chains=2, seed=0)
+        >>> res.task_rates().dims
+        ('chain', 'draw', 'system', 'task')
+        """
+        systems = None if system is None else ([system] if np.ndim(system) == 0 else system)
+        if systems is not None:
+            unknown = [s for s in systems if s not in self.systems]
+            if unknown:
+                raise KeyError(f"unknown system(s) {describe_values(unknown)}")
+        return self._model.task_rates(self._tree, systems)
+
+    def compare(self, candidate, baseline, metric: str = "pass@k", k=1,
+                estimand: str = "population", margin: float = 0.0,
+                ci_prob: float = 0.95) -> xr.Dataset:
+        """Posterior of the effect ``metric(candidate) - metric(baseline)``.
+
+        Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
+        missing outcomes as failures and the baseline's as successes, the upper the reverse.
+
+        Parameters
+        ----------
+        candidate, baseline : system labels
+        metric : {"pass@k", "pass^k"}
+        k : int or list of int
+        estimand : {"population", "tasks"}
+        margin : float, default 0.0
+            Practical margin (absolute).
+        ci_prob : float, default 0.95
+
+        Returns
+        -------
+        xarray.Dataset
+            ``effect`` (draws), ``effect_interval`` (``ci_bound``), ``prob_positive``,
+            ``prob_above_margin`` (P(effect > margin)), ``prob_noninferior``
+            (P(effect > -margin)) and ``effect_mean``; settings in attrs.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[3, 5, 1, 8], [6, 9, 2, 9]], trials=10, systems=["A", "B"])
+        >>> res = be.fit(data, draws=300, chains=2, seed=0)
+        >>> out = res.compare("B", "A", k=1, estimand="tasks", margin=0.02)
+        >>> out["effect_interval"].dims
+        ('ci_bound',)
+        """
+        validate_choice("metric", metric, METRICS)
+        ci_prob = validate_prob("ci_prob", ci_prob)
+        if not isinstance(margin, (int, float)) or margin < 0:
+            raise ValueError(f"margin must be a non-negative number; got {margin!r}")
+        for role, label in (("candidate", candidate), ("baseline", baseline)):
+            if label not in self.systems:
+                raise ValueError(f"{role} {label!r} is not a system of these results; systems: "
+                                 f"{describe_values(self.systems)}")
+        if candidate == baseline:
+            raise ValueError("candidate and baseline must be different systems")
+        values = self._metric(metric, k, estimand)
+        cand, base = values.sel(system=candidate, drop=True), values.sel(system=baseline,
+                                                                         drop=True)
+        if "missing_bound" in values.dims:
+            base = base.sel(missing_bound=["upper", "lower"]).assign_coords(
+                missing_bound=["lower", "upper"])
+        effect = cand - base
+        sample_dims = ["chain", "draw"]
+        out = xr.Dataset({
+            "effect": effect,
+            "effect_mean": effect.mean(sample_dims),
+            "effect_interval": _interval(effect, ci_prob, sample_dims),
+            "prob_positive": (effect > 0).mean(sample_dims),
+            "prob_above_margin": (effect > margin).mean(sample_dims),
+            "prob_noninferior": (effect > -margin).mean(sample_dims),
+        })
+        out.attrs = {
+            "candidate": candidate, "baseline": baseline, "metric": metric,
+            "estimand": estimand, "margin": float(margin), "ci_prob": ci_prob,
+            "ci_kind": "eti", "model": self.model,
+            "paired": "yes" if self.model == "logit_normal" else
+            "no: this model treats systems independently",
+        }
+        return out
+
+    # -- summaries and checks ------------------------------------------------------------------
+    def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None):
+        """Posterior mean, sd and equal-tailed interval of each system's metrics.
+
+        Parameters
+        ----------
+        ci_prob : float, default 0.95
+        k : int or list of int, default 1
+        metrics : sequence of {"pass@k", "pass^k"}
+        estimands : sequence, optional
+            Default: every estimand the model supports.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per system, estimand, metric and k (and missing bound); ``attrs`` hold the
+            settings.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[9, 1, 10, 0]], trials=10), draws=200, chains=2,
+        ...              seed=0)
+        >>> res.summary(k=[1, 3])["estimand"].unique().tolist()
+        ['tasks', 'population']
+        """
+        ci_prob = validate_prob("ci_prob", ci_prob)
+        ks, _ = validate_k(k)
+        estimands = self.estimands if estimands is None else tuple(estimands)
+        frames = []
+        for estimand in estimands:
+            for metric in metrics:
+                values = self._metric(metric, ks.tolist(), estimand)
+                interval = _interval(values, ci_prob, ["chain", "draw"])
+                table = xr.Dataset({
+                    "mean": values.mean(["chain", "draw"]),
+                    "sd": values.std(["chain", "draw"]),
+                    "lower": interval.sel(ci_bound="lower", drop=True),
+                    "upper": interval.sel(ci_bound="upper", drop=True),
+                }).to_dataframe().reset_index()
+                table.insert(1, "estimand", estimand)
+                table.insert(2, "metric", metric)
+                frames.append(table)
+        out = pd.concat(frames, ignore_index=True)
+        first = ["system", "estimand", "metric", "k"]
+        out = out[first + [c for c in out.columns if c not in first]]
+        out.attrs = {"ci_prob": ci_prob, "ci_kind": "eti", "model": self.model}
+        return out
+
+    def ppc(self, ci_prob: float = 0.95) -> xr.Dataset:
+        """Posterior predictive check of the per-task success-count histogram.
+
+        New tasks drawn from each fitted population (with the observed trial counts) give a
+        predictive histogram of success counts; the U-shape statistic is the share of tasks
+        (with two or more trials) that are always or never solved. ``p_value`` is the
+        two-sided posterior predictive p-value of the observed share; ``flagged`` marks
+        ``p_value < 0.01``.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[10, 0, 10, 0, 10, 0, 10, 1]], trials=10),
+        ...              draws=300, chains=2, seed=0)
+        >>> bool(res.ppc()["flagged"].item())
+        False
+        """
+        if "posterior_predictive" not in self._tree.children:
+            raise ValueError(f"model {self.model!r} has no population to check")
+        ci_prob = validate_prob("ci_prob", ci_prob)
+        from bayeval.models._beta_family import counts_by_bound, observed_histogram
+
+        pred = self._tree["posterior_predictive"].to_dataset()
+        c, n, bounds = counts_by_bound(self._tree["observed_data"].to_dataset())
+        max_n = pred.sizes["count"] - 1
+        hist = np.zeros(c.shape[:2] + (max_n + 1,))
+        share = np.zeros(c.shape[:2])
+        for b in range(c.shape[0]):
+            for s in range(c.shape[1]):
+                hist[b, s], share[b, s] = observed_histogram(c[b, s], n[b, s], max_n)
+        dims = ("missing_bound", "system")
+        observed_share = xr.DataArray(share, dims=dims)
+        observed_hist = xr.DataArray(hist, dims=dims + ("count",))
+        if bounds is None:
+            observed_share = observed_share.isel(missing_bound=0, drop=True)
+            observed_hist = observed_hist.isel(missing_bound=0, drop=True)
+        sample = ["chain", "draw"]
+        rep = pred["extreme_share"]
+        above = (rep >= observed_share).mean(sample)
+        below = (rep <= observed_share).mean(sample)
+        p_value = np.minimum(1.0, 2 * np.minimum(above, below)).where(observed_share.notnull())
+        out = xr.Dataset({
+            "observed_histogram": observed_hist,
+            "predicted_histogram": pred["count_histogram"].mean(sample),
+            "predicted_histogram_interval": _interval(pred["count_histogram"], ci_prob, sample),
+            "observed_extreme_share": observed_share,
+            "predicted_extreme_share": rep.mean(sample),
+            "p_value": p_value,
+            "flagged": p_value < 0.01,
+        })
+        out.attrs = {"statistic": "share of tasks with 0 or n successes (n >= 2)",
+                     "ci_prob": ci_prob}
+        return out
+
+    # -- persistence and display ---------------------------------------------------------------
+    def to_netcdf(self, path) -> None:
+        """Write the tree to a netCDF file (h5netcdf engine); read back with :func:`load`.
+
+        Examples
+        --------
+        >>> import tempfile, os, bayeval as be
+        >>> res = be.fit(be.from_counts([[9, 1, 10]], trials=10), draws=50, chains=1, seed=0)
+        >>> path = os.path.join(tempfile.mkdtemp(), "fit.nc")
+        >>> res.to_netcdf(path)
+        >>> be.load(path).tree.identical(res.tree)
+        True
+        """
+        self._tree.to_netcdf(path, engine="h5netcdf")
+
+    def __repr__(self) -> str:
+        attrs = self._tree.attrs
+        obs = self._tree["observed_data"]
+        lines = [
+            f"bayeval Results: model={attrs['model']!r}, sampler={attrs['sampler']!r}, "
+            f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed={attrs['seed']}",
+            f"  {obs.sizes['system']} system(s) x {obs.sizes['task']} task(s); "
+            f"missing policy: {attrs['missing_policy']}; estimands: {list(self.estimands)}",
+        ]
+        if self.diagnostics:
+            diag = self.diagnostics
+            lines.append("  diagnostics: " + ", ".join(
+                f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in diag.items()))
+        estimand = "population" if "population" in self.estimands else "tasks"
+        draws = self._metric("pass@k", 1, estimand)
+        interval = _interval(draws, 0.95, ["chain", "draw"])
+        lines.append(f"  pass@1 ({estimand}), posterior mean [95% interval]:")
+        for system in self.systems[:10]:
+            mean = draws.sel(system=system).mean(["chain", "draw"]).values
+            lo = interval.sel(system=system, ci_bound="lower").values
+            hi = interval.sel(system=system, ci_bound="upper").values
+            body = "; ".join(f"{m:.3f} [{a:.3f}, {b:.3f}]" for m, a, b in
+                             zip(np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi)))
+            lines.append(f"    {system}: {body}")
+        if len(self.systems) > 10:
+            lines.append(f"    ... {len(self.systems) - 10} more")
+        return "\n".join(lines)
+
+
+def load(path) -> Results:
+    """Read results written by :meth:`Results.to_netcdf`.
+
+    Examples
+    --------
+    >>> import tempfile, os, bayeval as be
+    >>> res = be.fit(be.from_counts([[3, 4]], trials=5), draws=50, chains=1, seed=0)
+    >>> path = os.path.join(tempfile.mkdtemp(), "fit.nc")
+    >>> res.to_netcdf(path)
+    >>> be.load(path).model
+    'hierarchical'
+    """
+    with xr.open_datatree(path, engine="h5netcdf") as tree:
+        return Results(tree.load())
