@@ -8,14 +8,20 @@ import numpy as np
 import xarray as xr
 
 
+def _finite(ds: xr.Dataset) -> np.ndarray:
+    """Every finite value of a Dataset (r-hat of a single chain, for one, is all NaN)."""
+    values = np.concatenate([np.ravel(v.values) for v in ds.data_vars.values()] or [[]])
+    return values[np.isfinite(values)]
+
+
 def _max(ds: xr.Dataset) -> float:
-    values = [np.nanmax(v.values) for v in ds.data_vars.values() if v.size]
-    return float(max(values)) if values else float("nan")
+    values = _finite(ds)
+    return float(values.max()) if values.size else float("nan")
 
 
 def _min(ds: xr.Dataset) -> float:
-    values = [np.nanmin(v.values) for v in ds.data_vars.values() if v.size]
-    return float(min(values)) if values else float("nan")
+    values = _finite(ds)
+    return float(values.min()) if values.size else float("nan")
 
 
 def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
