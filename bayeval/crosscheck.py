@@ -27,9 +27,27 @@ __all__ = ["crosscheck", "BOOTSTRAP_TWIN"]
 BOOTSTRAP_TWIN = {"tasks": "trial", "population": "task"}
 
 
+def _twin(results: Results, estimand: str, clusters, weighting: str) -> dict:
+    """Bootstrap settings of the twin of one Bayesian estimand (DESIGN: metrics and estimands).
+
+    With clustered ``logit_normal`` fits the population is a new task from a new cluster,
+    every cluster weighing the same: the twin resamples clusters, weighted equally; under
+    ``clusters="observed"`` it resamples tasks within the observed clusters.
+    """
+    if estimand == "tasks":
+        return {"unit": "trial"}
+    clustered = results.model == "logit_normal" and "cluster" in results.data.dataset.coords
+    if not clustered:
+        return {"unit": "task"}
+    if clusters == "observed":
+        return {"unit": "task", "clusters": "observed", "weighting": weighting}
+    return {"unit": "cluster", "weighting": "cluster"}
+
+
 def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
                n_boot: int = 10_000, seed=0, ci_prob: float = 0.95,
-               method: str = "percentile", fmt: str = "dataset"):
+               method: str = "percentile", fmt: str = "dataset", clusters=None,
+               weighting: str = "task"):
     """Bayesian and bootstrap intervals side by side, estimand by estimand.
 
     Parameters
@@ -43,6 +61,11 @@ def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
         Bootstrap settings (see :func:`bayeval.bootstrap.pass_at_k`).
     ci_prob : float, default 0.95
     fmt : {"dataset", "dataframe"}
+    clusters, weighting
+        ``logit_normal`` with clusters: the population estimand asked for (see
+        :meth:`bayeval.Results.pass_at_k`). A new cluster pairs with the cluster bootstrap
+        (clusters weighted equally), the observed clusters with the task bootstrap within
+        them.
 
     Returns
     -------
@@ -70,11 +93,14 @@ def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
     boot_func = bootstrap.pass_at_k if metric == "pass@k" else bootstrap.pass_hat_k
     data = results.data
     parts = []
+    twins = {}
     for estimand in estimands:
-        draws = results._metric(metric, k, estimand)
-        unit = BOOTSTRAP_TWIN[estimand]
-        boot = boot_func(data, k=k, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed,
-                         method=method)
+        options = {} if estimand == "tasks" else {"clusters": clusters, "weighting": weighting}
+        draws = results._metric(metric, k, estimand, **options)
+        twin = twins[estimand] = _twin(results, estimand, clusters, weighting)
+        unit = twin["unit"]
+        boot = boot_func(data, k=k, n_boot=n_boot, ci_prob=ci_prob, seed=seed, method=method,
+                         **twin)
         bayes_interval = _interval(draws, ci_prob, ["chain", "draw"])
         part = xr.Dataset({
             "bayes_mean": draws.mean(["chain", "draw"]),
@@ -91,7 +117,7 @@ def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
         part = part.assign_coords(bootstrap_unit=unit)
         parts.append(part.expand_dims(estimand=[estimand]))
     out = xr.concat(parts, dim="estimand", coords="different", compat="equals")
-    out.attrs = {"twins": {e: BOOTSTRAP_TWIN[e] for e in estimands}.__repr__(),
+    out.attrs = {"twins": repr(twins),
                  "metric": metric, "ci_prob": ci_prob, "ci_kind": "eti",
                  "bootstrap_method": method, "n_boot": n_boot, "seed": seed,
                  "model": results.model}

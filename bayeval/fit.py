@@ -5,8 +5,9 @@ Engines:
 * ``"conjugate"`` — exact posterior draws of the ``beta_binomial`` model, no sampler;
 * ``"grid"`` — deterministic quadrature over each population's two hyperparameters (tasks
   grouped by their distinct counts); draws are sampled from the grid posterior;
-* ``"nutpie"`` / ``"pymc"`` — NUTS on the marginal model (task rates integrated out, one
-  likelihood term per distinct count pattern), through PyMC with nutpie's or PyMC's sampler.
+* ``"nutpie"`` / ``"pymc"`` — NUTS on the marginal model (task rates or task effects
+  integrated out, one likelihood term per distinct count pattern), through PyMC with nutpie's
+  or PyMC's sampler; the only engines of the ``logit_normal`` model.
 
 ``sampler="auto"`` picks ``conjugate`` or ``grid`` where the model allows it and NUTS otherwise,
 and records its choice. Every MCMC fit stores divergences, r-hat, ESS (bulk and tail) and BFMI
@@ -34,7 +35,7 @@ from bayeval._validate import (
     validate_positive_int,
     validate_seed,
 )
-from bayeval.models import beta_binomial, get_model, hierarchical
+from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal
 from bayeval.models._beta_family import Populations, counts_by_bound, stratum_dims
 from bayeval.results import Results
 
@@ -44,7 +45,9 @@ SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc")
 ENGINES = {
     "beta_binomial": {"auto": "conjugate", "conjugate": "conjugate"},
     "hierarchical": {"auto": "grid", "grid": "grid", "nutpie": "nutpie", "pymc": "pymc"},
+    "logit_normal": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc"},
 }
+POSTERIOR_VARS = {"hierarchical": ("mu", "kappa"), "logit_normal": logit_normal.POSTERIOR_VARS}
 GATES = {"max_rhat": 1.01, "min_ess_per_chain": 100, "min_bfmi": 0.3}
 TASK_DRAWS_LIMIT = 4_000_000  # stored per-task draws (chain x draw x system x task x bound)
 
@@ -57,7 +60,8 @@ def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, s
     Parameters
     ----------
     data : EvalData
-    model : {"hierarchical", "beta_binomial"}, default "hierarchical"
+    model : {"hierarchical", "beta_binomial", "logit_normal"}, default "hierarchical"
+        ``logit_normal`` adds clusters and pairs the systems through shared task effects.
     draws, chains : int, default 1000 and 4
         Posterior draws per chain, and chains (the grid and conjugate engines fill the same
         ``(chain, draw)`` layout).
@@ -120,26 +124,28 @@ def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, s
     if model == "beta_binomial":
         priors = beta_binomial.validate_priors(priors)
         posterior = xr.Dataset(coords=chain_draw)
-    else:
+    elif engine == "grid":
         priors = hierarchical.validate_priors(priors)
-        if engine == "grid":
-            mu, kappa, _ = hierarchical.fit_grid(data, priors, draws, chains, seed)
-        else:
-            mu, kappa, sample_stats = _nuts_hierarchical(data, priors, draws, chains, tune,
-                                                         seed, engine, progress, bounds)
+        mu, kappa, _ = hierarchical.fit_grid(data, priors, draws, chains, seed)
         dims = ("chain", "draw", "missing_bound", "system", "stratum")
         coords = {**chain_draw, "system": ds["system"].values, **extra_coords}
         posterior = xr.Dataset({"mu": (dims, mu), "kappa": (dims, kappa)}, coords=coords)
         if not extra_dims:
             posterior = posterior.isel(stratum=0, drop=True)
         posterior = posterior.transpose("chain", "draw", "system", ...)
+    else:
+        priors = (hierarchical if model == "hierarchical" else logit_normal).validate_priors(
+            priors)
+        posterior, sample_stats = _nuts(data, model, priors, draws, chains, tune, seed, engine,
+                                        progress, bounds)
     if bounds is None and "missing_bound" in posterior.dims:
         posterior = posterior.isel(missing_bound=0, drop=True)
     elif bounds is not None and "missing_bound" in posterior.dims:
         posterior = posterior.assign_coords(missing_bound=bounds)
 
     size = chains * draws * c.size
-    if task_draws is True or (task_draws == "auto" and size <= TASK_DRAWS_LIMIT):
+    small = task_draws == "auto" and size <= TASK_DRAWS_LIMIT and model != "logit_normal"
+    if task_draws is True or small:
         posterior = posterior.assign(p=_task_rate_draws(model, data, priors, draws, chains,
                                                         seed, posterior, ds, bounds))
     attrs = _attrs(data, model, engine, sampler, seed, draws, chains, tune, priors)
@@ -149,7 +155,8 @@ def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, s
     tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
     tree.attrs = attrs
     if sample_stats is not None:
-        diag = convergence(posterior[["mu", "kappa"]], sample_stats)
+        names = [v for v in POSTERIOR_VARS[model] if v in posterior.data_vars]
+        diag = convergence(posterior[names], sample_stats)
         tree.attrs["diagnostics"] = json.dumps(diag)
         _check_gates(diag, chains, strict)
     rates = get_model(model)
@@ -176,36 +183,39 @@ def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bo
     return get_model(model).task_rates(tree)
 
 
-def _nuts_hierarchical(data, priors, draws, chains, tune, seed, engine, progress, bounds):
+def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress, bounds):
+    """NUTS on the marginal model, once per missing-outcome bound."""
     import pymc as pm
 
-    runs = []
+    posteriors, stats = [], []
     for i, bound in enumerate(bounds or [None]):
-        model = hierarchical.build_hierarchical_model(data, priors, marginal=True,
-                                                      missing_bound=bound, compress=True)
+        if model_name == "hierarchical":
+            model = hierarchical.build_hierarchical_model(data, priors, marginal=True,
+                                                          missing_bound=bound, compress=True)
+        else:
+            model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound)
         with model:
             trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed + i,
                               nuts_sampler=engine, progressbar=progress, quiet=not progress,
                               compute_convergence_checks=False,
                               cores=min(chains, os.cpu_count() or 1),
                               **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
-        runs.append(trace)
-    mu = np.stack([_posterior_array(t, "mu") for t in runs], axis=2)
-    kappa = np.stack([_posterior_array(t, "kappa") for t in runs], axis=2)
-    stats = [t["sample_stats"].to_dataset()[["diverging", "energy", "tree_depth"]]
-             if "tree_depth" in t["sample_stats"] else
-             t["sample_stats"].to_dataset()[["diverging", "energy"]] for t in runs]
-    sample_stats = xr.concat(stats, dim="missing_bound") if bounds else stats[0]
+        post = trace["posterior"].to_dataset()
+        names = [v for v in POSTERIOR_VARS[model_name] if v in post.data_vars]
+        posteriors.append(post[names])
+        sample_stats = trace["sample_stats"].to_dataset()
+        stats.append(sample_stats[[v for v in ("diverging", "energy", "tree_depth")
+                                   if v in sample_stats]])
     if bounds:
-        sample_stats = sample_stats.assign_coords(missing_bound=bounds)
+        posterior = xr.concat(posteriors, dim="missing_bound")
+        sample_stats = xr.concat(stats, dim="missing_bound").assign_coords(missing_bound=bounds)
+    else:
+        posterior, sample_stats = posteriors[0], stats[0]
+    posterior = posterior.assign_coords(system=data.dataset["system"].values,
+                                        chain=np.arange(chains), draw=np.arange(draws))
     sample_stats = sample_stats.assign(diverging=sample_stats["diverging"].astype(np.int8))
-    return mu, kappa, sample_stats
-
-
-def _posterior_array(trace, name):
-    """(chain, draw, system[, stratum]) -> (chain, draw, system, population)."""
-    values = trace["posterior"][name].values
-    return values.reshape(values.shape[:3] + (-1,))
+    sample_stats = sample_stats.assign_coords(chain=np.arange(chains), draw=np.arange(draws))
+    return posterior, sample_stats
 
 
 def _attrs(data, model, engine, requested, seed, draws, chains, tune, priors) -> dict:
@@ -236,6 +246,10 @@ def _warn_single_trial(data, model):
         message = ("with one trial per task the beta_binomial task rates lean on the prior "
                    "(Beta(1, 1) pulls a system solving 74% of tasks to about 58%); fit "
                    "model='hierarchical', which learns the task population from the data")
+    elif model == "logit_normal" and len(data.systems) > 1:
+        message = ("with one trial per task a system's own task-to-task spread is identified "
+                   "only through the other systems: the task-by-system spread and pass@k, pass^k "
+                   "for k > 1 lean on their priors")
     else:
         message = ("with one trial per task the spread of rates between tasks is not "
                    "identified: pass@1 of the population is, but pass@k and pass^k for k > 1 "

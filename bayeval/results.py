@@ -117,15 +117,38 @@ class Results:
                 "prior: fit model='hierarchical' for the population estimand"
             )
 
-    def _metric(self, metric: str, k, estimand: str) -> xr.DataArray:
+    def _cluster_options(self, estimand, clusters, weighting) -> dict:
+        """Validate ``clusters``/``weighting`` and return the model's keyword arguments."""
+        validate_choice("weighting", weighting, ("task", "cluster"))
+        if self.model != "logit_normal":
+            if clusters is not None or weighting != "task":
+                raise ValueError(f"clusters= and weighting= need model='logit_normal'; "
+                                 f"this fit is {self.model!r}")
+            return {}
+        has_clusters = "cluster" in self._tree["observed_data"].coords
+        if estimand == "tasks":
+            if clusters is not None:
+                raise ValueError("clusters= applies to estimand='population'")
+            return {}
+        if clusters is None:
+            clusters = "new" if has_clusters else "observed"
+        validate_choice("clusters", clusters, ("new", "observed"))
+        if clusters == "observed" and not has_clusters and weighting == "cluster":
+            raise ValueError("weighting='cluster' needs task clusters")
+        return {"clusters": clusters, "weighting": weighting}
+
+    def _metric(self, metric: str, k, estimand: str, clusters=None,
+                weighting: str = "task") -> xr.DataArray:
         self._check_estimand(estimand)
+        options = self._cluster_options(estimand, clusters, weighting)
         ks, scalar = validate_k(k)
         self._warn_extrapolation(ks, metric)
         if estimand == "population":
-            values = self._model.population(self._tree, metric, ks)
+            values = self._model.population(self._tree, metric, ks, **options)
         else:
             values = self._model.tasks(self._tree, metric, ks)
-        values.attrs = {"metric": metric, "estimand": estimand, "model": self.model}
+        values.attrs = {"metric": metric, "estimand": estimand, "model": self.model, **options}
+        values.name = metric
         return values.isel(k=0) if scalar else values
 
     def _warn_extrapolation(self, ks, metric):
@@ -136,7 +159,8 @@ class Results:
                 f"{metric} at k={int(ks.max())} goes beyond the {smallest} trial(s) observed "
                 "for some tasks: the model extrapolates there", BayevalWarning, stacklevel=4)
 
-    def pass_at_k(self, k=1, estimand: str = "population") -> xr.DataArray:
+    def pass_at_k(self, k=1, estimand: str = "population", clusters=None,
+                  weighting: str = "task") -> xr.DataArray:
         """Posterior draws of the benchmark pass@k.
 
         Parameters
@@ -145,6 +169,11 @@ class Results:
             A list adds a ``k`` dim.
         estimand : {"population", "tasks"}, default "population"
             A new task like these, or the mean over these tasks.
+        clusters : {"new", "observed"}, optional
+            ``logit_normal`` only: a new task from a new cluster (default with clusters) or
+            from the observed clusters.
+        weighting : {"task", "cluster"}, default "task"
+            With ``clusters="observed"``: average clusters by their task counts or equally.
 
         Returns
         -------
@@ -159,9 +188,10 @@ class Results:
         >>> res.pass_at_k(k=[1, 5], estimand="tasks").dims
         ('chain', 'draw', 'system', 'k')
         """
-        return self._metric("pass@k", k, estimand)
+        return self._metric("pass@k", k, estimand, clusters, weighting)
 
-    def pass_hat_k(self, k=1, estimand: str = "population") -> xr.DataArray:
+    def pass_hat_k(self, k=1, estimand: str = "population", clusters=None,
+                   weighting: str = "task") -> xr.DataArray:
         """Posterior draws of the benchmark pass^k (all k trials succeed).
 
         Parameters and return value are those of :meth:`pass_at_k`.
@@ -174,7 +204,7 @@ class Results:
         ...     k=1, estimand="tasks").mean())
         True
         """
-        return self._metric("pass^k", k, estimand)
+        return self._metric("pass^k", k, estimand, clusters, weighting)
 
     def task_rates(self, system=None) -> xr.DataArray:
         """Posterior draws of every task's rate, from its exact conditional distribution.
@@ -197,8 +227,8 @@ class Results:
         return self._model.task_rates(self._tree, systems)
 
     def compare(self, candidate, baseline, metric: str = "pass@k", k=1,
-                estimand: str = "population", margin: float = 0.0,
-                ci_prob: float = 0.95) -> xr.Dataset:
+                estimand: str = "population", margin: float = 0.0, ci_prob: float = 0.95,
+                clusters=None, weighting: str = "task") -> xr.Dataset:
         """Posterior of the effect ``metric(candidate) - metric(baseline)``.
 
         Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
@@ -213,6 +243,8 @@ class Results:
         margin : float, default 0.0
             Practical margin (absolute).
         ci_prob : float, default 0.95
+        clusters, weighting
+            As in :meth:`pass_at_k` (``logit_normal`` only).
 
         Returns
         -------
@@ -240,7 +272,7 @@ class Results:
                                  f"{describe_values(self.systems)}")
         if candidate == baseline:
             raise ValueError("candidate and baseline must be different systems")
-        values = self._metric(metric, k, estimand)
+        values = self._metric(metric, k, estimand, clusters, weighting)
         cand, base = values.sel(system=candidate, drop=True), values.sel(system=baseline,
                                                                          drop=True)
         if "missing_bound" in values.dims:
@@ -262,6 +294,8 @@ class Results:
             "ci_kind": "eti", "model": self.model,
             "paired": "yes" if self.model == "logit_normal" else
             "no: this model treats systems independently",
+            **{key: values.attrs[key] for key in ("clusters", "weighting")
+               if key in values.attrs},
         }
         return out
 

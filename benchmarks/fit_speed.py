@@ -12,6 +12,13 @@ For each task count it times, cold (first call in the process: compilation inclu
 * ``bootstrap`` 10,000 task-bootstrap replicates;
 
 and prints the ratios to the grid engine, with the divergences of each NUTS run.
+
+Then the logit-normal model (``--logit-normal-only`` skips the above) on the SWE-bench Verified
+pair (claude-opus-4-5 vs gpt-5.1, 500 tasks, 12 repositories) and on all 25 systems x 500
+tasks: the collapsed model (task effects integrated out by quadrature, what ``fit`` samples)
+against the full-latent model (a latent effect per task and per system-task), both warm
+(after a first fit of the same shapes), with the paired cluster bootstrap as the baseline.
+``--latent-cap`` skips the full-latent model above that many latent effects.
 """
 
 import argparse
@@ -22,7 +29,7 @@ import numpy as np
 import pymc as pm
 
 import bayeval as be
-from bayeval.models import build_hierarchical_model
+from bayeval.models import build_hierarchical_model, build_logit_normal_model
 
 LATENT_CAP = 1_000
 
@@ -40,13 +47,64 @@ def run_latent(data, draws, chains, seed):
     return int(trace["sample_stats"]["diverging"].sum())
 
 
+SWE_PAIR = ("20251124_mini-v1.16.0_claude-opus-4-5-20251101",
+            "20251120_mini-v1.15.0_gpt-5.1-2025-11-13")
+
+
+def _timed(function, *args, **kwargs):
+    start = time.perf_counter()
+    out = function(*args, **kwargs)
+    return out, time.perf_counter() - start
+
+
+def _latent_logit_normal(data, draws, chains, seed):
+    with build_logit_normal_model(data, marginal=False):
+        trace = pm.sample(draws=draws, tune=1000, chains=chains, random_seed=seed,
+                          nuts_sampler="nutpie", progressbar=False, quiet=True,
+                          compute_convergence_checks=False)
+    return int(trace["sample_stats"]["diverging"].sum())
+
+
+def logit_normal(draws, chains, latent_cap):
+    """Collapsed vs full-latent logit-normal on the SWE-bench pair and on all 25 systems."""
+    full = be.datasets.load("swebench_verified")
+    pair = full.sel(system=list(SWE_PAIR))
+    print(f"\nlogit-normal, SWE-bench Verified, {chains} chains x {draws} draws (warm)")
+    print(f"{'data':<18} {'engine':<12} {'s':>8} {'/ bootstrap':>12} {'divergences':>12} "
+          f"{'grad evals/draw':>16}")
+    for label, data in (("pair (2 x 500)", pair), ("all (25 x 500)", full)):
+        systems = data.systems
+        _, boot = _timed(be.bootstrap.compare, data, systems[0], systems[1], unit="cluster",
+                         n_boot=10_000, seed=0)
+        be.fit(data, model="logit_normal", draws=50, chains=1, tune=50, seed=0)  # compile
+        res, collapsed = _timed(be.fit, data, model="logit_normal", draws=draws, chains=chains,
+                                seed=1, task_draws=False)
+        steps = float(res.tree["sample_stats"]["n_steps"].mean())
+        print(f"{label:<18} {'collapsed':<12} {collapsed:8.1f} {collapsed / boot:11.0f}x "
+              f"{res.diagnostics['divergences']:>12} {steps:16.1f}")
+        n_latent = data.dataset.sizes["task"] * (1 + len(systems))
+        if n_latent > latent_cap:
+            print(f"{label:<18} {'full-latent':<12} skipped ({n_latent} latent effects > "
+                  f"--latent-cap {latent_cap})")
+        else:
+            divergences, latent = _timed(_latent_logit_normal, data, draws, chains, 1)
+            print(f"{label:<18} {'full-latent':<12} {latent:8.1f} {latent / boot:11.0f}x "
+                  f"{divergences:>12} {'':>16}   collapsed is {latent / collapsed:.1f}x faster")
+        print(f"{label:<18} {'bootstrap':<12} {boot:8.2f} {1:11.0f}x   (paired cluster, 10,000)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 1_000, 100_000])
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--logit-normal-only", action="store_true")
+    parser.add_argument("--latent-cap", type=int, default=20_000)
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)
+    if args.logit_normal_only:
+        logit_normal(args.draws, args.chains, args.latent_cap)
+        return
     rows = []
     for size in args.sizes:
         times, divergences = {}, {}
@@ -81,6 +139,7 @@ def main():
             warm = times[engine, "warm"]
             print(f"{size:>8} {engine:<10} {times[engine, 'cold']:8.3f} {warm:8.3f} "
                   f"{warm / times['grid', 'warm']:11.1f}x {divergences.get(engine, ''):>12}")
+    logit_normal(args.draws, args.chains, args.latent_cap)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Statistical models: one module per model, each a pure builder returning a ``pm.Model``.
 
 * :mod:`~bayeval.models.beta_binomial` — independent tasks, conjugate Beta prior;
-* :mod:`~bayeval.models.hierarchical` — Beta-binomial with a population per system.
+* :mod:`~bayeval.models.hierarchical` — Beta-binomial with a population per system;
+* :mod:`~bayeval.models.logit_normal` — random effects for clusters, tasks and paired systems.
 
 The model cards in the repository's ``models/`` folder give the mathematics, priors, estimands,
 assumptions and measured calibration of each.
@@ -9,11 +10,14 @@ assumptions and measured calibration of each.
 
 from bayeval.models.beta_binomial import BetaBinomialRates, build_beta_binomial_model
 from bayeval.models.hierarchical import HierarchicalRates, build_hierarchical_model
+from bayeval.models.logit_normal import LogitNormalRates, build_logit_normal_model
 
-__all__ = ["build_beta_binomial_model", "build_hierarchical_model", "MODELS", "get_model"]
+__all__ = ["build_beta_binomial_model", "build_hierarchical_model", "build_logit_normal_model",
+           "MODELS", "get_model"]
 
 #: Name -> object computing the model's estimands from a fitted DataTree.
-MODELS = {"beta_binomial": BetaBinomialRates(), "hierarchical": HierarchicalRates()}
+MODELS = {"beta_binomial": BetaBinomialRates(), "hierarchical": HierarchicalRates(),
+          "logit_normal": LogitNormalRates()}
 
 
 def get_model(name: str):

@@ -1,0 +1,477 @@
+r"""Logit-normal random effects for clustered tasks and paired systems: ``logit_normal``.
+
+Model (system s, task j in cluster g = g(j) and stratum h = h(j))::
+
+    logit p[s, j] = alpha[s, h] + u[g] + w[s, g] + e[j] + v[s, j]
+    c[s, j]      ~ Binomial(n[s, j], p[s, j])
+
+    alpha[s, h] ~ Normal(0, 2.5)          system (by stratum) intercepts
+    u[g]        ~ Normal(0, sigma_cluster)            cluster effect, shared by the systems
+    w[s, g]     ~ Normal(0, sigma_cluster_system)     a system's advantage may differ by cluster
+    e[j]        ~ Normal(0, sigma_task)               task effect, shared: comparisons are paired
+    v[s, j]     ~ Normal(0, sigma_task_system)        task-by-system effect
+    sigma_task ~ HalfNormal(3), sigma_task_system ~ HalfNormal(1.5),
+    sigma_cluster ~ HalfNormal(1.5), sigma_cluster_system ~ HalfNormal(1)
+
+``u`` and ``w`` are non-centred (``u = sigma_cluster * z``). One system drops ``w`` and ``v``;
+data without clusters drop ``u`` and ``w``. The task-level spreads get wide priors because
+evaluation task sets are often U-shaped: on the logit scale their task effects spread by 3 or
+more (Beta(0.4, 0.3) rates have a logit standard deviation near 4).
+
+Collapsed inference. The task-level effects ``e[j]`` and ``v[s, j]`` are integrated out task by
+task with nested adaptive Gauss-Hermite quadrature (:mod:`bayeval.models._quadrature`), centred
+and scaled at each pattern's mode; tasks of the same cluster and stratum with identical counts
+for every system share one integral (two single-attempt systems have at most four patterns
+per cluster). The sampler sees only the intercepts, the cluster-level effects and the four
+spreads. ``marginal=False`` builds the full-latent form, used to verify the collapsed one.
+
+Estimands (f is pass@k or pass^k of a rate):
+
+* ``population`` with ``clusters="new"``: a new task from a new cluster,
+  ``E f(expit(alpha + tau Z))`` with ``tau^2`` the sum of the four variances;
+* ``population`` with ``clusters="observed"``: a new task in one of the observed clusters,
+  ``E f(expit(alpha + u[g] + w[s, g] + sqrt(sigma_task^2 + sigma_task_system^2) Z))``,
+  averaged over clusters by their task counts (``weighting="task"``) or equally
+  (``weighting="cluster"``);
+* ``tasks``: the mean of f(p[s, j]) over these tasks. Given the cluster-level parameters,
+  tasks are independent; each task's conditional mean, variance and cross-system covariance of
+  f come from the same quadrature, and the mean over tasks is drawn from the normal these
+  moments define (the sum of many independent bounded terms), which keeps each task's own
+  uncertainty and the pairing between systems.
+
+Paired comparisons: systems share ``u`` and ``e``, so the posterior of ``alpha[B] - alpha[A]``
+is informed by within-task differences, and the tasks-estimand effect uses the cross-system
+covariances.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy import special
+
+from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
+from bayeval.models._quadrature import N_NODES, QuadratureLogLik, moments
+
+__all__ = ["build_logit_normal_model", "DEFAULT_PRIORS"]
+
+DEFAULT_PRIORS = {
+    "alpha": (0.0, 2.5),
+    "sigma_task": 3.0,
+    "sigma_task_system": 1.5,
+    "sigma_cluster": 1.5,
+    "sigma_cluster_system": 1.0,
+}
+SIGMAS = ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system")
+_Z = np.linspace(-8.0, 8.0, 401)  # grid for population expectations over a standard normal
+_Z_WEIGHT = np.exp(-0.5 * _Z**2) / np.sqrt(2 * np.pi) * (_Z[1] - _Z[0])
+
+
+def validate_priors(priors) -> dict:
+    """Fill defaults and check the priors (a Normal for alpha, HalfNormal scales)."""
+    merged = dict(DEFAULT_PRIORS)
+    if priors is not None:
+        unknown = set(priors) - set(DEFAULT_PRIORS)
+        if unknown:
+            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the logit_normal model; "
+                             f"allowed: {sorted(DEFAULT_PRIORS)}")
+        merged.update(priors)
+    mean, sd = merged["alpha"]
+    if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
+        raise ValueError(f"prior alpha needs a finite mean and a positive sd; got {(mean, sd)}")
+    for name in SIGMAS:
+        if not (np.isfinite(merged[name]) and merged[name] > 0):
+            raise ValueError(f"prior {name} is a HalfNormal scale > 0; got {merged[name]!r}")
+    return {"alpha": (float(mean), float(sd)), **{k: float(merged[k]) for k in SIGMAS}}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Systems, clusters and strata of a dataset, as integer codes."""
+
+    n_systems: int
+    cluster_labels: list | None
+    cluster: np.ndarray  # cluster code per task (zeros without clusters)
+    pops: Populations
+
+    @property
+    def has_clusters(self) -> bool:
+        return self.cluster_labels is not None
+
+    @property
+    def paired(self) -> bool:
+        return self.n_systems > 1
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset) -> Layout:
+        n_task = ds.sizes["task"]
+        if "cluster" in ds.coords:
+            codes, labels = pd.factorize(np.asarray(ds["cluster"].values, dtype=object))
+            labels = labels.tolist()
+        else:
+            codes, labels = np.zeros(n_task, dtype=np.int64), None
+        return cls(ds.sizes["system"], labels, codes.astype(np.int64),
+                   Populations.from_dataset(ds))
+
+
+@dataclass(frozen=True)
+class Patterns:
+    """Tasks grouped by (cluster, stratum, every system's counts)."""
+
+    cluster: np.ndarray  # (P,)
+    stratum: np.ndarray  # (P,)
+    c: np.ndarray  # (P, S)
+    n: np.ndarray  # (P, S)
+    mult: np.ndarray  # (P,) tasks per pattern
+    inverse: np.ndarray  # (J,) pattern of each task
+    first: np.ndarray  # (P,) one task of each pattern
+
+
+def task_patterns(c: np.ndarray, n: np.ndarray, layout: Layout) -> Patterns:
+    """Group the tasks of ``c``/``n`` (system, task) into patterns sharing one integral."""
+    keys = np.concatenate([layout.cluster[:, None], layout.pops.code[:, None], c.T, n.T], 1)
+    uniq, first, inverse, mult = np.unique(keys, axis=0, return_index=True,
+                                           return_inverse=True, return_counts=True)
+    S = c.shape[0]
+    return Patterns(uniq[:, 0], uniq[:, 1], uniq[:, 2:2 + S].astype(float),
+                    uniq[:, 2 + S:].astype(float), mult, inverse.ravel(), first)
+
+
+def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_bound=None,
+                             n_nodes: int = N_NODES) -> pm.Model:
+    """Build the logit-normal random-effects model as a PyMC model.
+
+    Parameters
+    ----------
+    data : EvalData
+    priors : dict, optional
+        ``{"alpha": (mean, sd), "sigma_task": scale, ...}``; see :data:`DEFAULT_PRIORS`.
+    marginal : bool, default True
+        Integrate the task-level effects out by adaptive quadrature (the form the fit
+        samples); ``False`` keeps them as latent variables (``task_effect``,
+        ``task_system_effect``).
+    missing_bound : {"lower", "upper"}, optional
+        Which extreme to model when the data use ``missing="bounds"``.
+    n_nodes : int, default 9
+        Gauss-Hermite nodes per dimension.
+
+    Returns
+    -------
+    pymc.Model
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models import build_logit_normal_model
+    >>> data = be.from_counts([[1, 0, 1, 1], [1, 1, 0, 1]], trials=1, systems=["A", "B"],
+    ...                       clusters=["x", "x", "y", "y"])
+    >>> model = build_logit_normal_model(data)
+    >>> sorted(model.named_vars_to_dims["cluster_system_effect"])
+    ['cluster', 'system']
+    """
+    priors = validate_priors(priors)
+    ds = data.dataset
+    c, n, bounds = counts_by_bound(ds)
+    index = 0
+    if bounds is not None:
+        if missing_bound not in bounds:
+            raise ValueError(f"data use missing='bounds': choose missing_bound= in {bounds}")
+        index = bounds.index(missing_bound)
+    c, n = c[index], n[index]
+    layout = Layout.from_dataset(ds)
+    coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
+    alpha_dims = ("system",)
+    if layout.pops.strata is not None:
+        coords["stratum"] = layout.pops.strata
+        alpha_dims = ("system", "stratum")
+    if layout.has_clusters:
+        coords["cluster"] = layout.cluster_labels
+    S = layout.n_systems
+    with pm.Model(coords=coords) as model:
+        sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
+        sigma_v = (pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
+                   if layout.paired else None)
+        identified, zero_sum = _intercepts_and_cluster_effects(priors, layout, alpha_dims, S)
+        eta = identified[:, layout.pops.code] + zero_sum[:, layout.cluster]  # (S, J)
+        if marginal:
+            pat = task_patterns(c, n, layout)
+            eta_p = eta[:, pat.first].T  # (P, S): the tasks of a pattern share their predictor
+            loglik = QuadratureLogLik(layout.paired, n_nodes)(
+                eta_p, pat.c, pat.n, pat.mult.astype(float), sigma_task,
+                sigma_v if sigma_v is not None else 1.0)[0]
+            pm.Potential("loglik", loglik)
+        else:
+            z_e = pm.Normal("task_effect_z", 0.0, 1.0, dims="task")
+            logit_p = eta + (sigma_task * z_e)[None, :]
+            if layout.paired:
+                z_v = pm.Normal("task_system_effect_z", 0.0, 1.0, dims=("system", "task"))
+                logit_p = logit_p + sigma_v * z_v
+            pm.Binomial("y", n=n, logit_p=logit_p, observed=c, dims=("system", "task"))
+    return model
+
+
+def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
+    """Intercepts and cluster effects, parametrised for the sampler with the prior unchanged.
+
+    The model's prior is ``alpha ~ N(m, sd)`` per system (and stratum), ``u = sigma_u z_u`` and
+    ``w = sigma_w z_w`` with standard normal ``z``. Sampled as is, the mean of the cluster
+    effects is confounded with the intercepts, and the systems' intercepts are strongly
+    correlated (they share every task effect), which forces NUTS into small steps. So the
+    sampler sees the same distribution in other coordinates: each ``z`` splits into its mean
+    over clusters and a zero-sum part (a standard normal vector is the sum of these two
+    independent pieces); the intercepts are shifted by the cluster-effect means, which the data
+    identify directly; and the shifted intercepts are rotated onto the mean-over-systems and
+    contrast directions (an orthonormal rotation of an isotropic normal is the same normal).
+    ``alpha``, ``cluster_effect`` and ``cluster_system_effect`` are recorded in the original
+    coordinates. Returns the identified intercepts ``(S, H)`` and the zero-sum cluster effects
+    ``(S, G)`` whose sum with them is every task's linear predictor.
+    """
+    mean, sd = priors["alpha"]
+    H = layout.pops.n
+    shift = pt.zeros((S, 1))
+    zero_sum = pt.zeros((S, layout.cluster.max() + 1))
+    if layout.has_clusters:
+        G = len(layout.cluster_labels)
+        sigma_u = pm.HalfNormal("sigma_cluster", priors["sigma_cluster"])
+        m_u = pm.Normal("cluster_effect_mean_z", 0.0, 1.0 / np.sqrt(G))
+        d_u = (pm.ZeroSumNormal("cluster_effect_zerosum_z", sigma=1.0, dims="cluster")
+               if G > 1 else pt.zeros(1))
+        pm.Deterministic("cluster_effect", sigma_u * (m_u + d_u), dims="cluster")
+        shift = shift + sigma_u * m_u
+        zero_sum = zero_sum + sigma_u * d_u[None, :]
+        if layout.paired:
+            sigma_w = pm.HalfNormal("sigma_cluster_system", priors["sigma_cluster_system"])
+            m_w = pm.Normal("cluster_system_effect_mean_z", 0.0, 1.0 / np.sqrt(G), dims="system")
+            d_w = (pm.ZeroSumNormal("cluster_system_effect_zerosum_z", sigma=1.0,
+                                    dims=("system", "cluster")) if G > 1 else pt.zeros((S, 1)))
+            pm.Deterministic("cluster_system_effect", sigma_w * (m_w[:, None] + d_w),
+                             dims=("system", "cluster"))
+            shift = shift + (sigma_w * m_w)[:, None]
+            zero_sum = zero_sum + sigma_w * d_w
+    # alpha + cluster-effect means, the intercept the data identify, in rotated coordinates:
+    # z ~ N(R' shift, sd) makes alpha = mean + R z - shift ~ N(mean, sd) whatever the shift
+    rotation = np.linalg.qr(np.column_stack([np.ones(S), np.eye(S)[:, : S - 1]]))[0]
+    rotation *= np.sign(rotation[0, 0])
+    shift = pt.broadcast_to(shift, (S, H))
+    z_alpha = pm.Normal("alpha_rotated_z", pt.dot(rotation.T, shift), sd, shape=(S, H))
+    identified = mean + pt.dot(rotation, z_alpha)  # (S, H)
+    alpha = identified - shift
+    pm.Deterministic("alpha", alpha if "stratum" in alpha_dims else alpha[:, 0], dims=alpha_dims)
+    return identified, zero_sum
+
+
+POSTERIOR_VARS = ("alpha",) + SIGMAS + ("cluster_effect", "cluster_system_effect")
+
+
+# -- estimands ---------------------------------------------------------------------------------
+def _metric_of_logit(y, metric, ks):
+    p = special.expit(y)[..., None]
+    return 1 - (1 - p) ** ks if metric == "pass@k" else p**ks
+
+
+def normal_expectation(location, scale, metric, ks):
+    """``E f(expit(location + scale Z))`` for Z standard normal, by a fine trapezoid grid."""
+    y = location[..., None] + scale[..., None] * _Z
+    return np.tensordot(np.moveaxis(_metric_of_logit(y, metric, ks), -1, -2), _Z_WEIGHT,
+                        axes=([-1], [0]))
+
+
+class LogitNormalRates:
+    """Estimands of a fitted logit-normal model, read from its DataTree."""
+
+    name = "logit_normal"
+    estimands = ("tasks", "population")
+
+    @staticmethod
+    def _params(tree, bound):
+        """Posterior arrays for one bound, flattened over (chain, draw)."""
+        post = tree["posterior"].to_dataset()
+        if "missing_bound" in post.dims:
+            post = post.isel(missing_bound=bound)
+        obs = tree["observed_data"].to_dataset()
+        layout = Layout.from_dataset(obs)
+        draws = post.sizes["chain"] * post.sizes["draw"]
+        alpha = post["alpha"]
+        if "stratum" not in alpha.dims:
+            alpha = alpha.expand_dims("stratum", axis=-1)
+        alpha = alpha.transpose("chain", "draw", "system", "stratum").values.reshape(
+            draws, layout.n_systems, -1)
+
+        def get(name, shape):
+            if name in post:
+                return post[name].values.reshape((draws,) + shape)
+            return np.zeros((draws,) + shape)
+
+        n_cluster = len(layout.cluster_labels) if layout.has_clusters else 1
+        params = {
+            "alpha": alpha,
+            "u": get("cluster_effect", (n_cluster,)),
+            "w": (post["cluster_system_effect"].transpose("chain", "draw", "system", "cluster")
+                  .values.reshape(draws, layout.n_systems, n_cluster)
+                  if "cluster_system_effect" in post else np.zeros((draws, layout.n_systems,
+                                                                    n_cluster))),
+            **{name: get(name, ()) for name in SIGMAS},
+        }
+        return params, layout, post.sizes["chain"], post.sizes["draw"]
+
+    @staticmethod
+    def _bounds(tree):
+        obs = tree["observed_data"].to_dataset()
+        return counts_by_bound(obs)
+
+    def _wrap(self, values, tree, bounds, ks, n_chain, n_draw):
+        from bayeval.models._beta_family import BetaRates
+
+        values = np.stack(values, axis=0)  # (bound, draws, system, k)
+        values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
+        return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, ks, "")
+
+    def population(self, tree, metric, ks, clusters="new", weighting="task"):
+        c, n, bounds = self._bounds(tree)
+        out = []
+        for b in range(c.shape[0]):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            if clusters == "observed":
+                out.append(self._observed_clusters(prm, layout, metric, ks, weighting))
+                continue
+            tau = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
+            value = normal_expectation(prm["alpha"], tau[:, None, None] * np.ones_like(
+                prm["alpha"]), metric, ks)  # (draw, system, stratum, k)
+            out.append(np.einsum("dshk,h->dsk", value, layout.pops.weight))
+        return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
+
+    @staticmethod
+    def _observed_clusters(prm, layout, metric, ks, weighting):
+        tau = np.sqrt(prm["sigma_task"] ** 2 + prm["sigma_task_system"] ** 2)
+        total = 0.0
+        for h, stratum_weight in enumerate(layout.pops.weight):
+            in_h = layout.pops.code == h
+            labels, sizes = np.unique(layout.cluster[in_h], return_counts=True)
+            shares = sizes / sizes.sum() if weighting == "task" else np.full(len(labels),
+                                                                              1 / len(labels))
+            location = (prm["alpha"][:, :, h, None] + prm["u"][:, None, labels]
+                        + prm["w"][:, :, labels])  # (draw, system, cluster)
+            scale = np.broadcast_to(tau[:, None, None], location.shape)
+            value = normal_expectation(location, scale, metric, ks)  # (draw, sys, cl, k)
+            total = total + stratum_weight * np.einsum("dsgk,g->dsk", value, shares)
+        return total
+
+    def _moments(self, prm, layout, c, n, metric, ks):
+        """Per-pattern conditional moments for all draws, in chunks of draws."""
+        pat = task_patterns(c, n, layout)
+        eta = (prm["alpha"][:, :, pat.stratum].transpose(0, 2, 1)
+               + prm["u"][:, pat.cluster][:, :, None]
+               + prm["w"][:, :, pat.cluster].transpose(0, 2, 1))  # (draw, P, S)
+        sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(eta))
+        mean, cross = moments(eta, pat.c, pat.n, prm["sigma_task"], sigma_v, layout.paired,
+                              ks.astype(float), metric == "pass@k")
+        second = np.diagonal(cross, axis1=2, axis2=3).transpose(0, 1, 3, 2)
+        return mean, second, cross, pat
+
+    def tasks(self, tree, metric, ks):
+        c, n, bounds = self._bounds(tree)
+        seed = int(tree.attrs["seed"])
+        out = []
+        for b in range(c.shape[0]):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            mean, _, cross, pat = self._moments(prm, layout, c[b], n[b], metric, ks)
+            weights = task_weights(n[b], layout.pops)  # (S, J)
+            w_p = weights[:, pat.first].T  # (P, S): the weight of each task of the pattern
+            centre = np.einsum("p,ps,dpsk->dsk", pat.mult, w_p, mean)
+            cov = (np.einsum("p,ps,pt,dpstk->dkst", pat.mult, w_p, w_p, cross)
+                   - np.einsum("p,ps,pt,dpsk,dptk->dkst", pat.mult, w_p, w_p, mean, mean))
+            rng = np.random.default_rng([seed, 1, b])
+            z = rng.standard_normal(centre.shape[:2])  # (draw, system): shared across k
+            jitter = 1e-12 * np.eye(cov.shape[-1])
+            chol = np.linalg.cholesky(_nearest_psd(cov) + jitter)  # (draw, k, S, S)
+            draws = centre + np.einsum("dkst,dt->dsk", chol, z)
+            out.append(np.clip(draws, 0.0, 1.0))
+        return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
+
+    def task_rates(self, tree, systems=None):
+        """Per-task rate draws: each task's conditional mean and variance per posterior draw,
+        drawn as the Beta with those two moments (an approximation of the conditional shape).
+        """
+        obs = tree["observed_data"].to_dataset()
+        c, n, bounds = counts_by_bound(obs)
+        all_systems = obs["system"].values.tolist()
+        chosen = all_systems if systems is None else list(systems)
+        index = [all_systems.index(s) for s in chosen]
+        seed = int(tree.attrs["seed"])
+        ks = np.array([1])
+        out = []
+        for b in range(c.shape[0]):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            mean, second, _, pat = self._moments(prm, layout, c[b], n[b], "pass@k", ks)
+            m = mean[..., 0][:, pat.inverse][:, :, index]  # (draw, J, S')
+            var = np.maximum(second[..., 0][:, pat.inverse][:, :, index] - m**2, 1e-12)
+            common = np.maximum(m * (1 - m) / var - 1, 1e-6)
+            rng = np.random.default_rng([seed, 2, b])
+            p = rng.beta(np.maximum(m * common, 1e-9), np.maximum((1 - m) * common, 1e-9))
+            p = np.where((n[b][index].T > 0)[None], p, np.nan)
+            out.append(p.transpose(0, 2, 1))  # (draw, S', J)
+        values = np.stack(out).reshape((len(out), n_chain, n_draw, len(chosen), -1))
+        post = tree["posterior"]
+        da = xr.DataArray(
+            np.moveaxis(values, 0, -1), dims=("chain", "draw", "system", "task", "missing_bound"),
+            coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                    "system": np.asarray(chosen, dtype=object), "task": obs["task"].values},
+            name="p",
+        )
+        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
+            missing_bound=bounds)
+
+    def predictive(self, tree, max_draws: int = 1000) -> xr.Dataset:
+        """Success-count histograms of new tasks in the observed clusters (thinned draws)."""
+        obs = tree["observed_data"].to_dataset()
+        c, n, bounds = counts_by_bound(obs)
+        seed = int(tree.attrs["seed"])
+        max_n = int(n.max())
+        hists, shares = [], []
+        for b in range(c.shape[0]):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            thin = max(1, int(np.ceil(n_draw / max(max_draws // n_chain, 1))))
+            keep = (np.arange(n_chain)[:, None] * n_draw + np.arange(0, n_draw, thin)).ravel()
+            rng = np.random.default_rng([seed, 3, b])
+            D = len(keep)
+            eta = (prm["alpha"][keep][:, :, layout.pops.code]
+                   + prm["u"][keep][:, layout.cluster][:, None, :]
+                   + prm["w"][keep][:, :, layout.cluster])  # (D, S, J)
+            e = rng.standard_normal((D, 1, eta.shape[2])) * prm["sigma_task"][keep, None, None]
+            v = rng.standard_normal(eta.shape) * prm["sigma_task_system"][keep, None, None]
+            counts = rng.binomial(n[b][None], special.expit(eta + e + v))
+            valid = n[b][None] > 0
+            hist = np.zeros((D, layout.n_systems, max_n + 1))
+            for s in range(layout.n_systems):
+                cols = counts[:, s, valid[0, s]]
+                offsets = cols + (np.arange(D) * (max_n + 1))[:, None]
+                hist[:, s] = np.bincount(offsets.ravel(), minlength=D * (max_n + 1)).reshape(
+                    D, max_n + 1)
+            multi = valid & (n[b][None] >= 2)
+            extreme = ((counts == 0) | (counts == n[b][None])) & multi
+            with np.errstate(invalid="ignore", divide="ignore"):
+                share = extreme.sum(-1) / multi.sum(-1)
+            hists.append(hist.reshape(n_chain, -1, layout.n_systems, max_n + 1))
+            shares.append(share.reshape(n_chain, -1, layout.n_systems))
+        draws = tree["posterior"]["draw"].values[::thin]
+        out = xr.Dataset(
+            {"count_histogram": (("missing_bound", "chain", "draw", "system", "count"),
+                                 np.stack(hists)),
+             "extreme_share": (("missing_bound", "chain", "draw", "system"), np.stack(shares))},
+            coords={"chain": tree["posterior"]["chain"].values, "draw": draws,
+                    "system": obs["system"].values, "count": np.arange(max_n + 1)},
+        ).transpose("chain", "draw", "system", "missing_bound", ...)
+        return out.isel(missing_bound=0, drop=True) if bounds is None else out.assign_coords(
+            missing_bound=bounds)
+
+
+def _nearest_psd(cov):
+    """Symmetrise and clip negative eigenvalues from rounding."""
+    cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+    vals, vecs = np.linalg.eigh(cov)
+    return (vecs * np.maximum(vals, 0.0)[..., None, :]) @ np.swapaxes(vecs, -1, -2)
