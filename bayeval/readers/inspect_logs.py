@@ -1,0 +1,224 @@
+"""Inspect AI evaluation logs (``.eval`` or ``.json``), read through ``inspect_ai`` itself.
+
+``inspect_ai`` is an optional dependency (``pip install 'bayeval[inspect]'``), imported only
+when a log is read. Each log holds one task run by one model: the model is the system, each
+sample id a task, each epoch a trial; when the logs hold several tasks the task id becomes
+``<task>/<sample id>`` and the task name its cluster. A sample epoch found in two logs (a
+retried run next to its original) is refused rather than counted twice.
+
+Scores and statuses
+-------------------
+A score value ``"C"``/``"CORRECT"``, ``True`` or ``1`` is a success; ``"I"``/``"INCORRECT"``,
+``False`` or ``0`` a failure; ``"N"`` (Inspect's no-answer) a recorded failure with raw status
+``noanswer`` (map it, e.g. ``status_map={"noanswer": "invalid"}``). Partial credit (``"P"``,
+0.5) and other values are not pass/fail and raise. A sample that ended with an error is status
+``error`` (no outcome); one with no score is ``no_verdict``; a sample listed in the log's dataset
+with an epoch missing from the log (an interrupted run) is ``not_run``. A sample that hit a limit
+(time, tokens, messages) is still scored, and keeps the raw status ``limit_<type>`` (map
+``{"limit_time": "timeout"}`` to treat it as a timeout).
+"""
+
+from __future__ import annotations
+
+import inspect as _pyinspect
+import os
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+
+from bayeval._validate import describe_values
+from bayeval.data import EvalData
+from bayeval.readers._common import binary, build, check_path, merge_status_map
+
+__all__ = ["INSTALL_HINT", "read_inspect"]
+
+_READER = "read_inspect"
+INSTALL_HINT = "pip install 'bayeval[inspect]'"
+_VALUES = {"C": 1.0, "CORRECT": 1.0, "I": 0.0, "INCORRECT": 0.0}
+_SKIP_FIELDS = {"messages", "events", "store", "attachments"}
+
+
+def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_map=None,
+                 planned_trials=None) -> EvalData:
+    """Read Inspect AI logs into counts (epochs are trials).
+
+    Parameters
+    ----------
+    path_or_dir : path or list of paths
+        ``.eval``/``.json`` log files, or folders searched (recursively) for logs.
+    system : str, optional
+        System name for every log. Default: each log's model (``openai/gpt-4o``).
+    scorer : str or mapping, optional
+        The scorer whose value to read, or ``{task name: scorer}``. Default: the only scorer of
+        each log (a log with several asks to choose).
+    missing : {"fail", "exclude", "bounds"}, optional
+        Missing-outcome policy, needed when a sample errored, was not scored or not run.
+    status_map : mapping, optional
+        Raw status -> bayeval status (``noanswer``, ``limit_<type>``, ``error``, ...).
+    planned_trials : int or mapping, optional
+        As in :func:`bayeval.from_frame`.
+
+    Returns
+    -------
+    EvalData
+
+    Raises
+    ------
+    ImportError
+        When ``inspect_ai`` is not installed (with the install command).
+    ValueError
+        Naming the log: no logs found, an ambiguous or unknown scorer, a score that is not
+        pass/fail, or the same sample and epoch in two logs (e.g. a retried run beside its
+        original).
+
+    Examples
+    --------
+    >>> import tempfile, pytest, bayeval.readers as br
+    >>> ia = pytest.importorskip("inspect_ai")
+    >>> from inspect_ai.dataset import Sample
+    >>> from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    >>> from inspect_ai.scorer import includes
+    >>> def reply(messages, tools, tool_choice, config):
+    ...     out = ModelOutput.from_content(model="mockllm/model", content="yes")
+    ...     out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+    ...     return out
+    >>> task = ia.Task(dataset=[Sample(input="Say yes", target="yes", id="a"),
+    ...                         Sample(input="Say no", target="no", id="b")],
+    ...                scorer=includes(), epochs=2, name="yes_no")
+    >>> log_dir = tempfile.mkdtemp()
+    >>> _ = ia.eval(task, model=get_model("mockllm/model", custom_outputs=reply),
+    ...             log_dir=log_dir, display="none")
+    >>> data = br.read_inspect(log_dir)
+    >>> data.systems, list(data.tasks), data.dataset["successes"].values.tolist()
+    (['mockllm/model'], ['a', 'b'], [[2, 0]])
+    """
+    log_module = _inspect_log()
+    files = _log_files(path_or_dir, log_module)
+    if system is not None and not isinstance(system, str):
+        raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
+    logs = [(file, _read(log_module, file)) for file in files]
+    tasks = list(dict.fromkeys(log.eval.task for _, log in logs))
+    several = len(tasks) > 1
+    rows, origin = [], defaultdict(list)
+    for file, log in logs:
+        model = system if system is not None else log.eval.model
+        task_name = log.eval.task
+        name = _scorer(scorer, log, file)
+        seen = set()
+        for sample in log.samples or []:
+            key = (model, task_name, sample.id, sample.epoch)
+            origin[key].append(file)
+            seen.add((sample.id, sample.epoch))
+            success, raw = _outcome(sample, name, file)
+            rows.append({"system": model, "task": f"{task_name}/{sample.id}" if several
+                         else sample.id, "success": success, "status": raw,
+                         "cluster": task_name, "epoch": sample.epoch})
+        epochs = getattr(log.eval.config, "epochs", None) or 1
+        for sample_id in getattr(log.eval.dataset, "sample_ids", None) or []:
+            for epoch in range(1, epochs + 1):
+                if (sample_id, epoch) not in seen:
+                    origin[(model, task_name, sample_id, epoch)].append(file)
+                    rows.append({"system": model, "task": f"{task_name}/{sample_id}" if several
+                                 else sample_id, "success": np.nan, "status": "not_run",
+                                 "cluster": task_name, "epoch": epoch})
+    twice = {k: v for k, v in origin.items() if len(v) > 1}
+    if twice:
+        (model, task_name, sample_id, epoch), where = next(iter(twice.items()))
+        raise ValueError(
+            f"{_READER}: {len(twice)} sample epoch(s) appear in several logs, e.g. sample "
+            f"{sample_id!r} epoch {epoch} of task {task_name!r} for {model!r} in "
+            f"{describe_values([str(w) for w in where])}; a retried run leaves its original log "
+            "beside the retry: pass only the logs to combine"
+        )
+    rows.sort(key=lambda row: row["epoch"])  # stable: trials follow epochs, tasks their order
+    for row in rows:
+        del row["epoch"]
+    return build(rows, _READER, files, status_map=merge_status_map({}, status_map, _READER),
+                 missing=missing, planned_trials=planned_trials, cluster=several)
+
+
+def _inspect_log():
+    try:
+        import inspect_ai.log as log_module
+    except ImportError as exc:
+        raise ImportError(f"{_READER} needs the optional dependency inspect_ai; install it with "
+                          f"`{INSTALL_HINT}` (or `pip install inspect_ai`)") from exc
+    return log_module
+
+
+def _log_files(path_or_dir, log_module) -> list[Path]:
+    items = path_or_dir if isinstance(path_or_dir, (list, tuple)) else [path_or_dir]
+    if not items:
+        raise ValueError(f"{_READER}: no logs given")
+    files: list[Path] = []
+    for item in items:
+        path = check_path(item, _READER)
+        if path.is_dir():
+            found = sorted(Path(_local(info.name)) for info in log_module.list_eval_logs(
+                str(path), recursive=True))
+            if not found:
+                raise ValueError(f"{_READER}: no Inspect logs (.eval/.json) in folder '{path}'")
+            files += found
+        else:
+            files.append(path)
+    return files
+
+
+def _local(name: str) -> str:
+    return name.removeprefix("file://")
+
+
+def _read(log_module, file: Path):
+    kwargs = {}
+    if "exclude_fields" in _pyinspect.signature(log_module.read_eval_log).parameters:
+        kwargs["exclude_fields"] = _SKIP_FIELDS
+    try:
+        return log_module.read_eval_log(os.fspath(file), **kwargs)
+    except Exception as exc:  # inspect raises many kinds for a file that is not a log
+        raise ValueError(f"{_READER}: could not read '{file}' as an Inspect log: "
+                         f"{type(exc).__name__}: {exc}") from None
+
+
+def _scorer(scorer, log, file) -> str | None:
+    """The scorer to read in one log: given, given for its task, or its only one."""
+    if isinstance(scorer, Mapping):
+        if log.eval.task not in scorer:
+            raise ValueError(f"{_READER}: scorer= names no scorer for task {log.eval.task!r} "
+                             f"('{file}'); it covers {list(scorer)}")
+        scorer = scorer[log.eval.task]
+    if scorer is not None:
+        if not isinstance(scorer, str):
+            raise TypeError(f"{_READER}: scorer= must be a scorer name or a {{task: name}} "
+                            f"dict; got {type(scorer).__name__}")
+        return scorer
+    names = list(dict.fromkeys(k for sample in log.samples or [] for k in (sample.scores or {})))
+    if len(names) > 1:
+        raise ValueError(f"{_READER}: '{file}' has several scorers {names}; choose one with "
+                         f"scorer= (a name, or a dict {{{log.eval.task!r}: name}})")
+    return names[0] if names else None
+
+
+def _outcome(sample, scorer, file) -> tuple[float, str | None]:
+    """``(success, raw status)`` of one sample epoch."""
+    if sample.error is not None:
+        return np.nan, "error"
+    scores = sample.scores or {}
+    if scorer not in scores:
+        if scores:
+            raise ValueError(f"{_READER}: scorer {scorer!r} not found in '{file}' (sample "
+                             f"{sample.id!r}); its scorers are {list(scores)}")
+        return np.nan, "no_verdict"
+    value = scores[scorer].value
+    if isinstance(value, str) and value.upper() in ("N", "NOANSWER"):
+        return 0.0, "noanswer"
+    success = _VALUES.get(value.upper()) if isinstance(value, str) else binary(value)
+    if success is None:
+        raise ValueError(
+            f"{_READER}: scorer {scorer!r} gave {value!r} to sample {sample.id!r} (epoch "
+            f"{sample.epoch}) in '{file}'; bayeval needs pass/fail scores: 'C'/'I', "
+            "'CORRECT'/'INCORRECT', True/False or 1/0 (partial credit is not a success)"
+        )
+    limit = getattr(sample, "limit", None)
+    return success, (f"limit_{limit.type}" if limit is not None else None)
