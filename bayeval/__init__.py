@@ -2,7 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from bayeval import bootstrap, datasets
+from bayeval import bootstrap, datasets, readers, simulate
 from bayeval._validate import BayevalWarning
 from bayeval.data import STATUSES, EvalData, from_counts, from_frame, read_csv
 from bayeval.estimators import design_effect, pass_at_k, pass_hat_k, wilson_interval
@@ -32,8 +32,10 @@ __all__ = [
     "pass_at_k",
     "pass_hat_k",
     "read_csv",
+    "readers",
     "required_units",
     "Results",
+    "simulate",
     "STATUSES",
     "wilson_interval",
 ]
