@@ -2,7 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from bayeval import bootstrap, datasets, readers, simulate
+from bayeval import bootstrap, datasets, readers, report, simulate
 from bayeval._validate import BayevalWarning
 from bayeval.data import STATUSES, EvalData, from_counts, from_frame, read_csv
 from bayeval.estimators import design_effect, pass_at_k, pass_hat_k, wilson_interval
@@ -33,6 +33,7 @@ __all__ = [
     "pass_hat_k",
     "read_csv",
     "readers",
+    "report",
     "required_units",
     "Results",
     "simulate",

@@ -1,13 +1,96 @@
-"""The ``bayeval`` command."""
+"""The ``bayeval`` command: analyse evaluation results, gate a release, plan a benchmark.
+
+Commands
+--------
+``bayeval analyze FILE...``   fit, crosscheck with the bootstrap, compare, write JSON / a report
+``bayeval gate FILE...``      exit 0 / 1 / 3 on a non-inferiority (or superiority) decision
+``bayeval power``             tasks and trials needed to detect an effect
+``bayeval demo``              the whole analysis on the bundled SWE-bench Verified results
+
+Exit codes: 0 success (``gate``: the candidate passed); 1 ``gate`` only: the candidate is
+confidently worse; 2 bad usage or input (the message names the option, column or value); 3
+``gate`` only: the data cannot decide; 4 an unexpected error (one line; ``bayeval --traceback``
+shows it in full); 130 interrupted.
+"""
 
 from __future__ import annotations
 
+import json
+import shlex
+import sys
 import warnings
+from pathlib import Path
 
 import click
+import numpy as np
 import pandas as pd
 
 import bayeval as be
+from bayeval import report as _report
+from bayeval.data import MISSING_POLICIES
+from bayeval.readers import FORMATS as READER_FORMATS
+from bayeval.readers import detect_format
+from bayeval.readers import read as read_results
+from bayeval.readers.table import load_table
+
+EXIT_PASS, EXIT_WORSE, EXIT_USAGE, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
+MODELS = ("hierarchical", "beta_binomial", "logit_normal")
+SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc")
+#: Conventional column names, detected when present.
+CONVENTIONAL = {"system": "system", "task": "task", "success": "success", "trial": "trial",
+                "cluster": "cluster", "stratum": "stratum", "status": "status",
+                "successes": "successes", "trials": "trials"}
+DEFAULT_TRIALS_GRID = (1, 2, 4, 8, 16)
+GATE_EPILOG = """\b
+Exit codes:
+  0  the candidate passes: P(effect > -margin) >= prob
+     (with --superior: P(effect > margin) >= prob)
+  1  the candidate is worse: P(effect < -margin) >= prob
+     (with --superior: P(effect <= margin) >= prob)
+  2  bad usage or input (the message says what to change)
+  3  the data cannot decide (neither probability reaches prob)
+  4  an unexpected error (one line; bayeval --traceback shows it in full)
+"""
+
+
+class InputError(click.ClickException):
+    """Bad input or options: exit code 2, like click's usage errors."""
+
+    exit_code = EXIT_USAGE
+
+
+class InternalError(click.ClickException):
+    """An unexpected failure: exit code 4 with a one-line message."""
+
+    exit_code = EXIT_INTERNAL
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class _Group(click.Group):
+    """Turns library errors into clean exits: bad input 2, anything unexpected 4."""
+
+    def parse_args(self, ctx, args):
+        ctx.meta["bayeval.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            raise click.exceptions.Exit(130) from None
+        except Exception as exc:
+            if ctx.meta.get("bayeval.traceback"):
+                raise
+            if isinstance(exc, (ValueError, TypeError, OSError, ImportError)):
+                raise InputError(_one_line(exc)) from exc
+            raise InternalError(f"unexpected {type(exc).__name__}: {_one_line(exc)} "
+                                "(bayeval --traceback ... shows where)") from exc
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None):
@@ -16,56 +99,844 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
     click.echo(f"{prefix}: {message}", err=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"],
+                                            "max_content_width": 100})
 @click.version_option(be.__version__, prog_name="bayeval")
-def main():
-    """Honest uncertainty for AI evaluation results: pass@k, pass^k and paired comparisons."""
+@click.option("--traceback", is_flag=True, help="Show the full traceback of an error.")
+@click.pass_context
+def main(ctx, traceback: bool):
+    """Honest uncertainty for AI evaluation results: pass@k, pass^k and paired comparisons.
+
+    \b
+    Examples:
+      bayeval analyze runs.csv --k 1,5 --compare new old --margin 0.02 --report card.html
+      bayeval gate runs.csv --compare new old --margin 0.02
+      bayeval power --effect 0.02,0.05 --sd 0.4 --icc 0.6 --trials 1,4,16
+      bayeval demo
+
+    Run `bayeval COMMAND --help` for each command's options.
+    """
+    ctx.meta["bayeval.traceback"] = traceback
     warnings.showwarning = _show_warning
 
 
+# -- option types and parsing ------------------------------------------------------------------
+class _NumberList(click.ParamType):
+    """Comma-separated numbers: ``1,5,10``."""
+
+    def __init__(self, kind, minimum, strict):
+        self.kind, self.minimum, self.strict = kind, minimum, strict
+        self.name = "INTS" if kind is int else "NUMBERS"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (list, tuple)):
+            return list(value)
+        parts = [p.strip() for p in str(value).split(",") if p.strip()]
+        if not parts:
+            self.fail(f"expected comma-separated numbers; got {value!r}", param, ctx)
+        out = []
+        for part in parts:
+            try:
+                number = self.kind(part)
+            except ValueError:
+                kind = "whole numbers" if self.kind is int else "numbers"
+                self.fail(f"expected comma-separated {kind}; {part!r} is not one", param, ctx)
+            if not np.isfinite(number) or number < self.minimum or (
+                    self.strict and number == self.minimum):
+                bound = ">" if self.strict else ">="
+                self.fail(f"every value must be {bound} {self.minimum}; got {part}", param, ctx)
+            out.append(number)
+        if len(set(out)) != len(out):
+            self.fail(f"values must not repeat; got {value!r}", param, ctx)
+        return out
+
+
+K_LIST = _NumberList(int, 1, strict=False)
+TRIALS_LIST = _NumberList(int, 1, strict=False)
+EFFECT_LIST = _NumberList(float, 0.0, strict=True)
+PROBABILITY = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
+
+
+def _parse_status_map(text):
+    """``raw=status,raw2=status2`` or a JSON file holding ``{"raw": "status"}``."""
+    if text is None:
+        return None
+    hint = "--status-map"
+    path = Path(text)
+    if path.suffix.lower() == ".json" or path.is_file():
+        try:
+            mapping = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise click.BadParameter(f"cannot read {text!r} as a JSON file: {exc}",
+                                     param_hint=hint) from None
+        if not isinstance(mapping, dict) or not all(isinstance(v, str)
+                                                    for v in mapping.values()):
+            raise click.BadParameter(f"{text!r} must hold a JSON object of raw status -> "
+                                     "bayeval status strings", param_hint=hint)
+    else:
+        mapping = {}
+        for part in text.split(","):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise click.BadParameter(f"expected RAW=STATUS pairs separated by commas (or a "
+                                         f".json file); {part.strip()!r} has no '='",
+                                         param_hint=hint)
+            raw, status = (s.strip() for s in part.split("=", 1))
+            if raw in mapping:
+                raise click.BadParameter(f"raw status {raw!r} is mapped twice", param_hint=hint)
+            mapping[raw] = status
+        if not mapping:
+            raise click.BadParameter("the map is empty", param_hint=hint)
+    bad = {raw: status for raw, status in mapping.items() if status not in be.STATUSES}
+    if bad:
+        raise click.BadParameter(f"unknown bayeval status(es) in {bad}; allowed: "
+                                 f"{', '.join(be.STATUSES)}", param_hint=hint)
+    return mapping
+
+
+def _column_options(trials_flag: str):
+    """Column-role options shared by every command that reads results."""
+    trials_help = ("Count rows: column of trials per row (with --successes) "
+                   "[detected: trials].")
+    options = [
+        click.option("--format", "fmt", type=click.Choice(["auto", *READER_FORMATS]),
+                     default="auto", show_default=True,
+                     help="Input format; auto detects tables (.csv, .parquet, .jsonl, .json) "
+                          "and harness outputs (SWE-bench, HumanEval, lm-eval, Inspect)."),
+        click.option("--system", metavar="COLUMN", help="Column of system labels "
+                     "[detected: system]."),
+        click.option("--task", metavar="COLUMN", help="Column of task ids [detected: task]."),
+        click.option("--success", metavar="COLUMN", help="Column of 0/1 outcomes, empty for "
+                     "no outcome [detected: success]."),
+        click.option("--successes", metavar="COLUMN", help="Count rows: column of successes "
+                     "(with the trials column) [detected: successes]."),
+        click.option(trials_flag, "trials_column", metavar="COLUMN", help=trials_help),
+        click.option("--trial", metavar="COLUMN", help="Column of trial ids [detected: trial]; "
+                     "'none' ignores a detected column (also for the options below)."),
+        click.option("--cluster", metavar="COLUMN", help="Column of task clusters "
+                     "(repository, family) [detected: cluster]."),
+        click.option("--stratum", metavar="COLUMN", help="Column of task strata "
+                     "[detected: stratum]."),
+        click.option("--status", metavar="COLUMN", help="Column of statuses [detected: status, "
+                     "when its values are bayeval statuses or --status-map is given]."),
+        click.option("--status-map", metavar="RAW=STATUS,...|FILE.json",
+                     help=f"Map raw statuses onto {', '.join(be.STATUSES)}."),
+        click.option("--reader-option", "reader_options", metavar="KEY=VALUE", multiple=True,
+                     help="Extra argument of the reader (e.g. filter=strict-match for lm-eval, "
+                          "scorer=... for Inspect, planned_trials=5); VALUE is read as JSON "
+                          "when it parses, else as text. Repeatable."),
+        click.option("--missing", type=click.Choice(MISSING_POLICIES),
+                     help="Policy for attempts without a valid outcome (required when there "
+                          "are any): fail = count as failures, exclude = leave out, bounds = "
+                          "report both extremes."),
+    ]
+
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+def _model_options(func):
+    options = [
+        click.option("--model", type=click.Choice(MODELS), default="hierarchical",
+                     show_default=True, help="Statistical model."),
+        click.option("--sampler", type=click.Choice(SAMPLERS), default="auto",
+                     show_default=True, help="Engine; auto picks the exact grid or conjugate "
+                     "engine where the model allows it, NUTS otherwise."),
+        click.option("--draws", type=click.IntRange(min=1), default=1000, show_default=True,
+                     help="Posterior draws per chain."),
+        click.option("--chains", type=click.IntRange(min=1), default=4, show_default=True,
+                     help="Chains (the grid and conjugate engines fill the same layout)."),
+        click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True,
+                     help="NUTS warm-up draws per chain (NUTS engines only)."),
+        click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+                     help="Seed of the fit and of every bootstrap."),
+        click.option("--n-boot", type=click.IntRange(min=2), default=10_000, show_default=True,
+                     help="Bootstrap replicates."),
+        click.option("--ci-prob", type=PROBABILITY, default=0.95, show_default=True,
+                     help="Probability of every interval."),
+        click.option("--estimand", type=click.Choice(["population", "tasks"]),
+                     help="population: a new task like these; tasks: these tasks only. "
+                          "[default: population where the model has it]"),
+        click.option("--metric", type=click.Choice(["pass@k", "pass^k"]), default="pass@k",
+                     show_default=True, help="Metric of the table and the comparisons."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _output_options(func):
+    options = [
+        click.option("--json", "json_path", metavar="PATH",
+                     help="Write every number (Bayesian and bootstrap twins, comparisons, "
+                          "statuses, settings) as JSON; '-' writes to stdout."),
+        click.option("--report", "report_path", metavar="PATH",
+                     type=click.Path(dir_okay=False, writable=True),
+                     help="Write the report card: .html (self-contained) or .md (plots in "
+                          "<stem>_files/)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+# -- reading data ------------------------------------------------------------------------------
+DATA_OPTIONS = ("fmt", "system", "task", "success", "successes", "trials_column", "trial",
+                "cluster", "stratum", "status", "status_map", "reader_options", "missing")
+
+
+def _collect_opts(values: dict) -> dict:
+    """The data-reading options out of a command's arguments."""
+    return {name: values[name] for name in DATA_OPTIONS}
+
+
+def _parse_reader_options(items) -> dict:
+    options = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise click.BadParameter(f"expected KEY=VALUE with KEY a name; got {item!r}",
+                                     param_hint="--reader-option")
+        if key in options:
+            raise click.BadParameter(f"{key!r} is given twice", param_hint="--reader-option")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
+    reserved = {"missing", "status_map", "system", "task", "success", "successes", "trials",
+                "trial", "cluster", "stratum", "status", "format", "path"} & set(options)
+    if reserved:
+        raise click.BadParameter(f"{sorted(reserved)} have their own options",
+                                 param_hint="--reader-option")
+    return options
+
+
+def _pick(frame, given, role, required=False, *, detect=True):
+    """The column for ``role``: the option's value, else the conventional name if present."""
+    if given is not None:
+        if given.lower() == "none":
+            if required:
+                raise click.BadParameter("this column is required", param_hint=f"--{role}")
+            return None
+        if given not in frame.columns:
+            raise click.BadParameter(
+                f"no column {given!r}; the file has columns "
+                f"{', '.join(map(str, frame.columns[:30]))}", param_hint=f"--{role}")
+        return given
+    name = CONVENTIONAL[role]
+    if detect and name in frame.columns:
+        return name
+    if required:
+        raise click.BadParameter(
+            f"no column named {name!r}; name the column with --{role} (the file has columns "
+            f"{', '.join(map(str, frame.columns[:30]))})", param_hint=f"--{role}")
+    return None
+
+
+def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str) -> tuple[dict, list[str]]:
+    """``from_frame`` keyword arguments for a table, and lines saying what was used."""
+    lines = []
+    roles = {"system": _pick(frame, opts["system"], "system", required=True),
+             "task": _pick(frame, opts["task"], "task", required=True)}
+    count_rows = opts["successes"] is not None or opts["trials_column"] is not None or (
+        opts["success"] is None and "success" not in frame.columns
+        and {"successes", "trials"} <= set(frame.columns))
+    if count_rows:
+        if opts["success"] is not None:
+            raise click.UsageError("--success is for outcome rows; count rows take --successes "
+                                   f"and {trials_flag}")
+        roles["success"] = None
+        roles["successes"] = _pick(frame, opts["successes"], "successes", required=True)
+        given = opts["trials_column"]
+        if given is None and "trials" not in frame.columns:
+            raise click.BadParameter("no column named 'trials' for count rows; name it",
+                                     param_hint=trials_flag)
+        if given is not None and given not in frame.columns:
+            raise click.BadParameter(f"no column {given!r}", param_hint=trials_flag)
+        roles["trials"] = given or "trials"
+        for role in ("trial", "status"):
+            if opts[role] not in (None, "none"):
+                raise click.UsageError(f"--{role} applies to outcome rows (one row per trial); "
+                                       "count rows hold valid outcomes only")
+        if opts["status_map"] is not None:
+            raise click.UsageError("--status-map applies to outcome rows with a status column")
+    else:
+        roles["success"] = _pick(frame, opts["success"], "success", required=True)
+        roles["trial"] = _pick(frame, opts["trial"], "trial")
+    for role in ("cluster", "stratum"):
+        roles[role] = _pick(frame, opts[role], role)
+    status_map = _parse_status_map(opts["status_map"])
+    if not count_rows:
+        status = _pick(frame, opts["status"], "status", detect=False)
+        if status is None and opts["status"] is None and "status" in frame.columns:
+            values = frame["status"].dropna().unique().tolist()
+            if status_map is not None or all(v in be.STATUSES for v in values):
+                status = "status"
+            else:
+                lines.append(
+                    f"column 'status' not used: its values ({', '.join(map(str, values[:6]))}"
+                    f"{', ...' if len(values) > 6 else ''}) are not bayeval statuses; map them "
+                    f"with --status-map RAW=STATUS onto {', '.join(be.STATUSES)}")
+        if status_map is not None and status is None:
+            raise click.UsageError("--status-map needs a status column (--status COLUMN)")
+        roles["status"], roles["status_map"] = status, status_map
+    used = ", ".join(f"{role}={col}" for role, col in roles.items()
+                     if isinstance(col, str) and role != "status_map")
+    lines.insert(0, f"columns: {used}" + (" (count rows)" if count_rows else ""))
+    return {k: v for k, v in roles.items() if v is not None}, lines
+
+
+def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData, list[str]]:
+    """Read results files into EvalData; returns the data and lines describing the reading."""
+    files = list(files)
+    fmt = opts["fmt"]
+    if fmt == "auto":
+        fmt = detect_format(files[0])
+    missing = opts["missing"]
+    extra = _parse_reader_options(opts.get("reader_options"))
+    if fmt == "table":
+        if len(files) != 1:
+            raise click.UsageError(f"give one table file; got {len(files)}")
+        frame = load_table(files[0], reader="bayeval")
+        roles, lines = _table_roles(frame, opts, trials_flag)
+        lines = [f"read {files[0]} (table, {len(frame)} rows)"] + lines
+        build = lambda: be.from_frame(frame, missing=missing, **roles, **extra)
+    else:
+        given = [f"--{name.replace('_', '-')}" for name in
+                 ("system", "task", "success", "successes", "trial", "cluster", "stratum",
+                  "status") if opts[name] is not None]
+        if opts["trials_column"] is not None:
+            given.append(trials_flag)
+        if given:
+            raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'}"
+                                   f" to table files; {fmt} outputs have fixed fields")
+        lines = [f"read {len(files)} file(s) ({fmt})"]
+        status_map = _parse_status_map(opts["status_map"])
+        kwargs = {"missing": missing, **extra}
+        if status_map is not None:
+            kwargs["status_map"] = status_map
+        source = files[0] if len(files) == 1 else files
+        build = lambda: read_results(source, format=fmt, **kwargs)
+    try:
+        data = build()
+    except ValueError as exc:
+        text = str(exc)
+        if "choose a missing-outcome policy" in text:
+            text = text.replace("with missing=:", "with --missing:")
+            raise InputError(f"{text}. Example: --missing bounds") from None
+        raise
+    return data, lines
+
+
+def _check_pairs(pairs, systems) -> list[tuple]:
+    for candidate, baseline in pairs:
+        for role, label in (("candidate", candidate), ("baseline", baseline)):
+            if label not in systems:
+                raise click.BadParameter(
+                    f"{role} {label!r} is not a system of the data; systems: "
+                    f"{', '.join(map(str, systems[:20]))}{' ...' if len(systems) > 20 else ''}",
+                    param_hint="--compare")
+        if candidate == baseline:
+            raise click.BadParameter("candidate and baseline must differ", param_hint="--compare")
+    return [tuple(p) for p in pairs]
+
+
+class _Notes:
+    """Collects bayeval's caveats (warnings) while a block runs; other warnings pass through."""
+
+    def __init__(self):
+        self.items: list[str] = []
+
+    def __enter__(self):
+        self._catch = warnings.catch_warnings(record=True)
+        self._caught = self._catch.__enter__()
+        warnings.simplefilter("always", be.BayevalWarning)
+        return self
+
+    def __exit__(self, *exc):
+        self._catch.__exit__(*exc)
+        for item in self._caught:
+            if issubclass(item.category, be.BayevalWarning):
+                text = str(item.message)
+                if text not in self.items:
+                    self.items.append(text)
+            else:
+                click.echo(f"warning: {item.category.__name__}: {item.message}", err=True)
+        return False
+
+
+def _echo_notes(notes, start: int = 0):
+    for note in notes[start:]:
+        click.echo(f"note: {note}", err=True)
+
+
+def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1000):
+    with notes:
+        return be.fit(data, model=model, draws=draws, chains=chains, seed=seed,
+                      sampler=sampler, tune=tune, progress=sys.stderr.isatty())
+
+
+def _command_line() -> str | None:
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return None
+    root = ctx.find_root()
+    argv = root.meta.get("bayeval.argv")
+    return None if argv is None else shlex.join(["bayeval", *argv])
+
+
+def _check_outputs(json_path=None, report_path=None):
+    """Refuse unusable output paths before any work is done."""
+    for option, path in (("--json", json_path), ("--report", report_path)):
+        if path is None or (path == "-" and option == "--json"):
+            continue
+        folder = Path(path).parent
+        if not folder.is_dir():
+            raise click.BadParameter(f"the folder '{folder}' does not exist", param_hint=option)
+    if report_path is not None:
+        suffix = Path(report_path).suffix.lower()
+        allowed = [s for suffixes in _report.FORMATS.values() for s in suffixes]
+        if suffix not in allowed:
+            raise click.BadParameter(f"the report is written as HTML or Markdown: end the path "
+                                     f"in one of {', '.join(allowed)}; got {report_path!r}",
+                                     param_hint="--report")
+
+
+def _write_json(payload: dict, path: str):
+    text = json.dumps(payload, indent=2, allow_nan=False, default=str)
+    if path == "-":
+        click.echo(text)
+    else:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+        click.echo(f"wrote {path}", err=True)
+
+
+def _write_report(res, path, report):
+    written = _report.write_report(res, path, data=report)
+    click.echo(f"wrote {written}", err=True)
+
+
+# -- printing ----------------------------------------------------------------------------------
 def _interval_text(lower, upper) -> str:
+    if lower is None or upper is None:
+        return "[n/a]"
     return f"[{lower:.3f}, {upper:.3f}]"
 
 
-@main.command()
-@click.option("--n-boot", default=10_000, show_default=True, help="Bootstrap replicates.")
-@click.option("--seed", default=0, show_default=True, help="Random seed of fit and bootstrap.")
-def demo(n_boot: int, seed: int):
+def _value(row, prefix):
+    mean = row[f"{prefix}_mean" if prefix == "bayes" else f"{prefix}_estimate"]
+    text = "n/a" if mean is None else f"{mean:.3f}"
+    return f"{text} {_interval_text(row[f'{prefix}_lower'], row[f'{prefix}_upper'])}"
+
+
+def _metric_table(report: dict, estimands, metric: str) -> pd.DataFrame:
+    """One row per system (and bound), two columns (posterior, bootstrap) per k and estimand."""
+    ks = report["settings"]["report"]["k"]
+    rows = {}
+    for row in report["metrics"]:
+        wanted = row["metric"] == metric or (metric == "pass^k" and row["k"] == 1
+                                             and row["metric"] == "pass@k")
+        if not wanted or row["estimand"] not in estimands or row["k"] not in ks:
+            continue
+        name = _report._metric_name(metric, row["k"])
+        key = (row["system"], row["missing_bound"] or "")
+        label = "" if len(estimands) == 1 else f"{row['estimand']} "
+        cells = rows.setdefault(key, {})
+        cells[f"{label}{name} posterior"] = _value(row, "bayes")
+        cells[f"{label}{name} bootstrap ({row['bootstrap_unit']})"] = _value(row, "bootstrap")
+        cells.setdefault("_order", row["bayes_mean"] if row["k"] == ks[0] else None)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    order = table["_order"].astype(float).groupby(level=0).mean().sort_values(ascending=False)
+    table = table.drop(columns="_order").loc[order.index.tolist()]
+    table.index.names = ["system", "bound"]
+    if not any(table.index.get_level_values("bound")):
+        table = table.droplevel("bound")
+    return table
+
+
+def _echo_table(report, estimands, metric, ci_prob):
+    table = _metric_table(report, estimands, metric)
+    with pd.option_context("display.width", 250, "display.max_columns", None,
+                           "display.max_colwidth", 60, "display.max_rows", None):
+        click.echo(f"\n{metric}: posterior mean [{ci_prob:.0%} interval] and its bootstrap twin "
+                   f"({', '.join(estimands)} estimand{'s' if len(estimands) > 1 else ''})")
+        click.echo(table.to_string())
+
+
+def _decision_text(decision: dict) -> str:
+    return decision["decision"]
+
+
+def _echo_comparisons(report: dict):
+    for entry in report["comparisons"]:
+        name = _report._metric_name(entry["metric"], entry["k"])
+        click.echo(f"\n{entry['candidate']} - {entry['baseline']}: {name}, {entry['estimand']} "
+                   f"estimand, margin {entry['margin']:g}, {entry['test']} at prob "
+                   f"{entry['prob']:g}")
+        paired = entry["bayes"]["paired"]
+        click.echo("  posterior" + (" (paired):" if paired.startswith("yes") else
+                                    f" ({paired.removeprefix('no: ')}):"))
+        for row in entry["bayes"]["rows"]:
+            bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
+            click.echo(f"    effect{bound} {row['effect']:+.3f} "
+                       f"{_interval_text(row['lower'], row['upper'])}, P(effect > 0) = "
+                       f"{row['prob_positive']:.3f}, P(effect > -margin) = "
+                       f"{row['prob_noninferior']:.3f}")
+        click.echo(f"    decision: {_decision_text(entry['bayes']['decision'])}")
+        for boot in entry["bootstrap"]:
+            click.echo(f"  paired bootstrap by {boot['unit']}: {boot['meaning']}")
+            for row in boot["rows"]:
+                bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
+                click.echo(f"    effect{bound} {row['effect']:+.3f} "
+                           f"{_interval_text(row['lower'], row['upper'])}, share > 0 = "
+                           f"{row['prob_positive']:.3f}, p = {_report._pvalue(row['p_value'])}")
+            click.echo(f"    decision: {_decision_text(boot['decision'])}")
+    family = report["multiplicity"]
+    if family and family["size"] > 1:
+        click.echo(f"\nmultiplicity: {family['size']} comparisons, {family['method']}-adjusted "
+                   "bootstrap p-values:")
+        for label, p, adj in zip(family["family"], family["p_values"], family["adjusted"]):
+            click.echo(f"  {label}: p = {_report._pvalue(p)}, adjusted "
+                       f"{_report._pvalue(adj)}")
+
+
+def _header(data, lines, res=None, err=False):
+    for line in lines:
+        click.echo(line, err=err)
+    click.echo(repr(data), err=err)
+    if res is not None:
+        attrs = res.tree.attrs
+        click.echo(f"fit: model {attrs['model']}, sampler {attrs['sampler']}, "
+                   f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed {attrs['seed']}",
+                   err=err)
+
+
+# -- analyze -----------------------------------------------------------------------------------
+@main.command(context_settings={"max_content_width": 100})
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--k", "k", type=K_LIST, default="1", show_default=True,
+              help="k values of pass@k and pass^k, comma-separated.")
+@click.option("--compare", "pairs", type=(str, str), multiple=True,
+              metavar="CANDIDATE BASELINE", help="A paired comparison; repeat for several "
+              "(they form the multiplicity family).")
+@click.option("--compare-k", type=click.IntRange(min=1),
+              help="k of the comparisons [default: the first --k].")
+@click.option("--margin", type=click.FloatRange(min=0.0), default=0.0, show_default=True,
+              help="Practical margin (absolute, e.g. 0.02 for 2 points).")
+@click.option("--prob", type=PROBABILITY, default=0.95, show_default=True,
+              help="Probability a decision needs.")
+@click.option("--superior", is_flag=True, help="Decide superiority by the margin instead of "
+              "non-inferiority.")
+@_column_options("--trials")
+@_model_options
+@_output_options
+def analyze(files, fmt, system, task, success, successes, trials_column, trial, cluster,
+            stratum, status, status_map, reader_options, missing, model, sampler, draws, chains,
+            tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin, prob,
+            superior, json_path, report_path):
+    """Fit a model to evaluation results and crosscheck it with the bootstrap.
+
+    FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
+    (system, task, success[, trial, cluster, stratum, status]) or per (system, task) with
+    successes and trials; or a harness output bayeval reads (SWE-bench report, HumanEval or
+    lm-eval samples, Inspect logs). Conventional column names are detected.
+
+    Prints each system's metric with its Bayesian interval beside its bootstrap twin, and
+    each comparison's effect, interval, P(effect > 0) and decision.
+
+    \b
+    Examples:
+      bayeval analyze runs.csv --k 1,5 --report card.html
+      bayeval analyze runs.csv --missing bounds --compare new old --margin 0.02
+      bayeval analyze counts.csv --successes n_correct --trials n_samples --json out.json
+    """
+    opts = _collect_opts(locals())
+    _check_outputs(json_path, report_path)
+    notes = _Notes()
+    with notes:
+        data, lines = _load(files, opts)
+    pairs = _check_pairs(pairs, data.systems)
+    res = _fit(data, model, sampler, draws, chains, seed, notes, tune)
+    to_stdout = json_path == "-"
+    _header(data, lines, res, err=to_stdout)
+    _echo_notes(notes.items)
+    report = _report.report_data(
+        res, comparisons=pairs, k=k, metric=metric, estimand=estimand, margin=margin,
+        prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
+        compare_k=compare_k, notes=notes.items, command=_command_line())
+    _echo_notes(report["notes"], len(notes.items))
+    report["input"] = {"files": [str(f) for f in files], "lines": lines}
+    if not to_stdout:
+        _echo_table(report, [report["estimand"]["name"]], metric, ci_prob)
+        _echo_comparisons(report)
+    if json_path:
+        _write_json(report, json_path)
+    if report_path:
+        _write_report(res, report_path, report)
+
+
+# -- gate --------------------------------------------------------------------------------------
+@main.command(epilog=GATE_EPILOG, context_settings={"max_content_width": 100})
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--compare", "pair", type=(str, str), required=True,
+              metavar="CANDIDATE BASELINE", help="The candidate and the baseline it must not "
+              "fall behind.")
+@click.option("--margin", type=click.FloatRange(min=0.0), required=True,
+              help="Non-inferiority margin (absolute): how far behind the candidate may be.")
+@click.option("--prob", type=PROBABILITY, default=0.95, show_default=True,
+              help="Posterior probability a verdict needs.")
+@click.option("--superior", is_flag=True, help="Require superiority by the margin instead.")
+@click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True,
+              help="k of the metric.")
+@_column_options("--trials")
+@_model_options
+@_output_options
+def gate(files, fmt, system, task, success, successes, trials_column, trial, cluster, stratum,
+         status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
+         n_boot, ci_prob, estimand, metric, pair, margin, prob, superior, k, json_path,
+         report_path):
+    """Decide whether CANDIDATE is non-inferior to BASELINE (for CI pipelines).
+
+    The decision uses the posterior of the effect metric(candidate) - metric(baseline): the
+    candidate passes when P(effect > -margin) >= prob, fails when P(effect < -margin) >= prob,
+    and otherwise the data cannot decide. Under --missing bounds a verdict must hold at both
+    bounds. The paired bootstrap is printed for reference; it does not change the exit code.
+
+    \b
+    Examples:
+      bayeval gate runs.csv --compare new old --margin 0.02
+      bayeval gate runs.csv --compare new old --margin 0.01 --superior --prob 0.9
+    """
+    opts = _collect_opts(locals())
+    _check_outputs(json_path, report_path)
+    notes = _Notes()
+    with notes:
+        data, _ = _load(files, opts)
+    (pair,) = _check_pairs([pair], data.systems)
+    res = _fit(data, model, sampler, draws, chains, seed, notes, tune)
+    report = _report.report_data(
+        res, comparisons=[pair], k=k, metric=metric, estimand=estimand, margin=margin,
+        prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
+        notes=notes.items, command=_command_line())
+    _echo_notes(report["notes"])
+    entry = report["comparisons"][0]
+    decision = entry["bayes"]["decision"]
+    code = (EXIT_PASS if decision["passed"] else
+            EXIT_UNDECIDED if decision["decision"] == "inconclusive" else EXIT_WORSE)
+    name = _report._metric_name(metric, k)
+    threshold = margin if superior else -margin
+    click.echo(f"gate: {pair[0]} (candidate) vs {pair[1]} (baseline), {name}, "
+               f"{entry['estimand']} estimand, {entry['test']} margin {margin:g}, prob {prob:g}")
+    for row in entry["bayes"]["rows"]:
+        bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
+        p_pass = row["prob_above_margin"] if superior else row["prob_noninferior"]
+        click.echo(f"  posterior effect{bound} {row['effect']:+.4f}, {ci_prob:.0%} interval "
+                   f"{_interval_text(row['lower'], row['upper'])}, P(effect > {threshold:g}) = "
+                   f"{p_pass:.4f}")
+    if not entry["bayes"]["paired"].startswith("yes"):
+        click.echo(f"  ({entry['bayes']['paired']}; --model logit_normal pairs the systems)")
+    for boot in entry["bootstrap"]:
+        row = boot["rows"][0] if len(boot["rows"]) == 1 else None
+        summary = (f"{row['effect']:+.4f} {_interval_text(row['lower'], row['upper'])}"
+                   if row else "see --json")
+        click.echo(f"  for reference, paired bootstrap ({boot['unit']}): {summary}, "
+                   f"decision {boot['decision']['decision']}")
+    verdict = {EXIT_PASS: "PASS", EXIT_WORSE: "FAIL", EXIT_UNDECIDED: "UNDECIDED"}[code]
+    click.echo(f"{verdict}: {decision['decision']} (P(pass) = {decision['prob_pass']:.4f}, "
+               f"P(fail) = {decision['prob_fail']:.4f}, needs {prob:g}); exit {code}")
+    report["gate"] = {"decision": decision["decision"], "exit_code": code, "verdict": verdict}
+    if json_path:
+        _write_json(report, json_path)
+    if report_path:
+        _write_report(res, report_path, report)
+    if code:
+        click.get_current_context().exit(code)
+
+
+# -- power -------------------------------------------------------------------------------------
+@main.command(context_settings={"max_content_width": 100})
+@click.option("--effect", type=EFFECT_LIST, required=True,
+              help="Smallest effects worth detecting (absolute), comma-separated.")
+@click.option("--sd", type=click.FloatRange(min=0.0, min_open=True),
+              help="Sd of a task's paired difference (candidate - baseline). Without --icc "
+                   "it is taken as measured at the trials you run; with --icc it is the sd "
+                   "at one trial per task.")
+@click.option("--icc", type=click.FloatRange(0.0, 1.0),
+              help="Intra-task correlation of the paired difference: the between-task share "
+                   "of a one-trial difference's variance. Scales the sd to each --trials: "
+                   "sd * sqrt(icc + (1 - icc) / trials).")
+@click.option("--trials", "trials_grid", type=TRIALS_LIST,
+              help="Trials per task to plan for, comma-separated [default with an icc: "
+                   "1,2,4,8,16 and the pilot's].")
+@click.option("--pilot", "pilot", type=click.Path(exists=True), multiple=True,
+              help="Pilot results (read like `bayeval analyze FILE`) to estimate the sd and "
+                   "the icc from; needs --compare.")
+@click.option("--compare", "pair", type=(str, str), metavar="CANDIDATE BASELINE",
+              help="The pilot's candidate and baseline.")
+@click.option("--alpha", type=PROBABILITY, default=0.05, show_default=True,
+              help="Type I error rate.")
+@click.option("--power", "power_level", type=PROBABILITY, default=0.8, show_default=True,
+              help="Power.")
+@click.option("--alternative", type=click.Choice(["two-sided", "larger"]),
+              default="two-sided", show_default=True,
+              help="Two-sided test, or one-sided (candidate larger).")
+@_column_options("--trials-column")
+@click.option("--json", "json_path", metavar="PATH", help="Write the table as JSON ('-': "
+              "stdout).")
+def power(effect, sd, icc, trials_grid, pilot, pair, fmt, system, task, success, successes,
+          trials_column, trial, cluster, stratum, status, status_map, reader_options, missing,
+          alpha,
+          power_level, alternative, json_path):
+    """Tasks (and trials per task) needed to detect an effect in a paired comparison.
+
+    Uses a paired t-test on per-task differences (bayeval.required_units). Give the spread
+    directly (--sd, optionally --icc and --trials), or a pilot run (--pilot FILE --compare
+    CANDIDATE BASELINE): the sd of its paired per-task pass@1 differences and their
+    intra-task correlation are estimated from it. Tasks are taken as independent: with
+    clustered tasks, plan for more.
+
+    \b
+    Examples:
+      bayeval power --effect 0.02,0.05 --sd 0.25
+      bayeval power --effect 0.03 --sd 0.45 --icc 0.6 --trials 1,3,10
+      bayeval power --effect 0.02 --pilot pilot.csv --compare new old
+    """
+    _check_outputs(json_path)
+    say = click.echo if json_path != "-" else (lambda text: click.echo(text, err=True))
+    payload = {"effects": effect, "alpha": alpha, "power": power_level,
+               "alternative": alternative, "test": "paired t-test on per-task differences"}
+    if pilot:
+        if pair is None:
+            raise click.UsageError("--pilot needs --compare CANDIDATE BASELINE")
+        if sd is not None:
+            raise click.UsageError("give either --sd or --pilot, not both")
+        opts = _collect_opts(locals())
+        notes = _Notes()
+        with notes:
+            data, lines = _load(pilot, opts, trials_flag="--trials-column")
+        (pair,) = _check_pairs([pair], data.systems)
+        with notes:
+            spread = _report.paired_spread(data, *pair)
+            deff = be.design_effect(data.sel(system=list(pair)))
+        for line in lines:
+            say(line)
+        _echo_notes(notes.items)
+        base_trials = spread["median_trials"]
+        sd_at = spread["sd"]
+        if not sd_at:
+            raise InputError(f"the pilot's paired per-task differences of {pair[0]} and "
+                             f"{pair[1]} have no spread (sd = {sd_at}, on {spread['n_tasks']} "
+                             "shared task(s)); give --sd instead")
+        est_icc = spread["icc"]
+        say(f"pilot: {spread['n_tasks']} shared task(s), median {base_trials:g} "
+                   f"trial(s) per task; sd of the paired per-task pass@1 differences "
+                   f"{sd_at:.4f}" + (f" ({spread['bound']} bound: the larger)"
+                                     if spread.get("bound") else ""))
+        icc_values = deff["icc"].values.ravel()
+        say("  intra-task correlation of each system (bayeval.design_effect): "
+                   + ", ".join(f"{s} {v:.3f}" for s, v in zip(pair, icc_values[:2])))
+        if icc is None:
+            icc = est_icc
+            if icc is not None:
+                say(f"  intra-task correlation of the paired difference: {icc:.3f} "
+                           "(between-task share of a one-trial difference's variance)")
+            else:
+                say("  the pilot has one trial per task: trial noise and task spread "
+                           "cannot be separated, so the sd holds at its trials only (give "
+                           "--icc to plan other trial counts)")
+        sd_one = None if icc is None else sd_at / np.sqrt(icc + (1 - icc) / base_trials)
+        payload["pilot"] = {"files": list(pilot), "candidate": pair[0], "baseline": pair[1],
+                            **spread, "icc_used": icc,
+                            "system_icc": dict(zip(pair, map(_report._num, icc_values[:2])))}
+        pilot_trials = round(base_trials)
+        default_grid = sorted({*DEFAULT_TRIALS_GRID, pilot_trials}) \
+            if icc is not None else [pilot_trials]
+    else:
+        if sd is None:
+            raise click.UsageError("give --sd (the spread of per-task differences) or "
+                                   "--pilot FILE --compare CANDIDATE BASELINE")
+        if pair is not None:
+            raise click.UsageError("--compare applies with --pilot")
+        if trials_grid is not None and icc is None:
+            raise click.UsageError("--trials needs --icc to scale the sd to each number of "
+                                   "trials (without it, --sd is taken at the trials you run)")
+        sd_one = sd if icc is not None else None
+        sd_at, pilot_trials = sd, None
+        default_grid = list(DEFAULT_TRIALS_GRID) if icc is not None else [None]
+    grid = trials_grid if trials_grid is not None else default_grid
+    if trials_grid is not None and sd_one is None and list(trials_grid) != [pilot_trials]:
+        raise click.UsageError("the sd cannot be scaled to other trial counts without an "
+                               "intra-task correlation; give --icc")
+    rows = []
+    for m in grid:
+        task_sd = sd_at if m is None or sd_one is None else float(
+            sd_one * np.sqrt(icc + (1 - icc) / m))
+        for e in effect:
+            n_tasks = be.required_units(task_sd, e, alpha=alpha, power=power_level, paired=True,
+                                        alternative=alternative)
+            rows.append({"effect": e, "trials_per_task": m, "sd": task_sd,
+                         "tasks_needed": n_tasks,
+                         "episodes_needed": None if m is None else int(2 * n_tasks * m)})
+    payload.update({"sd_input": sd, "icc": icc, "sd_one_trial": sd_one, "rows": rows})
+    table = pd.DataFrame(rows)
+    if grid == [None]:
+        table = table.drop(columns=["trials_per_task", "episodes_needed"])
+    table = table.rename(columns={"trials_per_task": "trials/task", "sd": "sd of task diff",
+                                  "tasks_needed": "tasks needed",
+                                  "episodes_needed": "episodes (2 systems)"})
+    if json_path != "-":
+        click.echo(f"\npaired t-test, alpha {alpha:g} ({alternative}), power {power_level:g}:")
+        click.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if json_path:
+        _write_json(payload, json_path)
+
+
+# -- demo --------------------------------------------------------------------------------------
+@main.command(context_settings={"max_content_width": 100})
+@click.option("--report", "report_path", default="bayeval-demo-report.html",
+              show_default=True, type=click.Path(dir_okay=False, writable=True),
+              help="Where to write the report card (.html or .md).")
+@click.option("--no-report", is_flag=True, help="Print the tables only.")
+@click.option("--json", "json_path", metavar="PATH", help="Also write every number as JSON.")
+@click.option("--n-boot", default=10_000, show_default=True, type=click.IntRange(min=2),
+              help="Bootstrap replicates.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0),
+              help="Random seed of fit and bootstrap.")
+def demo(report_path, no_report, json_path, n_boot: int, seed: int):
     """Analyse the bundled SWE-bench Verified results (25 systems x 500 tasks, 12 repositories).
 
     Fits the hierarchical model, prints each system's pass@1 for both estimands next to its
-    bootstrap twin, and compares the two leading systems.
+    bootstrap twin, compares the two leading systems and writes a report card.
     """
+    _check_outputs(json_path, None if no_report else report_path)
+    notes = _Notes()
     data = be.datasets.load("swebench_verified")
-    click.echo(repr(data))
-    res = be.fit(data, model="hierarchical", seed=seed)
-    check = be.crosscheck(res, k=1, n_boot=n_boot, seed=seed)
-    rows = {}
-    for system in res.systems:
-        row = {}
-        for estimand, label in (("population", "tasks like these"), ("tasks", "these tasks")):
-            part = check.sel(estimand=estimand, system=system)
-            row[f"{label}: posterior"] = (f"{float(part['bayes_mean']):.3f} " + _interval_text(
-                *part["bayes_interval"].values))
-            row[f"{label}: bootstrap"] = (f"{float(part['bootstrap_estimate']):.3f} "
-                                          + _interval_text(*part["bootstrap_interval"].values))
-        rows[system] = row
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    order = check["bayes_mean"].sel(estimand="population").to_series().sort_values(
-        ascending=False).index
-    pd.set_option("display.width", 250)
-    click.echo("\npass@1, mean [95% interval]: hierarchical posterior and its bootstrap twin "
-               "(task bootstrap for tasks like these, trial bootstrap for these tasks; with one "
-               "trial per task the trial bootstrap has no width)")
-    click.echo(table.loc[order].to_string())
+    res = _fit(data, "hierarchical", "auto", 1000, 4, seed, notes)
+    _header(data, [f"bundled dataset swebench_verified ({be.datasets.path('swebench_verified')})"],
+            res)
+    with notes:
+        population = res.pass_at_k(k=1, estimand="population").mean(["chain", "draw"])
+    order = population.to_series().sort_values(ascending=False).index.tolist()
     best, second = order[:2]
-    cmp = res.compare(best, second, k=1, estimand="population")
-    boot = be.bootstrap.compare(data, best, second, unit="cluster", n_boot=n_boot, seed=seed)
-    click.echo(f"\n{best} - {second}, pass@1:")
-    click.echo(f"  posterior (tasks like these, systems independent): "
-               f"{float(cmp['effect_mean']):+.3f} {_interval_text(*cmp['effect_interval'].values)}"
-               f", P(effect > 0) = {float(cmp['prob_positive']):.2f}")
-    click.echo(f"  paired cluster bootstrap (new repositories): "
-               f"{float(boot['effect_estimate']):+.3f} "
-               f"{_interval_text(*boot['effect_interval'].values)}, share of replicates > 0 = "
-               f"{float(boot['prob_positive']):.2f}")
+    report = _report.report_data(res, comparisons=[(best, second)], k=1, n_boot=n_boot,
+                                 seed=seed, notes=notes.items, command=_command_line(),
+                                 title="bayeval demo: SWE-bench Verified (mini-SWE-agent)")
+    _echo_notes(report["notes"])
+    _echo_table(report, ["population", "tasks"], "pass@k", 0.95)
+    click.echo("(population: a new task like these, task bootstrap; tasks: these 500 tasks, "
+               "trial bootstrap, which has no width with one trial per task)")
+    _echo_comparisons(report)
+    if json_path:
+        _write_json(report, json_path)
+    if not no_report:
+        _write_report(res, report_path, report)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m bayeval.cli`
+    main(prog_name="bayeval")

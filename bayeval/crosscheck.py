@@ -21,18 +21,26 @@ from bayeval._validate import validate_choice, validate_prob
 from bayeval.estimators import METRICS
 from bayeval.results import Results, _interval
 
-__all__ = ["crosscheck", "BOOTSTRAP_TWIN"]
+__all__ = ["crosscheck", "bootstrap_twin", "BOOTSTRAP_TWIN"]
 
 #: The bootstrap unit resampled for each estimand.
 BOOTSTRAP_TWIN = {"tasks": "trial", "population": "task"}
 
 
-def _twin(results: Results, estimand: str, clusters, weighting: str) -> dict:
+def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) -> dict:
     """Bootstrap settings of the twin of one Bayesian estimand (DESIGN: metrics and estimands).
 
     With clustered ``logit_normal`` fits the population is a new task from a new cluster,
     every cluster weighing the same: the twin resamples clusters, weighted equally; under
     ``clusters="observed"`` it resamples tasks within the observed clusters.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.crosscheck import bootstrap_twin
+    >>> res = be.fit(be.from_counts([[9, 1, 10, 0]], trials=10), draws=100, chains=1, seed=0)
+    >>> bootstrap_twin(res, "population", None, "task")
+    {'unit': 'task'}
     """
     if estimand == "tasks":
         return {"unit": "trial"}
@@ -97,7 +105,7 @@ def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
     for estimand in estimands:
         options = {} if estimand == "tasks" else {"clusters": clusters, "weighting": weighting}
         draws = results._metric(metric, k, estimand, **options)
-        twin = twins[estimand] = _twin(results, estimand, clusters, weighting)
+        twin = twins[estimand] = bootstrap_twin(results, estimand, clusters, weighting)
         unit = twin["unit"]
         boot = boot_func(data, k=k, n_boot=n_boot, ci_prob=ci_prob, seed=seed, method=method,
                          **twin)

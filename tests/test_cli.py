@@ -1,0 +1,339 @@
+"""The ``bayeval`` command: end-to-end runs of the installed command, and in-process checks."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import bayeval as be
+from bayeval import cli
+from bayeval.report import paired_spread
+from bayeval.simulate import simulate_benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = ["--sampler", "grid", "--draws", "200", "--chains", "2", "--n-boot", "500"]
+
+
+def run_installed(*args, cwd):
+    """Run the installed ``bayeval`` command (or ``python -m bayeval.cli``) on this tree."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env.pop("MPLBACKEND", None)
+    script = shutil.which("bayeval", path=str(Path(sys.executable).parent))
+    command = [script] if script else [sys.executable, "-m", "bayeval.cli"]
+    return subprocess.run(command + [str(a) for a in args], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=600, check=False)
+
+
+class _Images(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images, self.svgs, self.tables = [], 0, 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "img":
+            self.images.append(dict(attrs).get("src", ""))
+        self.svgs += tag == "svg"
+        self.tables += tag == "table"
+
+
+def inline_plots(text: str) -> _Images:
+    page = _Images()
+    page.feed(text)
+    page.close()
+    return page
+
+
+def invoke(*args, **kwargs):
+    return CliRunner().invoke(cli.main, [str(a) for a in args], **kwargs)
+
+
+def write_counts(path, candidate, baseline, trials):
+    """A count-row CSV (system, task, successes, trials) of two systems."""
+    tasks = [f"t{j}" for j in range(len(candidate))]
+    frame = pd.concat([
+        pd.DataFrame({"system": name, "task": tasks, "successes": counts, "trials": trials})
+        for name, counts in (("baseline", baseline), ("candidate", candidate))])
+    frame.to_csv(path, index=False)
+    return path
+
+
+# -- the installed command, end to end ---------------------------------------------------------
+def test_analyze_swebench_json_equals_the_api_and_html_holds_plots(tmp_path):
+    data = be.datasets.load("swebench_verified")
+    a, b = data.systems[:2]
+    result = run_installed("analyze", be.datasets.path("swebench_verified"), *FAST,
+                           "--seed", 3, "--compare", a, b, "--margin", 0.02,
+                           "--json", "out.json", "--report", "card.html", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "note: with one trial per task" in result.stderr
+    assert "columns: system=system, task=task, success=success, cluster=cluster" in \
+        result.stdout
+    assert f"{a} - {b}: pass@1, population estimand" in result.stdout
+    out = json.loads((tmp_path / "out.json").read_text())
+
+    with pytest.warns(be.BayevalWarning, match="one trial per task"):
+        res = be.fit(data, model="hierarchical", sampler="grid", draws=200, chains=2, seed=3)
+    assert out["settings"]["fit"]["input_hash"] == data.fingerprint()
+    with pytest.warns(be.BayevalWarning, match="zero width"):
+        check = be.crosscheck(res, k=[1], n_boot=500, seed=3)
+    for row in out["metrics"]:
+        cell = check.sel(estimand=row["estimand"], system=row["system"], k=row["k"])
+        assert row["bayes_mean"] == float(cell["bayes_mean"])
+        assert [row["bootstrap_lower"], row["bootstrap_upper"]] == \
+            cell["bootstrap_interval"].values.tolist()
+    entry = out["comparisons"][0]
+    cmp = res.compare(a, b, k=1, estimand="population", margin=0.02)
+    assert entry["bayes"]["rows"][0]["effect"] == float(cmp["effect_mean"])
+    assert entry["bayes"]["rows"][0]["prob_noninferior"] == float(cmp["prob_noninferior"])
+    assert entry["bayes"]["decision"]["decision"] == be.noninferiority(cmp, 0.02).decision
+    cluster = be.bootstrap.compare(data, a, b, k=1, unit="cluster", n_boot=500, seed=3,
+                                   margin=0.02)
+    boot = next(x for x in entry["bootstrap"] if x["unit"] == "cluster")
+    assert [boot["rows"][0]["lower"], boot["rows"][0]["upper"]] == \
+        cluster["effect_interval"].values.tolist()
+    assert out["data"]["status_counts"][a] == {s: (500 if s == "ok" else 0)
+                                               for s in be.STATUSES}
+    assert out["settings"]["command"].startswith("bayeval analyze ")
+
+    page = inline_plots((tmp_path / "card.html").read_text())
+    assert page.tables >= 5
+    plots = [src for src in page.images if src.startswith("data:image/")]
+    if _has_matplotlib():
+        assert len(plots) + page.svgs >= 4  # forest, effect, task rates, ppc
+        assert len(plots) == len(page.images)
+
+
+def _has_matplotlib() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def test_terminal_bench_is_refused_without_missing(tmp_path):
+    result = run_installed("analyze", be.datasets.path("terminal_bench"), *FAST, cwd=tmp_path)
+    assert result.returncode == 2
+    message = result.stderr.strip()
+    assert "418 of 5200 planned attempts are not 'ok' (ok: 4782, no_verdict: 418)" in message
+    assert "--missing" in message and "'bounds'" in message and "Traceback" not in message
+
+
+def test_terminal_bench_with_missing_bounds(tmp_path):
+    frame = be.datasets.frame("terminal_bench")
+    systems = list(dict.fromkeys(frame["system"]))[:4]
+    path = tmp_path / "tb.csv"
+    frame[frame["system"].isin(systems)].to_csv(path, index=False)
+    result = run_installed("analyze", path, *FAST, "--missing", "bounds", "--k", "1,5",
+                           "--compare", systems[1], systems[0], "--compare", systems[2],
+                           systems[0], "--json", "out.json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "column 'status' not used" in result.stdout
+    out = json.loads((tmp_path / "out.json").read_text())
+    assert {r["missing_bound"] for r in out["metrics"]} == {"lower", "upper"}
+    assert out["data"]["missing_policy"] == "bounds"
+
+    data = be.from_frame(frame[frame["system"].isin(systems)], trial="trial",
+                         cluster="cluster", missing="bounds")
+    assert out["data"]["status_totals"] == data.status_counts.sum().to_dict()
+    res = be.fit(data, sampler="grid", draws=200, chains=2, seed=0)
+    cmp = res.compare(systems[1], systems[0], k=1)
+    rows = out["comparisons"][0]["bayes"]["rows"]
+    assert [r["effect"] for r in rows] == cmp["effect_mean"].values.tolist()
+    assert out["multiplicity"]["size"] == 2
+    p = [c["bootstrap"][0]["p_value"] for c in out["comparisons"]]
+    assert out["multiplicity"]["adjusted"] == be.adjust_pvalues(p, "holm").tolist()
+    assert "[lower]" in result.stdout and "[upper]" in result.stdout
+
+
+# -- gate --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def gate_files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("gate")
+    rng = np.random.default_rng(5)
+    low, high = rng.binomial(10, 0.3, 60), rng.binomial(10, 0.8, 60)
+    return {
+        "better": write_counts(folder / "better.csv", high, low, 10),
+        "worse": write_counts(folder / "worse.csv", low, high, 10),
+        "tiny": write_counts(folder / "tiny.csv", [1, 0, 1], [1, 0, 1], 1),
+    }
+
+
+@pytest.mark.parametrize("case, code, verdict", [("better", 0, "PASS: non-inferior"),
+                                                 ("worse", 1, "FAIL: inferior"),
+                                                 ("tiny", 3, "UNDECIDED: inconclusive")])
+def test_gate_exit_codes(gate_files, case, code, verdict):
+    result = invoke("gate", gate_files[case], "--compare", "candidate", "baseline",
+                    "--margin", 0.02, *FAST)
+    assert result.exit_code == code, result.output
+    assert verdict in result.output
+    assert "posterior effect" in result.output and "P(effect > -0.02)" in result.output
+
+
+def test_gate_superiority_and_json(gate_files, tmp_path):
+    result = invoke("gate", gate_files["worse"], "--compare", "candidate", "baseline",
+                    "--margin", 0.05, "--superior", *FAST, "--json", tmp_path / "gate.json")
+    assert result.exit_code == 1
+    out = json.loads((tmp_path / "gate.json").read_text())
+    assert out["gate"] == {"decision": "not superior", "exit_code": 1, "verdict": "FAIL"}
+    assert out["comparisons"][0]["test"] == "superiority"
+
+
+def test_gate_unexpected_error_exits_4(monkeypatch, gate_files):
+    def boom(*args, **kwargs):
+        raise RuntimeError("the sampler\nfell over")
+
+    monkeypatch.setattr(be, "fit", boom)
+    result = invoke("gate", gate_files["better"], "--compare", "candidate", "baseline",
+                    "--margin", 0.02, *FAST)
+    assert result.exit_code == 4
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "unexpected RuntimeError: the sampler fell over" in lines[0]
+
+
+def test_gate_usage_errors_exit_2(gate_files):
+    result = invoke("gate", gate_files["better"], "--compare", "candidate", "baseline", *FAST)
+    assert result.exit_code == 2 and "--margin" in result.output
+    result = invoke("gate", gate_files["better"], "--compare", "nobody", "baseline",
+                    "--margin", 0.02, *FAST)
+    assert result.exit_code == 2
+    assert "candidate 'nobody' is not a system" in result.output
+    assert "baseline, candidate" in result.output
+
+
+def test_fit_gets_no_progress_bar_off_a_terminal(monkeypatch, gate_files):
+    seen = {}
+    fit = be.fit
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return fit(*args, **kwargs)
+
+    monkeypatch.setattr(be, "fit", spy)
+    result = invoke("gate", gate_files["better"], "--compare", "candidate", "baseline",
+                    "--margin", 0.02, *FAST)
+    assert result.exit_code == 0 and seen["progress"] is False
+    assert (seen["draws"], seen["chains"], seen["sampler"], seen["seed"]) == (200, 2, "grid", 0)
+
+
+# -- analyze options ---------------------------------------------------------------------------
+def test_status_map_and_json_to_stdout(tmp_path):
+    mapping = be.datasets.DATASETS["terminal_bench"]["columns"]["status_map"]
+    frame = be.datasets.frame("terminal_bench")
+    path = tmp_path / "tb.csv"
+    frame[frame["system"].isin(frame["system"].unique()[:2])].to_csv(path, index=False)
+    text = ",".join(f"{raw}={status}" for raw, status in mapping.items())
+    result = invoke("analyze", path, "--status-map", text, "--missing", "exclude",
+                    "--model", "beta_binomial", "--draws", 100, "--chains", 1,
+                    "--n-boot", 200, "--json", "-")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    expected = be.from_frame(pd.read_csv(path), trial="trial", cluster="cluster",
+                             status="status", status_map=mapping, missing="exclude")
+    assert out["data"]["status_totals"] == expected.status_counts.sum().to_dict()
+    assert out["estimand"]["name"] == "tasks"  # the only estimand of beta_binomial
+    # the same map from a JSON file
+    (tmp_path / "map.json").write_text(json.dumps(mapping))
+    again = invoke("analyze", path, "--status-map", tmp_path / "map.json", "--missing",
+                   "exclude", "--model", "beta_binomial", "--draws", 100, "--chains", 1,
+                   "--n-boot", 200, "--json", "-")
+    assert json.loads(again.stdout)["data"] == out["data"]
+
+
+def test_bad_options_name_the_option(tmp_path):
+    path = be.datasets.path("tau_bench_airline")
+    result = invoke("analyze", path, "--status-map", "user=finished")
+    assert result.exit_code == 2
+    assert "--status-map" in result.output and "no_verdict" in result.output
+    result = invoke("analyze", path, "--status-map", "user")
+    assert result.exit_code == 2 and "no '='" in result.output
+    result = invoke("analyze", path, "--cluster", "repository")
+    assert result.exit_code == 2 and "no column 'repository'" in result.output
+    result = invoke("analyze", path, "--k", "1,x")
+    assert result.exit_code == 2 and "'x' is not one" in result.output
+    result = invoke("analyze", path, *FAST, "--k", "5")
+    assert result.exit_code == 2 and "needs at least 5 valid trials" in result.output
+    result = invoke("analyze", path, "--report", tmp_path / "card.pdf")
+    assert result.exit_code == 2 and "end the path in one of .html" in result.output
+    result = invoke("analyze", path, "--json", tmp_path / "missing" / "out.json")
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_count_rows_with_named_columns(tmp_path):
+    frame = be.datasets.frame("livecodebench")
+    frame = frame[frame["system"].isin(frame["system"].unique()[:2])]
+    frame.to_csv(tmp_path / "lcb.csv", index=False)
+    result = invoke("analyze", tmp_path / "lcb.csv", "--successes", "n_correct", "--trials",
+                    "n_samples", "--stratum", "difficulty", *FAST, "--k", "1,10",
+                    "--metric", "pass^k")
+    assert result.exit_code == 0, result.output
+    assert "(count rows)" in result.output and "pass^10 posterior" in result.output
+
+
+# -- power -------------------------------------------------------------------------------------
+def test_power_from_declared_spreads():
+    result = invoke("power", "--effect", "0.02,0.05", "--sd", 0.3, "--json", "-")
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["rows"]
+    assert [r["tasks_needed"] for r in rows] == [be.required_units(0.3, 0.02),
+                                                 be.required_units(0.3, 0.05)]
+    result = invoke("power", "--effect", 0.05, "--sd", 0.4, "--icc", 0.5, "--trials", "1,4",
+                    "--json", "-")
+    rows = json.loads(result.stdout)["rows"]
+    sd4 = 0.4 * np.sqrt(0.5 + 0.5 / 4)
+    assert rows[1]["sd"] == pytest.approx(sd4)
+    assert rows[1]["tasks_needed"] == be.required_units(float(sd4), 0.05)
+    assert rows[1]["episodes_needed"] == 2 * 4 * rows[1]["tasks_needed"]
+    table = invoke("power", "--effect", 0.05, "--sd", 0.4, "--icc", 0.5)
+    assert "tasks needed" in table.output and "episodes (2 systems)" in table.output
+    result = invoke("power", "--effect", 0.05, "--sd", 0.4, "--trials", 4)
+    assert result.exit_code == 2 and "--icc" in result.output
+    result = invoke("power", "--effect", 0.05)
+    assert result.exit_code == 2 and "--sd" in result.output
+
+
+def test_power_from_a_pilot(tmp_path):
+    sim = simulate_benchmark(n_tasks=50, n_trials=4, n_systems=2, effect=0.5, seed=2)
+    ds = sim.data.dataset
+    frame = ds[["successes", "trials"]].to_dataframe().reset_index()
+    frame.to_csv(tmp_path / "pilot.csv", index=False)
+    result = invoke("power", "--effect", 0.05, "--pilot", tmp_path / "pilot.csv",
+                    "--compare", "system_1", "system_0", "--json", "-")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    spread = paired_spread(sim.data, "system_1", "system_0")
+    assert out["pilot"]["sd"] == spread["sd"] and out["pilot"]["icc"] == spread["icc"]
+    rows = {r["trials_per_task"]: r for r in out["rows"]}
+    assert sorted(rows) == [1, 2, 4, 8, 16]
+    assert rows[4]["sd"] == pytest.approx(spread["sd"])  # the pilot's own trials
+    assert rows[4]["tasks_needed"] == be.required_units(rows[4]["sd"], 0.05)
+    assert rows[1]["tasks_needed"] >= rows[4]["tasks_needed"] >= rows[16]["tasks_needed"]
+
+
+# -- demo and help -----------------------------------------------------------------------------
+def test_demo_writes_its_report(tmp_path):
+    result = invoke("demo", "--n-boot", 500, "--report", tmp_path / "demo.html")
+    assert result.exit_code == 0, result.output
+    assert "tasks like these" in result.output or "population" in result.output
+    assert "paired bootstrap by cluster" in result.output
+    page = inline_plots((tmp_path / "demo.html").read_text())
+    if _has_matplotlib():
+        assert len([s for s in page.images if s.startswith("data:image/png;base64,")]) >= 4
+
+
+def test_help_reads_well():
+    result = invoke("--help")
+    assert result.exit_code == 0
+    for command in ("analyze", "gate", "power", "demo"):
+        assert command in result.output
+    gate_help = invoke("gate", "--help").output
+    assert "Exit codes:" in gate_help and "3  the data cannot decide" in gate_help
+    assert "bayeval gate runs.csv --compare new old --margin 0.02" in gate_help
+    assert "--missing [fail|exclude|bounds]" in invoke("analyze", "--help").output
