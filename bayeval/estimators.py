@@ -329,7 +329,7 @@ def design_effect(data) -> xr.Dataset:
     ds = data.dataset
     icc, mean_trials = xr.apply_ufunc(
         icc_anova, ds["successes"], ds["trials"],
-        input_core_dims=[["task"], ["task"]], output_core_dims=[[], []],
+        input_core_dims=[["task"], ["task"]], output_core_dims=[[], []], vectorize=True,
     )
     deff = 1 + (mean_trials - 1) * icc
     total = ds["trials"].sum("task")

@@ -138,3 +138,16 @@ def test_design_effect_recovers_beta_binomial_icc(rng):
 def test_design_effect_is_nan_with_one_trial():
     out = be.design_effect(be.from_counts([1, 0, 1, 1], 1))
     assert np.isnan(out["icc"]).all()
+
+
+def test_design_effect_per_missing_bound():
+    frame = pd.DataFrame({"system": "A", "task": np.repeat(["t1", "t2", "t3"], 4),
+                          "success": [1, 1, 0, np.nan, 0, 0, 0, 0, 1, 1, 1, 1],
+                          "status": ["ok"] * 3 + ["timeout"] + ["ok"] * 8})
+    data = be.from_frame(frame, status="status", missing="bounds")
+    out = be.design_effect(data)
+    assert set(out["icc"].dims) == {"system", "missing_bound"}
+    for bound, fill in (("lower", 0), ("upper", 1)):
+        alone = be.from_counts([[2 + fill, 0, 4]], trials=4)
+        expected = be.design_effect(alone)["icc"].item()
+        assert out["icc"].sel(system="A", missing_bound=bound).item() == pytest.approx(expected)
