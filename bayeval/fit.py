@@ -204,8 +204,8 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         names = [v for v in POSTERIOR_VARS[model_name] if v in post.data_vars]
         posteriors.append(post[names])
         sample_stats = trace["sample_stats"].to_dataset()
-        stats.append(sample_stats[[v for v in ("diverging", "energy", "tree_depth")
-                                   if v in sample_stats]])
+        kept = ("diverging", "energy", "tree_depth", "depth", "n_steps", "step_size")
+        stats.append(sample_stats[[v for v in kept if v in sample_stats]])
     if bounds:
         posterior = xr.concat(posteriors, dim="missing_bound")
         sample_stats = xr.concat(stats, dim="missing_bound").assign_coords(missing_bound=bounds)
