@@ -29,7 +29,9 @@ coefficients are left out (constant in the parameters).
 
 from __future__ import annotations
 
+import hashlib
 import math
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -506,6 +508,10 @@ def log_marginal(eta, c, n, sigma_e, sigma_v=None, n_nodes: int = N_NODES) -> np
     return out
 
 
+#: Hash of this module's source: part of the compiled-code cache key of the Op below.
+KERNEL_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
 class QuadratureLogLik(Op):
     """PyTensor Op: ``sum_p mult_p log L_p`` from ``eta (P, S)``, ``sigma_e``, ``sigma_v``.
 
@@ -513,11 +519,15 @@ class QuadratureLogLik(Op):
     Op's ``pullback`` uses the latter, so NUTS never differentiates through the Newton steps.
     """
 
-    __props__ = ("paired", "n_nodes")
+    # PyTensor caches compiled numba code on disk under a key made of these props, not of the
+    # kernels' source: ``kernel`` (a hash of this file) keeps an old compiled kernel from being
+    # reused after the kernels change.
+    __props__ = ("paired", "n_nodes", "kernel")
 
     def __init__(self, paired: bool, n_nodes: int = N_NODES):
         self.paired = bool(paired)
         self.n_nodes = int(n_nodes)
+        self.kernel = KERNEL_HASH
 
     def make_node(self, eta, c, n, mult, sigma_e, sigma_v):
         inputs = [pt.as_tensor_variable(eta, dtype="float64"),
