@@ -1071,8 +1071,8 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-sims", type=int, default=50,
                         help="simulations per ordinary cell (default 50)")
-    parser.add_argument("--headline-sims", type=int, default=500,
-                        help="simulations per headline cell (default 500)")
+    parser.add_argument("--headline-sims", type=int, default=700,
+                        help="simulations per headline cell (default 700: a Monte Carlo standard error of at most 0.01 down to coverage 0.92)")
     parser.add_argument("--ln-sims", type=int, default=40,
                         help="logit-normal (NUTS) simulations in its main cell (paired, N = 10, "
                              "n = 32); its other cells get a share (default 40)")
