@@ -201,6 +201,8 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                               cores=min(chains, os.cpu_count() or 1),
                               **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
         post = trace["posterior"].to_dataset()
+        if model_name == "logit_normal":
+            post = logit_normal.collapsed_posterior(post["theta"], data, priors)
         names = [v for v in POSTERIOR_VARS[model_name] if v in post.data_vars]
         posteriors.append(post[names])
         sample_stats = trace["sample_stats"].to_dataset()

@@ -22,22 +22,17 @@ does:
 The gradient uses Fisher's identity: the derivative of ``log L`` is the conditional expectation
 of the derivative of the complete-data log density, taken with the same nodes and weights
 (``c_s - n_s p`` for ``eta_s``; ``(e^2 / sigma_e^2 - 1) / sigma_e`` for ``sigma_e``; likewise for
-``sigma_v``). The kernels are compiled with numba (cached on disk); the PyTensor Op below lets
-PyMC and nutpie sample a model whose task effects are integrated out this way. Binomial
-coefficients are left out (constant in the parameters).
+``sigma_v``). The kernels are compiled with numba (cached on disk);
+:mod:`bayeval.models._collapsed` wraps them into the log density that PyMC and nutpie sample.
+Binomial coefficients are left out (constant in the parameters).
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-from pathlib import Path
 
 import numba
 import numpy as np
-import pytensor.tensor as pt
-from pytensor.gradient import DisconnectedType
-from pytensor.graph import Apply, Op
 
 NEWTON_STEPS = 8
 INNER_STEPS = 3
@@ -210,17 +205,63 @@ def _pattern(eta, c, n, sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t, log
 
 @numba.njit(cache=True)
 def _grid_table(eta, sigma_e, sigma_v, paired, z, u, prob, comp):
-    """Rates at the fixed grid nodes, shared by every pattern of one cluster and stratum."""
+    """Rates at the fixed grid nodes, shared by every pattern of one cluster and stratum.
+
+    ``exp(-y)`` at ``y = eta_s + sigma_e z_k + sigma_v u_m`` is a product of three
+    exponentials, so a table costs K + L + S of them rather than K L S; ``p = 1 / (1 + E)`` and
+    ``1 - p = E p`` keep full relative precision in both tails. A system whose predictor could
+    push the product past the floating-point range is computed node by node.
+    """
     S = eta.shape[0]
+    K = z.shape[0]
     L = u.shape[0] if paired else 1
-    for k in range(z.shape[0]):
-        for s in range(S):
+    spread_v = sigma_v if paired else 0.0
+    reach = sigma_e * max(abs(z[0]), abs(z[K - 1]))
+    ez = np.empty(K)
+    for k in range(K):
+        ez[k] = math.exp(-sigma_e * z[k])
+    eu = np.ones(L)
+    if paired:
+        largest = 0.0
+        for m in range(L):
+            eu[m] = math.exp(-spread_v * u[m])
+            largest = max(largest, abs(u[m]))
+        reach += spread_v * largest
+    for s in range(S):
+        if abs(eta[s]) + reach < 700.0:
+            es = math.exp(-eta[s])
+            for k in range(K):
+                a = es * ez[k]
+                for m in range(L):
+                    big = a * eu[m]
+                    pk = 1.0 / (1.0 + big)
+                    prob[k, s, m] = pk
+                    comp[k, s, m] = big * pk
+            continue
+        for k in range(K):
             for m in range(L):
-                y = eta[s] + sigma_e * z[k] + (sigma_v * u[m] if paired else 0.0)
+                y = eta[s] + sigma_e * z[k] + (spread_v * u[m] if paired else 0.0)
                 small = math.exp(-abs(y))
                 big = 1.0 / (1.0 + small)
                 prob[k, s, m] = big if y >= 0 else small * big
                 comp[k, s, m] = small * big if y >= 0 else big
+
+
+@numba.njit(cache=True)
+def _refresh_table(eta_row, sigma_e, sigma_v, paired, z, u, tab_p, tab_q, last):
+    """Recompute the grid rates unless ``last`` already holds this predictor; True if redone.
+
+    Patterns of one cluster and stratum share the predictor and are contiguous, so the table
+    is computed once per cluster and stratum.
+    """
+    same = True
+    for s in range(eta_row.shape[0]):
+        same = same and eta_row[s] == last[s]
+    if same:
+        return False
+    _grid_table(eta_row, sigma_e, sigma_v, paired, z, u, tab_p, tab_q)
+    last[:] = eta_row
+    return True
 
 
 @numba.njit(cache=True)
@@ -311,12 +352,7 @@ def _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, 
     e_k, log_f, v_kl, log_t, r, score, prob, log_g, tab_p, tab_q, last = buf
     S = eta.shape[1]
     if _is_low(n[p]):
-        same = True
-        for s in range(S):
-            same = same and eta[p, s] == last[s]
-        if not same:
-            _grid_table(eta[p], sigma_e, sigma_v, paired, z, u, tab_p, tab_q)
-            last[:] = eta[p]
+        _refresh_table(eta[p], sigma_e, sigma_v, paired, z, u, tab_p, tab_q, last)
         log_l = _pattern_grid(c[p], n[p], paired, z, log_omega, u, lam, tab_p, tab_q, r,
                               score, log_g, log_f)
         L = u.shape[0] if paired else 1
@@ -338,9 +374,9 @@ def _buffers(S, n_x, n_z, n_u):
 
 
 @numba.njit(cache=True)
-def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, log_g, score_e, score_v, slot):
-    """Grid terms of one system's counts ``(cs, ns)`` at every outer node: the log inner
-    integral and the inner means of the score ``c - n p`` (times 1 and times the node ``u``)."""
+def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v, slot):
+    """Grid terms of one system's counts ``(cs, ns)`` at every outer node: the inner integral
+    and the inner means of the score ``c - n p`` (times 1 and times the node ``u``)."""
     L = u.shape[0] if paired else 1
     for k in range(tab_p.shape[0]):
         total, a, b = 0.0, 0.0, 0.0
@@ -355,9 +391,38 @@ def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, log_g, score_e, score_v, slo
             total += like
             a += like * sc
             b += like * sc * (u[m] if paired else 0.0)
-        log_g[k, s, slot] = math.log(total)
-        score_e[k, s, slot] = a / total
-        score_v[k, s, slot] = b / total
+        g_lin[k, s, slot] = total
+        score_e[k, s, slot] = a / total if total > 0.0 else 0.0
+        score_v[k, s, slot] = b / total if total > 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _grid_node_weights(slot_of, omega, log_omega, g_lin, f_k, log_f):
+    """Outer-node terms of one grid pattern: fills ``f_k`` with the normalised node weights and
+    returns the pattern's log L. Products are taken in linear space (no exponentials); only if
+    they underflow at every node are they redone in logs."""
+    K, S = g_lin.shape[0], g_lin.shape[1]
+    total = 0.0
+    for k in range(K):
+        f = omega[k]
+        for s in range(S):
+            f *= g_lin[k, s, slot_of[s]]
+        f_k[k] = f
+        total += f
+    if total > 1e-280:
+        for k in range(K):
+            f_k[k] /= total
+        return math.log(total)
+    for k in range(K):
+        lf = log_omega[k]
+        for s in range(S):
+            g = g_lin[k, s, slot_of[s]]
+            lf += math.log(g) if g > 0.0 else -np.inf
+        log_f[k] = lf
+    log_l = _logsumexp(log_f[:K])
+    for k in range(K):
+        f_k[k] = math.exp(log_f[k] - log_l) if np.isfinite(log_l) else 0.0
+    return log_l
 
 
 @numba.njit(cache=True)
@@ -369,60 +434,67 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
     rule. AGHQ patterns use Fisher's identity with the same nodes.
     """
     P, S = eta.shape
-    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
-    e_k, log_f, v_kl, _, r, score, _, _, tab_p, tab_q, last = buf
-    Kz = z.shape[0]
+    Kx, Kz = x.shape[0], z.shape[0]
+    Lx = Kx if paired else 1
+    tab_p = np.empty((Kz, S, u.shape[0] if paired else 1))
+    tab_q = np.empty_like(tab_p)
+    last = np.full(S, np.nan)
+    omega = np.exp(log_omega)
     n_slots = (LOW_TRIALS + 1) * (LOW_TRIALS + 2) // 2
-    g_log = np.zeros((Kz, S, n_slots))
-    g_e = np.zeros((Kz, S, n_slots))
-    g_v = np.zeros((Kz, S, n_slots))
+    g_lin = np.empty((Kz, S, n_slots))
+    g_e = np.empty((Kz, S, n_slots))
+    g_v = np.empty((Kz, S, n_slots))
     ready = np.zeros((S, n_slots), dtype=np.bool_)
     slot_of = np.zeros(S, dtype=np.int64)
+    f_k = np.empty(max(Kz, Kx))
+    log_f = np.empty(max(Kz, Kx))
+    # work arrays of the adaptive rule, allocated at the first pattern that needs it
+    e_k = np.empty(Kx)
+    v_kl = np.zeros((0, S, Lx))
+    log_t, r, score, prob = v_kl, v_kl, v_kl, v_kl
+    log_g = np.zeros((Kx, S))
     total, g_se, g_sv = 0.0, 0.0, 0.0
     g_eta = np.zeros((P, S))
     for p in range(P):
         m = mult[p]
         if _is_low(n[p]):
-            same = True
-            for s in range(S):
-                same = same and eta[p, s] == last[s]
-            if not same:
-                _grid_table(eta[p], sigma_e, sigma_v, paired, z, u, tab_p, tab_q)
-                last[:] = eta[p]
+            if _refresh_table(eta[p], sigma_e, sigma_v, paired, z, u, tab_p, tab_q, last):
                 ready[:] = False
             for s in range(S):
                 ns, cs = int(n[p, s]), int(c[p, s])
                 slot = ns * (ns + 1) // 2 + cs
                 slot_of[s] = slot
                 if not ready[s, slot]:
-                    _combo(s, c[p, s], n[p, s], paired, u, lam, tab_p, tab_q, g_log, g_e, g_v,
+                    _combo(s, c[p, s], n[p, s], paired, u, lam, tab_p, tab_q, g_lin, g_e, g_v,
                            slot)
                     ready[s, slot] = True
+            total += m * _grid_node_weights(slot_of, omega, log_omega, g_lin, f_k, log_f)
             for k in range(Kz):
-                lf = log_omega[k]
-                for s in range(S):
-                    lf += g_log[k, s, slot_of[s]]
-                log_f[k] = lf
-            log_l = _logsumexp(log_f[:Kz])
-            total += m * log_l
-            for k in range(Kz):
-                pi = m * math.exp(log_f[k] - log_l)
+                pi = m * f_k[k]
+                if pi == 0.0:
+                    continue
                 for s in range(S):
                     weighted = pi * g_e[k, s, slot_of[s]]
                     g_eta[p, s] += weighted
                     g_se += weighted * z[k]
                     g_sv += pi * g_v[k, s, slot_of[s]]
             continue
-        log_l, K, L = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
-                                u, lam, buf)
+        if v_kl.shape[0] == 0:
+            v_kl = np.zeros((Kx, S, Lx))
+            log_t, r = np.zeros_like(v_kl), np.zeros_like(v_kl)
+            score, prob = np.zeros_like(v_kl), np.zeros_like(v_kl)
+        log_l = _pattern(eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, logw, e_k, v_kl,
+                         log_t, log_g, log_f)
+        _aghq_node_terms(eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, e_k, v_kl, log_t,
+                         log_g, r, score, prob)
         total += m * log_l
-        for k in range(K):
+        for k in range(Kx):
             pi = m * math.exp(log_f[k] - log_l)
             if pi == 0.0:
                 continue
             g_se += pi * ((e_k[k] / sigma_e) ** 2 - 1.0) / sigma_e
             for s in range(S):
-                for q in range(L):
+                for q in range(Lx):
                     g_eta[p, s] += pi * r[k, s, q] * score[k, s, q]
                     if paired:
                         vl = v_kl[k, s, q]
@@ -506,79 +578,3 @@ def log_marginal(eta, c, n, sigma_e, sigma_v=None, n_nodes: int = N_NODES) -> np
                                  float(sigma_e), 1.0 if sigma_v is None else float(sigma_v),
                                  sigma_v is not None, *arrays)[0]
     return out
-
-
-#: Hash of this module's source: part of the compiled-code cache key of the Op below.
-KERNEL_HASH = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-
-
-class QuadratureLogLik(Op):
-    """PyTensor Op: ``sum_p mult_p log L_p`` from ``eta (P, S)``, ``sigma_e``, ``sigma_v``.
-
-    Inputs ``c``, ``n`` and ``mult`` are data. Outputs the total and its gradient pieces; the
-    Op's ``pullback`` uses the latter, so NUTS never differentiates through the Newton steps.
-    """
-
-    # PyTensor caches compiled numba code on disk under a key made of these props, not of the
-    # kernels' source: ``kernel`` (a hash of this file) keeps an old compiled kernel from being
-    # reused after the kernels change.
-    __props__ = ("paired", "n_nodes", "kernel")
-
-    def __init__(self, paired: bool, n_nodes: int = N_NODES):
-        self.paired = bool(paired)
-        self.n_nodes = int(n_nodes)
-        self.kernel = KERNEL_HASH
-
-    def make_node(self, eta, c, n, mult, sigma_e, sigma_v):
-        inputs = [pt.as_tensor_variable(eta, dtype="float64"),
-                  pt.as_tensor_variable(c, dtype="float64"),
-                  pt.as_tensor_variable(n, dtype="float64"),
-                  pt.as_tensor_variable(mult, dtype="float64"),
-                  pt.as_tensor_variable(sigma_e, dtype="float64"),
-                  pt.as_tensor_variable(sigma_v, dtype="float64")]
-        outputs = [pt.dscalar(), pt.dmatrix(), pt.dscalar(), pt.dscalar()]
-        return Apply(self, inputs, outputs)
-
-    def perform(self, node, inputs, outputs):
-        eta, c, n, mult, sigma_e, sigma_v = inputs
-        total, g_eta, g_se, g_sv = loglik_and_grad(
-            np.ascontiguousarray(eta), np.ascontiguousarray(c), np.ascontiguousarray(n),
-            np.ascontiguousarray(mult), float(sigma_e), float(sigma_v), self.paired,
-            *Rules(self.n_nodes).arrays())
-        for storage, value in zip(outputs, (total, g_eta, g_se, g_sv)):
-            storage[0] = np.asarray(value, dtype="float64")
-
-    def connection_pattern(self, node):
-        return [[True, False, False, False], [False] * 4, [False] * 4, [False] * 4,
-                [True, False, False, False], [True, False, False, False]]
-
-    def pullback(self, inputs, outputs, cotangents):
-        _, g_eta, g_se, g_sv = outputs
-        gz = cotangents[0]
-        disconnected = [DisconnectedType()() for _ in range(3)]
-        return [gz * g_eta, *disconnected, gz * g_se, gz * g_sv]
-
-
-def _register_numba():
-    from pytensor.link.numba.dispatch.basic import (
-        numba_njit,
-        register_funcify_default_op_cache_key,
-    )
-
-    @register_funcify_default_op_cache_key(QuadratureLogLik)
-    def numba_funcify_quadrature(op, node=None, **kwargs):
-        paired = op.paired
-        x, logw, z, log_omega, u, lam = Rules(op.n_nodes).arrays()
-
-        @numba_njit
-        def quadrature_loglik(eta, c, n, mult, sigma_e, sigma_v):
-            total, g_eta, g_se, g_sv = loglik_and_grad(
-                np.ascontiguousarray(eta), np.ascontiguousarray(c), np.ascontiguousarray(n),
-                np.ascontiguousarray(mult), sigma_e.item(), sigma_v.item(), paired, x, logw, z,
-                log_omega, u, lam)
-            return np.asarray(total), g_eta, np.asarray(g_se), np.asarray(g_sv)
-
-        return quadrature_loglik
-
-
-_register_numba()

@@ -56,7 +56,8 @@ import xarray as xr
 from scipy import special
 
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
-from bayeval.models._quadrature import N_NODES, QuadratureLogLik, moments
+from bayeval.models._collapsed import CollapsedLogp, Coordinates
+from bayeval.models._quadrature import N_NODES, Rules, moments
 
 __all__ = ["build_logit_normal_model", "DEFAULT_PRIORS"]
 
@@ -153,8 +154,10 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
         ``{"alpha": (mean, sd), "sigma_task": scale, ...}``; see :data:`DEFAULT_PRIORS`.
     marginal : bool, default True
         Integrate the task-level effects out by adaptive quadrature (the form the fit
-        samples); ``False`` keeps them as latent variables (``task_effect``,
-        ``task_system_effect``).
+        samples): the model is then one flat vector ``theta`` and one potential, and
+        :func:`collapsed_posterior` turns draws of ``theta`` into the named quantities.
+        ``False`` keeps the task effects as latent variables (``task_effect_z``,
+        ``task_system_effect_z``) and writes the model with PyMC distributions.
     missing_bound : {"lower", "upper"}, optional
         Which extreme to model when the data use ``missing="bounds"``.
     n_nodes : int, default 9
@@ -171,7 +174,10 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
     >>> data = be.from_counts([[1, 0, 1, 1], [1, 1, 0, 1]], trials=1, systems=["A", "B"],
     ...                       clusters=["x", "x", "y", "y"])
     >>> model = build_logit_normal_model(data)
-    >>> sorted(model.named_vars_to_dims["cluster_system_effect"])
+    >>> model.initial_point()["theta"].size  # 4 spreads, 6 cluster effects, 2 intercepts
+    12
+    >>> latent = build_logit_normal_model(data, marginal=False)
+    >>> sorted(latent.named_vars_to_dims["cluster_system_effect"])
     ['cluster', 'system']
     """
     priors = validate_priors(priors)
@@ -191,28 +197,67 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
         alpha_dims = ("system", "stratum")
     if layout.has_clusters:
         coords["cluster"] = layout.cluster_labels
+    if marginal:
+        return _collapsed_model(c, n, layout, priors, coords, n_nodes)
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
         sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
         sigma_v = (pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
                    if layout.paired else None)
         identified, zero_sum = _intercepts_and_cluster_effects(priors, layout, alpha_dims, S)
-        eta = identified[:, layout.pops.code] + zero_sum[:, layout.cluster]  # (S, J)
-        if marginal:
-            pat = task_patterns(c, n, layout)
-            eta_p = eta[:, pat.first].T  # (P, S): the tasks of a pattern share their predictor
-            loglik = QuadratureLogLik(layout.paired, n_nodes)(
-                eta_p, pat.c, pat.n, pat.mult.astype(float), sigma_task,
-                sigma_v if sigma_v is not None else 1.0)[0]
-            pm.Potential("loglik", loglik)
-        else:
-            z_e = pm.Normal("task_effect_z", 0.0, 1.0, dims="task")
-            logit_p = eta + (sigma_task * z_e)[None, :]
-            if layout.paired:
-                z_v = pm.Normal("task_system_effect_z", 0.0, 1.0, dims=("system", "task"))
-                logit_p = logit_p + sigma_v * z_v
-            pm.Binomial("y", n=n, logit_p=logit_p, observed=c, dims=("system", "task"))
+        logit_p = identified[:, layout.pops.code] + zero_sum[:, layout.cluster]  # (S, J)
+        z_e = pm.Normal("task_effect_z", 0.0, 1.0, dims="task")
+        logit_p = logit_p + (sigma_task * z_e)[None, :]
+        if layout.paired:
+            z_v = pm.Normal("task_system_effect_z", 0.0, 1.0, dims=("system", "task"))
+            logit_p = logit_p + sigma_v * z_v
+        pm.Binomial("y", n=n, logit_p=logit_p, observed=c, dims=("system", "task"))
     return model
+
+
+def coordinates(layout: Layout) -> Coordinates:
+    """The collapsed model's parameter coordinates for a layout."""
+    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired)
+
+
+def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
+    """One flat vector ``theta`` and one potential: see :mod:`bayeval.models._collapsed`."""
+    coord = coordinates(layout)
+    rules = Rules(n_nodes)
+    pat = task_patterns(c, n, layout)
+    index = np.ascontiguousarray(np.stack([pat.cluster, pat.stratum]).astype(np.int64))
+    with pm.Model(coords=coords) as model:
+        theta = pm.Flat("theta", shape=coord.size)
+        logp = CollapsedLogp()(theta, coord.spec(rules), coord.constants(priors, rules), index,
+                               pat.c, pat.n, pat.mult.astype(float))[0]
+        pm.Potential("log_density", logp)
+    return model
+
+
+def collapsed_posterior(theta: xr.DataArray, data, priors=None) -> xr.Dataset:
+    """The named quantities (:data:`POSTERIOR_VARS`) from draws of the collapsed ``theta``.
+
+    ``theta`` has dims ``(chain, draw, <parameter>)``.
+    """
+    ds = data.dataset
+    layout = Layout.from_dataset(ds)
+    coord = coordinates(layout)
+    values = coord.unpack(theta.transpose("chain", "draw", ...).values, validate_priors(priors))
+    lead = ("chain", "draw")
+    out = {"alpha": ((*lead, "system", "stratum"), values["alpha"])}
+    out.update({name: (lead, values[name]) for name in SIGMAS if coord.offsets[name][1]})
+    coords = {"system": ds["system"].values}
+    if layout.has_clusters:
+        coords["cluster"] = np.asarray(layout.cluster_labels, dtype=object)
+        out["cluster_effect"] = ((*lead, "cluster"), values["cluster_effect"])
+        if layout.paired:
+            out["cluster_system_effect"] = ((*lead, "system", "cluster"),
+                                            values["cluster_system_effect"])
+    post = xr.Dataset(out, coords=coords)
+    if layout.pops.strata is None:
+        return post.assign(alpha=post["alpha"].isel(stratum=0, drop=True))
+    return post.assign_coords(stratum=np.asarray(layout.pops.strata, dtype=object))
 
 
 def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
