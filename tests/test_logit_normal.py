@@ -105,6 +105,33 @@ def test_gradient_is_the_derivative_of_the_log_likelihood(n_max):
                                  abs=1e-4)
 
 
+@pytest.mark.parametrize("eta, sigma_e", [(0.5, 6.03), (-1.0, 10.03), (2.0, 20.03), (40.0, 100.0),
+                                          (60.0, 100.0), (-60.0, 100.0)])
+def test_grid_rule_stays_accurate_for_wide_task_spreads(eta, sigma_e):
+    """The grid is refined as sigma_task grows (the fixed 61 nodes erred by 2e-3 per task at
+    sigma_task = 10 and 0.2 at 20). At sigma_task = 100 the grid reaches 650 logits: eta = 40
+    takes the product of exponentials, +-60 the node-by-node path. Gradient: the exact
+    derivative of the refined rule."""
+    c, n = np.array([[1.0, 0.0]]), np.array([[1.0, 2.0]])
+    eta_p = np.array([[eta, eta - 1.0]])
+    ours = quad.log_marginal(eta_p, c, n, sigma_e, 0.5)[0]
+    ref = _reference_log_marginal(eta_p[0], c[0], n[0], sigma_e, 0.5)
+    assert ours == pytest.approx(ref, abs=1e-6)
+    rules = quad.Rules().arrays()
+
+    def total(e, se):
+        return quad.loglik_and_grad(e, c, n, np.ones(1), se, 0.5, True, *rules)[0]
+
+    _, g_eta, g_se, _ = quad.loglik_and_grad(eta_p, c, n, np.ones(1), sigma_e, 0.5, True, *rules)
+    h = 1e-6
+    step = np.array([[h, 0.0]])
+    assert g_eta[0, 0] == pytest.approx((total(eta_p + step, sigma_e) - total(eta_p - step, sigma_e))
+                                        / (2 * h), abs=1e-6)
+    if sigma_e < 100:  # 13 sigma_e not an integer: the number of nodes is the same at +-h
+        assert g_se == pytest.approx((total(eta_p, sigma_e + h) - total(eta_p, sigma_e - h))
+                                     / (2 * h), abs=1e-6)
+
+
 def _collapsed_case(systems=2, clusters=True, strata=True, most=4):
     """Six tasks in three clusters and two strata; the last two tasks have ``most`` trials."""
     c = np.minimum([[1, 0, 1, 1, 3, 0], [1, 1, 0, 1, 2, 4], [0, 0, 1, 1, 4, 1]], most)

@@ -41,6 +41,9 @@ N_NODES = 9
 LOW_TRIALS = 2  # patterns whose systems have at most this many trials use the fixed grid
 GRID_NODES = 61
 GRID_HALF_WIDTH = 6.5
+# the trapezoid's error on a logistic factor is ~exp(-2 pi^2 / (sigma_e h)) for a node spacing of
+# h in z: the grid is refined so that sigma_e h stays below this many logits (error < 1e-8)
+GRID_MAX_LOGIT_STEP = 1.0
 _SQRT2 = math.sqrt(2.0)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -204,18 +207,16 @@ def _pattern(eta, c, n, sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t, log
 
 
 @numba.njit(cache=True)
-def _grid_table(eta, sigma_e, sigma_v, paired, z, u, prob, comp):
-    """Rates at the fixed grid nodes, shared by every pattern of one cluster and stratum.
+def _factors(sigma_e, sigma_v, paired, z, u):
+    """Per-node exponentials of the grid rule and how far the nodes reach on the logit scale.
 
-    ``exp(-y)`` at ``y = eta_s + sigma_e z_k + sigma_v u_m`` is a product of three
-    exponentials, so a table costs K + L + S of them rather than K L S; ``p = 1 / (1 + E)`` and
-    ``1 - p = E p`` keep full relative precision in both tails. A system whose predictor could
-    push the product past the floating-point range is computed node by node.
+    ``exp(-y)`` at ``y = eta_s + sigma_e z_k + sigma_v u_m`` is ``exp(-eta_s) ez[k] eu[m]``, so
+    a system's rates at all K L nodes cost one exponential; ``p = 1 / (1 + E)`` and ``1 - p = E
+    p`` keep full relative precision in both tails. Where ``|eta_s| + reach`` could push the
+    product past the floating-point range the rates are computed node by node.
     """
-    S = eta.shape[0]
     K = z.shape[0]
     L = u.shape[0] if paired else 1
-    spread_v = sigma_v if paired else 0.0
     reach = sigma_e * max(abs(z[0]), abs(z[K - 1]))
     ez = np.empty(K)
     for k in range(K):
@@ -224,27 +225,54 @@ def _grid_table(eta, sigma_e, sigma_v, paired, z, u, prob, comp):
     if paired:
         largest = 0.0
         for m in range(L):
-            eu[m] = math.exp(-spread_v * u[m])
+            eu[m] = math.exp(-sigma_v * u[m])
             largest = max(largest, abs(u[m]))
-        reach += spread_v * largest
-    for s in range(S):
-        if abs(eta[s]) + reach < 700.0:
-            es = math.exp(-eta[s])
-            for k in range(K):
-                a = es * ez[k]
-                for m in range(L):
-                    big = a * eu[m]
-                    pk = 1.0 / (1.0 + big)
-                    prob[k, s, m] = pk
-                    comp[k, s, m] = big * pk
-            continue
+        reach += sigma_v * largest
+    return ez, eu, reach
+
+
+@numba.njit(cache=True)
+def _direct_rate(y):
+    """``(expit(y), 1 - expit(y))`` without overflow."""
+    small = math.exp(-abs(y))
+    big = 1.0 / (1.0 + small)
+    return (big, small * big) if y >= 0 else (small * big, big)
+
+
+@numba.njit(cache=True)
+def _system_table(eta_s, s, sigma_e, sigma_v, paired, z, u, ez, eu, reach, prob, comp):
+    """Rates of system s at every grid node, into ``prob[:, s, :]`` and ``comp[:, s, :]``."""
+    K, L = z.shape[0], (u.shape[0] if paired else 1)
+    if abs(eta_s) + reach < 700.0:
+        es = math.exp(-eta_s)
         for k in range(K):
+            a = es * ez[k]
             for m in range(L):
-                y = eta[s] + sigma_e * z[k] + (spread_v * u[m] if paired else 0.0)
-                small = math.exp(-abs(y))
-                big = 1.0 / (1.0 + small)
-                prob[k, s, m] = big if y >= 0 else small * big
-                comp[k, s, m] = small * big if y >= 0 else big
+                big = a * eu[m]
+                pk = 1.0 / (1.0 + big)
+                prob[k, s, m] = pk
+                comp[k, s, m] = big * pk
+        return
+    for k in range(K):
+        for m in range(L):
+            y = eta_s + sigma_e * z[k] + (sigma_v * u[m] if paired else 0.0)
+            prob[k, s, m], comp[k, s, m] = _direct_rate(y)
+
+
+@numba.njit(cache=True)
+def _grid_table(eta, sigma_e, sigma_v, paired, z, u, prob, comp):
+    """Rates at the fixed grid nodes, shared by every pattern of one cluster and stratum."""
+    ez, eu, reach = _factors(sigma_e, sigma_v, paired, z, u)
+    for s in range(eta.shape[0]):
+        _system_table(eta[s], s, sigma_e, sigma_v, paired, z, u, ez, eu, reach, prob, comp)
+
+
+@numba.njit(cache=True)
+def _same(row, last):
+    for s in range(row.shape[0]):
+        if row[s] != last[s]:
+            return False
+    return True
 
 
 @numba.njit(cache=True)
@@ -254,14 +282,62 @@ def _refresh_table(eta_row, sigma_e, sigma_v, paired, z, u, tab_p, tab_q, last):
     Patterns of one cluster and stratum share the predictor and are contiguous, so the table
     is computed once per cluster and stratum.
     """
-    same = True
-    for s in range(eta_row.shape[0]):
-        same = same and eta_row[s] == last[s]
-    if same:
+    if _same(eta_row, last):
         return False
     _grid_table(eta_row, sigma_e, sigma_v, paired, z, u, tab_p, tab_q)
     last[:] = eta_row
     return True
+
+
+@numba.njit(cache=True)
+def _single_terms(eta_s, sigma_e, sigma_v, paired, z, u, lam, ez, eu, reach, g_lin, score_e,
+                  score_v, failure, success):
+    """Grid terms of both one-attempt counts of a system, straight from its predictor: a success
+    has inner integral ``E p`` and score mean ``E[p q] / E p``, a failure ``E q`` and
+    ``-E[p q] / E q`` (likewise with the node ``u``); writes rows ``failure`` and ``success``."""
+    K, L = z.shape[0], (u.shape[0] if paired else 1)
+    direct = abs(eta_s) + reach >= 700.0
+    es = 1.0 if direct else math.exp(-eta_s)
+    for k in range(K):
+        p_sum, q_sum, pq, upq = 0.0, 0.0, 0.0, 0.0
+        a = es * ez[k]
+        for m in range(L):
+            if direct:
+                pk, qk = _direct_rate(eta_s + sigma_e * z[k] + (sigma_v * u[m] if paired else 0.0))
+            else:
+                big = a * eu[m]
+                pk = 1.0 / (1.0 + big)
+                qk = big * pk
+            weight = lam[m] if paired else 1.0
+            wp = weight * pk
+            p_sum += wp
+            q_sum += weight * qk
+            pq += wp * qk
+            upq += wp * qk * (u[m] if paired else 0.0)
+        g_lin[success, k] = p_sum
+        g_lin[failure, k] = q_sum
+        score_e[success, k] = pq / p_sum if p_sum > 0.0 else 0.0
+        score_v[success, k] = upq / p_sum if p_sum > 0.0 else 0.0
+        score_e[failure, k] = -pq / q_sum if q_sum > 0.0 else 0.0
+        score_v[failure, k] = -upq / q_sum if q_sum > 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _grid_for(sigma_e, z, log_omega):
+    """The grid nodes and log weights to use at ``sigma_e``: the given ones while their spacing
+    is at most :data:`GRID_MAX_LOGIT_STEP` logits, else a finer grid over the same range."""
+    K = z.shape[0]
+    width = z[K - 1] - z[0]
+    if sigma_e * width / (K - 1) <= GRID_MAX_LOGIT_STEP:
+        return z, log_omega
+    K = int(math.ceil(sigma_e * width / GRID_MAX_LOGIT_STEP)) + 1
+    step = width / (K - 1)
+    fine = np.empty(K)
+    log_fine = np.empty(K)
+    for k in range(K):
+        fine[k] = z[0] + k * step
+        log_fine[k] = math.log(step) - 0.5 * fine[k] ** 2 - _LOG_SQRT_2PI
+    return fine, log_fine
 
 
 @numba.njit(cache=True)
@@ -374,55 +450,103 @@ def _buffers(S, n_x, n_z, n_u):
 
 
 @numba.njit(cache=True)
-def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v, slot):
+def _power(p, q, a, b):
+    """``p**a * q**b`` for small non-negative integers (no pow calls)."""
+    out = 1.0
+    for _ in range(a):
+        out *= p
+    for _ in range(b):
+        out *= q
+    return out
+
+
+@numba.njit(cache=True)
+def _power(p, q, a, b):
+    """``p**a * q**b`` for small non-negative integers (no pow calls)."""
+    out = 1.0
+    for _ in range(a):
+        out *= p
+    for _ in range(b):
+        out *= q
+    return out
+
+
+@numba.njit(cache=True)
+def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v):
     """Grid terms of one system's counts ``(cs, ns)`` at every outer node: the inner integral
-    and the inner means of the score ``c - n p`` (times 1 and times the node ``u``)."""
+    ``g_lin (K,)`` and the inner means of the score ``c - n p`` (times 1 and times the node
+    ``u``). One-attempt counts, the common case, get straight-line loops."""
     L = u.shape[0] if paired else 1
+    a_pow, b_pow = int(cs), int(ns - cs)
     for k in range(tab_p.shape[0]):
         total, a, b = 0.0, 0.0, 0.0
         for m in range(L):
             pk, qk = tab_p[k, s, m], tab_q[k, s, m]
-            like = lam[m] if paired else 1.0
-            for _ in range(int(cs)):
-                like *= pk
-            for _ in range(int(ns - cs)):
-                like *= qk
-            sc = cs - ns * pk
+            if a_pow + b_pow == 1:
+                like = pk if a_pow == 1 else qk
+            else:
+                like = _power(pk, qk, a_pow, b_pow)
+            like *= lam[m] if paired else 1.0
+            sc = like * (cs - ns * pk)
             total += like
-            a += like * sc
-            b += like * sc * (u[m] if paired else 0.0)
-        g_lin[k, s, slot] = total
-        score_e[k, s, slot] = a / total if total > 0.0 else 0.0
-        score_v[k, s, slot] = b / total if total > 0.0 else 0.0
+            a += sc
+            b += sc * (u[m] if paired else 0.0)
+        g_lin[k] = total
+        score_e[k] = a / total if total > 0.0 else 0.0
+        score_v[k] = b / total if total > 0.0 else 0.0
 
 
 @numba.njit(cache=True)
-def _grid_node_weights(slot_of, omega, log_omega, g_lin, f_k, log_f):
-    """Outer-node terms of one grid pattern: fills ``f_k`` with the normalised node weights and
-    returns the pattern's log L. Products are taken in linear space (no exponentials); only if
-    they underflow at every node are they redone in logs."""
-    K, S = g_lin.shape[0], g_lin.shape[1]
+def _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f):
+    """Outer-node terms of one grid pattern whose systems' inner integrals are the rows
+    ``g_lin[rows[s]]``: fills ``f_k`` with the normalised node weights and returns the
+    pattern's log L. Products are taken in linear space (no exponentials); only if they
+    underflow at every node are they redone in logs."""
+    K = omega.shape[0]
+    f_k[:K] = omega
+    for s in range(rows.shape[0]):
+        row = g_lin[rows[s]]
+        for k in range(K):
+            f_k[k] *= row[k]
     total = 0.0
     for k in range(K):
-        f = omega[k]
-        for s in range(S):
-            f *= g_lin[k, s, slot_of[s]]
-        f_k[k] = f
-        total += f
+        total += f_k[k]
     if total > 1e-280:
+        inv = 1.0 / total
         for k in range(K):
-            f_k[k] /= total
+            f_k[k] *= inv
         return math.log(total)
-    for k in range(K):
-        lf = log_omega[k]
-        for s in range(S):
-            g = g_lin[k, s, slot_of[s]]
-            lf += math.log(g) if g > 0.0 else -np.inf
-        log_f[k] = lf
+    log_f[:K] = log_omega
+    for s in range(rows.shape[0]):
+        row = g_lin[rows[s]]
+        for k in range(K):
+            log_f[k] += math.log(row[k]) if row[k] > 0.0 else -np.inf
     log_l = _logsumexp(log_f[:K])
     for k in range(K):
         f_k[k] = math.exp(log_f[k] - log_l) if np.isfinite(log_l) else 0.0
     return log_l
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _grid_gradient(rows, f_k, f_z, z, g_e, g_v, m, g_eta_p):
+    """Gradient of ``m log L`` of one grid pattern from its normalised node weights ``f_k``:
+    adds to ``g_eta_p (S,)`` and returns the parts for ``sigma_e`` and ``sigma_v``. Sums may be
+    reassociated (vectorised); nothing here can be infinite."""
+    K = z.shape[0]
+    for k in range(K):
+        f_z[k] = f_k[k] * z[k]
+    d_se, d_sv = 0.0, 0.0
+    for s in range(rows.shape[0]):
+        re, rv = g_e[rows[s]], g_v[rows[s]]
+        a, b, d = 0.0, 0.0, 0.0
+        for k in range(K):
+            a += f_k[k] * re[k]
+            b += f_z[k] * re[k]
+            d += f_k[k] * rv[k]
+        g_eta_p[s] += m * a
+        d_se += m * b
+        d_sv += m * d
+    return d_se, d_sv
 
 
 @numba.njit(cache=True)
@@ -434,18 +558,23 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
     rule. AGHQ patterns use Fisher's identity with the same nodes.
     """
     P, S = eta.shape
+    z, log_omega = _grid_for(sigma_e, z, log_omega)
     Kx, Kz = x.shape[0], z.shape[0]
     Lx = Kx if paired else 1
+    omega = np.exp(log_omega)
+    # grid terms per (system, counts) row, k innermost; row s * n_slots + slot
+    n_slots = (LOW_TRIALS + 1) * (LOW_TRIALS + 2) // 2
+    g_lin = np.empty((S * n_slots, Kz))
+    g_e = np.empty((S * n_slots, Kz))
+    g_v = np.empty((S * n_slots, Kz))
+    ready = np.zeros(S * n_slots, dtype=np.bool_)
+    rows = np.zeros(S, dtype=np.int64)
     tab_p = np.empty((Kz, S, u.shape[0] if paired else 1))
     tab_q = np.empty_like(tab_p)
+    table_ready = np.zeros(S, dtype=np.bool_)
     last = np.full(S, np.nan)
-    omega = np.exp(log_omega)
-    n_slots = (LOW_TRIALS + 1) * (LOW_TRIALS + 2) // 2
-    g_lin = np.empty((Kz, S, n_slots))
-    g_e = np.empty((Kz, S, n_slots))
-    g_v = np.empty((Kz, S, n_slots))
-    ready = np.zeros((S, n_slots), dtype=np.bool_)
-    slot_of = np.zeros(S, dtype=np.int64)
+    ez, eu, reach = _factors(sigma_e, sigma_v, paired, z, u)
+    f_z = np.empty(Kz)
     f_k = np.empty(max(Kz, Kx))
     log_f = np.empty(max(Kz, Kx))
     # work arrays of the adaptive rule, allocated at the first pattern that needs it
@@ -458,26 +587,37 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
     for p in range(P):
         m = mult[p]
         if _is_low(n[p]):
-            if _refresh_table(eta[p], sigma_e, sigma_v, paired, z, u, tab_p, tab_q, last):
+            if not _same(eta[p], last):  # a new cluster and stratum (contiguous patterns)
+                last[:] = eta[p]
                 ready[:] = False
+                table_ready[:] = False
             for s in range(S):
                 ns, cs = int(n[p, s]), int(c[p, s])
-                slot = ns * (ns + 1) // 2 + cs
-                slot_of[s] = slot
-                if not ready[s, slot]:
-                    _combo(s, c[p, s], n[p, s], paired, u, lam, tab_p, tab_q, g_lin, g_e, g_v,
-                           slot)
-                    ready[s, slot] = True
-            total += m * _grid_node_weights(slot_of, omega, log_omega, g_lin, f_k, log_f)
-            for k in range(Kz):
-                pi = m * f_k[k]
-                if pi == 0.0:
+                row = s * n_slots + ns * (ns + 1) // 2 + cs
+                rows[s] = row
+                if ready[row]:
                     continue
-                for s in range(S):
-                    weighted = pi * g_e[k, s, slot_of[s]]
-                    g_eta[p, s] += weighted
-                    g_se += weighted * z[k]
-                    g_sv += pi * g_v[k, s, slot_of[s]]
+                if ns == 0:
+                    g_lin[row, :] = 1.0
+                    g_e[row, :] = 0.0
+                    g_v[row, :] = 0.0
+                    ready[row] = True
+                elif ns == 1:
+                    _single_terms(eta[p, s], sigma_e, sigma_v, paired, z, u, lam, ez, eu, reach,
+                                  g_lin, g_e, g_v, row - cs, row - cs + 1)
+                    ready[row - cs:row - cs + 2] = True
+                else:
+                    if not table_ready[s]:
+                        _system_table(eta[p, s], s, sigma_e, sigma_v, paired, z, u, ez, eu,
+                                      reach, tab_p, tab_q)
+                        table_ready[s] = True
+                    _combo(s, c[p, s], n[p, s], paired, u, lam, tab_p, tab_q, g_lin[row],
+                           g_e[row], g_v[row])
+                    ready[row] = True
+            total += m * _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f)
+            d_se, d_sv = _grid_gradient(rows, f_k, f_z, z, g_e, g_v, m, g_eta[p])
+            g_se += d_se
+            g_sv += d_sv
             continue
         if v_kl.shape[0] == 0:
             v_kl = np.zeros((Kx, S, Lx))
@@ -511,6 +651,7 @@ def _f(p, k, pass_at):
 def _moments(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, pass_at,
              mean, cross):
     """Conditional moments of f(p_s) per pattern for one draw (see :func:`moments`)."""
+    z, log_omega = _grid_for(sigma_e, z, log_omega)
     P, S = eta.shape
     Q = ks.shape[0]
     buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
