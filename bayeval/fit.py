@@ -194,12 +194,17 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                                           missing_bound=bound, compress=True)
         else:
             model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound)
-        with model:
-            trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed + i,
-                              nuts_sampler=engine, progressbar=progress, quiet=not progress,
-                              compute_convergence_checks=False,
-                              cores=min(chains, os.cpu_count() or 1),
-                              **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
+        cores = min(chains, os.cpu_count() or 1)
+        if model_name == "logit_normal" and engine == "nutpie":
+            trace = logit_normal.sample_collapsed(model, draws, tune, chains, seed + i, progress,
+                                                  cores)
+        else:
+            with model:
+                trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed + i,
+                                  nuts_sampler=engine, progressbar=progress,
+                                  quiet=not progress, compute_convergence_checks=False,
+                                  cores=cores,
+                                  **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
         post = trace["posterior"].to_dataset()
         if model_name == "logit_normal":
             post = logit_normal.collapsed_posterior(post["theta"], data, priors)

@@ -17,10 +17,13 @@ Then the logit-normal model (``--logit-normal-only`` skips the above) on the SWE
 pair (claude-opus-4-5 vs gpt-5.1, 500 tasks, 12 repositories) and on all 25 systems x 500
 tasks: the collapsed model (task effects integrated out by quadrature, what ``fit`` samples)
 against the full-latent model (a latent effect per task and per system-task), both warm
-(after a first fit of the same shapes), with the paired cluster bootstrap as the baseline.
+(after a first fit of the same shapes: the numba caches are warm, each fit still builds and
+compiles its model), with the paired cluster bootstrap as the baseline. The lowest bulk ESS of
+the quantities ``fit`` keeps (intercepts, spreads, cluster effects) gives the time per effective
+draw.
 ``--latent-cap`` skips the full-latent model above that many latent effects;
 ``--logit-normal-data pair`` leaves out the 25-system set (there nearly every task is its own
-25-system count pattern, so each gradient integrates ~500 patterns and a fit takes long).
+25-system count pattern, so each gradient integrates ~400 patterns).
 """
 
 import argparse
@@ -31,6 +34,8 @@ import numpy as np
 import pymc as pm
 
 import bayeval as be
+from bayeval._arviz import convergence
+from bayeval.fit import POSTERIOR_VARS
 from bayeval.models import build_hierarchical_model, build_logit_normal_model
 
 LATENT_CAP = 1_000
@@ -60,11 +65,15 @@ def _timed(function, *args, **kwargs):
 
 
 def _latent_logit_normal(data, draws, chains, seed):
+    """Full-latent fit: divergences and the lowest bulk ESS of the quantities ``fit`` keeps."""
     with build_logit_normal_model(data, marginal=False):
         trace = pm.sample(draws=draws, tune=1000, chains=chains, random_seed=seed,
                           nuts_sampler="nutpie", progressbar=False, quiet=True,
                           compute_convergence_checks=False)
-    return int(trace["sample_stats"]["diverging"].sum())
+    post = trace["posterior"].to_dataset()
+    kept = post[[name for name in POSTERIOR_VARS["logit_normal"] if name in post]]
+    return (int(trace["sample_stats"]["diverging"].sum()),
+            convergence(kept, None)["min_ess_bulk"])
 
 
 def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
@@ -74,7 +83,7 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
     chosen = {"pair": ("pair (2 x 500)", pair), "all": ("all (25 x 500)", full)}
     print(f"\nlogit-normal, SWE-bench Verified, {chains} chains x {draws} draws (warm)")
     print(f"{'data':<18} {'engine':<12} {'s':>8} {'/ bootstrap':>12} {'divergences':>12} "
-          f"{'grad evals/draw':>16}")
+          f"{'grad evals/draw':>16} {'min bulk ESS':>13} {'ms / ESS':>9}")
     for label, data in (chosen[name] for name in sets):
         systems = data.systems
         _, boot = _timed(be.bootstrap.compare, data, systems[0], systems[1], unit="cluster",
@@ -83,16 +92,22 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
         res, collapsed = _timed(be.fit, data, model="logit_normal", draws=draws, chains=chains,
                                 seed=1, task_draws=False)
         steps = float(res.tree["sample_stats"]["n_steps"].mean())
+        ess = res.diagnostics["min_ess_bulk"]
         print(f"{label:<18} {'collapsed':<12} {collapsed:8.1f} {collapsed / boot:11.0f}x "
-              f"{res.diagnostics['divergences']:>12} {steps:16.1f}")
+              f"{res.diagnostics['divergences']:>12} {steps:16.1f} {ess:13.0f} "
+              f"{1000 * collapsed / ess:9.1f}")
         n_latent = data.dataset.sizes["task"] * (1 + len(systems))
         if n_latent > latent_cap:
             print(f"{label:<18} {'full-latent':<12} skipped ({n_latent} latent effects > "
                   f"--latent-cap {latent_cap})")
         else:
-            divergences, latent = _timed(_latent_logit_normal, data, draws, chains, 1)
+            _latent_logit_normal(data, 50, 1, 0)  # compile
+            (divergences, latent_ess), latent = _timed(_latent_logit_normal, data, draws,
+                                                       chains, 1)
             print(f"{label:<18} {'full-latent':<12} {latent:8.1f} {latent / boot:11.0f}x "
-                  f"{divergences:>12} {'':>16}   collapsed is {latent / collapsed:.1f}x faster")
+                  f"{divergences:>12} {'':>16} {latent_ess:13.0f} "
+                  f"{1000 * latent / latent_ess:9.1f}   collapsed is {latent / collapsed:.1f}x "
+                  f"faster, {(latent / latent_ess) / (collapsed / ess):.1f}x per effective draw")
         print(f"{label:<18} {'bootstrap':<12} {boot:8.2f} {1:11.0f}x   (paired cluster, 10,000)")
 
 

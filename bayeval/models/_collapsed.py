@@ -336,13 +336,10 @@ class CollapsedLogp(Op):
         self.kernel = KERNEL_HASH
 
     def make_node(self, theta, spec, const, index, c, n, mult):
-        inputs = [pt.as_tensor_variable(theta, dtype="float64"),
-                  pt.as_tensor_variable(spec, dtype="int64"),
-                  pt.as_tensor_variable(const, dtype="float64"),
-                  pt.as_tensor_variable(index, dtype="int64"),
-                  pt.as_tensor_variable(c, dtype="float64"),
-                  pt.as_tensor_variable(n, dtype="float64"),
-                  pt.as_tensor_variable(mult, dtype="float64")]
+        dtypes = ("float64", "int64", "float64", "int64", "float64", "float64", "float64")
+        # casts, not conversions: PyMC stores integer data as int32
+        inputs = [pt.cast(pt.as_tensor_variable(value), dtype)
+                  for value, dtype in zip((theta, spec, const, index, c, n, mult), dtypes)]
         return Apply(self, inputs, [pt.dscalar(), pt.dvector()])
 
     def perform(self, node, inputs, outputs):

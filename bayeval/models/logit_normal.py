@@ -222,7 +222,11 @@ def coordinates(layout: Layout) -> Coordinates:
 
 
 def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
-    """One flat vector ``theta`` and one potential: see :mod:`bayeval.models._collapsed`."""
+    """One flat vector ``theta`` and one potential: see :mod:`bayeval.models._collapsed`.
+
+    The data enter as constants: compiled with them (~1 s with nutpie), the model is faster
+    to build than with ``pm.Data`` (5-9 s), and as fast per gradient.
+    """
     coord = coordinates(layout)
     rules = Rules(n_nodes)
     pat = task_patterns(c, n, layout)
@@ -233,6 +237,16 @@ def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: 
                                pat.c, pat.n, pat.mult.astype(float))[0]
         pm.Potential("log_density", logp)
     return model
+
+
+def sample_collapsed(model: pm.Model, draws: int, tune: int, chains: int, seed: int,
+                     progress: bool, cores: int):
+    """NUTS (nutpie) on a collapsed model; returns nutpie's DataTree (posterior ``theta``)."""
+    import nutpie
+
+    compiled = nutpie.compile_pymc_model(model)
+    return nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
+                         seed=seed, progress_bar=progress)
 
 
 def collapsed_posterior(theta: xr.DataArray, data, priors=None) -> xr.Dataset:
