@@ -88,7 +88,10 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
         systems = data.systems
         _, boot = _timed(be.bootstrap.compare, data, systems[0], systems[1], unit="cluster",
                          n_boot=10_000, seed=0)
-        be.fit(data, model="logit_normal", draws=50, chains=1, tune=50, seed=0)  # compile
+        _, first = _timed(be.fit, data, model="logit_normal", draws=50, chains=1, tune=50,
+                          seed=0)
+        print(f"{label:<18} {'(first call':<12} {first:8.1f}   in the process: 1 chain x 50 draws, "
+              f"loading and compiling included)")
         res, collapsed = _timed(be.fit, data, model="logit_normal", draws=draws, chains=chains,
                                 seed=1, task_draws=False)
         steps = float(res.tree["sample_stats"]["n_steps"].mean())
