@@ -132,6 +132,19 @@ def test_grid_rule_stays_accurate_for_wide_task_spreads(eta, sigma_e):
                                      / (2 * h), abs=1e-6)
 
 
+@pytest.mark.parametrize("sigma_e", [1e3, 1e10, 1e300])
+@pytest.mark.parametrize("paired", [False, True])
+def test_absurd_task_spreads_give_finite_values(sigma_e, paired):
+    """While NUTS adapts it may propose any spread: the grid refinement is capped (an uncapped
+    one once tried to allocate ~1e300 nodes) and the result stays finite."""
+    c = np.array([[1.0, 0.0], [8.0, 3.0]])
+    n = np.array([[1.0, 1.0], [16.0, 16.0]])
+    total, g_eta, g_se, g_sv = quad.loglik_and_grad(np.zeros((2, 2)), c, n, np.ones(2), sigma_e,
+                                                    1.0, paired, *quad.Rules().arrays())
+    assert np.isfinite(total) and np.isfinite(g_eta).all()
+    assert np.isfinite(g_se) and np.isfinite(g_sv)
+
+
 def _collapsed_case(systems=2, clusters=True, strata=True, most=4):
     """Six tasks in three clusters and two strata; the last two tasks have ``most`` trials."""
     c = np.minimum([[1, 0, 1, 1, 3, 0], [1, 1, 0, 1, 2, 4], [0, 0, 1, 1, 4, 1]], most)
