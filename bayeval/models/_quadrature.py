@@ -465,17 +465,6 @@ def _power(p, q, a, b):
 
 
 @numba.njit(cache=True)
-def _power(p, q, a, b):
-    """``p**a * q**b`` for small non-negative integers (no pow calls)."""
-    out = 1.0
-    for _ in range(a):
-        out *= p
-    for _ in range(b):
-        out *= q
-    return out
-
-
-@numba.njit(cache=True)
 def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v):
     """Grid terms of one system's counts ``(cs, ns)`` at every outer node: the inner integral
     ``g_lin (K,)`` and the inner means of the score ``c - n p`` (times 1 and times the node
