@@ -788,8 +788,9 @@ def card_coverage_table(summary, columns, scenarios=None) -> str:
     return "\n".join(lines)
 
 
-def undercoverage_list(summary, methods, threshold=0.90) -> str:
-    """Plain sentences for every cell where a method covers below ``threshold``."""
+def _undercovered_cells(summary, methods, keep) -> list[str]:
+    """Sentences, in table order, for cells more than two MC se below 0.95 whose coverage
+    passes ``keep``."""
     rows = _model_table(summary, methods, metrics=("pass@1", f"pass@{K_AT}", "effect@1",
                                                    f"effect@{K_AT}"))
     items = []
@@ -797,38 +798,29 @@ def undercoverage_list(summary, methods, threshold=0.90) -> str:
         designed = r["designed"]
         for which in (("tasks", "population") if designed == "both" else (designed,)):
             c, se = r[f"cov_{which}"], r[f"se_{which}"]
-            if np.isfinite(c) and c + 2 * se < 0.95 and c < threshold:
+            if np.isfinite(c) and c + 2 * se < 0.95 and keep(c):
                 items.append((SCENARIO_INDEX[r["scenario"]], r["N"], r["n"], r["metric"],
                               METHOD_ORDER.index(r["method"]),
                               (f"- {r['method']} ({which}), {r['scenario']}, N = {r['N']}, "
                                f"n = {r['n']}, {r['metric']}: coverage {fmt_cov(c, se)} "
                                f"({r['sims']} sims), mean width {_fmt(r['width'])}.")))
+    items.sort()
+    return [item[-1] for item in items]
+
+
+def undercoverage_list(summary, methods, threshold=0.90) -> str:
+    """Plain sentences for every cell where a method covers below ``threshold``."""
+    items = _undercovered_cells(summary, methods, lambda c: c < threshold)
     if not items:
         return (f"No cell has coverage below {threshold:.2f} (with coverage + 2 MC se below "
                 "0.95).")
-    items.sort()
-    return "\n".join(item[-1] for item in items)
+    return "\n".join(items)
 
 
 def mild_undercoverage_list(summary, methods, threshold=0.90) -> str:
     """Cells with coverage in ``[threshold, 0.95)`` more than two MC se below 0.95."""
-    rows = _model_table(summary, methods, metrics=("pass@1", f"pass@{K_AT}", "effect@1",
-                                                   f"effect@{K_AT}"))
-    items = []
-    for _, r in rows.iterrows():
-        designed = r["designed"]
-        for which in (("tasks", "population") if designed == "both" else (designed,)):
-            c, se = r[f"cov_{which}"], r[f"se_{which}"]
-            if np.isfinite(c) and c + 2 * se < 0.95 and c >= threshold:
-                items.append((SCENARIO_INDEX[r["scenario"]], r["N"], r["n"], r["metric"],
-                              METHOD_ORDER.index(r["method"]),
-                              (f"- {r['method']} ({which}), {r['scenario']}, N = {r['N']}, "
-                               f"n = {r['n']}, {r['metric']}: coverage {fmt_cov(c, se)} "
-                               f"({r['sims']} sims), mean width {_fmt(r['width'])}.")))
-    if not items:
-        return "None."
-    items.sort()
-    return "\n".join(item[-1] for item in items)
+    items = _undercovered_cells(summary, methods, lambda c: c >= threshold)
+    return "\n".join(items) if items else "None."
 
 
 def prior_table(summary) -> str:
