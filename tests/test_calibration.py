@@ -5,29 +5,17 @@ loose on purpose and say only what the full study shows with room to spare (the 
 are in ``benchmarks/results/`` and the model cards).
 """
 
-import importlib.util
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
+from conftest import ROOT, load_benchmark
 
 from bayeval.simulate import simulate_benchmark, simulate_many
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_benchmark_{name}",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cal = _load("calibration")
+cal = load_benchmark("calibration")
 OPTS = dict(draws=500, chains=2, n_boot=300)
 
 

@@ -8,25 +8,13 @@ deviation fails it (checked on synthetic ranks by the fast test). The logit-norm
 (NUTS, seconds per fit) is left to the benchmark itself.
 """
 
-import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import load_benchmark
 
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"_benchmark_{name}",
-                                                  ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-sbc = _load("sbc")
+sbc = load_benchmark("sbc")
 THRESHOLD = 0.001
 
 

@@ -37,6 +37,7 @@ from pytensor.graph import Apply, Op
 from bayeval.models import _quadrature
 from bayeval.models._quadrature import KERNEL_HASH, Rules, c_signature, kernel_symbol
 
+
 def zero_sum_basis(G: int) -> np.ndarray:
     """Orthonormal basis ``(G, G - 1)`` of the vectors of length G that sum to zero."""
     q = np.linalg.qr(np.column_stack([np.ones(G), np.eye(G)[:, : G - 1]]))[0]
