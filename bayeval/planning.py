@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
@@ -18,6 +19,7 @@ from bayeval._validate import validate_choice, validate_prob
 
 __all__ = ["required_units", "adjust_pvalues", "noninferiority", "Decision"]
 
+_MAX_UNITS = 1e12  # beyond this a plan is not a design anyone can run
 _ADJUST = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh"}
 
 
@@ -62,12 +64,47 @@ def required_units(sd, effect, alpha=0.05, power=0.8, paired=True,
     alpha = validate_prob("alpha", alpha)
     power = validate_prob("power", power)
     validate_choice("alternative", alternative, ("two-sided", "larger", "smaller"))
-    solver = TTestPower() if paired else TTestIndPower()
     size = abs(effect) / sd
     if alternative == "smaller":
         size = -size
-    n = solver.solve_power(effect_size=size, alpha=alpha, power=power, alternative=alternative)
-    return int(math.ceil(float(np.squeeze(n)) - 1e-9))
+    return _solve_units(TTestPower() if paired else TTestIndPower(), size, alpha, power,
+                        alternative, sd=sd, effect=effect)
+
+
+def _solve_units(solver, size: float, alpha: float, power: float, alternative: str, *, sd,
+                 effect) -> int:
+    """Smallest whole number of units (>= 2) whose t-test power reaches ``power``.
+
+    The power is increasing in the number of units, so the answer is bracketed between 2 and a
+    multiple of the normal-approximation size and found by root finding on the log scale (the
+    statsmodels solver gives up, returning NaN, both for tiny and for huge effects).
+    """
+    z = stats.norm.ppf(1 - alpha / (2 if alternative == "two-sided" else 1)) + \
+        stats.norm.ppf(power)
+    factor = 1.0 if isinstance(solver, TTestPower) else 2.0
+    with np.errstate(over="ignore"):
+        normal = factor * (z / abs(size)) ** 2
+    if not normal <= _MAX_UNITS:
+        raise ValueError(
+            f"effect={effect!r} is too small against sd={sd!r} to plan for: detecting it needs "
+            f"about {normal:.3g} units (normal approximation), more than {_MAX_UNITS:.0e}; "
+            "choose a larger smallest effect worth detecting"
+        )
+
+    def shortfall(log_n: float) -> float:
+        return float(np.squeeze(solver.power(size, math.exp(log_n), alpha,
+                                             alternative=alternative))) - power
+
+    if abs(size) >= 1e6 or shortfall(math.log(2.0)) >= 0:  # the power is 1 to machine precision
+        return 2
+    high = math.log(max(4.0, 2 * normal + 10))
+    while shortfall(high) < 0:
+        high += math.log(2.0)
+    root = math.exp(optimize.brentq(shortfall, math.log(2.0), high, xtol=1e-14, rtol=1e-15))
+    units = max(2, math.ceil(root - 1e-9 * max(1.0, root)))
+    while shortfall(math.log(units)) < -1e-12:  # guard the rounding of the root
+        units += 1
+    return units
 
 
 def adjust_pvalues(p, method: str = "holm") -> np.ndarray:

@@ -63,3 +63,27 @@ def test_noninferiority_needs_both_bounds():
     cmp = xr.Dataset({"effect": (("replicate", "missing_bound"), draws)},
                      coords={"missing_bound": ["lower", "upper"]}, attrs={"margin": 0.01})
     assert be.noninferiority(cmp).decision == "inconclusive"
+
+
+@pytest.mark.parametrize("paired", [True, False])
+@pytest.mark.parametrize("alternative", ["two-sided", "larger", "smaller"])
+@pytest.mark.parametrize("sd, effect", [(0.3, 0.05), (0.5, 0.02), (1.0, 0.8), (0.2, 1e-4)])
+def test_required_units_is_the_smallest_n_reaching_power(paired, alternative, sd, effect):
+    from statsmodels.stats.power import TTestIndPower, TTestPower
+
+    solver = TTestPower() if paired else TTestIndPower()
+    size = effect / sd * (-1 if alternative == "smaller" else 1)
+    n = be.required_units(sd, effect, paired=paired, alternative=alternative)
+    assert solver.power(size, n, 0.05, alternative=alternative) >= 0.8
+    assert solver.power(size, n - 1, 0.05, alternative=alternative) < 0.8
+
+
+def test_required_units_huge_and_tiny_effects():
+    # regression: statsmodels' solver returns NaN at both ends ("cannot convert float NaN")
+    assert be.required_units(0.01, 1.0) == 2
+    assert be.required_units(1e-300, 1.0, paired=False) == 2
+    assert be.required_units(0.3, 1e-5) == pytest.approx(7_063_974_461, abs=3)
+    with pytest.raises(ValueError, match=r"effect=1e-09 is too small against sd=0.3.*7.06e\+17"):
+        be.required_units(0.3, 1e-9)
+    with pytest.raises(ValueError, match="too small"):
+        be.required_units(1.0, 1e-300)
