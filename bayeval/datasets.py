@@ -28,9 +28,12 @@ DATASETS: dict[str, dict] = {
     "terminal_bench": {
         "file": "terminal_bench_core_0.1.1.csv",
         "description": "Terminal-Bench core 0.1.1: 13 systems x 80 tasks x 5 trials, 70 task "
-                       "families, 418 outcomes without a verdict (needs missing=)",
+                       "families, 428 attempts not ok: 418 outcomes without a verdict and 10 "
+                       "recorded failures under an agent error (needs missing=)",
         # Rows with a recorded verdict stay valid whatever their raw status (a timed-out agent
-        # whose tests ran has a verdict); the statuses below mark the rest.
+        # whose tests ran has a verdict), except under the two agent-error statuses: an agent
+        # that failed to install or crashed was not measured, so its 10 recorded failures are
+        # marked 'error' with the 104 such rows that have no verdict.
         "columns": {"trial": "trial", "cluster": "cluster", "status": "status",
                     "status_map": {"parse_error": "invalid", "test_timeout": "timeout",
                                    "unknown_agent_error": "error",

@@ -1,6 +1,8 @@
 """Bundled datasets: they load with the documented roles and ship inside the wheel."""
 
 import importlib.metadata
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -58,3 +60,45 @@ def test_wheel_ships_the_data_files():
         pytest.skip("editable install: data is read from the source tree")
     expected = {spec["file"] for spec in be.datasets.DATASETS.values()} | {"README.md"}
     assert expected <= shipped
+
+
+def _described(text: str, pattern: str) -> int | None:
+    found = re.search(pattern, text)
+    return int(found.group(1)) if found else None
+
+
+@pytest.mark.parametrize("name", list(be.datasets.DATASETS))
+def test_descriptions_state_the_loaded_numbers(name):
+    description = be.datasets.available()[name]
+    data = be.datasets.load(name, missing="fail")
+    ds = data.dataset
+    assert _described(description, r"(\d+) systems?") == ds.sizes["system"]
+    assert _described(description, r"x (\d+) (?:tasks|problems)") == ds.sizes["task"]
+    trials = _described(description, r"x (\d+) trials?\b")
+    if trials is not None:
+        assert set(np.unique(ds["status_counts"].sum("status").values)) == {trials}
+    clusters = _described(description, r"(\d+) (?:repository clusters|task families)")
+    if clusters is not None:
+        assert len(np.unique(ds["cluster"].values)) == clusters
+
+
+def test_terminal_bench_description_agrees_with_its_status_map():
+    # regression: the description said 418 missing outcomes while the map made 428 non-ok
+    raw = be.datasets.frame("terminal_bench")
+    totals = be.datasets.load("terminal_bench", missing="fail").status_counts.sum()
+    not_ok = int(totals.drop("ok").sum())
+    no_verdict = int(raw["success"].isna().sum())
+    recorded_not_ok = not_ok - no_verdict
+    mapped = be.datasets.DATASETS["terminal_bench"]["columns"]["status_map"]
+    marked = raw["status"].map(mapped).isin(["error", "invalid", "timeout"])
+    assert recorded_not_ok == int((marked & raw["success"].notna()).sum())
+    assert (raw.loc[marked & raw["success"].notna(), "success"] == 0).all()
+    description = be.datasets.available()["terminal_bench"]
+    assert _described(description, r"(\d+) attempts not ok") == not_ok == 428
+    assert _described(description, r"(\d+) outcomes without a verdict") == no_verdict
+    assert _described(description, r"(\d+) recorded failures") == recorded_not_ok
+    readme = (Path(__file__).resolve().parent.parent / "data" / "README.md").read_text()
+    line = next(x for x in readme.splitlines() if x.startswith("| `terminal_bench_core"))
+    assert _described(line, r"(\d+) attempts not ok") == not_ok
+    assert _described(line, r"(\d+) outcomes with no verdict") == no_verdict
+    assert _described(line, r"(\d+) recorded failures") == recorded_not_ok
