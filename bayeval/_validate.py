@@ -82,7 +82,13 @@ def describe_rows(labels, limit: int = 5) -> str:
 def describe_values(values, limit: int = 8) -> str:
     """A short, readable list of distinct values for error messages."""
     values = [v.item() if isinstance(v, np.generic) else v for v in values]
-    values = list(dict.fromkeys(values))
+    distinct, seen = [], set()
+    for v in values:  # by repr: unhashable values (lists, dicts) and True vs 1 stay apart
+        key = f"{type(v).__name__}:{v!r}"
+        if key not in seen:
+            seen.add(key)
+            distinct.append(v)
+    values = distinct
     shown = ", ".join(repr(v) for v in values[:limit])
     more = f", ... ({len(values) - limit} more)" if len(values) > limit else ""
     return f"[{shown}{more}]"

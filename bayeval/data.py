@@ -27,6 +27,8 @@ listed in :attr:`EvalData.excluded`); ``"bounds"`` keeps both extremes on a ``mi
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import hashlib
 import json
 import numbers
@@ -75,6 +77,9 @@ class EvalData:
         for name in ("successes", "trials", "attempts", "status_counts"):
             if name not in dataset:
                 raise ValueError(f"an EvalData dataset needs the variable {name!r}")
+        # A deep copy first: the arrays may be the caller's (clusters=, strata=, labels), and
+        # freezing them in place would make the caller's own arrays read-only.
+        dataset = dataset.copy(deep=True)
         for var in dataset.variables.values():
             var.values.flags.writeable = False
         self._ds = dataset
@@ -337,6 +342,11 @@ def from_frame(
     _check_columns(df, names)
     if len(df) == 0:
         raise ValueError("df has no rows; nothing to analyse")
+    for role in ("system", "task", "trial", "cluster", "stratum"):
+        if role in names:
+            _check_labels(df[names[role]], names[role], df.index)
+    if status is not None:
+        _check_hashable(df[status], status, df.index)
 
     sys_codes, systems = _labels(df, system)
     task_codes, tasks = _labels(df, task)
@@ -399,7 +409,7 @@ def from_counts(successes, trials, tasks=None, systems=None, clusters=None, stra
     >>> data.dataset["trials"].values
     array([[10, 10, 10]])
     """
-    c = np.asarray(successes)
+    c = _rectangular("successes", successes)
     if c.ndim not in (1, 2) or c.size == 0:
         raise ValueError(f"successes must be a non-empty array of shape (task,) or (system, task); "
                          f"got shape {c.shape}")
@@ -408,10 +418,11 @@ def from_counts(successes, trials, tasks=None, systems=None, clusters=None, stra
         default_systems = ["system"]
     else:
         default_systems = [f"system_{i}" for i in range(c.shape[0])]
+    n = _rectangular("trials", trials)
     try:
-        n = np.broadcast_to(np.asarray(trials), c.shape)
+        n = np.broadcast_to(n, c.shape)
     except ValueError:
-        raise ValueError(f"trials (shape {np.shape(trials)}) does not broadcast to successes "
+        raise ValueError(f"trials (shape {n.shape}) does not broadcast to successes "
                          f"(shape {c.shape})") from None
     c = _whole_numbers("successes", c)
     n = _whole_numbers("trials", n)
@@ -424,16 +435,23 @@ def from_counts(successes, trials, tasks=None, systems=None, clusters=None, stra
     systems = default_systems if systems is None else list(systems)
     tasks = list(range(c.shape[1])) if tasks is None else list(tasks)
     for name, labels, size in (("systems", systems, c.shape[0]), ("tasks", tasks, c.shape[1])):
+        _check_labels(pd.Series(labels, dtype=object), name, pd.RangeIndex(len(labels)),
+                      what=f"{name}=")
         if len(labels) != size or len(set(labels)) != size:
             raise ValueError(f"{name} must hold {size} distinct labels; got {len(labels)} "
                              f"({len(set(labels))} distinct)")
     task_coords = {}
-    for name, values in (("cluster", clusters), ("stratum", strata)):
+    for name, plural, values in (("cluster", "clusters", clusters),
+                                 ("stratum", "strata", strata)):
         if values is not None:
-            values = np.asarray(values)
+            # check the labels as given: NumPy would turn [1, True] into [1, 1] silently
+            given = values
+            values = _rectangular(plural, values)
             if values.shape != (c.shape[1],) or pd.isna(values).any():
-                raise ValueError(f"{name}s must hold one label per task ({c.shape[1]}), "
-                                 "none missing")
+                raise ValueError(f"{plural} must hold one label per task ({c.shape[1]}), "
+                                 f"none missing; got shape {values.shape}")
+            labels = pd.Series(list(given), dtype=object)
+            _check_labels(labels, plural, pd.RangeIndex(len(labels)), what=f"{plural}=")
             task_coords[name] = values
     status_counts = np.zeros(c.shape + (len(STATUSES),), dtype=np.int64)
     status_counts[..., _OK] = n
@@ -441,6 +459,21 @@ def from_counts(successes, trials, tasks=None, systems=None, clusters=None, stra
     ds = _assemble(c.astype(np.int64), status_counts, None, np.asarray(systems, dtype=object),
                    np.asarray(tasks), task_coords, attrs)
     return EvalData(ds)
+
+
+def _rectangular(name: str, value) -> np.ndarray:
+    """``np.asarray`` with a readable refusal of ragged nested sequences."""
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError):
+        lengths = []
+        for row in value:
+            try:
+                lengths.append(len(row))
+            except TypeError:
+                lengths.append("scalar")
+        raise ValueError(f"{name} must be a rectangular array (every row the same length); "
+                         f"its rows have lengths {describe_values(lengths)}") from None
 
 
 def read_csv(path, **columns) -> EvalData:
@@ -508,6 +541,15 @@ def _check_columns(df: pd.DataFrame, names: dict) -> None:
         if not isinstance(column, str):
             raise TypeError(f"{role}= must be a column name (str); got {column!r}")
     absent = {role: col for role, col in names.items() if col not in df.columns}
+    if not absent:
+        for role, column in names.items():
+            where = df.columns.get_loc(column)
+            if not isinstance(where, (int, np.integer)):
+                count = int(np.sum(df.columns == column)) if df.columns.nlevels == 1 else None
+                how = (f"appears {count} times" if count and count > 1 else
+                       "names several columns")
+                raise ValueError(f"column name {column!r} ({role}=) {how} in the frame; "
+                                 "each column used must be unique (rename the duplicates)")
     if absent:
         listed = ", ".join(f"{role}={col!r}" for role, col in absent.items())
         raise ValueError(f"column(s) not found: {listed}; the frame has columns "
@@ -519,6 +561,69 @@ def _check_not_missing(df: pd.DataFrame, column: str) -> None:
     if missing.any():
         raise ValueError(f"column {column!r} has missing values in "
                          f"{describe_rows(df.index[missing])}; every row needs a {column}")
+
+
+def _check_hashable(series: pd.Series, column: str, index, what: str | None = None) -> None:
+    """Labels must be hashable to be grouped; say which rows are not (lists, dicts, arrays)."""
+    if series.dtype != object:
+        return
+    bad = np.zeros(len(series), dtype=bool)
+    for i, v in enumerate(series.to_numpy()):
+        try:
+            hash(v)
+        except TypeError:
+            bad[i] = True
+    if bad.any():
+        found = series.to_numpy()[bad]
+        types = sorted({type(v).__name__ for v in found})
+        raise TypeError(
+            f"{what or f'column {column!r}'} must hold hashable labels (str, int, float, bool, tuple, ...); "
+            f"found {describe_values(found)} in {describe_rows(index[bad])} "
+            f"(type {', '.join(types)})"
+        )
+
+
+def _label_key(v) -> str:
+    """What a label looks like to a reader: distinct keys for True, 1 and 1.0."""
+    if isinstance(v, np.generic):
+        v = v.item()
+    return f"{type(v).__name__}:{v!r}"
+
+
+def _check_labels(series: pd.Series, column: str, index, what: str | None = None) -> None:
+    """Hashable, non-missing labels whose distinct values stay distinct when grouped.
+
+    Grouping uses Python equality, under which ``True == 1 == 1.0`` (and ``0.0 == -0.0``,
+    ``Fraction(1, 2) == 0.5``): such labels would silently merge into one system or task.
+    """
+    _check_hashable(series, column, index, what)
+    what = what or f"column {column!r}"
+    if series.isna().any():
+        missing = series.isna().to_numpy()
+        raise ValueError(f"{what} has missing values in "
+                         f"{describe_rows(index[missing])}; every row needs a {column}")
+    if series.dtype != object or pd.api.types.infer_dtype(series, skipna=True) in (
+            "string", "bytes", "integer"):
+        return
+    values = series.to_numpy()
+    codes = pd.factorize(values, sort=False)[0]
+    keys = pd.factorize(np.fromiter((_label_key(v) for v in values), dtype=object,
+                                    count=len(values)), sort=False)[0]
+    if keys.max() == codes.max():
+        return
+    pairs = pd.DataFrame({"code": codes, "key": keys}).drop_duplicates()
+    merged = pairs["code"][pairs["code"].duplicated()].unique()
+    groups = []
+    for code in merged[:3]:
+        rows = np.flatnonzero(codes == code)
+        firsts = pd.Series(keys[rows]).drop_duplicates().index
+        groups.append(f"{' == '.join(repr(values[rows[i]]) for i in firsts)} "
+                      f"({describe_rows(index[rows])})")
+    raise ValueError(
+        f"{what} holds labels that differ but compare equal, so they would merge "
+        f"into one: {'; '.join(groups)}; make the labels distinct (for example as "
+        "strings) or make them identical"
+    )
 
 
 def _labels(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -537,23 +642,103 @@ def _check_unique(df: pd.DataFrame, columns: list, what: str) -> None:
         )
 
 
+_ALLOWED_NUMBERS = ("int, float, bool, fractions.Fraction or decimal.Decimal (NumPy and pandas "
+                    "numeric types included)")
+
+
+def _real_values(values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact numeric cells as floats: ``(value, wrong_type, is_bool)``, NaN where missing.
+
+    Accepted: ints, floats, bools, :class:`fractions.Fraction`, :class:`decimal.Decimal` and
+    their NumPy/pandas counterparts; ``None``, ``pd.NA`` and NaN are missing. Everything else
+    is a wrong type, never coerced: complex numbers (whose imaginary part would be dropped),
+    dates and durations (whose ticks would be read as numbers), strings, containers.
+    """
+    values = np.asarray(values)
+    kind = values.dtype.kind
+    if kind in "iuf":
+        with np.errstate(over="ignore"):
+            out = values.astype(float)
+        return out, np.zeros(values.shape, bool), np.zeros(values.shape, bool)
+    if kind == "b":
+        return values.astype(float), np.zeros(values.shape, bool), np.ones(values.shape, bool)
+    if kind != "O":
+        return (np.full(values.shape, np.nan), np.ones(values.shape, bool),
+                np.zeros(values.shape, bool))
+    flat = values.ravel()
+    out = np.full(flat.shape, np.nan)
+    wrong = np.zeros(flat.shape, bool)
+    is_bool = np.zeros(flat.shape, bool)
+    for i, v in enumerate(flat):
+        value, kind_of = _real_cell(v)
+        if kind_of == "wrong":
+            wrong[i] = True
+        else:
+            out[i] = value
+            is_bool[i] = kind_of == "bool"
+    return out.reshape(values.shape), wrong.reshape(values.shape), is_bool.reshape(values.shape)
+
+
+def _real_cell(v) -> tuple[float, str]:
+    if v is None or v is pd.NA:
+        return np.nan, "missing"
+    if isinstance(v, (np.datetime64, np.timedelta64, datetime.date, datetime.time,
+                      datetime.timedelta)) or v is pd.NaT:
+        return np.nan, "wrong"
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, bool):
+        return float(v), "bool"
+    if isinstance(v, decimal.Decimal):
+        return (np.nan, "missing") if v.is_nan() else (_to_float(v), "number")
+    if isinstance(v, numbers.Real):
+        value = _to_float(v)
+        return (value, "missing") if isinstance(v, float) and np.isnan(value) else (value, "number")
+    return np.nan, "wrong"
+
+
+def _to_float(v) -> float:
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
+
+
+def _column_values(series: pd.Series) -> np.ndarray:
+    """A column's cells as a NumPy array (nullable pandas dtypes: NaN/None where missing)."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        return series.astype(object).to_numpy()
+    if pd.api.types.is_extension_array_dtype(series.dtype):
+        kind = getattr(series.dtype, "kind", "O")
+        if kind in "iufb":
+            return series.to_numpy(dtype=object, na_value=None)
+        return series.to_numpy(dtype=object)
+    return series.to_numpy()
+
+
+def _wrong_type(column: str, series_values, wrong: np.ndarray, rows, what: str) -> TypeError:
+    array = np.asarray(series_values)
+    found = list(array.astype(object).ravel()[wrong.ravel()])
+    types = ([array.dtype.name] if array.dtype != object else
+             sorted({type(v).__name__ for v in found}))
+    return TypeError(
+        f"{column} must hold {what}; found {describe_values(found)} in {describe_rows(rows)} "
+        f"(type {', '.join(types)}); allowed types: {_ALLOWED_NUMBERS}, "
+        "never complex numbers, dates, durations or text"
+    )
+
+
 def _outcome_column(df: pd.DataFrame, column: str) -> np.ndarray:
     """0/1 outcomes as floats, NaN where no outcome was recorded."""
     series = df[column]
-    if pd.api.types.is_bool_dtype(series.dtype) and not series.isna().any():
-        return series.to_numpy(dtype=float)
-    values = series.to_numpy(dtype=object)
-    is_number = np.fromiter(
-        (isinstance(v, (numbers.Real, np.bool_)) or v is None or v is pd.NA for v in values),
-        dtype=bool, count=len(values),
-    )
-    if not is_number.all():
-        raise TypeError(
-            f"column {column!r} must hold 0/1 (or True/False) outcomes, with empty cells for "
-            f"missing outcomes; found {describe_values(values[~is_number])} in "
-            f"{describe_rows(df.index[~is_number])}"
-        )
-    outcome = pd.to_numeric(series.astype(object), errors="coerce").to_numpy(dtype=float)
+    raw = _column_values(series)
+    if raw.dtype.kind not in "biufO":  # typed columns of the wrong kind: say so by dtype
+        raw = series.to_numpy(dtype=object)
+    outcome, wrong, _ = _real_values(raw)
+    if wrong.any():
+        raise _wrong_type(f"column {column!r}", series.to_numpy(dtype=object), wrong,
+                          df.index[wrong],
+                          "0/1 (or True/False) outcomes, with empty cells for missing outcomes")
     bad = ~np.isnan(outcome) & (outcome != 0) & (outcome != 1)
     if bad.any():
         raise ValueError(
@@ -563,22 +748,37 @@ def _outcome_column(df: pd.DataFrame, column: str) -> np.ndarray:
     return outcome
 
 
-def _whole_numbers(column: str, values: np.ndarray, index=None) -> np.ndarray:
-    if values.dtype == bool or not np.issubdtype(values.dtype, np.number):
-        raise TypeError(f"{column} must hold integer counts; got dtype {values.dtype}")
-    values = values.astype(float)
-    bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) > _MAX_COUNT)
+def _whole_numbers(column: str, values, index=None, original=None) -> np.ndarray:
+    """Whole, finite counts as int64; ``column`` names the input in messages."""
+    values = np.asarray(values)
+    real, wrong, is_bool = _real_values(values)
+
+    def rows(mask):  # frame rows, or array cells (system, task) for from_counts
+        if index is not None:
+            return index[mask]
+        return [tuple(int(i) for i in ix) if len(ix) > 1 else int(ix[0])
+                for ix in np.argwhere(mask)]
+
+    if wrong.any():
+        shown = values if original is None else original
+        raise _wrong_type(column, shown, wrong, rows(wrong), "integer counts")
+    if is_bool.any():
+        raise TypeError(f"{column} must hold integer counts, not True/False; found booleans in "
+                        f"{describe_rows(rows(is_bool))}")
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(real) | (real != np.round(real)) | (np.abs(real) > _MAX_COUNT)
     if bad.any():
-        where = (index[bad] if index is not None else np.argwhere(bad).tolist())
         raise ValueError(f"{column} must hold whole, non-missing counts below {_MAX_COUNT:.0e}; "
-                         f"found {describe_values(values[bad])} in {describe_rows(where)}")
-    return values.astype(np.int64)
+                         f"found {describe_values(real[bad])} in {describe_rows(rows(bad))}")
+    return real.astype(np.int64)
 
 
 def _count_columns(df: pd.DataFrame, successes: str, trials: str):
     index = df.index
-    c = _whole_numbers(f"column {successes!r}", df[successes].to_numpy(), index)
-    n = _whole_numbers(f"column {trials!r}", df[trials].to_numpy(), index)
+    c = _whole_numbers(f"column {successes!r}", _column_values(df[successes]), index,
+                       df[successes].to_numpy(dtype=object))
+    n = _whole_numbers(f"column {trials!r}", _column_values(df[trials]), index,
+                       df[trials].to_numpy(dtype=object))
     if (n < 1).any():
         raise ValueError(f"column {trials!r} must be >= 1; found {describe_values(n[n < 1])} in "
                          f"{describe_rows(index[n < 1])}")

@@ -282,3 +282,154 @@ def test_arbitrary_frames_raise_only_value_or_type_errors(case):
         assert ok.sum() == df["n"].sum()
     else:  # every row is counted once; empty cells add planned not_run trials on top
         assert counts[..., :-1].sum() <= len(df) <= counts.sum()
+
+
+# -- exact numeric types, refused types, colliding labels --------------------------------------
+def test_exact_numeric_outcomes_are_outcomes():
+    # regression: Fraction(1) was read as a missing outcome (a failure under missing="fail")
+    from decimal import Decimal
+    from fractions import Fraction
+
+    df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3"],
+                       "success": [Fraction(1), Decimal("0"), True, np.float64(1.0),
+                                   np.int8(1)]})
+    data = be.from_frame(df)
+    assert data.dataset["successes"].values.tolist() == [[1, 2, 1]]
+    assert data.dataset["trials"].values.tolist() == [[2, 2, 1]]
+    assert data.missing is None
+    nullable = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"],
+                             "success": pd.array([True, None, False], dtype="boolean")})
+    counts = be.from_frame(nullable, missing="fail").dataset["status_counts"]
+    assert counts.sel(status=["ok", "no_verdict"]).values.tolist() == [[[1, 1], [1, 0]]]
+    with pytest.raises(ValueError, match=r"0 or 1.*found \[0\.5\] in row \[0\]"):
+        be.from_frame(df.assign(success=[Fraction(1, 2), 0, 1, 1, 1]))
+
+
+def test_exact_numeric_counts_are_counts():
+    from decimal import Decimal
+    from fractions import Fraction
+
+    df = pd.DataFrame({"system": "A", "task": ["x", "y", "z"],
+                       "k": [Fraction(7), Decimal("2"), 3.0], "n": [10, Decimal("4"), 3]})
+    data = be.from_frame(df, successes="k", trials="n")
+    assert data.dataset["successes"].values.tolist() == [[7, 2, 3]]
+    assert data.dataset["trials"].values.tolist() == [[10, 4, 3]]
+    arrays = be.from_counts(np.array([Fraction(1), Decimal(2)], dtype=object), 3)
+    assert arrays.dataset["successes"].values.tolist() == [[1, 2]]
+
+
+@pytest.mark.parametrize(
+    "values, pattern",
+    [
+        ([1 + 0j, 0, 1], r"\(1\+0j\).*rows \[0, 1, 2\] \(type complex"),
+        (pd.to_timedelta([1, 0, 1]), r"Timedelta.*rows \[0, 1, 2\] \(type Timedelta\)"),
+        (pd.to_datetime([1, 0, 1]), r"Timestamp.*\(type Timestamp\)"),
+        (["1", "0", "1"], r"\['1', '0'\] in rows \[0, 1, 2\] \(type str\)"),
+        ([[1], 0, 1], r"\[\[1\]\] in row \[0\] \(type list\)"),
+    ],
+)
+def test_non_numbers_are_refused_by_name(values, pattern):
+    # regression: complex and timedelta count columns were accepted (imaginary parts dropped,
+    # ticks read as counts)
+    outcome = pd.DataFrame({"system": "A", "task": ["x", "y", "z"], "success": values})
+    with pytest.raises(TypeError, match=r"column 'success' must hold 0/1.*" + pattern):
+        be.from_frame(outcome)
+    counts = pd.DataFrame({"system": "A", "task": ["x", "y", "z"], "k": values, "n": 3})
+    with pytest.raises(TypeError, match=r"column 'k' must hold integer counts.*" + pattern):
+        be.from_frame(counts, successes="k", trials="n")
+    with pytest.raises(TypeError, match=r"allowed types: int, float, bool"):
+        be.from_frame(counts.rename(columns={"k": "n", "n": "k"}), successes="k", trials="n")
+
+
+def test_boolean_counts_are_refused():
+    df = pd.DataFrame({"system": "A", "task": ["x", "y"], "k": [True, 2], "n": [3, 3]})
+    with pytest.raises(TypeError, match=r"'k' must hold integer counts, not True/False.*row \[0\]"):
+        be.from_frame(df, successes="k", trials="n")
+
+
+@pytest.mark.parametrize("column", ["system", "task", "trial", "repo"])
+def test_labels_that_compare_equal_are_refused(column):
+    # regression: labels True, 1 and 1.0 merged into one system without a word
+    df = pd.DataFrame({"system": ["A"] * 4, "task": ["t1", "t2", "t3", "t4"],
+                       "trial": [0, 0, 0, 0], "repo": ["r"] * 4, "success": [1, 0, 1, 1]})
+    df[column] = pd.Series([True, 1, 1.0, "x"], dtype=object)
+    kwargs = {"trial": "trial", "cluster": "repo"}
+    with pytest.raises(ValueError, match=rf"column '{column}' holds labels that differ but "
+                                         r"compare equal.*True == 1 == 1\.0 \(rows \[0, 1, 2\]\)"):
+        be.from_frame(df, **kwargs)
+    with pytest.raises(ValueError, match=r"tasks= holds labels.*True == 1"):
+        be.from_counts([1, 2], 3, tasks=[True, 1])
+    with pytest.raises(ValueError, match=r"clusters= holds labels.*1 == True"):
+        be.from_counts([1, 2], 3, clusters=[1, True])
+
+
+def test_equal_labels_of_one_kind_still_group():
+    df = pd.DataFrame({"system": pd.Series(["A", np.str_("A")], dtype=object),
+                       "task": pd.Series([1, np.int64(1)], dtype=object), "success": [1, 0]})
+    assert be.from_frame(df).dataset["trials"].values.tolist() == [[2]]
+
+
+# -- structural problems: duplicated columns, unhashable ids, ragged arrays ---------------------
+def test_duplicated_column_names_are_refused():
+    # regression: AttributeError / IndexError escaped
+    df = pd.DataFrame([["A", "t", 1, 0]], columns=["system", "task", "success", "success"])
+    with pytest.raises(ValueError, match=r"column name 'success' \(success=\) appears 2 times"):
+        be.from_frame(df)
+    counts = pd.DataFrame([["A", "t", 1, 3, 3]], columns=["system", "task", "k", "n", "n"])
+    with pytest.raises(ValueError, match=r"'n' \(trials=\) appears 2 times"):
+        be.from_frame(counts, successes="k", trials="n")
+    other = pd.DataFrame([["A", "t", 1, 0, 0]], columns=["system", "task", "success", "x", "x"])
+    assert be.from_frame(other).dataset["successes"].values.tolist() == [[1]]
+    nested = pd.DataFrame([["A", "t", 1]], columns=pd.MultiIndex.from_tuples(
+        [("system", "a"), ("task", "b"), ("success", "c")]))
+    with pytest.raises(ValueError, match=r"'system' \(system=\) names several columns"):
+        be.from_frame(nested)
+
+
+@pytest.mark.parametrize("column, kwargs", [("task", {}), ("system", {}),
+                                            ("trial", {"trial": "trial"}),
+                                            ("repo", {"cluster": "repo"}),
+                                            ("status", {"status": "status", "missing": "fail"})])
+def test_unhashable_ids_are_refused_by_name(column, kwargs):
+    # regression: a bare "unhashable type" escaped, and the message builder crashed on it
+    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "trial": 0, "repo": "r",
+                       "status": "ok", "success": [1, 0, 1]})
+    df[column] = pd.Series([{"a": 1}, ["x"], "ok"], dtype=object)
+    with pytest.raises(TypeError, match=rf"column '{column}' must hold hashable labels.*"
+                                        r"\[\{'a': 1\}, \['x'\]\] in rows \[0, 1\] "
+                                        r"\(type dict, list\)"):
+        be.from_frame(df, **kwargs)
+
+
+def test_ragged_arrays_are_refused():
+    with pytest.raises(ValueError, match=r"successes must be a rectangular array.*\[2, 1\]"):
+        be.from_counts([[1, 2], [3]], 3)
+    with pytest.raises(ValueError, match=r"trials must be a rectangular array.*\[2, 1\]"):
+        be.from_counts([1, 2], [[3, 3], [3]])
+    with pytest.raises(ValueError, match=r"clusters must be a rectangular array.*\[1, 2\]"):
+        be.from_counts([1, 2], 3, clusters=[["a"], ["b", "c"]])
+    with pytest.raises(TypeError, match=r"tasks= must hold hashable labels.*\(type list\)"):
+        be.from_counts([1, 2], 3, tasks=[[1], "b"])
+
+
+def test_describe_values_handles_unhashable_values():
+    from bayeval._validate import describe_values
+
+    assert describe_values([{"a": 1}, {"a": 1}, [2], True, 1]) == "[{'a': 1}, [2], True, 1]"
+
+
+def test_from_counts_leaves_the_callers_arrays_writeable():
+    # regression: clusters= / strata= arrays came back read-only (kept and frozen in place)
+    inputs = {"successes": np.array([[1, 2, 3]]), "trials": np.array([[3, 3, 3]]),
+              "tasks": np.array(["t1", "t2", "t3"]), "systems": np.array(["A"]),
+              "clusters": np.array(["a", "a", "b"]), "strata": np.array(["x", "y", "y"])}
+    data = be.from_counts(**inputs)
+    for name, array in inputs.items():
+        assert array.flags.writeable, name
+    inputs["clusters"][0] = "z"
+    inputs["successes"][0, 0] = 0
+    assert data.dataset["cluster"].values.tolist() == ["a", "a", "b"]
+    assert data.dataset["successes"].values.tolist() == [[1, 2, 3]]
+    for name, var in data.dataset.data_vars.items():
+        assert not var.values.flags.writeable, name
+    assert not data.dataset["cluster"].values.flags.writeable
