@@ -97,7 +97,7 @@ def test_swebench_needs_a_policy_and_checks_its_input(tmp_path):
         br.read_swebench(SWE_ALPHA)
     only_resolved = tmp_path / "board.json"
     only_resolved.write_text(json.dumps({"resolved": ["a__b-1"], "applied": ["a__b-1"]}))
-    with pytest.raises(ValueError, match=r"board\.json.*not a SWE-bench report.*'applied'"):
+    with pytest.raises(ValueError, match=r"board\.json.*classic SWE-bench report.*instances="):
         br.read_swebench(only_resolved)
     twice = tmp_path / "twice.json"
     twice.write_text(json.dumps({"resolved_ids": ["a__b-1"], "unresolved_ids": ["a__b-1"]}))

@@ -2,7 +2,10 @@
 
 =====================  =========================================================================
 :func:`read_table`     tidy long tables: ``.csv``, ``.parquet``, ``.jsonl``/``.ndjson``, ``.json``
-:func:`read_swebench`  SWE-bench / multi-SWE-bench reports (instance ids by outcome)
+:func:`read_swebench`  SWE-bench / multi-SWE-bench reports (instance ids by outcome), classic
+                       experiments-repository reports against the benchmark's instance list
+:func:`read_terminal_bench`  Terminal-Bench run ``results.json`` (trials, failure modes)
+:func:`read_tau_bench`  τ-bench trajectory files (tasks x trials, rewards)
 :func:`read_humaneval` human-eval ``*_results.jsonl`` and EvalPlus ``eval_results.json``
 :func:`read_lm_eval`   lm-evaluation-harness ``samples_<task>_<time>.jsonl`` (``--log_samples``)
 :func:`read_inspect`   Inspect AI ``.eval``/``.json`` logs (needs ``bayeval[inspect]``)
@@ -11,7 +14,9 @@
 
 Every reader maps the source's outcomes to bayeval statuses (each module documents how), exposes
 raw statuses that are a modelling choice (``empty_patch``, ``noanswer``, ...) for ``status_map=``
-and passes ``missing=`` through: none picks a missing-outcome policy for you.
+and passes ``missing=`` through: none picks a missing-outcome policy for you. Every reader
+records what it mapped (rows per raw category and the bayeval status each became): see
+:func:`mapping` and :func:`mapping_report`.
 """
 
 from __future__ import annotations
@@ -24,15 +29,19 @@ from pathlib import Path
 
 from bayeval._validate import validate_choice
 from bayeval.data import EvalData
-from bayeval.readers._common import check_path
+from bayeval.readers._common import check_path, read_json
+from bayeval.readers._mapping import mapping, mapping_report
 from bayeval.readers.humaneval import read_humaneval
 from bayeval.readers.inspect_logs import read_inspect
 from bayeval.readers.lm_eval import read_lm_eval
-from bayeval.readers.swebench import read_swebench
+from bayeval.readers.swebench import is_report, read_swebench
 from bayeval.readers.table import TABLE_SUFFIXES, read_table, table_kind
+from bayeval.readers.tau_bench import is_trajectories, read_tau_bench
+from bayeval.readers.terminal_bench import is_run_results, read_terminal_bench
 
-__all__ = ["FORMATS", "detect_format", "read", "read_humaneval", "read_inspect", "read_lm_eval",
-           "read_swebench", "read_table"]
+__all__ = ["FORMATS", "detect_format", "mapping", "mapping_report", "read", "read_humaneval",
+           "read_inspect", "read_lm_eval", "read_swebench", "read_table", "read_tau_bench",
+           "read_terminal_bench"]
 
 #: Format names accepted by :func:`read` and the reader each one calls.
 FORMATS = {
@@ -41,8 +50,12 @@ FORMATS = {
     "humaneval": read_humaneval,
     "lm_eval": read_lm_eval,
     "inspect": read_inspect,
+    "terminal_bench": read_terminal_bench,
+    "tau_bench": read_tau_bench,
 }
-_SWEBENCH_KEYS = {"resolved", "resolved_ids", "unresolved", "unresolved_ids"}
+#: JSON files of a run folder that are not results (metadata beside them).
+_NOT_RESULTS = ("run_metadata.json", "metadata.json", "tb.lock")
+_FOLDER_SCAN = 200
 
 
 def read(path, format="auto", **kwargs) -> EvalData:
@@ -52,7 +65,8 @@ def read(path, format="auto", **kwargs) -> EvalData:
     ----------
     path : path, glob, list of paths or ``{system: path}`` dict
         What the chosen reader accepts; ``"auto"`` looks at the first file.
-    format : {"auto", "table", "swebench", "humaneval", "lm_eval", "inspect"}
+    format : {"auto", "table", "swebench", "humaneval", "lm_eval", "inspect", \
+"terminal_bench", "tau_bench"}
         ``"auto"`` decides from the suffix and, for JSON, the content (see
         :func:`detect_format`).
     **kwargs
@@ -82,11 +96,15 @@ def detect_format(path) -> str:
     """The reader a file (or folder) needs: one of :data:`FORMATS`.
 
     ``.eval`` is Inspect; ``.csv``/``.tsv``/``.parquet`` (and compressed tables such as
-    ``.csv.gz``) a table; ``samples_*.jsonl`` or JSON lines with ``doc_id`` and ``metrics``
-    lm-eval; JSON lines with ``task_id`` and ``passed``/``result`` human-eval; a JSON object with
-    ``resolved(_ids)`` lists SWE-bench, with ``eval`` holding a task and a model Inspect, with
-    ``eval`` holding per-task sample lists EvalPlus; a JSON list of records a table. A folder
-    holding ``samples_*.jsonl`` is lm-eval, one holding ``.eval`` logs Inspect.
+    ``.csv.gz``) a table; JSON lines with ``doc_id`` and ``metrics`` lm-eval; JSON lines with
+    ``task_id`` and ``passed``/``result`` human-eval (unscored HumanEval samples are refused
+    with the command that scores them); a JSON object with ``results``, a list of trials with
+    ``is_resolved``, Terminal-Bench; one with ``resolved(_ids)`` lists (or the classic lists
+    ``no_generation``, ``applied``, ...) SWE-bench; with ``eval`` holding a task and a model
+    Inspect, with ``eval`` holding per-task sample lists EvalPlus; a JSON list of records with
+    ``task_id``, ``trial`` and ``reward`` τ-bench, any other list of records a table. A folder
+    holding ``samples_*.jsonl`` is lm-eval, one holding ``.eval`` logs Inspect; otherwise its
+    JSON files decide, and they must agree.
 
     Examples
     --------
@@ -105,13 +123,17 @@ def detect_format(path) -> str:
     path = check_path(path, "read")
     if path.is_dir():
         return _folder_format(path)
+    if path.suffix.lower() == ".json" and path.name.startswith("resolved_by_"):
+        raise ValueError(_unknown(path, "it is a per-repository or per-year summary of a "
+                                        "SWE-bench run (counts, no instances); read the run's "
+                                        "results.json"))
     if path.suffix.lower() == ".eval":
         return "inspect"
     kind, compression = table_kind(path)
     if kind in ("csv", "tsv", "parquet") or (kind is not None and compression):
         return "table"
     if kind == "jsonl":
-        return "lm_eval" if path.name.startswith("samples_") else _jsonl_format(path)
+        return _jsonl_format(path)
     if kind == "json":
         return _json_format(path)
     raise ValueError(_unknown(path, f"its suffix {path.suffix!r} is not one bayeval reads"))
@@ -128,20 +150,45 @@ def _first(path):
 
 
 def _folder_format(folder: Path) -> str:
-    if next(folder.rglob("samples_*.jsonl"), None) is not None:
-        return "lm_eval"
-    if next(folder.rglob("*.eval"), None) is not None:
-        return "inspect"
+    try:
+        if next(folder.rglob("samples_*.jsonl"), None) is not None:
+            return "lm_eval"
+        if next(folder.rglob("*.eval"), None) is not None:
+            return "inspect"
+        files = sorted(p for p in folder.rglob("*.json") if p.is_file()
+                       and p.name not in _NOT_RESULTS and not p.name.startswith("resolved_by_"))
+    except PermissionError as exc:
+        raise PermissionError(f"read: a folder under '{folder}' cannot be read ({exc})") from None
+    found: dict[str, list[Path]] = {}
+    for path in files[:_FOLDER_SCAN]:
+        try:
+            kind = _json_format(path)
+        except ValueError:
+            kind = "unrecognised"
+        found.setdefault(kind, []).append(path)
+    known = {k: v for k, v in found.items() if k not in ("unrecognised", "table")}
+    if len(known) == 1:
+        return next(iter(known))
+    if len(known) > 1:
+        shown = "; ".join(f"{k}: '{v[0]}'" + (f" and {len(v) - 1} more" if len(v) > 1 else "")
+                          for k, v in known.items())
+        raise ValueError(f"read: the folder '{folder}' mixes result formats ({shown}); give "
+                         "the files of one format, or format=")
     raise ValueError(f"read: cannot tell the format of folder '{folder}': it holds no lm-eval "
-                     "samples_*.jsonl and no Inspect .eval logs; give a file, or format=")
+                     "samples_*.jsonl, no Inspect .eval logs and no JSON results file bayeval "
+                     f"knows ({len(files)} .json file(s) looked at); known formats: "
+                     f"{', '.join(FORMATS)}; give a file, or format=")
 
 
 def _jsonl_format(path: Path) -> str:
-    with open(path, encoding="utf-8") as handle:
-        line = next((raw for raw in handle if raw.strip()), "")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            line = next((raw for raw in handle if raw.strip()), "")
+    except UnicodeDecodeError:
+        raise ValueError(_unknown(path, "it is not UTF-8 text")) from None
     try:
         record = json.loads(line)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise ValueError(_unknown(path, "its first line is not JSON")) from None
     if isinstance(record, dict) and "doc_id" in record and (
             "metrics" in record or "filter" in record or "filtered_resps" in record):
@@ -149,22 +196,25 @@ def _jsonl_format(path: Path) -> str:
     if isinstance(record, dict) and "task_id" in record and (
             "passed" in record or "result" in record):
         return "humaneval"
+    if isinstance(record, dict) and "task_id" in record and "completion" in record:
+        raise ValueError(
+            f"read: '{path}' holds HumanEval samples (task_id, completion) that were not scored "
+            "yet: run `evaluate_functional_correctness` on it (or EvalPlus's evaluate) and read "
+            "the results file it writes (<samples>.jsonl_results.jsonl)")
+    if path.name.startswith("samples_"):
+        return "lm_eval"
     return "table"
 
 
 def _json_format(path: Path) -> str:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            payload = json.load(handle)
-    except json.JSONDecodeError as exc:
-        raise ValueError(_unknown(path, f"it is not valid JSON ({exc})")) from None
+    payload = read_json(path, "read")
     if isinstance(payload, list):
-        return "table"
+        return "tau_bench" if is_trajectories(payload) else "table"
     if not isinstance(payload, dict):
         raise ValueError(_unknown(path, f"it holds a JSON {type(payload).__name__}"))
-    if _SWEBENCH_KEYS & set(payload):
-        return "swebench"
-    if payload and all(isinstance(v, dict) and "resolved" in v for v in payload.values()):
+    if is_run_results(payload):
+        return "terminal_bench"
+    if is_report(payload):
         return "swebench"
     evals = payload.get("eval")
     if isinstance(evals, dict):
@@ -174,7 +224,8 @@ def _json_format(path: Path) -> str:
     for key in ("records", "rows", "data"):
         if isinstance(payload.get(key), list):
             return "table"
-    raise ValueError(_unknown(path, f"its keys {sorted(payload)[:10]} match no known format"))
+    raise ValueError(_unknown(path, f"its keys {sorted(map(str, payload))[:12]} match no known "
+                                    "format"))
 
 
 def _unknown(path: Path, why: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval._validate import describe_values
-from bayeval.data import EvalData, from_frame
+from bayeval.data import STATUSES, EvalData, from_frame
 
 __all__: list[str] = []
 
@@ -39,8 +40,22 @@ def check_path(path, reader: str) -> Path:
         raise TypeError(f"{reader}: expected a file path (str or os.PathLike); "
                         f"got {type(path).__name__}")
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{reader}: no such file or directory: '{path}'")
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{reader}: no such file or directory: '{path}'") from None
+    except PermissionError:
+        raise PermissionError(f"{reader}: '{path}' cannot be read (permission denied)") from None
+    if stat.S_ISDIR(mode):
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise PermissionError(f"{reader}: the folder '{path}' cannot be read (permission "
+                                  "denied), so its files cannot be listed")
+    elif not stat.S_ISREG(mode):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise ValueError(f"{reader}: '{path}' is {kind}; give a results file or folder (a pipe "
+                         "or device would block or change while it is read)")
+    elif not os.access(path, os.R_OK):
+        raise PermissionError(f"{reader}: '{path}' cannot be read (permission denied)")
     return path
 
 
@@ -88,20 +103,59 @@ def sources(path_or_paths, system, reader: str, name_of: Callable[[Path], str]):
     return [(system if system is not None else name_of(p), p) for p in paths]
 
 
+def expand(path_or_paths, reader: str, accept: Callable[[Path], bool], what: str) -> list[Path]:
+    """Files from paths, folders (searched recursively, keeping ``accept``-ed files) and globs."""
+    import glob as _glob
+
+    items = path_or_paths if isinstance(path_or_paths, (list, tuple)) else [path_or_paths]
+    files: list[Path] = []
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"{reader}: expected file paths, folders or glob patterns (str or "
+                            f"os.PathLike); got {type(item).__name__}")
+        if not Path(item).exists() and _glob.has_magic(str(item)):
+            found = sorted(Path(p) for p in _glob.glob(str(item), recursive=True))
+            if not found:
+                raise FileNotFoundError(f"{reader}: the glob {str(item)!r} matches no file")
+            files += [check_path(p, reader) for p in found if not p.is_dir()]
+            continue
+        path = check_path(item, reader)
+        if path.is_dir():
+            try:
+                found = sorted(p for p in path.rglob("*") if p.is_file() and accept(p))
+            except PermissionError as exc:
+                raise PermissionError(f"{reader}: a folder under '{path}' cannot be read "
+                                      f"({exc})") from None
+            if not found:
+                raise ValueError(f"{reader}: the folder '{path}' holds no {what}")
+            files += found
+        else:
+            files.append(path)
+    return files
+
+
 def read_json(path: Path, reader: str):
-    """Parse a JSON file; errors name the file and the position."""
+    """Parse a JSON file; errors name the file and say what is wrong with it."""
+    path = check_path(path, reader)
     try:
         with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{reader}: '{path}' is not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{reader}: '{path}' is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+                         "JSON files must be UTF-8 (is it binary, or another encoding?)") from None
+    except RecursionError:
+        raise ValueError(f"{reader}: '{path}' is nested too deeply to parse as JSON") from None
 
 
 def read_jsonl(path: Path, reader: str) -> list[tuple[int, dict]]:
     """``[(line number, record), ...]`` of a JSON-lines file (blank lines skipped)."""
     records = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    path = check_path(path, reader)
+    with open(path, encoding="utf-8", errors="strict") as handle:
+        lines = _lines(handle, path, reader)
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
@@ -109,6 +163,9 @@ def read_jsonl(path: Path, reader: str) -> list[tuple[int, dict]]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{reader}: '{path}' line {number} is not valid JSON "
                                  f"({exc})") from None
+            except RecursionError:
+                raise ValueError(f"{reader}: '{path}' line {number} is nested too deeply to "
+                                 "parse as JSON") from None
             if not isinstance(record, dict):
                 raise ValueError(f"{reader}: '{path}' line {number} is a "
                                  f"{type(record).__name__}, not a JSON object")
@@ -116,6 +173,14 @@ def read_jsonl(path: Path, reader: str) -> list[tuple[int, dict]]:
     if not records:
         raise ValueError(f"{reader}: '{path}' holds no records")
     return records
+
+
+def _lines(handle, path, reader) -> list[str]:
+    try:
+        return handle.readlines()
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{reader}: '{path}' is not UTF-8 text (byte {exc.start}: "
+                         f"{exc.reason}); JSON lines must be UTF-8") from None
 
 
 def describe_lines(numbers, limit: int = 5) -> str:
@@ -138,7 +203,7 @@ def merge_status_map(default: Mapping, user: Mapping | None, reader: str) -> dic
 
 
 def build(rows: list[dict], reader: str, files, *, status_map: dict, missing, planned_trials,
-          cluster: bool) -> EvalData:
+          cluster: bool, notes=None) -> EvalData:
     """Tidy rows -> :func:`bayeval.from_frame`, numbering trials within each cell in order."""
     frame = pd.DataFrame(rows, columns=COLUMNS)
     if frame.empty:
@@ -147,7 +212,7 @@ def build(rows: list[dict], reader: str, files, *, status_map: dict, missing, pl
     frame["status"] = frame["status"].astype(object)
     frame["trial"] = frame.groupby(["system", "task"], sort=False).cumcount()
     try:
-        return from_frame(
+        data = from_frame(
             frame, trial="trial", status="status", status_map=status_map,
             cluster="cluster" if cluster else None, missing=missing,
             planned_trials=planned_trials,
@@ -159,6 +224,38 @@ def build(rows: list[dict], reader: str, files, *, status_map: dict, missing, pl
         note = (f" [raw statuses in the source: {listed}; status map in use: "
                 f"{status_map}]" if listed else "")
         raise type(exc)(f"{reader} ({shown}): {exc}{note}") from exc
+    record_mapping(data, reader, frame, status_map, notes=notes)
+    return data
+
+
+#: Name of the ``EvalData.dataset.attrs`` entry holding what a reader mapped (JSON).
+MAPPING_ATTR = "reader_mapping"
+
+
+def mapped_status(raw, recorded: bool, status_map: Mapping) -> str:
+    """The bayeval status a raw status becomes (the rules of :func:`bayeval.from_frame`)."""
+    if raw is not None and raw in status_map:
+        return status_map[raw]
+    if raw is not None and raw in STATUSES:
+        return raw
+    return "ok" if recorded else "no_verdict"
+
+
+def record_mapping(data: EvalData, reader: str, frame: pd.DataFrame, status_map: Mapping,
+                   notes=None) -> None:
+    """Store, in ``data.dataset.attrs``, the rows per (system, raw status -> bayeval status)."""
+    recorded = frame["success"].notna()
+    raw = frame["status"].where(frame["status"].notna(), None)
+    rows: dict[tuple, int] = {}
+    for system, value, has in zip(frame["system"], raw, recorded, strict=True):
+        label = "(outcome)" if value is None else str(value)
+        status = mapped_status(value, bool(has), status_map)
+        key = (str(system), label, status)
+        rows[key] = rows.get(key, 0) + 1
+    payload = {"reader": reader,
+               "rows": [[s, r, b, n] for (s, r, b), n in rows.items()],
+               "notes": list(notes or [])}
+    data.dataset.attrs[MAPPING_ATTR] = json.dumps(payload)
 
 
 def binary(value) -> float | None:

@@ -11,6 +11,7 @@ import bz2
 import gzip
 import json
 import lzma
+import zlib
 from pathlib import Path
 
 import pandas as pd
@@ -102,13 +103,18 @@ def load_table(path, reader: str = "read_table") -> pd.DataFrame:
             return _read_parquet(path, reader)
         if kind == "jsonl":
             return pd.read_json(path, lines=True, dtype=False)
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise ValueError(f"{reader}: could not read '{path}' as {kind}: {exc}") from None
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError, EOFError,
+            lzma.LZMAError, zlib.error, RecursionError) as exc:
+        # OSError/EOFError: a truncated or corrupt compressed file (bad gzip, cut-off stream)
+        raise ValueError(f"{reader}: could not read '{path}' as {kind}"
+                         f"{' (' + compression + ')' if compression else ''}: "
+                         f"{type(exc).__name__}: {exc}") from None
     if compression:
         try:
             with COMPRESSIONS[compression](path, "rt", encoding="utf-8") as handle:
                 payload = json.load(handle)
-        except (OSError, EOFError, lzma.LZMAError, json.JSONDecodeError) as exc:
+        except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError,
+                RecursionError) as exc:
             raise ValueError(f"{reader}: could not read '{path}' as compressed JSON: "
                              f"{exc}") from None
     else:
