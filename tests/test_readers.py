@@ -465,3 +465,44 @@ def test_inspect_score_values():
     unscored = Sample("C")
     unscored.scores = None
     assert _outcome(unscored, "m", "f.eval")[1] == "no_verdict"
+
+
+@inspect_warnings
+def test_inspect_refuses_logs_without_samples_and_reads_what_is_there(inspect_logs, tmp_path):
+    """Silent misreads of real logs: no samples, mixed id types, lone epochs, cancelled runs."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    _, files = inspect_logs
+    toy_a = files[("mockllm/model", "toy")]
+    # a log saved without per-sample records (header totals only) is refused, not not_run
+    bare = read_eval_log(str(toy_a))
+    bare.samples = None
+    write_eval_log(bare, str(tmp_path / "bare.json"))
+    with pytest.raises(ValueError, match=r"bare\.json.*no per-sample records.*sample logging"):
+        br.read_inspect(tmp_path / "bare.json")
+    # int 0 in the samples against '0' in the dataset is one sample, not two
+    mixed = read_eval_log(str(toy_a))
+    mixed.samples = [s for s in mixed.samples if s.id == "q1"]
+    for sample in mixed.samples:
+        sample.id = 0
+    mixed.eval.dataset.sample_ids = ["0"]
+    write_eval_log(mixed, str(tmp_path / "mixed.json"))
+    data = br.read_inspect(tmp_path / "mixed.json")
+    assert list(data.tasks) == ["0"] and data.dataset["trials"].values.tolist() == [[2]]
+    # no epoch count in the config: the epochs are those present (a lone epoch 2 adds no epoch 1)
+    lone = read_eval_log(str(toy_a))
+    lone.samples = [s for s in lone.samples if s.id == "q1" and s.epoch == 2]
+    lone.eval.config.epochs = None
+    lone.eval.dataset.sample_ids = ["q1"]
+    write_eval_log(lone, str(tmp_path / "lone.json"))
+    data = br.read_inspect(tmp_path / "lone.json")
+    assert statuses(data) == {"mockllm/model": {"ok": 1}}
+    # a cancelled run is surfaced: a warning, a note in the mapping, its gaps not_run
+    cancelled = read_eval_log(str(toy_a))
+    cancelled.status = "cancelled"
+    cancelled.samples = [s for s in cancelled.samples if s.id != "q3"]
+    write_eval_log(cancelled, str(tmp_path / "cancelled.json"))
+    with pytest.warns(be.BayevalWarning, match="cancelled"):
+        data = br.read_inspect(tmp_path / "cancelled.json", missing="exclude")
+    assert statuses(data)["mockllm/model"]["not_run"] == 2
+    assert "status 'cancelled'" in br.mapping_report(data)

@@ -13,7 +13,11 @@ A score value ``"C"``/``"CORRECT"``, ``True`` or ``1`` is a success; ``"I"``/``"
 ``noanswer`` (map it, e.g. ``status_map={"noanswer": "invalid"}``). Partial credit (``"P"``,
 0.5) and other values are not pass/fail and raise. A sample that ended with an error is status
 ``error`` (no outcome); one with no score is ``no_verdict``; a sample listed in the log's dataset
-with an epoch missing from the log (an interrupted run) is ``not_run``. A sample that hit a limit
+with an epoch missing from the log (an interrupted run) is ``not_run``. The epochs are the
+log's configured count, or else those its samples have (never assumed). A log whose run did not
+finish (``status: cancelled`` or ``error``) is read with a warning and a note in
+:func:`bayeval.readers.mapping_report`. A log saved without per-sample records is refused. Ids
+are read as text when a log mixes integer and string ids (``0`` and ``'0'`` are one sample). A sample that hit a limit
 (time, tokens, messages) is still scored, and keeps the raw status ``limit_<type>`` (map
 ``{"limit_time": "timeout"}`` to treat it as a timeout).
 """
@@ -22,13 +26,14 @@ from __future__ import annotations
 
 import inspect as _pyinspect
 import os
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from bayeval._validate import describe_values
+from bayeval._validate import BayevalWarning, describe_values
 from bayeval.data import EvalData
 from bayeval.readers._common import binary, build, check_path, merge_status_map
 
@@ -99,6 +104,16 @@ def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_
     if system is not None and not isinstance(system, str):
         raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
     logs = [(file, _read(log_module, file)) for file in files]
+    notes = []
+    for file, log in logs:
+        _check_samples(log, file)
+        status = getattr(log, "status", "success")
+        if status != "success":
+            message = (f"'{file}' has status {status!r} (the run did not finish): samples it "
+                       "lacks are counted as not_run")
+            notes.append(message)
+            warnings.warn(f"{_READER}: {message}", BayevalWarning, stacklevel=2)
+    as_text = _ids_as_text(logs)
     tasks = list(dict.fromkeys(log.eval.task for _, log in logs))
     several = len(tasks) > 1
     rows, origin = [], defaultdict(list)
@@ -108,16 +123,20 @@ def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_
         name = _scorer(scorer, log, file)
         seen = set()
         for sample in log.samples or []:
-            key = (model, task_name, sample.id, sample.epoch)
+            sample_id = str(sample.id) if as_text else sample.id
+            key = (model, task_name, sample_id, sample.epoch)
             origin[key].append(file)
-            seen.add((sample.id, sample.epoch))
+            seen.add((sample_id, sample.epoch))
             success, raw = _outcome(sample, name, file)
-            rows.append({"system": model, "task": f"{task_name}/{sample.id}" if several
-                         else sample.id, "success": success, "status": raw,
+            rows.append({"system": model, "task": f"{task_name}/{sample_id}" if several
+                         else sample_id, "success": success, "status": raw,
                          "cluster": task_name, "epoch": sample.epoch})
-        epochs = getattr(log.eval.config, "epochs", None) or 1
+        configured = getattr(log.eval.config, "epochs", None)
+        # epochs: as configured, else those the samples present have (never assumed)
+        epochs = range(1, configured + 1) if configured else sorted({e for _, e in seen})
         for sample_id in getattr(log.eval.dataset, "sample_ids", None) or []:
-            for epoch in range(1, epochs + 1):
+            sample_id = str(sample_id) if as_text else sample_id
+            for epoch in epochs:
                 if (sample_id, epoch) not in seen:
                     origin[(model, task_name, sample_id, epoch)].append(file)
                     rows.append({"system": model, "task": f"{task_name}/{sample_id}" if several
@@ -136,7 +155,29 @@ def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_
     for row in rows:
         del row["epoch"]
     return build(rows, _READER, files, status_map=merge_status_map({}, status_map, _READER),
-                 missing=missing, planned_trials=planned_trials, cluster=several)
+                 missing=missing, planned_trials=planned_trials, cluster=several, notes=notes)
+
+
+def _check_samples(log, file) -> None:
+    """Refuse a log saved without its per-sample records (only the header's totals)."""
+    if log.samples:
+        return
+    results = getattr(log, "results", None)
+    completed = getattr(results, "completed_samples", 0) or 0
+    listed = len(getattr(log.eval.dataset, "sample_ids", None) or [])
+    if completed or listed:
+        raise ValueError(
+            f"{_READER}: '{file}' holds no per-sample records (its header reports "
+            f"{completed} completed sample(s) of {listed or 'an unknown number'}), so no "
+            "outcome can be counted per task; re-run with sample logging (Inspect's "
+            "log_samples=True / --log-samples, the default) and read that log")
+
+
+def _ids_as_text(logs) -> bool:
+    """Whether sample ids must all be read as text: some are strings (``0`` vs ``'0'``)."""
+    ids = [sample.id for _, log in logs for sample in log.samples or []]
+    ids += [i for _, log in logs for i in getattr(log.eval.dataset, "sample_ids", None) or []]
+    return any(isinstance(i, str) for i in ids) and not all(isinstance(i, str) for i in ids)
 
 
 def _inspect_log():
