@@ -332,3 +332,18 @@ def test_mapping_needs_reader_data():
     with pytest.raises(ValueError, match="not made by a bayeval reader"):
         br.mapping(be.from_counts([[1, 2]], trials=2))
     assert np.isfinite(br.read(TAU).coverage.iloc[0])
+
+
+def test_cli_analyze_a_folder_of_classic_reports():
+    from click.testing import CliRunner
+
+    from bayeval import cli
+
+    args = ["analyze", str(CLASSIC), "--compare", "20240701_agent-b", "20240620_agent-a"]
+    refused = CliRunner().invoke(cli.main, args)
+    assert refused.exit_code != 0
+    assert "--missing" in refused.output and "'install_fail': 12" in refused.output
+    done = CliRunner().invoke(cli.main, [*args, "--missing", "bounds"])
+    assert done.exit_code == 0, done.output
+    assert "20240701_agent-b - 20240620_agent-a" in done.output
+    assert "'error': 18" in done.output and "'timeout': 4" in done.output
