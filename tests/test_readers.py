@@ -237,6 +237,17 @@ def test_lm_eval_repeats_become_trials(tmp_path):
     assert statuses(data) == {"org__model": {"ok": 7, "no_verdict": 1}}
 
 
+def test_lm_eval_default_metric_is_the_primary_one():
+    gsm = next((LM_EVAL / "EleutherAI__pythia-160m").glob("samples_gsm8k_*.jsonl"))
+    lines = [json.loads(line) for line in gsm.read_text().splitlines() if line.strip()]
+    primary = lines[0]["metrics"][0]
+    strict = [line for line in lines if line["filter"] == "strict-match"]
+    data = br.read_lm_eval(gsm, filter="strict-match")
+    assert int(data.dataset["successes"].sum()) == sum(int(line[primary]) for line in strict)
+    assert br.read_lm_eval(gsm, filter="strict-match", metric=primary).fingerprint() == \
+        data.fingerprint()
+
+
 def test_lm_eval_errors_name_file_metric_and_values(tmp_path):
     gsm = sorted(LM_EVAL.glob("EleutherAI__pythia-160m/samples_gsm8k_*.jsonl"))
     with pytest.raises(ValueError, match=r"samples_gsm8k_.*several filters "

@@ -34,7 +34,7 @@ _NOT_METRICS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps
                 "metrics", "doc_hash", "prompt_hash", "target_hash"}
 
 
-def read_lm_eval(path_or_glob, system=None, metric="acc", *, filter=None, cluster="task",
+def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster="task",
                  missing=None, status_map=None, planned_trials=None) -> EvalData:
     """Read lm-evaluation-harness ``samples_*.jsonl`` logs into counts.
 
@@ -46,9 +46,11 @@ def read_lm_eval(path_or_glob, system=None, metric="acc", *, filter=None, cluste
     system : str, optional
         System name for every file. Default: the folder holding each file (the harness names it
         after the model, e.g. ``EleutherAI__pythia-160m``).
-    metric : str or mapping
-        The 0/1 metric to read (``"acc"``, ``"acc_norm"``, ``"exact_match"``, ...), or
-        ``{harness task: metric}``.
+    metric : str or mapping, optional
+        The 0/1 metric to read (``"acc"``, ``"acc_norm"``, ``"exact_match"``, ``"pass@1"``,
+        ...), or ``{harness task: metric}``. Default: each task's primary metric, the first of
+        the ``metrics`` its sample lines list (the order of the task's ``metric_list``); a
+        wrong choice is refused with the metrics the file has.
     filter : str or mapping, optional
         The filter whose rows to read (``"strict-match"``, ...), or ``{harness task: filter}``.
         Default: the only filter of each file; a file with several asks to choose.
@@ -94,6 +96,8 @@ def read_lm_eval(path_or_glob, system=None, metric="acc", *, filter=None, cluste
         records = read_jsonl(path, _READER)
         chosen = _pick(records, path, task, filter)
         key = metric.get(task) if isinstance(metric, Mapping) else metric
+        if metric is None:
+            key = _primary(chosen, path)
         if not isinstance(key, str):
             raise ValueError(f"{_READER}: no metric for harness task {task!r} ('{path}'); "
                              "metric= must be a name or a {task: name} dict covering it")
@@ -204,6 +208,17 @@ def _outcomes(records, path, metric: str) -> list[tuple]:
             f"this file that are 0/1: {binary_ones or 'none'}"
         )
     return out
+
+
+def _primary(records, path) -> str:
+    """The first metric the sample lines list (the task's primary metric)."""
+    listed = next((r["metrics"] for _, r in records
+                   if isinstance(r.get("metrics"), list) and r["metrics"]), None)
+    if listed is None:
+        raise ValueError(f"{_READER}: '{path}' lists no 'metrics' on its lines, so it has no "
+                         f"primary metric; choose one with metric= (its keys: "
+                         f"{_metric_names(records)})")
+    return listed[0]
 
 
 def _metric_names(records) -> list[str]:
