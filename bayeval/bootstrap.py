@@ -20,7 +20,9 @@ Nothing loops over replicates or episodes. Units within a group are exchangeable
 is reduced to the histogram of its distinct unit patterns (the joint values over the systems
 involved) and a replicate is one multinomial draw of pattern counts; trials within a task are
 exchangeable too, so the trial bootstrap draws, per distinct ``(n, c)`` pattern, how many of its
-tasks land on each possible count. 100,000 tasks never need a replicates x tasks index array.
+tasks land on each possible count (recentred at the estimate and scaled to the estimator's
+unbiased variance; rows with ``k > n/2`` have no such variance and are marked
+``interval_valid=False``). 100,000 tasks never need a replicates x tasks index array.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from bayeval._validate import (
     validate_prob,
     validate_seed,
 )
-from bayeval.estimators import METRICS, _unbiased
+from bayeval.estimators import METRICS, _unbiased, clip_probability, unbiased_table
 
 __all__ = ["pass_at_k", "pass_hat_k", "compare"]
 
@@ -107,6 +109,8 @@ class _Resampled:
     replicates: np.ndarray  # (replicate, col, k)
     jack_dev: np.ndarray  # (event, col, k): jackknife value minus estimate
     jack_mult: np.ndarray  # (event,): how many units each event stands for
+    valid: np.ndarray | None = None  # (col, k): whether the interval construction holds
+    reason: np.ndarray | None = None  # (col, k): why not, "" where it holds
 
 
 def _task_values(c, n, ks, metric):
@@ -169,7 +173,8 @@ def _resample_units(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resample
             left_out = (tot_V[None] - pV) / (tot_S[None, :, None] - pS[..., None])
         jack_dev.append(w * (left_out - ratio[None]))
         jack_mult.append(mult)
-    return _Resampled(estimate, replicates, np.concatenate(jack_dev), np.concatenate(jack_mult))
+    return _Resampled(clip_probability(estimate), clip_probability(replicates),
+                      np.concatenate(jack_dev), np.concatenate(jack_mult))
 
 
 def _trial_weights(n, layout: _Layout) -> np.ndarray:
@@ -182,22 +187,50 @@ def _trial_weights(n, layout: _Layout) -> np.ndarray:
 
 
 def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampled:
+    """Trial bootstrap, recentred at the estimate and rescaled to its unbiased variance.
+
+    A resampled task's count is ``c* ~ Binomial(n, c/n)``, so a replicate of the unbiased
+    estimator g has bootstrap mean ``f(c/n)``, the plug-in value (``1 - (1 - c/n)**k`` for
+    pass@k), not ``g(c)``: for k well above 1 the raw replicates sit below the estimate, and at
+    k near n the estimate falls outside its own percentile interval. Both bootstrap moments
+    are exact sums over the n + 1 outcomes, so each system's replicates are shifted to centre
+    on the estimate and scaled to the unbiased estimate of the estimator's variance,
+    ``sum_j w_j**2 (g_k(c_j)**2 - g_2k(c_j))`` for pass^k (with ``1 - g`` for pass@k). That
+    variance estimate exists only where ``2k <= n`` in every task; elsewhere the replicates are
+    only recentred and the row is marked (``valid``/``reason``): the bootstrap then
+    under-covers.
+    """
     weights = _trial_weights(n, layout)
     n_col, n_k = c.shape[0], len(ks)
     estimate = np.zeros((n_col, n_k))
     replicates = np.zeros((n_boot, n_col, n_k))
+    boot_mean = np.zeros((n_col, n_k))
+    boot_var = np.zeros((n_col, n_k))
+    unbiased_var = np.zeros((n_col, n_k))
+    valid = np.ones((n_col, n_k), dtype=bool)
+    reason = np.full((n_col, n_k), "", dtype=object)
     jack_dev, jack_mult = [], []
+    tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for col in range(n_col):
         used = n[col] > 0
         keys = np.stack([n[col, used], c[col, used], weights[col, used]], axis=1)
         patterns, mult = np.unique(keys, axis=0, return_counts=True)
+        too_few = 2 * ks > int(n[col, used].min(initial=2 * ks.max()))
         for (nn, cc, w), m in zip(patterns, mult):
             nn, cc = int(nn), int(cc)
-            outcomes = np.arange(nn + 1)
-            table = _unbiased(nn, outcomes[:, None], ks[None, :], metric)  # (n+1, k)
+            if nn not in tables:
+                tables[nn] = (unbiased_table(nn, ks, metric),
+                              unbiased_table(nn, 2 * ks, metric))
+            table, table_2k = tables[nn]
             estimate[col] += m * w * table[cc]
+            g, g2 = table[cc], table_2k[cc]
+            h, h2 = (1 - g, 1 - g2) if metric == "pass@k" else (g, g2)
+            unbiased_var[col] += m * w**2 * np.where(too_few, 0.0, h**2 - h2)
             if 0 < cc < nn:
-                prob = stats.binom.pmf(outcomes, nn, cc / nn)
+                prob = stats.binom.pmf(np.arange(nn + 1), nn, cc / nn)
+                mean = prob @ table
+                boot_mean[col] += m * w * mean
+                boot_var[col] += m * w**2 * np.maximum(prob @ table**2 - mean**2, 0.0)
                 for sl in _chunks(n_boot, min(m, nn + 1)):
                     size = sl.stop - sl.start
                     if m < nn + 1:
@@ -207,6 +240,7 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampl
                         counts = rng.multinomial(m, prob, size=size).astype(float)
                         replicates[sl, col] += w * counts @ table
             else:
+                boot_mean[col] += m * w * table[cc]
                 replicates[:, col] += m * w * table[cc]
             # leave one trial out: a success (cc of them) or a failure (nn - cc of them)
             for left, times in ((cc - 1, cc), (cc, nn - cc)):
@@ -219,9 +253,27 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampl
                     dev[col] = np.nan
                 jack_dev.append(dev)
                 jack_mult.append(m * times)
+        negative = ~too_few & (unbiased_var[col] < 0)
+        valid[col] = ~too_few & ~negative
+        n_min = int(n[col, used].min()) if used.any() else 0
+        for i in np.flatnonzero(too_few):
+            reason[col, i] = (
+                f"k={int(ks[i])} is more than half the fewest trials of a task (n={n_min}): "
+                f"the variance of the unbiased {metric} estimator cannot be estimated from the "
+                "trials, so the interval is the trial bootstrap recentred at the estimate and "
+                "under-covers (use k <= n/2, unit='task', or a Bayesian fit)")
+        for i in np.flatnonzero(negative):
+            reason[col, i] = ("the unbiased variance estimate is negative (too few tasks with "
+                              "mixed outcomes); the interval is the trial bootstrap recentred at "
+                              "the estimate")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = np.where(valid[col] & (boot_var[col] > 0),
+                             np.sqrt(np.maximum(unbiased_var[col], 0.0) / boot_var[col]), 1.0)
+        replicates[:, col] = estimate[col] + (replicates[:, col] - boot_mean[col]) * scale
     if not jack_dev:
         jack_dev, jack_mult = [np.full((n_col, n_k), np.nan)], [1]
-    return _Resampled(estimate, replicates, np.stack(jack_dev), np.asarray(jack_mult))
+    return _Resampled(clip_probability(estimate), clip_probability(replicates),
+                      np.stack(jack_dev), np.asarray(jack_mult), valid, reason)
 
 
 # -- intervals ---------------------------------------------------------------------------------
@@ -332,6 +384,13 @@ def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed):
     return res, shape, bounds
 
 
+def _validity(res: _Resampled, shape, n_k):
+    """``interval_valid`` and ``interval_reason`` as (bound, system, k) arrays."""
+    if res.valid is None:
+        return np.ones(shape + (n_k,), dtype=bool), np.full(shape + (n_k,), "", dtype=object)
+    return res.valid.reshape(shape + (n_k,)), res.reason.reshape(shape + (n_k,))
+
+
 def _reshape(array, lead, shape, n_k):
     return array.reshape(lead + shape + (n_k,))
 
@@ -394,6 +453,9 @@ def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weight
     })
     if method == "bca":
         ds["bca_fallback"] = da(fallback, ())
+    valid, reason = _validity(res, shape, n_k)
+    ds["interval_valid"] = da(valid, ())
+    ds["interval_reason"] = da(reason, ())
     coords = {"system": np.asarray(systems, dtype=object), "k": ks, "ci_bound": ["lower", "upper"]}
     if bounds:
         coords["missing_bound"] = bounds
@@ -432,7 +494,9 @@ def pass_at_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
     -------
     xarray.Dataset
         ``estimate`` (system[, missing_bound][, k]), ``replicates`` (on ``replicate``),
-        ``interval`` (on ``ci_bound``), ``status_counts``, ``coverage``; settings in attrs.
+        ``interval`` (on ``ci_bound``), ``interval_valid`` and ``interval_reason`` (whether
+        the interval's construction holds, and why not: the trial bootstrap has none for
+        ``k > n/2``), ``status_counts``, ``coverage``; settings in attrs.
 
     Examples
     --------
@@ -492,7 +556,9 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
         ``effect`` (replicates on ``replicate``), ``effect_estimate``, ``effect_interval``
         (``ci_bound``), ``prob_positive``, ``prob_above_margin`` and ``prob_noninferior``
         (shares of replicates above 0, ``margin`` and ``-margin``), ``p_value`` (two-sided
-        percentile-bootstrap test of no effect), per-system ``estimate``, status counts.
+        percentile-bootstrap test of no effect), per-system ``estimate``,
+        ``interval_valid``/``interval_reason`` (as in :func:`pass_at_k`, for the effect),
+        status counts.
 
     Examples
     --------
@@ -563,6 +629,11 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     })
     if method == "bca":
         ds["bca_fallback"] = da(fallback)
+    valid, reason = _validity(res, shape, n_k)  # (bound, system, k): an effect needs both
+    eff_valid = valid[cand_bound, 1] & valid[base_bound, 0]
+    eff_reason = np.where(valid[cand_bound, 1], reason[base_bound, 0], reason[cand_bound, 1])
+    ds["interval_valid"] = da(eff_valid)
+    ds["interval_reason"] = da(eff_reason.astype(object))
     coords = {"system": np.asarray(pair, dtype=object), "k": ks, "ci_bound": ["lower", "upper"]}
     if bounds:
         coords["missing_bound"] = bounds

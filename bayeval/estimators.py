@@ -92,8 +92,48 @@ def _unbiased(n, c, k, metric: str) -> np.ndarray:
         a = np.where(short, uc, un - uk)
         m = np.where(short, uk, un - uc)
         values[defined] = _falling_ratio(a, un, m)
-    out = values[inverse.ravel()].reshape(shape)
+    out = clip_probability(values[inverse.ravel()].reshape(shape))
     return out if out.ndim else float(out)
+
+
+def clip_probability(values):
+    """Clip computed probabilities (sums, products, closed forms) to [0, 1].
+
+    Rounding can push a weighted mean of values in [0, 1] a few ulps outside it (a benchmark
+    pass@k of 1.0000000000000002); NaN stays NaN.
+
+    Examples
+    --------
+    >>> from bayeval.estimators import clip_probability
+    >>> float(clip_probability(0.1 + 0.2 + 0.7))
+    1.0
+    """
+    return np.clip(values, 0.0, 1.0)
+
+
+def unbiased_table(n: int, ks, metric: str) -> np.ndarray:
+    """The unbiased estimator at every success count: shape ``(n + 1, len(ks))``.
+
+    Row ``c`` holds pass@k (or pass^k) of a task with ``c`` successes in ``n`` trials, for each
+    k; NaN where ``k > n``. One cumulative product per k, ``prod_{i<m} (n - k - i) / (n - i)``
+    over m = 0..n, gives ``C(n - c, k) / C(n, k)`` at ``m = c`` and ``C(c, k) / C(n, k)`` at
+    ``m = n - c``: the cost is O(n) per k, however large k is.
+
+    Examples
+    --------
+    >>> from bayeval.estimators import unbiased_table
+    >>> unbiased_table(4, [1, 2], "pass@k").round(4).tolist()
+    [[0.0, 0.0], [0.25, 0.5], [0.5, 0.8333], [0.75, 1.0], [1.0, 1.0]]
+    """
+    ks = np.asarray(ks, dtype=np.int64)
+    i = np.arange(n, dtype=float)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factors = np.clip((n - ks[None, :] - i) / (n - i), 0.0, 1.0)
+    ratio = np.vstack([np.ones((1, len(ks))), np.cumprod(factors, axis=0)])  # m = 0..n
+    table = 1.0 - ratio if metric == "pass@k" else ratio[::-1]
+    table = np.clip(table, 0.0, 1.0)
+    table[:, ks > n] = np.nan
+    return table
 
 
 def pass_at_k(n, c, k):

@@ -42,8 +42,11 @@ def test_trial_bootstrap_variance_matches_binomial_formula(rng):
     data = be.from_counts(c, n)
     res = be.bootstrap.pass_at_k(data, unit="trial", n_boot=40_000, seed=2)
     p = c / n
-    expected = (p * (1 - p) / n).sum() / 40**2
+    # the replicates carry the unbiased estimate of Var(c / n), p (1 - p) / (n - 1), rather
+    # than the plug-in p (1 - p) / n of a bare resample of the trials
+    expected = (p * (1 - p) / (n - 1)).sum() / 40**2
     assert float(res["replicates"].var()) == pytest.approx(expected, rel=0.03)
+    assert float(res["replicates"].mean()) == pytest.approx(res["estimate"].item(), abs=1e-3)
     assert res.attrs["estimand"] == "tasks"
 
 
@@ -231,3 +234,75 @@ def test_u_shaped_population_trial_bootstrap_undercovers_task_bootstrap_does_not
     coverage = {unit: h / n_sim for unit, h in hits.items()}
     assert coverage["trial"] < 0.5  # episodes treated as the random units: far too narrow
     assert 0.82 <= coverage["task"] <= 0.97  # percentile bootstrap with N=10: near nominal
+
+
+# -- the trial bootstrap at large k -------------------------------------------------------------
+def _exact_unbiased_variance(c, n, k, metric):
+    """Sum over tasks of g_k(c)**2 - g_2k(c) in exact rational arithmetic (h = 1 - g for pass@k)."""
+    from fractions import Fraction
+    from math import comb
+
+    total = Fraction(0)
+    for cj, nj in zip(c, n):
+        if metric == "pass@k":
+            h, h2 = Fraction(comb(nj - cj, k), comb(nj, k)), Fraction(comb(nj - cj, 2 * k),
+                                                                      comb(nj, 2 * k))
+        else:
+            h, h2 = Fraction(comb(cj, k), comb(nj, k)), Fraction(comb(cj, 2 * k), comb(nj, 2 * k))
+        total += h * h - h2
+    return float(total / len(c) ** 2)
+
+
+@pytest.mark.parametrize("metric", ["pass@k", "pass^k"])
+def test_trial_bootstrap_is_centred_and_scaled_to_the_unbiased_estimator(metric):
+    # regression: the replicates were centred on the plug-in value, so at k near n the estimate
+    # fell outside its own interval (22 of 156 rows of one report)
+    rng = np.random.default_rng(5)
+    c = rng.integers(0, 7, 80)
+    data = be.from_counts(c, 10)
+    func = be.bootstrap.pass_at_k if metric == "pass@k" else be.bootstrap.pass_hat_k
+    ks = [1, 2, 5, 8, 10]
+    res = func(data, k=ks, unit="trial", n_boot=20_000, seed=4)
+    est = res["estimate"].values[0]
+    lower, upper = res["interval"].values[0].T
+    assert ((lower <= est) & (est <= upper)).all()
+    np.testing.assert_allclose(res["replicates"].mean("replicate").values[0], est, atol=2e-3)
+    valid = res["interval_valid"].values[0]
+    assert valid.tolist() == [True, True, True, False, False]
+    for i, k in enumerate(ks[:3]):
+        expected = _exact_unbiased_variance(c, [10] * len(c), k, metric)
+        assert float(res["replicates"].values[:, 0, i].var()) == pytest.approx(expected,
+                                                                               rel=0.04)
+    reason = res["interval_reason"].values[0]
+    assert (reason[:3] == "").all()
+    assert "k=8 is more than half the fewest trials of a task (n=10)" in reason[3]
+
+
+def test_trial_bootstrap_marks_paired_effects_at_large_k():
+    data = be.from_counts([[3, 5, 0, 7, 2, 9], [4, 6, 1, 8, 5, 9]], 10, systems=["A", "B"])
+    out = be.bootstrap.compare(data, "B", "A", k=[2, 9], unit="trial", n_boot=2000, seed=0)
+    assert out["interval_valid"].values.tolist() == [True, False]
+    assert "k=9" in str(out["interval_reason"].values[1])
+    by_task = be.bootstrap.compare(data, "B", "A", k=[2, 9], unit="task", n_boot=2000, seed=0)
+    assert by_task["interval_valid"].values.all()
+
+
+def test_trial_bootstrap_cost_does_not_grow_with_k():
+    # regression: building each pattern's table cost O(n k) (minutes at k = 10,000); it is
+    # now one cumulative product per k. The values are checked, not the time.
+    data = be.from_counts([3000, 150, 9990], 10_000)
+    res = be.bootstrap.pass_at_k(data, k=[100, 3000, 10_000], unit="trial", n_boot=2000)
+    expected = be.pass_at_k(10_000, np.array([[3000], [150], [9990]]),
+                            np.array([100, 3000, 10_000])).mean(axis=0)
+    np.testing.assert_allclose(res["estimate"].values[0], expected, rtol=1e-12)
+    assert res["interval_valid"].values[0].tolist() == [True, True, False]  # 2k <= n
+
+
+def test_bootstrap_probabilities_stay_in_the_unit_interval():
+    # regression: weighted sums of per-task values of 1.0 reached 1.0000000000000002
+    data = be.from_counts([[5000] * 7 + [6000] * 2 + [7000]], 10_000)
+    for unit in ("trial", "task"):
+        res = be.bootstrap.pass_at_k(data, k=10_000, unit=unit, n_boot=200)
+        assert float(res["replicates"].max()) <= 1.0
+        assert float(res["estimate"].max()) <= 1.0
+        assert float(res["interval"].max()) <= 1.0

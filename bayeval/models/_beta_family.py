@@ -28,6 +28,8 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
+from bayeval.estimators import clip_probability
+
 EXACT_LIMIT = 100  # tasks per (n, c) group drawn one by one; larger groups use their moments
 
 
@@ -78,12 +80,14 @@ def beta_moments(a, b, metric: str, ks: np.ndarray):
     a = np.asarray(a, dtype=float)[..., None]
     b = np.asarray(b, dtype=float)[..., None]
     log_norm = special.betaln(a, b)
+    # betaln differences lose digits for large a, b: E[(1-p)^k] and E[p^k] can come out a few
+    # 1e-9 above 1, so the moments are clipped to [0, 1]
     if metric == "pass@k":
-        q1 = np.exp(special.betaln(a, b + ks) - log_norm)
-        q2 = np.exp(special.betaln(a, b + 2 * ks) - log_norm)
-        return 1 - q1, 1 - 2 * q1 + q2
-    m1 = np.exp(special.betaln(a + ks, b) - log_norm)
-    m2 = np.exp(special.betaln(a + 2 * ks, b) - log_norm)
+        q1 = clip_probability(np.exp(special.betaln(a, b + ks) - log_norm))
+        q2 = clip_probability(np.exp(special.betaln(a, b + 2 * ks) - log_norm))
+        return 1 - q1, clip_probability(1 - 2 * q1 + q2)
+    m1 = clip_probability(np.exp(special.betaln(a + ks, b) - log_norm))
+    m2 = clip_probability(np.exp(special.betaln(a + 2 * ks, b) - log_norm))
     return m1, m2
 
 
@@ -139,7 +143,7 @@ def tasks_draws(alpha, beta, c, n, pops: Populations, metric, ks, seed, system_i
 def population_value(alpha, beta, pops: Populations, metric, ks) -> np.ndarray:
     """Population estimand per draw from population parameters ``(..., population)``."""
     m1, _ = beta_moments(alpha, beta, metric, ks)
-    return np.tensordot(np.moveaxis(m1, -2, -1), pops.weight, axes=([-1], [0]))
+    return clip_probability(np.tensordot(np.moveaxis(m1, -2, -1), pops.weight, axes=([-1], [0])))
 
 
 def task_rate_draws(alpha, beta, c, n, pops: Populations, seed, system_index) -> np.ndarray:
@@ -251,7 +255,7 @@ class BetaRates:
             p = p.transpose("chain", "draw", "missing_bound", "system", "task").values
             weights = np.stack([task_weights(n[b], pops) for b in range(len(n))])
             f = metric_of_rate(np.nan_to_num(p), metric, ks)
-            values = np.einsum("cdbstk,bst->cdbsk", f, weights)
+            values = clip_probability(np.einsum("cdbstk,bst->cdbsk", f, weights))
             return self._wrap(values, tree, bounds, ks, metric)
         alpha, beta = self.params(tree)
         n_chain, n_draw = alpha.shape[:2]
