@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy import stats
+from statsmodels.stats.proportion import proportion_confint
 
 from bayeval._validate import validate_choice, validate_k, validate_prob
 
@@ -207,10 +207,6 @@ def task_metric(successes: xr.DataArray, trials: xr.DataArray, k, metric: str = 
     ).assign_coords(k=ks)
 
 
-def _z(ci_prob: float) -> float:
-    return float(stats.norm.ppf(0.5 + validate_prob("ci_prob", ci_prob) / 2))
-
-
 def _proportion_args(successes, n):
     c = np.asarray(successes, dtype=float)
     n = np.asarray(n, dtype=float)
@@ -219,8 +215,24 @@ def _proportion_args(successes, n):
     return np.broadcast_arrays(c, n)
 
 
+def _confint(successes, n, ci_prob, method: str):
+    """``statsmodels.stats.proportion.proportion_confint``, elementwise; NaN where n == 0."""
+    # 1 - 0.95 is 0.050000000000000044: round so that ci_prob=0.95 means alpha=0.05 exactly
+    alpha = round(1.0 - validate_prob("ci_prob", ci_prob), 12)
+    c, n = (np.array(x) for x in _proportion_args(successes, n))  # statsmodels writes to them
+    empty = n == 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lower, upper = proportion_confint(c, np.where(empty, 1.0, n), alpha=alpha, method=method)
+    lower = np.where(empty, np.nan, np.asarray(lower, dtype=float))
+    upper = np.where(empty, np.nan, np.asarray(upper, dtype=float))
+    return _pair(lower, upper)
+
+
 def wilson_interval(successes, n, ci_prob: float = 0.95):
     """Wilson score interval for a binomial proportion.
+
+    The values are those of ``statsmodels.stats.proportion.proportion_confint(successes, n,
+    alpha=1 - ci_prob, method="wilson")``, elementwise over broadcast arrays.
 
     Parameters
     ----------
@@ -240,18 +252,13 @@ def wilson_interval(successes, n, ci_prob: float = 0.95):
     >>> [round(x, 4) for x in be.wilson_interval(7, 10)]
     [0.3968, 0.8922]
     """
-    z = _z(ci_prob)
-    c, n = _proportion_args(successes, n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = c / n
-        denom = 1 + z**2 / n
-        centre = (p + z**2 / (2 * n)) / denom
-        half = z * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / denom
-    return _pair(np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1))
+    return _confint(successes, n, ci_prob, "wilson")
 
 
 def wald_interval(successes, n, ci_prob: float = 0.95):
     """Wald (normal approximation) interval, clipped to [0, 1]; shown for comparison only.
+
+    statsmodels' ``method="normal"``; parameters and returns as in :func:`wilson_interval`.
 
     Examples
     --------
@@ -259,16 +266,13 @@ def wald_interval(successes, n, ci_prob: float = 0.95):
     >>> [round(x, 4) for x in be.estimators.wald_interval(7, 10)]
     [0.416, 0.984]
     """
-    z = _z(ci_prob)
-    c, n = _proportion_args(successes, n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        p = c / n
-        half = z * np.sqrt(p * (1 - p) / n)
-    return _pair(np.clip(p - half, 0, 1), np.clip(p + half, 0, 1))
+    return _confint(successes, n, ci_prob, "normal")
 
 
 def clopper_pearson_interval(successes, n, ci_prob: float = 0.95):
     """Clopper-Pearson ("exact") interval from Beta quantiles; 0 or 1 at the boundaries.
+
+    statsmodels' ``method="beta"``; parameters and returns as in :func:`wilson_interval`.
 
     Examples
     --------
@@ -276,17 +280,14 @@ def clopper_pearson_interval(successes, n, ci_prob: float = 0.95):
     >>> [round(x, 4) for x in be.estimators.clopper_pearson_interval(7, 10)]
     [0.3475, 0.9333]
     """
-    alpha = 1 - validate_prob("ci_prob", ci_prob)
-    c, n = _proportion_args(successes, n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lower = np.where(c > 0, stats.beta.ppf(alpha / 2, c, n - c + 1), 0.0)
-        upper = np.where(c < n, stats.beta.ppf(1 - alpha / 2, c + 1, n - c), 1.0)
-    nan = n == 0
-    return _pair(np.where(nan, np.nan, lower), np.where(nan, np.nan, upper))
+    return _confint(successes, n, ci_prob, "beta")
 
 
 def jeffreys_interval(successes, n, ci_prob: float = 0.95):
     """Jeffreys interval: equal-tailed quantiles of ``Beta(c + 1/2, n - c + 1/2)``.
+
+    statsmodels' ``method="jeffreys"`` (0 or 1 at the boundaries); parameters and returns as
+    in :func:`wilson_interval`.
 
     Examples
     --------
@@ -294,12 +295,7 @@ def jeffreys_interval(successes, n, ci_prob: float = 0.95):
     >>> [round(x, 4) for x in be.estimators.jeffreys_interval(7, 10)]
     [0.3942, 0.9073]
     """
-    alpha = 1 - validate_prob("ci_prob", ci_prob)
-    c, n = _proportion_args(successes, n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        lower = stats.beta.ppf(alpha / 2, c + 0.5, n - c + 0.5)
-        upper = stats.beta.ppf(1 - alpha / 2, c + 0.5, n - c + 0.5)
-    return _pair(lower, upper)
+    return _confint(successes, n, ci_prob, "jeffreys")
 
 
 def _pair(lower, upper):

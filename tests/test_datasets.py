@@ -102,3 +102,16 @@ def test_terminal_bench_description_agrees_with_its_status_map():
     assert _described(line, r"(\d+) attempts not ok") == not_ok
     assert _described(line, r"(\d+) outcomes with no verdict") == no_verdict
     assert _described(line, r"(\d+) recorded failures") == recorded_not_ok
+
+
+def test_package_is_marked_typed():
+    # PEP 561: the marker sits in the package, and hatch's wheel target ships every
+    # non-ignored file under bayeval/
+    assert (Path(be.__file__).parent / "py.typed").is_file()
+    try:
+        files = importlib.metadata.files("bayeval")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("bayeval is not installed (running from a bare source tree)")
+    if any(f.name.endswith(".pth") for f in files):
+        pytest.skip("editable install: the marker is read from the source tree")
+    assert any(str(f).replace("\\", "/") == "bayeval/py.typed" for f in files)

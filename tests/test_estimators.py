@@ -151,3 +151,53 @@ def test_design_effect_per_missing_bound():
         alone = be.from_counts([[2 + fill, 0, 4]], trials=4)
         expected = be.design_effect(alone)["icc"].item()
         assert out["icc"].sel(system="A", missing_bound=bound).item() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    "func, method",
+    [(be.wilson_interval, "wilson"), (est.clopper_pearson_interval, "beta"),
+     (est.jeffreys_interval, "jeffreys"), (est.wald_interval, "normal")],
+)
+def test_intervals_are_statsmodels_to_the_last_bit(func, method):
+    n = np.repeat([1, 2, 7, 40, 333], [2, 3, 8, 41, 334])
+    c = np.concatenate([np.arange(m + 1) for m in (1, 2, 7, 40, 333)])
+    for ci_prob, alpha in ((0.95, 0.05), (0.9, 0.1), (0.5, 0.5), (0.999, 0.001)):
+        lower, upper = func(c, n, ci_prob=ci_prob)
+        ref_lower, ref_upper = proportion_confint(c, n, alpha=alpha, method=method)
+        assert np.max(np.abs(lower - ref_lower)) <= 1e-16
+        assert np.max(np.abs(upper - ref_upper)) <= 1e-16
+    # vectorised: broadcasting, scalars in and out, NaN where n == 0
+    grid_lower, grid_upper = func(np.array([[0], [3]]), np.array([5, 10]))
+    assert grid_lower.shape == grid_upper.shape == (2, 2)
+    empty = func(np.array([0, 1]), np.array([0, 4]))
+    assert np.isnan(empty[0][0]) and np.isnan(empty[1][0]) and not np.isnan(empty[0][1])
+    np.testing.assert_array_equal(grid_upper[1, :2],
+                                  proportion_confint(3, np.array([5, 10]), method=method)[1])
+    scalar = func(3, 10)
+    assert isinstance(scalar[0], float) and isinstance(scalar[1], float)
+    assert scalar == tuple(float(x) for x in proportion_confint(3, 10, method=method))
+
+
+def test_unbiased_table_matches_exact_fractions():
+    for n in (1, 6, 25):
+        ks = np.arange(1, n + 2)
+        for metric in ("pass@k", "pass^k"):
+            table = est.unbiased_table(n, ks, metric)
+            for c in range(n + 1):
+                for j, k in enumerate(ks):
+                    if k > n:
+                        assert np.isnan(table[c, j])
+                        continue
+                    exact = (1 - Fraction(comb(n - c, k), comb(n, k)) if metric == "pass@k"
+                             else Fraction(comb(c, k), comb(n, k)))
+                    assert table[c, j] == pytest.approx(float(exact), abs=1e-15)
+
+
+def test_estimators_stay_in_the_unit_interval_at_large_k():
+    # regression: probabilities computed by rounding-prone sums reached 1.0000000000000002
+    c = np.arange(0, 20_001, 97)
+    for k in (1, 10, 1000, 10_000):
+        for func in (be.pass_at_k, be.pass_hat_k):
+            values = func(20_000, c, k)
+            assert ((0.0 <= values) & (values <= 1.0)).all()
+    assert float(est.clip_probability(np.nextafter(1.0, 2.0))) == 1.0
