@@ -819,13 +819,17 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
         grad[i_sig[1]] += sig[1] * g_sv
     g_u = np.zeros(G)
     g_w = np.zeros((S, G))
+    g_id = np.zeros((S, H))  # gradient in the identified intercepts, rotated once below
     for p in range(P):
         g, h = p_cluster[p], p_stratum[p]
         for s in range(S):
             g_u[g] += g_eta[p, s]
             g_w[s, g] += g_eta[p, s]
-            for t in range(S):
-                grad[i_za + t * H + h] += rot[s, t] * g_eta[p, s]
+            g_id[s, h] += g_eta[p, s]
+    for s in range(S):
+        for t in range(S):
+            for h in range(H):
+                grad[i_za + t * H + h] += rot[s, t] * g_id[s, h]
     if clusters:
         total_shift = 0.0
         for s in range(S):
