@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 import bayeval as be
+from bayeval.fit import choose_model
 from bayeval import report as _report
 from bayeval.data import MISSING_POLICIES
 from bayeval.readers import FORMATS as READER_FORMATS
@@ -34,7 +35,7 @@ from bayeval.readers import read as read_results
 from bayeval.readers.table import load_table
 
 EXIT_PASS, EXIT_WORSE, EXIT_USAGE, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
-MODELS = ("hierarchical", "beta_binomial", "logit_normal")
+MODELS = ("auto", "hierarchical", "beta_binomial", "logit_normal")
 SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc")
 #: Conventional column names, detected when present.
 CONVENTIONAL = {"system": "system", "task": "task", "success": "success", "trial": "trial",
@@ -242,8 +243,10 @@ def _column_options(trials_flag: str):
 
 def _model_options(func):
     options = [
-        click.option("--model", type=click.Choice(MODELS), default="hierarchical",
-                     show_default=True, help="Statistical model."),
+        click.option("--model", type=click.Choice(MODELS), default="auto",
+                     show_default=True, help="Statistical model; auto: the paired "
+                     "logit_normal model for several systems on shared tasks, hierarchical "
+                     "otherwise. With --compare only the compared systems are fitted."),
         click.option("--sampler", type=click.Choice(SAMPLERS), default="auto",
                      show_default=True, help="Engine; auto picks the exact grid or conjugate "
                      "engine where the model allows it, NUTS otherwise."),
@@ -476,7 +479,22 @@ def _echo_notes(notes, start: int = 0):
         click.echo(f"note: {note}", err=True)
 
 
-def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1000):
+def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1000,
+         pairs=None):
+    """Fit ``data`` (only the systems of ``pairs`` when given: a comparison fits what it
+    needs), saying on stderr what is fitted before a sampler runs."""
+    if pairs:
+        wanted = list(dict.fromkeys(s for pair in pairs for s in pair))
+        data = data.sel(system=[s for s in data.systems if s in wanted])
+    chosen = model
+    if model == "auto":
+        chosen = choose_model(data, sampler)[0]
+    if chosen == "logit_normal" or sampler in ("nutpie", "pymc"):
+        ds = data.dataset
+        click.echo(f"fitting {chosen} ({'paired' if chosen == 'logit_normal' else 'unpaired'}) "
+                   f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
+                   f"{chains} chain(s) x {draws} draws after {tune} warm-up, seed {seed} ...",
+                   err=True)
     with notes:
         return be.fit(data, model=model, draws=draws, chains=chains, seed=seed,
                       sampler=sampler, tune=tune, progress=sys.stderr.isatty())
@@ -662,7 +680,7 @@ def analyze(files, fmt, system, task, success, successes, trials_column, trial, 
     with notes:
         data, lines = _load(files, opts)
     pairs = _check_pairs(pairs, data.systems)
-    res = _fit(data, model, sampler, draws, chains, seed, notes, tune)
+    res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=pairs)
     to_stdout = json_path == "-"
     _header(data, lines, res, err=to_stdout)
     _echo_notes(notes.items)
@@ -719,7 +737,7 @@ def gate(files, fmt, system, task, success, successes, trials_column, trial, clu
     with notes:
         data, _ = _load(files, opts)
     (pair,) = _check_pairs([pair], data.systems)
-    res = _fit(data, model, sampler, draws, chains, seed, notes, tune)
+    res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=[pair])
     report = _report.report_data(
         res, comparisons=[pair], k=k, metric=metric, estimand=estimand, margin=margin,
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
@@ -911,8 +929,10 @@ def power(effect, sd, icc, trials_grid, pilot, pair, fmt, system, task, success,
 def demo(report_path, no_report, json_path, n_boot: int, seed: int):
     """Analyse the bundled SWE-bench Verified results (25 systems x 500 tasks, 12 repositories).
 
-    Fits the hierarchical model, prints each system's pass@1 for both estimands next to its
-    bootstrap twin, compares the two leading systems and writes a report card.
+    Fits the hierarchical model to every system (exact grid engine), prints each system's
+    pass@1 for both estimands next to its bootstrap twin, compares the two leading systems
+    with the paired logit_normal model (repository and task effects shared) next to the
+    paired bootstraps and writes a report card.
     """
     _check_outputs(json_path, None if no_report else report_path)
     notes = _Notes()
@@ -924,9 +944,11 @@ def demo(report_path, no_report, json_path, n_boot: int, seed: int):
         population = res.pass_at_k(k=1, estimand="population").mean(["chain", "draw"])
     order = population.to_series().sort_values(ascending=False).index.tolist()
     best, second = order[:2]
+    paired = _fit(data, "logit_normal", "auto", 1000, 4, seed, notes, pairs=[(best, second)])
     report = _report.report_data(res, comparisons=[(best, second)], k=1, n_boot=n_boot,
                                  seed=seed, notes=notes.items, command=_command_line(),
-                                 title="bayeval demo: SWE-bench Verified (mini-SWE-agent)")
+                                 title="bayeval demo: SWE-bench Verified (mini-SWE-agent)",
+                                 compare_results=paired)
     _echo_notes(report["notes"])
     _echo_table(report, ["population", "tasks"], "pass@k", 0.95)
     click.echo("(population: a new task like these, task bootstrap; tasks: these 500 tasks, "

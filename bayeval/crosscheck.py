@@ -87,7 +87,7 @@ def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
     --------
     >>> import bayeval as be
     >>> data = be.from_counts([[9, 1, 10, 0, 7, 3, 8, 2]], trials=10)
-    >>> res = be.fit(data, draws=500, chains=2, seed=0)
+    >>> res = be.fit(data, draws=500, chains=2, seed=0, model="hierarchical")
     >>> table = be.crosscheck(res, n_boot=2000, fmt="dataframe")
     >>> table[["estimand", "bootstrap_unit"]].drop_duplicates().values.tolist()
     [['tasks', 'trial'], ['population', 'task']]

@@ -39,7 +39,7 @@ from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal
 from bayeval.models._beta_family import Populations, counts_by_bound, stratum_dims
 from bayeval.results import Results
 
-__all__ = ["fit"]
+__all__ = ["choose_model", "fit"]
 
 SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc")
 ENGINES = {
@@ -52,7 +52,47 @@ GATES = {"max_rhat": 1.01, "min_ess_per_chain": 100, "min_bfmi": 0.3}
 TASK_DRAWS_LIMIT = 4_000_000  # stored per-task draws (chain x draw x system x task x bound)
 
 
-def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, seed=None,
+def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
+    """The model ``fit(data, model="auto")`` runs, and why.
+
+    Several systems run on shared tasks get the paired ``logit_normal`` model (shared task and
+    cluster effects: comparisons are paired); one system, or systems without two shared tasks,
+    get ``hierarchical``. A sampler that only one model has decides it: ``"grid"`` is the
+    hierarchical model's, ``"conjugate"`` the beta-binomial's.
+
+    Parameters
+    ----------
+    data : EvalData
+    sampler : str, default "auto"
+
+    Returns
+    -------
+    (model, reason) : tuple of str
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.fit import choose_model
+    >>> choose_model(be.from_counts([[3, 5, 1], [4, 6, 2]], trials=10, systems=["A", "B"]))[0]
+    'logit_normal'
+    >>> choose_model(be.from_counts([3, 5, 1], trials=10))[0]
+    'hierarchical'
+    """
+    if sampler == "grid":
+        return "hierarchical", "sampler='grid' runs the hierarchical model"
+    if sampler == "conjugate":
+        return "beta_binomial", "sampler='conjugate' runs the beta_binomial model"
+    _, n, _ = counts_by_bound(data.dataset)
+    n_systems = n.shape[1]
+    shared = int(((n[0] > 0).sum(axis=0) >= 2).sum())
+    if n_systems >= 2 and shared >= 2:
+        return "logit_normal", (f"{n_systems} systems share {shared} tasks: the paired "
+                                "logit_normal model (shared task and cluster effects)")
+    why = "one system" if n_systems < 2 else f"the systems share {shared} task(s)"
+    return "hierarchical", f"{why}: the hierarchical model"
+
+
+def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None,
         sampler: str = "auto", *, tune: int = 1000, priors: dict | None = None,
         progress: bool | None = None, strict: bool = False, task_draws="auto") -> Results:
     """Fit a Bayesian model to evaluation counts.
@@ -60,8 +100,10 @@ def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, s
     Parameters
     ----------
     data : EvalData
-    model : {"hierarchical", "beta_binomial", "logit_normal"}, default "hierarchical"
-        ``logit_normal`` adds clusters and pairs the systems through shared task effects.
+    model : {"auto", "hierarchical", "beta_binomial", "logit_normal"}, default "auto"
+        ``logit_normal`` adds clusters and pairs the systems through shared task effects;
+        ``"auto"`` picks it for several systems on shared tasks and ``hierarchical`` otherwise
+        (:func:`choose_model`), and records the choice in ``attrs["model_choice"]``.
     draws, chains : int, default 1000 and 4
         Posterior draws per chain, and chains (the grid and conjugate engines fill the same
         ``(chain, draw)`` layout).
@@ -88,9 +130,9 @@ def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, s
     --------
     >>> import bayeval as be
     >>> data = be.from_counts([[9, 1, 10, 0, 7, 3, 10, 0]], trials=10)
-    >>> res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=1)
-    >>> res.tree.attrs["sampler"]
-    'grid'
+    >>> res = be.fit(data, draws=500, chains=2, seed=1)   # one system: "auto" is hierarchical
+    >>> res.tree.attrs["model"], res.tree.attrs["sampler"]
+    ('hierarchical', 'grid')
     >>> res.pass_at_k(k=1, estimand="population").dims
     ('chain', 'draw', 'system')
     """
@@ -99,8 +141,11 @@ def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, s
     if not isinstance(data, EvalData):
         raise TypeError(f"data must be an EvalData (from be.from_frame / be.from_counts); "
                         f"got {type(data).__name__}")
-    validate_choice("model", model, tuple(ENGINES))
+    validate_choice("model", model, ("auto", *ENGINES))
     validate_choice("sampler", sampler, SAMPLERS)
+    requested_model, choice = model, None
+    if model == "auto":
+        model, choice = choose_model(data, sampler)
     if sampler not in ENGINES[model]:
         raise ValueError(f"model {model!r} runs with sampler in {sorted(ENGINES[model])}; "
                          f"got {sampler!r}")
@@ -149,6 +194,8 @@ def fit(data, model: str = "hierarchical", draws: int = 1000, chains: int = 4, s
         posterior = posterior.assign(p=_task_rate_draws(model, data, priors, draws, chains,
                                                         seed, posterior, ds, bounds))
     attrs = _attrs(data, model, engine, sampler, seed, draws, chains, tune, priors)
+    attrs["model_requested"] = requested_model
+    attrs["model_choice"] = choice or f"model={model!r} as requested"
     groups = {"posterior": posterior, "observed_data": ds.copy()}
     if sample_stats is not None:
         groups["sample_stats"] = sample_stats
@@ -238,6 +285,8 @@ def _attrs(data, model, engine, requested, seed, draws, chains, tune, priors) ->
         "missing_policy": data.missing or "none", "input_hash": data.fingerprint(),
         "created_at": datetime.now(timezone.utc).isoformat(),
         "library_versions": json.dumps(versions),
+        "inference_library": engine if engine in ("nutpie", "pymc") else "bayeval",
+        "inference_library_version": versions.get(engine, versions["bayeval"]),
     }
     if model == "beta_binomial":
         attrs["prior_p"] = list(priors["p"])

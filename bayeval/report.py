@@ -633,7 +633,8 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
                 margin: float = 0.0, prob: float = 0.95, superior: bool = False,
                 n_boot: int = 2000, seed=0, ci_prob: float = 0.95, compare_k=None,
                 power_effects=None, alpha: float = 0.05, power: float = 0.8,
-                adjust: str = "holm", notes=(), command=None, title=None) -> dict:
+                adjust: str = "holm", notes=(), command=None, title=None,
+                compare_results=None) -> dict:
     """Every number of the report card, as a JSON-ready ``dict``.
 
     Parameters
@@ -674,6 +675,10 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     command : str, optional
         The command line that produced the results, recorded for reproduction.
     title : str, optional
+    compare_results : Results, optional
+        The fit the comparisons are read from (e.g. the paired ``logit_normal`` model of just
+        the compared systems, while ``results`` gives the per-system table); default
+        ``results``. Both must come from the same data.
 
     Returns
     -------
@@ -688,7 +693,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     >>> from bayeval.report import report_data
     >>> data = be.from_counts([[3, 5, 1, 8, 6], [6, 9, 2, 9, 7]], trials=10,
     ...                       systems=["A", "B"])
-    >>> res = be.fit(data, draws=200, chains=2, seed=0)
+    >>> res = be.fit(data, draws=200, chains=2, seed=0, model="hierarchical")
     >>> out = report_data(res, comparisons=[("B", "A")], margin=0.02, n_boot=500)
     >>> out["comparisons"][0]["bayes"]["decision"]["test"]
     'non-inferiority'
@@ -725,7 +730,14 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             e, (int, float)) or not math.isfinite(e) or e <= 0]
         if bad or not power_effects:
             raise ValueError(f"power_effects must be positive numbers; got {power_effects!r}")
-    pairs = _check_comparisons(comparisons, results.systems)
+    compare_results = results if compare_results is None else compare_results
+    if not isinstance(compare_results, Results):
+        raise TypeError(f"compare_results must be a bayeval Results; got "
+                        f"{type(compare_results).__name__}")
+    if compare_results is not results and estimand not in compare_results.estimands:
+        raise ValueError(f"compare_results (model {compare_results.model!r}) has no "
+                         f"{estimand!r} estimand")
+    pairs = _check_comparisons(comparisons, compare_results.systems)
     if isinstance(notes, str):
         notes = [notes]
 
@@ -740,7 +752,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         data_section = _data_section(results)
         metrics = _metrics_section(results, ks, n_boot, seed, ci_prob, estimand)
         comparisons_out = _comparisons_section(
-            results, pairs, metric, compare_k, estimand, float(margin), prob, superior, n_boot,
+            compare_results, pairs, metric, compare_k, estimand, float(margin), prob, superior, n_boot,
             seed, ci_prob, power_effects, alpha, power)
         diagnostics = _diagnostics_section(results)
     skipped = _resampled_clusters(results.data)[1]
@@ -763,6 +775,10 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         "comparisons": comparisons_out,
         "multiplicity": _multiplicity_section(comparisons_out, adjust),
         "diagnostics": diagnostics,
+        "comparison_fit": (None if compare_results is results else {
+            "model": compare_results.model, "systems": [str(s) for s in compare_results.systems],
+            "sampler": compare_results.tree.attrs.get("sampler"),
+            "diagnostics": _diagnostics_section(compare_results)}),
         "systematic": _systematic_section(data_section),
         "notes": all_notes,
         "settings": _settings_section(results, settings, command),
@@ -1004,7 +1020,7 @@ def build_report(results, fmt: str = "html", plots: bool = True, data=None, **se
     >>> from bayeval.report import build_report
     >>> data = be.from_counts([[3, 5, 1, 8, 6], [6, 9, 2, 9, 7]], trials=10,
     ...                       systems=["A", "B"])
-    >>> res = be.fit(data, draws=200, chains=2, seed=0)
+    >>> res = be.fit(data, draws=200, chains=2, seed=0, model="hierarchical")
     >>> text = build_report(res, fmt="markdown", plots=False, comparisons=[("B", "A")],
     ...                     n_boot=500)
     >>> text.splitlines()[0]

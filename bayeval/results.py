@@ -54,7 +54,7 @@ class Results:
     >>> import bayeval as be
     >>> data = be.from_counts([[9, 1, 10, 0, 7, 3], [10, 2, 10, 1, 8, 3]], trials=10,
     ...                       systems=["A", "B"])
-    >>> res = be.fit(data, draws=400, chains=2, seed=0)
+    >>> res = be.fit(data, draws=400, chains=2, seed=0, model="hierarchical")
     >>> sorted(res.tree.children)
     ['observed_data', 'posterior', 'posterior_predictive']
     >>> res.summary().columns.tolist()[:4]
@@ -257,7 +257,7 @@ class Results:
         --------
         >>> import bayeval as be
         >>> data = be.from_counts([[3, 5, 1, 8], [6, 9, 2, 9]], trials=10, systems=["A", "B"])
-        >>> res = be.fit(data, draws=300, chains=2, seed=0)
+        >>> res = be.fit(data, draws=300, chains=2, seed=0, model="hierarchical")
         >>> out = res.compare("B", "A", k=1, estimand="tasks", margin=0.02)
         >>> out["effect_interval"].dims
         ('ci_bound',)
@@ -293,7 +293,8 @@ class Results:
             "estimand": estimand, "margin": float(margin), "ci_prob": ci_prob,
             "ci_kind": "eti", "model": self.model,
             "paired": "yes" if self.model == "logit_normal" else
-            "no: this model treats systems independently",
+            (f"no: the {self.model} model treats systems independently (unpaired); "
+             "model='logit_normal', the default for systems on shared tasks, pairs them"),
             **{key: values.attrs[key] for key in ("clusters", "weighting")
                if key in values.attrs},
         }

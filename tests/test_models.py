@@ -73,7 +73,7 @@ def test_hierarchical_grid_matches_scipy_integration(rates):
     n = np.full(12, 8)
     c = rng.binomial(n, rng.beta(a, b, size=12))
     ref = _reference_posterior(c, n, [1, 5])
-    res = be.fit(be.from_counts(c, n), draws=5000, chains=4, seed=2)
+    res = be.fit(be.from_counts(c, n), draws=5000, chains=4, seed=2, model="hierarchical")
     draws = res.pass_at_k(k=[1, 5], estimand="population")
     for k in (1, 5):
         values = draws.sel(k=k).values.ravel()
@@ -116,8 +116,8 @@ def _nuts_data():
 
 def test_grid_and_nuts_agree_within_monte_carlo_error():
     data = _nuts_data()
-    grid = be.fit(data, draws=2000, chains=4, seed=1)
-    nuts = be.fit(data, draws=1000, chains=4, seed=1, sampler="nutpie", tune=1000)
+    grid = be.fit(data, draws=2000, chains=4, seed=1, model="hierarchical")
+    nuts = be.fit(data, draws=1000, chains=4, seed=1, sampler="nutpie", tune=1000, model="hierarchical")
     assert nuts.diagnostics["divergences"] == 0
     for k in (1, 5):
         g = grid.pass_at_k(k=k).values.ravel()
@@ -132,7 +132,7 @@ def test_full_latent_model_agrees_with_the_marginal_one():
     import pymc as pm
 
     data = _nuts_data()
-    grid = be.fit(data, draws=2000, chains=2, seed=4)
+    grid = be.fit(data, draws=2000, chains=2, seed=4, model="hierarchical")
     with build_hierarchical_model(data, marginal=False):
         trace = pm.sample(draws=1000, tune=1000, chains=2, random_seed=3, progressbar=False,
                           quiet=True, nuts_sampler="nutpie", compute_convergence_checks=False)
@@ -145,20 +145,20 @@ def test_full_latent_model_agrees_with_the_marginal_one():
 def test_bad_fits_warn_and_strict_raises():
     data = _nuts_data()
     with pytest.warns(BayevalWarning, match="diagnostics fail their gates.*ESS"):
-        be.fit(data, draws=15, chains=2, tune=15, seed=0, sampler="pymc")
+        be.fit(data, draws=15, chains=2, tune=15, seed=0, sampler="pymc", model="hierarchical")
     with pytest.raises(RuntimeError, match="gates"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BayevalWarning)
-            be.fit(data, draws=15, chains=2, tune=15, seed=0, sampler="pymc", strict=True)
+            be.fit(data, draws=15, chains=2, tune=15, seed=0, sampler="pymc", strict=True, model="hierarchical")
 
 
 def test_ppc_flags_a_prior_that_cannot_be_u_shaped():
     rng = np.random.default_rng(8)
     data = be.from_counts(rng.binomial(16, rng.beta(0.3, 0.3, size=40)), 16)
-    good = be.fit(data, draws=500, chains=2, seed=0)
+    good = be.fit(data, draws=500, chains=2, seed=0, model="hierarchical")
     assert not bool(good.ppc()["flagged"].item())
     with pytest.warns(BayevalWarning, match="posterior predictive check"):
-        bad = be.fit(data, draws=500, chains=2, seed=0, priors={"log_kappa": (5.0, 0.1)})
+        bad = be.fit(data, draws=500, chains=2, seed=0, priors={"log_kappa": (5.0, 0.1)}, model="hierarchical")
     check = bad.ppc()
     assert bool(check["flagged"].item())
     assert float(check["observed_extreme_share"].item()) > float(
@@ -170,7 +170,7 @@ def test_single_trial_warnings():
     with pytest.warns(BayevalWarning, match="74%"):
         be.fit(data, model="beta_binomial", draws=100, chains=1, seed=0)
     with pytest.warns(BayevalWarning, match="not identified"):
-        be.fit(data, draws=100, chains=1, seed=0)
+        be.fit(data, draws=100, chains=1, seed=0, model="hierarchical")
 
 
 def test_tasks_intervals_cover_the_drawn_tasks_and_population_ones_are_wider():
@@ -181,7 +181,7 @@ def test_tasks_intervals_cover_the_drawn_tasks_and_population_ones_are_wider():
     for i in range(n_sim):
         p = rng.beta(0.4, 0.3, size=10)
         data = be.from_counts(rng.binomial(32, p), 32)
-        res = be.fit(data, draws=500, chains=2, seed=i)
+        res = be.fit(data, draws=500, chains=2, seed=i, model="hierarchical")
         tasks = res.pass_at_k(estimand="tasks").values.ravel()
         pop = res.pass_at_k(estimand="population").values.ravel()
         lo, hi = np.quantile(tasks, [0.025, 0.975])

@@ -11,7 +11,7 @@ from bayeval import BayevalWarning
 
 @pytest.fixture(scope="module")
 def tau_fit():
-    return be.fit(be.datasets.load("tau_bench_airline"), draws=500, chains=2, seed=7)
+    return be.fit(be.datasets.load("tau_bench_airline"), draws=500, chains=2, seed=7, model="hierarchical")
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def bounds_fit():
         "trial": [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4,
         "success": [1, 0, np.nan, 1, 1, 1, 0, 1, 1, np.nan, 1, 1, 0, 1, 1, np.nan],
     })
-    return be.fit(be.from_frame(df, trial="trial", missing="bounds"), draws=400, chains=2, seed=1)
+    return be.fit(be.from_frame(df, trial="trial", missing="bounds"), draws=400, chains=2, seed=1, model="hierarchical")
 
 
 def test_metric_dims(tau_fit):
@@ -71,7 +71,7 @@ def test_bounds_are_carried_and_cross_in_compare(bounds_fit):
 
 def test_compare_dataset(tau_fit):
     data = be.from_counts([[3, 5, 1, 8, 2], [6, 9, 2, 9, 4]], 10, systems=["A", "B"])
-    res = be.fit(data, draws=500, chains=2, seed=3)
+    res = be.fit(data, draws=500, chains=2, seed=3, model="hierarchical")
     out = res.compare("B", "A", k=[1, 3], margin=0.05, estimand="population")
     assert set(out.data_vars) == {"effect", "effect_mean", "effect_interval", "prob_positive",
                                   "prob_above_margin", "prob_noninferior"}
@@ -141,12 +141,12 @@ def test_methods_do_not_mutate(tau_fit):
 
 def test_seed_reproducibility_and_recording():
     data = be.from_counts([[3, 4, 9, 0]], 10)
-    one, two = (be.fit(data, draws=100, chains=2, seed=42) for _ in range(2))
+    one, two = (be.fit(data, draws=100, chains=2, seed=42, model="hierarchical") for _ in range(2))
     assert one.tree["posterior"].identical(two.tree["posterior"])
     xr.testing.assert_identical(one.pass_at_k(estimand="tasks"), two.pass_at_k(estimand="tasks"))
-    drawn = be.fit(data, draws=100, chains=2, seed=None)
+    drawn = be.fit(data, draws=100, chains=2, seed=None, model="hierarchical")
     assert isinstance(drawn.tree.attrs["seed"], int)
-    again = be.fit(data, draws=100, chains=2, seed=drawn.tree.attrs["seed"])
+    again = be.fit(data, draws=100, chains=2, seed=drawn.tree.attrs["seed"], model="hierarchical")
     assert again.tree["posterior"].identical(drawn.tree["posterior"])
 
 
@@ -177,9 +177,9 @@ def test_strata_populations_combine_with_declared_weights():
     easy, hard = rng.binomial(10, rng.beta(5, 1, 12)), rng.binomial(10, rng.beta(1, 5, 8))
     data = be.from_counts(np.r_[easy, hard], 10, strata=["easy"] * 12 + ["hard"] * 8,
                           stratum_weights={"easy": 0.3, "hard": 0.7})
-    res = be.fit(data, draws=4000, chains=2, seed=0)
+    res = be.fit(data, draws=4000, chains=2, seed=0, model="hierarchical")
     assert res.tree["posterior"]["mu"].dims == ("chain", "draw", "system", "stratum")
-    alone = [be.fit(be.from_counts(x, 10), draws=4000, chains=2, seed=1).pass_at_k().values
+    alone = [be.fit(be.from_counts(x, 10), draws=4000, chains=2, seed=1, model="hierarchical").pass_at_k().values
              for x in (easy, hard)]
     expected = 0.3 * alone[0].mean() + 0.7 * alone[1].mean()
     assert float(res.pass_at_k().mean()) == pytest.approx(expected, abs=0.005)
@@ -210,7 +210,7 @@ def test_crosscheck_pairs_estimands_with_bootstrap_units(tau_fit):
 def test_crosscheck_says_when_the_trial_bootstrap_is_blind():
     data = be.from_counts([[1, 0, 1, 1, 0, 1, 1, 0]], 1)
     with pytest.warns(BayevalWarning):
-        res = be.fit(data, draws=200, chains=2, seed=0)
+        res = be.fit(data, draws=200, chains=2, seed=0, model="hierarchical")
     with pytest.warns(BayevalWarning, match="zero width"):
         out = be.crosscheck(res, n_boot=200)
     assert float(out["bootstrap_width"].sel(estimand="tasks").item()) == pytest.approx(0.0)

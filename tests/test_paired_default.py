@@ -1,0 +1,96 @@
+"""The paired model is the default wherever systems that share tasks are compared."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayeval as be
+from bayeval import cli
+from bayeval.fit import choose_model
+from bayeval.report import report_data
+from click.testing import CliRunner
+
+
+def _three_systems(shared=True):
+    rng = np.random.default_rng(3)
+    c = rng.binomial(4, 0.5, (3, 12))
+    n = np.full((3, 12), 4)
+    if not shared:  # each system ran its own tasks only: no task has two systems
+        rows = [{"system": name, "task": f"t{j}", "successes": int(c[s, j]), "trials": 4}
+                for s, name in enumerate("ABC") for j in range(4 * s, 4 * s + 4)]
+        return be.from_frame(pd.DataFrame(rows), successes="successes", trials="trials",
+                             missing="exclude")
+    return be.from_counts(c, n, systems=["A", "B", "C"])
+
+
+def test_auto_pairs_systems_on_shared_tasks():
+    model, reason = choose_model(_three_systems())
+    assert model == "logit_normal" and "3 systems share 12 tasks" in reason
+
+
+@pytest.mark.parametrize("data, expected", [
+    (be.from_counts([3, 5, 1, 2], trials=10), "one system"),
+    (_three_systems(shared=False), "the systems share 0 task(s)"),
+])
+def test_auto_falls_back_to_hierarchical(data, expected):
+    model, reason = choose_model(data)
+    assert model == "hierarchical" and expected in reason
+
+
+@pytest.mark.parametrize("sampler, model", [("grid", "hierarchical"),
+                                            ("conjugate", "beta_binomial")])
+def test_a_sampler_only_one_model_has_decides_it(sampler, model):
+    assert choose_model(_three_systems(), sampler)[0] == model
+
+
+def test_fit_records_the_choice():
+    res = be.fit(_three_systems(), sampler="grid", draws=50, chains=1, seed=0)
+    attrs = res.tree.attrs
+    assert (attrs["model"], attrs["model_requested"]) == ("hierarchical", "auto")
+    assert "grid" in attrs["model_choice"]
+    assert attrs["inference_library"] == "bayeval" and attrs["created_at"]
+    cmp = res.compare("B", "A", estimand="tasks")
+    assert cmp.attrs["paired"].startswith("no: the hierarchical model") \
+        and "unpaired" in cmp.attrs["paired"]
+
+
+def test_gate_and_analyze_fit_only_the_compared_systems(monkeypatch, tmp_path):
+    """A comparison fits what it needs: the 25-system file's gate once fitted all 25."""
+    frame = be.datasets.frame("swebench_verified")
+    systems = list(dict.fromkeys(frame["system"]))[:5]
+    path = tmp_path / "five.csv"
+    frame[frame["system"].isin(systems)].to_csv(path, index=False)
+    seen = []
+    fit = be.fit
+
+    def spy(data, **kwargs):
+        seen.append((list(data.systems), kwargs["model"]))
+        return fit(data, **{**kwargs, "model": "hierarchical", "sampler": "grid"})
+
+    monkeypatch.setattr(be, "fit", spy)
+    runner = CliRunner()
+    result = runner.invoke(cli.main, ["gate", str(path), "--cluster", "cluster", "--compare",
+                                      systems[1], systems[3], "--margin", "0.02", "--draws",
+                                      "100", "--chains", "1", "--n-boot", "200"])
+    assert result.exit_code in (0, 1, 3), result.output
+    assert seen[-1] == ([systems[1], systems[3]], "auto")
+    assert "fitting logit_normal (paired) to 2 system(s) x 500 task(s)" in result.output
+    result = runner.invoke(cli.main, ["analyze", str(path), "--cluster", "cluster",
+                                      "--compare", systems[2], systems[0], "--compare",
+                                      systems[4], systems[0], "--draws", "100", "--chains",
+                                      "1", "--n-boot", "200"])
+    assert result.exit_code == 0, result.output
+    assert seen[-1] == ([systems[0], systems[2], systems[4]], "auto")
+
+
+def test_report_reads_comparisons_from_their_own_fit():
+    data = _three_systems()
+    table = be.fit(data, sampler="grid", draws=100, chains=1, seed=0)
+    pair = be.fit(data.sel(system=["A", "B"]), sampler="grid", draws=100, chains=1, seed=1)
+    out = report_data(table, comparisons=[("B", "A")], n_boot=200, compare_results=pair)
+    effect = pair.compare("B", "A", estimand="population")["effect_mean"].item()
+    assert out["comparisons"][0]["bayes"]["rows"][0]["effect"] == effect
+    assert out["comparison_fit"]["systems"] == ["A", "B"]
+    assert {row["system"] for row in out["metrics"]} == {"A", "B", "C"}
+    with pytest.raises(ValueError, match="'C' is not a system"):
+        report_data(table, comparisons=[("C", "A")], n_boot=200, compare_results=pair)
