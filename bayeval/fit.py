@@ -28,6 +28,7 @@ from importlib.metadata import version
 import numpy as np
 import xarray as xr
 
+from bayeval import _groups
 from bayeval._arviz import convergence
 from bayeval._validate import (
     BayevalWarning,
@@ -94,7 +95,8 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
 
 def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None,
         sampler: str = "auto", *, tune: int = 1000, priors: dict | None = None,
-        progress: bool | None = None, strict: bool = False, task_draws="auto") -> Results:
+        progress: bool | None = None, strict: bool = False, task_draws="auto",
+        log_likelihood="auto") -> Results:
     """Fit a Bayesian model to evaluation counts.
 
     Parameters
@@ -120,7 +122,13 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         Raise instead of warning when the MCMC diagnostics fail their gates.
     task_draws : {"auto", True, False}
         Store per-task rate draws in the posterior (``"auto"``: when they hold at most
-        4 million numbers); they are otherwise drawn on demand by ``Results.task_rates``.
+        4 million numbers), in a ``task_rates`` group of their own (the conjugate model's are
+        its posterior); they are otherwise drawn on demand by ``Results.task_rates``.
+    log_likelihood : {"auto", True, False}
+        Store the ``log_likelihood`` group (per task, joint over the systems; for
+        ``arviz_stats.loo``); ``"auto"``: unless its quadrature is estimated to take more than
+        30 s (then ``Results.with_log_likelihood()`` adds it on demand). Not defined under
+        ``missing="bounds"`` or for ``beta_binomial``.
 
     Returns
     -------
@@ -153,6 +161,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     chains = validate_positive_int("chains", chains)
     tune = validate_positive_int("tune", tune, minimum=0)
     seed = validate_seed(seed)
+    if log_likelihood not in ("auto", True, False):
+        raise ValueError(f"log_likelihood must be 'auto', True or False; got {log_likelihood!r}")
     if task_draws not in ("auto", True, False):
         raise ValueError(f"task_draws must be 'auto', True or False; got {task_draws!r}")
     engine = ENGINES[model][sampler]
@@ -190,13 +200,20 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
 
     size = chains * draws * c.size
     small = task_draws == "auto" and size <= TASK_DRAWS_LIMIT and model != "logit_normal"
+    rates_group = None
     if task_draws is True or small:
-        posterior = posterior.assign(p=_task_rate_draws(model, data, priors, draws, chains,
-                                                        seed, posterior, ds, bounds))
+        p = _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds)
+        if model == "beta_binomial":  # the conjugate model's parameters are the task rates
+            posterior = posterior.assign(p=p)
+        else:  # a group of their own keeps summaries of the posterior small
+            rates_group = xr.Dataset({"p": p})
     attrs = _attrs(data, model, engine, sampler, seed, draws, chains, tune, priors)
     attrs["model_requested"] = requested_model
     attrs["model_choice"] = choice or f"model={model!r} as requested"
-    groups = {"posterior": posterior, "observed_data": ds.copy()}
+    groups = {"posterior": posterior, "observed_data": ds.copy(),
+              "constant_data": ds[["trials", "attempts"]].copy()}
+    if rates_group is not None:
+        groups["task_rates"] = rates_group
     if sample_stats is not None:
         groups["sample_stats"] = sample_stats
     tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
@@ -207,8 +224,20 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         tree.attrs["diagnostics"] = json.dumps(diag)
         _check_gates(diag, chains, strict)
     rates = get_model(model)
+    predictive = xr.Dataset()
     if "population" in rates.estimands:
-        tree["posterior_predictive"] = xr.DataTree(rates.predictive(tree))
+        predictive = rates.predictive(tree)
+    if model != "beta_binomial":
+        replicated = _groups.replicated_successes(tree, seed)
+        if replicated is not None:
+            predictive = predictive.assign(successes=replicated)
+        affordable = _groups.log_likelihood_cost(tree) <= _groups.LOG_LIKELIHOOD_SECONDS
+        if log_likelihood is True or (log_likelihood == "auto" and affordable):
+            loglik = _groups.log_likelihood(tree)
+            if loglik is not None:
+                tree["log_likelihood"] = xr.DataTree(loglik)
+    if predictive.data_vars:
+        tree["posterior_predictive"] = xr.DataTree(predictive)
     results = Results(tree)
     if "posterior_predictive" in tree.children:
         _warn_ppc(results)

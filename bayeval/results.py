@@ -55,8 +55,9 @@ class Results:
     >>> data = be.from_counts([[9, 1, 10, 0, 7, 3], [10, 2, 10, 1, 8, 3]], trials=10,
     ...                       systems=["A", "B"])
     >>> res = be.fit(data, draws=400, chains=2, seed=0, model="hierarchical")
-    >>> sorted(res.tree.children)
-    ['observed_data', 'posterior', 'posterior_predictive']
+    >>> sorted(res.tree.children)  # doctest: +NORMALIZE_WHITESPACE
+    ['constant_data', 'log_likelihood', 'observed_data', 'posterior', 'posterior_predictive',
+     'task_rates']
     >>> res.summary().columns.tolist()[:4]
     ['system', 'estimand', 'metric', 'k']
     """
@@ -404,6 +405,33 @@ class Results:
         return out
 
     # -- persistence and display ---------------------------------------------------------------
+    def with_log_likelihood(self) -> Results:
+        """These results with the ``log_likelihood`` group (each task's log-likelihood, joint
+        over the systems that ran it), for ``arviz_stats.loo`` and ``arviz_stats.compare``.
+
+        ``fit`` stores it unless its quadrature would take long; this adds it on demand.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[3, 5, 1, 8], [6, 9, 2, 9]], trials=10, systems=["A", "B"])
+        >>> res = be.fit(data, model="hierarchical", draws=100, chains=2, seed=0,
+        ...              log_likelihood=False)
+        >>> res.with_log_likelihood().tree["log_likelihood"]["successes"].dims
+        ('chain', 'draw', 'task')
+        """
+        from bayeval import _groups
+
+        if "log_likelihood" in self._tree.children:
+            return self
+        loglik = _groups.log_likelihood(self._tree)
+        if loglik is None:
+            raise ValueError(f"a log-likelihood is not defined for model {self.model!r} or "
+                             "under missing='bounds' (two data sets, one per bound)")
+        tree = self._tree.copy()
+        tree["log_likelihood"] = xr.DataTree(loglik)
+        return Results(tree)
+
     def to_netcdf(self, path) -> None:
         """Write the tree to a netCDF file (h5netcdf engine); read back with :func:`load`.
 

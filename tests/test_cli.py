@@ -80,6 +80,9 @@ def test_analyze_swebench_json_equals_the_api_and_html_holds_plots(tmp_path):
     assert f"{a} - {b}: pass@1, population estimand" in result.stdout
     out = json.loads((tmp_path / "out.json").read_text())
 
+    # a comparison fits what it needs: only the compared systems
+    data = data.sel(system=[s for s in data.systems if s in (a, b)])
+    assert {row["system"] for row in out["metrics"]} == {a, b}
     with pytest.warns(be.BayevalWarning, match="one trial per task"):
         res = be.fit(data, model="hierarchical", sampler="grid", draws=200, chains=2, seed=3)
     assert out["settings"]["fit"]["input_hash"] == data.fingerprint()

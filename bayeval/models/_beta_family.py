@@ -57,6 +57,14 @@ class Populations:
         return cls(labels, code, np.array([weights[s] for s in labels]))
 
 
+def _rates_group(tree):
+    """Where stored task-rate draws live: their own group, or the posterior of the conjugate
+    model (whose parameters they are)."""
+    if "task_rates" in tree.children:
+        return tree["task_rates"].to_dataset()
+    return tree["posterior"].to_dataset()
+
+
 def counts_by_bound(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray, list | None]:
     """``(successes, trials)`` as ``(bound, system, task)`` arrays and the bound labels."""
     c = ds["successes"]
@@ -247,7 +255,7 @@ class BetaRates:
 
     def tasks(self, tree, metric, ks) -> xr.DataArray:
         _, c, n, bounds, pops = self._setup(tree)
-        post = tree["posterior"]
+        post = _rates_group(tree)
         if "p" in post.data_vars:
             p = post["p"]
             if bounds is None:
@@ -274,8 +282,8 @@ class BetaRates:
         ds, c, n, bounds, pops = self._setup(tree)
         all_systems = ds["system"].values.tolist()
         chosen = all_systems if systems is None else list(systems)
-        if "p" in tree["posterior"].data_vars:
-            return tree["posterior"]["p"].sel(system=chosen)
+        if "p" in _rates_group(tree).data_vars:
+            return _rates_group(tree)["p"].sel(system=chosen)
         alpha, beta = self.params(tree)
         n_chain, n_draw = alpha.shape[:2]
         seed = int(tree.attrs["seed"])

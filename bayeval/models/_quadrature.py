@@ -908,3 +908,17 @@ def kernel_symbol() -> str:
         binding.add_symbol(_SYMBOL, compiled.address)
         _symbol_ready = True
     return _SYMBOL
+
+
+@numba.njit(cache=True)
+def pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam):
+    """Log marginal likelihood of every pattern ``(P,)`` at one draw (binomial coefficients
+    omitted), by the rule :func:`loglik_and_grad` uses for it."""
+    z, log_omega = _grid_for(sigma_e, z, log_omega)
+    P, S = eta.shape
+    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
+    out = np.empty(P)
+    for p in range(P):
+        out[p] = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
+                           lam, buf)[0]
+    return out

@@ -1,0 +1,122 @@
+"""The ArviZ groups of a fit beyond the posterior: ``log_likelihood``, ``constant_data`` and the
+replicated ``successes`` of ``posterior_predictive``.
+
+``log_likelihood`` holds one variable, ``successes``, over ``(chain, draw, task)``: each task's
+log-likelihood joint over the systems that ran it (they share its effects), with the binomial
+coefficients, so ``arviz_stats.loo`` treats a task as the unit left out and models compare on
+the same scale: the beta-binomial log-pmf per system for the hierarchical model, the integrated
+(quadrature) likelihood of the task's counts for ``logit_normal``. It is not defined for
+``missing="bounds"`` (two data sets) nor for the conjugate model (a free rate per task).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy import special
+
+from bayeval.models import get_model
+from bayeval.models._beta_family import counts_by_bound
+
+LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
+REPLICATE_LIMIT = 4_000_000  # replicated counts (chain x draw x system x task) kept by default
+
+
+def _log_binomial_coefficients(c, n):
+    return special.gammaln(n + 1) - special.gammaln(c + 1) - special.gammaln(n - c + 1)
+
+
+def log_likelihood_cost(tree) -> float:
+    """Rough seconds to compute the ``log_likelihood`` group (the quadrature for logit_normal)."""
+    if tree.attrs["model"] != "logit_normal":
+        return 0.0
+    from bayeval.models.logit_normal import Layout, task_patterns
+
+    obs = tree["observed_data"].to_dataset()
+    c, n, _ = counts_by_bound(obs)
+    pat = task_patterns(c[0], n[0], Layout.from_dataset(obs))
+    low = (pat.n <= 2).all(axis=1)
+    S = pat.n.shape[1]
+    per_draw = 4e-8 * S * low.sum() + 6e-6 * S * (~low).sum()
+    post = tree["posterior"]
+    return per_draw * post.sizes["chain"] * post.sizes["draw"]
+
+
+def log_likelihood(tree) -> xr.Dataset | None:
+    """The ``log_likelihood`` group of a fitted tree, or None where it is not defined."""
+    model = tree.attrs["model"]
+    obs = tree["observed_data"].to_dataset()
+    c, n, bounds = counts_by_bound(obs)
+    if bounds is not None or model not in ("hierarchical", "logit_normal"):
+        return None
+    c, n = c[0], n[0]
+    post = tree["posterior"]
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    D, (S, J) = n_chain * n_draw, c.shape
+    total = np.zeros((D, J))
+    if model == "hierarchical":
+        rates = get_model(model)
+        alpha, beta = rates.params(tree)  # (chain, draw, bound, system, stratum)
+        alpha = alpha[:, :, 0].reshape(D, S, -1)
+        beta = beta[:, :, 0].reshape(D, S, -1)
+        code = rates._setup(tree)[4].code
+        for s in range(S):
+            keys = np.stack([code, c[s], n[s]], axis=1)
+            uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+            h, cu, nu = uniq[:, 0].astype(int), uniq[:, 1], uniq[:, 2]
+            a, b = alpha[:, s, h], beta[:, s, h]  # (D, U)
+            value = special.betaln(cu + a, nu - cu + b) - special.betaln(a, b)  # (D, U)
+            value = np.where(nu > 0, value, 0.0)
+            total += value[:, inverse.ravel()]
+    else:
+        from bayeval.models._quadrature import Rules, pattern_logliks
+        from bayeval.models.logit_normal import LogitNormalRates, Layout, task_patterns
+
+        prm, layout, _, _ = LogitNormalRates._params(tree, 0)
+        pat = task_patterns(c, n, layout)
+        eta = (prm["alpha"][:, :, pat.stratum].transpose(0, 2, 1)
+               + prm["u"][:, pat.cluster][:, :, None]
+               + prm["w"][:, :, pat.cluster].transpose(0, 2, 1))  # (D, P, S)
+        sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(D)
+        arrays = Rules().arrays()
+        pc, pn = np.ascontiguousarray(pat.c), np.ascontiguousarray(pat.n)
+        for d in range(D):
+            values = pattern_logliks(np.ascontiguousarray(eta[d]), pc, pn,
+                                     float(prm["sigma_task"][d]), float(sigma_v[d]),
+                                     layout.paired, *arrays)
+            total[d] = values[pat.inverse]
+    total += np.where(n > 0, _log_binomial_coefficients(c, n), 0.0).sum(axis=0)
+    return xr.Dataset(
+        {"successes": (("chain", "draw", "task"), total.reshape(n_chain, n_draw, J))},
+        coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                "task": obs["task"].values},
+        attrs={"unit": "task (joint over the systems that ran it)",
+               "binomial_coefficients": "included"})
+
+
+def replicated_successes(tree, seed) -> xr.DataArray | None:
+    """Replicated ``successes (chain, draw, system, task)`` of these tasks from every posterior
+    draw (each task's rate drawn from its posterior given the draw, then the counts from the
+    binomial), or None above :data:`REPLICATE_LIMIT` numbers or under ``missing="bounds"``."""
+    obs = tree["observed_data"].to_dataset()
+    c, n, bounds = counts_by_bound(obs)
+    post = tree["posterior"]
+    size = post.sizes["chain"] * post.sizes["draw"] * c[0].size
+    if bounds is not None or size > REPLICATE_LIMIT:
+        return None
+    model = tree.attrs["model"]
+    if model == "logit_normal":
+        from bayeval.models.logit_normal import Layout, task_patterns
+
+        n_patterns = len(task_patterns(c[0], n[0], Layout.from_dataset(obs)).mult)
+        draws = post.sizes["chain"] * post.sizes["draw"]
+        if draws * n_patterns * c.shape[1] ** 2 > 5 * REPLICATE_LIMIT:
+            return None  # its task rates need per-pattern cross moments (system x system)
+    p = get_model(model).task_rates(tree).transpose("chain", "draw", "system", "task").values
+    rng = np.random.default_rng([int(seed), 5])
+    trials = n[0][None, None]
+    counts = rng.binomial(trials, np.nan_to_num(np.clip(p, 0.0, 1.0)))
+    return xr.DataArray(counts.astype(np.int64), dims=("chain", "draw", "system", "task"),
+                        coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                                "system": obs["system"].values, "task": obs["task"].values},
+                        name="successes")

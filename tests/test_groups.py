@@ -1,0 +1,89 @@
+"""ArviZ groups of a fit: log_likelihood (per task, joint over systems), constant_data, the
+replicated successes of posterior_predictive, and task rates out of the posterior."""
+
+import sys
+import warnings
+from pathlib import Path
+
+import arviz_stats
+import numpy as np
+import pytest
+from scipy import stats
+
+import bayeval as be
+from bayeval import BayevalWarning
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_logit_normal import _reference_log_marginal  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def pair():
+    rng = np.random.default_rng(4)
+    p = stats.beta(0.6, 0.5).rvs(30, random_state=rng)
+    c = np.stack([rng.binomial(4, p), rng.binomial(4, np.clip(p + 0.1, 0, 1))])
+    return be.from_counts(c, trials=4, systems=["A", "B"],
+                          clusters=[f"g{j % 5}" for j in range(30)])
+
+
+def test_hierarchical_log_likelihood_is_the_beta_binomial_pmf(pair):
+    res = be.fit(pair, model="hierarchical", draws=50, chains=2, seed=0)
+    tree = res.tree
+    ll = tree["log_likelihood"]["successes"]
+    assert ll.dims == ("chain", "draw", "task")
+    mu, kappa = tree["posterior"]["mu"], tree["posterior"]["kappa"]
+    c, n = pair.dataset["successes"].values, pair.dataset["trials"].values
+    for chain, draw in ((0, 0), (1, 49)):
+        a = (mu * kappa).isel(chain=chain, draw=draw).values
+        b = ((1 - mu) * kappa).isel(chain=chain, draw=draw).values
+        expected = stats.betabinom.logpmf(c, n, a[:, None], b[:, None]).sum(axis=0)
+        np.testing.assert_allclose(ll.isel(chain=chain, draw=draw).values, expected, rtol=1e-10)
+
+
+def test_logit_normal_log_likelihood_is_the_integrated_likelihood(pair):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)  # tiny fit: gates may fail
+        res = be.fit(pair, model="logit_normal", draws=20, chains=1, tune=50, seed=0)
+    post = res.tree["posterior"]
+    ll = res.tree["log_likelihood"]["successes"]
+    c, n = pair.dataset["successes"].values, pair.dataset["trials"].values
+    cluster = [int(g[1]) for g in pair.dataset["cluster"].values]
+    labels = post["cluster"].values.tolist()
+    for draw in (0, 19):
+        pt = post.isel(chain=0, draw=draw)
+        for j in (0, 7, 13):
+            g = labels.index(f"g{cluster[j]}")
+            eta = (pt["alpha"].values + pt["cluster_effect"].values[g]
+                   + pt["cluster_system_effect"].values[:, g])
+            ref = _reference_log_marginal(eta, c[:, j], n[:, j], float(pt["sigma_task"]),
+                                          float(pt["sigma_task_system"]))
+            ref += stats.binom.logpmf(c[:, j], n[:, j], 0.5).sum() - n[:, j].sum() * np.log(0.5)
+            # the adaptive rule for tasks with more than two trials is good to ~5e-4 here
+            assert float(ll.isel(chain=0, draw=draw, task=j)) == pytest.approx(ref, abs=1e-3)
+
+
+def test_groups_arviz_uses(pair):
+    res = be.fit(pair, model="hierarchical", draws=200, chains=2, seed=1)
+    tree = res.tree
+    assert set(tree["constant_data"].data_vars) == {"trials", "attempts"}
+    assert "p" not in tree["posterior"].data_vars and "p" in tree["task_rates"].data_vars
+    rep = tree["posterior_predictive"]["successes"]
+    assert rep.dims == ("chain", "draw", "system", "task")
+    assert (rep <= pair.dataset["trials"]).all() and (rep >= 0).all()
+    # replicated counts of these tasks average to n E[p | data] (their task-rate draws)
+    expected = (tree["task_rates"]["p"] * pair.dataset["trials"]).mean(["chain", "draw"])
+    assert float(abs(rep.mean(["chain", "draw"]) - expected).max()) < 0.35
+    loo = arviz_stats.loo(tree)
+    assert np.isfinite(loo.elpd) and loo.n_data_points == 30
+    assert tree.attrs["inference_library"] == "bayeval" and "created_at" in tree.attrs
+
+
+def test_log_likelihood_on_demand_and_where_undefined(pair):
+    res = be.fit(pair, model="hierarchical", draws=50, chains=1, seed=0, log_likelihood=False)
+    assert "log_likelihood" not in res.tree.children
+    assert "log_likelihood" in res.with_log_likelihood().tree.children
+    conj = be.fit(pair, model="beta_binomial", draws=50, chains=1, seed=0)
+    with pytest.raises(ValueError, match="not defined for model 'beta_binomial'"):
+        conj.with_log_likelihood()
+    with pytest.raises(ValueError, match="log_likelihood must be"):
+        be.fit(pair, model="hierarchical", log_likelihood="yes")
