@@ -1,42 +1,62 @@
-"""bayeval: Bayesian hierarchical analysis of AI evaluation results."""
+"""bayeval: Bayesian hierarchical analysis of AI evaluation results.
 
+The public names load their modules on first use (PEP 562), so ``import bayeval`` and the
+``bayeval`` command start without importing PyMC, PyTensor, numba, SciPy's statistics,
+statsmodels or ArviZ until a fit, an interval or a bootstrap needs them.
+"""
+
+import sys
+import types
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
-from bayeval import bootstrap, datasets, readers, report, simulate
 from bayeval._validate import BayevalWarning
-from bayeval.data import STATUSES, EvalData, from_counts, from_frame, read_csv
-from bayeval.estimators import design_effect, pass_at_k, pass_hat_k, wilson_interval
-from bayeval.planning import adjust_pvalues, noninferiority, required_units
-from bayeval.results import Results, load
-from bayeval.fit import fit
-from bayeval.crosscheck import crosscheck
 
 try:
     __version__ = version("bayeval")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
     __version__ = "0.0.0+unknown"
 
-__all__ = [
-    "adjust_pvalues",
-    "BayevalWarning",
-    "bootstrap",
-    "crosscheck",
-    "datasets",
-    "design_effect",
-    "EvalData",
-    "fit",
-    "from_counts",
-    "from_frame",
-    "load",
-    "noninferiority",
-    "pass_at_k",
-    "pass_hat_k",
-    "read_csv",
-    "readers",
-    "report",
-    "required_units",
-    "Results",
-    "simulate",
-    "STATUSES",
-    "wilson_interval",
-]
+#: Public name -> the module that defines it (``None``: the name is that submodule).
+_LAZY = {
+    "bootstrap": None, "datasets": None, "readers": None, "report": None, "simulate": None,
+    "STATUSES": "bayeval.data", "EvalData": "bayeval.data", "from_counts": "bayeval.data",
+    "from_frame": "bayeval.data", "read_csv": "bayeval.data",
+    "design_effect": "bayeval.estimators", "pass_at_k": "bayeval.estimators",
+    "pass_hat_k": "bayeval.estimators", "wilson_interval": "bayeval.estimators",
+    "adjust_pvalues": "bayeval.planning", "noninferiority": "bayeval.planning",
+    "required_units": "bayeval.planning",
+    "Results": "bayeval.results", "load": "bayeval.results",
+    "fit": "bayeval.fit",
+    "crosscheck": "bayeval.crosscheck",
+}
+
+__all__ = sorted([*_LAZY, "BayevalWarning"], key=str.lower)
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'bayeval' has no attribute {name!r}")
+    module = _LAZY[name]
+    value = import_module(f"bayeval.{name}") if module is None else getattr(
+        import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY})
+
+
+class _Package(types.ModuleType):
+    """``bayeval.fit`` and ``bayeval.crosscheck`` are functions named like their modules: when
+    such a module is first imported, the import system binds it on the package; bind the
+    function instead (what the eager ``from bayeval.fit import fit`` used to leave)."""
+
+    def __setattr__(self, name, value):
+        if name in ("fit", "crosscheck") and isinstance(value, types.ModuleType):
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -26,13 +26,28 @@ import numpy as np
 import pandas as pd
 
 import bayeval as be
-from bayeval.fit import choose_model
-from bayeval import report as _report
 from bayeval.data import MISSING_POLICIES
 from bayeval.readers import FORMATS as READER_FORMATS
 from bayeval.readers import detect_format
 from bayeval.readers import read as read_results
 from bayeval.readers.table import load_table
+
+
+
+class _LazyModule:
+    """A module imported on first attribute access: the report and the models load SciPy,
+    PyMC and ArviZ, which ``bayeval --help`` and ``--version`` do not need."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __getattr__(self, attr):
+        import importlib
+
+        return getattr(importlib.import_module(self._name), attr)
+
+
+_report = _LazyModule("bayeval.report")
 
 EXIT_PASS, EXIT_WORSE, EXIT_USAGE, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
 MODELS = ("auto", "hierarchical", "beta_binomial", "logit_normal")
@@ -488,6 +503,8 @@ def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1
         data = data.sel(system=[s for s in data.systems if s in wanted])
     chosen = model
     if model == "auto":
+        from bayeval.fit import choose_model
+
         chosen = choose_model(data, sampler)[0]
     if chosen == "logit_normal" or sampler in ("nutpie", "pymc"):
         ds = data.dataset
