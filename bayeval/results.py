@@ -75,6 +75,7 @@ class Results:
             for var in node.variables.values():
                 var.values.flags.writeable = False
         self._tree = tree
+        self._cache = {}
         self._model = get_model(tree.attrs["model"])
 
     # -- plain facts ---------------------------------------------------------------------------
@@ -144,10 +145,18 @@ class Results:
         options = self._cluster_options(estimand, clusters, weighting)
         ks, scalar = validate_k(k)
         self._warn_extrapolation(ks, metric)
-        if estimand == "population":
-            values = self._model.population(self._tree, metric, ks, **options)
-        else:
-            values = self._model.tasks(self._tree, metric, ks)
+        key = (metric, estimand, tuple(ks.tolist()), tuple(sorted(options.items())))
+        cached = self._cache.get(key)
+        if cached is None:
+            # every readout (compare, summary, crosscheck, plots) is a function of these draws:
+            # computed once per fit and estimand, then read from here
+            if estimand == "population":
+                cached = self._model.population(self._tree, metric, ks, **options)
+            else:
+                cached = self._model.tasks(self._tree, metric, ks)
+            cached.values.flags.writeable = False
+            self._cache[key] = cached
+        values = cached.copy(deep=False)
         values.attrs = {"metric": metric, "estimand": estimand, "model": self.model, **options}
         values.name = metric
         return values.isel(k=0) if scalar else values

@@ -641,54 +641,122 @@ def _f(p, k, pass_at):
 
 
 @numba.njit(cache=True)
+def _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
+                     ks, pass_at, buf, h1, h2, mean_p, cross_p, full):
+    """Conditional moments of f(p_s) of pattern ``p`` into ``mean_p (S, Q)`` and ``cross_p
+    (S, S, Q)`` (only its diagonal unless ``full``)."""
+    S = eta.shape[1]
+    Q = ks.shape[0]
+    _, log_f, _, _, r, _, prob, _, _, _, _ = buf
+    log_l, K, L = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
+                            u, lam, buf)
+    h1[:] = 0.0
+    h2[:] = 0.0
+    mean_p[:] = 0.0
+    cross_p[:] = 0.0
+    for k in range(K):
+        for s in range(S):
+            for q in range(L):
+                for j in range(Q):
+                    f = _f(prob[k, s, q], ks[j], pass_at)
+                    h1[k, s, j] += r[k, s, q] * f
+                    h2[k, s, j] += r[k, s, q] * f * f
+    for k in range(K):
+        pi = math.exp(log_f[k] - log_l)
+        for s in range(S):
+            for j in range(Q):
+                mean_p[s, j] += pi * h1[k, s, j]
+                cross_p[s, s, j] += pi * h2[k, s, j]
+                if full:
+                    for t in range(S):
+                        if t != s:
+                            cross_p[s, t, j] += pi * h1[k, s, j] * h1[k, t, j]
+
+
+@numba.njit(cache=True)
 def _moments(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, pass_at,
-             mean, cross):
-    """Conditional moments of f(p_s) per pattern for one draw (see :func:`moments`)."""
+             mean, second):
+    """Conditional mean and second moment of f(p_s) per pattern for one draw."""
     z, log_omega = _grid_for(sigma_e, z, log_omega)
     P, S = eta.shape
     Q = ks.shape[0]
     buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
-    _, log_f, _, _, r, _, prob, _, _, _, _ = buf
-    h1 = np.empty((log_f.shape[0], S, Q))
-    h2 = np.empty((log_f.shape[0], S, Q))
+    size = buf[1].shape[0]
+    h1, h2 = np.empty((size, S, Q)), np.empty((size, S, Q))
+    cross_p = np.empty((S, S, Q))
     for p in range(P):
-        log_l, K, L = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
-                                u, lam, buf)
-        h1[:] = 0.0
-        h2[:] = 0.0
-        for k in range(K):
-            for s in range(S):
-                for q in range(L):
-                    for j in range(Q):
-                        f = _f(prob[k, s, q], ks[j], pass_at)
-                        h1[k, s, j] += r[k, s, q] * f
-                        h2[k, s, j] += r[k, s, q] * f * f
-        for k in range(K):
-            pi = math.exp(log_f[k] - log_l)
-            for s in range(S):
-                for j in range(Q):
-                    mean[p, s, j] += pi * h1[k, s, j]
-                    cross[p, s, s, j] += pi * h2[k, s, j]
-                    for t in range(S):
-                        if t != s:
-                            cross[p, s, t, j] += pi * h1[k, s, j] * h1[k, t, j]
+        _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
+                         ks, pass_at, buf, h1, h2, mean[p], cross_p, False)
+        for s in range(S):
+            for j in range(Q):
+                second[p, s, j] = cross_p[s, s, j]
+
+
+@numba.njit(cache=True)
+def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, pass_at,
+               weight, mult, centre, cov):
+    """Weighted sums over the patterns of one draw: ``centre (S, Q)`` of the conditional means
+    and ``cov (Q, S, S)`` of the conditional covariances of the mean over tasks (tasks are
+    independent given the draw), without a per-pattern system x system array."""
+    z, log_omega = _grid_for(sigma_e, z, log_omega)
+    P, S = eta.shape
+    Q = ks.shape[0]
+    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
+    size = buf[1].shape[0]
+    h1, h2 = np.empty((size, S, Q)), np.empty((size, S, Q))
+    mean_p = np.empty((S, Q))
+    cross_p = np.empty((S, S, Q))
+    for p in range(P):
+        _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
+                         ks, pass_at, buf, h1, h2, mean_p, cross_p, True)
+        m = mult[p]
+        for s in range(S):
+            ws = weight[p, s]
+            if ws == 0.0:
+                continue
+            for j in range(Q):
+                centre[s, j] += m * ws * mean_p[s, j]
+                for t in range(S):
+                    wt = weight[p, t]
+                    if wt != 0.0:
+                        cov[j, s, t] += m * ws * wt * (cross_p[s, t, j]
+                                                       - mean_p[s, j] * mean_p[t, j])
 
 
 def moments(eta, c, n, sigma_e, sigma_v, paired, ks, pass_at, rules=None):
-    """Conditional moments of f(p_s) per draw and pattern, given the parameters.
+    """Conditional mean and second moment of f(p_s) per draw and pattern.
 
     ``eta (D, P, S)``, ``sigma_e``/``sigma_v`` ``(D,)``. Returns ``mean (D, P, S, k)`` and
-    ``cross (D, P, S, S, k)``: E[f_s f_t], with E[f_s^2] on the diagonal.
+    ``second (D, P, S, k)`` (E[f_s^2]).
     """
     rules = rules or Rules()
     D, P, S = eta.shape
     mean = np.zeros((D, P, S, len(ks)))
-    cross = np.zeros((D, P, S, S, len(ks)))
+    second = np.zeros((D, P, S, len(ks)))
     c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
     for d in range(D):
         _moments(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
-                 paired, *rules.arrays(), np.asarray(ks, float), pass_at, mean[d], cross[d])
-    return mean, cross
+                 paired, *rules.arrays(), np.asarray(ks, float), pass_at, mean[d], second[d])
+    return mean, second
+
+
+def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, pass_at, weight, mult, rules=None):
+    """Per draw, the mean over tasks' conditional centre ``(D, S, k)`` and covariance
+    ``(D, k, S, S)``: ``sum_p mult_p w_ps E[f_s]`` and ``sum_p mult_p w_ps w_pt Cov(f_s, f_t)``
+    (memory O(D S^2 k), not O(D P S^2 k))."""
+    rules = rules or Rules()
+    D, P, S = eta.shape
+    Q = len(ks)
+    centre = np.zeros((D, S, Q))
+    cov = np.zeros((D, Q, S, S))
+    c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
+    weight = np.ascontiguousarray(weight, dtype=float)
+    mult = np.ascontiguousarray(mult, dtype=float)
+    for d in range(D):
+        _task_sums(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
+                   paired, *rules.arrays(), np.asarray(ks, float), pass_at, weight, mult,
+                   centre[d], cov[d])
+    return centre, cov
 
 
 def log_marginal(eta, c, n, sigma_e, sigma_v=None, n_nodes: int = N_NODES) -> np.ndarray:

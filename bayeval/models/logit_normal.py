@@ -57,7 +57,7 @@ from scipy import special
 
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates
-from bayeval.models._quadrature import N_NODES, Rules, moments
+from bayeval.models._quadrature import N_NODES, Rules, moments, task_sums
 
 __all__ = ["build_logit_normal_model", "DEFAULT_PRIORS"]
 
@@ -420,17 +420,21 @@ class LogitNormalRates:
             total = total + stratum_weight * np.einsum("dsgk,g->dsk", value, shares)
         return total
 
-    def _moments(self, prm, layout, c, n, metric, ks):
-        """Per-pattern conditional moments for all draws, in chunks of draws."""
+    @staticmethod
+    def _eta(prm, layout, c, n):
         pat = task_patterns(c, n, layout)
         eta = (prm["alpha"][:, :, pat.stratum].transpose(0, 2, 1)
                + prm["u"][:, pat.cluster][:, :, None]
                + prm["w"][:, :, pat.cluster].transpose(0, 2, 1))  # (draw, P, S)
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(eta))
-        mean, cross = moments(eta, pat.c, pat.n, prm["sigma_task"], sigma_v, layout.paired,
-                              ks.astype(float), metric == "pass@k")
-        second = np.diagonal(cross, axis1=2, axis2=3).transpose(0, 1, 3, 2)
-        return mean, second, cross, pat
+        return eta, sigma_v, pat
+
+    def _moments(self, prm, layout, c, n, metric, ks):
+        """Per-pattern conditional mean and second moment of f for all draws."""
+        eta, sigma_v, pat = self._eta(prm, layout, c, n)
+        mean, second = moments(eta, pat.c, pat.n, prm["sigma_task"], sigma_v, layout.paired,
+                               ks.astype(float), metric == "pass@k")
+        return mean, second, pat
 
     def tasks(self, tree, metric, ks):
         c, n, bounds = self._bounds(tree)
@@ -438,12 +442,12 @@ class LogitNormalRates:
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
-            mean, _, cross, pat = self._moments(prm, layout, c[b], n[b], metric, ks)
+            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
             weights = task_weights(n[b], layout.pops)  # (S, J)
             w_p = weights[:, pat.first].T  # (P, S): the weight of each task of the pattern
-            centre = np.einsum("p,ps,dpsk->dsk", pat.mult, w_p, mean)
-            cov = (np.einsum("p,ps,pt,dpstk->dkst", pat.mult, w_p, w_p, cross)
-                   - np.einsum("p,ps,pt,dpsk,dptk->dkst", pat.mult, w_p, w_p, mean, mean))
+            centre, cov = task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
+                                    layout.paired, ks.astype(float), metric == "pass@k", w_p,
+                                    pat.mult)
             rng = np.random.default_rng([seed, 1, b])
             z = rng.standard_normal(centre.shape[:2])  # (draw, system): shared across k
             jitter = 1e-12 * np.eye(cov.shape[-1])
@@ -466,7 +470,7 @@ class LogitNormalRates:
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
-            mean, second, _, pat = self._moments(prm, layout, c[b], n[b], "pass@k", ks)
+            mean, second, pat = self._moments(prm, layout, c[b], n[b], "pass@k", ks)
             m = mean[..., 0][:, pat.inverse][:, :, index]  # (draw, J, S')
             var = np.maximum(second[..., 0][:, pat.inverse][:, :, index] - m**2, 1e-12)
             common = np.maximum(m * (1 - m) / var - 1, 1e-6)
