@@ -40,3 +40,13 @@ def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
         bfmi = arviz_stats.bfmi(sample_stats[["energy"]], sample_dims=["chain", "draw"])
         out["min_bfmi"] = _min(bfmi)
     return out
+
+
+def mcse_and_ess(values: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
+    """Monte Carlo standard error of the mean and bulk ESS of derived draws (e.g. pass@k, an
+    effect) over ``(chain, draw)``, by ``arviz_stats``; NaN where the draws do not vary."""
+    ds = values.rename("value").to_dataset()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mcse = arviz_stats.mcse(ds, sample_dims=["chain", "draw"], method="mean")["value"]
+        ess = arviz_stats.ess(ds, sample_dims=["chain", "draw"], method="bulk")["value"]
+    return mcse, ess

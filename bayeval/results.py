@@ -26,6 +26,7 @@ from bayeval._validate import (
     validate_k,
     validate_prob,
 )
+from bayeval._arviz import mcse_and_ess
 from bayeval.estimators import METRICS
 
 __all__ = ["Results", "load"]
@@ -261,7 +262,8 @@ class Results:
         xarray.Dataset
             ``effect`` (draws), ``effect_interval`` (``ci_bound``), ``prob_positive``,
             ``prob_above_margin`` (P(effect > margin)), ``prob_noninferior``
-            (P(effect > -margin)) and ``effect_mean``; settings in attrs.
+            (P(effect > -margin)), ``effect_mean`` and its Monte Carlo standard error
+            ``effect_mcse`` and bulk ``effect_ess`` (``arviz_stats``); settings in attrs.
 
         Examples
         --------
@@ -298,6 +300,7 @@ class Results:
             "prob_above_margin": (effect > margin).mean(sample_dims),
             "prob_noninferior": (effect > -margin).mean(sample_dims),
         })
+        out["effect_mcse"], out["effect_ess"] = mcse_and_ess(effect)
         out.attrs = {
             "candidate": candidate, "baseline": baseline, "metric": metric,
             "estimand": estimand, "margin": float(margin), "ci_prob": ci_prob,
@@ -325,8 +328,9 @@ class Results:
         Returns
         -------
         pandas.DataFrame
-            One row per system, estimand, metric and k (and missing bound); ``attrs`` hold the
-            settings.
+            One row per system, estimand, metric and k (and missing bound): mean, sd, interval,
+            the Monte Carlo standard error of the mean and the bulk ESS (``arviz_stats``);
+            ``attrs`` hold the settings.
 
         Examples
         --------
@@ -344,11 +348,13 @@ class Results:
             for metric in metrics:
                 values = self._metric(metric, ks.tolist(), estimand)
                 interval = _interval(values, ci_prob, ["chain", "draw"])
+                mcse, ess = mcse_and_ess(values)
                 table = xr.Dataset({
                     "mean": values.mean(["chain", "draw"]),
                     "sd": values.std(["chain", "draw"]),
                     "lower": interval.sel(ci_bound="lower", drop=True),
                     "upper": interval.sel(ci_bound="upper", drop=True),
+                    "mcse_mean": mcse, "ess_bulk": ess,
                 }).to_dataframe().reset_index()
                 table.insert(1, "estimand", estimand)
                 table.insert(2, "metric", metric)

@@ -87,3 +87,19 @@ def test_log_likelihood_on_demand_and_where_undefined(pair):
         conj.with_log_likelihood()
     with pytest.raises(ValueError, match="log_likelihood must be"):
         be.fit(pair, model="hierarchical", log_likelihood="yes")
+
+
+def test_summary_and_compare_carry_mcse_and_ess(pair):
+    """The grid engine's draws are independent: ESS near the number of draws and MCSE near
+    sd / sqrt(draws) (the closed form for independent draws)."""
+    res = be.fit(pair, model="hierarchical", draws=1000, chains=4, seed=2)
+    table = res.summary()
+    assert {"mcse_mean", "ess_bulk"} <= set(table.columns)
+    population = table[table["estimand"] == "population"]
+    assert ((population["ess_bulk"] > 3000) & (population["ess_bulk"] < 5500)).all()
+    np.testing.assert_allclose(population["mcse_mean"], population["sd"] / np.sqrt(4000),
+                               rtol=0.2)
+    cmp = res.compare("B", "A")
+    assert 3000 < float(cmp["effect_ess"]) < 5500
+    assert float(cmp["effect_mcse"]) == pytest.approx(float(cmp["effect"].std()) / 63.2,
+                                                      rel=0.2)
