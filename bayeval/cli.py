@@ -239,7 +239,9 @@ def _column_options(trials_flag: str):
         click.option("--status-map", metavar="RAW=STATUS,...|FILE.json",
                      help=f"Map raw statuses onto {', '.join(be.STATUSES)}."),
         click.option("--reader-option", "reader_options", metavar="KEY=VALUE", multiple=True,
-                     help="Extra argument of the reader (e.g. filter=strict-match for lm-eval, "
+                     help="Extra argument of the reader, VALUE as JSON where it parses (null, "
+                     "numbers, lists), else text (e.g. instances=verified for "
+                     "classic SWE-bench reports, filter=strict-match for lm-eval, "
                           "scorer=... for Inspect, planned_trials=5); VALUE is read as JSON "
                           "when it parses, else as text. Repeatable."),
         click.option("--missing", type=click.Choice(MISSING_POLICIES),
@@ -449,6 +451,11 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
             text = text.replace("with missing=:", "with --missing:")
             raise InputError(f"{text}. Example: --missing bounds") from None
         raise
+    if fmt != "table":
+        try:  # what the reader mapped, before any number: "install_fail: 12 -> error"
+            lines += be.readers.mapping_report(data).splitlines()
+        except ValueError:  # a reader that records no mapping
+            pass
     return data, lines
 
 

@@ -339,7 +339,8 @@ def test_cli_analyze_a_folder_of_classic_reports():
 
     from bayeval import cli
 
-    args = ["analyze", str(CLASSIC), "--compare", "20240701_agent-b", "20240620_agent-a"]
+    args = ["analyze", str(CLASSIC), "--compare", "20240701_agent-b", "20240620_agent-a",
+            "--sampler", "grid", "--draws", "200", "--chains", "2", "--n-boot", "500"]
     refused = CliRunner().invoke(cli.main, args)
     assert refused.exit_code != 0
     assert "--missing" in refused.output and "'install_fail': 12" in refused.output
@@ -347,3 +348,5 @@ def test_cli_analyze_a_folder_of_classic_reports():
     assert done.exit_code == 0, done.output
     assert "20240701_agent-b - 20240620_agent-a" in done.output
     assert "'error': 18" in done.output and "'timeout': 4" in done.output
+    # what the reader mapped is printed before any number
+    assert done.output.index("install_fail: 12 -> error") < done.output.index("pass@1")

@@ -55,6 +55,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy import special
 
+from bayeval.estimators import clip_probability
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates
 from bayeval.models._quadrature import N_NODES, Rules, moments, task_sums
@@ -401,7 +402,7 @@ class LogitNormalRates:
             tau = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
             value = normal_expectation(prm["alpha"], tau[:, None, None] * np.ones_like(
                 prm["alpha"]), metric, ks)  # (draw, system, stratum, k)
-            out.append(np.einsum("dshk,h->dsk", value, layout.pops.weight))
+            out.append(clip_probability(np.einsum("dshk,h->dsk", value, layout.pops.weight)))
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
 
     @staticmethod
@@ -418,7 +419,7 @@ class LogitNormalRates:
             scale = np.broadcast_to(tau[:, None, None], location.shape)
             value = normal_expectation(location, scale, metric, ks)  # (draw, sys, cl, k)
             total = total + stratum_weight * np.einsum("dsgk,g->dsk", value, shares)
-        return total
+        return clip_probability(total)
 
     @staticmethod
     def _eta(prm, layout, c, n):
