@@ -141,18 +141,21 @@ class Results:
         return {"clusters": clusters, "weighting": weighting}
 
     def _metric(self, metric: str, k, estimand: str, clusters=None,
-                weighting: str = "task") -> xr.DataArray:
+                weighting: str = "task", shared=None) -> xr.DataArray:
         self._check_estimand(estimand)
         options = self._cluster_options(estimand, clusters, weighting)
         ks, scalar = validate_k(k)
         self._warn_extrapolation(ks, metric)
-        key = (metric, estimand, tuple(ks.tolist()), tuple(sorted(options.items())))
+        mask = None if shared is None else tuple(np.asarray(shared, bool).tolist())
+        key = (metric, estimand, tuple(ks.tolist()), tuple(sorted(options.items())), mask)
         cached = self._cache.get(key)
         if cached is None:
             # every readout (compare, summary, crosscheck, plots) is a function of these draws:
             # computed once per fit and estimand, then read from here
             if estimand == "population":
                 cached = self._model.population(self._tree, metric, ks, **options)
+            elif shared is not None:
+                cached = self._model.tasks(self._tree, metric, ks, shared=np.asarray(shared))
             else:
                 cached = self._model.tasks(self._tree, metric, ks)
             cached.values.flags.writeable = False
@@ -284,7 +287,23 @@ class Results:
                                  f"{describe_values(self.systems)}")
         if candidate == baseline:
             raise ValueError("candidate and baseline must be different systems")
-        values = self._metric(metric, k, estimand, clusters, weighting)
+        shared, dropped = None, 0
+        if estimand == "tasks":
+            # paired: the mean over the tasks valid for both systems (under missing="exclude"
+            # a system's valid tasks can differ)
+            trials = self._tree["observed_data"]["trials"]
+            if "missing_bound" in trials.dims:
+                trials = trials.min("missing_bound")
+            valid = trials.sel(system=[candidate, baseline]).values > 0
+            both = valid.all(axis=0)
+            dropped = int((valid.any(axis=0) & ~both).sum())
+            if not both.any():
+                raise ValueError(f"{candidate!r} and {baseline!r} have no task with a valid "
+                                 "outcome for both: a paired comparison of these tasks is "
+                                 "undefined")
+            if dropped:
+                shared = both
+        values = self._metric(metric, k, estimand, clusters, weighting, shared=shared)
         cand, base = values.sel(system=candidate, drop=True), values.sel(system=baseline,
                                                                          drop=True)
         if "missing_bound" in values.dims:
@@ -311,6 +330,9 @@ class Results:
             **{key: values.attrs[key] for key in ("clusters", "weighting")
                if key in values.attrs},
         }
+        if estimand == "tasks":
+            out.attrs["n_shared_tasks"] = int(both.sum())
+            out.attrs["n_dropped_tasks"] = dropped
         return out
 
     # -- summaries and checks ------------------------------------------------------------------

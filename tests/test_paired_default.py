@@ -94,3 +94,34 @@ def test_report_reads_comparisons_from_their_own_fit():
     assert {row["system"] for row in out["metrics"]} == {"A", "B", "C"}
     with pytest.raises(ValueError, match="'C' is not a system"):
         report_data(table, comparisons=[("C", "A")], n_boot=200, compare_results=pair)
+
+
+def _unequal_valid_tasks():
+    rows = []
+    outcomes = {"A": [1, 1, 0, 1, 0, 1], "B": [1, 1, 1, 1, 1, 0]}
+    for system, values in outcomes.items():
+        for j, value in enumerate(values):
+            for trial in range(3):
+                no_verdict = (system == "A" and j == 5) or (system == "B" and j == 0)
+                rows.append({"system": system, "task": f"t{j}", "trial": trial,
+                             "success": None if no_verdict else value,
+                             "status": "no_verdict" if no_verdict else "ok"})
+    return be.from_frame(pd.DataFrame(rows), trial="trial", status="status",
+                         missing="exclude")
+
+
+@pytest.mark.parametrize("model", ["hierarchical", "beta_binomial"])
+def test_tasks_comparison_uses_the_tasks_valid_for_both(model):
+    """Under missing='exclude' A lacks t5 and B lacks t0: the effect on these tasks is over
+    t1..t4 (B - A = mean of (1 - 1, 1 - 0, 1 - 1, 1 - 0) in rates), not B over its five tasks
+    against A over its five."""
+    data = _unequal_valid_tasks()
+    res = be.fit(data, model=model, draws=1000, chains=2, seed=0)
+    out = res.compare("B", "A", estimand="tasks")
+    assert (out.attrs["n_shared_tasks"], out.attrs["n_dropped_tasks"]) == (4, 2)
+    rates = res.task_rates().sel(task=["t1", "t2", "t3", "t4"])
+    expected = (rates.sel(system="B") - rates.sel(system="A")).mean("task")
+    np.testing.assert_allclose(out["effect"].values, expected.values, atol=0.05)
+    assert float(out["effect_mean"]) == pytest.approx(float(expected.mean()), abs=0.01)
+    boot = be.bootstrap.compare(data, "B", "A", unit="trial", n_boot=200, seed=0)
+    assert boot.attrs["n_shared_tasks"] == 4

@@ -253,8 +253,10 @@ class BetaRates:
         values = population_value(alpha, beta, pops, metric, ks)
         return self._wrap(values, tree, bounds, ks, metric)
 
-    def tasks(self, tree, metric, ks) -> xr.DataArray:
+    def tasks(self, tree, metric, ks, shared=None) -> xr.DataArray:
         _, c, n, bounds, pops = self._setup(tree)
+        if shared is not None:  # the mean over these tasks only (a paired comparison's)
+            n = n * np.asarray(shared, dtype=n.dtype)
         post = _rates_group(tree)
         if "p" in post.data_vars:
             p = post["p"]

@@ -437,14 +437,15 @@ class LogitNormalRates:
                                ks.astype(float), metric == "pass@k")
         return mean, second, pat
 
-    def tasks(self, tree, metric, ks):
+    def tasks(self, tree, metric, ks, shared=None):
         c, n, bounds = self._bounds(tree)
+        weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
         seed = int(tree.attrs["seed"])
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
             eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
-            weights = task_weights(n[b], layout.pops)  # (S, J)
+            weights = task_weights(weight_n[b], layout.pops)  # (S, J)
             w_p = weights[:, pat.first].T  # (P, S): the weight of each task of the pattern
             centre, cov = task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
                                     layout.paired, ks.astype(float), metric == "pass@k", w_p,
