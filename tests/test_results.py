@@ -74,7 +74,8 @@ def test_compare_dataset(tau_fit):
     res = be.fit(data, draws=500, chains=2, seed=3, model="hierarchical")
     out = res.compare("B", "A", k=[1, 3], margin=0.05, estimand="population")
     assert set(out.data_vars) == {"effect", "effect_mean", "effect_interval", "prob_positive",
-                                  "prob_above_margin", "prob_noninferior"}
+                                  "prob_above_margin", "prob_noninferior", "effect_mcse",
+                                  "effect_ess"}
     assert out["effect"].dims == ("chain", "draw", "k")
     effect = out["effect"].sel(k=1)
     assert float(out["prob_above_margin"].sel(k=1)) == pytest.approx(
@@ -91,7 +92,7 @@ def test_compare_dataset(tau_fit):
 def test_summary_table(tau_fit):
     table = tau_fit.summary(ci_prob=0.9, k=[1, 2], metrics=("pass@k", "pass^k"))
     assert list(table.columns) == ["system", "estimand", "metric", "k", "mean", "sd", "lower",
-                                   "upper"]
+                                   "upper", "mcse_mean", "ess_bulk"]
     assert len(table) == 2 * 2 * 2
     assert table.attrs["ci_prob"] == 0.9
     row = table.query("estimand == 'tasks' and metric == 'pass^k' and k == 2").iloc[0]
