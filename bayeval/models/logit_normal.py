@@ -329,16 +329,28 @@ POSTERIOR_VARS = ("alpha",) + SIGMAS + ("cluster_effect", "cluster_system_effect
 
 
 # -- estimands ---------------------------------------------------------------------------------
-def _metric_of_logit(y, metric, ks):
-    p = special.expit(y)[..., None]
-    return 1 - (1 - p) ** ks if metric == "pass@k" else p**ks
-
-
 def normal_expectation(location, scale, metric, ks):
-    """``E f(expit(location + scale Z))`` for Z standard normal, by a fine trapezoid grid."""
-    y = location[..., None] + scale[..., None] * _Z
-    return np.tensordot(np.moveaxis(_metric_of_logit(y, metric, ks), -1, -2), _Z_WEIGHT,
-                        axes=([-1], [0]))
+    """``E f(expit(location + scale Z))`` for Z standard normal, by a fine trapezoid grid.
+
+    Worked in chunks of locations (memory stays bounded at any number of draws, systems and
+    clusters) and through ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k):
+    one exponential per k instead of a power. Returns ``location.shape + (len(ks),)``.
+    """
+    location, scale = np.broadcast_arrays(np.asarray(location, float),
+                                          np.asarray(scale, float))
+    lead = location.shape
+    loc, sc = location.reshape(-1), scale.reshape(-1)
+    ks = np.asarray(ks, float)
+    out = np.empty((loc.size, ks.size))
+    chunk = max(1, 2_000_000 // _Z.size)
+    for start in range(0, loc.size, chunk):
+        stop = min(start + chunk, loc.size)
+        y = loc[start:stop, None] + sc[start:stop, None] * _Z
+        log_f = -np.logaddexp(0.0, y if metric == "pass@k" else -y)  # log(1 - p) or log p
+        for i, k in enumerate(ks):
+            value = np.exp(k * log_f) @ _Z_WEIGHT
+            out[start:stop, i] = 1.0 - value if metric == "pass@k" else value
+    return out.reshape(lead + (ks.size,))
 
 
 class LogitNormalRates:
