@@ -125,3 +125,15 @@ def test_tasks_comparison_uses_the_tasks_valid_for_both(model):
     assert float(out["effect_mean"]) == pytest.approx(float(expected.mean()), abs=0.01)
     boot = be.bootstrap.compare(data, "B", "A", unit="trial", n_boot=200, seed=0)
     assert boot.attrs["n_shared_tasks"] == 4
+
+
+def test_report_card_says_where_its_comparisons_come_from():
+    from bayeval.report import build_report
+
+    data = _three_systems()
+    table = be.fit(data, sampler="grid", draws=100, chains=1, seed=0)
+    pair = be.fit(data.sel(system=["A", "B"]), sampler="grid", draws=100, chains=1, seed=1)
+    report = report_data(table, comparisons=[("B", "A")], n_boot=200, compare_results=pair)
+    text = build_report(table, fmt="markdown", plots=False, data=report)
+    assert "The comparisons come from the paired `hierarchical` model fitted to the compared " \
+        "systems (A, B; sampler `grid`)" in text
