@@ -559,8 +559,8 @@ def _write_json(payload: dict, path: str):
         click.echo(f"wrote {path}", err=True)
 
 
-def _write_report(res, path, report):
-    written = _report.write_report(res, path, data=report)
+def _write_report(res, path, report, compare_results=None):
+    written = _report.write_report(res, path, data=report, compare_results=compare_results)
     click.echo(f"wrote {written}", err=True)
 
 
@@ -981,7 +981,7 @@ def demo(report_path, no_report, json_path, n_boot: int, seed: int):
     if json_path:
         _write_json(report, json_path)
     if not no_report:
-        _write_report(res, report_path, report)
+        _write_report(res, report_path, report, compare_results=paired)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m bayeval.cli`

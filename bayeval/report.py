@@ -797,10 +797,12 @@ def _collect(caught) -> list[str]:
 
 
 # -- plots -------------------------------------------------------------------------------------
-def _plot_specs(results, report: dict) -> list[tuple]:
-    """(name, title, caption, callable) for each figure of the report."""
+def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
+    """(name, title, caption, callable) for each figure of the report; the comparisons' figures
+    come from ``compare_results`` where the comparisons were read from it."""
     from bayeval import plots
 
+    paired = results if compare_results is None else compare_results
     s = report["settings"]["report"]
     estimand = s["estimand"]
     k0 = s["compare_k"]
@@ -824,11 +826,11 @@ def _plot_specs(results, report: dict) -> list[tuple]:
                       (f"Posterior of {s['metric']} ({estimand}, k={k0}) of {cand} minus "
                        f"{base}, margin {s['margin']:g}."),
                       lambda c=cand, b=base: plots.plot_effect(
-                          results, c, b, metric=s["metric"], k=k0, estimand=estimand,
+                          paired, c, b, metric=s["metric"], k=k0, estimand=estimand,
                           margin=s["margin"], ci_prob=s["ci_prob"])))
         specs.append((f"task_rates_{i}", f"Task rates: {entry['label']}",
                       f"Per-task posterior rates of {cand} against {base}.",
-                      lambda c=cand, b=base: plots.plot_task_rates(results, c, b,
+                      lambda c=cand, b=base: plots.plot_task_rates(paired, c, b,
                                                                    ci_prob=s["ci_prob"])))
     if report["diagnostics"]["ppc"]:
         chosen = list(dict.fromkeys(
@@ -856,14 +858,14 @@ def _matplotlib_available() -> bool:
     return importlib.util.find_spec("matplotlib") is not None
 
 
-def _figures(results, report: dict) -> tuple[list[dict], list[str]]:
+def _figures(results, report: dict, compare_results=None) -> tuple[list[dict], list[str]]:
     """Render the plots to PNG bytes; returns the figures and notes about plots left out."""
     if not _matplotlib_available():
         return [], [PLOTS_HINT]
     try:
         import matplotlib.pyplot as plt
 
-        specs = _plot_specs(results, report)
+        specs = _plot_specs(results, report, compare_results)
     except ImportError as exc:
         return [], [f"plots are unavailable ({exc}); {PLOTS_HINT}"]
     figures, notes = [], []
@@ -1008,7 +1010,9 @@ def build_report(results, fmt: str = "html", plots: bool = True, data=None, **se
     data : dict, optional
         A :func:`report_data` result to render instead of computing one.
     **settings
-        Arguments of :func:`report_data` (``comparisons=``, ``k=``, ``margin=``, ...).
+        Arguments of :func:`report_data` (``comparisons=``, ``k=``, ``margin=``, ...);
+        ``compare_results=`` (the fit the comparisons were read from) also draws the
+        comparisons' figures from it, with ``data=`` too.
 
     Returns
     -------
@@ -1029,8 +1033,11 @@ def build_report(results, fmt: str = "html", plots: bool = True, data=None, **se
     True
     """
     validate_choice("fmt", fmt, tuple(FORMATS))
+    compare_results = settings.pop("compare_results", None)
+    if data is None and compare_results is not None:
+        settings["compare_results"] = compare_results
     report = _resolve(results, data, settings)
-    figures, plot_notes = _figures(results, report) if plots else ([], [])
+    figures, plot_notes = (_figures(results, report, compare_results) if plots else ([], []))
     return _render(report, figures, fmt, _data_uri, plot_notes)
 
 
@@ -1073,8 +1080,11 @@ def write_report(results, path, plots: bool = True, data=None, **settings) -> Pa
     if not path.parent.is_dir():
         raise FileNotFoundError(f"the folder of the report path does not exist: "
                                 f"'{path.parent}'")
+    compare_results = settings.pop("compare_results", None)
+    if data is None and compare_results is not None:
+        settings["compare_results"] = compare_results
     report = _resolve(results, data, settings)
-    figures, plot_notes = _figures(results, report) if plots else ([], [])
+    figures, plot_notes = (_figures(results, report, compare_results) if plots else ([], []))
     if fmt == "html" or not figures:
         text = _render(report, figures, fmt, _data_uri, plot_notes)
     else:
