@@ -7,6 +7,11 @@ coefficients, so ``arviz_stats.loo`` treats a task as the unit left out and mode
 the same scale: the beta-binomial log-pmf per system for the hierarchical model, the integrated
 (quadrature) likelihood of the task's counts for ``logit_normal``. It is not defined for
 ``missing="bounds"`` (two data sets) nor for the conjugate model (a free rate per task).
+
+The replicated ``successes`` draw each task's rate from its posterior given the draw (exact
+Beta draws for the hierarchical model; for ``logit_normal`` the Beta matching each task's
+conditional mean and variance, drawn per system, so replicated pairs do not keep the
+within-task correlation of the systems), then the counts from the binomial.
 """
 
 from __future__ import annotations
