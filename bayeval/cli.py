@@ -459,6 +459,20 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
     return data, lines
 
 
+def _check_k_before_fit(data, pairs, ks, metric):
+    """Refuse a k larger than some task's trials before any sampling starts (the bootstrap
+    twins and benchmark-level metrics need n >= k in every task)."""
+    from bayeval import bootstrap
+
+    systems = (list(dict.fromkeys(s for pair in pairs for s in pair)) if pairs
+               else list(data.systems))
+    c, n, _ = bootstrap._arrays(data, systems)
+    try:
+        bootstrap._check_k(data, systems, c, n, np.asarray(ks), metric)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--k") from None
+
+
 def _check_pairs(pairs, systems) -> list[tuple]:
     for candidate, baseline in pairs:
         for role, label in (("candidate", candidate), ("baseline", baseline)):
@@ -704,6 +718,7 @@ def analyze(files, fmt, system, task, success, successes, trials_column, trial, 
     with notes:
         data, lines = _load(files, opts)
     pairs = _check_pairs(pairs, data.systems)
+    _check_k_before_fit(data, pairs, [*k, compare_k or k[0]], metric)
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=pairs)
     to_stdout = json_path == "-"
     _header(data, lines, res, err=to_stdout)
@@ -761,6 +776,7 @@ def gate(files, fmt, system, task, success, successes, trials_column, trial, clu
     with notes:
         data, _ = _load(files, opts)
     (pair,) = _check_pairs([pair], data.systems)
+    _check_k_before_fit(data, [pair], [k], metric)
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=[pair])
     report = _report.report_data(
         res, comparisons=[pair], k=k, metric=metric, estimand=estimand, margin=margin,

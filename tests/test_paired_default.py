@@ -137,3 +137,18 @@ def test_report_card_says_where_its_comparisons_come_from():
     text = build_report(table, fmt="markdown", plots=False, data=report)
     assert "The comparisons come from the paired `hierarchical` model fitted to the compared " \
         "systems (A, B; sampler `grid`)" in text
+
+
+def test_k_beyond_the_trials_is_refused_before_any_fit(monkeypatch, tmp_path):
+    """LiveCodeBench has two one-sample systems: k = 10 used to fail after the fit."""
+    frame = be.datasets.frame("livecodebench")
+    path = tmp_path / "lcb.csv"
+    frame.to_csv(path, index=False)
+    called = []
+    monkeypatch.setattr(be, "fit", lambda *a, **k: called.append(1))
+    spec = be.datasets.DATASETS["livecodebench"]["columns"]
+    result = CliRunner().invoke(cli.main, ["analyze", str(path), "--successes",
+                                           spec["successes"], "--trials", spec["trials"],
+                                           "--k", "1,10"])
+    assert result.exit_code == 2, result.output
+    assert "k=10 needs at least 10 valid trials" in result.output and not called
