@@ -102,7 +102,12 @@ class _Group(click.Group):
             raise click.exceptions.Exit(130) from None
         except Exception as exc:
             if ctx.meta.get("bayeval.traceback"):
-                raise
+                # the traceback, then the same exit code as without --traceback (a raised
+                # exception would exit 1, the gate's "worse", and click turns EOFError into
+                # "Aborted!")
+                import traceback
+
+                traceback.print_exc(file=sys.stderr)
             if isinstance(exc, (ValueError, TypeError, OSError, ImportError)):
                 raise InputError(_one_line(exc)) from exc
             raise InternalError(f"unexpected {type(exc).__name__}: {_one_line(exc)} "

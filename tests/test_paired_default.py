@@ -152,3 +152,22 @@ def test_k_beyond_the_trials_is_refused_before_any_fit(monkeypatch, tmp_path):
                                            "--k", "1,10"])
     assert result.exit_code == 2, result.output
     assert "k=10 needs at least 10 valid trials" in result.output and not called
+
+
+@pytest.mark.parametrize("error, code", [(ValueError("bad column"), 2),
+                                         (EOFError("truncated"), 4),
+                                         (RuntimeError("fell over"), 4)])
+@pytest.mark.parametrize("flag", [[], ["--traceback"]])
+def test_errors_keep_their_exit_codes_with_traceback(monkeypatch, tmp_path, error, code, flag):
+    def boom(*args, **kwargs):
+        raise error
+
+    path = tmp_path / "t.csv"
+    pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["x", "y", "x", "y"],
+                  "success": [1, 0, 1, 1]}).to_csv(path, index=False)
+    monkeypatch.setattr(be, "fit", boom)
+    result = CliRunner().invoke(cli.main, [*flag, "gate", str(path), "--compare", "B", "A",
+                                           "--margin", "0.02"])
+    assert result.exit_code == code, result.output
+    assert ("Traceback" in result.output) == bool(flag)
+    assert "Aborted" not in result.output
