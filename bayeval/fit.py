@@ -121,9 +121,9 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     strict : bool, default False
         Raise instead of warning when the MCMC diagnostics fail their gates.
     task_draws : {"auto", True, False}
-        Store per-task rate draws in the posterior (``"auto"``: when they hold at most
-        4 million numbers), in a ``task_rates`` group of their own (the conjugate model's are
-        its posterior); they are otherwise drawn on demand by ``Results.task_rates``.
+        Store per-task rate draws (``"auto"``: when they hold at most 4 million numbers) in a
+        ``task_rates`` group of their own (the conjugate model's are its posterior); they are
+        otherwise drawn on demand by ``Results.task_rates``.
     log_likelihood : {"auto", True, False}
         Store the ``log_likelihood`` group (per task, joint over the systems; for
         ``arviz_stats.loo``); ``"auto"``: unless its quadrature is estimated to take more than
