@@ -335,6 +335,188 @@ class Results:
             out.attrs["n_dropped_tasks"] = dropped
         return out
 
+    # -- many systems --------------------------------------------------------------------------
+    def ranks(self, metric: str = "pass@k", k=1, estimand: str = "population", top: int = 3,
+              ci_prob: float = 0.95, clusters=None, weighting: str = "task") -> xr.Dataset:
+        """Posterior of each system's rank (1 = best) by a metric.
+
+        Ties within a draw share the best of their ranks (they are rare with continuous
+        draws).
+
+        Parameters
+        ----------
+        metric, k, estimand, clusters, weighting
+            As in :meth:`compare` (one k).
+        top : int, default 3
+            ``prob_top`` is P(rank <= top).
+        ci_prob : float, default 0.95
+
+        Returns
+        -------
+        xarray.Dataset
+            ``rank`` (draws over ``chain``, ``draw``, ``system``), ``rank_interval``
+            (equal-tailed, on ``ci_bound``), ``rank_mean``, ``prob_best`` (sums to 1 over the
+            systems) and ``prob_top``.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [5, 6, 4, 5]], trials=10,
+        ...                       systems=["A", "B", "C"])
+        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+        >>> out = res.ranks()
+        >>> float(out["prob_best"].sum())
+        1.0
+        >>> out["rank_mean"].sel(system="B").item() < out["rank_mean"].sel(system="A").item()
+        True
+        """
+        ci_prob = validate_prob("ci_prob", ci_prob)
+        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+            raise ValueError(f"top must be a positive int; got {top!r}")
+        values = self._metric(metric, k, estimand, clusters, weighting)
+        if "k" in values.dims:
+            raise ValueError("ranks take one k; got a list")
+        axis = values.get_axis_num("system")
+        data = np.moveaxis(values.values, axis, -1)
+        # rank 1 = best: one plus the number of systems strictly better in the same draw
+        better = (data[..., None, :] > data[..., :, None]).sum(axis=-1)
+        rank = xr.DataArray(np.moveaxis(better + 1, -1, axis), dims=values.dims,
+                            coords=values.coords, name="rank")
+        sample_dims = ["chain", "draw"]
+        out = xr.Dataset({
+            "rank": rank,
+            "rank_mean": rank.mean(sample_dims),
+            "rank_interval": _interval(rank, ci_prob, sample_dims),
+            "prob_best": (rank == 1).mean(sample_dims),
+            "prob_top": (rank <= top).mean(sample_dims),
+        })
+        out.attrs = {"metric": metric, "estimand": estimand, "top": top, "ci_prob": ci_prob,
+                     "model": self.model, "paired": self.model == "logit_normal",
+                     **{key: values.attrs[key] for key in ("clusters", "weighting")
+                        if key in values.attrs}}
+        return out
+
+    def rank_groups(self, prob: float = 0.95, metric: str = "pass@k", k=1,
+                    estimand: str = "population", clusters=None,
+                    weighting: str = "task") -> pd.DataFrame:
+        """Groups of systems that cannot be told apart at probability ``prob``.
+
+        The rule, applied from the top: the best remaining system by posterior mean leads a new
+        group, and every remaining system ``S`` for which ``P(metric(leader) > metric(S)) <
+        prob`` joins it. So a system is placed below a group only when the group's leader is
+        better than it with at least that probability; groups are numbered from 1 (best).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per system, best first: ``system``, ``group``, ``mean``, the group's
+            ``leader`` and ``prob_leader_better`` (P(leader > system); NaN for the leader).
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [8, 9, 8, 9]], trials=10,
+        ...                       systems=["A", "B", "C"])
+        >>> res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=0)
+        >>> res.rank_groups(prob=0.95)["group"].tolist()
+        [1, 1, 2]
+        """
+        prob = validate_prob("prob", prob)
+        values = self._metric(metric, k, estimand, clusters, weighting)
+        if "k" in values.dims or "missing_bound" in values.dims:
+            raise ValueError("rank_groups take one k and no missing bounds (rank each bound's "
+                             "results separately)")
+        draws = values.transpose("chain", "draw", "system").values.reshape(-1,
+                                                                           len(self.systems))
+        means = draws.mean(axis=0)
+        order = list(np.argsort(-means, kind="stable"))
+        rows, group = [], 0
+        while order:
+            group += 1
+            leader = order.pop(0)
+            rows.append((leader, group, leader, np.nan))
+            rest = []
+            for s in order:
+                p_better = float((draws[:, leader] > draws[:, s]).mean())
+                if p_better < prob:
+                    rows.append((s, group, leader, p_better))
+                else:
+                    rest.append(s)
+            order = rest
+        table = pd.DataFrame(
+            [{"system": self.systems[s], "group": g, "mean": float(means[s]),
+              "leader": self.systems[lead], "prob_leader_better": p}
+             for s, g, lead, p in rows])
+        table.attrs = {"prob": prob, "metric": metric, "estimand": estimand,
+                       "model": self.model,
+                       "rule": "best remaining system leads a group; a system joins it unless "
+                               "P(leader > system) >= prob"}
+        return table
+
+    def compare_all(self, metric: str = "pass@k", k=1, estimand: str = "population",
+                    margin: float = 0.0, ci_prob: float = 0.95, clusters=None,
+                    weighting: str = "task") -> xr.Dataset:
+        """Every pairwise effect ``metric(candidate) - metric(baseline)``, paired as
+        :meth:`compare` is for the fitted model.
+
+        Returns
+        -------
+        xarray.Dataset
+            Over ``(candidate, baseline)``: ``effect_mean``, ``effect_interval`` (on
+            ``ci_bound``), ``prob_positive`` and ``prob_above_margin``; the diagonal is NaN.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [5, 6, 4, 5]], trials=10,
+        ...                       systems=["A", "B", "C"])
+        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+        >>> out = res.compare_all(estimand="tasks")
+        >>> out["prob_positive"].sel(candidate="B", baseline="A").item()
+        1.0
+        """
+        ci_prob = validate_prob("ci_prob", ci_prob)
+        if not isinstance(margin, (int, float)) or margin < 0:
+            raise ValueError(f"margin must be a non-negative number; got {margin!r}")
+        values = self._metric(metric, k, estimand, clusters, weighting)
+        if "k" in values.dims or "missing_bound" in values.dims:
+            raise ValueError("compare_all takes one k and no missing bounds (use compare for "
+                             "the crossing bounds of one pair)")
+        systems = self.systems
+        S = len(systems)
+        mean = np.full((S, S), np.nan)
+        lower, upper = np.full((S, S), np.nan), np.full((S, S), np.nan)
+        positive, above = np.full((S, S), np.nan), np.full((S, S), np.nan)
+        alpha = 1 - ci_prob
+        for i, cand in enumerate(systems):
+            for j, base in enumerate(systems):
+                if i == j:
+                    continue
+                if estimand == "tasks":  # the tasks valid for both (see compare)
+                    effect = self.compare(cand, base, metric=metric, k=k, estimand=estimand,
+                                          margin=margin, ci_prob=ci_prob)["effect"].values
+                else:
+                    effect = (values.sel(system=cand) - values.sel(system=base)).values
+                effect = effect.ravel()
+                mean[i, j] = effect.mean()
+                lower[i, j], upper[i, j] = np.quantile(effect, [alpha / 2, 1 - alpha / 2])
+                positive[i, j] = (effect > 0).mean()
+                above[i, j] = (effect > margin).mean()
+        dims = ("candidate", "baseline")
+        coords = {"candidate": np.asarray(systems, dtype=object),
+                  "baseline": np.asarray(systems, dtype=object)}
+        out = xr.Dataset({
+            "effect_mean": (dims, mean),
+            "effect_interval": (dims + ("ci_bound",), np.stack([lower, upper], axis=-1)),
+            "prob_positive": (dims, positive),
+            "prob_above_margin": (dims, above),
+        }, coords={**coords, "ci_bound": ["lower", "upper"]})
+        out.attrs = {"metric": metric, "estimand": estimand, "margin": float(margin),
+                     "ci_prob": ci_prob, "model": self.model,
+                     "paired": "yes" if self.model == "logit_normal" else
+                     f"no: the {self.model} model treats systems independently (unpaired)"}
+        return out
+
     # -- summaries and checks ------------------------------------------------------------------
     def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None):
         """Posterior mean, sd and equal-tailed interval of each system's metrics.

@@ -1,0 +1,80 @@
+"""Ranks, rank groups and all pairwise effects from the posterior draws."""
+
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import bayeval as be
+from bayeval import BayevalWarning
+
+
+@pytest.fixture(scope="module")
+def three():
+    rng = np.random.default_rng(1)
+    rates = {"A": 0.2, "B": 0.8, "C": 0.81}
+    c = [rng.binomial(10, np.clip(stats.beta(8 * r, 8 * (1 - r)).rvs(40, random_state=rng),
+                                  0, 1)) for r in rates.values()]
+    data = be.from_counts(c, trials=10, systems=list(rates))
+    return be.fit(data, model="hierarchical", draws=1000, chains=2, seed=0)
+
+
+def test_rank_draws_match_scipy_rankdata(three):
+    out = three.ranks(top=2)
+    values = three.pass_at_k().transpose("chain", "draw", "system").values
+    expected = stats.rankdata(-values, axis=-1, method="min")
+    np.testing.assert_array_equal(out["rank"].transpose("chain", "draw", "system").values,
+                                  expected)
+    assert float(out["prob_best"].sum()) == pytest.approx(1.0)
+    assert float(out["prob_best"].sel(system="A")) == 0.0
+    assert float(out["prob_top"].sel(system="A")) < 0.01
+    assert out["rank_interval"].sel(system="A").values.tolist() == [3, 3]
+
+
+def test_rank_groups_follow_their_rule(three):
+    table = three.rank_groups(prob=0.95)
+    assert table["system"].tolist()[-1] == "A"
+    group = dict(zip(table["system"], table["group"]))
+    assert group["B"] == group["C"] == 1 and group["A"] == 2
+    # the rule against compare's own probabilities
+    leader = table["system"].iloc[0]
+    other = "C" if leader == "B" else "B"
+    p = float(three.compare(leader, other)["prob_positive"])
+    row = table.set_index("system").loc[other]
+    assert row["prob_leader_better"] == pytest.approx(p) and p < 0.95
+
+
+def test_compare_all_equals_each_compare(three):
+    out = three.compare_all(margin=0.05)
+    for cand in three.systems:
+        for base in three.systems:
+            if cand == base:
+                assert np.isnan(float(out["effect_mean"].sel(candidate=cand, baseline=base)))
+                continue
+            one = three.compare(cand, base, margin=0.05)
+            cell = out.sel(candidate=cand, baseline=base)
+            assert float(cell["effect_mean"]) == pytest.approx(float(one["effect_mean"]))
+            assert float(cell["prob_above_margin"]) == float(one["prob_above_margin"])
+            np.testing.assert_allclose(cell["effect_interval"], one["effect_interval"])
+    total = out["prob_positive"] + out["prob_positive"].rename(candidate="baseline",
+                                                               baseline="candidate")
+    off = ~np.eye(3, dtype=bool)
+    np.testing.assert_allclose(total.transpose("candidate", "baseline").values[off], 1.0)
+
+
+def test_swebench_close_pair_lands_in_one_group():
+    """25 systems x 500 tasks: P(best) sums to 1 and the close pair (372 vs 371 resolved)
+    cannot be told apart."""
+    data = be.datasets.load("swebench_verified")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)  # one trial per task: noted
+        res = be.fit(data, model="hierarchical", draws=1000, chains=2, seed=0)
+    resolved = data.dataset["successes"].sum("task").to_series()
+    a = resolved[resolved == 372].index[0]
+    b = resolved[resolved == 371].index[0]
+    ranks = res.ranks()
+    assert float(ranks["prob_best"].sum()) == pytest.approx(1.0)
+    group = res.rank_groups(prob=0.95).set_index("system")["group"]
+    assert group[a] == group[b]
+    assert len(set(group)) > 1
