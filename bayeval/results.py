@@ -165,6 +165,22 @@ class Results:
         values.name = metric
         return values.isel(k=0) if scalar else values
 
+    @property
+    def _paired(self) -> str:
+        """How this model's comparisons treat systems that share tasks (for attrs)."""
+        if self.model == "logit_normal":
+            return "yes"
+        return (f"no: the {self.model} model treats systems independently (unpaired); "
+                "model='logit_normal', the default for systems on shared tasks, pairs them")
+
+    def _single_metric(self, caller, metric, k, estimand, clusters, weighting):
+        """The metric's draws at one k and without missing bounds, or a clear refusal."""
+        values = self._metric(metric, k, estimand, clusters, weighting)
+        if "k" in values.dims or "missing_bound" in values.dims:
+            raise ValueError(f"{caller} takes one k and no missing bounds (use compare for the "
+                             "crossing bounds of one pair)")
+        return values
+
     def _warn_extrapolation(self, ks, metric):
         trials = self._tree["observed_data"]["trials"].values
         smallest = int(trials[trials > 0].min())
@@ -324,9 +340,7 @@ class Results:
             "candidate": candidate, "baseline": baseline, "metric": metric,
             "estimand": estimand, "margin": float(margin), "ci_prob": ci_prob,
             "ci_kind": "eti", "model": self.model,
-            "paired": "yes" if self.model == "logit_normal" else
-            (f"no: the {self.model} model treats systems independently (unpaired); "
-             "model='logit_normal', the default for systems on shared tasks, pairs them"),
+            "paired": self._paired,
             **{key: values.attrs[key] for key in ("clusters", "weighting")
                if key in values.attrs},
         }
@@ -391,7 +405,7 @@ class Results:
             "prob_top": (rank <= top).mean(sample_dims),
         })
         out.attrs = {"metric": metric, "estimand": estimand, "top": top, "ci_prob": ci_prob,
-                     "model": self.model, "paired": self.model == "logit_normal",
+                     "model": self.model, "paired": self._paired,
                      **{key: values.attrs[key] for key in ("clusters", "weighting")
                         if key in values.attrs}}
         return out
@@ -422,10 +436,7 @@ class Results:
         [1, 1, 2]
         """
         prob = validate_prob("prob", prob)
-        values = self._metric(metric, k, estimand, clusters, weighting)
-        if "k" in values.dims or "missing_bound" in values.dims:
-            raise ValueError("rank_groups take one k and no missing bounds (rank each bound's "
-                             "results separately)")
+        values = self._single_metric("rank_groups", metric, k, estimand, clusters, weighting)
         draws = values.transpose("chain", "draw", "system").values.reshape(-1,
                                                                            len(self.systems))
         means = draws.mean(axis=0)
@@ -478,10 +489,7 @@ class Results:
         ci_prob = validate_prob("ci_prob", ci_prob)
         if not isinstance(margin, (int, float)) or margin < 0:
             raise ValueError(f"margin must be a non-negative number; got {margin!r}")
-        values = self._metric(metric, k, estimand, clusters, weighting)
-        if "k" in values.dims or "missing_bound" in values.dims:
-            raise ValueError("compare_all takes one k and no missing bounds (use compare for "
-                             "the crossing bounds of one pair)")
+        values = self._single_metric("compare_all", metric, k, estimand, clusters, weighting)
         systems = self.systems
         S = len(systems)
         mean = np.full((S, S), np.nan)
@@ -513,8 +521,7 @@ class Results:
         }, coords={**coords, "ci_bound": ["lower", "upper"]})
         out.attrs = {"metric": metric, "estimand": estimand, "margin": float(margin),
                      "ci_prob": ci_prob, "model": self.model,
-                     "paired": "yes" if self.model == "logit_normal" else
-                     f"no: the {self.model} model treats systems independently (unpaired)"}
+                     "paired": self._paired}
         return out
 
     # -- summaries and checks ------------------------------------------------------------------

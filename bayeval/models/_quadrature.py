@@ -674,16 +674,22 @@ def _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_ome
 
 
 @numba.njit(cache=True)
+def _moment_work(S, Q, x, z, u):
+    """Work arrays of :func:`_pattern_moments`: the rule buffers, per-node moments, and one
+    pattern's cross moments."""
+    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
+    size = buf[1].shape[0]
+    return buf, np.empty((size, S, Q)), np.empty((size, S, Q)), np.empty((S, S, Q))
+
+
+@numba.njit(cache=True)
 def _moments(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, pass_at,
              mean, second):
     """Conditional mean and second moment of f(p_s) per pattern for one draw."""
     z, log_omega = _grid_for(sigma_e, z, log_omega)
     P, S = eta.shape
     Q = ks.shape[0]
-    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
-    size = buf[1].shape[0]
-    h1, h2 = np.empty((size, S, Q)), np.empty((size, S, Q))
-    cross_p = np.empty((S, S, Q))
+    buf, h1, h2, cross_p = _moment_work(S, Q, x, z, u)
     for p in range(P):
         _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
                          ks, pass_at, buf, h1, h2, mean[p], cross_p, False)
@@ -701,11 +707,8 @@ def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, la
     z, log_omega = _grid_for(sigma_e, z, log_omega)
     P, S = eta.shape
     Q = ks.shape[0]
-    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
-    size = buf[1].shape[0]
-    h1, h2 = np.empty((size, S, Q)), np.empty((size, S, Q))
+    buf, h1, h2, cross_p = _moment_work(S, Q, x, z, u)
     mean_p = np.empty((S, Q))
-    cross_p = np.empty((S, S, Q))
     for p in range(P):
         _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
                          ks, pass_at, buf, h1, h2, mean_p, cross_p, True)

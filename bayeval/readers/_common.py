@@ -78,27 +78,35 @@ def default_system(path: Path, suffixes: tuple[str, ...] = ()) -> str:
     return name or path.name
 
 
-def sources(path_or_paths, system, reader: str, name_of: Callable[[Path], str]):
-    """``[(system, path), ...]`` from a path, a list of paths or a ``{system: path(s)}`` dict."""
+def check_systems(path_or_paths, system, reader: str) -> bool:
+    """Check how systems are named: as the keys of a non-empty ``{system: path(s)}`` dict, or
+    by one ``system=`` name for every file (or from each file). True for a dict."""
     if isinstance(path_or_paths, Mapping):
         if system is not None:
             raise TypeError(f"{reader}: give system names either as the keys of a dict or with "
                             "system=, not both")
+        if not path_or_paths:
+            raise ValueError(f"{reader}: the dict of systems is empty")
+        return True
+    if system is not None and not isinstance(system, str):
+        raise TypeError(f"{reader}: system= must be a str (one name for every file); "
+                        f"got {type(system).__name__}; use a dict {{system: path}} for several")
+    return False
+
+
+def sources(path_or_paths, system, reader: str, name_of: Callable[[Path], str]):
+    """``[(system, path), ...]`` from a path, a list of paths or a ``{system: path(s)}`` dict."""
+    if check_systems(path_or_paths, system, reader):
         pairs = []
         for name, paths in path_or_paths.items():
             paths = paths if isinstance(paths, (list, tuple)) else [paths]
             if not paths:
                 raise ValueError(f"{reader}: system {name!r} has no files")
             pairs += [(name, check_path(p, reader)) for p in paths]
-        if not pairs:
-            raise ValueError(f"{reader}: the dict of systems is empty")
         return pairs
     paths = path_or_paths if isinstance(path_or_paths, (list, tuple)) else [path_or_paths]
     if not paths:
         raise ValueError(f"{reader}: no files given")
-    if system is not None and not isinstance(system, str):
-        raise TypeError(f"{reader}: system= must be a str (one name for every file); "
-                        f"got {type(system).__name__}; use a dict {{system: path}} for several")
     paths = [check_path(p, reader) for p in paths]
     return [(system if system is not None else name_of(p), p) for p in paths]
 

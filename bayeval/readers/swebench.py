@@ -66,6 +66,7 @@ from bayeval.readers._common import (
     GENERIC_DIRS,
     build,
     check_path,
+    check_systems,
     default_system,
     expand,
     merge_status_map,
@@ -302,12 +303,7 @@ _SUCCESS = {"resolved": 1.0, "unresolved": 0.0, "empty_patch": 0.0, "no_generati
 
 def _sources(path_or_paths, system) -> tuple[list[tuple[str, Path]], bool]:
     """``([(system, path), ...], one report per system?)``."""
-    if isinstance(path_or_paths, Mapping):
-        if system is not None:
-            raise TypeError(f"{_READER}: give system names either as the keys of a dict or with "
-                            "system=, not both")
-        if not path_or_paths:
-            raise ValueError(f"{_READER}: the dict of systems is empty")
+    if check_systems(path_or_paths, system, _READER):
         pairs = []
         for name, paths in path_or_paths.items():
             files = expand(paths, _READER, _report_file, "SWE-bench reports (.json)")
@@ -315,9 +311,6 @@ def _sources(path_or_paths, system) -> tuple[list[tuple[str, Path]], bool]:
                 raise ValueError(f"{_READER}: system {name!r} has no files")
             pairs += [(name, p) for p in files]
         return pairs, False
-    if system is not None and not isinstance(system, str):
-        raise TypeError(f"{_READER}: system= must be a str (one name for every file); "
-                        f"got {type(system).__name__}; use a dict {{system: path}} for several")
     items = path_or_paths if isinstance(path_or_paths, (list, tuple)) else [path_or_paths]
     if not items:
         raise ValueError(f"{_READER}: no files given")

@@ -30,7 +30,14 @@ import numpy as np
 
 from bayeval._validate import describe_values
 from bayeval.data import EvalData
-from bayeval.readers._common import build, check_path, expand, merge_status_map, read_json
+from bayeval.readers._common import (
+    build,
+    check_path,
+    check_systems,
+    expand,
+    merge_status_map,
+    read_json,
+)
 
 __all__ = ["FAILURE_STATUS", "is_run_results", "read_terminal_bench"]
 
@@ -153,15 +160,8 @@ def _is_trial(record) -> bool:
 
 
 def _sources(path_or_paths, system) -> tuple[list[tuple[str, Path]], bool]:
-    if isinstance(path_or_paths, Mapping):
-        if system is not None:
-            raise TypeError(f"{_READER}: give system names either as dict keys or with "
-                            "system=, not both")
-        if not path_or_paths:
-            raise ValueError(f"{_READER}: the dict of systems is empty")
+    if check_systems(path_or_paths, system, _READER):
         return [(name, p) for name, spec in path_or_paths.items() for p in _files(spec)], True
-    if system is not None and not isinstance(system, str):
-        raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
     files = _files(path_or_paths)
     return [(system if system is not None else _system_of(p), p) for p in files], \
         system is not None
