@@ -1,7 +1,9 @@
-"""Planning and decisions: sample sizes, multiple comparisons, non-inferiority.
+"""Planning and decisions: sample sizes, multiple comparisons, non-inferiority, selection.
 
 Sample sizes use the t-test power solvers of statsmodels (the unit of analysis is a task, or
-a task's paired difference); multiplicity adjustments use ``statsmodels.stats.multitest``.
+a task's paired difference); multiplicity adjustments use ``statsmodels.stats.multitest``;
+the selection bias of picking the best of several checkpoints (the winner's curse) is
+simulated, with the normal closed form for equally good checkpoints next to it.
 """
 
 from __future__ import annotations
@@ -15,9 +17,15 @@ from scipy import optimize, stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
-from bayeval._validate import validate_choice, validate_prob
+from bayeval._validate import (
+    validate_choice,
+    validate_positive_int,
+    validate_prob,
+    validate_seed,
+)
 
-__all__ = ["required_units", "adjust_pvalues", "noninferiority", "Decision"]
+__all__ = ["required_units", "adjust_pvalues", "noninferiority", "Decision", "selection_bias",
+           "SelectionBias"]
 
 _MAX_UNITS = 1e12  # beyond this a plan is not a design anyone can run
 _ADJUST = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh"}
@@ -213,3 +221,151 @@ def noninferiority(comparison: xr.Dataset, margin: float | None = None, prob: fl
         decision = "non-inferior" if passed else "inferior" if failed else "inconclusive"
     return Decision(decision, p_pass, p_fail, margin, prob,
                     "superiority" if superior else "non-inferiority")
+
+
+# -- selection: the winner's curse -------------------------------------------------------------
+_SIM_CELLS = 4_000_000  # elements of one simulation-chunk x checkpoint x task block
+
+
+@dataclass(frozen=True)
+class SelectionBias:
+    """The selection bias of reporting the observed score of the best-looking checkpoint."""
+
+    optimism: float  # E[naive score of the pick - its true value]
+    optimism_sd: float  # sd of that difference over simulated runs
+    optimism_se: float  # Monte Carlo standard error of ``optimism``
+    regret: float  # E[true value of the truly best - true value of the pick]
+    prob_best_picked: float  # P(the pick is (one of) the truly best)
+    normal_approximation: float  # sigma * E[max of m standard normals]; NaN where it does not apply
+    m: int
+    n_tasks: int
+    trials: int
+    n_sim: int
+    seed: int
+
+
+def _expected_max_normal(m: int) -> float:
+    """E[max of m independent standard normals], by numerical integration of its density."""
+    if m == 1:
+        return 0.0
+
+    def integrand(x):
+        return x * m * math.exp(stats.norm.logpdf(x) + (m - 1) * stats.norm.logcdf(x))
+
+    from scipy import integrate
+
+    value, _ = integrate.quad(integrand, -np.inf, np.inf, epsabs=1e-12, epsrel=1e-12)
+    return float(value)
+
+
+def _check_nonnegative(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
+            or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a non-negative number; got {value!r}")
+    return float(value)
+
+
+def selection_bias(m, n_tasks, trials=1, p=0.5, sd_between=0.0, sd_task=0.0, n_sim=10_000,
+                   seed=0) -> SelectionBias:
+    """Simulate the winner's curse of picking the best of ``m`` checkpoints by observed score.
+
+    Each simulated run evaluates ``m`` checkpoints on the same ``n_tasks`` tasks with
+    ``trials`` episodes each, picks the one with the highest observed pass@1 (ties at random)
+    and compares its observed score with its true value: the mean over these tasks of its task
+    rates (the ``estimand="tasks"`` value: what the pick would score with unlimited trials).
+    Checkpoint i's rate on task j is ``expit(logit(p_i) + b_i + u_j)`` with ``b_i ~ N(0,
+    sd_between**2)`` (checkpoints that truly differ, drawn afresh in each run) and ``u_j ~
+    N(0, sd_task**2)`` (task difficulty shared by all checkpoints).
+
+    For equally good checkpoints (a scalar ``p``, no spreads) the observed scores are
+    independent with sd ``sigma = sqrt(p (1 - p) / (n_tasks * trials))`` and, in the normal
+    approximation, the optimism is ``sigma * E[max of m standard normals]``
+    (``normal_approximation``).
+
+    Parameters
+    ----------
+    m : int
+        Number of checkpoints compared (>= 1).
+    n_tasks, trials : int
+        Tasks, and episodes per task and checkpoint.
+    p : float or sequence of m floats, default 0.5
+        True pass@1 of each checkpoint (before ``sd_between``), strictly between 0 and 1.
+    sd_between : float, default 0.0
+        Spread of the checkpoints' true values, on the logit scale.
+    sd_task : float, default 0.0
+        Spread of task difficulty, on the logit scale (shared by the checkpoints).
+    n_sim : int, default 10000
+        Simulated runs.
+    seed : int or None, default 0
+
+    Returns
+    -------
+    SelectionBias
+        ``optimism`` (mean of naive minus true for the pick), ``optimism_sd``,
+        ``optimism_se`` (Monte Carlo), ``regret`` (mean shortfall of the pick's true value
+        from the best's), ``prob_best_picked`` (ties in true value count as best: 1 for
+        equally good checkpoints), ``normal_approximation`` and the settings.
+
+    Examples
+    --------
+    Eight equally good checkpoints at pass@1 0.85, 160 episodes each:
+
+    >>> import bayeval as be
+    >>> from bayeval.planning import selection_bias
+    >>> out = selection_bias(8, n_tasks=160, p=0.85, n_sim=4000, seed=0)
+    >>> round(out.normal_approximation, 3)
+    0.04
+    >>> abs(out.optimism - out.normal_approximation) < 0.004
+    True
+    """
+    m = validate_positive_int("m", m, 1)
+    n_tasks = validate_positive_int("n_tasks", n_tasks, 1)
+    trials = validate_positive_int("trials", trials, 1)
+    n_sim = validate_positive_int("n_sim", n_sim, 2)
+    seed = validate_seed(seed)
+    sd_between = _check_nonnegative("sd_between", sd_between)
+    sd_task = _check_nonnegative("sd_task", sd_task)
+    scalar_p = np.ndim(p) == 0
+    try:
+        rates = np.broadcast_to(np.asarray(p, dtype=float), (m,)).copy()
+    except (TypeError, ValueError):
+        raise ValueError(f"p must be a probability or a sequence of m={m} probabilities; "
+                         f"got {p!r}") from None
+    if not ((rates > 0) & (rates < 1)).all():
+        raise ValueError(f"p must lie strictly between 0 and 1; got {p!r}")
+
+    rng = np.random.default_rng(seed)
+    base = np.log(rates) - np.log1p(-rates)
+    optimism = np.empty(n_sim)
+    regret = np.empty(n_sim)
+    best = np.empty(n_sim, dtype=bool)
+    step = max(1, _SIM_CELLS // (m * (n_tasks if sd_task > 0 else 1)))
+    for start in range(0, n_sim, step):
+        size = min(step, n_sim - start)
+        logit = base[None, :] + sd_between * rng.standard_normal((size, m))
+        if sd_task > 0:
+            u = sd_task * rng.standard_normal((size, 1, n_tasks))
+            task_rate = 1.0 / (1.0 + np.exp(-(logit[..., None] + u)))
+            naive = rng.binomial(trials, task_rate).sum(axis=2) / (trials * n_tasks)
+            true = task_rate.mean(axis=2)
+        else:
+            true = 1.0 / (1.0 + np.exp(-logit))
+            naive = rng.binomial(trials * n_tasks, true) / (trials * n_tasks)
+        # highest observed score, ties broken at random
+        tie_break = rng.random((size, m))
+        pick = np.lexsort((tie_break, naive), axis=1)[:, -1]
+        rows = np.arange(size)
+        optimism[start:start + size] = naive[rows, pick] - true[rows, pick]
+        top = true.max(axis=1)
+        regret[start:start + size] = top - true[rows, pick]
+        best[start:start + size] = true[rows, pick] >= top - 1e-12
+    equal = scalar_p and sd_between == 0 and sd_task == 0
+    approx = (math.sqrt(rates[0] * (1 - rates[0]) / (n_tasks * trials))
+              * _expected_max_normal(m)) if equal else math.nan
+    sd = float(optimism.std(ddof=1))
+    return SelectionBias(
+        optimism=float(optimism.mean()), optimism_sd=sd, optimism_se=sd / math.sqrt(n_sim),
+        regret=float(regret.mean()), prob_best_picked=float(best.mean()),
+        normal_approximation=float(approx), m=m, n_tasks=n_tasks, trials=trials, n_sim=n_sim,
+        seed=seed,
+    )
