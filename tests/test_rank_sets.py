@@ -235,3 +235,16 @@ def test_bad_data():
         rank_sets({"A": [1, 0]}, n_boot=10)
     with pytest.raises(ValueError, match="k=3 needs at least 3"):
         rank_sets(be.from_counts([[1, 0], [0, 1]], trials=2), k=3, n_boot=10)
+
+
+def test_trial_unit_is_the_tasks_estimand(tiny):
+    out = rank_sets(tiny, unit="trial", n_boot=300, seed=0)
+    assert out.attrs["estimand"] == "tasks"
+    task = rank_sets(tiny, unit="task", n_boot=300, seed=0)
+    np.testing.assert_allclose(out["estimate"].values, task["estimate"].values)
+    one_trial = be.from_counts([[1, 0, 1, 1], [0, 0, 1, 0]], trials=1)
+    with pytest.warns(be.BayevalWarning, match="zero width"):
+        rank_sets(one_trial, unit="trial", n_boot=50)
+    few_trials = be.from_counts([[1, 0, 2, 1], [0, 0, 1, 0]], trials=2)
+    with pytest.warns(be.BayevalWarning, match="does not hold"):
+        rank_sets(few_trials, unit="trial", k=2, n_boot=50)
