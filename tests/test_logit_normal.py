@@ -172,7 +172,17 @@ def _reference_log_density(theta, data, c, n):
         return theta[start:start + size]
 
     mean, sd = priors["alpha"]
-    total = stats.norm.logpdf(values["alpha"], mean, sd).sum()
+    if layout.system_level:  # alpha[s] = mu + sigma_system eps[s] with mu ~ N(mean, sd)
+        S = layout.n_systems
+        cov = values["sigma_system"] ** 2 * np.eye(S) + sd**2 * np.ones((S, S))
+        total = sum(stats.multivariate_normal.logpdf(column, np.full(S, mean), cov)
+                    for column in values["alpha"].T)
+        total += (stats.halfnorm.logpdf(values["sigma_system"], scale=priors["sigma_system"])
+                  + part("sigma_system")[0])
+        if layout.system_level == 2:  # theta holds contrasts / sigma_system: the Jacobian
+            total += values["alpha"].shape[1] * (S - 1) * np.log(values["sigma_system"])
+    else:
+        total = stats.norm.logpdf(values["alpha"], mean, sd).sum()
     for name in logit_normal.SIGMAS:
         if off[name][1]:
             total += stats.halfnorm.logpdf(values[name], scale=priors[name]) + part(name)[0]
@@ -189,9 +199,13 @@ def _reference_log_density(theta, data, c, n):
     return total
 
 
-@pytest.mark.parametrize("systems, clusters, strata", [(2, True, True), (3, True, False),
-                                                       (1, True, True), (2, False, False)])
-def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strata):
+@pytest.mark.parametrize("systems, clusters, strata, level", [
+    (2, True, True, 0), (3, True, False, 1), (3, True, False, 2), (1, True, True, 0),
+    (2, False, False, 0), (3, False, True, 2)])
+def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strata, level,
+                                                        monkeypatch):
+    """``level``: the system level's form (0 none, 1 centred, 2 non-centred contrasts)."""
+    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
     data, c, n = _collapsed_case(systems, clusters, strata)
     model = build_logit_normal_model(data)
     logp, dlogp = model.compile_logp(), model.compile_dlogp()

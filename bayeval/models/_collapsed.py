@@ -13,14 +13,18 @@ function only holds a call to it.
 Coordinates of ``theta`` (present when the data have clusters / several systems)::
 
     log sigma_task, log sigma_task_system, log sigma_cluster, log sigma_cluster_system,
-    m_u, f_u (G - 1), m_w (S), f_w (S, G - 1), z_alpha (S, H)
+    m_u, f_u (G - 1), m_w (S), f_w (S, G - 1), log sigma_system, z_alpha (S, H)
 
 with ``u = sigma_cluster (m_u + B f_u)`` and ``w[s] = sigma_cluster_system (m_w[s] + B f_w[s])``
 (``B`` an orthonormal basis of the vectors summing to zero over clusters, ``m ~ N(0, 1/G)``,
 ``f ~ N(0, I)``, so that ``u / sigma_cluster ~ N(0, I_G)``), and ``alpha = mean + R z_alpha -
 shift`` with ``shift[s] = sigma_cluster m_u + sigma_cluster_system m_w[s]``, ``R`` orthonormal
 (the mean-over-systems and contrast directions) and ``z_alpha ~ N(R' shift, sd)``, which makes
-``alpha ~ N(mean, sd)`` whatever the shift. Why these coordinates: see
+``alpha ~ N(mean, sd)`` whatever the shift. With the system level (three or more systems) the
+rotated coordinates have sds ``sqrt(sigma_system^2 + S sd^2)`` (the mean direction) and
+``sigma_system`` (the contrasts), which makes ``alpha ~ N(mean, sigma_system^2 I + sd^2 11')``,
+the system-population prior with its mean integrated out; non-centred, ``z_alpha`` holds the
+contrasts divided by ``sigma_system`` (less ``R' shift``). Why these coordinates: see
 :func:`bayeval.models.logit_normal._intercepts_and_cluster_effects`.
 """
 
@@ -59,6 +63,7 @@ class Coordinates:
     G: int  # clusters (1 without clusters)
     clusters: bool
     paired: bool
+    system_level: int = 0  # 0: none; 1: centred contrasts; 2: non-centred (see unpack)
 
     @property
     def offsets(self) -> dict:
@@ -68,7 +73,8 @@ class Coordinates:
                  ("sigma_cluster_system", int(self.clusters and self.paired)),
                  ("m_u", int(self.clusters)), ("f_u", (G - 1) * self.clusters),
                  ("m_w", S * (self.clusters and self.paired)),
-                 ("f_w", S * (G - 1) * (self.clusters and self.paired)), ("z_alpha", S * H)]
+                 ("f_w", S * (G - 1) * (self.clusters and self.paired)),
+                 ("sigma_system", int(self.system_level > 0)), ("z_alpha", S * H)]
         out, start = {}, 0
         for name, size in sizes:
             out[name] = (start, size)
@@ -83,13 +89,13 @@ class Coordinates:
     def spec(self, rules: Rules) -> np.ndarray:
         """Integer constants of the kernel (int64)."""
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
-                         rules.z.size, rules.u.size], dtype=np.int64)
+                         rules.z.size, rules.u.size, self.system_level], dtype=np.int64)
 
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, zero-sum basis, quadrature rules."""
         mean, sd = priors["alpha"]
         head = [mean, sd, priors["sigma_task"], priors["sigma_task_system"],
-                priors["sigma_cluster"], priors["sigma_cluster_system"]]
+                priors["sigma_cluster"], priors["sigma_cluster_system"], priors["sigma_system"]]
         return np.ascontiguousarray(np.concatenate(
             [np.asarray(head, float), contrast_rotation(self.S).ravel(),
              zero_sum_basis(self.G).ravel(), *rules.arrays()]))
@@ -112,7 +118,8 @@ class Coordinates:
 
         out = {name: (np.exp(take(name, ())) if off[name][1] else np.ones(lead))
                for name in ("sigma_task", "sigma_task_system", "sigma_cluster",
-                            "sigma_cluster_system")}
+                            "sigma_cluster_system", "sigma_system")}
+        mean = priors["alpha"][0]
         basis = zero_sum_basis(G)
         u = np.zeros(lead + (G,))
         w = np.zeros(lead + (S, G))
@@ -127,9 +134,13 @@ class Coordinates:
                 w = out["sigma_cluster_system"][..., None, None] * (
                     m_w[..., None] + take("f_w", (S, G - 1)) @ basis.T)
                 shift = shift + out["sigma_cluster_system"][..., None] * m_w
+        rotation = contrast_rotation(S)
         z_alpha = take("z_alpha", (S, H))
-        alpha = (priors["alpha"][0] + np.einsum("st,...th->...sh", contrast_rotation(S), z_alpha)
-                 - shift[..., None])
+        if self.system_level == 2:  # contrasts stored standardised: z = R' shift + sigma zeta
+            centre = np.einsum("st,...s->...t", rotation, shift)[..., None]
+            scaled = centre + out["sigma_system"][..., None, None] * z_alpha
+            z_alpha = np.concatenate([z_alpha[..., :1, :], scaled[..., 1:, :]], axis=-2)
+        alpha = mean + np.einsum("st,...th->...sh", rotation, z_alpha) - shift[..., None]
         return {"alpha": alpha, **out, "cluster_effect": u, "cluster_system_effect": w}
 
 

@@ -799,10 +799,13 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     S, H, G = spec[0], spec[1], spec[2]
     clusters, paired = spec[3] != 0, spec[4] != 0
     nx, nz, nu = spec[5], spec[6], spec[7]
+    system_level = spec[8] != 0
+    noncentred = spec[8] == 2  # the contrasts as sigma_system times standard normals
     Gm = G - 1
     mean, sd = const[0], const[1]
     scale = const[2:6]
-    k = 6
+    scale_sys = const[6]
+    k = 7
     rot = const[k:k + S * S].reshape((S, S))
     k += S * S
     basis = const[k:k + G * Gm].reshape((G, Gm))
@@ -824,7 +827,8 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     i_fu = i_mu + (1 if clusters else 0)
     i_mw = i_fu + (Gm if clusters else 0)
     i_fw = i_mw + (S if clusters and paired else 0)
-    i_za = i_fw + (S * Gm if clusters and paired else 0)
+    i_ss = i_fw + (S * Gm if clusters and paired else 0)
+    i_za = i_ss + (1 if system_level else 0)
     grad = np.zeros(theta.shape[0])
     logp = 0.0
     sig = np.ones(4)
@@ -861,21 +865,53 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
                     grad[i_fw + s * Gm + j] += -f
                     for g in range(G):
                         d_w[s, g] += basis[g, j] * f
-    # intercepts: z_alpha ~ N(R' shift, sd), identified = mean + R z_alpha
+    # intercepts: z_alpha ~ N(R' shift, sd_t), identified = mean + R z_alpha. Without a system
+    # level sd_t = sd (alpha ~ N(mean, sd) independently); with one, alpha[s] = mu + sigma_system
+    # eps[s] and mu ~ N(mean, sd) integrated out: alpha ~ N(mean, sigma_system^2 I + sd^2 11'),
+    # whose rotated coordinates are independent with sd_0^2 = sigma_system^2 + S sd^2 (the mean
+    # direction) and sd_t = sigma_system (the contrasts). Non-centred, theta holds the contrasts'
+    # standardised values zeta (z_t = centre_t + sigma_system zeta_t, zeta_t ~ N(0, 1)).
+    sig_sys = 1.0
+    d_sig_sys = 0.0
+    if system_level:
+        sig_sys = math.exp(theta[i_ss])
+        ratio = sig_sys / scale_sys
+        logp += -0.5 * ratio * ratio + theta[i_ss]  # HalfNormal and log-Jacobian
+        grad[i_ss] += 1.0 - ratio * ratio
     identified = np.full((S, H), mean)
     d_shift = np.zeros(S)
     for t in range(S):
+        sd_t = sd
+        dsd = 0.0  # d sd_t / d sigma_system
+        if system_level:
+            if t == 0:
+                sd_t = math.sqrt(sig_sys * sig_sys + S * sd * sd)
+                dsd = sig_sys / sd_t
+            else:
+                sd_t = sig_sys
+                dsd = 1.0
         for h in range(H):
             za = theta[i_za + t * H + h]
             centre = 0.0
             for s in range(S):
                 centre += rot[s, t] * shift[s]
-                identified[s, h] += rot[s, t] * za
-            resid = (za - centre) / sd
-            logp += -0.5 * resid * resid
-            grad[i_za + t * H + h] += -resid / sd
+            if noncentred and t > 0:
+                logp += -0.5 * za * za
+                grad[i_za + t * H + h] += -za
+                za = centre + sig_sys * za
+                for s in range(S):
+                    identified[s, h] += rot[s, t] * za
+                continue
             for s in range(S):
-                d_shift[s] += rot[s, t] * resid / sd
+                identified[s, h] += rot[s, t] * za
+            resid = (za - centre) / sd_t
+            logp += -0.5 * resid * resid
+            grad[i_za + t * H + h] += -resid / sd_t
+            for s in range(S):
+                d_shift[s] += rot[s, t] * resid / sd_t
+            if system_level:
+                logp -= math.log(sd_t)
+                d_sig_sys += (resid * resid - 1.0) / sd_t * dsd
     P = c.shape[0]
     eta = np.empty((P, S))
     for p in range(P):
@@ -897,10 +933,20 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
             g_u[g] += g_eta[p, s]
             g_w[s, g] += g_eta[p, s]
             g_id[s, h] += g_eta[p, s]
-    for s in range(S):
-        for t in range(S):
-            for h in range(H):
-                grad[i_za + t * H + h] += rot[s, t] * g_id[s, h]
+    for t in range(S):
+        for h in range(H):
+            g_t = 0.0  # the likelihood's gradient in z_alpha[t, h]
+            for s in range(S):
+                g_t += rot[s, t] * g_id[s, h]
+            if noncentred and t > 0:
+                grad[i_za + t * H + h] += sig_sys * g_t
+                d_sig_sys += theta[i_za + t * H + h] * g_t
+                for s in range(S):
+                    d_shift[s] += rot[s, t] * g_t
+            else:
+                grad[i_za + t * H + h] += g_t
+    if system_level:
+        grad[i_ss] += sig_sys * d_sig_sys
     if clusters:
         total_shift = 0.0
         for s in range(S):
@@ -942,7 +988,7 @@ _F64 = numba.types.CPointer(numba.types.float64)
 _I64 = numba.types.CPointer(numba.types.int64)
 _C_SIG = numba.types.void(
     _F64, numba.types.int64,  # theta, its length
-    _I64, _F64, numba.types.int64,  # spec (8,), constants, their length
+    _I64, _F64, numba.types.int64,  # spec (9,), constants, their length
     _I64, numba.types.int64,  # cluster and stratum of each pattern (2, P), P
     _F64, _F64, _F64,  # c, n (P, S), mult (P,)
     _F64, _F64,  # out: log density, gradient
@@ -953,7 +999,7 @@ _symbol_ready = False
 
 def _c_kernel(theta_p, D, spec_p, const_p, n_const, index_p, P, c_p, n_p, mult_p, out_p,
               grad_p):
-    spec = numba.carray(spec_p, (8,))
+    spec = numba.carray(spec_p, (9,))
     S = spec[0]
     index = numba.carray(index_p, (2, P))
     logp, grad = logp_and_grad(numba.carray(theta_p, (D,)), spec,

@@ -5,13 +5,24 @@ Model (system s, task j in cluster g = g(j) and stratum h = h(j))::
     logit p[s, j] = alpha[s, h] + u[g] + w[s, g] + e[j] + v[s, j]
     c[s, j]      ~ Binomial(n[s, j], p[s, j])
 
-    alpha[s, h] ~ Normal(0, 2.5)          system (by stratum) intercepts
+    alpha[s, h] ~ Normal(mu[h], sigma_system)   system (by stratum) intercepts, 3+ systems
+    mu[h]       ~ Normal(0, 2.5)                    (two or fewer: alpha[s, h] ~ Normal(0, 2.5))
     u[g]        ~ Normal(0, sigma_cluster)            cluster effect, shared by the systems
     w[s, g]     ~ Normal(0, sigma_cluster_system)     a system's advantage may differ by cluster
     e[j]        ~ Normal(0, sigma_task)               task effect, shared: comparisons are paired
     v[s, j]     ~ Normal(0, sigma_task_system)        task-by-system effect
     sigma_task ~ HalfNormal(3), sigma_task_system ~ HalfNormal(1.5),
-    sigma_cluster ~ HalfNormal(1.5), sigma_cluster_system ~ HalfNormal(1)
+    sigma_cluster ~ HalfNormal(1.5), sigma_cluster_system ~ HalfNormal(1),
+    sigma_system ~ HalfNormal(1.5)
+
+The system level treats three or more systems as draws from a population of systems (the
+checkpoints of one run, a leaderboard's entries: exchangeable before the data), so the
+intercepts are partially pooled. That is what makes the winner's curse correctable: the
+observed best of m equally good checkpoints is shrunk back towards the others
+(:meth:`bayeval.Results.winner`). ``mu`` is integrated out in closed form; the contrasts
+between systems are sampled centred when the data tell the systems apart and non-centred when
+they do not (:func:`system_parametrisation`). With two systems the level is left out: two
+draws say next to nothing about a spread, and the prior on each intercept stays Normal(0, 2.5).
 
 ``u`` and ``w`` are non-centred (``u = sigma_cluster * z``). One system drops ``w`` and ``v``;
 data without clusters drop ``u`` and ``w``. The task-level spreads get wide priors because
@@ -68,8 +79,11 @@ DEFAULT_PRIORS = {
     "sigma_task_system": 1.5,
     "sigma_cluster": 1.5,
     "sigma_cluster_system": 1.0,
+    "sigma_system": 1.5,
 }
 SIGMAS = ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system")
+#: The fewest systems for which the model treats systems as draws from a population of systems.
+SYSTEM_LEVEL_MIN = 3
 _Z = np.linspace(-8.0, 8.0, 401)  # grid for population expectations over a standard normal
 _Z_WEIGHT = np.exp(-0.5 * _Z**2) / np.sqrt(2 * np.pi) * (_Z[1] - _Z[0])
 
@@ -86,10 +100,32 @@ def validate_priors(priors) -> dict:
     mean, sd = merged["alpha"]
     if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
         raise ValueError(f"prior alpha needs a finite mean and a positive sd; got {(mean, sd)}")
-    for name in SIGMAS:
+    for name in (*SIGMAS, "sigma_system"):
         if not (np.isfinite(merged[name]) and merged[name] > 0):
             raise ValueError(f"prior {name} is a HalfNormal scale > 0; got {merged[name]!r}")
-    return {"alpha": (float(mean), float(sd)), **{k: float(merged[k]) for k in SIGMAS}}
+    return {"alpha": (float(mean), float(sd)),
+            **{k: float(merged[k]) for k in (*SIGMAS, "sigma_system")}}
+
+
+def system_parametrisation(ds: xr.Dataset) -> int:
+    """How the sampler sees the system level: 0 none (fewer than three systems), 1 centred, 2
+    non-centred.
+
+    Centred contrasts suit systems the data tell apart (a leaderboard: the spread of the
+    systems' logits is well above each one's standard error); non-centred ones suit systems
+    the data cannot tell apart (checkpoints of one run), where the centred form is a funnel.
+    The rule compares the spread of the systems' pooled logits with their mean squared
+    standard error (averaged over the missing-outcome bounds, so every bound gets one form).
+    """
+    S = ds.sizes["system"]
+    if S < SYSTEM_LEVEL_MIN:
+        return 0
+    c, n, _ = counts_by_bound(ds)
+    c, n = c.mean(axis=0).sum(axis=-1), n.mean(axis=0).sum(axis=-1)  # (S,)
+    rate = (c + 0.5) / (n + 1.0)
+    logit = np.log(rate / (1 - rate))
+    se2 = 1.0 / ((n + 1.0) * rate * (1 - rate))
+    return 1 if logit.var(ddof=1) > 2.0 * se2.mean() else 2
 
 
 @dataclass(frozen=True)
@@ -100,6 +136,7 @@ class Layout:
     cluster_labels: list | None
     cluster: np.ndarray  # cluster code per task (zeros without clusters)
     pops: Populations
+    system_level: int = 0  # 0: no system level; 1 / 2: centred / non-centred contrasts
 
     @property
     def has_clusters(self) -> bool:
@@ -108,6 +145,7 @@ class Layout:
     @property
     def paired(self) -> bool:
         return self.n_systems > 1
+
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> Layout:
@@ -118,7 +156,7 @@ class Layout:
         else:
             codes, labels = np.zeros(n_task, dtype=np.int64), None
         return cls(ds.sizes["system"], labels, codes.astype(np.int64),
-                   Populations.from_dataset(ds))
+                   Populations.from_dataset(ds), system_parametrisation(ds))
 
 
 @dataclass(frozen=True)
@@ -219,7 +257,8 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
 def coordinates(layout: Layout) -> Coordinates:
     """The collapsed model's parameter coordinates for a layout."""
     G = len(layout.cluster_labels) if layout.has_clusters else 1
-    return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired)
+    return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
+                       layout.system_level)
 
 
 def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
@@ -261,7 +300,8 @@ def collapsed_posterior(theta: xr.DataArray, data, priors=None) -> xr.Dataset:
     values = coord.unpack(theta.transpose("chain", "draw", ...).values, validate_priors(priors))
     lead = ("chain", "draw")
     out = {"alpha": ((*lead, "system", "stratum"), values["alpha"])}
-    out.update({name: (lead, values[name]) for name in SIGMAS if coord.offsets[name][1]})
+    out.update({name: (lead, values[name]) for name in (*SIGMAS, "sigma_system")
+                if coord.offsets[name][1]})
     coords = {"system": ds["system"].values}
     if layout.has_clusters:
         coords["cluster"] = np.asarray(layout.cluster_labels, dtype=object)
@@ -318,14 +358,23 @@ def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
     rotation = np.linalg.qr(np.column_stack([np.ones(S), np.eye(S)[:, : S - 1]]))[0]
     rotation *= np.sign(rotation[0, 0])
     shift = pt.broadcast_to(shift, (S, H))
-    z_alpha = pm.Normal("alpha_rotated_z", pt.dot(rotation.T, shift), sd, shape=(S, H))
+    sd_rotated = sd
+    if layout.system_level:
+        # alpha[s] = mu + sigma_system eps[s], mu ~ N(mean, sd) integrated out: the rotated
+        # coordinates are independent, the mean direction with variance sigma_system^2 + S sd^2
+        sigma_system = pm.HalfNormal("sigma_system", priors["sigma_system"])
+        sd_rotated = pt.concatenate([pt.sqrt(sigma_system**2 + S * sd**2)[None],
+                                     pt.repeat(sigma_system[None], S - 1)])[:, None]
+    z_alpha = pm.Normal("alpha_rotated_z", pt.dot(rotation.T, shift), sd_rotated,
+                        shape=(S, H))
     identified = mean + pt.dot(rotation, z_alpha)  # (S, H)
     alpha = identified - shift
     pm.Deterministic("alpha", alpha if "stratum" in alpha_dims else alpha[:, 0], dims=alpha_dims)
     return identified, zero_sum
 
 
-POSTERIOR_VARS = ("alpha",) + SIGMAS + ("cluster_effect", "cluster_system_effect")
+POSTERIOR_VARS = ("alpha",) + SIGMAS + ("sigma_system", "cluster_effect",
+                                         "cluster_system_effect")
 
 
 # -- estimands ---------------------------------------------------------------------------------
