@@ -124,6 +124,25 @@ class EvalData:
         return dict(json.loads(self._ds.attrs["stratum_weights"]))
 
     @property
+    def harness(self) -> dict | None:
+        """Harness digest of each system (``system -> digest``), or ``None`` when not recorded.
+
+        Set by ``from_frame(..., harness=column)``; see :mod:`bayeval.harness`.
+        """
+        if "harness" not in self._ds.coords:
+            return None
+        return dict(zip(self.systems, self._ds["harness"].values.tolist()))
+
+    @property
+    def harness_configs(self) -> dict | None:
+        """Harness configurations given to ``from_frame`` (``digest -> config``), or ``None``."""
+        configs = json.loads(self._ds.attrs.get("harness_configs", "null"))
+        if not configs:
+            return None
+        present = set(self._ds["harness"].values.tolist())
+        return {d: c for d, c in configs.items() if d in present} or None
+
+    @property
     def status_counts(self) -> pd.DataFrame:
         """Attempts per status for each system (``not_run``: planned trials with no row)."""
         table = self._ds["status_counts"].sum("task").to_pandas()
@@ -152,6 +171,8 @@ class EvalData:
             digest.update(json.dumps([str(v) for v in self._ds[name].values]).encode())
         for name in ("status_counts", "successes"):
             digest.update(np.ascontiguousarray(self._ds[name].values, dtype=np.int64).tobytes())
+        if "harness" in self._ds.coords:
+            digest.update(json.dumps(self._ds["harness"].values.tolist()).encode())
         return digest.hexdigest()
 
     # -- derived data --------------------------------------------------------------------------
@@ -183,6 +204,8 @@ class EvalData:
             task_coords={c: self._ds[c].values for c in ("cluster", "stratum") if c in self._ds},
             attrs=self._ds.attrs,
         )
+        if "harness" in self._ds.coords:
+            ds = ds.assign_coords(harness=("system", self._ds["harness"].values))
         return EvalData(ds)
 
     def sel(self, system=None, task=None) -> EvalData:
@@ -239,6 +262,8 @@ class EvalData:
             lines.append(f"  clusters: {len(np.unique(ds['cluster'].values))}")
         if self.has_strata:
             lines.append(f"  strata:   {self.stratum_weights}")
+        if self.harness is not None:
+            lines.append(f"  harness:  {len(set(self.harness.values()))} digest(s)")
         totals = ds["status_counts"].sum(("system", "task")).to_series()
         totals = {k: int(v) for k, v in totals.items() if v}
         lines.append(f"  statuses: {totals}")
@@ -263,6 +288,7 @@ def from_frame(
     missing: str | None = None,
     planned_trials: int | Mapping | None = None,
     stratum_weights: Mapping | None = None,
+    harness: str | None = None,
 ) -> EvalData:
     """Validate a tidy table and summarise it into ``(system, task)`` counts.
 
@@ -296,6 +322,13 @@ def from_frame(
     stratum_weights : mapping, optional
         Stratum -> declared weight (normalised to sum to one). Default: the observed share of
         tasks in each stratum.
+    harness : str, optional
+        Column identifying each row's harness: a digest (any non-empty string, normally
+        :func:`bayeval.harness.digest` of the configuration) or the configuration itself as a
+        mapping (digested here, and kept so that :func:`bayeval.harness.diff` can name the
+        fields that differ). A system must be evaluated under one harness: a system whose rows
+        carry several is refused (label each ``(system, harness)`` pair as its own system).
+        Stored per system (:attr:`EvalData.harness`).
 
     Returns
     -------
@@ -337,7 +370,7 @@ def from_frame(
         names["success"] = success
     names.update(
         {k: v for k, v in (("trial", trial), ("cluster", cluster), ("stratum", stratum),
-                           ("status", status)) if v is not None}
+                           ("status", status), ("harness", harness)) if v is not None}
     )
     _check_columns(df, names)
     if len(df) == 0:
@@ -351,6 +384,8 @@ def from_frame(
     sys_codes, systems = _labels(df, system)
     task_codes, tasks = _labels(df, task)
     n_sys, n_task = len(systems), len(tasks)
+    if harness is not None:
+        digests, configs = _harness_column(df, harness, sys_codes, systems)
     cell = sys_codes * n_task + task_codes
     n_status = len(STATUSES)
 
@@ -382,8 +417,59 @@ def from_frame(
             task_coords[name] = _task_attribute(df, column, task, task_codes, n_task)
     _check_policy(status_counts, missing)
     attrs = {"stratum_weights": _stratum_weights(task_coords.get("stratum"), stratum_weights)}
+    if harness is not None and configs:
+        attrs["harness_configs"] = json.dumps(configs, sort_keys=True)
     ds = _assemble(ok_successes, status_counts, missing, systems, tasks, task_coords, attrs)
+    if harness is not None:
+        ds = ds.assign_coords(harness=("system", digests))
     return EvalData(ds)
+
+
+def _harness_column(df, column, sys_codes, systems) -> tuple[np.ndarray, dict]:
+    """One harness digest per system (refusing a system with several) and the configs given."""
+    from bayeval.harness import _canonical, digest
+
+    _check_not_missing(df, column)
+    values = df[column].to_numpy(dtype=object)
+    row_digest = np.empty(len(values), dtype=object)
+    configs, by_id = {}, {}
+    for i, v in enumerate(values):
+        if isinstance(v, str):
+            if not v.strip():
+                raise ValueError(f"column {column!r} has an empty harness digest in "
+                                 f"{describe_rows(df.index[[i]])}")
+            row_digest[i] = v
+        elif isinstance(v, Mapping):
+            if id(v) not in by_id:
+                by_id[id(v)] = digest(v)
+                configs[by_id[id(v)]] = _canonical(v)
+            row_digest[i] = by_id[id(v)]
+        else:
+            bad = np.array([not isinstance(x, (str, Mapping)) for x in values])
+            raise TypeError(
+                f"column {column!r} must hold harness digests (str) or configurations "
+                f"(mappings); found {describe_values(values[bad])} in "
+                f"{describe_rows(df.index[bad])}"
+            )
+    codes = pd.factorize(row_digest, sort=False)[0]
+    pairs = pd.DataFrame({"system": sys_codes, "digest": codes}).drop_duplicates()
+    several = pairs["system"][pairs["system"].duplicated()].unique()
+    if len(several):
+        parts = []
+        for s in several[:3]:
+            rows = sys_codes == s
+            groups = [f"{d!r} ({describe_rows(df.index[rows & (row_digest == d)])})"
+                      for d in pd.unique(row_digest[rows])]
+            parts.append(f"system {systems[s]!r} has {len(groups)}: {', '.join(groups)}")
+        raise ValueError(
+            f"column {column!r} must give each system one harness, but {len(several)} "
+            f"system(s) have several: {'; '.join(parts)}. Label each (system, harness) pair "
+            "as its own system to analyse them side by side, or measure the change with "
+            "bayeval.harness.canary"
+        )
+    per_system = np.empty(len(systems), dtype=object)
+    per_system[pairs["system"].to_numpy()] = row_digest[pairs.index.to_numpy()]
+    return per_system, configs
 
 
 def from_counts(successes, trials, tasks=None, systems=None, clusters=None, strata=None,
