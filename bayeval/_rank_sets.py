@@ -58,11 +58,12 @@ def _holm(p: np.ndarray) -> np.ndarray:
 
 
 def _critical_values(deviation, se, ci_prob):
-    """All-pairs and per-system critical values, and each pair's max-|t| exceedance share.
+    """All-pairs and per-system critical values of the max-|t| statistic.
 
     ``deviation`` is ``(replicate, system)`` (replicate minus estimate), ``se`` the
-    ``(system, system)`` standard errors, zero (left out) on the diagonal and for pairs without
-    spread. Returns ``c`` (float), ``c_j`` (system,) and the sorted replicate maxima.
+    ``(system, system)`` standard errors, zero (left out of the maxima) on the diagonal and for
+    pairs without spread. Returns ``c`` (float), ``c_j`` (system,) and the sorted all-pairs
+    replicate maxima (for the max-t adjusted p-values); all zero when no pair has spread.
     """
     n_boot, n_sys = deviation.shape
     usable = se > 0
@@ -96,8 +97,6 @@ def _rank_set_arrays(estimate, replicates, ci_prob, kind):
     tol = 1e-12
     known = (se == 0) & ~np.eye(n_sys, dtype=bool)
     c_all, c_sys, sorted_max = _critical_values(deviation, se, ci_prob)
-    if not (se > 0).any():  # every difference is known: nothing to maximise over
-        c_all, c_sys = 0.0, np.zeros(n_sys)
 
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(se > 0, diff / se, np.where(np.abs(diff) > tol, np.sign(diff) * np.inf, 0.0))

@@ -248,3 +248,14 @@ def test_trial_unit_is_the_tasks_estimand(tiny):
     few_trials = be.from_counts([[1, 0, 2, 1], [0, 0, 1, 0]], trials=2)
     with pytest.warns(be.BayevalWarning, match="does not hold"):
         rank_sets(few_trials, unit="trial", k=2, n_boot=50)
+
+
+def test_a_difference_no_resampling_changes_is_known():
+    # B solves every task, A none: the difference is 1 in every replicate
+    data = be.from_counts([[0] * 8, [1] * 8], trials=1, systems=["A", "B"])
+    out = rank_sets(data, n_boot=200, seed=0)
+    assert out.attrs["critical_value"] == 0.0
+    assert out["se"].sel(candidate="B", baseline="A").item() == 0.0
+    assert out["t"].sel(candidate="B", baseline="A").item() == np.inf
+    assert bool(out["reject"].sel(candidate="B", baseline="A"))
+    assert out["rank_lower"].values.tolist() == [2, 1] == out["rank_upper"].values.tolist()
