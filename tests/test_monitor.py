@@ -1,0 +1,225 @@
+"""Continuous evaluation: the checkpoint store and the anytime-valid confidence sequences."""
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import bayeval as be
+from bayeval.monitor import (
+    CheckpointStore,
+    betting_capital,
+    betting_cs,
+    log_mixture_martingale,
+    monitor_paired,
+    monitor_rate,
+    rate_cs,
+)
+
+
+# -- store -----------------------------------------------------------------------------------
+def test_store_round_trip_in_arrival_order(tmp_path):
+    store = CheckpointStore(tmp_path / "run.nc")
+    first = be.from_counts([[3, 5, 0], [1, 2, 4]], trials=[[5, 5, 5], [4, 4, 4]],
+                           systems=["a", "b"], tasks=["x", "y", "z"], clusters=["r", "r", "s"])
+    second = be.from_counts([[1, 2]], trials=2, systems=["a"], tasks=[7, 8])
+    store.append("step-20", first)
+    store.append(10, second)
+    assert store.checkpoints() == ["step-20", 10]  # arrival order, not sorted
+    assert len(store) == 2 and 10 in store
+    back = store.load("step-20")
+    assert back.dataset.identical(first.dataset)
+    assert store.load(10).dataset.identical(second.dataset)
+    assert [label for label, _ in store] == ["step-20", 10]
+
+
+def test_store_refuses_overwrite_and_bad_input(tmp_path):
+    store = CheckpointStore(tmp_path / "run.nc")
+    data = be.from_counts([[3, 5]], trials=5)
+    store.append("c1", data)
+    with pytest.raises(ValueError, match=r"checkpoint 'c1' is already in .*append-only"):
+        store.append("c1", data)
+    with pytest.raises(TypeError, match=r"checkpoint must be a str or int label; got 1.5"):
+        store.append(1.5, data)
+    with pytest.raises(TypeError, match="data must be an EvalData"):
+        store.append("c2", {"successes": [1]})
+    with pytest.raises(KeyError, match=r"checkpoint 'nope' is not in"):
+        store.load("nope")
+    assert store.checkpoints() == ["c1"]
+
+
+# -- rate: Beta-binomial mixture --------------------------------------------------------------
+@pytest.mark.parametrize("prior", [(1.0, 1.0), (0.5, 2.0)])
+def test_mixture_martingale_equals_the_integral(prior):
+    a, b = prior
+    for s, n, p in [(3, 10, 0.2), (0, 5, 0.6), (17, 20, 0.9)]:
+        def integrand(q):
+            return (q / p) ** s * ((1 - q) / (1 - p)) ** (n - s) * stats.beta.pdf(q, a, b)
+        direct, _ = integrate.quad(integrand, 0, 1, limit=200)
+        assert np.exp(log_mixture_martingale(s, n, p, prior)) == pytest.approx(direct,
+                                                                               rel=1e-8)
+
+
+def test_uniform_mixture_boundary_is_robbins_formula():
+    # Robbins (1970): with a uniform mixture the CS is {p : (n + 1) Binom(S; n, p) > alpha}
+    successes, trials = np.array([3, 4, 0, 6]), np.array([10, 10, 5, 10])
+    lower, upper = rate_cs(successes, trials, ci_prob=0.9)
+    s, n = np.cumsum(successes), np.cumsum(trials)
+    for lo, hi, s_t, n_t in zip(lower, upper, s, n):
+        assert (n_t + 1) * stats.binom.pmf(s_t, n_t, lo) == pytest.approx(0.1, rel=1e-8)
+        assert (n_t + 1) * stats.binom.pmf(s_t, n_t, hi) == pytest.approx(0.1, rel=1e-8)
+
+
+def test_rate_cs_edges():
+    lower, upper = rate_cs([0, 0], [0, 4])
+    assert (lower[0], upper[0]) == (0.0, 1.0)  # no data yet
+    assert lower[1] == 0.0 and 0 < upper[1] < 1  # no success: the lower end is 0
+
+
+def test_rate_cs_is_time_uniform_where_a_fixed_interval_is_not():
+    rng = np.random.default_rng(11)
+    runs, steps, p = 3000, 100, 0.3
+    c = rng.binomial(1, p, size=(runs, steps))
+    lower, upper = rate_cs(c, np.ones_like(c))
+    missed = ((lower > p) | (upper < p)).any(axis=1)
+    s, n = np.cumsum(c, axis=1), np.arange(1, steps + 1)
+    wl, wu = be.wilson_interval(s, np.broadcast_to(n, s.shape), ci_prob=0.95)
+    wilson_missed = ((np.asarray(wl) > p) | (np.asarray(wu) < p)).any(axis=1)
+    assert missed.mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
+    assert wilson_missed.mean() > 0.2  # peeking at a fixed-sample interval
+    lower, upper = rate_cs([300], [1000])  # and it is not trivially wide
+    fixed = 2 * 1.96 * np.sqrt(0.3 * 0.7 / 1000)
+    assert fixed < upper[0] - lower[0] < 2.5 * fixed
+
+
+def test_rate_cs_bad_input():
+    with pytest.raises(ValueError, match=r"successes must not exceed trials; steps \[1\]"):
+        rate_cs([1, 5], [2, 4])
+    with pytest.raises(ValueError, match=r"successes must be an array of non-negative whole numbers.*\[1.5\]"):
+        rate_cs([1.5], [2])
+    with pytest.raises(ValueError, match="ci_prob must be strictly between 0 and 1; got 1.0"):
+        rate_cs([1], [2], ci_prob=1.0)
+    with pytest.raises(ValueError, match=r"prior must be a pair .* got \(0, 1\)"):
+        rate_cs([1], [2], prior=(0, 1))
+
+
+# -- betting ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+def test_capital_is_a_martingale_by_exact_enumeration(alternative):
+    # every sequence of 10 Bernoulli(0.3) outcomes: E[K_10(0.3)] = 1 exactly for each side
+    # (only predictable bets give this); the hedged max of the two is below 1
+    p, t = 0.3, 10
+    seqs = np.array(list(itertools.product([0.0, 1.0], repeat=t)))
+    prob = np.prod(np.where(seqs == 1, p, 1 - p), axis=1)
+    capital = betting_capital(seqs, p, alternative=alternative)[:, -1]
+    expected = float(prob @ capital)
+    if alternative == "two-sided":
+        assert 0.5 <= expected <= 1.0
+    else:
+        assert expected == pytest.approx(1.0, abs=1e-12)
+    # under a strictly smaller mean the 'greater' capital is a strict supermartingale
+    if alternative == "greater":
+        assert float(prob @ betting_capital(seqs, 0.4, alternative="greater")[:, -1]) < 1
+
+
+def test_betting_cs_covers_uniformly_in_time():
+    rng = np.random.default_rng(5)
+    runs, steps, truth = 400, 300, 0.1
+    missed = 0
+    for _ in range(runs):
+        x = rng.choice([-1.0, 0.0, 1.0], size=steps, p=[0.25, 0.4, 0.35])  # mean 0.1
+        lower, upper = betting_cs(x, bounds=(-1, 1), grid=400)
+        missed += bool(((lower > truth) | (upper < truth) | np.isnan(lower)).any())
+    assert missed / runs <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
+
+
+def test_betting_cs_shrinks_like_the_standard_error():
+    x = np.random.default_rng(1).binomial(1, 0.5, size=4000).astype(float)
+    lower, upper = betting_cs(x)
+    width = upper[-1] - lower[-1]
+    fixed = 2 * 1.96 * 0.5 / np.sqrt(4000)  # the fixed-sample 95% width
+    assert fixed < width < 3 * fixed  # time-uniform costs a bounded factor, not a trivial [0, 1]
+
+
+def test_one_sided_cs_and_capital_agree_on_the_gate():
+    x = np.random.default_rng(2).choice([-1.0, 0.0, 1.0], size=500, p=[0.15, 0.45, 0.4])
+    capital = betting_capital(x, 0.0, bounds=(-1, 1), alternative="greater")
+    lower, _ = betting_cs(x, bounds=(-1, 1), alternative="greater", grid=4000)
+    fired, excluded = capital >= 20, lower > 0.0
+    assert fired.any()
+    assert (fired[excluded]).all()  # whenever the CS excludes 0, the gate fires
+    assert (fired != excluded).mean() < 0.02  # up to the grid step
+
+
+def test_betting_bad_input():
+    with pytest.raises(ValueError, match=r"x must lie in bounds \[0.0, 1.0\].*\[1.5\]"):
+        betting_cs([0.2, 1.5])
+    with pytest.raises(ValueError, match=r"m must lie strictly inside bounds \(-1.0, 1.0\)"):
+        betting_capital([0.0], 1.0, bounds=(-1, 1))
+    with pytest.raises(ValueError, match="alternative must be one of"):
+        betting_cs([0.5], alternative="bigger")
+
+
+# -- monitors ---------------------------------------------------------------------------------
+def _pair_stream(rng, checkpoints, tasks, p_new, p_old, trials=1):
+    stream = []
+    for i in range(checkpoints):
+        ids = range(i * tasks, (i + 1) * tasks)
+        c = np.stack([rng.binomial(trials, p_new, tasks), rng.binomial(trials, p_old, tasks)])
+        stream.append((f"ckpt-{i}", be.from_counts(c, trials=trials, systems=["new", "old"],
+                                                   tasks=list(ids))))
+    return stream
+
+
+def test_gate_keeps_its_error_under_peeking():
+    # 20 checkpoints of 10 new tasks each, equal rates: the gate looks after every checkpoint
+    rng = np.random.default_rng(3)
+    runs, checkpoints, tasks = 4000, 20, 10
+    x = (rng.binomial(1, 0.5, (runs, checkpoints * tasks))
+         - rng.binomial(1, 0.5, (runs, checkpoints * tasks))).astype(float)
+    capital = betting_capital(x, 0.0, bounds=(-1, 1), alternative="greater")
+    ends = np.arange(tasks - 1, checkpoints * tasks, tasks)
+    monitored = (capital[:, ends] >= 20).any(axis=1).mean()
+    assert monitored <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
+    # the same stream through monitor_paired fires exactly where the capital says
+    stream = [(i, be.from_counts(np.stack([(x[0, i * tasks:(i + 1) * tasks] > 0),
+                                           (x[0, i * tasks:(i + 1) * tasks] < 0)]).astype(int),
+                                 trials=1, systems=["new", "old"],
+                                 tasks=list(range(i * tasks, (i + 1) * tasks))))
+              for i in range(checkpoints)]
+    table = monitor_paired(stream, "new", "old")
+    np.testing.assert_allclose(table["capital"], capital[0, ends], rtol=1e-12)
+
+
+def test_paired_gate_reads_the_store_and_detects_a_real_gain(tmp_path):
+    store = CheckpointStore(tmp_path / "run.nc")
+    for label, data in _pair_stream(np.random.default_rng(4), 12, 25, 0.75, 0.45, trials=2):
+        store.append(label, data)
+    table = monitor_paired(store, "new", "old", margin=0.05)
+    assert table["fired"].iloc[-1]
+    assert table["checkpoint"].tolist() == [f"ckpt-{i}" for i in range(12)]
+    assert table["tasks"].iloc[-1] == 300
+    worse = monitor_paired(store, "old", "new", alternative="less")
+    assert worse["fired"].iloc[-1] and "upper" in worse.columns
+
+
+def test_paired_gate_refuses_repeated_tasks_and_bad_margin():
+    data = be.from_counts([[1, 0], [0, 0]], trials=1, systems=["new", "old"], tasks=["t", "u"])
+    with pytest.raises(ValueError, match=r"checkpoint 2 repeats tasks \['t', 'u'\] first seen"):
+        monitor_paired([(1, data), (2, data)], "new", "old")
+    with pytest.raises(ValueError, match=r"margin must be a number strictly inside \(-1, 1\)"):
+        monitor_paired([(1, data)], "new", "old", margin=1.0)
+    with pytest.raises(KeyError, match=r"has no system\(s\) \['nope'\]"):
+        monitor_paired([(1, data)], "new", "nope")
+
+
+def test_rate_monitor_matches_rate_cs_and_refuses_several_trials():
+    stream = [(i, be.from_counts([[1, 0, 1, 1]], trials=1, systems=["m"])) for i in range(5)]
+    table = monitor_rate(stream, "m", threshold=0.4)
+    lower, upper = rate_cs([3] * 5, [4] * 5)
+    np.testing.assert_array_equal(table["lower"], lower)
+    assert table["trials"].tolist() == [4, 8, 12, 16, 20]
+    several = [(0, be.from_counts([[1, 2]], trials=3, systems=["m"]))]
+    with pytest.raises(ValueError, match=r"checkpoint 0: tasks \[0, 1\] ran more than one"):
+        monitor_rate(several, "m")
