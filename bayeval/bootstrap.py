@@ -648,3 +648,10 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
         "paired": "yes",
     }
     return ds
+
+
+# twins of Results.ranks and Results.compare_curve, defined with the decision tools
+from bayeval._decisions import curve_bootstrap as compare_curve  # noqa: E402
+from bayeval._rank_sets import rank_sets  # noqa: E402
+
+__all__ += ["rank_sets", "compare_curve"]

@@ -524,6 +524,94 @@ class Results:
                      "paired": self._paired}
         return out
 
+    def winner(self, metric: str = "pass@k", k=1, estimand: str = "population",
+               ci_prob: float = 0.95, n_replicates: int = 1000, seed=None, clusters=None,
+               weighting: str = "task") -> xr.Dataset:
+        """The system the observed score picks, and what that pick is worth (the winner's curse).
+
+        The pick is the system with the best observed score (the mean over its valid tasks of
+        the unbiased estimator). Its naive score overstates it when the systems are close: the
+        best of many noisy scores is selected for luck. The posterior of its value, from a
+        model that treats the systems as draws from a population of systems (``logit_normal``
+        with three or more systems has that level, ``sigma_system``), is shrunk back by what
+        the data say about how far apart the systems are.
+
+        Parameters
+        ----------
+        metric, k, estimand, clusters, weighting
+            As in :meth:`compare` (one k).
+        ci_prob : float, default 0.95
+        n_replicates : int, default 1000
+            Posterior draws used to replicate the benchmark on these tasks and pick by its
+            observed score again (``expected_optimism``); 0 skips it.
+        seed : int, optional
+            Seed of the replicates (default: the fit's).
+
+        Returns
+        -------
+        xarray.Dataset
+            ``naive_score``, ``value`` (posterior draws of the pick's metric), ``value_mean``,
+            ``value_interval``, ``optimism`` (naive score minus posterior mean),
+            ``prob_pick_is_best`` (posterior probability that the pick is the best system),
+            ``expected_optimism`` and ``replicate_prob_best_picked`` (picking by observed
+            score on replicate benchmarks), and per system ``observed_score`` and
+            ``posterior_mean``. ``attrs["pick"]`` names the pick.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[6, 7, 5, 8], [7, 6, 7, 8], [6, 6, 6, 7]], trials=10,
+        ...                       systems=["A", "B", "C"])
+        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+        >>> out = res.winner(n_replicates=100)
+        >>> out.attrs["pick"], round(float(out["naive_score"]), 3)
+        ('B', 0.7)
+        """
+        from bayeval._decisions import winner
+
+        return winner(self, metric, k, estimand, ci_prob, n_replicates, seed, clusters,
+                      weighting)
+
+    def compare_curve(self, candidate, baseline, k, metric: str = "pass@k",
+                      estimand: str = "tasks", ci_prob: float = 0.95) -> xr.Dataset:
+        """The effect ``metric(candidate) - metric(baseline)`` as a curve over k.
+
+        Parameters
+        ----------
+        candidate, baseline : system labels
+        k : list of int
+            At least two increasing ks.
+        metric : {"pass@k", "pass^k"}
+        estimand : {"tasks", "population"}, default "tasks"
+        ci_prob : float, default 0.95
+
+        Returns
+        -------
+        xarray.Dataset
+            Over ``k``: ``effect_mean``, ``effect_interval`` (pointwise), ``effect_band``
+            (simultaneous over the ks: a sup-t band, mean +- q sd with q the ``ci_prob``
+            quantile of the largest standardised deviation over k), ``prob_positive``;
+            ``prob_cross`` (posterior probability that the effect changes sign within the
+            ks), ``crossing_k`` (per draw, the interpolated k of the first sign change; NaN
+            without one) and ``crossing_interval``; per ``(task, k)``,
+            ``task_contribution`` (the posterior mean of the task's share of the
+            tasks-estimand effect) and ``task_contribution_observed`` (the same share from the
+            unbiased estimator of its counts), so a reversal is traced to the tasks behind
+            it (see :func:`bayeval._decisions.reversal_tasks`).
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[9, 1, 5, 0], [5, 5, 5, 5]], trials=10, systems=["A", "B"])
+        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+        >>> curve = res.compare_curve("A", "B", k=[1, 2, 4, 8])
+        >>> curve["effect_band"].dims
+        ('k', 'ci_bound')
+        """
+        from bayeval._decisions import compare_curve
+
+        return compare_curve(self, candidate, baseline, k, metric, estimand, ci_prob)
+
     # -- summaries and checks ------------------------------------------------------------------
     def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None):
         """Posterior mean, sd and equal-tailed interval of each system's metrics.

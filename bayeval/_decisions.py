@@ -1,0 +1,323 @@
+"""Decisions over many systems read from one posterior: the winner's curse and effect curves.
+
+:meth:`bayeval.Results.winner` and :meth:`bayeval.Results.compare_curve` are thin wrappers
+around the functions here; :func:`curve_bootstrap` is the curve's frequentist twin
+(``bayeval.bootstrap.compare_curve``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from bayeval._validate import validate_k, validate_prob
+from bayeval.estimators import _unbiased
+
+SAMPLE_DIMS = ("chain", "draw")
+
+
+def observed_scores(successes: np.ndarray, trials: np.ndarray, k: int, metric: str,
+                    systems=None):
+    """Per system, the mean over its valid tasks (``trials >= k``) of the unbiased estimator.
+
+    ``successes`` and ``trials`` are ``(system, task)``; returns ``(scores (S,), per_task
+    (S, J))`` with NaN where a task has fewer than k trials.
+    """
+    trials = np.asarray(trials)
+    valid = trials >= k
+    per_task = np.full(trials.shape, np.nan)
+    if valid.any():
+        per_task[valid] = _unbiased(trials[valid], np.asarray(successes)[valid],
+                                    np.full(valid.sum(), k), metric)
+    empty = ~valid.any(axis=1)
+    if empty.any():
+        names = np.flatnonzero(empty).tolist() if systems is None else [
+            systems[s] for s in np.flatnonzero(empty)]
+        raise ValueError(f"system(s) {names} have no task with at least k={k} valid trials: "
+                         "their observed score is undefined")
+    return np.nanmean(per_task, axis=1), per_task
+
+
+def _counts(results):
+    obs = results.tree["observed_data"]
+    if "missing_bound" in obs["successes"].dims:
+        raise ValueError("winner and compare_curve take data without missing bounds (fit with "
+                         "missing='fail' or 'exclude', or compare the bounds of one pair)")
+    c = obs["successes"].transpose("system", "task").values
+    n = obs["trials"].transpose("system", "task").values
+    return c, n
+
+
+def winner(results, metric="pass@k", k=1, estimand="population", ci_prob=0.95,
+           n_replicates=1000, seed=None, clusters=None, weighting="task") -> xr.Dataset:
+    """The system picked by the observed score and what the pick is worth.
+
+    See :meth:`bayeval.Results.winner`.
+    """
+    ci_prob = validate_prob("ci_prob", ci_prob)
+    if isinstance(n_replicates, bool) or not isinstance(n_replicates, int) or n_replicates < 0:
+        raise ValueError(f"n_replicates must be a non-negative int; got {n_replicates!r}")
+    ks, scalar = validate_k(k)
+    if not scalar:
+        raise ValueError(f"winner takes one k; got {k!r}")
+    k = int(ks[0])
+    c, n = _counts(results)
+    systems = results.systems
+    scores, _ = observed_scores(c, n, k, metric, systems)
+    pick = int(np.argmax(scores))
+    tied = [systems[s] for s in np.flatnonzero(scores == scores[pick]) if s != pick]
+    values = results._single_metric("winner", metric, k, estimand, clusters, weighting)
+    draws = values.transpose("chain", "draw", "system").values.reshape(-1, len(systems))
+    value = draws[:, pick]
+    alpha = 1 - ci_prob
+    best = draws.argmax(axis=1)
+    out = xr.Dataset({
+        "naive_score": scores[pick],
+        "value": (("sample",), value),
+        "value_mean": value.mean(),
+        "value_interval": (("ci_bound",), np.quantile(value, [alpha / 2, 1 - alpha / 2])),
+        "optimism": scores[pick] - value.mean(),
+        "prob_pick_is_best": float((best == pick).mean()),
+        "observed_score": (("system",), scores),
+        "posterior_mean": (("system",), draws.mean(axis=0)),
+    }, coords={"system": np.asarray(systems, dtype=object), "ci_bound": ["lower", "upper"]})
+    if n_replicates:
+        rep = replicate_selection(results, metric, k, n_replicates, seed)
+        out["expected_optimism"] = rep["optimism"].mean()
+        out["expected_optimism_sd"] = rep["optimism"].std(ddof=1)
+        out["replicate_prob_best_picked"] = rep["best_picked"].mean()
+    out.attrs = {"pick": systems[pick], "tied_with": tied, "metric": metric, "k": k,
+                 "estimand": estimand, "ci_prob": ci_prob, "model": results.model,
+                 "n_replicates": n_replicates,
+                 "optimism": "naive score of the pick minus its posterior mean",
+                 "expected_optimism": (
+                     "replicate benchmarks on these tasks drawn from the posterior (task rates "
+                     "per draw, binomial trials as observed): the mean of the picked system's "
+                     "naive score minus its true mean over these tasks")}
+    return out
+
+
+def replicate_selection(results, metric: str, k: int, n_replicates: int, seed=None) -> dict:
+    """Pick-by-observed-score on replicate data from the posterior, with the truth known.
+
+    For each of ``n_replicates`` posterior draws (taken evenly): the task rates of that draw
+    are the truth; binomial counts with the observed trials are a replicate benchmark; the
+    replicate's observed scores pick a system. Returns arrays ``optimism`` (the pick's naive
+    score minus its true mean over these tasks) and ``best_picked`` (whether the pick is the
+    truly best system of that draw).
+    """
+    c, n = _counts(results)
+    rates = results.task_rates().transpose("chain", "draw", "system", "task").values
+    rates = rates.reshape(-1, *rates.shape[2:])  # (draw, S, J)
+    take = np.unique(np.linspace(0, len(rates) - 1, min(n_replicates, len(rates))).astype(int))
+    seed = int(results.tree.attrs["seed"]) if seed is None else seed
+    rng = np.random.default_rng([seed, 13])
+    valid = n >= k
+    optimism = np.empty(len(take))
+    best_picked = np.empty(len(take), dtype=bool)
+    f = (lambda p: 1 - (1 - p) ** k) if metric == "pass@k" else (lambda p: p**k)
+    for i, d in enumerate(take):
+        p = np.nan_to_num(rates[d], nan=0.0)
+        rep = rng.binomial(n, p)
+        scores, _ = observed_scores(rep, n, k, metric)
+        truth = np.where(valid, f(p), np.nan)
+        truth = np.nanmean(truth, axis=1)
+        pick = int(np.argmax(scores))
+        optimism[i] = scores[pick] - truth[pick]
+        best_picked[i] = truth[pick] >= truth.max()
+    return {"optimism": optimism, "best_picked": best_picked}
+
+
+def _sup_t_band(draws: np.ndarray, ci_prob: float):
+    """Simultaneous band over the last axis: mean +- q sd, q the ci_prob quantile of the max
+    over k of |standardised draw| (a sup-t band)."""
+    mean = draws.mean(axis=0)
+    sd = draws.std(axis=0, ddof=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(sd > 0, np.abs(draws - mean) / np.where(sd > 0, sd, 1.0), 0.0)
+    q = float(np.quantile(z.max(axis=1), ci_prob))
+    return np.stack([mean - q * sd, mean + q * sd], axis=-1), q
+
+
+def crossing_points(effect: np.ndarray, ks: np.ndarray) -> np.ndarray:
+    """Per draw (rows), the k at which the effect curve first changes sign, by linear
+    interpolation between the grid's ks; NaN where it keeps one sign over the grid."""
+    effect = np.asarray(effect, dtype=float)
+    sign = np.sign(effect)
+    change = (sign[:, 1:] * sign[:, :-1]) < 0
+    out = np.full(len(effect), np.nan)
+    rows = np.flatnonzero(change.any(axis=1))
+    first = change[rows].argmax(axis=1)
+    y0, y1 = effect[rows, first], effect[rows, first + 1]
+    x0, x1 = ks[first].astype(float), ks[first + 1].astype(float)
+    out[rows] = x0 + (x1 - x0) * y0 / (y0 - y1)
+    return out
+
+
+def compare_curve(results, candidate, baseline, k, metric="pass@k", estimand="tasks",
+                  ci_prob=0.95, top_tasks=10) -> xr.Dataset:
+    """See :meth:`bayeval.Results.compare_curve`."""
+    ci_prob = validate_prob("ci_prob", ci_prob)
+    ks, scalar = validate_k(k)
+    if scalar or len(ks) < 2:
+        raise ValueError(f"compare_curve needs a list of at least two ks; got {k!r}")
+    if np.any(np.diff(ks) <= 0):
+        raise ValueError(f"compare_curve needs increasing ks; got {ks.tolist()}")
+    cmp = results.compare(candidate, baseline, metric=metric, k=ks.tolist(), estimand=estimand,
+                          ci_prob=ci_prob)
+    effect = cmp["effect"]
+    if "missing_bound" in effect.dims:
+        raise ValueError("compare_curve takes data without missing bounds")
+    draws = effect.transpose("chain", "draw", "k").values.reshape(-1, len(ks))
+    band, q = _sup_t_band(draws, ci_prob)
+    cross = crossing_points(draws, ks)
+    alpha = 1 - ci_prob
+    crossed = cross[np.isfinite(cross)]
+    out = xr.Dataset({
+        "effect_mean": (("k",), draws.mean(axis=0)),
+        "effect_interval": (("k", "ci_bound"), np.quantile(draws, [alpha / 2, 1 - alpha / 2],
+                                                           axis=0).T),
+        "effect_band": (("k", "ci_bound"), band),
+        "prob_positive": (("k",), (draws > 0).mean(axis=0)),
+        "prob_cross": float(np.isfinite(cross).mean()),
+        "crossing_k": (("sample",), cross),
+        "crossing_interval": (("ci_bound",), np.quantile(crossed, [alpha / 2, 1 - alpha / 2])
+                              if crossed.size else np.full(2, np.nan)),
+    }, coords={"k": ks, "ci_bound": ["lower", "upper"]})
+    contributions = task_contributions(results, candidate, baseline, ks, metric)
+    out = out.merge(contributions)
+    out.attrs = {**cmp.attrs, "k": ks.tolist(), "band": "sup-t (max over k of |z|)",
+                 "band_critical_value": q}
+    out.attrs.pop("margin", None)
+    return out
+
+
+def task_contributions(results, candidate, baseline, ks, metric) -> xr.Dataset:
+    """Each task's share of the tasks-estimand effect at each k: the posterior mean of
+    ``(f_k(p_candidate) - f_k(p_baseline)) / J`` over the tasks valid for both, beside the same
+    share from the unbiased estimator of the observed counts (NaN where k > trials)."""
+    c, n = _counts(results)
+    systems = results.systems
+    i, j = systems.index(candidate), systems.index(baseline)
+    both = (n[i] > 0) & (n[j] > 0)
+    J = int(both.sum())
+    rates = results.task_rates([candidate, baseline]).transpose("chain", "draw", "system",
+                                                               "task").values
+    rates = rates.reshape(-1, 2, rates.shape[-1])
+    posterior, observed = [], []
+    for k in ks:
+        f = (1 - (1 - rates) ** k) if metric == "pass@k" else rates**k
+        posterior.append(np.where(both, (f[:, 0] - f[:, 1]).mean(axis=0), np.nan) / J)
+        _, per = observed_scores(c[[i, j]], n[[i, j]], int(k), metric)
+        observed.append(np.where(both, per[0] - per[1], np.nan) / J)
+    tasks = results.tree["observed_data"]["task"].values
+    return xr.Dataset({
+        "task_contribution": (("task", "k"), np.array(posterior).T),
+        "task_contribution_observed": (("task", "k"), np.array(observed).T),
+    }, coords={"task": tasks})
+
+
+def reversal_tasks(curve: xr.Dataset, top: int = 10) -> pd.DataFrame:
+    """The tasks that move the effect most between the first and the last k of a curve:
+    the change of each task's contribution, largest in size first.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval._decisions import reversal_tasks
+    >>> data = be.from_counts([[9, 1, 5, 0], [5, 5, 5, 5]], trials=10, systems=["A", "B"])
+    >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+    >>> sorted(reversal_tasks(res.compare_curve("A", "B", k=[1, 8]), top=2)["task"])
+    [0, 3]
+    """
+    first, last = curve["task_contribution"].isel(k=0), curve["task_contribution"].isel(k=-1)
+    change = (last - first).to_series().dropna()
+    obs = (curve["task_contribution_observed"].isel(k=-1)
+           - curve["task_contribution_observed"].isel(k=0)).to_series()
+    order = change.abs().sort_values(ascending=False).index[:top]
+    return pd.DataFrame({"task": order, "change": change[order].to_numpy(),
+                         "change_observed": obs.reindex(order).to_numpy()})
+
+
+def curve_bootstrap(data, candidate, baseline, k, metric="pass@k", unit="task", n_boot=2000,
+                    ci_prob=0.95, seed=0) -> xr.Dataset:
+    """Paired bootstrap of the effect curve over k: pointwise percentile intervals and a
+    simultaneous sup-t band, resampling tasks (or whole clusters with ``unit="cluster"``).
+
+    The twin of :meth:`bayeval.Results.compare_curve`, reached as
+    ``bayeval.bootstrap.compare_curve``. The effect at each k is the mean over the tasks with
+    at least ``max(k)`` trials for both systems of the difference of unbiased estimators.
+
+    Parameters
+    ----------
+    data : EvalData
+    candidate, baseline : system labels
+    k : list of int
+    metric : {"pass@k", "pass^k"}
+    unit : {"task", "cluster"}
+    n_boot : int, default 2000
+    ci_prob : float, default 0.95
+    seed : int, default 0
+
+    Returns
+    -------
+    xarray.Dataset
+        ``effect``, ``effect_interval`` (pointwise) and ``effect_band`` (simultaneous) over k.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[9, 1, 5, 0], [5, 5, 5, 5]], trials=10, systems=["A", "B"])
+    >>> out = be.bootstrap.compare_curve(data, "A", "B", k=[1, 5], n_boot=500)
+    >>> out["effect"].round(3).values.tolist()
+    [-0.125, -0.372]
+    """
+    ci_prob = validate_prob("ci_prob", ci_prob)
+    ks, scalar = validate_k(k)
+    if scalar or len(ks) < 2:
+        raise ValueError(f"the curve needs a list of at least two ks; got {k!r}")
+    if unit not in ("task", "cluster"):
+        raise ValueError(f"unit must be 'task' or 'cluster'; got {unit!r}")
+    ds = data.dataset
+    if "missing_bound" in ds["successes"].dims:
+        raise ValueError("the curve bootstrap takes data without missing bounds")
+    for role, label in (("candidate", candidate), ("baseline", baseline)):
+        if label not in data.systems:
+            raise ValueError(f"{role} {label!r} is not a system of the data")
+    pair = ds.sel(system=[candidate, baseline])
+    c = pair["successes"].transpose("system", "task").values
+    n = pair["trials"].transpose("system", "task").values
+    keep = (n >= ks.max()).all(axis=0)
+    if not keep.any():
+        raise ValueError(f"no task has at least k={int(ks.max())} trials for both systems")
+    diff = np.stack([np.subtract(*observed_scores(c[:, keep], n[:, keep], int(k), metric)[1])
+                     for k in ks], axis=1)  # (J, K)
+    if unit == "cluster":
+        if "cluster" not in ds.coords:
+            raise ValueError("unit='cluster' needs task clusters")
+        codes = pd.factorize(np.asarray(ds["cluster"].values[keep], dtype=object))[0]
+    else:
+        codes = np.arange(diff.shape[0])
+    G = codes.max() + 1
+    sums = np.zeros((G, len(ks)))
+    np.add.at(sums, codes, diff)
+    sizes = np.bincount(codes, minlength=G).astype(float)
+    rng = np.random.default_rng(seed)
+    weights = rng.multinomial(G, np.full(G, 1.0 / G), size=n_boot).astype(float)
+    boot = (weights @ sums) / (weights @ sizes)[:, None]
+    estimate = diff.mean(axis=0)
+    band, q = _sup_t_band(boot, ci_prob)
+    shift = estimate - boot.mean(axis=0)  # centre the band on the estimate
+    alpha = 1 - ci_prob
+    out = xr.Dataset({
+        "effect": (("k",), estimate),
+        "effect_interval": (("k", "ci_bound"), np.quantile(boot, [alpha / 2, 1 - alpha / 2],
+                                                           axis=0).T),
+        "effect_band": (("k", "ci_bound"), band + shift[:, None]),
+    }, coords={"k": ks, "ci_bound": ["lower", "upper"]})
+    out.attrs = {"candidate": candidate, "baseline": baseline, "metric": metric, "unit": unit,
+                 "n_boot": n_boot, "ci_prob": ci_prob, "seed": seed,
+                 "n_tasks": int(keep.sum()), "band": "sup-t (max over k of |z|)",
+                 "band_critical_value": q, "paired": "yes"}
+    return out
