@@ -57,8 +57,8 @@ def test_mixture_martingale_equals_the_integral(prior):
         def integrand(q):
             return (q / p) ** s * ((1 - q) / (1 - p)) ** (n - s) * stats.beta.pdf(q, a, b)
         direct, _ = integrate.quad(integrand, 0, 1, limit=200)
-        assert np.exp(log_mixture_martingale(s, n, p, prior)) == pytest.approx(direct,
-                                                                               rel=1e-8)
+        got = np.exp(log_mixture_martingale(s, n, p, prior))
+        assert got == pytest.approx(direct, rel=1e-8)
 
 
 def test_uniform_mixture_boundary_is_robbins_formula():
@@ -96,7 +96,7 @@ def test_rate_cs_is_time_uniform_where_a_fixed_interval_is_not():
 def test_rate_cs_bad_input():
     with pytest.raises(ValueError, match=r"successes must not exceed trials; steps \[1\]"):
         rate_cs([1, 5], [2, 4])
-    with pytest.raises(ValueError, match=r"successes must be an array of non-negative whole numbers.*\[1.5\]"):
+    with pytest.raises(ValueError, match=r"successes must be an array of non-negative.*\[1.5\]"):
         rate_cs([1.5], [2])
     with pytest.raises(ValueError, match="ci_prob must be strictly between 0 and 1; got 1.0"):
         rate_cs([1], [2], ci_prob=1.0)
