@@ -91,6 +91,11 @@ def main():
         costs = per_worker_costs(client, df)
     out.append(f"dask, 2 workers:  {t_dask:8.1f} s  (cluster start {t_start:.1f} s included)")
     out.append(f"ratio serial / dask: {t_serial / t_dask:.2f}")
+    load = os.getloadavg()
+    busy = (": above the core count, other work shared the cores and the ratio understates "
+            "what two free cores give") if load[1] > (os.cpu_count() or 1) else ""
+    out.append(f"load average at the end (1, 5, 15 min): {load[0]:.1f}, {load[1]:.1f}, "
+               f"{load[2]:.1f} on {os.cpu_count()} cores{busy}")
     out.append(f"same answers (pass@1 mean, intervals, seeds bit for bit): "
                f"{same(serial, parallel)}")
     out.append("")
