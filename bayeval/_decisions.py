@@ -66,7 +66,9 @@ def winner(results, metric="pass@k", k=1, estimand="population", ci_prob=0.95,
     systems = results.systems
     scores, _ = observed_scores(c, n, k, metric, systems)
     pick = int(np.argmax(scores))
-    tied = [systems[s] for s in np.flatnonzero(scores == scores[pick]) if s != pick]
+    # equal scores summed in a different order can differ in the last bits
+    tied = [systems[s] for s in np.flatnonzero(np.isclose(scores, scores[pick], rtol=0,
+                                                          atol=1e-12)) if s != pick]
     values = results._single_metric("winner", metric, k, estimand, clusters, weighting)
     draws = values.transpose("chain", "draw", "system").values.reshape(-1, len(systems))
     value = draws[:, pick]
@@ -321,3 +323,71 @@ def curve_bootstrap(data, candidate, baseline, k, metric="pass@k", unit="task", 
                  "n_tasks": int(keep.sum()), "band": "sup-t (max over k of |z|)",
                  "band_critical_value": q, "paired": "yes"}
     return out
+
+
+def rank_summary(results, data, metric="pass@k", k=1, estimand="population", prob=0.95,
+                 top=3, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
+                 n_replicates=1000) -> dict:
+    """Everything ``bayeval rank`` prints, as plain data (JSON-ready).
+
+    One record per system, best first by posterior mean: the posterior rank (mean and
+    interval), P(best), P(in the top ``top``), the group of :meth:`bayeval.Results.rank_groups`
+    at ``prob``, the bootstrap twin's simultaneous rank set
+    (:func:`bayeval.bootstrap.rank_sets` by ``unit``), and the winner's curse
+    (:meth:`bayeval.Results.winner`).
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval._decisions import rank_summary
+    >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [8, 9, 8, 9]], trials=10,
+    ...                       systems=["A", "B", "C"])
+    >>> res = be.fit(data, model="hierarchical", draws=300, chains=2, seed=0)
+    >>> out = rank_summary(res, data, n_boot=500, n_replicates=100)
+    >>> [row["system"] for row in out["systems"]], out["winner"]["pick"]
+    (['C', 'B', 'A'], 'C')
+    """
+    from bayeval import bootstrap
+
+    ranks = results.ranks(metric=metric, k=k, estimand=estimand, top=top, ci_prob=ci_prob)
+    groups = results.rank_groups(prob=prob, metric=metric, k=k, estimand=estimand)
+    sets = bootstrap.rank_sets(data.sel(system=results.systems), metric=metric, k=k, unit=unit,
+                               ci_prob=ci_prob, n_boot=n_boot, seed=seed)
+    win = results.winner(metric=metric, k=k, estimand=estimand, ci_prob=ci_prob,
+                         n_replicates=n_replicates, seed=seed)
+    group_of = groups.set_index("system")
+    rows = []
+    for system in group_of.index:
+        interval = ranks["rank_interval"].sel(system=system).values
+        rows.append({
+            "system": system,
+            "mean": float(group_of.loc[system, "mean"]),
+            "observed": float(win["observed_score"].sel(system=system)),
+            "rank_mean": float(ranks["rank_mean"].sel(system=system)),
+            "rank_lower": int(interval[0]), "rank_upper": int(interval[1]),
+            "prob_best": float(ranks["prob_best"].sel(system=system)),
+            "prob_top": float(ranks["prob_top"].sel(system=system)),
+            "group": int(group_of.loc[system, "group"]),
+            "bootstrap_rank_lower": int(sets["rank_lower"].sel(system=system)),
+            "bootstrap_rank_upper": int(sets["rank_upper"].sel(system=system)),
+        })
+    winner_record = {
+        "pick": win.attrs["pick"], "tied_with": list(win.attrs["tied_with"]),
+        "naive_score": float(win["naive_score"]), "value_mean": float(win["value_mean"]),
+        "value_lower": float(win["value_interval"][0]),
+        "value_upper": float(win["value_interval"][1]),
+        "optimism": float(win["optimism"]), "prob_pick_is_best": float(win["prob_pick_is_best"]),
+    }
+    if "expected_optimism" in win:
+        winner_record["expected_optimism"] = float(win["expected_optimism"])
+        winner_record["replicate_prob_best_picked"] = float(win["replicate_prob_best_picked"])
+    return {
+        "settings": {"metric": metric, "k": int(k), "estimand": estimand, "prob": prob,
+                     "top": top, "ci_prob": ci_prob, "unit": unit, "n_boot": n_boot,
+                     "seed": seed, "model": results.model, "paired": results._paired},
+        "group_rule": groups.attrs["rule"],
+        "bootstrap": {"construction": sets.attrs.get("construction"),
+                      "critical_value": float(sets.attrs["critical_value"]), "unit": unit},
+        "systems": rows,
+        "winner": winner_record,
+    }

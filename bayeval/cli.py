@@ -694,13 +694,19 @@ def _header(data, lines, res=None, err=False):
               help="Probability a decision needs.")
 @click.option("--superior", is_flag=True, help="Decide superiority by the margin instead of "
               "non-inferiority.")
+@click.option("--by", "by", metavar="COLUMN", multiple=True,
+              help="One analysis per value of this table column (repeat for several); prints "
+              "one row per group and system.")
+@click.option("--scheduler", metavar="ADDRESS|local",
+              help="With --by: run the groups on a Dask cluster (a scheduler address, or "
+              "'local' for local worker processes); needs bayeval[dask].")
 @_column_options("--trials")
 @_model_options
 @_output_options
 def analyze(files, fmt, system, task, success, successes, trials_column, trial, cluster,
             stratum, status, status_map, reader_options, missing, model, sampler, draws, chains,
             tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin, prob,
-            superior, json_path, report_path):
+            superior, by, scheduler, json_path, report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -719,6 +725,11 @@ def analyze(files, fmt, system, task, success, successes, trials_column, trial, 
     """
     opts = _collect_opts(locals())
     _check_outputs(json_path, report_path)
+    if scheduler and not by:
+        raise click.UsageError("--scheduler runs the groups of --by COLUMN; give --by")
+    if by:
+        return _analyze_by(files, opts, list(by), scheduler, model, sampler, draws, chains,
+                           tune, seed, ci_prob, json_path, report_path, pairs)
     notes = _Notes()
     with notes:
         data, lines = _load(files, opts)
@@ -741,6 +752,144 @@ def analyze(files, fmt, system, task, success, successes, trials_column, trial, 
         _write_json(report, json_path)
     if report_path:
         _write_report(res, report_path, report)
+
+
+def _analyze_by(files, opts, by, scheduler, model, sampler, draws, chains, tune, seed, ci_prob,
+                json_path, report_path, pairs):
+    """``analyze --by``: one analysis per group of a table (bayeval.fit_many)."""
+    from bayeval.many import FitManyError, fit_many
+
+    if pairs or report_path:
+        raise click.UsageError("--by prints one row per group and system; --compare and "
+                               "--report apply to one analysis (select a group's rows first)")
+    fmt = opts["fmt"] if opts["fmt"] != "auto" else detect_format(files[0])
+    if fmt != "table" or len(files) != 1:
+        raise click.UsageError("--by splits one table file by its columns")
+    frame = load_table(files[0], reader="bayeval")
+    unknown = [c for c in by if c not in frame.columns]
+    if unknown:
+        raise click.BadParameter(f"no column {unknown} in {files[0]}; columns: "
+                                 f"{', '.join(map(str, frame.columns))}", param_hint="--by")
+    roles, lines = _table_roles(frame.drop(columns=by), opts, "--trials")
+    for line in lines:
+        click.echo(line, err=True)
+    click.echo(f"fitting one analysis per {', '.join(by)} value"
+               f"{' on ' + scheduler if scheduler else ''} ...", err=True)
+    notes = _Notes()
+    try:
+        with notes:
+            many = fit_many(frame, by=by, client=scheduler, seed=seed, keep="summary",
+                            ci_prob=ci_prob, missing=opts["missing"], model=model,
+                            sampler=sampler, draws=draws, chains=chains, tune=tune, **roles)
+    except FitManyError as err:
+        _echo_notes(notes.items)
+        click.echo(f"Error: {err}", err=True)
+        if err.partial is not None:
+            click.echo(err.partial.to_frame().to_string(index=False))
+        click.get_current_context().exit(EXIT_USAGE)
+    _echo_notes(notes.items)
+    table = many.to_frame()
+    if json_path != "-":
+        with pd.option_context("display.width", 250, "display.max_columns", None,
+                               "display.max_rows", None):
+            click.echo(table.to_string(index=False))
+    if json_path:
+        _write_json({"by": by, "rows": json.loads(table.to_json(orient="records")),
+                     "command": _command_line()}, json_path)
+
+
+# -- rank --------------------------------------------------------------------------------------
+@main.command(context_settings={"max_content_width": 100})
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True,
+              help="k of the metric.")
+@click.option("--prob", type=PROBABILITY, default=0.95, show_default=True,
+              help="Probability that separates two groups (see the group rule printed).")
+@click.option("--top", type=click.IntRange(min=1), default=3, show_default=True,
+              help="P(in the top N) is printed for this N.")
+@click.option("--unit", type=click.Choice(["task", "cluster"]), default="task",
+              show_default=True, help="What the bootstrap rank sets resample.")
+@_column_options("--trials")
+@_model_options
+@_output_options
+def rank(files, fmt, system, task, success, successes, trials_column, trial, cluster, stratum,
+         status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
+         n_boot, ci_prob, estimand, metric, k, prob, top, unit, json_path, report_path):
+    """Rank systems: rank intervals, groups that cannot be told apart, P(best), the winner.
+
+    Fits every system (paired, with systems as draws from a population of systems, when they
+    share tasks) and prints, best first: the posterior mean, the rank interval, P(best),
+    P(in the top N), the group, and beside it the bootstrap's simultaneous rank set (paired
+    resampling of tasks or clusters, max-|t| construction). Then the winner's curse: the
+    system the observed score picks, its naive score, its posterior and the optimism.
+
+    \b
+    Examples:
+      bayeval rank runs.csv
+      bayeval rank runs.csv --k 1 --prob 0.9 --json ranks.json
+    """
+    from bayeval._decisions import rank_summary
+
+    opts = _collect_opts(locals())
+    estimand = estimand or "population"
+    _check_outputs(json_path, report_path)
+    notes = _Notes()
+    with notes:
+        data, lines = _load(files, opts)
+    if len(data.systems) < 2:
+        raise click.UsageError(f"ranking needs two or more systems; the data have "
+                               f"{len(data.systems)}")
+    _check_k_before_fit(data, [], [k], metric)
+    res = _fit(data, model, sampler, draws, chains, seed, notes, tune)
+    to_stdout = json_path == "-"
+    _header(data, lines, res, err=to_stdout)
+    click.echo("ranking: posterior ranks, groups and the winner's optimism; bootstrap rank "
+               f"sets ({n_boot} resamples) ...", err=True)
+    with notes:
+        summary = rank_summary(res, data, metric=metric, k=k, estimand=estimand, prob=prob,
+                               top=top, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed)
+    _echo_notes(notes.items)
+    summary["notes"] = notes.items
+    summary["command"] = _command_line()
+    if not to_stdout:
+        _echo_ranks(summary, ci_prob, top)
+    if json_path:
+        _write_json(summary, json_path)
+    if report_path:
+        _write_report(res, report_path, _report.report_data(
+            res, k=[k], metric=metric, estimand=estimand, n_boot=n_boot, seed=seed,
+            ci_prob=ci_prob, notes=notes.items, command=_command_line()))
+
+
+def _echo_ranks(summary: dict, ci_prob: float, top: int):
+    settings = summary["settings"]
+    name = _report._metric_name(settings["metric"], settings["k"])
+    table = pd.DataFrame([{
+        "system": row["system"], name: f"{row['mean']:.3f}", "observed": f"{row['observed']:.3f}",
+        "rank": f"{row['rank_mean']:.1f} [{row['rank_lower']}, {row['rank_upper']}]",
+        "P(best)": f"{row['prob_best']:.3f}", f"P(top {top})": f"{row['prob_top']:.3f}",
+        "group": row["group"],
+        f"bootstrap rank set ({settings['unit']})":
+            f"[{row['bootstrap_rank_lower']}, {row['bootstrap_rank_upper']}]",
+    } for row in summary["systems"]]).set_index("system")
+    paired = "paired" if settings["paired"].startswith("yes") else "unpaired"
+    click.echo(f"\n{name}, {settings['estimand']} estimand, {settings['model']} ({paired}): "
+               f"posterior mean, rank mean [{ci_prob:.0%} interval]; groups at prob "
+               f"{settings['prob']:g}")
+    with pd.option_context("display.width", 250, "display.max_columns", None,
+                           "display.max_colwidth", 60, "display.max_rows", None):
+        click.echo(table.to_string())
+    click.echo(f"groups: {summary['group_rule']}")
+    win = summary["winner"]
+    tied = f" (tied with {', '.join(map(str, win['tied_with']))})" if win["tied_with"] else ""
+    click.echo(f"\nwinner by observed score: {win['pick']}{tied}: naive {win['naive_score']:.3f},"
+               f" posterior {win['value_mean']:.3f} "
+               f"{_interval_text(win['value_lower'], win['value_upper'])}, optimism "
+               f"{win['optimism']:+.3f}, P(it is the best) = {win['prob_pick_is_best']:.3f}")
+    if "expected_optimism" in win:
+        click.echo(f"  picking by observed score on replicate benchmarks overstates the pick by "
+                   f"{win['expected_optimism']:+.3f} on average and picks the truly best in "
+                   f"{win['replicate_prob_best_picked']:.0%} of them")
 
 
 # -- gate --------------------------------------------------------------------------------------

@@ -1,0 +1,75 @@
+"""``bayeval rank`` and ``bayeval analyze --by``."""
+
+import json
+
+import numpy as np
+import pytest
+import pandas as pd
+from click.testing import CliRunner
+
+import bayeval as be
+from bayeval import cli
+
+GRID = ["--model", "hierarchical", "--sampler", "grid", "--draws", "300", "--chains", "2"]
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli.main, [str(a) for a in args])
+
+
+def _counts_csv(path, counts, trials=10, **extra):
+    rows = [{"system": s, "task": f"t{j}", "successes": c, "trials": trials, **extra}
+            for s, row in counts.items() for j, c in enumerate(row)]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_rank_prints_groups_sets_and_the_winner_and_writes_json(tmp_path):
+    path = _counts_csv(tmp_path / "runs.csv", {"weak": [2, 3, 1, 2, 3, 2],
+                                               "strong": [8, 9, 7, 9, 8, 9],
+                                               "twin": [9, 8, 8, 9, 8, 8]})
+    out = invoke("rank", path, *GRID, "--n-boot", 500, "--json", tmp_path / "r.json")
+    assert out.exit_code == 0, out.output
+    assert "winner by observed score: strong" in out.output
+    assert "bootstrap rank set (task)" in out.output
+    record = json.loads((tmp_path / "r.json").read_text())
+    rows = {row["system"]: row for row in record["systems"]}
+    assert sum(row["prob_best"] for row in rows.values()) == np.float64(1.0)
+    assert rows["strong"]["group"] == rows["twin"]["group"] < rows["weak"]["group"]
+    assert rows["weak"]["bootstrap_rank_lower"] == 3 == rows["weak"]["bootstrap_rank_upper"]
+    # strong: 50 of 60 vs twin 50 of 60 -- a tie on the observed score is said
+    assert record["winner"]["pick"] == "strong" and record["winner"]["tied_with"] == ["twin"]
+    assert record["winner"]["naive_score"] == pytest.approx(50 / 60, abs=1e-12)
+
+
+def test_rank_refuses_one_system(tmp_path):
+    path = _counts_csv(tmp_path / "one.csv", {"only": [2, 3, 1]})
+    out = invoke("rank", path, *GRID)
+    assert out.exit_code == 2 and "two or more systems" in out.output
+
+
+def test_analyze_by_gives_one_row_per_group_and_system_as_fit_many(tmp_path):
+    rows = []
+    for bench, shift in (("easy", 3), ("hard", -3)):
+        for s, base in (("A", 5), ("B", 6)):
+            rows += [{"benchmark": bench, "system": s, "task": f"t{j}",
+                      "successes": int(np.clip(base + shift + j % 3 - 1, 0, 10)), "trials": 10}
+                     for j in range(8)]
+    frame = pd.DataFrame(rows)
+    path = tmp_path / "many.csv"
+    frame.to_csv(path, index=False)
+    out = invoke("analyze", path, "--by", "benchmark", *GRID, "--json", tmp_path / "m.json")
+    assert out.exit_code == 0, out.output
+    record = json.loads((tmp_path / "m.json").read_text())
+    got = pd.DataFrame(record["rows"])
+    assert sorted(zip(got["benchmark"], got["system"])) == [("easy", "A"), ("easy", "B"),
+                                                            ("hard", "A"), ("hard", "B")]
+    many = be.fit_many(frame, by="benchmark", success=None, successes="successes",
+                       trials="trials", model="hierarchical", sampler="grid", draws=300,
+                       chains=2, keep="summary")
+    expected = many.to_frame()
+    np.testing.assert_allclose(got["pass@1_population_mean"],
+                               expected["pass@1_population_mean"])
+    assert invoke("analyze", path, "--scheduler", "local", *GRID).exit_code == 2
+    bad = invoke("analyze", path, "--by", "nope", *GRID)
+    assert bad.exit_code == 2 and "no column ['nope']" in bad.output
