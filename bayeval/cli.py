@@ -886,10 +886,9 @@ def _echo_ranks(summary: dict, ci_prob: float, top: int):
                f" posterior {win['value_mean']:.3f} "
                f"{_interval_text(win['value_lower'], win['value_upper'])}, optimism "
                f"{win['optimism']:+.3f}, P(it is the best) = {win['prob_pick_is_best']:.3f}")
-    if "expected_optimism" in win:
-        click.echo(f"  picking by observed score on replicate benchmarks overstates the pick by "
-                   f"{win['expected_optimism']:+.3f} on average and picks the truly best in "
-                   f"{win['replicate_prob_best_picked']:.0%} of them")
+    click.echo(f"  picking by observed score on replicate benchmarks overstates the pick by "
+               f"{win['expected_optimism']:+.3f} on average and picks the truly best in "
+               f"{win['replicate_prob_best_picked']:.0%} of them")
 
 
 # -- gate --------------------------------------------------------------------------------------
