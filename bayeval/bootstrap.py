@@ -1,4 +1,5 @@
-"""The frequentist baseline: bootstrap intervals for pass@k, pass^k and paired effects.
+"""The frequentist baseline: bootstrap intervals for pass@k, pass^k, G-pass@k, consistency and
+paired effects.
 
 Every statistic is a weighted mean of per-task unbiased estimates (:mod:`bayeval.estimators`):
 
@@ -23,6 +24,12 @@ exchangeable too, so the trial bootstrap draws, per distinct ``(n, c)`` pattern,
 tasks land on each possible count (recentred at the estimate and scaled to the estimator's
 unbiased variance; rows with ``k > n/2`` have no such variance and are marked
 ``interval_valid=False``). 100,000 tasks never need a replicates x tasks index array.
+
+The reliability metrics go through the same machinery: every metric is a polynomial in a task's
+rate (:mod:`bayeval.estimators`), so its unbiased estimator, and the unbiased estimate of that
+estimator's variance (from an unbiased estimate of ``f(p)^2``, twice the degree), exist for the
+trial bootstrap as they do for pass^k. Consistency has degree 2: its trial bootstrap needs four
+trials per task and is marked ``interval_valid=False`` below that.
 """
 
 from __future__ import annotations
@@ -39,14 +46,21 @@ from bayeval._validate import (
     BayevalWarning,
     describe_values,
     validate_choice,
-    validate_k,
     validate_positive_int,
     validate_prob,
     validate_seed,
 )
-from bayeval.estimators import METRICS, _unbiased, clip_probability, unbiased_table
+from bayeval.estimators import (
+    ALL_METRICS,
+    _unbiased,
+    clip_metric,
+    metric_ks,
+    unbiased_square_table,
+    unbiased_table,
+    validate_metric,
+)
 
-__all__ = ["pass_at_k", "pass_hat_k", "compare"]
+__all__ = ["pass_at_k", "pass_hat_k", "g_pass_at_k", "consistency", "compare"]
 
 UNITS = ("trial", "task", "cluster")
 METHODS = ("percentile", "basic", "bca")
@@ -113,9 +127,9 @@ class _Resampled:
     reason: np.ndarray | None = None  # (col, k): why not, "" where it holds
 
 
-def _task_values(c, n, ks, metric):
+def _task_values(c, n, ks, metric, tau=None):
     """Per-task estimates (col, task, k), zero where the cell has no valid trial."""
-    values = _unbiased(n[..., None], c[..., None], ks, metric)
+    values = _unbiased(n[..., None], c[..., None], ks, metric, tau)
     return np.where((n > 0)[..., None], values, 0.0)
 
 
@@ -125,8 +139,8 @@ def _chunks(n_boot: int, width: int):
         yield slice(start, min(start + step, n_boot))
 
 
-def _resample_units(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampled:
-    values = _task_values(c, n, ks, metric)  # (col, task, k)
+def _resample_units(c, n, ks, metric, layout: _Layout, n_boot, rng, tau=None) -> _Resampled:
+    values = _task_values(c, n, ks, metric, tau)  # (col, task, k)
     valid = (n > 0).astype(float)  # (col, task)
     n_col, n_task, n_k = values.shape
     order = np.argsort(layout.unit, kind="stable")
@@ -173,7 +187,7 @@ def _resample_units(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resample
             left_out = (tot_V[None] - pV) / (tot_S[None, :, None] - pS[..., None])
         jack_dev.append(w * (left_out - ratio[None]))
         jack_mult.append(mult)
-    return _Resampled(clip_probability(estimate), clip_probability(replicates),
+    return _Resampled(clip_metric(estimate, metric), clip_metric(replicates, metric),
                       np.concatenate(jack_dev), np.concatenate(jack_mult))
 
 
@@ -186,7 +200,7 @@ def _trial_weights(n, layout: _Layout) -> np.ndarray:
         return np.where(valid > 0, layout.weight[layout.group] / per_group[:, layout.group], 0.0)
 
 
-def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampled:
+def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng, tau=None) -> _Resampled:
     """Trial bootstrap, recentred at the estimate and rescaled to its unbiased variance.
 
     A resampled task's count is ``c* ~ Binomial(n, c/n)``, so a replicate of the unbiased
@@ -195,10 +209,11 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampl
     k near n the estimate falls outside its own percentile interval. Both bootstrap moments
     are exact sums over the n + 1 outcomes, so each system's replicates are shifted to centre
     on the estimate and scaled to the unbiased estimate of the estimator's variance,
-    ``sum_j w_j**2 (g_k(c_j)**2 - g_2k(c_j))`` for pass^k (with ``1 - g`` for pass@k). That
-    variance estimate exists only where ``2k <= n`` in every task; elsewhere the replicates are
-    only recentred and the row is marked (``valid``/``reason``): the bootstrap then
-    under-covers.
+    ``sum_j w_j**2 (g_k(c_j)**2 - g_2k(c_j))`` for pass^k (with ``1 - g`` for pass@k; for the
+    other metrics ``g_2k`` is the unbiased estimate of ``f(p)^2``). That variance estimate
+    exists only where ``2k <= n`` in every task (k = 2 for consistency); elsewhere the
+    replicates are only recentred and the row is marked (``valid``/``reason``): the bootstrap
+    then under-covers.
     """
     weights = _trial_weights(n, layout)
     n_col, n_k = c.shape[0], len(ks)
@@ -219,12 +234,12 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampl
         for (nn, cc, w), m in zip(patterns, mult):
             nn, cc = int(nn), int(cc)
             if nn not in tables:
-                tables[nn] = (unbiased_table(nn, ks, metric),
-                              unbiased_table(nn, 2 * ks, metric))
-            table, table_2k = tables[nn]
+                tables[nn] = (unbiased_table(nn, ks, metric, tau),
+                              unbiased_square_table(nn, ks, metric, tau))
+            table, square = tables[nn]
             estimate[col] += m * w * table[cc]
-            g, g2 = table[cc], table_2k[cc]
-            h, h2 = (1 - g, 1 - g2) if metric == "pass@k" else (g, g2)
+            g, h2 = table[cc], square[cc]
+            h = 1 - g if metric == "pass@k" else g
             unbiased_var[col] += m * w**2 * np.where(too_few, 0.0, h**2 - h2)
             if 0 < cc < nn:
                 prob = stats.binom.pmf(np.arange(nn + 1), nn, cc / nn)
@@ -248,7 +263,7 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampl
                     continue
                 dev = np.zeros((n_col, n_k))
                 if nn - 1 >= 1:
-                    dev[col] = w * (_unbiased(nn - 1, left, ks, metric) - table[cc])
+                    dev[col] = w * (_unbiased(nn - 1, left, ks, metric, tau) - table[cc])
                 else:
                     dev[col] = np.nan
                 jack_dev.append(dev)
@@ -257,11 +272,14 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampl
         valid[col] = ~too_few & ~negative
         n_min = int(n[col, used].min()) if used.any() else 0
         for i in np.flatnonzero(too_few):
+            what = ("consistency compares two attempts, and 2 is" if metric == "consistency"
+                    else f"k={int(ks[i])} is")
+            advice = ("n >= 4 trials per task" if metric == "consistency" else "k <= n/2")
             reason[col, i] = (
-                f"k={int(ks[i])} is more than half the fewest trials of a task (n={n_min}): "
+                f"{what} more than half the fewest trials of a task (n={n_min}): "
                 f"the variance of the unbiased {metric} estimator cannot be estimated from the "
                 "trials, so the interval is the trial bootstrap recentred at the estimate and "
-                "under-covers (use k <= n/2, unit='task', or a Bayesian fit)")
+                f"under-covers (use {advice}, unit='task', or a Bayesian fit)")
         for i in np.flatnonzero(negative):
             reason[col, i] = ("the unbiased variance estimate is negative (too few tasks with "
                               "mixed outcomes); the interval is the trial bootstrap recentred at "
@@ -272,7 +290,7 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng) -> _Resampl
         replicates[:, col] = estimate[col] + (replicates[:, col] - boot_mean[col]) * scale
     if not jack_dev:
         jack_dev, jack_mult = [np.full((n_col, n_k), np.nan)], [1]
-    return _Resampled(clip_probability(estimate), clip_probability(replicates),
+    return _Resampled(clip_metric(estimate, metric), clip_metric(replicates, metric),
                       np.stack(jack_dev), np.asarray(jack_mult), valid, reason)
 
 
@@ -311,7 +329,8 @@ def _intervals(estimate, replicates, jack_dev, jack_mult, method, ci_prob):
 
 
 # -- public API --------------------------------------------------------------------------------
-def _validate_common(data, unit, weighting, clusters, method, ci_prob, n_boot, seed, metric):
+def _validate_common(data, unit, weighting, clusters, method, ci_prob, n_boot, seed, metric,
+                     tau=None):
     from bayeval.data import EvalData
 
     if not isinstance(data, EvalData):
@@ -320,7 +339,7 @@ def _validate_common(data, unit, weighting, clusters, method, ci_prob, n_boot, s
     validate_choice("unit", unit, UNITS)
     validate_choice("weighting", weighting, WEIGHTINGS)
     validate_choice("method", method, METHODS)
-    validate_choice("metric", metric, METRICS)
+    validate_metric(metric, tau, ALL_METRICS)
     if clusters not in (None, "observed"):
         raise ValueError(f"clusters must be None or 'observed'; got {clusters!r}")
     needs_clusters = unit == "cluster" or clusters == "observed" or weighting == "cluster"
@@ -352,13 +371,18 @@ def _arrays(data, systems):
 
 
 def _check_k(data, systems, c, n, ks, metric):
-    too_few = (n > 0) & (n < ks.max())
+    needed = 2 if metric == "consistency" else int(ks.max())
+    too_few = (n > 0) & (n < needed)
     if not too_few.any():
         return
     _, s, j = np.nonzero(too_few)
     tasks = data.dataset["task"].values
     system = systems[s[0]]
     offenders = tasks[j[s == s[0]]]
+    if metric == "consistency":
+        raise ValueError(
+            "consistency compares two attempts and needs at least 2 valid trials in every "
+            f"task; system {system!r} has fewer in tasks {describe_values(offenders, limit=6)}")
     raise ValueError(
         f"{metric} at k={int(ks.max())} needs at least {int(ks.max())} valid trials in every "
         f"task; system {system!r} has fewer in tasks {describe_values(offenders, limit=6)} "
@@ -366,7 +390,7 @@ def _check_k(data, systems, c, n, ks, metric):
     )
 
 
-def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed):
+def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed, tau=None):
     c, n, bounds = _arrays(data, systems)
     _check_k(data, systems, c, n, ks, metric)
     layout = _layout(data, unit, weighting, clusters)
@@ -374,7 +398,7 @@ def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed):
     shape = c.shape[:2]
     c2, n2 = c.reshape(-1, c.shape[-1]), n.reshape(-1, n.shape[-1])
     engine = _resample_trials if unit == "trial" else _resample_units
-    res = engine(c2, n2, ks, metric, layout, n_boot, rng)
+    res = engine(c2, n2, ks, metric, layout, n_boot, rng, tau)
     if unit == "trial" and (n2[n2 > 0] == 1).all():
         warnings.warn(
             "with one trial per task the trial bootstrap has zero width: it resamples each "
@@ -400,13 +424,17 @@ def _status_vars(data, systems):
     return {"status_counts": counts, "coverage": counts.sel(status="ok") / counts.sum("status")}
 
 
-def _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data):
-    return {
+def _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data,
+              tau=None):
+    out = {
         "unit": unit, "estimand": ESTIMAND_OF_UNIT[unit],
         "clusters": {"cluster": "new", "task": clusters or "ignored"}.get(unit, "fixed tasks"),
         "weighting": weighting, "method": method, "ci_prob": ci_prob, "n_boot": n_boot,
         "seed": seed, "metric": metric, "missing_policy": data.missing or "none",
     }
+    if tau is not None:
+        out["tau"] = tau
+    return out
 
 
 def _warn_nan(replicates, what):
@@ -427,12 +455,15 @@ def _warn_fallback(fallback, method):
         )
 
 
-def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weighting, clusters):
+def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weighting, clusters,
+                    tau=None):
     ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
-                                             n_boot, seed, metric)
-    ks, scalar_k = validate_k(k)
+                                             n_boot, seed, metric, tau)
+    _, tau = validate_metric(metric, tau)
+    ks, scalar_k = metric_ks(metric, k)
     systems = data.systems
-    res, shape, bounds = _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed)
+    res, shape, bounds = _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed,
+                              tau)
     n_k = len(ks)
     est = _reshape(res.estimate, (), shape, n_k)
     reps = _reshape(res.replicates, (n_boot,), shape, n_k)
@@ -464,7 +495,8 @@ def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weight
         ds = ds.isel(k=0)
     ds = ds.transpose("replicate", "system", ...)
     ds = ds.assign(_status_vars(data, systems))
-    ds.attrs = _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data)
+    ds.attrs = _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data,
+                         tau)
     return ds
 
 
@@ -530,9 +562,49 @@ def pass_hat_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
                            clusters)
 
 
+def g_pass_at_k(data, k, tau, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
+                method="percentile", weighting="task", clusters=None) -> xr.Dataset:
+    """Bootstrap interval for each system's benchmark G-pass@k (at least ``ceil(tau k)`` of k
+    trials succeed; :func:`bayeval.estimators.g_pass_at_k`).
+
+    Parameters are those of :func:`pass_at_k`, with ``tau`` the share of the k attempts that
+    must succeed, in (0, 1]; ``tau`` is recorded in attrs.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[4, 2, 0, 3]], trials=4)
+    >>> res = be.bootstrap.g_pass_at_k(data, k=[2, 4], tau=0.5, n_boot=500, unit="trial")
+    >>> res["estimate"].values.round(3).tolist()
+    [[0.708, 0.75]]
+    """
+    return _metric_dataset(data, k, "g-pass@k", unit, n_boot, ci_prob, seed, method, weighting,
+                           clusters, tau)
+
+
+def consistency(data, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, method="percentile",
+                weighting="task", clusters=None) -> xr.Dataset:
+    """Bootstrap interval for each system's benchmark outcome consistency, the mean over tasks
+    of ``(2p - 1)^2`` (:func:`bayeval.estimators.consistency`; no ``k`` dim).
+
+    Parameters are those of :func:`pass_at_k`. Every task needs two valid trials; the trial
+    bootstrap needs four for an interval that holds (``interval_valid``).
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[4, 2, 0, 3]], trials=4)
+    >>> res = be.bootstrap.consistency(data, n_boot=500)
+    >>> round(float(res["estimate"].item()), 3)
+    0.417
+    """
+    return _metric_dataset(data, 2, "consistency", unit, n_boot, ci_prob, seed, method,
+                           weighting, clusters)
+
+
 def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
             metric="pass@k", margin=0.0, ci_prob=0.95, method="percentile", weighting="task",
-            clusters=None) -> xr.Dataset:
+            clusters=None, tau=None) -> xr.Dataset:
     """Paired bootstrap of the effect ``metric(candidate) - metric(baseline)``.
 
     Both systems are resampled together on their shared tasks (and clusters), so the interval
@@ -546,9 +618,11 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     candidate, baseline : system labels
     k, unit, n_boot, seed, ci_prob, method, weighting, clusters
         As in :func:`pass_at_k`.
-    metric : {"pass@k", "pass^k"}
+    metric : {"pass@k", "pass^k", "g-pass@k", "consistency"}
     margin : float, default 0.0
         Practical margin (absolute).
+    tau : float, optional
+        With ``metric="g-pass@k"``: the share of the k attempts that must succeed, in (0, 1].
 
     Returns
     -------
@@ -570,8 +644,9 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     0.167
     """
     ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
-                                             n_boot, seed, metric)
-    ks, scalar_k = validate_k(k)
+                                             n_boot, seed, metric, tau)
+    _, tau = validate_metric(metric, tau)
+    ks, scalar_k = metric_ks(metric, k)
     for role, label in (("candidate", candidate), ("baseline", baseline)):
         if label not in data.systems:
             raise ValueError(f"{role} {label!r} is not a system of this data; systems: "
@@ -589,7 +664,8 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
                          "a paired comparison needs shared tasks")
     if not shared.all():
         subset = subset.sel(task=subset.tasks[shared].tolist())
-    res, shape, bounds = _run(subset, pair, ks, metric, unit, weighting, clusters, n_boot, seed)
+    res, shape, bounds = _run(subset, pair, ks, metric, unit, weighting, clusters, n_boot, seed,
+                              tau)
     n_k = len(ks)
     est = _reshape(res.estimate, (), shape, n_k)  # (bound, system, k)
     reps = _reshape(res.replicates, (n_boot,), shape, n_k)
@@ -642,7 +718,8 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
         ds = ds.isel(k=0)
     ds = ds.assign(_status_vars(data, pair))
     ds.attrs = {
-        **_settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data),
+        **_settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data,
+                    tau),
         "candidate": candidate, "baseline": baseline, "margin": float(margin),
         "n_shared_tasks": int(shared.sum()), "n_unshared_tasks": int((~shared).sum()),
         "paired": "yes",

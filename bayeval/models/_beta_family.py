@@ -5,7 +5,10 @@ and, given the data, its conditional posterior is ``Beta(alpha + c, beta + n - c
 the two estimands need follows:
 
 * population quantities are Beta moments of the population, in closed form per draw:
-  ``E[(1 - p)^k] = B(a, b + k) / B(a, b)`` and ``E[p^k] = B(a + k, b) / B(a, b)``;
+  ``E[(1 - p)^k] = B(a, b + k) / B(a, b)`` and ``E[p^k] = B(a + k, b) / B(a, b)``; a metric
+  written in the Bernstein basis, ``f(p) = sum_j b_j C(d, j) p^j (1 - p)^(d - j)`` (G-pass@k,
+  consistency), has ``E f(p) = sum_j b_j BetaBinomial(j; d, a, b)``, and ``f^2`` is again such
+  a polynomial, of degree 2d;
 * the tasks estimand is the mean over the fixed tasks of f(p_j), with every task's rate drawn
   from its conditional posterior at each draw. Tasks with the same ``(n, c)`` share that
   conditional; for a group of ``m <= EXACT_LIMIT`` tasks the rates are drawn one by one, for a
@@ -28,7 +31,12 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from bayeval.estimators import clip_probability
+from bayeval.estimators import (
+    bernstein_coefficients,
+    clip_probability,
+    square_coefficients,
+    success_threshold,
+)
 
 EXACT_LIMIT = 100  # tasks per (n, c) group drawn one by one; larger groups use their moments
 
@@ -83,8 +91,26 @@ def patterns(c: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return pairs[:, 0], pairs[:, 1], mult
 
 
-def beta_moments(a, b, metric: str, ks: np.ndarray):
+def beta_bernstein(a, b, coefficients) -> np.ndarray:
+    """``E f(p)`` for ``p ~ Beta(a, b)`` and f with the given Bernstein coefficients (degree d):
+    ``sum_j b_j BetaBinomial(j; d, a, b)``, elementwise over ``a`` and ``b``."""
+    coefficients = np.asarray(coefficients, dtype=float)
+    d = len(coefficients) - 1
+    j = np.arange(d + 1)
+    a = np.asarray(a, dtype=float)[..., None]
+    b = np.asarray(b, dtype=float)[..., None]
+    log_pmf = (special.gammaln(d + 1) - special.gammaln(j + 1) - special.gammaln(d - j + 1)
+               + special.betaln(a + j, b + d - j) - special.betaln(a, b))
+    return np.exp(log_pmf) @ coefficients
+
+
+def beta_moments(a, b, metric: str, ks: np.ndarray, tau=None):
     """First and second moments of f(p) for ``p ~ Beta(a, b)``; k appended as the last axis."""
+    if metric not in ("pass@k", "pass^k"):
+        coefs = [bernstein_coefficients(metric, int(k), tau) for k in ks]
+        m1 = np.stack([beta_bernstein(a, b, co) for co in coefs], axis=-1)
+        m2 = np.stack([beta_bernstein(a, b, square_coefficients(co)) for co in coefs], axis=-1)
+        return clip_probability(m1), clip_probability(m2)
     a = np.asarray(a, dtype=float)[..., None]
     b = np.asarray(b, dtype=float)[..., None]
     log_norm = special.betaln(a, b)
@@ -99,10 +125,21 @@ def beta_moments(a, b, metric: str, ks: np.ndarray):
     return m1, m2
 
 
-def metric_of_rate(p: np.ndarray, metric: str, ks: np.ndarray) -> np.ndarray:
-    """pass@k or pass^k of a task with rate p; k appended as the last axis."""
+def metric_of_rate(p: np.ndarray, metric: str, ks: np.ndarray, tau=None) -> np.ndarray:
+    """The metric of a task with rate p; k appended as the last axis.
+
+    G-pass@k is the binomial tail ``P(Bin(k, p) >= m) = I_p(m, k - m + 1)`` (the regularised
+    incomplete Beta function) at ``m = ceil(tau k)``; consistency is ``(2p - 1)^2``.
+    """
     p = p[..., None]
-    return 1 - (1 - p) ** ks if metric == "pass@k" else p**ks
+    if metric == "pass@k":
+        return 1 - (1 - p) ** ks
+    if metric == "pass^k":
+        return p**ks
+    if metric == "consistency":
+        return (2 * p - 1) ** 2 * np.ones(len(ks))
+    m = success_threshold(ks, tau)
+    return special.betainc(m, ks - m + 1, p)
 
 
 def task_weights(n: np.ndarray, pops: Populations) -> np.ndarray:
@@ -121,7 +158,8 @@ def task_weights(n: np.ndarray, pops: Populations) -> np.ndarray:
     return weights
 
 
-def tasks_draws(alpha, beta, c, n, pops: Populations, metric, ks, seed, system_index) -> np.ndarray:
+def tasks_draws(alpha, beta, c, n, pops: Populations, metric, ks, seed, system_index,
+                tau=None) -> np.ndarray:
     """Draws of the tasks estimand for one system (and one bound).
 
     ``alpha``/``beta`` hold the population parameters per draw and population, shape
@@ -139,18 +177,18 @@ def tasks_draws(alpha, beta, c, n, pops: Populations, metric, ks, seed, system_i
             b = beta[:, h] + nn - cc
             if m <= EXACT_LIMIT:
                 p = rng.beta(a[:, None], b[:, None], size=(len(a), m))
-                out += w * metric_of_rate(p, metric, ks).sum(axis=1)
+                out += w * metric_of_rate(p, metric, ks, tau).sum(axis=1)
             else:
-                m1, m2 = beta_moments(a, b, metric, ks)
+                m1, m2 = beta_moments(a, b, metric, ks, tau)
                 z = rng.standard_normal(len(a))[:, None]
                 sd = np.sqrt(np.maximum(m * (m2 - m1**2), 0.0))
                 out += w * (m * m1 + sd * z)
     return np.clip(out, 0.0, 1.0)
 
 
-def population_value(alpha, beta, pops: Populations, metric, ks) -> np.ndarray:
+def population_value(alpha, beta, pops: Populations, metric, ks, tau=None) -> np.ndarray:
     """Population estimand per draw from population parameters ``(..., population)``."""
-    m1, _ = beta_moments(alpha, beta, metric, ks)
+    m1, _ = beta_moments(alpha, beta, metric, ks, tau)
     return clip_probability(np.tensordot(np.moveaxis(m1, -2, -1), pops.weight, axes=([-1], [0])))
 
 
@@ -247,13 +285,13 @@ class BetaRates:
             return da.isel(missing_bound=0, drop=True)
         return da.assign_coords(missing_bound=bounds)
 
-    def population(self, tree, metric, ks) -> xr.DataArray:
+    def population(self, tree, metric, ks, tau=None) -> xr.DataArray:
         _, _, _, bounds, pops = self._setup(tree)
         alpha, beta = self.params(tree)
-        values = population_value(alpha, beta, pops, metric, ks)
+        values = population_value(alpha, beta, pops, metric, ks, tau)
         return self._wrap(values, tree, bounds, ks, metric)
 
-    def tasks(self, tree, metric, ks, shared=None) -> xr.DataArray:
+    def tasks(self, tree, metric, ks, shared=None, tau=None) -> xr.DataArray:
         _, c, n, bounds, pops = self._setup(tree)
         if shared is not None:  # the mean over these tasks only (a paired comparison's)
             n = n * np.asarray(shared, dtype=n.dtype)
@@ -264,7 +302,7 @@ class BetaRates:
                 p = p.expand_dims("missing_bound", axis=2)
             p = p.transpose("chain", "draw", "missing_bound", "system", "task").values
             weights = np.stack([task_weights(n[b], pops) for b in range(len(n))])
-            f = metric_of_rate(np.nan_to_num(p), metric, ks)
+            f = metric_of_rate(np.nan_to_num(p), metric, ks, tau)
             values = clip_probability(np.einsum("cdbstk,bst->cdbsk", f, weights))
             return self._wrap(values, tree, bounds, ks, metric)
         alpha, beta = self.params(tree)
@@ -275,7 +313,7 @@ class BetaRates:
             for s in range(c.shape[1]):
                 draws = tasks_draws(alpha[:, :, b, s].reshape(n_chain * n_draw, -1),
                                     beta[:, :, b, s].reshape(n_chain * n_draw, -1),
-                                    c[b, s], n[b, s], pops, metric, ks, seed, [b, s])
+                                    c[b, s], n[b, s], pops, metric, ks, seed, [b, s], tau)
                 values[:, :, b, s] = draws.reshape(n_chain, n_draw, len(ks))
         return self._wrap(values, tree, bounds, ks, metric)
 
