@@ -9,6 +9,9 @@ plot                          draws the output of
 :func:`plot_task_rates`       :meth:`Results.task_rates`
 :func:`plot_ppc`              :meth:`Results.ppc`
 :func:`plot_status`           :attr:`EvalData.status_counts` and :attr:`EvalData.coverage`
+:func:`plot_ranks`            :meth:`Results.ranks`
+:func:`plot_compare_all`      :meth:`Results.compare_all`
+:func:`plot_compare_curve`    :meth:`Results.compare_curve` (and its bootstrap twin)
 ============================  ==========================================================
 
 Every function takes ``ax=None`` (draw into a new figure) or existing matplotlib Axes, and
@@ -31,12 +34,16 @@ from bayeval._validate import describe_values, validate_choice, validate_k, vali
 from bayeval.estimators import METRICS
 
 __all__ = [
+    "plot_compare_all",
+    "plot_compare_curve",
     "plot_effect",
     "plot_forest",
     "plot_pass_at_k",
     "plot_ppc",
     "plot_status",
+    "plot_ranks",
     "plot_task_rates",
+    "short_names",
 ]
 
 _SAMPLE_DIMS = ["chain", "draw"]
@@ -773,5 +780,202 @@ def plot_status(data, ax=None):
     ax.set_xlim(0, left.max() * 1.25 if left.max() > 0 else 1)
     ax.set_xlabel("planned attempts")
     ax.set_title(f"Attempt statuses per system (missing policy: {data.missing})")
+    _legend(ax)
+    return fig, ax
+
+
+# -- many systems ------------------------------------------------------------------------------
+_SEPARATORS = "_-/ .:"
+
+
+def short_names(labels, max_length: int = 40) -> list[str]:
+    """System labels without the prefix and suffix they all share, for axes and legends.
+
+    Only whole parts (split at ``_ - / space . :``) are stripped, only among three or more
+    names (what two names share is half of what tells them apart), and only while the names
+    stay distinct and none becomes empty; a name still longer than ``max_length`` keeps its
+    start and end around an ellipsis (again only while the names stay distinct).
+
+    Examples
+    --------
+    >>> from bayeval.plots import short_names
+    >>> short_names(["2025_mini-v1_claude-opus", "2025_mini-v1_gpt-5", "2025_mini-v1_kimi"])
+    ['claude-opus', 'gpt-5', 'kimi']
+    >>> short_names(["DSCoder-33b-Ins", "DSCoder-6.7b-Ins"])
+    ['DSCoder-33b-Ins', 'DSCoder-6.7b-Ins']
+    """
+    names = [str(label) for label in labels]
+    if len(names) < 3:
+        return [_ellipsis(n, max_length) for n in names]
+
+    def cuts(name):  # positions just after a separator
+        return [i + 1 for i, ch in enumerate(name) if ch in _SEPARATORS]
+
+    prefix = 0
+    for cut in cuts(names[0]):
+        head = names[0][:cut]
+        if all(n.startswith(head) and len(n) > cut for n in names):
+            prefix = cut
+    stripped = [n[prefix:] for n in names]
+    suffix = 0
+    for cut in cuts(stripped[0][::-1]):
+        tail = stripped[0][len(stripped[0]) - cut:]
+        if all(n.endswith(tail) and len(n) > cut for n in stripped):
+            suffix = cut
+    out = [n[:len(n) - suffix] if suffix else n for n in stripped]
+    if len(set(out)) < len(out):
+        out = names
+    short = [_ellipsis(n, max_length) for n in out]
+    return short if len(set(short)) == len(short) else out
+
+
+def _ellipsis(name: str, max_length: int) -> str:
+    if len(name) <= max_length:
+        return name
+    keep = max_length - 1
+    return name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
+
+
+def _height(n_rows: int) -> float:
+    return max(2.5, 0.8 + 0.26 * n_rows)
+
+
+def plot_ranks(results, metric: str = "pass@k", k=1, estimand: str = "population",
+               ci_prob: float = 0.95, top: int = 3, ax=None):
+    """Each system's posterior rank: its interval, its mean, and P(best) beside the name.
+
+    Draws :meth:`Results.ranks`, best system at the top; names are shortened by
+    :func:`short_names` and the figure grows with the number of systems.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [5, 6, 4, 5]], trials=10,
+    ...                       systems=["A", "B", "C"])
+    >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+    >>> from bayeval import plots
+    >>> fig, ax = plots.plot_ranks(res)
+    >>> [label.get_text() for label in ax.get_yticklabels()][-1]
+    'B  P(best) 0.97'
+    """
+    _check_results(results)
+    out = results.ranks(metric=metric, k=k, estimand=estimand, top=top, ci_prob=ci_prob)
+    systems = results.systems
+    order = np.argsort(out["rank_mean"].values, kind="stable")[::-1]  # best drawn at the top
+    fig, ax = _single_ax(ax, (7.5, _height(len(systems))))
+    names = short_names(systems)
+    interval = out["rank_interval"].values
+    rows = np.arange(len(systems))
+    ax.hlines(rows, interval[order, 0], interval[order, 1], color="C0", linewidth=2,
+              label=f"{ci_prob:.0%} rank interval")
+    ax.plot(out["rank_mean"].values[order], rows, "o", color="C0", label="posterior mean rank")
+    labels = [f"{names[j]}  P(best) {out['prob_best'].values[j]:.2f}" for j in order]
+    ax.set_yticks(rows, labels, fontsize="small" if len(systems) <= 25 else "x-small")
+    ax.set_ylim(-0.6, len(systems) - 0.4)
+    ax.set_xlim(len(systems) + 0.5, 0.5)  # rank 1 on the right
+    ax.set_xlabel("rank (1 = best)")
+    ax.grid(axis="x", alpha=0.3)
+    name = _metric_name(metric, _single_k(k))
+    ax.set_title(f"ranks by {name}, {estimand}", fontsize="medium")
+    _legend(ax)
+    return fig, ax
+
+
+def plot_compare_all(results, metric: str = "pass@k", k=1, estimand: str = "population",
+                     ax=None):
+    """The pairwise matrix of P(row system > column system), systems ordered best first.
+
+    Draws :meth:`Results.compare_all`; each cell is written out for up to 15 systems.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [5, 6, 4, 5]], trials=10,
+    ...                       systems=["A", "B", "C"])
+    >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+    >>> from bayeval import plots
+    >>> fig, ax = plots.plot_compare_all(res, estimand="tasks")
+    >>> [label.get_text() for label in ax.get_xticklabels()]
+    ['B', 'C', 'A']
+    """
+    _check_results(results)
+    out = results.compare_all(metric=metric, k=k, estimand=estimand)
+    prob = out["prob_positive"].values
+    with np.errstate(invalid="ignore"):
+        order = np.argsort(-np.nanmean(prob, axis=1), kind="stable")
+    prob = prob[np.ix_(order, order)]
+    S = len(order)
+    names = [short_names(results.systems, max_length=32)[j] for j in order]
+    cell = 0.4 if S <= 15 else (0.22 if S <= 30 else 0.16)
+    label = 0.075 * max(len(n) for n in names)  # inches the longest tick label takes
+    side = max(2.5, cell * S)
+    fig, ax = _single_ax(ax, (side + label + 1.6, side + label + 0.6))
+    image = ax.imshow(prob, cmap="RdBu", vmin=0, vmax=1)
+    size = "small" if S <= 15 else ("x-small" if S <= 30 else 5)
+    ax.set_xticks(range(S), names, rotation=90, fontsize=size)
+    ax.set_yticks(range(S), names, fontsize=size)
+    if S <= 15:
+        for i in range(S):
+            for j in range(S):
+                if i != j:
+                    ax.text(j, i, f"{prob[i, j]:.2f}", ha="center", va="center",
+                            fontsize="x-small",
+                            color="white" if abs(prob[i, j] - 0.5) > 0.3 else "black")
+    fig.colorbar(image, ax=ax, shrink=0.8, label="P(row > column)")
+    name = _metric_name(metric, _single_k(k))
+    ax.set_title(f"P(row > column), {name}, {estimand}", fontsize="medium")
+    return fig, ax
+
+
+def plot_compare_curve(results, candidate, baseline, k, metric: str = "pass@k",
+                       estimand: str = "population", ci_prob: float = 0.95, data=None,
+                       n_boot=2000, seed=0, ax=None):
+    """The effect over k with its pointwise intervals and simultaneous band.
+
+    Draws :meth:`Results.compare_curve`; with ``data`` the paired task bootstrap band
+    (``bayeval.bootstrap.compare_curve``) is drawn beside it. Resampling tasks, the
+    bootstrap is the twin of the population estimand (tasks like these); beside the tasks
+    estimand (these tasks), which has no task-sampling spread, it is wider by design.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[9, 1, 5, 0], [5, 5, 5, 5]], trials=10, systems=["A", "B"])
+    >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+    >>> from bayeval import plots
+    >>> fig, ax = plots.plot_compare_curve(res, "A", "B", k=[1, 2, 4, 8], data=data)
+    >>> ax.get_xlabel()
+    'k'
+    """
+    _check_results(results)
+    curve = results.compare_curve(candidate, baseline, k=k, metric=metric, estimand=estimand,
+                                  ci_prob=ci_prob)
+    ks = curve["k"].values
+    fig, ax = _single_ax(ax, (7.0, 4.0))
+    band, point = curve["effect_band"].values, curve["effect_interval"].values
+    mean = curve["effect_mean"].values
+    ax.fill_between(ks, band[:, 0], band[:, 1], color="C0", alpha=0.2,
+                    label=f"{ci_prob:.0%} simultaneous band")
+    ax.errorbar(ks, mean, yerr=[mean - point[:, 0], point[:, 1] - mean], fmt="o-", color="C0",
+                capsize=3, label=f"posterior mean, {ci_prob:.0%} pointwise")
+    if data is not None:
+        from bayeval._decisions import curve_bootstrap
+
+        boot = curve_bootstrap(data, candidate, baseline, ks.tolist(), metric=metric,
+                               n_boot=n_boot, ci_prob=ci_prob, seed=seed)
+        bb = boot["effect_band"].values
+        ax.plot(ks, boot["effect"].values, "s--", color="C1", label="task bootstrap estimate")
+        ax.plot(ks, bb[:, 0], ":", color="C1", label="task bootstrap simultaneous band")
+        ax.plot(ks, bb[:, 1], ":", color="C1")
+    ax.axhline(0.0, color="grey", linewidth=0.8)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ks, [str(v) for v in ks])
+    ax.set_xlabel("k")
+    ax.set_ylabel(f"{metric} effect")
+    cand, base = short_names([candidate, baseline], max_length=28)
+    cross = float(curve["prob_cross"])
+    ax.set_title(f"{cand} - {base}\n{estimand} estimand: P(the curves cross) = {cross:.2f}",
+                 fontsize="medium")
+    ax.grid(alpha=0.3)
     _legend(ax)
     return fig, ax
