@@ -25,6 +25,7 @@ _LAZY = {
     "STATUSES": "bayeval.data", "EvalData": "bayeval.data", "from_counts": "bayeval.data",
     "from_frame": "bayeval.data", "read_csv": "bayeval.data",
     "design_effect": "bayeval.estimators", "pass_at_k": "bayeval.estimators",
+    "g_pass_at_k": "bayeval.estimators", "consistency": "bayeval.estimators",
     "pass_hat_k": "bayeval.estimators", "wilson_interval": "bayeval.estimators",
     "adjust_pvalues": "bayeval.planning", "noninferiority": "bayeval.planning",
     "required_units": "bayeval.planning", "selection_bias": "bayeval.planning",

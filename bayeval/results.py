@@ -27,7 +27,7 @@ from bayeval._validate import (
     validate_prob,
 )
 from bayeval._arviz import mcse_and_ess
-from bayeval.estimators import METRICS
+from bayeval.estimators import metric_ks, validate_metric
 
 __all__ = ["Results", "load"]
 
@@ -141,27 +141,30 @@ class Results:
         return {"clusters": clusters, "weighting": weighting}
 
     def _metric(self, metric: str, k, estimand: str, clusters=None,
-                weighting: str = "task", shared=None) -> xr.DataArray:
+                weighting: str = "task", shared=None, tau=None) -> xr.DataArray:
+        metric, tau = validate_metric(metric, tau)
         self._check_estimand(estimand)
         options = self._cluster_options(estimand, clusters, weighting)
-        ks, scalar = validate_k(k)
+        ks, scalar = metric_ks(metric, k)
         self._warn_extrapolation(ks, metric)
         mask = None if shared is None else tuple(np.asarray(shared, bool).tolist())
-        key = (metric, estimand, tuple(ks.tolist()), tuple(sorted(options.items())), mask)
+        key = (metric, tau, estimand, tuple(ks.tolist()), tuple(sorted(options.items())), mask)
         cached = self._cache.get(key)
         if cached is None:
             # every readout (compare, summary, crosscheck, plots) is a function of these draws:
             # computed once per fit and estimand, then read from here
             if estimand == "population":
-                cached = self._model.population(self._tree, metric, ks, **options)
+                cached = self._model.population(self._tree, metric, ks, tau=tau, **options)
             elif shared is not None:
-                cached = self._model.tasks(self._tree, metric, ks, shared=np.asarray(shared))
+                cached = self._model.tasks(self._tree, metric, ks, shared=np.asarray(shared),
+                                           tau=tau)
             else:
-                cached = self._model.tasks(self._tree, metric, ks)
+                cached = self._model.tasks(self._tree, metric, ks, tau=tau)
             cached.values.flags.writeable = False
             self._cache[key] = cached
         values = cached.copy(deep=False)
-        values.attrs = {"metric": metric, "estimand": estimand, "model": self.model, **options}
+        values.attrs = {"metric": metric, "estimand": estimand, "model": self.model, **options,
+                        **({} if tau is None else {"tau": tau})}
         values.name = metric
         return values.isel(k=0) if scalar else values
 
@@ -173,9 +176,9 @@ class Results:
         return (f"no: the {self.model} model treats systems independently (unpaired); "
                 "model='logit_normal', the default for systems on shared tasks, pairs them")
 
-    def _single_metric(self, caller, metric, k, estimand, clusters, weighting):
+    def _single_metric(self, caller, metric, k, estimand, clusters, weighting, tau=None):
         """The metric's draws at one k and without missing bounds, or a clear refusal."""
-        values = self._metric(metric, k, estimand, clusters, weighting)
+        values = self._metric(metric, k, estimand, clusters, weighting, tau=tau)
         if "k" in values.dims or "missing_bound" in values.dims:
             raise ValueError(f"{caller} takes one k and no missing bounds (use compare for the "
                              "crossing bounds of one pair)")
@@ -236,6 +239,65 @@ class Results:
         """
         return self._metric("pass^k", k, estimand, clusters, weighting)
 
+    def g_pass_at_k(self, k, tau, estimand: str = "population", clusters=None,
+                    weighting: str = "task") -> xr.DataArray:
+        """Posterior draws of the benchmark G-pass@k: at least ``ceil(tau k)`` of k trials succeed.
+
+        Per task, ``P(Binomial(k, p) >= ceil(tau k))`` (Liu et al., 2024); tau = 1 is pass^k
+        and any tau <= 1/k is pass@k. Under a Beta population the population estimand is the
+        beta-binomial tail in closed form per draw; under ``logit_normal`` an expectation over
+        the normal task effects by quadrature.
+
+        Parameters
+        ----------
+        k : int or list of int
+            A list adds a ``k`` dim.
+        tau : float
+            The share of the k attempts that must succeed, in (0, 1].
+        estimand, clusters, weighting
+            As in :meth:`pass_at_k`.
+
+        Returns
+        -------
+        xarray.DataArray
+            Over ``(chain, draw, system[, missing_bound][, k])``; ``tau`` in attrs.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[4, 2, 0, 3]], trials=4), draws=200, chains=2, seed=0)
+        >>> g = res.g_pass_at_k(k=4, tau=0.5, estimand="tasks")
+        >>> bool((g >= res.pass_hat_k(k=4, estimand="tasks")).all())
+        True
+        """
+        return self._metric("g-pass@k", k, estimand, clusters, weighting, tau=tau)
+
+    def consistency(self, estimand: str = "population", clusters=None,
+                    weighting: str = "task") -> xr.DataArray:
+        """Posterior draws of the benchmark outcome consistency, the mean of ``(2p - 1)^2``.
+
+        1 for a task that always or never succeeds, 0 at p = 1/2: the chance that two attempts
+        agree minus the chance that they differ, so a two-attempt metric (read at k = 2).
+
+        Parameters
+        ----------
+        estimand, clusters, weighting
+            As in :meth:`pass_at_k`.
+
+        Returns
+        -------
+        xarray.DataArray
+            Over ``(chain, draw, system[, missing_bound])``.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[4, 2, 0, 3]], trials=4), draws=200, chains=2, seed=0)
+        >>> res.consistency(estimand="tasks").dims
+        ('chain', 'draw', 'system')
+        """
+        return self._metric("consistency", 2, estimand, clusters, weighting)
+
     def task_rates(self, system=None) -> xr.DataArray:
         """Posterior draws of every task's rate, from its exact conditional distribution.
 
@@ -258,7 +320,7 @@ class Results:
 
     def compare(self, candidate, baseline, metric: str = "pass@k", k=1,
                 estimand: str = "population", margin: float = 0.0, ci_prob: float = 0.95,
-                clusters=None, weighting: str = "task") -> xr.Dataset:
+                clusters=None, weighting: str = "task", tau=None) -> xr.Dataset:
         """Posterior of the effect ``metric(candidate) - metric(baseline)``.
 
         Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
@@ -267,7 +329,8 @@ class Results:
         Parameters
         ----------
         candidate, baseline : system labels
-        metric : {"pass@k", "pass^k"}
+        metric : {"pass@k", "pass^k", "g-pass@k", "consistency"}
+            Consistency has no k (leave ``k`` at its default).
         k : int or list of int
         estimand : {"population", "tasks"}
         margin : float, default 0.0
@@ -275,6 +338,9 @@ class Results:
         ci_prob : float, default 0.95
         clusters, weighting
             As in :meth:`pass_at_k` (``logit_normal`` only).
+        tau : float, optional
+            With ``metric="g-pass@k"``: the share of the k attempts that must succeed, in
+            (0, 1].
 
         Returns
         -------
@@ -293,7 +359,7 @@ class Results:
         >>> out["effect_interval"].dims
         ('ci_bound',)
         """
-        validate_choice("metric", metric, METRICS)
+        metric, tau = validate_metric(metric, tau)
         ci_prob = validate_prob("ci_prob", ci_prob)
         if not isinstance(margin, (int, float)) or margin < 0:
             raise ValueError(f"margin must be a non-negative number; got {margin!r}")
@@ -319,7 +385,7 @@ class Results:
                                  "undefined")
             if dropped:
                 shared = both
-        values = self._metric(metric, k, estimand, clusters, weighting, shared=shared)
+        values = self._metric(metric, k, estimand, clusters, weighting, shared=shared, tau=tau)
         cand, base = values.sel(system=candidate, drop=True), values.sel(system=baseline,
                                                                          drop=True)
         if "missing_bound" in values.dims:
@@ -341,7 +407,7 @@ class Results:
             "estimand": estimand, "margin": float(margin), "ci_prob": ci_prob,
             "ci_kind": "eti", "model": self.model,
             "paired": self._paired,
-            **{key: values.attrs[key] for key in ("clusters", "weighting")
+            **{key: values.attrs[key] for key in ("clusters", "weighting", "tau")
                if key in values.attrs},
         }
         if estimand == "tasks":
@@ -351,7 +417,8 @@ class Results:
 
     # -- many systems --------------------------------------------------------------------------
     def ranks(self, metric: str = "pass@k", k=1, estimand: str = "population", top: int = 3,
-              ci_prob: float = 0.95, clusters=None, weighting: str = "task") -> xr.Dataset:
+              ci_prob: float = 0.95, clusters=None, weighting: str = "task",
+              tau=None) -> xr.Dataset:
         """Posterior of each system's rank (1 = best) by a metric.
 
         Ties within a draw share the best of their ranks (they are rare with continuous
@@ -359,7 +426,7 @@ class Results:
 
         Parameters
         ----------
-        metric, k, estimand, clusters, weighting
+        metric, k, estimand, clusters, weighting, tau
             As in :meth:`compare` (one k).
         top : int, default 3
             ``prob_top`` is P(rank <= top).
@@ -387,7 +454,7 @@ class Results:
         ci_prob = validate_prob("ci_prob", ci_prob)
         if isinstance(top, bool) or not isinstance(top, int) or top < 1:
             raise ValueError(f"top must be a positive int; got {top!r}")
-        values = self._metric(metric, k, estimand, clusters, weighting)
+        values = self._metric(metric, k, estimand, clusters, weighting, tau=tau)
         if "k" in values.dims:
             raise ValueError("ranks take one k; got a list")
         axis = values.get_axis_num("system")
@@ -406,13 +473,13 @@ class Results:
         })
         out.attrs = {"metric": metric, "estimand": estimand, "top": top, "ci_prob": ci_prob,
                      "model": self.model, "paired": self._paired,
-                     **{key: values.attrs[key] for key in ("clusters", "weighting")
+                     **{key: values.attrs[key] for key in ("clusters", "weighting", "tau")
                         if key in values.attrs}}
         return out
 
     def rank_groups(self, prob: float = 0.95, metric: str = "pass@k", k=1,
                     estimand: str = "population", clusters=None,
-                    weighting: str = "task") -> pd.DataFrame:
+                    weighting: str = "task", tau=None) -> pd.DataFrame:
         """Groups of systems that cannot be told apart at probability ``prob``.
 
         The rule, applied from the top: the best remaining system by posterior mean leads a new
@@ -436,7 +503,8 @@ class Results:
         [1, 1, 2]
         """
         prob = validate_prob("prob", prob)
-        values = self._single_metric("rank_groups", metric, k, estimand, clusters, weighting)
+        values = self._single_metric("rank_groups", metric, k, estimand, clusters, weighting,
+                                     tau)
         draws = values.transpose("chain", "draw", "system").values.reshape(-1,
                                                                            len(self.systems))
         means = draws.mean(axis=0)
@@ -459,14 +527,14 @@ class Results:
               "leader": self.systems[lead], "prob_leader_better": p}
              for s, g, lead, p in rows])
         table.attrs = {"prob": prob, "metric": metric, "estimand": estimand,
-                       "model": self.model,
+                       "model": self.model, **({} if tau is None else {"tau": tau}),
                        "rule": "best remaining system leads a group; a system joins it unless "
                                "P(leader > system) >= prob"}
         return table
 
     def compare_all(self, metric: str = "pass@k", k=1, estimand: str = "population",
                     margin: float = 0.0, ci_prob: float = 0.95, clusters=None,
-                    weighting: str = "task") -> xr.Dataset:
+                    weighting: str = "task", tau=None) -> xr.Dataset:
         """Every pairwise effect ``metric(candidate) - metric(baseline)``, paired as
         :meth:`compare` is for the fitted model.
 
@@ -489,7 +557,9 @@ class Results:
         ci_prob = validate_prob("ci_prob", ci_prob)
         if not isinstance(margin, (int, float)) or margin < 0:
             raise ValueError(f"margin must be a non-negative number; got {margin!r}")
-        values = self._single_metric("compare_all", metric, k, estimand, clusters, weighting)
+        values = self._single_metric("compare_all", metric, k, estimand, clusters, weighting,
+                                     tau)
+        tau = values.attrs.get("tau")
         systems = self.systems
         S = len(systems)
         mean = np.full((S, S), np.nan)
@@ -502,7 +572,8 @@ class Results:
                     continue
                 if estimand == "tasks":  # the tasks valid for both (see compare)
                     effect = self.compare(cand, base, metric=metric, k=k, estimand=estimand,
-                                          margin=margin, ci_prob=ci_prob)["effect"].values
+                                          margin=margin, ci_prob=ci_prob,
+                                          tau=tau)["effect"].values
                 else:
                     effect = (values.sel(system=cand) - values.sel(system=base)).values
                 effect = effect.ravel()
@@ -521,11 +592,11 @@ class Results:
         }, coords={**coords, "ci_bound": ["lower", "upper"]})
         out.attrs = {"metric": metric, "estimand": estimand, "margin": float(margin),
                      "ci_prob": ci_prob, "model": self.model,
-                     "paired": self._paired}
+                     "paired": self._paired, **({} if tau is None else {"tau": tau})}
         return out
 
     def winner(self, metric: str = "pass@k", k=1, estimand: str = "population",
-               ci_prob: float = 0.95, n_replicates: int = 1000, seed=None, clusters=None,
+               ci_prob: float = 0.95, n_replicates: int = 200, seed=None, clusters=None,
                weighting: str = "task") -> xr.Dataset:
         """The system the observed score picks, and what that pick is worth (the winner's curse).
 
@@ -541,9 +612,11 @@ class Results:
         metric, k, estimand, clusters, weighting
             As in :meth:`compare` (one k).
         ci_prob : float, default 0.95
-        n_replicates : int, default 1000
-            Posterior draws used to replicate the benchmark on these tasks and pick by its
-            observed score again (``expected_optimism``); 0 skips it.
+        n_replicates : int, default 200
+            Posterior draws (taken evenly) used to replicate the benchmark on these tasks and
+            pick by its observed score again (``expected_optimism``), and for the posterior
+            mean over these tasks that ``optimism`` subtracts. Per-task readouts cost in
+            proportion: about 0.3 s per draw at 25 systems x 500 tasks (``logit_normal``).
         seed : int, optional
             Seed of the replicates (default: the fit's).
 
@@ -551,7 +624,9 @@ class Results:
         -------
         xarray.Dataset
             ``naive_score``, ``value`` (posterior draws of the pick's metric), ``value_mean``,
-            ``value_interval``, ``optimism`` (naive score minus posterior mean),
+            ``value_interval``, ``optimism`` (the naive score minus the posterior mean of the
+            pick's mean over these tasks, the naive score's own target; per system
+            ``tasks_mean``),
             ``prob_pick_is_best`` (posterior probability that the pick is the best system),
             ``expected_optimism`` and ``replicate_prob_best_picked`` (picking by observed
             score on replicate benchmarks), and per system ``observed_score`` and
@@ -613,16 +688,21 @@ class Results:
         return compare_curve(self, candidate, baseline, k, metric, estimand, ci_prob)
 
     # -- summaries and checks ------------------------------------------------------------------
-    def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None):
+    def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None,
+                tau=None):
         """Posterior mean, sd and equal-tailed interval of each system's metrics.
 
         Parameters
         ----------
         ci_prob : float, default 0.95
         k : int or list of int, default 1
-        metrics : sequence of {"pass@k", "pass^k"}
+        metrics : sequence of {"pass@k", "pass^k", "g-pass@k", "consistency"}
+            Consistency, a two-attempt metric, has one row per system and estimand, at k = 2.
         estimands : sequence, optional
             Default: every estimand the model supports.
+        tau : float, optional
+            Needed with ``"g-pass@k"`` among the metrics: the share of the k attempts that must
+            succeed, in (0, 1]; recorded in ``attrs``.
 
         Returns
         -------
@@ -641,11 +721,18 @@ class Results:
         """
         ci_prob = validate_prob("ci_prob", ci_prob)
         ks, _ = validate_k(k)
+        if isinstance(metrics, str):
+            raise TypeError(f"metrics must be a sequence of metric names; got {metrics!r} (write "
+                            f"metrics=[{metrics!r}])")
+        if tau is not None and "g-pass@k" not in metrics:
+            raise ValueError(f"tau applies to metric 'g-pass@k', which metrics={list(metrics)} "
+                             "does not hold")
         estimands = self.estimands if estimands is None else tuple(estimands)
         frames = []
         for estimand in estimands:
             for metric in metrics:
-                values = self._metric(metric, ks.tolist(), estimand)
+                values = self._metric(metric, [2] if metric == "consistency" else ks.tolist(),
+                                      estimand, tau=tau if metric == "g-pass@k" else None)
                 interval = _interval(values, ci_prob, ["chain", "draw"])
                 mcse, ess = mcse_and_ess(values)
                 table = xr.Dataset({
@@ -661,7 +748,8 @@ class Results:
         out = pd.concat(frames, ignore_index=True)
         first = ["system", "estimand", "metric", "k"]
         out = out[first + [c for c in out.columns if c not in first]]
-        out.attrs = {"ci_prob": ci_prob, "ci_kind": "eti", "model": self.model}
+        out.attrs = {"ci_prob": ci_prob, "ci_kind": "eti", "model": self.model,
+                     **({} if tau is None else {"tau": float(tau)})}
         return out
 
     def ppc(self, ci_prob: float = 0.95) -> xr.Dataset:

@@ -36,6 +36,8 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from bayeval.estimators import success_threshold
+
 NEWTON_STEPS = 8
 INNER_STEPS = 3
 MAX_STEP = 4.0
@@ -635,14 +637,56 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
     return total, g_eta, g_se, g_sv
 
 
+#: Kernel codes of the metrics f whose conditional moments the kernels compute.
+METRIC_CODES = {"pass@k": 0, "pass^k": 1, "g-pass@k": 2, "consistency": 3}
+
+
+def metric_arguments(metric: str, ks, tau=None) -> tuple[int, np.ndarray]:
+    """The kernels' metric arguments: its code and, per k, the successes it needs (G-pass@k's
+    ``ceil(tau k)``; unused by the other metrics)."""
+    ks = np.asarray(ks, dtype=float)
+    needed = (success_threshold(ks.astype(np.int64), tau).astype(float)
+              if metric == "g-pass@k" else np.ones(len(ks)))
+    return METRIC_CODES[metric], needed
+
+
 @numba.njit(cache=True)
-def _f(p, k, pass_at):
-    return 1.0 - (1.0 - p) ** k if pass_at else p**k
+def _binomial_tail(p, k, m):
+    """``P(Bin(k, p) >= m)`` for whole ``1 <= m <= k``: the shorter side's terms, in logs."""
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    K, M = int(k), int(m)
+    lp, lq = math.log(p), math.log1p(-p)
+    lk = math.lgamma(K + 1.0)
+    upper = K - M + 1 <= M
+    lo, hi = (M, K + 1) if upper else (0, M)
+    total = 0.0
+    for j in range(lo, hi):
+        total += math.exp(lk - math.lgamma(j + 1.0) - math.lgamma(K - j + 1.0) + j * lp
+                          + (K - j) * lq)
+    value = total if upper else 1.0 - total
+    return min(max(value, 0.0), 1.0)
+
+
+@numba.njit(cache=True)
+def _f(p, k, code, m):
+    """The metric of rate p (codes of :data:`METRIC_CODES`): pass@k, pass^k, G-pass@k with m
+    successes needed, consistency ``(2p - 1)^2``."""
+    if code == 0:
+        return 1.0 - (1.0 - p) ** k
+    if code == 1:
+        return p**k
+    if code == 3:
+        d = 2.0 * p - 1.0
+        return d * d
+    return _binomial_tail(p, k, m)
 
 
 @numba.njit(cache=True)
 def _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-                     ks, pass_at, buf, h1, h2, mean_p, cross_p, full):
+                     ks, code, needed, buf, h1, h2, mean_p, cross_p, full):
     """Conditional moments of f(p_s) of pattern ``p`` into ``mean_p (S, Q)`` and ``cross_p
     (S, S, Q)`` (only its diagonal unless ``full``)."""
     S = eta.shape[1]
@@ -658,7 +702,7 @@ def _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_ome
         for s in range(S):
             for q in range(L):
                 for j in range(Q):
-                    f = _f(prob[k, s, q], ks[j], pass_at)
+                    f = _f(prob[k, s, q], ks[j], code, needed[j])
                     h1[k, s, j] += r[k, s, q] * f
                     h2[k, s, j] += r[k, s, q] * f * f
     for k in range(K):
@@ -683,8 +727,8 @@ def _moment_work(S, Q, x, z, u):
 
 
 @numba.njit(cache=True)
-def _moments(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, pass_at,
-             mean, second):
+def _moments(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, code,
+             needed, mean, second):
     """Conditional mean and second moment of f(p_s) per pattern for one draw."""
     z, log_omega = _grid_for(sigma_e, z, log_omega)
     P, S = eta.shape
@@ -692,15 +736,15 @@ def _moments(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
     buf, h1, h2, cross_p = _moment_work(S, Q, x, z, u)
     for p in range(P):
         _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-                         ks, pass_at, buf, h1, h2, mean[p], cross_p, False)
+                         ks, code, needed, buf, h1, h2, mean[p], cross_p, False)
         for s in range(S):
             for j in range(Q):
                 second[p, s, j] = cross_p[s, s, j]
 
 
 @numba.njit(cache=True)
-def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, pass_at,
-               weight, mult, centre, cov):
+def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, code,
+               needed, weight, mult, centre, cov):
     """Weighted sums over the patterns of one draw: ``centre (S, Q)`` of the conditional means
     and ``cov (Q, S, S)`` of the conditional covariances of the mean over tasks (tasks are
     independent given the draw), without a per-pattern system x system array."""
@@ -711,7 +755,7 @@ def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, la
     mean_p = np.empty((S, Q))
     for p in range(P):
         _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-                         ks, pass_at, buf, h1, h2, mean_p, cross_p, True)
+                         ks, code, needed, buf, h1, h2, mean_p, cross_p, True)
         m = mult[p]
         for s in range(S):
             ws = weight[p, s]
@@ -726,28 +770,33 @@ def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, la
                                                        - mean_p[s, j] * mean_p[t, j])
 
 
-def moments(eta, c, n, sigma_e, sigma_v, paired, ks, pass_at, rules=None):
+def moments(eta, c, n, sigma_e, sigma_v, paired, ks, metric, rules=None, tau=None):
     """Conditional mean and second moment of f(p_s) per draw and pattern.
 
-    ``eta (D, P, S)``, ``sigma_e``/``sigma_v`` ``(D,)``. Returns ``mean (D, P, S, k)`` and
+    ``eta (D, P, S)``, ``sigma_e``/``sigma_v`` ``(D,)``; f is ``metric`` (one of
+    :data:`METRIC_CODES`, with ``tau`` for G-pass@k). Returns ``mean (D, P, S, k)`` and
     ``second (D, P, S, k)`` (E[f_s^2]).
     """
     rules = rules or Rules()
+    code, needed = metric_arguments(metric, ks, tau)
     D, P, S = eta.shape
     mean = np.zeros((D, P, S, len(ks)))
     second = np.zeros((D, P, S, len(ks)))
     c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
     for d in range(D):
         _moments(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
-                 paired, *rules.arrays(), np.asarray(ks, float), pass_at, mean[d], second[d])
+                 paired, *rules.arrays(), np.asarray(ks, float), code, needed, mean[d],
+                 second[d])
     return mean, second
 
 
-def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, pass_at, weight, mult, rules=None):
+def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rules=None,
+              tau=None):
     """Per draw, the mean over tasks' conditional centre ``(D, S, k)`` and covariance
     ``(D, k, S, S)``: ``sum_p mult_p w_ps E[f_s]`` and ``sum_p mult_p w_ps w_pt Cov(f_s, f_t)``
-    (memory O(D S^2 k), not O(D P S^2 k))."""
+    (memory O(D S^2 k), not O(D P S^2 k)); f as in :func:`moments`."""
     rules = rules or Rules()
+    code, needed = metric_arguments(metric, ks, tau)
     D, P, S = eta.shape
     Q = len(ks)
     centre = np.zeros((D, S, Q))
@@ -757,7 +806,7 @@ def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, pass_at, weight, mult, ru
     mult = np.ascontiguousarray(mult, dtype=float)
     for d in range(D):
         _task_sums(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
-                   paired, *rules.arrays(), np.asarray(ks, float), pass_at, weight, mult,
+                   paired, *rules.arrays(), np.asarray(ks, float), code, needed, weight, mult,
                    centre[d], cov[d])
     return centre, cov
 

@@ -36,10 +36,10 @@ for every system share one integral (two single-attempt systems have at most fou
 per cluster). The sampler sees only the intercepts, the cluster-level effects and the four
 spreads. ``marginal=False`` builds the full-latent form, used to verify the collapsed one.
 
-Estimands (f is pass@k or pass^k of a rate):
+Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
 
 * ``population`` with ``clusters="new"``: a new task from a new cluster,
-  ``E f(expit(alpha + tau Z))`` with ``tau^2`` the sum of the four variances;
+  ``E f(expit(alpha + s Z))`` with ``s^2`` the sum of the four variances;
 * ``population`` with ``clusters="observed"``: a new task in one of the observed clusters,
   ``E f(expit(alpha + u[g] + w[s, g] + sqrt(sigma_task^2 + sigma_task_system^2) Z))``,
   averaged over clusters by their task counts (``weighting="task"``) or equally
@@ -66,7 +66,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy import special
 
-from bayeval.estimators import clip_probability
+from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates
 from bayeval.models._quadrature import N_NODES, Rules, moments, task_sums
@@ -378,12 +378,14 @@ POSTERIOR_VARS = ("alpha",) + SIGMAS + ("sigma_system", "cluster_effect",
 
 
 # -- estimands ---------------------------------------------------------------------------------
-def normal_expectation(location, scale, metric, ks):
+def normal_expectation(location, scale, metric, ks, tau=None):
     """``E f(expit(location + scale Z))`` for Z standard normal, by a fine trapezoid grid.
 
     Worked in chunks of locations (memory stays bounded at any number of draws, systems and
     clusters) and through ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k):
-    one exponential per k instead of a power. Returns ``location.shape + (len(ks),)``.
+    one exponential per k instead of a power. G-pass@k is the binomial tail ``I_p(m, k - m +
+    1)`` at ``m = ceil(tau k)`` and consistency ``(2p - 1)^2 = tanh(y / 2)^2``. Returns
+    ``location.shape + (len(ks),)``.
     """
     location, scale = np.broadcast_arrays(np.asarray(location, float),
                                           np.asarray(scale, float))
@@ -395,11 +397,24 @@ def normal_expectation(location, scale, metric, ks):
     for start in range(0, loc.size, chunk):
         stop = min(start + chunk, loc.size)
         y = loc[start:stop, None] + sc[start:stop, None] * _Z
+        if metric in ("g-pass@k", "consistency"):
+            out[start:stop] = _other_expectation(y, metric, ks, tau)
+            continue
         log_f = -np.logaddexp(0.0, y if metric == "pass@k" else -y)  # log(1 - p) or log p
         for i, k in enumerate(ks):
             value = np.exp(k * log_f) @ _Z_WEIGHT
             out[start:stop, i] = 1.0 - value if metric == "pass@k" else value
     return out.reshape(lead + (ks.size,))
+
+
+def _other_expectation(y, metric, ks, tau):
+    """Grid expectations of G-pass@k and consistency at logits ``y (locations, grid)``."""
+    if metric == "consistency":
+        return (np.tanh(0.5 * y) ** 2 @ _Z_WEIGHT)[:, None] * np.ones(ks.size)
+    p = special.expit(y)
+    needed = success_threshold(ks.astype(np.int64), tau)
+    return np.stack([special.betainc(m, k - m + 1, p) @ _Z_WEIGHT
+                     for k, m in zip(ks, needed)], axis=1)
 
 
 class LogitNormalRates:
@@ -452,23 +467,23 @@ class LogitNormalRates:
         values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
         return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, ks, "")
 
-    def population(self, tree, metric, ks, clusters="new", weighting="task"):
+    def population(self, tree, metric, ks, clusters="new", weighting="task", tau=None):
         c, n, bounds = self._bounds(tree)
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
             if clusters == "observed":
-                out.append(self._observed_clusters(prm, layout, metric, ks, weighting))
+                out.append(self._observed_clusters(prm, layout, metric, ks, weighting, tau))
                 continue
-            tau = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
-            value = normal_expectation(prm["alpha"], tau[:, None, None] * np.ones_like(
-                prm["alpha"]), metric, ks)  # (draw, system, stratum, k)
+            spread = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
+            value = normal_expectation(prm["alpha"], spread[:, None, None] * np.ones_like(
+                prm["alpha"]), metric, ks, tau)  # (draw, system, stratum, k)
             out.append(clip_probability(np.einsum("dshk,h->dsk", value, layout.pops.weight)))
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
 
     @staticmethod
-    def _observed_clusters(prm, layout, metric, ks, weighting):
-        tau = np.sqrt(prm["sigma_task"] ** 2 + prm["sigma_task_system"] ** 2)
+    def _observed_clusters(prm, layout, metric, ks, weighting, tau=None):
+        spread = np.sqrt(prm["sigma_task"] ** 2 + prm["sigma_task_system"] ** 2)
         total = 0.0
         for h, stratum_weight in enumerate(layout.pops.weight):
             in_h = layout.pops.code == h
@@ -477,8 +492,8 @@ class LogitNormalRates:
                                                                               1 / len(labels))
             location = (prm["alpha"][:, :, h, None] + prm["u"][:, None, labels]
                         + prm["w"][:, :, labels])  # (draw, system, cluster)
-            scale = np.broadcast_to(tau[:, None, None], location.shape)
-            value = normal_expectation(location, scale, metric, ks)  # (draw, sys, cl, k)
+            scale = np.broadcast_to(spread[:, None, None], location.shape)
+            value = normal_expectation(location, scale, metric, ks, tau)  # (draw, sys, cl, k)
             total = total + stratum_weight * np.einsum("dsgk,g->dsk", value, shares)
         return clip_probability(total)
 
@@ -491,14 +506,14 @@ class LogitNormalRates:
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(eta))
         return eta, sigma_v, pat
 
-    def _moments(self, prm, layout, c, n, metric, ks):
+    def _moments(self, prm, layout, c, n, metric, ks, tau=None):
         """Per-pattern conditional mean and second moment of f for all draws."""
         eta, sigma_v, pat = self._eta(prm, layout, c, n)
         mean, second = moments(eta, pat.c, pat.n, prm["sigma_task"], sigma_v, layout.paired,
-                               ks.astype(float), metric == "pass@k")
+                               ks.astype(float), metric, tau=tau)
         return mean, second, pat
 
-    def tasks(self, tree, metric, ks, shared=None):
+    def tasks(self, tree, metric, ks, shared=None, tau=None):
         c, n, bounds = self._bounds(tree)
         weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
         seed = int(tree.attrs["seed"])
@@ -509,8 +524,8 @@ class LogitNormalRates:
             weights = task_weights(weight_n[b], layout.pops)  # (S, J)
             w_p = weights[:, pat.first].T  # (P, S): the weight of each task of the pattern
             centre, cov = task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
-                                    layout.paired, ks.astype(float), metric == "pass@k", w_p,
-                                    pat.mult)
+                                    layout.paired, ks.astype(float), metric, w_p, pat.mult,
+                                    tau=tau)
             rng = np.random.default_rng([seed, 1, b])
             z = rng.standard_normal(centre.shape[:2])  # (draw, system): shared across k
             jitter = 1e-12 * np.eye(cov.shape[-1])
