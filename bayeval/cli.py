@@ -478,6 +478,18 @@ def _check_k_before_fit(data, pairs, ks, metric):
         raise click.BadParameter(str(exc), param_hint="--k") from None
 
 
+def _check_harness(data, pairs, allow: bool):
+    """Refuse, before any sampling, a comparison across harness digests unless allowed."""
+    from bayeval.harness import check_comparable
+
+    for pair in pairs:
+        try:
+            check_comparable(data, list(pair), allow)
+        except ValueError as exc:
+            raise InputError(f"incomparable harness: {exc} (--allow-harness-change compares "
+                             "them anyway, and says so)") from None
+
+
 def _check_pairs(pairs, systems) -> list[tuple]:
     for candidate, baseline in pairs:
         for role, label in (("candidate", candidate), ("baseline", baseline)):
@@ -700,13 +712,15 @@ def _header(data, lines, res=None, err=False):
 @click.option("--scheduler", metavar="ADDRESS|local",
               help="With --by: run the groups on a Dask cluster (a scheduler address, or "
               "'local' for local worker processes); needs bayeval[dask].")
+@click.option("--allow-harness-change", is_flag=True, help="Compare systems evaluated "
+              "under different harness digests (refused otherwise); outputs say what changed.")
 @_column_options("--trials")
 @_model_options
 @_output_options
 def analyze(files, fmt, system, task, success, successes, trials_column, trial, cluster,
             stratum, status, status_map, reader_options, missing, model, sampler, draws, chains,
             tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin, prob,
-            superior, by, scheduler, json_path, report_path):
+            superior, by, scheduler, allow_harness_change, json_path, report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -735,6 +749,7 @@ def analyze(files, fmt, system, task, success, successes, trials_column, trial, 
         data, lines = _load(files, opts)
     pairs = _check_pairs(pairs, data.systems)
     _check_k_before_fit(data, pairs, [*k, compare_k or k[0]], metric)
+    _check_harness(data, pairs, allow_harness_change)
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=pairs)
     to_stdout = json_path == "-"
     _header(data, lines, res, err=to_stdout)
@@ -742,7 +757,8 @@ def analyze(files, fmt, system, task, success, successes, trials_column, trial, 
     report = _report.report_data(
         res, comparisons=pairs, k=k, metric=metric, estimand=estimand, margin=margin,
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
-        compare_k=compare_k, notes=notes.items, command=_command_line())
+        compare_k=compare_k, notes=notes.items, command=_command_line(),
+        allow_harness_change=allow_harness_change)
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
     if not to_stdout:
@@ -809,12 +825,15 @@ def _analyze_by(files, opts, by, scheduler, model, sampler, draws, chains, tune,
               help="P(in the top N) is printed for this N.")
 @click.option("--unit", type=click.Choice(["task", "cluster"]), default="task",
               show_default=True, help="What the bootstrap rank sets resample.")
+@click.option("--allow-harness-change", is_flag=True, help="Compare systems evaluated "
+              "under different harness digests (refused otherwise); outputs say what changed.")
 @_column_options("--trials")
 @_model_options
 @_output_options
 def rank(files, fmt, system, task, success, successes, trials_column, trial, cluster, stratum,
          status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
-         n_boot, ci_prob, estimand, metric, k, prob, top, unit, json_path, report_path):
+         n_boot, ci_prob, estimand, metric, k, prob, top, unit, allow_harness_change,
+         json_path, report_path):
     """Rank systems: rank intervals, groups that cannot be told apart, P(best), the winner.
 
     Fits every system (paired, with systems as draws from a population of systems, when they
@@ -840,6 +859,9 @@ def rank(files, fmt, system, task, success, successes, trials_column, trial, clu
         raise click.UsageError(f"ranking needs two or more systems; the data have "
                                f"{len(data.systems)}")
     _check_k_before_fit(data, [], [k], metric)
+    from bayeval.harness import check_comparable
+
+    harness = check_comparable(data, data.systems, allow_harness_change)
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune)
     to_stdout = json_path == "-"
     _header(data, lines, res, err=to_stdout)
@@ -849,7 +871,10 @@ def rank(files, fmt, system, task, success, successes, trials_column, trial, clu
         summary = rank_summary(res, data, metric=metric, k=k, estimand=estimand, prob=prob,
                                top=top, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed)
     _echo_notes(notes.items)
-    summary["notes"] = notes.items
+    summary["notes"] = notes.items + ([harness.note] if harness.note else [])
+    summary["harness"] = {"status": harness.status, "note": harness.note or None}
+    if harness.note:
+        click.echo(f"note: {harness.note}", err=True)
     summary["command"] = _command_line()
     if not to_stdout:
         _echo_ranks(summary, ci_prob, top)
@@ -904,13 +929,15 @@ def _echo_ranks(summary: dict, ci_prob: float, top: int):
 @click.option("--superior", is_flag=True, help="Require superiority by the margin instead.")
 @click.option("--k", "k", type=click.IntRange(min=1), default=1, show_default=True,
               help="k of the metric.")
+@click.option("--allow-harness-change", is_flag=True, help="Compare systems evaluated "
+              "under different harness digests (refused otherwise); outputs say what changed.")
 @_column_options("--trials")
 @_model_options
 @_output_options
 def gate(files, fmt, system, task, success, successes, trials_column, trial, cluster, stratum,
          status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
-         n_boot, ci_prob, estimand, metric, pair, margin, prob, superior, k, json_path,
-         report_path):
+         n_boot, ci_prob, estimand, metric, pair, margin, prob, superior, k,
+         allow_harness_change, json_path, report_path):
     """Decide whether CANDIDATE is non-inferior to BASELINE (for CI pipelines).
 
     The decision uses the posterior of the effect metric(candidate) - metric(baseline): the
@@ -930,11 +957,12 @@ def gate(files, fmt, system, task, success, successes, trials_column, trial, clu
         data, _ = _load(files, opts)
     (pair,) = _check_pairs([pair], data.systems)
     _check_k_before_fit(data, [pair], [k], metric)
+    _check_harness(data, [pair], allow_harness_change)
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=[pair])
     report = _report.report_data(
         res, comparisons=[pair], k=k, metric=metric, estimand=estimand, margin=margin,
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
-        notes=notes.items, command=_command_line())
+        notes=notes.items, command=_command_line(), allow_harness_change=allow_harness_change)
     _echo_notes(report["notes"])
     entry = report["comparisons"][0]
     decision = entry["bayes"]["decision"]

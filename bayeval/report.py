@@ -496,13 +496,15 @@ def _power_section(data, candidate, baseline, metric, k, margin, effects, alpha,
 
 
 def _comparisons_section(results, pairs, metric, k, estimand, margin, prob, superior,
-                         n_boot, seed, ci_prob, power_effects, alpha, power) -> list[dict]:
+                         n_boot, seed, ci_prob, power_effects, alpha, power,
+                         allow_harness_change=False) -> list[dict]:
     data = results.data
     designs = _bootstrap_designs(results, estimand)
     out = []
     for candidate, baseline in pairs:
         cmp = results.compare(candidate, baseline, metric=metric, k=k, estimand=estimand,
-                              margin=margin, ci_prob=ci_prob)
+                              margin=margin, ci_prob=ci_prob,
+                              allow_harness_change=allow_harness_change)
         entry = {
             "label": f"{candidate} - {baseline}",
             "candidate": candidate, "baseline": baseline, "metric": metric, "k": int(k),
@@ -514,6 +516,8 @@ def _comparisons_section(results, pairs, metric, k, estimand, margin, prob, supe
                                                            superior=superior))},
             "bootstrap": [],
             "primary_unit": designs[0]["unit"],
+            "harness": {"status": cmp.attrs["harness_status"],
+                        "note": cmp.attrs["harness_note"] or None},
         }
         for design in designs:
             boot = bootstrap.compare(data, candidate, baseline, k=k, n_boot=n_boot, seed=seed,
@@ -634,7 +638,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
                 n_boot: int = 2000, seed=0, ci_prob: float = 0.95, compare_k=None,
                 power_effects=None, alpha: float = 0.05, power: float = 0.8,
                 adjust: str = "holm", notes=(), command=None, title=None,
-                compare_results=None) -> dict:
+                compare_results=None, allow_harness_change: bool = False) -> dict:
     """Every number of the report card, as a JSON-ready ``dict``.
 
     Parameters
@@ -679,6 +683,9 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         The fit the comparisons are read from (e.g. the paired ``logit_normal`` model of just
         the compared systems, while ``results`` gives the per-system table); default
         ``results``. Both must come from the same data.
+    allow_harness_change : bool, default False
+        Compare systems evaluated under different harness digests (refused otherwise); each
+        comparison's ``harness`` entry then says what changed, and so does a note.
 
     Returns
     -------
@@ -753,11 +760,13 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         metrics = _metrics_section(results, ks, n_boot, seed, ci_prob, estimand)
         comparisons_out = _comparisons_section(
             compare_results, pairs, metric, compare_k, estimand, float(margin), prob, superior, n_boot,
-            seed, ci_prob, power_effects, alpha, power)
+            seed, ci_prob, power_effects, alpha, power, allow_harness_change)
         diagnostics = _diagnostics_section(results)
     skipped = _resampled_clusters(results.data)[1]
+    harness_notes = [f"{entry['label']}: {entry['harness']['note']}"
+                     for entry in comparisons_out if entry["harness"]["note"]]
     all_notes = list(dict.fromkeys([str(n) for n in notes] + _collect(caught)
-                                   + ([skipped] if skipped else [])))
+                                   + ([skipped] if skipped else []) + harness_notes))
     n_clusters = data_section["clusters"]["count"] if data_section["clusters"] else None
     return {
         "title": title or (f"bayeval report: {data_section['n_systems']} system(s) x "

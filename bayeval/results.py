@@ -320,7 +320,8 @@ class Results:
 
     def compare(self, candidate, baseline, metric: str = "pass@k", k=1,
                 estimand: str = "population", margin: float = 0.0, ci_prob: float = 0.95,
-                clusters=None, weighting: str = "task", tau=None) -> xr.Dataset:
+                clusters=None, weighting: str = "task", tau=None,
+                allow_harness_change: bool = False) -> xr.Dataset:
         """Posterior of the effect ``metric(candidate) - metric(baseline)``.
 
         Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
@@ -341,6 +342,10 @@ class Results:
         tau : float, optional
             With ``metric="g-pass@k"``: the share of the k attempts that must succeed, in
             (0, 1].
+        allow_harness_change : bool, default False
+            Systems whose data record different harness digests (``from_frame(harness=)``)
+            are not compared unless this is True; the output's ``harness_note`` then says
+            what changed (:func:`bayeval.harness.check_comparable`).
 
         Returns
         -------
@@ -369,6 +374,9 @@ class Results:
                                  f"{describe_values(self.systems)}")
         if candidate == baseline:
             raise ValueError("candidate and baseline must be different systems")
+        from bayeval.harness import check_comparable
+
+        harness = check_comparable(self, [candidate, baseline], allow_harness_change)
         shared, dropped = None, 0
         if estimand == "tasks":
             # paired: the mean over the tasks valid for both systems (under missing="exclude"
@@ -409,6 +417,7 @@ class Results:
             "paired": self._paired,
             **{key: values.attrs[key] for key in ("clusters", "weighting", "tau")
                if key in values.attrs},
+            **harness.attrs,
         }
         if estimand == "tasks":
             out.attrs["n_shared_tasks"] = int(both.sum())
@@ -534,9 +543,11 @@ class Results:
 
     def compare_all(self, metric: str = "pass@k", k=1, estimand: str = "population",
                     margin: float = 0.0, ci_prob: float = 0.95, clusters=None,
-                    weighting: str = "task", tau=None) -> xr.Dataset:
+                    weighting: str = "task", tau=None,
+                    allow_harness_change: bool = False) -> xr.Dataset:
         """Every pairwise effect ``metric(candidate) - metric(baseline)``, paired as
-        :meth:`compare` is for the fitted model.
+        :meth:`compare` is for the fitted model. Systems evaluated under different harness
+        digests are refused unless ``allow_harness_change`` (see :meth:`compare`).
 
         Returns
         -------
@@ -561,6 +572,9 @@ class Results:
                                      tau)
         tau = values.attrs.get("tau")
         systems = self.systems
+        from bayeval.harness import check_comparable
+
+        harness = check_comparable(self, systems, allow_harness_change)
         S = len(systems)
         mean = np.full((S, S), np.nan)
         lower, upper = np.full((S, S), np.nan), np.full((S, S), np.nan)
@@ -572,8 +586,8 @@ class Results:
                     continue
                 if estimand == "tasks":  # the tasks valid for both (see compare)
                     effect = self.compare(cand, base, metric=metric, k=k, estimand=estimand,
-                                          margin=margin, ci_prob=ci_prob,
-                                          tau=tau)["effect"].values
+                                          margin=margin, ci_prob=ci_prob, tau=tau,
+                                          allow_harness_change=True)["effect"].values
                 else:
                     effect = (values.sel(system=cand) - values.sel(system=base)).values
                 effect = effect.ravel()
@@ -592,7 +606,8 @@ class Results:
         }, coords={**coords, "ci_bound": ["lower", "upper"]})
         out.attrs = {"metric": metric, "estimand": estimand, "margin": float(margin),
                      "ci_prob": ci_prob, "model": self.model,
-                     "paired": self._paired, **({} if tau is None else {"tau": tau})}
+                     "paired": self._paired, **({} if tau is None else {"tau": tau}),
+                     **harness.attrs}
         return out
 
     def winner(self, metric: str = "pass@k", k=1, estimand: str = "population",
@@ -686,6 +701,27 @@ class Results:
         from bayeval._decisions import compare_curve
 
         return compare_curve(self, candidate, baseline, k, metric, estimand, ci_prob)
+
+    def compare_subsets(self, mask, metric: str = "pass@k", k: int = 1,
+                        estimand: str = "tasks", ci_prob: float = 0.95, refit: bool = True,
+                        **fit_options) -> xr.Dataset:
+        """Score on clean versus flagged tasks (contamination, a leakage channel), their
+        difference and the clean-only estimate; see
+        :func:`bayeval.contamination.compare_subsets`.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[9, 8, 9, 2, 3, 1]], trials=10)
+        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+        >>> out = res.compare_subsets([0, 1, 2], refit=False)
+        >>> bool(out["difference_mean"].item() > 0.4)
+        True
+        """
+        from bayeval.contamination import compare_subsets
+
+        return compare_subsets(self, mask, metric=metric, k=k, estimand=estimand,
+                               ci_prob=ci_prob, refit=refit, **fit_options)
 
     # -- summaries and checks ------------------------------------------------------------------
     def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None,
