@@ -73,3 +73,25 @@ def test_analyze_by_gives_one_row_per_group_and_system_as_fit_many(tmp_path):
     assert invoke("analyze", path, "--scheduler", "local", *GRID).exit_code == 2
     bad = invoke("analyze", path, "--by", "nope", *GRID)
     assert bad.exit_code == 2 and "no column ['nope']" in bad.output
+
+
+def test_overlap_labels_a_planted_copy_and_streams_a_jsonl_corpus(tmp_path):
+    items = pd.DataFrame({"id": ["q1", "q2"],
+                          "text": ["what is the capital of france and why is it paris",
+                                   "an original question about zebras and their stripes"]})
+    items.to_csv(tmp_path / "items.csv", index=False)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"text": "Trivia: What is the capital of France, and why "
+                                          "is it Paris?"}) + "\n"
+                      + json.dumps({"text": "a document about cooking pasta"}) + "\n")
+    out = invoke("overlap", tmp_path / "items.csv", corpus, "--methods",
+                 "exact,normalized,shingle", "--json", tmp_path / "o.json")
+    assert out.exit_code == 0, out.output
+    record = json.loads((tmp_path / "o.json").read_text())
+    labels = {row["item"]: row["label"] for row in record["items"]}
+    assert labels == {"q1": "confirmed", "q2": "none"}
+    assert record["counts"] == {"confirmed": 1, "suspected": 0, "none": 1}
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"body": "x"}\n')
+    out = invoke("overlap", tmp_path / "items.csv", bad)
+    assert out.exit_code == 2 and "no text field 'text'" in out.output
