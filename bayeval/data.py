@@ -274,10 +274,11 @@ class EvalData:
 # -- construction ------------------------------------------------------------------------------
 def from_frame(
     df: pd.DataFrame,
-    system: str = "system",
+    system: str | None = "system",
     task: str = "task",
     success: str | None = "success",
     *,
+    system_name: str | None = None,
     successes: str | None = None,
     trials: str | None = None,
     trial: str | None = None,
@@ -298,7 +299,12 @@ def from_frame(
         One row per ``(system, task, trial)`` outcome, or one row per ``(system, task)`` with
         counts (give ``successes=`` and ``trials=``). Never modified.
     system, task : str
-        Column names of the system and task labels.
+        Column names of the system and task labels. ``system=None`` reads a table of one
+        system that has no system column; ``system_name=`` then names it.
+    system_name : str, optional
+        The name of the one system when ``system=None`` (required then, and only then). A
+        frame that has a ``"system"`` column is refused with ``system=None``: its rows may
+        belong to several systems.
     success : str
         Column of 0/1 (or boolean) outcomes; an empty cell means no outcome was recorded.
     successes, trials : str, optional
@@ -347,9 +353,17 @@ def from_frame(
     >>> data = be.from_frame(df)
     >>> data.dataset["successes"].values
     array([[1, 2]])
+
+    A table of one system, without a system column:
+
+    >>> one = pd.DataFrame({"task": ["t1", "t2", "t3"], "success": [1, 0, 1]})
+    >>> data = be.from_frame(one, system=None, system_name="my-model")
+    >>> data.systems, data.dataset["successes"].values.tolist()
+    (['my-model'], [[1, 0, 1]])
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__}")
+    _check_system_name(df, system, system_name)
     count_rows = successes is not None or trials is not None
     if count_rows:
         if successes is None or trials is None:
@@ -363,7 +377,7 @@ def from_frame(
     elif status_map is not None and status is None:
         raise TypeError("status_map= needs status=, the column holding the raw statuses")
 
-    names = {"system": system, "task": task}
+    names = {"system": system, "task": task} if system is not None else {"task": task}
     if count_rows:
         names.update(successes=successes, trials=trials)
     else:
@@ -381,8 +395,13 @@ def from_frame(
     if status is not None:
         _check_hashable(df[status], status, df.index)
 
-    sys_codes, systems = _labels(df, system)
+    if system is None:
+        sys_codes = np.zeros(len(df), dtype=np.int64)
+        systems = np.array([system_name], dtype=object)
+    else:
+        sys_codes, systems = _labels(df, system)
     task_codes, tasks = _labels(df, task)
+    system_key = [system] if system is not None else []
     n_sys, n_task = len(systems), len(tasks)
     if harness is not None:
         digests, configs = _harness_column(df, harness, sys_codes, systems)
@@ -391,7 +410,7 @@ def from_frame(
 
     if count_rows:
         c, n = _count_columns(df, successes, trials)
-        _check_unique(df, [system, task], "count rows")
+        _check_unique(df, [*system_key, task], "count rows")
         status_counts = np.zeros((n_sys * n_task, n_status), dtype=np.int64)
         status_counts[:, _OK] = np.bincount(cell, weights=n, minlength=n_sys * n_task)
         ok_successes = np.bincount(cell, weights=c, minlength=n_sys * n_task)
@@ -399,7 +418,7 @@ def from_frame(
         outcome = _outcome_column(df, success)
         if trial is not None:
             _check_not_missing(df, trial)
-            _check_unique(df, [system, task, trial], "outcome rows")
+            _check_unique(df, [*system_key, task, trial], "outcome rows")
         codes = _status_codes(df, status, status_map, recorded=~np.isnan(outcome))
         status_counts = np.bincount(
             cell * n_status + codes, minlength=n_sys * n_task * n_status
@@ -423,6 +442,23 @@ def from_frame(
     if harness is not None:
         ds = ds.assign_coords(harness=("system", digests))
     return EvalData(ds)
+
+
+def _check_system_name(df: pd.DataFrame, system, system_name) -> None:
+    """``system=None`` (one system, named ``system_name``) or a system column, not both."""
+    if system is not None:
+        if system_name is not None:
+            raise TypeError(f"system_name= names the one system of a table without a system "
+                            f"column (system=None); here the systems come from column "
+                            f"{system!r} (got system_name={system_name!r})")
+        return
+    if not isinstance(system_name, str) or not system_name.strip():
+        raise TypeError("system=None reads the table as one system: name it with "
+                        f"system_name= (a non-empty str); got system_name={system_name!r}")
+    if "system" in df.columns:
+        raise ValueError("system=None reads the table as one system, but the frame has a "
+                         "'system' column, whose rows may belong to several systems; give "
+                         "system='system', or drop the column first")
 
 
 def _harness_column(df, column, sys_codes, systems) -> tuple[np.ndarray, dict]:
