@@ -226,7 +226,12 @@ def _column_options(trials_flag: str):
                      help="Input format; auto detects tables (.csv, .parquet, .jsonl, .json) "
                           "and harness outputs (SWE-bench, HumanEval, lm-eval, Inspect)."),
         click.option("--system", metavar="COLUMN", help="Column of system labels "
-                     "[detected: system]."),
+                     "[detected: system]; 'none' (or a table without one) reads the table as "
+                     "one system, named after the file or by --system-name."),
+        click.option("--system-name", "system_name", metavar="NAME",
+                     help="Name of the one system of a table without a system column "
+                          "[default: the file's stem]; for harness outputs, one system name "
+                          "for every file given [default: from each run's metadata or file]."),
         click.option("--task", metavar="COLUMN", help="Column of task ids [detected: task]."),
         click.option("--success", metavar="COLUMN", help="Column of 0/1 outcomes, empty for "
                      "no outcome [detected: success]."),
@@ -244,11 +249,14 @@ def _column_options(trials_flag: str):
         click.option("--status-map", metavar="RAW=STATUS,...|FILE.json",
                      help=f"Map raw statuses onto {', '.join(be.STATUSES)}."),
         click.option("--reader-option", "reader_options", metavar="KEY=VALUE", multiple=True,
-                     help="Extra argument of the reader, VALUE as JSON where it parses (null, "
-                     "numbers, lists), else text (e.g. instances=verified for "
-                     "classic SWE-bench reports, filter=strict-match for lm-eval, "
-                          "scorer=... for Inspect, planned_trials=5); VALUE is read as JSON "
-                          "when it parses, else as text. Repeatable."),
+                     help="Extra argument of the reader (e.g. cluster=none for Terminal-Bench "
+                          "or SWE-bench, instances=verified for classic SWE-bench reports, "
+                          "filter=strict-match for lm-eval, scorer=... for Inspect, "
+                          "threshold=0.5 for tau-bench, planned_trials=5). VALUE: none or "
+                          "null is None, true/false a boolean, 5 or 0.5 a number, [...] or "
+                          "{...} JSON, \"...\" a JSON string (quote to pass the text 'none'), "
+                          "anything else text. KEY must be one of the reader's arguments. "
+                          "Repeatable."),
         click.option("--missing", type=click.Choice(MISSING_POLICIES),
                      help="Policy for attempts without a valid outcome (required when there "
                           "are any): fail = count as failures, exclude = leave out, bounds = "
@@ -256,9 +264,18 @@ def _column_options(trials_flag: str):
     ]
 
     def decorate(func):
+        import functools
+
+        @functools.wraps(func)
+        def command(*args, system_name=None, **kwargs):
+            # --system-name reaches _load through the context (commands list their own
+            # arguments; an opts entry "system_name" takes precedence when a command has one)
+            click.get_current_context().meta["bayeval.system_name"] = system_name
+            return func(*args, **kwargs)
+
         for option in reversed(options):
-            func = option(func)
-        return func
+            command = option(command)
+        return command
 
     return decorate
 
@@ -320,25 +337,63 @@ def _collect_opts(values: dict) -> dict:
     return {name: values[name] for name in DATA_OPTIONS}
 
 
-def _parse_reader_options(items) -> dict:
+def _parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trials") -> dict:
+    """``--reader-option KEY=VALUE`` items -> keyword arguments of the ``fmt`` reader.
+
+    VALUE: ``none``/``null`` (any case) is None, ``true``/``false`` a boolean, a JSON number
+    a number, ``[...]``/``{...}``/``"..."`` JSON, anything else text. KEY must be an argument
+    of the reader (of ``bayeval.from_frame`` for tables) that has no option of its own.
+    """
+    import inspect
+    import re
+
+    hint = "--reader-option"
+    if fmt == "table":
+        func, name = be.from_frame, "bayeval.from_frame (tables)"
+        own = {"system": "--system", "system_name": "--system-name", "task": "--task",
+               "success": "--success", "successes": "--successes", "trials": trials_flag,
+               "trial": "--trial", "cluster": "--cluster", "stratum": "--stratum",
+               "status": "--status"}
+    else:
+        func = READER_FORMATS[fmt]
+        name = f"{func.__name__} ({fmt})"
+        own = {"system": "--system-name"}
+    own.update(missing="--missing", status_map="--status-map", format="--format")
+    params = list(inspect.signature(func).parameters.values())[1:]  # the path or frame
+    allowed = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+               and p.name not in own]
     options = {}
     for item in items or ():
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or not key.isidentifier():
             raise click.BadParameter(f"expected KEY=VALUE with KEY a name; got {item!r}",
-                                     param_hint="--reader-option")
+                                     param_hint=hint)
         if key in options:
-            raise click.BadParameter(f"{key!r} is given twice", param_hint="--reader-option")
-        try:
-            options[key] = json.loads(value)
-        except json.JSONDecodeError:
+            raise click.BadParameter(f"{key!r} is given twice", param_hint=hint)
+        if key in own:
+            raise click.BadParameter(f"{key!r} has its own option: use {own[key]}",
+                                     param_hint=hint)
+        if key not in allowed:
+            raise click.BadParameter(
+                f"{name} has no option {key!r}; its options: "
+                f"{', '.join(allowed) or '(none)'} (and {', '.join(sorted(set(own.values())))} "
+                "as options of their own)", param_hint=hint)
+        text = value.strip()
+        if text.lower() in ("none", "null"):
+            options[key] = None
+        elif text.lower() in ("true", "false"):
+            options[key] = text.lower() == "true"
+        elif text[:1] in ("[", "{", '"') or re.fullmatch(
+                r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?", text):
+            try:
+                options[key] = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise click.BadParameter(
+                    f"{key}={value!r} looks like JSON but does not parse ({exc}); quote text "
+                    "as a JSON string (KEY='\"...\"')", param_hint=hint) from None
+        else:
             options[key] = value
-    reserved = {"missing", "status_map", "system", "task", "success", "successes", "trials",
-                "trial", "cluster", "stratum", "status", "format", "path"} & set(options)
-    if reserved:
-        raise click.BadParameter(f"{sorted(reserved)} have their own options",
-                                 param_hint="--reader-option")
     return options
 
 
@@ -364,11 +419,68 @@ def _pick(frame, given, role, required=False, *, detect=True):
     return None
 
 
-def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str) -> tuple[dict, list[str]]:
-    """``from_frame`` keyword arguments for a table, and lines saying what was used."""
+def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str,
+                 source=None) -> tuple[dict, list[str]]:
+    """``from_frame`` keyword arguments for a table, and lines saying what was used.
+
+    A table without a system column (or with ``--system none``) is one system, named by
+    ``--system-name`` or after ``source``'s stem; a column that looks like a system column
+    but is not named ``system`` is refused rather than ignored.
+    """
+    import re
+
+    from bayeval.readers.table import COMPRESSIONS, TABLE_SUFFIXES
+
+    # column names that hold system labels in the wild (compared lower-cased, separators as _)
+    system_alike = {"system", "systems", "system_name", "system_id", "model", "models",
+                    "model_name", "model_id", "agent", "agent_name", "submission", "llm",
+                    "run_name", "run_id"}
     lines = []
-    roles = {"system": _pick(frame, opts["system"], "system", required=True),
-             "task": _pick(frame, opts["task"], "task", required=True)}
+    given = opts["system"]
+    system_name = opts.get("system_name")
+    if system_name is None:
+        context = click.get_current_context(silent=True)
+        system_name = context.meta.get("bayeval.system_name") if context else None
+    one_system = (given is not None and given.lower() == "none") or (
+        given is None and CONVENTIONAL["system"] not in frame.columns)
+    if not one_system and system_name is not None:
+        raise click.UsageError(
+            f"--system-name names the one system of a table without a system column; this "
+            f"table's systems come from column {given or CONVENTIONAL['system']!r} (give "
+            "--system none to read it as one system)")
+    if one_system and given is not None and CONVENTIONAL["system"] in frame.columns:
+        raise click.UsageError("--system none reads the table as one system, but it has a "
+                               "'system' column, whose rows may belong to several systems; "
+                               "drop the column from the file, or leave out --system none")
+    if one_system and given is None:
+        alike = [c for c in frame.columns if isinstance(c, str) and re.sub(
+            r"[\s\-.]+", "_", c.strip().lower()) in system_alike]
+        if alike:
+            raise click.BadParameter(
+                f"no column named 'system', but {', '.join(map(repr, alike))} looks like "
+                f"one; name it with --system {alike[0]}, or read the table as one system "
+                "with --system none [--system-name NAME]", param_hint="--system")
+    if one_system:
+        if system_name is None:
+            if source is None:
+                raise click.UsageError("the table has no system column: name its one system "
+                                       "with --system-name NAME")
+            stem = Path(source).name
+            for suffixes in (COMPRESSIONS, TABLE_SUFFIXES):
+                stem = next((stem[:-len(x)] for x in suffixes if stem.lower().endswith(x)
+                             and len(stem) > len(x)), stem)
+            system_name = stem
+            lines.append(f"no system column: one system, named {system_name!r} after the "
+                         "file; --system-name NAME names it")
+        else:
+            lines.append(f"no system column: one system, named {system_name!r} "
+                         "(--system-name)")
+        if not system_name.strip():
+            raise click.BadParameter("the system name is empty", param_hint="--system-name")
+        roles = {"system": None}
+    else:
+        roles = {"system": _pick(frame, given, "system", required=True)}
+    roles["task"] = _pick(frame, opts["task"], "task", required=True)
     count_rows = opts["successes"] is not None or opts["trials_column"] is not None or (
         opts["success"] is None and "success" not in frame.columns
         and {"successes", "trials"} <= set(frame.columns))
@@ -414,7 +526,9 @@ def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str) -> tuple[dic
     used = ", ".join(f"{role}={col}" for role, col in roles.items()
                      if isinstance(col, str) and role != "status_map")
     lines.insert(0, f"columns: {used}" + (" (count rows)" if count_rows else ""))
-    return {k: v for k, v in roles.items() if v is not None}, lines
+    if one_system:
+        roles["system_name"] = system_name
+    return {k: v for k, v in roles.items() if v is not None or k == "system"}, lines
 
 
 def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData, list[str]]:
@@ -424,12 +538,12 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
     if fmt == "auto":
         fmt = detect_format(files[0])
     missing = opts["missing"]
-    extra = _parse_reader_options(opts.get("reader_options"))
+    extra = _parse_reader_options(opts.get("reader_options"), fmt, trials_flag)
     if fmt == "table":
         if len(files) != 1:
             raise click.UsageError(f"give one table file; got {len(files)}")
         frame = load_table(files[0], reader="bayeval")
-        roles, lines = _table_roles(frame, opts, trials_flag)
+        roles, lines = _table_roles(frame, opts, trials_flag, source=files[0])
         lines = [f"read {files[0]} (table, {len(frame)} rows)"] + lines
         build = lambda: be.from_frame(frame, missing=missing, **roles, **extra)
     else:
@@ -446,6 +560,13 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
         kwargs = {"missing": missing, **extra}
         if status_map is not None:
             kwargs["status_map"] = status_map
+        system_name = opts.get("system_name")
+        if system_name is None:
+            context = click.get_current_context(silent=True)
+            system_name = context.meta.get("bayeval.system_name") if context else None
+        if system_name is not None:
+            kwargs["system"] = system_name
+            lines.append(f"system: {system_name!r} for every file (--system-name)")
         source = files[0] if len(files) == 1 else files
         build = lambda: read_results(source, format=fmt, **kwargs)
     try:
