@@ -17,6 +17,14 @@ raw statuses that are a modelling choice (``empty_patch``, ``noanswer``, ...) fo
 and passes ``missing=`` through: none picks a missing-outcome policy for you. Every reader
 records what it mapped (rows per raw category and the bayeval status each became): see
 :func:`mapping` and :func:`mapping_report`.
+
+On the command line a reader's other arguments are spelled ``--reader-option KEY=VALUE``
+(repeatable): ``none`` or ``null`` is ``None``, ``true``/``false`` a boolean, ``5`` or ``0.5`` a
+number, ``[...]``/``{...}`` JSON, a JSON string (``'"none"'``) the text itself, anything else
+text. ``--reader-option cluster=none`` is ``cluster=None``; ``--reader-option
+instances=verified`` is ``instances="verified"``. KEY must be one of the reader's arguments (an
+unknown one is refused with the list); ``missing=``, ``status_map=`` and ``system=`` are
+``--missing``, ``--status-map`` and ``--system-name``.
 """
 
 from __future__ import annotations

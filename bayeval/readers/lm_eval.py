@@ -55,7 +55,8 @@ def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster
         The filter whose rows to read (``"strict-match"``, ...), or ``{harness task: filter}``.
         Default: the only filter of each file; a file with several asks to choose.
     cluster : {"task"} or None
-        ``"task"``: the harness task is the cluster of its documents; ``None``: no clusters.
+        ``"task"``: the harness task is the cluster of its documents; ``None``: no clusters
+        (on the command line ``--reader-option cluster=none``).
     missing : {"fail", "exclude", "bounds"}, optional
         Missing-outcome policy, needed when a metric value is ``null``.
     status_map, planned_trials

@@ -122,7 +122,8 @@ def read_swebench(path_or_paths, system=None, missing=None, cluster="repository"
         Missing-outcome policy, required when any instance errored or was not run.
     cluster : {"repository"} or None
         ``"repository"`` clusters instances by the repository in their id
-        (``owner__repo-1234`` -> ``owner/repo``); ``None`` gives no clusters.
+        (``owner__repo-1234`` -> ``owner/repo``); ``None`` gives no clusters (on the command
+        line ``--reader-option cluster=none``).
     instances : {"verified"}, list of ids, or path, optional
         The benchmark's instance ids, the denominator of a classic report (instances in no list
         are unresolved or, when the report has a ``generated`` list, not submitted): a bundled

@@ -67,7 +67,9 @@ def read_terminal_bench(path_or_paths, system=None, missing=None, cluster="famil
     missing : {"fail", "exclude", "bounds"}, optional
         Missing-outcome policy, required when a trial has no verdict or a mapped failure.
     cluster : {"family"} or None
-        ``"family"``: the task id before its first ``.``; ``None``: no clusters.
+        ``"family"``: the task id before its first ``.``; ``None``: no clusters (on the
+        command line ``--reader-option cluster=none``). Either way a trial without a verdict
+        keeps its status, never a failure.
     status_map : mapping, optional
         ``failure_mode`` -> bayeval status, on top of :data:`FAILURE_STATUS`.
     planned_trials : int or mapping, optional
