@@ -264,18 +264,9 @@ def _column_options(trials_flag: str):
     ]
 
     def decorate(func):
-        import functools
-
-        @functools.wraps(func)
-        def command(*args, system_name=None, **kwargs):
-            # --system-name reaches _load through the context (commands list their own
-            # arguments; an opts entry "system_name" takes precedence when a command has one)
-            click.get_current_context().meta["bayeval.system_name"] = system_name
-            return func(*args, **kwargs)
-
         for option in reversed(options):
-            command = option(command)
-        return command
+            func = option(func)
+        return func
 
     return decorate
 
@@ -328,8 +319,9 @@ def _output_options(func):
 
 
 # -- reading data ------------------------------------------------------------------------------
-DATA_OPTIONS = ("fmt", "system", "task", "success", "successes", "trials_column", "trial",
-                "cluster", "stratum", "status", "status_map", "reader_options", "missing")
+DATA_OPTIONS = ("fmt", "system", "system_name", "task", "success", "successes",
+                "trials_column", "trial", "cluster", "stratum", "status", "status_map",
+                "reader_options", "missing")
 
 
 def _collect_opts(values: dict) -> dict:
@@ -438,9 +430,6 @@ def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str,
     lines = []
     given = opts["system"]
     system_name = opts.get("system_name")
-    if system_name is None:
-        context = click.get_current_context(silent=True)
-        system_name = context.meta.get("bayeval.system_name") if context else None
     one_system = (given is not None and given.lower() == "none") or (
         given is None and CONVENTIONAL["system"] not in frame.columns)
     if not one_system and system_name is not None:
@@ -561,9 +550,6 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
         if status_map is not None:
             kwargs["status_map"] = status_map
         system_name = opts.get("system_name")
-        if system_name is None:
-            context = click.get_current_context(silent=True)
-            system_name = context.meta.get("bayeval.system_name") if context else None
         if system_name is not None:
             kwargs["system"] = system_name
             lines.append(f"system: {system_name!r} for every file (--system-name)")
@@ -838,7 +824,7 @@ def _header(data, lines, res=None, err=False):
 @_column_options("--trials")
 @_model_options
 @_output_options
-def analyze(files, fmt, system, task, success, successes, trials_column, trial, cluster,
+def analyze(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster,
             stratum, status, status_map, reader_options, missing, model, sampler, draws, chains,
             tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin, prob,
             superior, by, scheduler, allow_harness_change, json_path, report_path):
@@ -907,7 +893,7 @@ def _analyze_by(files, opts, by, scheduler, model, sampler, draws, chains, tune,
     if unknown:
         raise click.BadParameter(f"no column {unknown} in {files[0]}; columns: "
                                  f"{', '.join(map(str, frame.columns))}", param_hint="--by")
-    roles, lines = _table_roles(frame.drop(columns=by), opts, "--trials")
+    roles, lines = _table_roles(frame.drop(columns=by), opts, "--trials", source=files[0])
     for line in lines:
         click.echo(line, err=True)
     click.echo(f"fitting one analysis per {', '.join(by)} value"
@@ -1036,7 +1022,7 @@ def overlap(items, corpus, id_column, text_column, corpus_text_field, methods, j
 @_column_options("--trials")
 @_model_options
 @_output_options
-def rank(files, fmt, system, task, success, successes, trials_column, trial, cluster, stratum,
+def rank(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster, stratum,
          status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
          n_boot, ci_prob, estimand, metric, k, prob, top, unit, allow_harness_change,
          json_path, report_path):
@@ -1140,7 +1126,7 @@ def _echo_ranks(summary: dict, ci_prob: float, top: int):
 @_column_options("--trials")
 @_model_options
 @_output_options
-def gate(files, fmt, system, task, success, successes, trials_column, trial, cluster, stratum,
+def gate(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster, stratum,
          status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
          n_boot, ci_prob, estimand, metric, pair, margin, prob, superior, k,
          allow_harness_change, json_path, report_path):
@@ -1234,10 +1220,9 @@ def gate(files, fmt, system, task, success, successes, trials_column, trial, clu
 @_column_options("--trials-column")
 @click.option("--json", "json_path", metavar="PATH", help="Write the table as JSON ('-': "
               "stdout).")
-def power(effect, sd, icc, trials_grid, pilot, pair, fmt, system, task, success, successes,
-          trials_column, trial, cluster, stratum, status, status_map, reader_options, missing,
-          alpha,
-          power_level, alternative, json_path):
+def power(effect, sd, icc, trials_grid, pilot, pair, fmt, system, system_name, task, success,
+          successes, trials_column, trial, cluster, stratum, status, status_map, reader_options,
+          missing, alpha, power_level, alternative, json_path):
     """Tasks (and trials per task) needed to detect an effect in a paired comparison.
 
     Uses a paired t-test on per-task differences (bayeval.required_units). Give the spread
