@@ -51,7 +51,7 @@ _report = _LazyModule("bayeval.report")
 
 EXIT_PASS, EXIT_WORSE, EXIT_USAGE, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
 MODELS = ("auto", "hierarchical", "beta_binomial", "logit_normal")
-SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc")
+SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc", "numpyro")
 #: Conventional column names, detected when present.
 CONVENTIONAL = {"system": "system", "task": "task", "success": "success", "trial": "trial",
                 "cluster": "cluster", "stratum": "stratum", "status": "status",

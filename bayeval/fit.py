@@ -8,6 +8,10 @@ Engines:
 * ``"nutpie"`` / ``"pymc"`` — NUTS on the marginal model (task rates or task effects
   integrated out, one likelihood term per distinct count pattern), through PyMC with nutpie's
   or PyMC's sampler; the only engines of the ``logit_normal`` model.
+* ``"numpyro"`` — NUTS through PyMC's JAX backend (``bayeval[jax]``), for a machine with an
+  accelerator: the ``logit_normal`` model in its full-latent form (a latent effect per task and
+  per task and system, written with PyMC distributions, which JAX compiles), the same model as
+  the collapsed one nutpie samples on a CPU and the same answers within Monte Carlo error.
 
 ``sampler="auto"`` picks ``conjugate`` or ``grid`` where the model allows it and NUTS otherwise,
 and records its choice. Every MCMC fit stores divergences, r-hat, ESS (bulk and tail) and BFMI
@@ -42,11 +46,12 @@ from bayeval.results import Results
 
 __all__ = ["choose_model", "fit"]
 
-SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc")
+SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc", "numpyro")
 ENGINES = {
     "beta_binomial": {"auto": "conjugate", "conjugate": "conjugate"},
     "hierarchical": {"auto": "grid", "grid": "grid", "nutpie": "nutpie", "pymc": "pymc"},
-    "logit_normal": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc"},
+    "logit_normal": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc",
+                     "numpyro": "numpyro"},
 }
 POSTERIOR_VARS = {"hierarchical": ("mu", "kappa"), "logit_normal": logit_normal.POSTERIOR_VARS}
 GATES = {"max_rhat": 1.01, "min_ess_per_chain": 100, "min_bfmi": 0.3}
@@ -111,7 +116,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         ``(chain, draw)`` layout).
     seed : int, optional
         Seed for every random step; ``None`` draws one and records it in ``attrs["seed"]``.
-    sampler : {"auto", "conjugate", "grid", "nutpie", "pymc"}, default "auto"
+    sampler : {"auto", "conjugate", "grid", "nutpie", "pymc", "numpyro"}, default "auto"
+        Engine (see the module docstring); "numpyro" needs ``bayeval[jax]``.
     tune : int, default 1000
         NUTS warm-up draws per chain.
     priors : dict, optional
@@ -268,8 +274,11 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         if model_name == "hierarchical":
             model = hierarchical.build_hierarchical_model(data, priors, marginal=True,
                                                           missing_bound=bound, compress=True)
-        else:
-            model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound)
+        else:  # the collapsed kernel is compiled numba code: JAX samples the full-latent form
+            model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound,
+                                                          marginal=engine != "numpyro")
+        if engine == "numpyro":
+            _check_jax()
         cores = min(chains, os.cpu_count() or 1)
         if model_name == "logit_normal" and engine == "nutpie":
             trace = logit_normal.sample_collapsed(model, draws, tune, chains, seed + i, progress,
@@ -282,7 +291,7 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                   cores=cores,
                                   **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
         post = trace["posterior"].to_dataset()
-        if model_name == "logit_normal":
+        if model_name == "logit_normal" and engine != "numpyro":
             post = logit_normal.collapsed_posterior(post["theta"], data, priors)
         names = [v for v in POSTERIOR_VARS[model_name] if v in post.data_vars]
         posteriors.append(post[names])
@@ -299,6 +308,15 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
     sample_stats = sample_stats.assign(diverging=sample_stats["diverging"].astype(np.int8))
     sample_stats = sample_stats.assign_coords(chain=np.arange(chains), draw=np.arange(draws))
     return posterior, sample_stats
+
+
+def _check_jax():
+    try:
+        import jax  # noqa: F401
+        import numpyro  # noqa: F401
+    except ImportError as err:
+        raise ImportError("sampler='numpyro' needs JAX and NumPyro: pip install "
+                          "'bayeval[jax]'") from err
 
 
 def _attrs(data, model, engine, requested, seed, draws, chains, tune, priors) -> dict:
