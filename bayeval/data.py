@@ -732,6 +732,7 @@ def _check_labels(series: pd.Series, column: str, index, what: str | None = None
     keys = pd.factorize(np.fromiter((_label_key(v) for v in values), dtype=object,
                                     count=len(values)), sort=False)[0]
     if keys.max() == codes.max():
+        _check_one_label_type(values, what, index)
         return
     pairs = pd.DataFrame({"code": codes, "key": keys}).drop_duplicates()
     merged = pairs["code"][pairs["code"].duplicated()].unique()
@@ -745,6 +746,38 @@ def _check_labels(series: pd.Series, column: str, index, what: str | None = None
         f"{what} holds labels that differ but compare equal, so they would merge "
         f"into one: {'; '.join(groups)}; make the labels distinct (for example as "
         "strings) or make them identical"
+    )
+
+
+def _label_type(v) -> str:
+    """The kind of a label as results files store it: one kind per column can be saved."""
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (numbers.Integral, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    if isinstance(v, str):
+        return "str"
+    return type(v).__name__
+
+
+def _check_one_label_type(values: np.ndarray, what: str, index) -> None:
+    """Refuse a column that mixes label types (``1`` and ``"x"``): such labels cannot be
+    written to a results file, and ``1`` and ``"1"`` read alike in every table."""
+    kinds = np.fromiter((_label_type(v) for v in values), dtype=object, count=len(values))
+    names = pd.unique(kinds)
+    if len(names) < 2:
+        return
+    parts = []
+    for name in names:
+        rows = np.flatnonzero(kinds == name)
+        parts.append(f"{name}: {describe_values(pd.unique(values[rows]))} "
+                     f"({describe_rows(index[rows])})")
+    raise TypeError(
+        f"{what} mixes label types ({'; '.join(parts)}); the labels of one column must "
+        "share one type, so that they stay distinct and can be saved: convert the column, "
+        "for example with .astype(str)"
     )
 
 
