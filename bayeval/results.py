@@ -12,7 +12,9 @@ Every method returns a new object; nothing mutates the tree. ``to_netcdf`` and
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import warnings
 
 import numpy as np
@@ -873,6 +875,12 @@ class Results:
     def to_netcdf(self, path) -> None:
         """Write the tree to a netCDF file (h5netcdf engine); read back with :func:`load`.
 
+        The file round-trips exactly: object (``str``) label coordinates come back as object
+        arrays, and attributes that netCDF cannot hold as they are (``int``, ``float``, ``bool``,
+        lists, dicts, ``None``) are written as JSON and decoded by :func:`load`. The root
+        attribute ``bayeval_checksum`` holds a SHA-256 of every variable's values and every
+        string attribute, in a fixed order, which :func:`load` verifies.
+
         Examples
         --------
         >>> import tempfile, os, bayeval as be
@@ -882,7 +890,7 @@ class Results:
         >>> be.load(path).tree.identical(res.tree)
         True
         """
-        self._tree.to_netcdf(path, engine="h5netcdf")
+        _encode_tree(self._tree).to_netcdf(path, engine="h5netcdf")
 
     def __repr__(self) -> str:
         attrs = self._tree.attrs
@@ -913,8 +921,161 @@ class Results:
         return "\n".join(lines)
 
 
+# -- netCDF files ------------------------------------------------------------------------------
+_CHECKSUM_ATTR = "bayeval_checksum"
+_ENCODING_ATTR = "bayeval_encoding"
+_JSON_ATTR_TYPES = (bool, int, float, list, tuple, dict, type(None))
+# Variables whose values have a known range (checked by ``load``), by name.
+_PROBABILITIES = ("mu", "p", "extreme_share")
+_COUNTS = ("successes", "trials", "attempts", "status_counts", "count_histogram")
+_COUNT_GROUPS = ("/observed_data", "/constant_data", "/posterior_predictive")
+
+
+def _node_datasets(tree: xr.DataTree) -> dict:
+    return {node.path: node.to_dataset(inherit=False) for node in tree.subtree}
+
+
+def _checksum(datasets: dict) -> str:
+    """SHA-256 over every node's variables (name, dtype, shape, values) and string attributes,
+    in sorted order of node path and name."""
+    digest = hashlib.sha256()
+
+    def update(*parts):
+        for part in parts:
+            digest.update(part if isinstance(part, bytes) else str(part).encode())
+            digest.update(b"\x00")
+
+    for path in sorted(datasets):
+        ds = datasets[path]
+        for name in sorted(str(k) for k in ds.attrs):
+            if name != _CHECKSUM_ATTR and isinstance(ds.attrs[name], str):
+                update("attr", path, name, ds.attrs[name])
+        for name in sorted(str(k) for k in ds.variables):
+            values = ds.variables[name].values
+            if values.dtype.kind in "OUS":
+                body = json.dumps([v if isinstance(v, str) else repr(v)
+                                   for v in values.ravel().tolist()]).encode()
+                kind = "labels"
+            else:
+                body, kind = np.ascontiguousarray(values).tobytes(), values.dtype.str
+            update("var", path, name, kind, values.shape, body)
+    return digest.hexdigest()
+
+
+def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
+    """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged."""
+    datasets, encoding = {}, {"object_variables": {}, "json_attrs": {}}
+    for path, ds in _node_datasets(tree).items():
+        ds = ds.copy()
+        objects = sorted(str(k) for k, v in ds.variables.items() if v.dtype == object)
+        if objects:
+            encoding["object_variables"][path] = objects
+        as_json = sorted(str(k) for k, v in ds.attrs.items() if isinstance(v, _JSON_ATTR_TYPES))
+        if as_json:
+            encoding["json_attrs"][path] = as_json
+            ds.attrs = {k: json.dumps(v) if k in as_json else v for k, v in ds.attrs.items()}
+        datasets[path] = ds
+    datasets["/"].attrs[_ENCODING_ATTR] = json.dumps(encoding)
+    datasets["/"].attrs[_CHECKSUM_ATTR] = _checksum(datasets)
+    return xr.DataTree.from_dict(datasets)
+
+
+def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
+    """Undo :func:`_encode_tree`, verifying the checksum (files written before bayeval wrote
+    one load with a note instead)."""
+    datasets = _node_datasets(tree)
+    root = datasets["/"].attrs
+    checksum = root.pop(_CHECKSUM_ATTR, None)
+    encoding = root.pop(_ENCODING_ATTR, None)
+    try:
+        encoding = json.loads(encoding) if encoding is not None else None
+        if encoding is not None and not isinstance(encoding, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as err:
+        raise ValueError(f"{path}: attribute {_ENCODING_ATTR!r} is damaged ({err}); the file "
+                         "is not a readable bayeval results file") from None
+    if encoding is not None:
+        for node, names in encoding.get("object_variables", {}).items():
+            ds = datasets.get(node)
+            if ds is None:
+                continue
+            coords = {n: ds.variables[n].astype(object) for n in names if n in ds.coords}
+            data_vars = {n: ds[n].astype(object) for n in names if n in ds.data_vars}
+            datasets[node] = ds.assign_coords(coords).assign(data_vars)
+        for node, names in encoding.get("json_attrs", {}).items():
+            attrs = datasets[node].attrs if node in datasets else {}
+            for name in names:
+                try:
+                    attrs[name] = json.loads(attrs[name])
+                except (KeyError, TypeError, ValueError):
+                    raise ValueError(f"{path}: attribute {name!r} of group {node!r} is missing "
+                                     "or damaged (it should hold JSON)") from None
+    if checksum is None:
+        warnings.warn(f"{path} holds no checksum (written by a bayeval that did not store "
+                      "one), so damage to its arrays cannot be detected: only the value ranges "
+                      "were checked. Save it again with to_netcdf to add one.", BayevalWarning,
+                      stacklevel=3)
+    else:
+        encoded = _encode_tree(xr.DataTree.from_dict(datasets))
+        if encoded.attrs[_CHECKSUM_ATTR] != checksum:
+            raise ValueError(f"{path}: the checksum does not match the file's contents (stored "
+                             f"{checksum[:12]}..., computed "
+                             f"{encoded.attrs[_CHECKSUM_ATTR][:12]}...): the file is damaged "
+                             "or was changed after to_netcdf wrote it; refit or restore a copy")
+    for node, ds in datasets.items():
+        _check_ranges(ds, node, path)
+    return xr.DataTree.from_dict(datasets)
+
+
+def _check_ranges(ds: xr.Dataset, node: str, path) -> None:
+    """Refuse values no bayeval fit can hold, naming the variable, group and file."""
+    def fail(name, rule, bad):
+        var = ds[name]
+        where = np.argwhere(np.asarray(bad))[:3].tolist()
+        examples = np.asarray(var.values)[np.asarray(bad)][:3].tolist()
+        raise ValueError(f"{path}: variable {name!r} of group {node!r} must be {rule}; "
+                         f"{int(np.sum(bad))} value(s) are not (for example {examples} at "
+                         f"indices {where} of dims {list(var.dims)}): the file is damaged")
+
+    for name in ds.data_vars:
+        values = ds[name].values
+        if values.dtype.kind not in "biuf":
+            continue
+        if name in _COUNTS and node in _COUNT_GROUPS:
+            if values.dtype.kind == "f":
+                bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+            else:
+                bad = values < 0
+            if bad.any():
+                fail(name, "non-negative whole numbers", bad)
+        elif name in _PROBABILITIES:
+            bad = (values < 0) | (values > 1)
+            if name != "extreme_share":  # NaN where a system has one trial per task
+                bad |= np.isnan(values)
+            if bad.any():
+                fail(name, "a probability in [0, 1]", bad)
+        elif name == "kappa" or name.startswith("sigma"):
+            bad = ~(values > 0)
+            if bad.any():
+                fail(name, "positive (a concentration or standard deviation)", bad)
+    if "successes" in ds.data_vars and "trials" in ds.data_vars and node != "/posterior_predictive":
+        successes, trials = xr.broadcast(ds["successes"], ds["trials"])
+        bad = (successes > trials).values
+        if bad.any():
+            fail("successes", "at most trials", bad)
+    if "trials" in ds.data_vars and "attempts" in ds.data_vars:
+        bad = (ds["trials"] > ds["attempts"]).values
+        if bad.any():
+            fail("trials", "at most attempts", bad)
+
+
 def load(path) -> Results:
     """Read results written by :meth:`Results.to_netcdf`.
+
+    The file's checksum is verified and the value ranges checked (counts non-negative whole
+    numbers with successes at most trials, probabilities in [0, 1], concentrations and standard
+    deviations positive); every error names the file. A file written before bayeval stored a
+    checksum loads with a :class:`~bayeval.BayevalWarning` saying its arrays cannot be verified.
 
     Examples
     --------
@@ -925,5 +1086,22 @@ def load(path) -> Results:
     >>> be.load(path).model
     'hierarchical'
     """
-    with xr.open_datatree(path, engine="h5netcdf") as tree:
-        return Results(tree.load())
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{path}: no such results file")
+        raise ValueError(f"{path}: not a file (a bayeval results file is one netCDF file)")
+    try:
+        with xr.open_datatree(path, engine="h5netcdf") as tree:
+            tree = tree.load()
+    except OSError as err:
+        raise ValueError(f"{path}: not a readable netCDF4/HDF5 file, as Results.to_netcdf "
+                         f"writes ({type(err).__name__}: {err})") from None
+    except Exception as err:  # h5py/h5netcdf raise several types for damaged files
+        raise ValueError(f"{path}: the file could not be read as bayeval results "
+                         f"({type(err).__name__}: {err})") from None
+    tree = _decode_tree(tree, path)
+    try:
+        return Results(tree)
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
