@@ -391,6 +391,9 @@ def _check_k(data, systems, c, n, ks, metric):
 
 
 def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed, tau=None):
+    from bayeval.data import require_valid_outcomes
+
+    require_valid_outcomes(data, systems)
     c, n, bounds = _arrays(data, systems)
     _check_k(data, systems, c, n, ks, metric)
     layout = _layout(data, unit, weighting, clusters)

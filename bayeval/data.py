@@ -272,6 +272,42 @@ class EvalData:
 
 
 # -- construction ------------------------------------------------------------------------------
+def require_valid_outcomes(data: EvalData, systems=None) -> None:
+    """Refuse systems with no valid outcome at all (every attempt excluded by the policy).
+
+    Under ``missing="exclude"`` a system whose every attempt is not ``ok`` keeps no outcome:
+    a model would report its prior and a bootstrap nothing. Named here, before any fit.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> from bayeval.data import require_valid_outcomes
+    >>> df = pd.DataFrame({"system": ["A", "B"], "task": ["t", "t"], "success": [None, 1],
+    ...                    "status": ["timeout", "ok"]})
+    >>> require_valid_outcomes(be.from_frame(df, status="status", missing="exclude"))
+    Traceback (most recent call last):
+    ...
+    ValueError: under missing='exclude' system(s) ['A'] have no valid outcome: every attempt is not ok (A: {'timeout': 1}); leave them out with data.sel(system=[...]) or choose missing='fail' or 'bounds'
+    """
+    ds = data.dataset
+    trials = ds["trials"]
+    if systems is not None:
+        trials = trials.sel(system=list(systems))
+    per_system = trials.sum("task").values
+    labels = trials["system"].values.tolist()
+    empty = [s for s, total in zip(labels, per_system) if total == 0]
+    if not empty:
+        return
+    counts = data.status_counts
+    detail = "; ".join(f"{s}: {({k: int(v) for k, v in counts.loc[s].items() if v})}"
+                       for s in empty[:5])
+    who = ("no system has a valid outcome" if len(empty) == len(labels)
+           else f"system(s) {empty} have no valid outcome")
+    raise ValueError(f"under missing={data.missing!r} {who}: every attempt is not ok ({detail}"
+                     f"{'; ...' if len(empty) > 5 else ''}); leave them out with "
+                     "data.sel(system=[...]) or choose missing='fail' or 'bounds'")
+
+
 def from_frame(
     df: pd.DataFrame,
     system: str | None = "system",

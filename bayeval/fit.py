@@ -40,6 +40,7 @@ from bayeval._validate import (
     validate_positive_int,
     validate_seed,
 )
+from bayeval.data import require_valid_outcomes
 from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal
 from bayeval.models._beta_family import Populations, counts_by_bound, stratum_dims
 from bayeval.results import Results
@@ -155,6 +156,7 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     if not isinstance(data, EvalData):
         raise TypeError(f"data must be an EvalData (from be.from_frame / be.from_counts); "
                         f"got {type(data).__name__}")
+    require_valid_outcomes(data)
     validate_choice("model", model, ("auto", *ENGINES))
     validate_choice("sampler", sampler, SAMPLERS)
     requested_model, choice = model, None
