@@ -1123,13 +1123,19 @@ def _echo_ranks(summary: dict, ci_prob: float, top: int):
               help="k of the metric.")
 @click.option("--allow-harness-change", is_flag=True, help="Compare systems evaluated "
               "under different harness digests (refused otherwise); outputs say what changed.")
+@click.option("--canary", "canary_pair", type=(str, str), metavar="OLD NEW",
+              help="A fixed reference policy's runs under the old and the new harness (two "
+              "system labels of the data): the gate also requires its score not to have moved "
+              "by more than --canary-margin.")
+@click.option("--canary-margin", type=click.FloatRange(min=0.0, min_open=True),
+              help="Largest canary change (absolute) that counts as not moved.")
 @_column_options("--trials")
 @_model_options
 @_output_options
 def gate(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster, stratum,
          status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
          n_boot, ci_prob, estimand, metric, pair, margin, prob, superior, k,
-         allow_harness_change, json_path, report_path):
+         allow_harness_change, canary_pair, canary_margin, json_path, report_path):
     """Decide whether CANDIDATE is non-inferior to BASELINE (for CI pipelines).
 
     The decision uses the posterior of the effect metric(candidate) - metric(baseline): the
@@ -1150,6 +1156,10 @@ def gate(files, fmt, system, system_name, task, success, successes, trials_colum
     (pair,) = _check_pairs([pair], data.systems)
     _check_k_before_fit(data, [pair], [k], metric)
     _check_harness(data, [pair], allow_harness_change)
+    if (canary_pair is None) != (canary_margin is None):
+        raise click.UsageError("--canary OLD NEW and --canary-margin go together")
+    if canary_pair is not None:
+        _check_pairs([canary_pair], data.systems)
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=[pair])
     report = _report.report_data(
         res, comparisons=[pair], k=k, metric=metric, estimand=estimand, margin=margin,
@@ -1178,8 +1188,17 @@ def gate(files, fmt, system, system_name, task, success, successes, trials_colum
                    if row else "see --json")
         click.echo(f"  for reference, paired bootstrap ({boot['unit']}): {summary}, "
                    f"decision {boot['decision']['decision']}")
+    reason = decision["decision"]
+    if canary_pair is not None:
+        canary = _gate_canary(data, canary_pair, canary_margin, metric, k, ci_prob, model,
+                              sampler, draws, chains, seed, tune, notes)
+        report["canary"] = canary
+        if canary["verdict"] == "moved":
+            code, reason = EXIT_WORSE, f"the canary moved ({reason} otherwise)"
+        elif canary["verdict"] == "inconclusive" and code == EXIT_PASS:
+            code, reason = EXIT_UNDECIDED, f"{reason}, but the canary's change is inconclusive"
     verdict = {EXIT_PASS: "PASS", EXIT_WORSE: "FAIL", EXIT_UNDECIDED: "UNDECIDED"}[code]
-    click.echo(f"{verdict}: {decision['decision']} (P(pass) = {decision['prob_pass']:.4f}, "
+    click.echo(f"{verdict}: {reason} (P(pass) = {decision['prob_pass']:.4f}, "
                f"P(fail) = {decision['prob_fail']:.4f}, needs {prob:g}); exit {code}")
     report["gate"] = {"decision": decision["decision"], "exit_code": code, "verdict": verdict}
     if json_path:
@@ -1188,6 +1207,30 @@ def gate(files, fmt, system, system_name, task, success, successes, trials_colum
         _write_report(res, report_path, report)
     if code:
         click.get_current_context().exit(code)
+
+
+def _gate_canary(data, canary_pair, margin, metric, k, ci_prob, model, sampler, draws, chains,
+                 seed, tune, notes) -> dict:
+    """The canary's change between its two harness runs (bayeval.harness.canary), printed."""
+    from bayeval.harness import canary
+
+    old, new = canary_pair
+    click.echo(f"canary: fitting {old} -> {new} ...", err=True)
+    options = {"draws": draws, "chains": chains, "seed": seed, "tune": tune,
+               "progress": False, **({} if model == "auto" else {"model": model}),
+               **({} if sampler == "auto" else {"sampler": sampler})}
+    with notes:
+        out = canary(data.sel(system=[old, new]), canary=f"{old} -> {new}", baseline=old,
+                     candidate=new, margin=margin, metric=metric, k=k, ci_prob=ci_prob,
+                     **options)
+    lower, upper = (float(v) for v in out["effect_interval"].values)
+    mean = float(out["effect_mean"])
+    click.echo(f"  canary {old} -> {new}: change {mean:+.4f}, {ci_prob:.0%} interval "
+               f"{_interval_text(lower, upper)}, margin {margin:g}: {out.attrs['verdict']}")
+    return {"old": old, "new": new, "margin": margin, "change": mean, "lower": lower,
+            "upper": upper, "verdict": out.attrs["verdict"],
+            "rule": out.attrs.get("verdict_rule"),
+            "prob_within_margin": float(out["prob_within_margin"])}
 
 
 # -- power -------------------------------------------------------------------------------------

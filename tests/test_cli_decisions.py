@@ -95,3 +95,33 @@ def test_overlap_labels_a_planted_copy_and_streams_a_jsonl_corpus(tmp_path):
     bad.write_text('{"body": "x"}\n')
     out = invoke("overlap", tmp_path / "items.csv", bad)
     assert out.exit_code == 2 and "no text field 'text'" in out.output
+
+
+def _canary_csv(path, drift):
+    rng = np.random.default_rng(5)
+    rates = rng.uniform(0.2, 0.8, 60)
+    rows = []
+    for system, shift in (("old", 0.0), ("new", 0.0), ("canary_a", 0.0), ("canary_b", drift)):
+        for j, p in enumerate(rates):
+            rows.append({"system": system, "task": f"t{j}", "trials": 40,
+                         "successes": int(round(40 * np.clip(p + shift, 0, 1)))})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_gate_requires_a_stable_canary(tmp_path):
+    args = ["--compare", "new", "old", "--margin", "0.05", "--canary", "canary_a", "canary_b",
+            "--canary-margin", "0.05", "--estimand", "tasks", *GRID]
+    stable = invoke("gate", _canary_csv(tmp_path / "s.csv", 0.0), *args)
+    assert stable.exit_code == 0, stable.output
+    assert "canary canary_a -> canary_b: change" in stable.output
+    assert stable.output.rstrip().splitlines()[-2].endswith("margin 0.05: stable")
+    moved = invoke("gate", _canary_csv(tmp_path / "m.csv", 0.15), *args, "--json",
+                   tmp_path / "m.json")
+    assert moved.exit_code == 1, moved.output
+    assert "FAIL: the canary moved" in moved.output
+    record = json.loads((tmp_path / "m.json").read_text())
+    assert record["canary"]["verdict"] == "moved" and record["canary"]["lower"] > 0.05
+    alone = invoke("gate", tmp_path / "m.csv", "--compare", "new", "old", "--margin", "0.05",
+                   "--canary", "canary_a", "canary_b", *GRID)
+    assert alone.exit_code == 2 and "go together" in alone.output
