@@ -403,7 +403,10 @@ def rank_summary(results, data, metric="pass@k", k=1, estimand="population", pro
     }
     winner_record["expected_optimism"] = float(win["expected_optimism"])
     winner_record["replicate_prob_best_picked"] = float(win["replicate_prob_best_picked"])
+    from bayeval.report import SCHEMA_VERSION
+
     return {
+        "schema_version": SCHEMA_VERSION,
         "settings": {"metric": metric, "k": int(k), "estimand": estimand, "prob": prob,
                      "top": top, "ci_prob": ci_prob, "unit": unit, "n_boot": n_boot,
                      "seed": seed, "model": results.model, "paired": results._paired},

@@ -54,6 +54,10 @@ from bayeval.results import Results
 __all__ = ["FORMATS", "build_report", "paired_spread", "report_data", "write_report"]
 
 #: Report formats and the file suffixes :func:`write_report` maps onto them.
+
+#: Version of the JSON layout of :func:`report_data` (``bayeval/schemas/report.schema.json``):
+#: raised when a key is renamed, removed or changes type.
+SCHEMA_VERSION = "2"
 FORMATS = {"html": (".html", ".htm"), "markdown": (".md", ".markdown")}
 ADJUST_METHODS = ("bonferroni", "holm", "bh")
 DEFAULT_POWER_EFFECTS = (0.01, 0.02, 0.05)
@@ -769,6 +773,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
                                    + ([skipped] if skipped else []) + harness_notes))
     n_clusters = data_section["clusters"]["count"] if data_section["clusters"] else None
     return {
+        "schema_version": SCHEMA_VERSION,
         "title": title or (f"bayeval report: {data_section['n_systems']} system(s) x "
                            f"{data_section['n_tasks']} task(s)"),
         "estimand": {
