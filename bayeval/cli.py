@@ -1073,9 +1073,11 @@ def rank(files, fmt, system, system_name, task, success, successes, trials_colum
     if json_path:
         _write_json(summary, json_path)
     if report_path:
-        _write_report(res, report_path, _report.report_data(
-            res, k=[k], metric=metric, estimand=estimand, n_boot=n_boot, seed=seed,
-            ci_prob=ci_prob, notes=notes.items, command=_command_line()))
+        report = _report.report_data(res, k=[k], metric=metric, estimand=estimand,
+                                     n_boot=n_boot, seed=seed, ci_prob=ci_prob,
+                                     notes=summary["notes"], command=_command_line())
+        report["ranks"] = summary
+        _write_report(res, report_path, report)
 
 
 def _echo_ranks(summary: dict, ci_prob: float, top: int):

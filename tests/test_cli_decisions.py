@@ -125,3 +125,13 @@ def test_gate_requires_a_stable_canary(tmp_path):
     alone = invoke("gate", tmp_path / "m.csv", "--compare", "new", "old", "--margin", "0.05",
                    "--canary", "canary_a", "canary_b", *GRID)
     assert alone.exit_code == 2 and "go together" in alone.output
+
+
+def test_rank_report_has_the_rank_section(tmp_path):
+    path = _counts_csv(tmp_path / "runs.csv", {"weak": [2, 3, 1, 2, 3, 2],
+                                               "strong": [8, 9, 7, 9, 8, 9]})
+    out = invoke("rank", path, *GRID, "--n-boot", 300, "--report", tmp_path / "card.md")
+    assert out.exit_code == 0, out.output
+    card = (tmp_path / "card.md").read_text()
+    section = card[card.index("## Ranks"):card.index("## Comparisons")]
+    assert "| `strong` |" in section and "Winner by observed score: **`strong`**" in section
