@@ -45,6 +45,8 @@ __all__ = ["STATUSES", "MISSING_POLICIES", "EvalData", "from_frame", "from_count
 STATUSES = ("ok", "invalid", "timeout", "error", "no_verdict", "not_run")
 MISSING_POLICIES = ("fail", "exclude", "bounds")
 _MAX_COUNT = 1e12
+_COVARIATE_VARS = ("covariate_count", "covariate_sum", "covariate_sumsq", "covariate_positive",
+                   "covariate_logsum", "covariate_logsumsq")
 _OK, _NO_VERDICT, _NOT_RUN = 0, STATUSES.index("no_verdict"), STATUSES.index("not_run")
 _POLICY_HELP = (
     "'fail' (every non-ok attempt counts as a failure: the end-to-end rate), "
@@ -143,6 +145,13 @@ class EvalData:
         return {d: c for d, c in configs.items() if d in present} or None
 
     @property
+    def covariates(self) -> list:
+        """Names of the per-attempt covariates given to ``from_frame(covariates=...)``."""
+        if "covariate" not in self._ds.coords:
+            return []
+        return self._ds["covariate"].values.tolist()
+
+    @property
     def status_counts(self) -> pd.DataFrame:
         """Attempts per status for each system (``not_run``: planned trials with no row)."""
         table = self._ds["status_counts"].sum("task").to_pandas()
@@ -206,6 +215,9 @@ class EvalData:
         )
         if "harness" in self._ds.coords:
             ds = ds.assign_coords(harness=("system", self._ds["harness"].values))
+        names = [v for v in _COVARIATE_VARS if v in self._ds]
+        if names:  # per attempt and status: the policy does not change them
+            ds = ds.assign({v: self._ds[v] for v in names})
         return EvalData(ds)
 
     def sel(self, system=None, task=None) -> EvalData:
@@ -326,6 +338,7 @@ def from_frame(
     planned_trials: int | Mapping | None = None,
     stratum_weights: Mapping | None = None,
     harness: str | None = None,
+    covariates=None,
 ) -> EvalData:
     """Validate a tidy table and summarise it into ``(system, task)`` counts.
 
@@ -371,6 +384,18 @@ def from_frame(
         fields that differ). A system must be evaluated under one harness: a system whose rows
         carry several is refused (label each ``(system, harness)`` pair as its own system).
         Stored per system (:attr:`EvalData.harness`).
+    covariates : list of str, optional
+        Numeric per-attempt columns (cost, tokens, latency), outcome rows only. Each is stored
+        per ``(system, task, status)``, so that the cost of a timed-out or failed attempt is
+        counted under its status: ``covariate_count`` (attempts), ``covariate_sum``,
+        ``covariate_sumsq`` (sum of squares), and over the positive values only
+        ``covariate_positive`` (how many), ``covariate_logsum`` and ``covariate_logsumsq``
+        (sums of logs and squared logs, the sufficient statistics of a log-normal), each over
+        ``(covariate, system, task, status)``. Values must be finite, non-negative numbers
+        (int, float, Fraction, Decimal; not booleans, complex numbers, dates or durations)
+        and every row needs one: an empty cell is refused, naming the rows, because an
+        unrecorded cost is not a zero cost (fill it explicitly, or drop the rows). Names are
+        listed by :attr:`EvalData.covariates`.
 
     Returns
     -------
@@ -396,6 +421,17 @@ def from_frame(
     >>> data = be.from_frame(one, system=None, system_name="my-model")
     >>> data.systems, data.dataset["successes"].values.tolist()
     (['my-model'], [[1, 0, 1]])
+
+    Per-attempt costs, summed per ``(system, task, status)``:
+
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"], "success": [1, 0, None],
+    ...                    "status": ["ok", "ok", "timeout"], "cost": [0.5, 0.25, 2.0]})
+    >>> data = be.from_frame(df, status="status", missing="fail", covariates=["cost"])
+    >>> data.covariates
+    ['cost']
+    >>> sums = data.dataset["covariate_sum"].sel(covariate="cost", system="A")
+    >>> sums.sel(status=["ok", "timeout"]).values.tolist()
+    [[0.75, 0.0], [0.0, 2.0]]
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__}")
@@ -412,6 +448,7 @@ def from_frame(
                 )
     elif status_map is not None and status is None:
         raise TypeError("status_map= needs status=, the column holding the raw statuses")
+    covariates = _covariate_names(df, covariates, count_rows)
 
     names = {"system": system, "task": task} if system is not None else {"task": task}
     if count_rows:
@@ -461,6 +498,8 @@ def from_frame(
         ).reshape(n_sys * n_task, n_status)
         ok = codes == _OK
         ok_successes = np.bincount(cell[ok], weights=outcome[ok], minlength=n_sys * n_task)
+        covariate_vars = _covariate_stats(df, covariates, cell * n_status + codes,
+                                          (n_sys, n_task, n_status))
 
     status_counts = status_counts.reshape(n_sys, n_task, n_status).astype(np.int64)
     ok_successes = np.rint(ok_successes).astype(np.int64).reshape(n_sys, n_task)
@@ -477,6 +516,8 @@ def from_frame(
     ds = _assemble(ok_successes, status_counts, missing, systems, tasks, task_coords, attrs)
     if harness is not None:
         ds = ds.assign_coords(harness=("system", digests))
+    if covariates:
+        ds = ds.assign(covariate_vars).assign_coords(covariate=np.array(covariates, dtype=object))
     return EvalData(ds)
 
 
@@ -978,6 +1019,71 @@ def _count_columns(df: pd.DataFrame, successes: str, trials: str):
         raise ValueError(f"column {successes!r} must lie in 0..{trials}; "
                          f"{describe_rows(index[bad])} are outside")
     return c, n
+
+
+def _covariate_names(df: pd.DataFrame, covariates, count_rows: bool) -> list:
+    """The covariate column names, checked: a list of distinct existing columns."""
+    if covariates is None:
+        return []
+    if isinstance(covariates, str):
+        covariates = [covariates]
+    if not isinstance(covariates, (list, tuple)):
+        raise TypeError("covariates= must be a list of column names (str); "
+                        f"got {type(covariates).__name__}")
+    covariates = list(covariates)
+    if count_rows and covariates:
+        raise TypeError("covariates= applies to outcome rows (success=), one row per attempt; "
+                        "count rows (successes=, trials=) carry no per-attempt values")
+    duplicated = sorted({c for c in covariates if covariates.count(c) > 1}, key=str)
+    if duplicated:
+        raise ValueError(f"covariates= names {describe_values(duplicated)} more than once")
+    _check_columns(df, {f"covariates[{i}]": c for i, c in enumerate(covariates)})
+    return covariates
+
+
+def _covariate_stats(df: pd.DataFrame, covariates: list, slot: np.ndarray, shape) -> dict:
+    """Per ``(covariate, system, task, status)`` sufficient statistics of each covariate.
+
+    ``slot`` is each row's flat ``(system, task, status)`` index. Values must be finite,
+    non-negative, recorded numbers; nothing is coerced.
+    """
+    size = int(np.prod(shape))
+    out = {name: np.zeros((len(covariates),) + tuple(shape)) for name in _COVARIATE_VARS}
+    for i, column in enumerate(covariates):
+        series = df[column]
+        raw = _column_values(series)
+        if raw.dtype.kind not in "biufO":
+            raw = series.to_numpy(dtype=object)
+        values, wrong, is_bool = _real_values(raw)
+        where = f"covariate column {column!r}"
+        allowed = "finite, non-negative numbers, one per attempt (row)"
+        if wrong.any():
+            raise _wrong_type(where, series.to_numpy(dtype=object), wrong, df.index[wrong],
+                              allowed)
+        if is_bool.any() or raw.dtype.kind == "b":
+            rows = df.index[is_bool] if is_bool.any() else df.index
+            raise TypeError(f"{where} must hold {allowed}, not True/False; found booleans in "
+                            f"{describe_rows(rows)} (give 0/1 as numbers if that is meant)")
+        missing = np.isnan(values)
+        if missing.any():
+            raise ValueError(f"{where} has empty cells in {describe_rows(df.index[missing])}; "
+                             f"it must hold {allowed}: an unrecorded value is not a zero, so "
+                             "fill it explicitly or drop those rows")
+        bad = ~np.isfinite(values) | (values < 0)
+        if bad.any():
+            raise ValueError(f"{where} must hold {allowed}; found "
+                             f"{describe_values(values[bad])} in {describe_rows(df.index[bad])}")
+        positive = values > 0
+        logs = np.log(np.where(positive, values, 1.0))
+        for name, weights in (("covariate_count", np.ones_like(values)),
+                              ("covariate_sum", values), ("covariate_sumsq", values**2),
+                              ("covariate_positive", positive.astype(float)),
+                              ("covariate_logsum", logs), ("covariate_logsumsq", logs**2)):
+            out[name][i] = np.bincount(slot, weights=weights, minlength=size).reshape(shape)
+    for name in ("covariate_count", "covariate_positive"):
+        out[name] = np.rint(out[name]).astype(np.int64)
+    dims = ("covariate", "system", "task", "status")
+    return {name: (dims, values) for name, values in out.items()}
 
 
 def _status_codes(df, status, status_map, recorded: np.ndarray) -> np.ndarray:
