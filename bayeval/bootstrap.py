@@ -735,3 +735,4 @@ from bayeval._decisions import curve_bootstrap as compare_curve  # noqa: E402
 from bayeval._rank_sets import rank_sets  # noqa: E402
 
 __all__ += ["rank_sets", "compare_curve"]
+from bayeval._cost import cost  # noqa: E402,F401  (twin of Results.cost)

@@ -725,6 +725,57 @@ class Results:
         return compare_subsets(self, mask, metric=metric, k=k, estimand=estimand,
                                ci_prob=ci_prob, refit=refit, **fit_options)
 
+    def cost(self, column: str, ci_prob: float = 0.95, n_draws: int = 1000,
+             seed: int = 0) -> xr.Dataset:
+        """Posterior cost per attempt, cost per success and timeout/error/invalid rates.
+
+        The cost side is the Bayesian bootstrap over tasks (Rubin 1981): tasks are
+        exchangeable draws from a population whose distribution of per-task values (total
+        cost, attempts, statuses) is given Dirichlet(1, ..., 1) weights on the observed tasks,
+        the posterior of a Dirichlet-process model as its concentration goes to zero. It
+        assumes nothing about the shape of the cost (skew and zeros are fine) but gives no
+        mass to tasks unlike the observed ones. The success side is the fitted model: in each
+        posterior draw, task j's expected successes are its trials (those the missing-outcome
+        policy uses) times its posterior rate, and
+
+            cost_per_success = sum_j w_j cost_j / sum_j w_j trials_j p_j,
+
+        with the same weights w for cost and successes and for every system (paired), so the
+        population pass@1 and the cost are coupled through the tasks. ``cost_per_attempt`` is
+        ``sum_j w_j cost_j / sum_j w_j attempts_j``, the rates likewise. Every attempt's cost
+        counts under its status; ``not_run`` attempts cost nothing and are not attempts. The
+        twin is :func:`bayeval.bootstrap.cost`.
+
+        Parameters
+        ----------
+        column : str
+            A covariate given to ``from_frame(..., covariates=[...])``.
+        ci_prob : float, default 0.95
+            Coverage of the equal-tailed intervals (on ``ci_bound``).
+        n_draws : int, default 1000
+            Posterior draws used (a random subset of the fit's draws), one weight vector each.
+        seed : int, default 0
+
+        Returns
+        -------
+        xarray.Dataset
+            For each statistic: the posterior mean (``system``), ``<stat>_interval``
+            (``system, ci_bound``) and ``<stat>_draws`` (``draw, system``).
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> df = pd.DataFrame({"system": "A", "task": [f"t{i // 2}" for i in range(8)],
+        ...                    "success": [1, 0, 1, 1, 0, 1, 1, 0], "cost": [1.0, 2.0] * 4})
+        >>> data = be.from_frame(df, covariates=["cost"])
+        >>> res = be.fit(data, model="beta_binomial", draws=200, chains=2, seed=0)
+        >>> res.cost("cost", n_draws=200)["cost_per_success_interval"].dims
+        ('system', 'ci_bound')
+        """
+        from bayeval._cost import posterior_cost
+
+        return posterior_cost(self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed)
+
     # -- summaries and checks ------------------------------------------------------------------
     def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None,
                 tau=None):
