@@ -117,11 +117,12 @@ def test_gate_requires_a_stable_canary(tmp_path):
     assert "canary canary_a -> canary_b: change" in stable.output
     assert stable.output.rstrip().splitlines()[-2].endswith("margin 0.05: stable")
     moved = invoke("gate", _canary_csv(tmp_path / "m.csv", 0.15), *args, "--json",
-                   tmp_path / "m.json")
+                   tmp_path / "m.json", "--report", tmp_path / "m.md")
     assert moved.exit_code == 1, moved.output
     assert "FAIL: the canary moved" in moved.output
     record = json.loads((tmp_path / "m.json").read_text())
     assert record["canary"]["verdict"] == "moved" and record["canary"]["lower"] > 0.05
+    assert "**moved**" in (tmp_path / "m.md").read_text().split("## Canary")[1]
     alone = invoke("gate", tmp_path / "m.csv", "--compare", "new", "old", "--margin", "0.05",
                    "--canary", "canary_a", "canary_b", *GRID)
     assert alone.exit_code == 2 and "go together" in alone.output
