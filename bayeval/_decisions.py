@@ -243,9 +243,13 @@ def task_contributions(results, candidate, baseline, ks, metric) -> xr.Dataset:
     }, coords={"task": tasks})
 
 
-def reversal_tasks(curve: xr.Dataset, top: int = 10) -> pd.DataFrame:
+def reversal_tasks(curve: xr.Dataset, top: int = 10, by: str = "posterior") -> pd.DataFrame:
     """The tasks that move the effect most between the first and the last k of a curve:
     the change of each task's contribution, largest in size first.
+
+    ``by="posterior"`` ranks by the posterior contributions (a task never solved still grows
+    at large k under the model's shrinkage), ``by="observed"`` by the unbiased estimator of
+    the counts (what the counts alone say; tasks with equal counts tie).
 
     Examples
     --------
@@ -256,11 +260,14 @@ def reversal_tasks(curve: xr.Dataset, top: int = 10) -> pd.DataFrame:
     >>> sorted(reversal_tasks(res.compare_curve("A", "B", k=[1, 8]), top=2)["task"])
     [0, 3]
     """
+    if by not in ("posterior", "observed"):
+        raise ValueError(f"by must be 'posterior' or 'observed'; got {by!r}")
     first, last = curve["task_contribution"].isel(k=0), curve["task_contribution"].isel(k=-1)
     change = (last - first).to_series().dropna()
     obs = (curve["task_contribution_observed"].isel(k=-1)
            - curve["task_contribution_observed"].isel(k=0)).to_series()
-    order = change.abs().sort_values(ascending=False).index[:top]
+    key = change if by == "posterior" else obs.reindex(change.index)
+    order = key.abs().sort_values(ascending=False, kind="stable").index[:top]
     return pd.DataFrame({"task": order, "change": change[order].to_numpy(),
                          "change_observed": obs.reindex(order).to_numpy()})
 

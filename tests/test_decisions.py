@@ -81,6 +81,10 @@ def test_compare_curve_agrees_with_compare_and_traces_the_reversal(reversal_fit)
     table = _decisions.reversal_tasks(curve, top=6)
     assert sorted(table["task"].tolist()) == list(range(4, 10))
     assert (table["change"] < 0).all() and (table["change_observed"] < 0).all()
+    by_counts = _decisions.reversal_tasks(curve, top=6, by="observed")
+    assert sorted(by_counts["task"].tolist()) == list(range(4, 10))
+    with pytest.raises(ValueError, match="by must be"):
+        _decisions.reversal_tasks(curve, by="x")
 
 
 def test_compare_curve_refuses_bad_ks(reversal_fit):
