@@ -816,6 +816,10 @@ def _header(data, lines, res=None, err=False):
 @click.option("--by", "by", metavar="COLUMN", multiple=True,
               help="One analysis per value of this table column (repeat for several); prints "
               "one row per group and system.")
+@click.option("--flagged", "flagged_path", type=click.Path(exists=True, dir_okay=False),
+              metavar="FILE", help="Task ids flagged by a contamination check (one per line, "
+              "or the JSON of bayeval overlap): the score on clean versus flagged tasks, each "
+              "subset fitted alone, in the output and the report.")
 @click.option("--scheduler", metavar="ADDRESS|local",
               help="With --by: run the groups on a Dask cluster (a scheduler address, or "
               "'local' for local worker processes); needs bayeval[dask].")
@@ -827,7 +831,8 @@ def _header(data, lines, res=None, err=False):
 def analyze(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster,
             stratum, status, status_map, reader_options, missing, model, sampler, draws, chains,
             tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin, prob,
-            superior, by, scheduler, allow_harness_change, json_path, report_path):
+            superior, flagged_path, by, scheduler, allow_harness_change, json_path,
+            report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -868,13 +873,85 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         allow_harness_change=allow_harness_change)
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
+    if flagged_path:
+        report["contamination"] = _contamination(res, data, flagged_path, metric, k[0],
+                                                 ci_prob, model, sampler, draws, chains, seed,
+                                                 tune, notes)
     if not to_stdout:
         _echo_table(report, [report["estimand"]["name"]], metric, ci_prob)
         _echo_comparisons(report)
+        if flagged_path:
+            _echo_contamination(report["contamination"])
     if json_path:
         _write_json(report, json_path)
     if report_path:
         _write_report(res, report_path, report)
+
+
+def _flagged_tasks(path: str, tasks) -> list:
+    """Task ids from a file: one per line, or the JSON of ``bayeval overlap`` (items labelled
+    confirmed or suspected). Ids are matched to the data's tasks as text."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError:
+        record = None
+    if isinstance(record, dict) and "items" in record:
+        wanted = [str(r["item"]) for r in record["items"] if r.get("label") != "none"]
+    else:
+        wanted = [line.strip() for line in text.splitlines() if line.strip()]
+    by_text = {str(t): t for t in tasks}
+    unknown = [w for w in wanted if w not in by_text]
+    if unknown:
+        raise InputError(f"{path}: task id(s) {unknown[:5]}{' ...' if len(unknown) > 5 else ''}"
+                         f" are not tasks of the data")
+    if not wanted:
+        raise InputError(f"{path} flags no task")
+    return [by_text[w] for w in wanted]
+
+
+def _contamination(res, data, path, metric, k, ci_prob, model, sampler, draws, chains, seed,
+                   tune, notes) -> dict:
+    """Clean versus flagged tasks (Results.compare_subsets), as plain data."""
+    flagged = _flagged_tasks(path, data.tasks)
+    click.echo(f"contamination: fitting the {len(flagged)} flagged and the "
+               f"{len(data.tasks) - len(flagged)} clean task(s) apart ...", err=True)
+    options = {"draws": draws, "chains": chains, "seed": seed, "tune": tune, "progress": False,
+               **({} if model == "auto" else {"model": model}),
+               **({} if sampler == "auto" else {"sampler": sampler})}
+    with notes:
+        out = res.compare_subsets(flagged, metric=metric, k=k, ci_prob=ci_prob, **options)
+    rows = []
+    for system in out["system"].values:
+        part = out.sel(system=system)
+        row = {"system": str(system)}
+        for subset in out["subset"].values:
+            row[f"{subset}_mean"] = float(part["score_mean"].sel(subset=subset))
+            low, high = part["score_interval"].sel(subset=subset).values
+            row[f"{subset}_lower"], row[f"{subset}_upper"] = float(low), float(high)
+        row["difference_mean"] = float(part["difference_mean"])
+        row["difference_lower"], row["difference_upper"] = (
+            float(v) for v in part["difference_interval"].values)
+        row["inflation_mean"] = float(part["inflation_mean"])
+        rows.append(row)
+    return {"file": str(path), "n_flagged": int(out.attrs["n_flagged"]),
+            "n_clean": int(out.attrs["n_clean"]), "estimand": out.attrs["estimand"],
+            "reading": out.attrs["reading"], "metric": _report._metric_name(metric, k),
+            "subsets": [str(s) for s in out["subset"].values], "rows": rows}
+
+
+def _echo_contamination(section: dict):
+    click.echo(f"\ncontamination: {section['n_flagged']} flagged vs {section['n_clean']} clean "
+               f"task(s), {section['metric']}, {section['estimand']} estimand "
+               f"({section['reading']})")
+    for row in section["rows"]:
+        click.echo(f"  {row['system']}: clean {row['clean_mean']:.3f} "
+                   f"{_interval_text(row['clean_lower'], row['clean_upper'])}, flagged "
+                   f"{row['flagged_mean']:.3f} "
+                   f"{_interval_text(row['flagged_lower'], row['flagged_upper'])}, flagged - "
+                   f"clean {row['difference_mean']:+.3f} "
+                   f"{_interval_text(row['difference_lower'], row['difference_upper'])}, "
+                   f"all - clean {row['inflation_mean']:+.3f}")
 
 
 def _analyze_by(files, opts, by, scheduler, model, sampler, draws, chains, tune, seed, ci_prob,

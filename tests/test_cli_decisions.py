@@ -136,3 +136,22 @@ def test_rank_report_has_the_rank_section(tmp_path):
     card = (tmp_path / "card.md").read_text()
     section = card[card.index("## Ranks"):card.index("## Comparisons")]
     assert "| `strong` |" in section and "Winner by observed score: **`strong`**" in section
+
+
+def test_analyze_flagged_reads_clean_against_flagged_tasks(tmp_path):
+    path = _counts_csv(tmp_path / "runs.csv", {"A": [9, 9, 8, 3, 2, 3, 2, 3],
+                                               "B": [8, 9, 9, 4, 3, 3, 2, 2]})
+    (tmp_path / "flagged.txt").write_text("t0\nt1\nt2\n")
+    out = invoke("analyze", path, *GRID, "--n-boot", 200, "--flagged", tmp_path / "flagged.txt",
+                 "--json", tmp_path / "a.json", "--report", tmp_path / "card.md")
+    assert out.exit_code == 0, out.output
+    section = json.loads((tmp_path / "a.json").read_text())["contamination"]
+    assert section["n_flagged"] == 3 and section["n_clean"] == 5
+    row = {r["system"]: r for r in section["rows"]}["A"]
+    assert row["flagged_mean"] > row["clean_mean"] and row["difference_lower"] > 0
+    # the clean subset fitted alone sits near its own observed rate (13 of 50)
+    assert abs(row["clean_mean"] - 13 / 50) < 0.08
+    assert "## Contamination" in (tmp_path / "card.md").read_text()
+    (tmp_path / "bad.txt").write_text("t0\nnope\n")
+    bad = invoke("analyze", path, *GRID, "--flagged", tmp_path / "bad.txt")
+    assert bad.exit_code == 2 and "['nope'] are not tasks of the data" in bad.output
