@@ -251,6 +251,8 @@ def _data_section(results: Results) -> dict:
         "status_totals": {str(k): int(v) for k, v in status.sum().items()},
         "coverage": {str(s): _num(v) for s, v in coverage.items()},
         "design_effect": deff_rows,
+        "harness": (None if data.harness is None
+                    else {str(s): d for s, d in data.harness.items()}),
     }
 
 

@@ -57,6 +57,11 @@ def test_report_notes_the_change_when_allowed():
                                    allow_harness_change=True)
     assert report["comparisons"][0]["harness"]["status"] == "changed"
     assert any("harness changed" in note for note in report["notes"])
+    digests = report["data"]["harness"]
+    assert digests == {"A": digest({"temperature": 0.2, "scorer": "v1"}),
+                       "B": digest({"temperature": 0.7, "scorer": "v1"})}
+    card = be.report.build_report(res, fmt="markdown", plots=False, data=report)
+    assert f"`{digests['A'][:12]}`" in card and "ran under different harnesses" in card
 
 
 def test_gate_exits_2_on_an_incomparable_harness_and_flags_it_when_allowed(tmp_path):
