@@ -15,6 +15,7 @@ from bayeval._validate import validate_k, validate_prob
 from bayeval.estimators import _unbiased
 
 SAMPLE_DIMS = ("chain", "draw")
+CONTRIBUTION_DRAWS = 400  # draws behind each task's posterior contribution to a curve
 
 
 def observed_scores(successes: np.ndarray, trials: np.ndarray, k: int, metric: str,
@@ -220,15 +221,18 @@ def compare_curve(results, candidate, baseline, k, metric="pass@k", estimand="ta
 
 def task_contributions(results, candidate, baseline, ks, metric) -> xr.Dataset:
     """Each task's share of the tasks-estimand effect at each k: the posterior mean of
-    ``(f_k(p_candidate) - f_k(p_baseline)) / J`` over the tasks valid for both, beside the same
-    share from the unbiased estimator of the observed counts (NaN where k > trials)."""
+    ``(f_k(p_candidate) - f_k(p_baseline)) / J`` over the tasks valid for both (from
+    :data:`CONTRIBUTION_DRAWS` evenly thinned draws), beside the same share from the unbiased
+    estimator of the observed counts (NaN where k > trials)."""
     c, n = _counts(results)
     systems = results.systems
     i, j = systems.index(candidate), systems.index(baseline)
     both = (n[i] > 0) & (n[j] > 0)
     J = int(both.sum())
-    rates = results.task_rates([candidate, baseline]).transpose("chain", "draw", "system",
-                                                               "task").values
+    # posterior means: 400 evenly thinned draws suffice, and per-task readouts of a large
+    # paired fit cost in proportion to the draws
+    rates = thinned(results, CONTRIBUTION_DRAWS).task_rates([candidate, baseline]).transpose(
+        "chain", "draw", "system", "task").values
     rates = rates.reshape(-1, 2, rates.shape[-1])
     posterior, observed = [], []
     for k in ks:
