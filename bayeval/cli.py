@@ -828,10 +828,10 @@ def _header(data, lines, res=None, err=False):
 @_column_options("--trials")
 @_model_options
 @_output_options
-def analyze(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster,
-            stratum, status, status_map, reader_options, missing, model, sampler, draws, chains,
-            tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin, prob,
-            superior, flagged_path, by, scheduler, allow_harness_change, json_path,
+def analyze(files, fmt, system, system_name, task, success, successes, trials_column, trial,
+            cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
+            chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
+            prob, superior, flagged_path, by, scheduler, allow_harness_change, json_path,
             report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
@@ -1099,9 +1099,9 @@ def overlap(items, corpus, id_column, text_column, corpus_text_field, methods, j
 @_column_options("--trials")
 @_model_options
 @_output_options
-def rank(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster, stratum,
-         status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
-         n_boot, ci_prob, estimand, metric, k, prob, top, unit, allow_harness_change,
+def rank(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster,
+         stratum, status, status_map, reader_options, missing, model, sampler, draws, chains, tune,
+         seed, n_boot, ci_prob, estimand, metric, k, prob, top, unit, allow_harness_change,
          json_path, report_path):
     """Rank systems: rank intervals, groups that cannot be told apart, P(best), the winner.
 
@@ -1211,9 +1211,9 @@ def _echo_ranks(summary: dict, ci_prob: float, top: int):
 @_column_options("--trials")
 @_model_options
 @_output_options
-def gate(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster, stratum,
-         status, status_map, reader_options, missing, model, sampler, draws, chains, tune, seed,
-         n_boot, ci_prob, estimand, metric, pair, margin, prob, superior, k,
+def gate(files, fmt, system, system_name, task, success, successes, trials_column, trial, cluster,
+         stratum, status, status_map, reader_options, missing, model, sampler, draws, chains, tune,
+         seed, n_boot, ci_prob, estimand, metric, pair, margin, prob, superior, k,
          allow_harness_change, canary_pair, canary_margin, json_path, report_path):
     """Decide whether CANDIDATE is non-inferior to BASELINE (for CI pipelines).
 

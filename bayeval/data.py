@@ -296,10 +296,11 @@ def require_valid_outcomes(data: EvalData, systems=None) -> None:
     >>> from bayeval.data import require_valid_outcomes
     >>> df = pd.DataFrame({"system": ["A", "B"], "task": ["t", "t"], "success": [None, 1],
     ...                    "status": ["timeout", "ok"]})
-    >>> require_valid_outcomes(be.from_frame(df, status="status", missing="exclude"))
+    >>> data = be.from_frame(df, status="status", missing="exclude")
+    >>> require_valid_outcomes(data)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: under missing='exclude' system(s) ['A'] have no valid outcome: every attempt is not ok (A: {'timeout': 1}); leave them out with data.sel(system=[...]) or choose missing='fail' or 'bounds'
+    ValueError: under missing='exclude' system(s) ['A'] have no valid outcome: ...(A: {'timeout': 1}); ...
     """
     ds = data.dataset
     trials = ds["trials"]

@@ -320,6 +320,17 @@ def _alpha_and_sides(ci_prob, alternative):
     return alpha, alternative
 
 
+def _log_capital_for(y, m, alpha: float, alternative: str):
+    """Log capital against the null mean(s) ``m`` for an alternative: one side's hedged
+    capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which is at most
+    (K+ + K-) / 2, a test supermartingale."""
+    if alternative == "two-sided":
+        lam = _bets(y, alpha / 2)
+        return np.maximum(_log_capital(y, m, lam, +1), _log_capital(y, m, lam, -1)) - np.log(2)
+    lam = _bets(y, alpha)
+    return _log_capital(y, m, lam, +1 if alternative == "greater" else -1)
+
+
 def betting_capital(x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0),
                     alternative: str = "two-sided", axis: int = -1):
     """The betting capital process at null mean ``m`` (Waudby-Smith & Ramdas 2024).
@@ -359,13 +370,7 @@ def betting_capital(x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0),
         raise ValueError(f"m must lie strictly inside bounds ({lo}, {hi}); got {m!r}")
     y = _scaled(x, bounds, axis)
     ms = (float(m) - lo) / (hi - lo)
-    if alternative == "two-sided":
-        lam = _bets(y, alpha / 2)
-        out = np.maximum(_log_capital(y, ms, lam, +1), _log_capital(y, ms, lam, -1)) - np.log(2)
-    else:
-        lam = _bets(y, alpha)
-        out = _log_capital(y, ms, lam, +1 if alternative == "greater" else -1)
-    return np.moveaxis(np.exp(out), -1, axis)
+    return np.moveaxis(np.exp(_log_capital_for(y, ms, alpha, alternative)), -1, axis)
 
 
 def betting_cs(x, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided",
@@ -410,12 +415,7 @@ def betting_cs(x, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "
         raise ValueError(f"x must be 1-d (one observation per step); got shape {y.shape}")
     step = 1.0 / grid
     m = np.linspace(0.0, 1.0, grid + 1)[1:-1, None]
-    if alternative == "two-sided":
-        lam = _bets(y, alpha / 2)
-        log_k = np.maximum(_log_capital(y, m, lam, +1), _log_capital(y, m, lam, -1)) - np.log(2)
-    else:
-        lam = _bets(y, alpha)
-        log_k = _log_capital(y, m, lam, +1 if alternative == "greater" else -1)
+    log_k = _log_capital_for(y, m, alpha, alternative)
     inside = log_k < np.log(1 / alpha)
     any_in = inside.any(axis=0)
     first = np.argmax(inside, axis=0)
