@@ -13,6 +13,7 @@ import xarray as xr
 
 from bayeval._validate import validate_k, validate_prob
 from bayeval.estimators import _unbiased
+from bayeval.models._beta_family import metric_of_rate
 
 SAMPLE_DIMS = ("chain", "draw")
 CONTRIBUTION_DRAWS = 400  # draws behind each task's posterior contribution to a curve
@@ -142,12 +143,12 @@ def replicate_selection(results, metric: str, k: int, n_replicates: int, seed=No
     optimism = np.empty(len(take))
     best_picked = np.empty(len(take), dtype=bool)
     truths = np.empty((len(take), len(c)))
-    f = (lambda p: 1 - (1 - p) ** k) if metric == "pass@k" else (lambda p: p**k)
+    ks = np.array([k])
     for i, d in enumerate(take):
         p = np.nan_to_num(rates[d], nan=0.0)
         rep = rng.binomial(n, p)
         scores, _ = observed_scores(rep, n, k, metric)
-        truth = np.where(valid, f(p), np.nan)
+        truth = np.where(valid, metric_of_rate(p, metric, ks)[..., 0], np.nan)
         truth = truths[i] = np.nanmean(truth, axis=1)
         pick = int(np.argmax(scores))
         optimism[i] = scores[pick] - truth[pick]
@@ -236,7 +237,7 @@ def task_contributions(results, candidate, baseline, ks, metric) -> xr.Dataset:
     rates = rates.reshape(-1, 2, rates.shape[-1])
     posterior, observed = [], []
     for k in ks:
-        f = (1 - (1 - rates) ** k) if metric == "pass@k" else rates**k
+        f = metric_of_rate(rates, metric, np.array([k]))[..., 0]
         posterior.append(np.where(both, (f[:, 0] - f[:, 1]).mean(axis=0), np.nan) / J)
         _, per = observed_scores(c[[i, j]], n[[i, j]], int(k), metric)
         observed.append(np.where(both, per[0] - per[1], np.nan) / J)
