@@ -47,6 +47,9 @@ MISSING_POLICIES = ("fail", "exclude", "bounds")
 _MAX_COUNT = 1e12
 _COVARIATE_VARS = ("covariate_count", "covariate_sum", "covariate_sumsq", "covariate_positive",
                    "covariate_logsum", "covariate_logsumsq")
+#: Per ``(system, task)`` sufficient statistics of the ``ok`` attempts' scores (``score=``).
+SCORE_VARS = ("score_n0", "score_n1", "score_nmid", "score_sum", "score_sumsq",
+              "score_sumlog", "score_sumlog1m")
 _OK, _NO_VERDICT, _NOT_RUN = 0, STATUSES.index("no_verdict"), STATUSES.index("not_run")
 _POLICY_HELP = (
     "'fail' (every non-ok attempt counts as a failure: the end-to-end rate), "
@@ -152,6 +155,63 @@ class EvalData:
         return self._ds["covariate"].values.tolist()
 
     @property
+    def has_scores(self) -> bool:
+        """Whether the outcomes are partial-credit scores (``from_frame(..., score=)``)."""
+        return "score_n0" in self._ds
+
+    @property
+    def has_partial_credit(self) -> bool:
+        """Whether some valid score lies strictly between 0 and 1 (binary models refuse such
+        data: a score of 0.4 is neither a success nor a failure)."""
+        return self.has_scores and bool(self._ds["score_nmid"].sum() > 0)
+
+    def score_statistics(self) -> xr.Dataset:
+        """Sufficient statistics of the scores under the missing-outcome policy.
+
+        Per ``(system, task)``: ``n0``, ``n1`` and ``nmid`` (attempts scoring 0, 1 and strictly
+        between), ``sum`` and ``sumsq`` (of the scores), ``sumlog`` and ``sumlog1m`` (of
+        ``log y`` and ``log(1 - y)`` over the scores strictly between 0 and 1) and ``trials``.
+        Under ``missing="fail"`` a non-ok attempt scores 0; under ``"bounds"`` the
+        ``missing_bound`` dim holds both extremes (``lower``: 0, ``upper``: 1); under
+        ``"exclude"`` non-ok attempts are left out. Binary data (``success=`` or counts) give
+        ``n1`` = successes and ``n0`` = failures, with no interior scores.
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"],
+        ...                    "score": [0.5, 1.0, 0.0]})
+        >>> stats = be.from_frame(df, score="score").score_statistics()
+        >>> stats["sum"].values.tolist(), stats["nmid"].values.tolist()
+        ([[1.5, 0.0]], [[1, 0]])
+        """
+        ds = self._ds
+        ok = ds["status_counts"].sel(status="ok", drop=True)
+        if self.has_scores:
+            base = {name[len("score_"):]: ds[name] for name in SCORE_VARS}
+        else:
+            c = self.ok_successes()
+            base = {"n0": ok - c, "n1": c, "nmid": xr.zeros_like(c), "sum": c.astype(float),
+                    "sumsq": c.astype(float), "sumlog": xr.zeros_like(c, dtype=float),
+                    "sumlog1m": xr.zeros_like(c, dtype=float)}
+        missing = ds["status_counts"].sum("status") - ok
+        policy = self.missing
+        if policy == "fail":
+            base["n0"] = base["n0"] + missing
+        elif policy == "bounds":
+            bound = xr.DataArray(["lower", "upper"], dims="missing_bound")
+            upper = bound == "upper"
+            base["n0"] = base["n0"] + missing * ~upper
+            for name in ("n1", "sum", "sumsq"):
+                base[name] = base[name] + missing * upper
+        out = xr.Dataset(base)
+        out["trials"] = out["n0"] + out["n1"] + out["nmid"]
+        if policy == "bounds":
+            out = out.assign_coords(missing_bound=["lower", "upper"]).transpose(
+                "missing_bound", ...)
+        return out
+
+    @property
     def status_counts(self) -> pd.DataFrame:
         """Attempts per status for each system (``not_run``: planned trials with no row)."""
         table = self._ds["status_counts"].sum("task").to_pandas()
@@ -182,6 +242,8 @@ class EvalData:
             digest.update(np.ascontiguousarray(self._ds[name].values, dtype=np.int64).tobytes())
         if "harness" in self._ds.coords:
             digest.update(json.dumps(self._ds["harness"].values.tolist()).encode())
+        for name in SCORE_VARS if self.has_scores else ():
+            digest.update(np.ascontiguousarray(self._ds[name].values, dtype=float).tobytes())
         return digest.hexdigest()
 
     # -- derived data --------------------------------------------------------------------------
@@ -215,8 +277,8 @@ class EvalData:
         )
         if "harness" in self._ds.coords:
             ds = ds.assign_coords(harness=("system", self._ds["harness"].values))
-        names = [v for v in _COVARIATE_VARS if v in self._ds]
-        if names:  # per attempt and status: the policy does not change them
+        names = [v for v in (*_COVARIATE_VARS, *SCORE_VARS) if v in self._ds]
+        if names:  # per attempt and status, or of ok attempts: the policy does not change them
             ds = ds.assign({v: self._ds[v] for v in names})
         return EvalData(ds)
 
@@ -340,6 +402,7 @@ def from_frame(
     stratum_weights: Mapping | None = None,
     harness: str | None = None,
     covariates=None,
+    score: str | None = None,
 ) -> EvalData:
     """Validate a tidy table and summarise it into ``(system, task)`` counts.
 
@@ -397,6 +460,17 @@ def from_frame(
         and every row needs one: an empty cell is refused, naming the rows, because an
         unrecorded cost is not a zero cost (fill it explicitly, or drop the rows). Names are
         listed by :attr:`EvalData.covariates`.
+    score : str, optional
+        Column of partial-credit scores in [0, 1], one per attempt (row), instead of 0/1
+        outcomes (``success=``; the two exclude each other, as do count rows). An empty cell
+        means no score was recorded, as for ``success=``: it needs a non-ok status and a
+        missing-outcome policy (under ``"fail"`` it scores 0). Scores must be real numbers
+        (not booleans, text or dates), none outside [0, 1]; nothing is coerced. Stored per
+        ``(system, task)`` over the ``ok`` attempts as :data:`SCORE_VARS` (see
+        :meth:`EvalData.score_statistics`); ``successes`` counts the attempts with full credit
+        (score 1). Fit with ``model="zoib"`` (the default for score data) or bootstrap with
+        :func:`bayeval.bootstrap.mean_score`; the binary models refuse scores strictly between
+        0 and 1.
 
     Returns
     -------
@@ -433,11 +507,27 @@ def from_frame(
     >>> sums = data.dataset["covariate_sum"].sel(covariate="cost", system="A")
     >>> sums.sel(status=["ok", "timeout"]).values.tolist()
     [[0.75, 0.0], [0.0, 2.0]]
+
+    Partial-credit scores:
+
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"], "score": [0.5, 1, 0]})
+    >>> data = be.from_frame(df, score="score")
+    >>> data.dataset["score_sum"].values.tolist(), data.dataset["successes"].values.tolist()
+    ([[1.5, 0.0]], [[1, 0]])
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__}")
     _check_system_name(df, system, system_name)
     count_rows = successes is not None or trials is not None
+    if score is not None:
+        if count_rows:
+            raise TypeError("score= gives one score per attempt (row); it does not combine with "
+                            "count rows (successes=, trials=)")
+        if success not in (None, "success"):
+            raise TypeError(f"score= and success= are mutually exclusive: give 0/1 outcomes "
+                            f"(success={success!r}) or scores in [0, 1] (score={score!r}), "
+                            "not both")
+        success = score
     if count_rows:
         if successes is None or trials is None:
             raise TypeError("count rows need both successes= and trials= column names")
@@ -455,7 +545,7 @@ def from_frame(
     if count_rows:
         names.update(successes=successes, trials=trials)
     else:
-        names["success"] = success
+        names["score" if score is not None else "success"] = success
     names.update(
         {k: v for k, v in (("trial", trial), ("cluster", cluster), ("stratum", stratum),
                            ("status", status), ("harness", harness)) if v is not None}
@@ -489,7 +579,8 @@ def from_frame(
         status_counts[:, _OK] = np.bincount(cell, weights=n, minlength=n_sys * n_task)
         ok_successes = np.bincount(cell, weights=c, minlength=n_sys * n_task)
     else:
-        outcome = _outcome_column(df, success)
+        outcome = (_score_column(df, score) if score is not None
+                   else _outcome_column(df, success))
         if trial is not None:
             _check_not_missing(df, trial)
             _check_unique(df, [*system_key, task, trial], "outcome rows")
@@ -498,7 +589,10 @@ def from_frame(
             cell * n_status + codes, minlength=n_sys * n_task * n_status
         ).reshape(n_sys * n_task, n_status)
         ok = codes == _OK
-        ok_successes = np.bincount(cell[ok], weights=outcome[ok], minlength=n_sys * n_task)
+        ok_successes = np.bincount(cell[ok], weights=outcome[ok] == 1 if score is not None
+                                   else outcome[ok], minlength=n_sys * n_task)
+        if score is not None:
+            score_vars = _score_stats(outcome[ok], cell[ok], (n_sys, n_task))
         covariate_vars = _covariate_stats(df, covariates, cell * n_status + codes,
                                           (n_sys, n_task, n_status))
 
@@ -519,6 +613,8 @@ def from_frame(
         ds = ds.assign_coords(harness=("system", digests))
     if covariates:
         ds = ds.assign(covariate_vars).assign_coords(covariate=np.array(covariates, dtype=object))
+    if score is not None:
+        ds = ds.assign(score_vars)
     return EvalData(ds)
 
 
@@ -979,6 +1075,45 @@ def _outcome_column(df: pd.DataFrame, column: str) -> np.ndarray:
             f"found {describe_values(outcome[bad])} in {describe_rows(df.index[bad])}"
         )
     return outcome
+
+
+def _score_column(df: pd.DataFrame, column: str) -> np.ndarray:
+    """Scores in [0, 1] as floats, NaN where no score was recorded; nothing coerced."""
+    series = df[column]
+    raw = _column_values(series)
+    if raw.dtype.kind not in "biufO":
+        raw = series.to_numpy(dtype=object)
+    allowed = "scores in [0, 1] (real numbers), with empty cells for missing scores"
+    values, wrong, is_bool = _real_values(raw)
+    if wrong.any():
+        raise _wrong_type(f"score column {column!r}", series.to_numpy(dtype=object), wrong,
+                          df.index[wrong], allowed)
+    if is_bool.any():
+        raise TypeError(f"score column {column!r} must hold {allowed}, not True/False; found "
+                        f"booleans in {describe_rows(df.index[is_bool])} (give pass/fail "
+                        "outcomes with success=, or the scores as numbers)")
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(values) & ~((values >= 0) & (values <= 1))
+    if bad.any():
+        raise ValueError(f"score column {column!r} must hold {allowed}; found "
+                         f"{describe_values(values[bad])} in {describe_rows(df.index[bad])}")
+    return values
+
+
+def _score_stats(y: np.ndarray, cell: np.ndarray, shape) -> dict:
+    """Per-cell sufficient statistics (:data:`SCORE_VARS`) of the scores ``y`` of ok rows."""
+    size = int(np.prod(shape))
+    mid = (y > 0) & (y < 1)
+    inner = np.where(mid, y, 0.5)
+    weights = {"score_n0": y == 0, "score_n1": y == 1, "score_nmid": mid, "score_sum": y,
+               "score_sumsq": y**2, "score_sumlog": np.where(mid, np.log(inner), 0.0),
+               "score_sumlog1m": np.where(mid, np.log1p(-inner), 0.0)}
+    out = {}
+    for name, w in weights.items():
+        total = np.bincount(cell, weights=w.astype(float), minlength=size).reshape(shape)
+        out[name] = (("system", "task"), np.rint(total).astype(np.int64)
+                     if name in ("score_n0", "score_n1", "score_nmid") else total)
+    return out
 
 
 def _whole_numbers(column: str, values, index=None, original=None) -> np.ndarray:
