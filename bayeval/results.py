@@ -726,7 +726,7 @@ class Results:
                                ci_prob=ci_prob, refit=refit, **fit_options)
 
     def cost(self, column: str, ci_prob: float = 0.95, n_draws: int = 1000,
-             seed: int = 0) -> xr.Dataset:
+             seed: int = 0, k=None) -> xr.Dataset:
         """Posterior cost per attempt, cost per success and timeout/error/invalid rates.
 
         The cost side is the Bayesian bootstrap over tasks (Rubin 1981): tasks are
@@ -755,6 +755,9 @@ class Results:
         n_draws : int, default 1000
             Posterior draws used (a random subset of the fit's draws), one weight vector each.
         seed : int, default 0
+        k : int or list of int, optional
+            The budget curve (``pass_at_k``, ``cost_of_k``, ``expected_spend``,
+            ``cost_per_success_at_k`` on a ``k`` dim); see :func:`bayeval._cost.posterior_cost`.
 
         Returns
         -------
@@ -774,7 +777,7 @@ class Results:
         """
         from bayeval._cost import posterior_cost
 
-        return posterior_cost(self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed)
+        return posterior_cost(self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=k)
 
     # -- summaries and checks ------------------------------------------------------------------
     def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None,
