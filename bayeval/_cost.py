@@ -6,7 +6,24 @@ timed-out attempt costs what it cost and succeeds never). Per system:
 
 * ``cost_per_attempt``: total cost over attempts of every status (``not_run`` excluded);
 * ``cost_per_success``: total cost over successes, a ratio of two task totals;
-* ``timeout_rate``, ``error_rate``, ``invalid_rate``: the share of attempts with that status.
+* ``timeout_rate``, ``error_rate``, ``invalid_rate``: the share of attempts with that status;
+* ``pass_at_1``: ``ok`` successes over attempts of every status (a timed-out attempt is a
+  failed try that was paid for).
+
+With ``k=[...]`` the budget curve too (dim ``k``), from each task's mean attempt cost
+``cbar_t`` and success rate per attempt ``p_t`` (attempts independent and alike within a task):
+
+* ``pass_at_k``: the mean over tasks of ``1 - (1 - p_t)^k``;
+* ``cost_of_k``: the mean over tasks of ``k cbar_t``, what k attempts per task cost;
+* ``expected_spend``: the mean over tasks of ``cbar_t sum_{j<k} (1 - p_t)^j``, the expected
+  cost per task when a task is retried until its first success, at most k attempts;
+* ``cost_per_success_at_k``: ``sum_t cbar_t sum_{j<k} (1 - p_t)^j / sum_t (1 - (1 - p_t)^k)``,
+  the expected cost of a first success under that policy: the ratio of the task totals (what
+  the retries cost over how many tasks they solve), as ``cost_per_success`` is at k = 1.
+
+:func:`frontier` gives the cost-success Pareto frontier and, for every pair, the probability
+that one system dominates the other (succeeds at least as often, costs at most as much), over
+the joint draws or replicates of either version.
 
 :func:`cost` (re-exported as ``bayeval.bootstrap.cost``) resamples tasks (or clusters) within
 strata, the same units for every system, and recomputes each ratio from the resampled totals:
@@ -25,15 +42,19 @@ import xarray as xr
 from bayeval._validate import (
     describe_values,
     validate_choice,
+    validate_k,
     validate_positive_int,
     validate_prob,
     validate_seed,
 )
 
-__all__ = ["cost", "posterior_cost"]
+__all__ = ["cost", "frontier", "posterior_cost"]
 
 RATE_STATUSES = ("timeout", "error", "invalid")
-STATISTICS = ("cost_per_attempt", "cost_per_success") + tuple(f"{s}_rate" for s in RATE_STATUSES)
+STATISTICS = (("cost_per_attempt", "cost_per_success") + tuple(f"{s}_rate" for s in RATE_STATUSES)
+              + ("pass_at_1",))
+#: Statistics on the ``k`` dim (``k=[...]``): the budget curve.
+K_STATISTICS = ("pass_at_k", "cost_of_k", "expected_spend", "cost_per_success_at_k")
 
 
 def _check_column(data, column) -> None:
@@ -69,7 +90,84 @@ def _ratios(totals: np.ndarray) -> np.ndarray:
                                np.inf)
         out = [cost / attempts, per_success]
         out += [totals[..., 3 + i] / attempts for i in range(len(RATE_STATUSES))]
+        out.append(successes / attempts)
     return np.stack(out, axis=-1)
+
+
+def _check_ks(k):
+    """``k`` of the budget curve: None, or a sorted 1-d integer array."""
+    if k is None:
+        return None
+    ks, _ = validate_k(k)
+    return np.sort(ks)
+
+
+def _mean_attempt_cost(per_task) -> tuple[np.ndarray, np.ndarray]:
+    """Each (task, system)'s mean attempt cost (0 where it made no attempt) and whether it
+    made any, both ``(task, system)``."""
+    attempts = per_task[..., 1]
+    ran = attempts > 0
+    cbar = np.where(ran, per_task[..., 0] / np.where(ran, attempts, 1), 0.0)
+    return cbar, ran.astype(float)
+
+
+def _fail_powers(attempts, successes, kmax) -> np.ndarray:
+    """Unbiased estimates of ``(1 - p)^j`` for j = 0..kmax from c successes in n attempts,
+    ``C(n - c, j) / C(n, j)`` as a product; last axis j. NaN where j > n."""
+    n, c = attempts[..., None], successes[..., None]
+    j = np.arange(kmax + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        factors = (n - c - j[:-1]) / (n - j[:-1])
+    out = np.concatenate([np.ones(n.shape), np.cumprod(factors, axis=-1)], axis=-1)
+    return np.where(j <= n, out, np.nan)
+
+
+def _k_columns(parts: dict, ks) -> np.ndarray:
+    """Per-task totals of the budget curve, ``(..., 1 + 3 len(ks))``: tasks run, then for each
+    k its pass@k, its expected spend and the cost of k attempts."""
+    cols = [parts["ran"]]
+    for i in range(len(ks)):
+        cols += [parts["pass"][..., i], parts["spend"][..., i], parts["budget"][..., i]]
+    return np.stack(cols, axis=-1)
+
+
+def _k_ratios(totals: np.ndarray, n_k: int) -> np.ndarray:
+    """Budget-curve statistics from summed :func:`_k_columns` ``(..., system, 1 + 3K)`` ->
+    ``(..., system, k, stat)`` in the order of ``K_STATISTICS``."""
+    ran = totals[..., 0]
+    out = []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i in range(n_k):
+            solved, spend, budget = (totals[..., 1 + 3 * i + q] for q in range(3))
+            per_success = np.where(solved > 0, spend / np.where(solved > 0, solved, 1), np.inf)
+            out.append(np.stack([solved / ran, budget / ran, spend / ran, per_success], -1))
+    return np.stack(out, axis=-2)
+
+
+def _observed_k_parts(per_task, ks, systems, tasks) -> dict:
+    """Each task's unbiased pass@k, expected spend to a first success and cost of k attempts
+    from its own attempts; refuses a k above some task's attempts."""
+    attempts, successes = per_task[..., 1], per_task[..., 2]
+    ran = attempts > 0
+    short = ran & (attempts < ks.max())
+    if short.any():
+        t_idx, s_idx = np.nonzero(short)
+        names = sorted({str(tasks[t]) for t in t_idx})
+        fewest = int(attempts[short].min())
+        raise ValueError(
+            f"k={int(ks.max())} needs at least that many attempts per task; {len(names)} "
+            f"task(s) have fewer for some system (as few as {fewest}): "
+            f"{describe_values(names, 5)} (systems "
+            f"{describe_values(sorted({str(systems[s]) for s in s_idx}), 5)}); the bootstrap "
+            f"uses each task's own attempts: give k <= {fewest}")
+    cbar, ran_f = _mean_attempt_cost(per_task)
+    powers = _fail_powers(np.where(ran, attempts, 0), successes, int(ks.max()))
+    powers = np.where(ran[..., None], powers, 0.0)
+    cum = np.cumsum(powers, axis=-1)  # sum_{j<=i} (1-p)^j
+    return {"ran": ran_f,
+            "pass": np.stack([ran_f - powers[..., k] * ran_f for k in ks], -1),
+            "spend": np.stack([cbar * cum[..., k - 1] for k in ks], -1),
+            "budget": np.stack([k * cbar for k in ks], -1)}
 
 
 def _percentiles(replicates: np.ndarray, ci_prob: float) -> np.ndarray:
@@ -82,27 +180,46 @@ def _percentiles(replicates: np.ndarray, ci_prob: float) -> np.ndarray:
     return np.moveaxis(q, 0, -1)
 
 
-def _dataset(estimate, draws, interval, systems, sample_dims, attrs) -> xr.Dataset:
+def _dataset(estimate, draws, interval, systems, sample_dims, attrs,
+             k_parts=None) -> xr.Dataset:
     out = {}
     for i, name in enumerate(STATISTICS):
         out[name] = xr.DataArray(estimate[:, i], dims=("system",))
         out[f"{name}_interval"] = xr.DataArray(interval[:, i], dims=("system", "ci_bound"))
         out[f"{name}_draws"] = xr.DataArray(draws[..., i], dims=sample_dims + ("system",))
-    ds = xr.Dataset(out, coords={"system": np.asarray(systems, dtype=object),
-                                 "ci_bound": ["lower", "upper"]})
+    coords = {"system": np.asarray(systems, dtype=object), "ci_bound": ["lower", "upper"]}
+    if k_parts is not None:
+        ks, k_estimate, k_draws, k_interval = k_parts
+        coords["k"] = np.asarray(ks, dtype=np.int64)
+        for i, name in enumerate(K_STATISTICS):
+            out[name] = xr.DataArray(k_estimate[..., i], dims=("system", "k"))
+            out[f"{name}_interval"] = xr.DataArray(k_interval[..., i, :],
+                                                   dims=("system", "k", "ci_bound"))
+            out[f"{name}_draws"] = xr.DataArray(k_draws[..., i],
+                                                dims=sample_dims + ("system", "k"))
+    ds = xr.Dataset(out, coords=coords)
     ds.attrs = attrs
     return ds
 
 
-def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0) -> xr.Dataset:
-    """Bootstrap cost per attempt, cost per success and the timeout/error/invalid rates.
+def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
+         k=None) -> xr.Dataset:
+    """Bootstrap cost per attempt, cost per success, the status rates and the budget curve.
 
     Per system, from the per-``(system, task, status)`` sums of covariate ``column``:
     ``cost_per_attempt`` is the total cost of the attempts of every status over their number,
     ``cost_per_success`` the total cost over the total successes (``ok`` successes: the
     missing-outcome policy does not change it), and ``<status>_rate`` the share of attempts
-    with status ``timeout``, ``error`` or ``invalid``. Planned attempts that never ran
-    (``not_run``) carry no cost and are not attempts.
+    with status ``timeout``, ``error`` or ``invalid``, ``pass_at_1`` the ``ok`` successes over
+    the attempts. Planned attempts that never ran (``not_run``) carry no cost and are not
+    attempts.
+
+    With ``k``, the budget curve and the cost of a first success with retries (see the module
+    notes): ``pass_at_k``, ``cost_of_k``, ``expected_spend`` and ``cost_per_success_at_k`` on a
+    ``k`` dim. Each task contributes its mean attempt cost times the unbiased estimates
+    ``C(n - c, j) / C(n, j)`` of ``(1 - p)^j`` from its own n attempts and c successes (so
+    ``pass_at_k`` is the unbiased pass@k of every attempt, timeouts and errors counted as
+    failed tries), and k may not exceed any task's attempts.
 
     Tasks (or whole clusters) are resampled with replacement within strata, the same units for
     every system (so differences between systems are paired), and each ratio is recomputed
@@ -121,12 +238,15 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0) -> xr.D
     ci_prob : float, default 0.95
         Coverage of the percentile intervals (on ``ci_bound``).
     seed : int, default 0
+    k : int or list of int, optional
+        Attempts per task of the budget curve (each at most every task's attempts).
 
     Returns
     -------
     xarray.Dataset
         For each statistic: the estimate (``system``), ``<stat>_interval``
-        (``system, ci_bound``) and ``<stat>_draws`` (the replicates, ``replicate, system``).
+        (``system, ci_bound``) and ``<stat>_draws`` (the replicates, ``replicate, system``);
+        the budget-curve statistics add a ``k`` dim after ``system``.
 
     Examples
     --------
@@ -139,6 +259,17 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0) -> xr.D
     (2.0, 2.6666666666666665)
     >>> out["cost_per_success_interval"].dims
     ('system', 'ci_bound')
+
+    Two attempts per task, retried until the first success (at most twice):
+
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2"],
+    ...                    "success": [1, 0, 0, 0], "cost": [1.0, 3.0, 2.0, 2.0]})
+    >>> out = be.bootstrap.cost(be.from_frame(df, covariates=["cost"]), "cost", k=[1, 2],
+    ...                         n_boot=200)
+    >>> out["pass_at_k"].values.tolist(), out["expected_spend"].values.tolist()
+    ([[0.25, 0.5]], [[2.0, 3.5]])
+    >>> out["cost_per_success_at_k"].values.tolist()  # (2 + 2) / 0.5, then (3 + 4) / 1
+    [[8.0, 7.0]]
     """
     from bayeval.bootstrap import _layout
 
@@ -150,7 +281,12 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0) -> xr.D
     ci_prob = validate_prob("ci_prob", ci_prob)
     n_boot = validate_positive_int("n_boot", n_boot, 2)
     seed = validate_seed(seed)
+    ks = _check_ks(k)
     per_task, systems = _task_totals(data, column)
+    n_q = per_task.shape[-1]
+    if ks is not None:
+        parts = _observed_k_parts(per_task, ks, systems, data.tasks)
+        per_task = np.concatenate([per_task, _k_columns(parts, ks)], axis=-1)
     layout = _layout(data, unit, "task", None)
     n_unit = int(layout.unit.max()) + 1
     per_unit = np.zeros((n_unit,) + per_task.shape[1:])
@@ -165,17 +301,29 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0) -> xr.D
         m = len(members)
         counts = rng.multinomial(m, np.full(m, 1.0 / m), size=n_boot).astype(float)
         totals += (counts @ flat[members]).reshape(totals.shape)
-    estimate = _ratios(per_task.sum(0))
-    replicates = _ratios(totals)
+    estimate = _ratios(per_task.sum(0)[..., :n_q])
+    replicates = _ratios(totals[..., :n_q])
+    k_parts = None
+    if ks is not None:
+        k_reps = _k_ratios(totals[..., n_q:], len(ks))
+        k_parts = (ks, _k_ratios(per_task.sum(0)[..., n_q:], len(ks)), k_reps,
+                   _percentiles(k_reps, ci_prob))
     attrs = {"method": "bootstrap", "unit": unit, "column": column, "n_boot": n_boot,
              "ci_prob": ci_prob, "seed": seed, "missing_policy": data.missing or "none"}
     return _dataset(estimate, replicates, _percentiles(replicates, ci_prob), systems,
-                    ("replicate",), attrs)
+                    ("replicate",), attrs, k_parts)
 
 
-def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0) -> xr.Dataset:
-    """Posterior cost per attempt, cost per success and status rates; see
+def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
+                   k=None) -> xr.Dataset:
+    """Posterior cost per attempt, cost per success, status rates and budget curve; see
     :meth:`bayeval.Results.cost`.
+
+    Task j's success rate per attempt is its posterior rate times its policy trials over its
+    attempts (the rate itself when every attempt is ``ok``); with ``k`` the budget curve
+    takes ``(1 - p_j)^i`` from that rate in each draw, so k may exceed the attempts made
+    (the model extrapolates), and weighs the tasks with the same Dirichlet weights as the
+    cost.
 
     Examples
     --------
@@ -187,12 +335,15 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0) -> xr.Da
     >>> out = posterior_cost(res, "cost", n_draws=200)
     >>> float(out["cost_per_attempt"].item()) > 1.2
     True
+    >>> posterior_cost(res, "cost", n_draws=200, k=[1, 4])["cost_per_success_at_k"].dims
+    ('system', 'k')
     """
     data = results.data
     _check_column(data, column)
     ci_prob = validate_prob("ci_prob", ci_prob)
     n_draws = validate_positive_int("n_draws", n_draws, 2)
     seed = validate_seed(seed)
+    ks = _check_ks(k)
     if data.missing == "bounds":
         raise ValueError("Results.cost needs one success count per attempt; under "
                          "missing='bounds' the successes have two extremes: refit with "
@@ -213,8 +364,151 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0) -> xr.Da
     totals[..., 2] = np.einsum("dt,dst->ds", weights, trials[None] * rates)
     draws = _ratios(totals)
     interval = _percentiles(draws, ci_prob)
-    estimate = draws.mean(axis=0)
+    estimate = _mean(draws)
+    k_parts = None
+    if ks is not None:
+        cbar, ran = _mean_attempt_cost(per_task)  # (task, system)
+        attempts = per_task[..., 1].T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_attempt = np.where(attempts > 0, trials / np.where(attempts > 0, attempts, 1),
+                                   0.0)
+        fail = 1.0 - np.clip(rates * per_attempt[None], 0.0, 1.0)  # (draw, system, task)
+        k_totals = np.zeros((n_draws, len(systems), 1 + 3 * len(ks)))
+        k_totals[..., 0] = weights @ ran
+        power, spend, i = np.ones_like(fail), np.zeros_like(fail), 0
+        for step in range(1, int(ks.max()) + 1):
+            spend += power  # sum_{j < step} (1 - p)^j
+            power *= fail
+            if step == ks[i]:
+                k_totals[..., 1 + 3 * i] = np.einsum("dt,dst->ds", weights, ran.T * (1 - power))
+                k_totals[..., 2 + 3 * i] = np.einsum("dt,dst->ds", weights, cbar.T * spend)
+                k_totals[..., 3 + 3 * i] = step * (weights @ cbar)
+                i += 1
+        k_draws = _k_ratios(k_totals, len(ks))
+        k_parts = (ks, _mean(k_draws), k_draws, _percentiles(k_draws, ci_prob))
     attrs = {"method": "posterior (Bayesian bootstrap over tasks, model task rates)",
              "model": results.model, "column": column, "n_draws": n_draws, "ci_prob": ci_prob,
              "seed": seed, "missing_policy": data.missing or "none"}
-    return _dataset(estimate, draws, interval, systems, ("draw",), attrs)
+    return _dataset(estimate, draws, interval, systems, ("draw",), attrs, k_parts)
+
+
+def _mean(draws: np.ndarray) -> np.ndarray:
+    """Mean over axis 0; infinite where any draw is."""
+    with np.errstate(invalid="ignore"):
+        return draws.mean(axis=0)
+
+
+COST_AXES = ("cost_per_attempt", "cost_per_success", "cost_of_k", "expected_spend",
+             "cost_per_success_at_k")
+SUCCESS_AXES = ("pass_at_1", "pass_at_k")
+
+
+def _dominates(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """``out[..., a, b]``: a succeeds at least as often as b and costs at most as much
+    (systems on the last axis of both inputs)."""
+    return ((success[..., :, None] >= success[..., None, :])
+            & (cost[..., :, None] <= cost[..., None, :]))
+
+
+def _undominated(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """Systems no other system dominates strictly (at least as good on both axes, better on
+    one), on the last axis."""
+    weak = _dominates(success, cost)
+    strict = weak & ((success[..., :, None] > success[..., None, :])
+                     | (cost[..., :, None] < cost[..., None, :]))
+    return ~strict.any(axis=-2)
+
+
+def frontier(result: xr.Dataset, cost: str = "cost_per_attempt", success: str = "pass_at_1",
+             k=None) -> xr.Dataset:
+    """Cost-success Pareto frontier and the probability that one system dominates another.
+
+    System A dominates B when it succeeds at least as often and costs at most as much. The
+    frontier is the systems no other system dominates with at least one strict inequality,
+    on the point estimates; ``prob_dominates`` is the share of joint draws (posterior, from
+    :meth:`bayeval.Results.cost`) or joint replicates (bootstrap, from
+    :func:`bayeval.bootstrap.cost`) in which the candidate's success is at least the
+    baseline's and its cost at most the baseline's. The draws are joint because every
+    system shares each draw's task weights (resampled tasks), so the probability carries the
+    pairing of systems on shared tasks.
+
+    Parameters
+    ----------
+    result : xarray.Dataset
+        The output of :func:`bayeval.bootstrap.cost` or :meth:`bayeval.Results.cost`.
+    cost : str, default "cost_per_attempt"
+        The cost axis: ``cost_per_attempt`` or ``cost_per_success``, or with ``k`` one of
+        ``cost_of_k``, ``expected_spend`` and ``cost_per_success_at_k``. Cost per attempt
+        keeps the two axes apart (cost per success already divides by the success rate).
+    success : {"pass_at_1", "pass_at_k"}, default "pass_at_1"
+    k : int, optional
+        The k of a budget-curve axis (the result must have been computed with it).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``on_frontier`` (``system``, bool), ``prob_on_frontier`` (``system``: the share of
+        draws in which no system strictly dominates it), ``prob_dominates``
+        (``candidate, baseline``; the diagonal is NaN), the two axes' point estimates
+        ``success`` and ``cost`` (``system``), and ``frontier`` (the frontier systems by
+        increasing cost) in the attributes.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> from bayeval._cost import frontier
+    >>> df = pd.DataFrame({"system": ["A"] * 4 + ["B"] * 4 + ["C"] * 4,
+    ...                    "task": ["t1", "t2", "t3", "t4"] * 3,
+    ...                    "success": [1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1, 1],
+    ...                    "cost": [1.0] * 4 + [2.0] * 4 + [3.0] * 4})
+    >>> out = frontier(be.bootstrap.cost(be.from_frame(df, covariates=["cost"]), "cost",
+    ...                                  n_boot=500))
+    >>> out.attrs["frontier"]
+    ['A', 'C']
+    >>> float(out["prob_dominates"].sel(candidate="A", baseline="B"))
+    1.0
+    """
+    if not isinstance(result, xr.Dataset) or "cost_per_attempt_draws" not in result:
+        raise TypeError("result must be the Dataset of bayeval.bootstrap.cost or "
+                        "Results.cost")
+    validate_choice("cost", cost, COST_AXES)
+    validate_choice("success", success, SUCCESS_AXES)
+    needs_k = cost in K_STATISTICS or success in K_STATISTICS
+    if needs_k and k is None:
+        raise ValueError(f"cost={cost!r} with success={success!r} is on the budget curve: "
+                         "give k (one of the result's k)")
+    if needs_k:
+        if "k" not in result.coords:
+            raise ValueError("this result has no budget curve: compute it with k=[...]")
+        have = [int(v) for v in result["k"].values]
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) not in have:
+            raise ValueError(f"k must be one of the result's k {have}; got {k!r}")
+    elif k is not None:
+        raise ValueError(f"k applies to the budget-curve axes (pass_at_k, "
+                         f"{', '.join(K_STATISTICS[1:])}); got k={k!r} with cost={cost!r} "
+                         f"and success={success!r}")
+
+    def pick(name):
+        est, draws = result[name], result[f"{name}_draws"]
+        if "k" in est.dims:
+            est, draws = est.sel(k=int(k)), draws.sel(k=int(k))
+        return est.values.astype(float), draws.transpose(..., "system").values.astype(float)
+
+    s_est, s_draws = pick(success)
+    c_est, c_draws = pick(cost)
+    systems = [str(s) for s in result["system"].values]
+    prob = _dominates(s_draws, c_draws).mean(axis=0).astype(float)
+    np.fill_diagonal(prob, np.nan)
+    on = _undominated(s_est, c_est)
+    prob_on = _undominated(s_draws, c_draws).mean(axis=0)
+    order = sorted((i for i in range(len(systems)) if on[i]), key=lambda i: (c_est[i], -s_est[i]))
+    label = np.asarray(result["system"].values, dtype=object)
+    out = xr.Dataset(
+        {"on_frontier": ("system", on), "prob_on_frontier": ("system", prob_on),
+         "prob_dominates": (("candidate", "baseline"), prob),
+         "success": ("system", s_est), "cost": ("system", c_est)},
+        coords={"system": label, "candidate": label, "baseline": label})
+    out.attrs = {"cost": cost, "success": success, "k": None if k is None else int(k),
+                 "frontier": [systems[i] for i in order], "method": result.attrs.get("method"),
+                 "column": result.attrs.get("column")}
+    return out
