@@ -41,7 +41,7 @@ from bayeval._validate import (
     validate_seed,
 )
 from bayeval.data import require_valid_outcomes
-from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal
+from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal, zoib
 from bayeval.models._beta_family import Populations, counts_by_bound, stratum_dims
 from bayeval.results import Results
 
@@ -53,8 +53,10 @@ ENGINES = {
     "hierarchical": {"auto": "grid", "grid": "grid", "nutpie": "nutpie", "pymc": "pymc"},
     "logit_normal": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc",
                      "numpyro": "numpyro"},
+    "zoib": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc"},
 }
-POSTERIOR_VARS = {"hierarchical": ("mu", "kappa"), "logit_normal": logit_normal.POSTERIOR_VARS}
+POSTERIOR_VARS = {"hierarchical": ("mu", "kappa"), "logit_normal": logit_normal.POSTERIOR_VARS,
+                  "zoib": zoib.POSTERIOR_VARS}
 GATES = {"max_rhat": 1.01, "min_ess_per_chain": 100, "min_bfmi": 0.3}
 TASK_DRAWS_LIMIT = 4_000_000  # stored per-task draws (chain x draw x system x task x bound)
 
@@ -65,7 +67,8 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     Several systems run on shared tasks get the paired ``logit_normal`` model (shared task and
     cluster effects: comparisons are paired); one system, or systems without two shared tasks,
     get ``hierarchical``. A sampler that only one model has decides it: ``"grid"`` is the
-    hierarchical model's, ``"conjugate"`` the beta-binomial's.
+    hierarchical model's, ``"conjugate"`` the beta-binomial's. Partial-credit scores
+    (``from_frame(..., score=)``) get the zero-one-inflated Beta model ``zoib``.
 
     Parameters
     ----------
@@ -85,6 +88,9 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     >>> choose_model(be.from_counts([3, 5, 1], trials=10))[0]
     'hierarchical'
     """
+    if getattr(data, "has_scores", False) and sampler not in ("grid", "conjugate"):
+        return "zoib", ("scores in [0, 1] (score=): the zero-one-inflated Beta model, with "
+                        "shared task and cluster effects")
     if sampler == "grid":
         return "hierarchical", "sampler='grid' runs the hierarchical model"
     if sampler == "conjugate":
@@ -108,10 +114,13 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     Parameters
     ----------
     data : EvalData
-    model : {"auto", "hierarchical", "beta_binomial", "logit_normal"}, default "auto"
+    model : {"auto", "hierarchical", "beta_binomial", "logit_normal", "zoib"}, default "auto"
         ``logit_normal`` adds clusters and pairs the systems through shared task effects;
         ``"auto"`` picks it for several systems on shared tasks and ``hierarchical`` otherwise
         (:func:`choose_model`), and records the choice in ``attrs["model_choice"]``.
+        ``zoib`` models partial-credit scores in [0, 1] (the ``"auto"`` choice for data
+        built with ``score=``; binary data fit it too); the binary models refuse scores
+        strictly between 0 and 1.
     draws, chains : int, default 1000 and 4
         Posterior draws per chain, and chains (the grid and conjugate engines fill the same
         ``(chain, draw)`` layout).
@@ -165,6 +174,12 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     if sampler not in ENGINES[model]:
         raise ValueError(f"model {model!r} runs with sampler in {sorted(ENGINES[model])}; "
                          f"got {sampler!r}")
+    if model != "zoib" and data.has_partial_credit:
+        n_mid = int(data.dataset["score_nmid"].sum())
+        raise ValueError(f"model {model!r} is a model of 0/1 outcomes, but {n_mid} valid "
+                         "score(s) lie strictly between 0 and 1: fit model='zoib' (the mean "
+                         "score), or threshold the scores into a success= column first if "
+                         "full credit is what counts")
     draws = validate_positive_int("draws", draws)
     chains = validate_positive_int("chains", chains)
     tune = validate_positive_int("tune", tune, minimum=0)
@@ -197,8 +212,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
             posterior = posterior.isel(stratum=0, drop=True)
         posterior = posterior.transpose("chain", "draw", "system", ...)
     else:
-        priors = (hierarchical if model == "hierarchical" else logit_normal).validate_priors(
-            priors)
+        priors = {"hierarchical": hierarchical, "logit_normal": logit_normal,
+                  "zoib": zoib}[model].validate_priors(priors)
         posterior, sample_stats = _nuts(data, model, priors, draws, chains, tune, seed, engine,
                                         progress, bounds)
     if bounds is None and "missing_bound" in posterior.dims:
@@ -235,7 +250,7 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     predictive = xr.Dataset()
     if "population" in rates.estimands:
         predictive = rates.predictive(tree)
-    if model != "beta_binomial":
+    if model not in ("beta_binomial", "zoib"):  # count-based checks: not for scores
         replicated = _groups.replicated_successes(tree, seed)
         if replicated is not None:
             predictive = predictive.assign(successes=replicated)
@@ -273,6 +288,16 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
 
     posteriors, stats = [], []
     for i, bound in enumerate(bounds or [None]):
+        cores = min(chains, os.cpu_count() or 1)
+        if model_name == "zoib":
+            trace = zoib.sample(data, priors, draws, tune, chains, seed + i, progress, cores,
+                                engine, missing_bound=bound)
+            post = trace["posterior"].to_dataset()
+            names = [v for v in (*zoib.POSTERIOR_VARS, *zoib.LATENT_VARS) if v in post]
+            posteriors.append(post[names].drop_vars([c for c in ("task", "cluster")
+                                                      if c in post.coords]))
+            stats.append(_kept_stats(trace))
+            continue
         if model_name == "hierarchical":
             model = hierarchical.build_hierarchical_model(data, priors, marginal=True,
                                                           missing_bound=bound, compress=True)
@@ -281,7 +306,6 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                                           marginal=engine != "numpyro")
         if engine == "numpyro":
             _check_jax()
-        cores = min(chains, os.cpu_count() or 1)
         if model_name == "logit_normal" and engine == "nutpie":
             trace = logit_normal.sample_collapsed(model, draws, tune, chains, seed + i, progress,
                                                   cores)
@@ -297,9 +321,7 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
             post = logit_normal.collapsed_posterior(post["theta"], data, priors)
         names = [v for v in POSTERIOR_VARS[model_name] if v in post.data_vars]
         posteriors.append(post[names])
-        sample_stats = trace["sample_stats"].to_dataset()
-        kept = ("diverging", "energy", "tree_depth", "depth", "n_steps", "step_size")
-        stats.append(sample_stats[[v for v in kept if v in sample_stats]])
+        stats.append(_kept_stats(trace))
     if bounds:
         posterior = xr.concat(posteriors, dim="missing_bound")
         sample_stats = xr.concat(stats, dim="missing_bound").assign_coords(missing_bound=bounds)
@@ -307,9 +329,20 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         posterior, sample_stats = posteriors[0], stats[0]
     posterior = posterior.assign_coords(system=data.dataset["system"].values,
                                         chain=np.arange(chains), draw=np.arange(draws))
+    if model_name == "zoib":  # latent task (and cluster) effects: the data's labels
+        posterior = posterior.assign_coords(task=data.dataset["task"].values)
+    if model_name == "zoib" and "cluster" in posterior.dims:
+        posterior = posterior.assign_coords(cluster=np.asarray(
+            zoib.Layout.from_dataset(data.dataset).cluster_labels, dtype=object))
     sample_stats = sample_stats.assign(diverging=sample_stats["diverging"].astype(np.int8))
     sample_stats = sample_stats.assign_coords(chain=np.arange(chains), draw=np.arange(draws))
     return posterior, sample_stats
+
+
+def _kept_stats(trace) -> xr.Dataset:
+    sample_stats = trace["sample_stats"].to_dataset()
+    kept = ("diverging", "energy", "tree_depth", "depth", "n_steps", "step_size")
+    return sample_stats[[v for v in kept if v in sample_stats]]
 
 
 def _check_jax():
@@ -351,7 +384,7 @@ def _warn_single_trial(data, model):
         message = ("with one trial per task the beta_binomial task rates lean on the prior "
                    "(Beta(1, 1) pulls a system solving 74% of tasks to about 58%); fit "
                    "model='hierarchical', which learns the task population from the data")
-    elif model == "logit_normal" and len(data.systems) > 1:
+    elif model in ("logit_normal", "zoib") and len(data.systems) > 1:
         message = ("with one trial per task a system's own task-to-task spread is identified "
                    "only through the other systems: the task-by-system spread and pass@k, pass^k "
                    "for k > 1 lean on their priors")

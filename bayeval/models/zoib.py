@@ -1,0 +1,439 @@
+r"""Zero-one-inflated Beta model for partial-credit scores in [0, 1]: ``zoib``.
+
+Model (system s, task j in cluster g = g(j); scores y of the valid attempts)::
+
+    eta[s, j]  = alpha[s] + u[g] + w[s, g] + e[j] + v[s, j]     shared latent difficulty
+    zeta[s, j] = gamma[s] + b[j]                                 tendency to grade 0/1
+
+    P(y = 1) = zoi coi,   P(y = 0) = zoi (1 - coi),
+    y | 0 < y < 1 ~ Beta(mu phi[s], (1 - mu) phi[s])   with probability 1 - zoi,
+    zoi = expit(zeta), coi = expit(eta), mu = expit(eta + delta[s])
+
+    mean score m[s, j] = zoi coi + (1 - zoi) mu
+
+    alpha[s] ~ Normal(0, 2.5)      delta[s] ~ Normal(0, 1)     gamma[s] ~ Normal(0, 2.5)
+    log phi[s] ~ Normal(2, 1.5)
+    e[j] ~ Normal(0, sigma_task)           v[s, j] ~ Normal(0, sigma_task_system)
+    u[g] ~ Normal(0, sigma_cluster)        w[s, g] ~ Normal(0, sigma_cluster_system)
+    b[j] ~ Normal(0, sigma_zoi)
+    sigma_task ~ HalfNormal(3), sigma_task_system ~ HalfNormal(1.5),
+    sigma_cluster ~ HalfNormal(1.5), sigma_cluster_system ~ HalfNormal(1),
+    sigma_zoi ~ HalfNormal(3)
+
+One latent ``eta`` drives both the share of full credit among 0/1 grades and the interior
+mean, so a task that is hard is hard in both parts, and binary tasks and partial-credit
+tasks share one task structure. ``delta`` shifts the interior mean against the 0/1 part.
+On binary data (no interior score) ``zoi`` goes to one and the model is the
+``logit_normal`` model on ``coi``, with the same effects and priors (the two-system form:
+there is no system level here). One system drops ``v`` and ``w``; data without clusters drop
+``u`` and ``w``. Strata are not supported.
+
+Inference: the likelihood of a cell is a function of its sufficient statistics (counts at 0,
+at 1 and between; sums of ``log y`` and ``log(1 - y)`` over the interior scores), vectorised
+over cells; every effect is a latent variable (non-centred), sampled by NUTS (nutpie). The
+compiled model is kept per data shape, so fits of same-shaped data recompile nothing.
+
+Estimands (the mean score, :meth:`bayeval.Results.mean_score`):
+
+* ``tasks``: the mean over these tasks of ``m[s, j]``, from the latent draws;
+* ``population``, ``clusters="new"``: a new task from a new cluster,
+  ``E[zoi] E[coi] + (1 - E[zoi]) E[mu]`` with ``eta ~ Normal(alpha, s)``, ``s^2`` the sum
+  of the four variances, and ``zeta ~ Normal(gamma, sigma_zoi)`` independent of it; each
+  expectation is a one-dimensional normal integral on a fine grid, exact per draw (no Monte
+  Carlo error);
+* ``population``, ``clusters="observed"``: a new task in one of the observed clusters
+  (weighted by their task counts or equally).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import special
+
+from bayeval.models._beta_family import Populations, task_weights
+
+__all__ = ["build_zoib_model", "DEFAULT_PRIORS", "ZoibScores", "zoib_loglik"]
+
+DEFAULT_PRIORS = {
+    "alpha": (0.0, 2.5),
+    "delta": (0.0, 1.0),
+    "gamma": (0.0, 2.5),
+    "log_phi": (2.0, 1.5),
+    "sigma_task": 3.0,
+    "sigma_task_system": 1.5,
+    "sigma_cluster": 1.5,
+    "sigma_cluster_system": 1.0,
+    "sigma_zoi": 3.0,
+}
+SIGMAS = ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system")
+POSTERIOR_VARS = ("alpha", "delta", "gamma", "phi", *SIGMAS, "sigma_zoi")
+LATENT_VARS = ("task_effect", "task_system_effect", "cluster_effect", "cluster_system_effect",
+               "zoi_task_effect")
+STATS = ("n0", "n1", "nmid", "sumlog", "sumlog1m")
+_CACHE_SIZE = 8
+_compiled: OrderedDict = OrderedDict()  # structure -> compiled nutpie model
+
+
+def validate_priors(priors) -> dict:
+    """Fill defaults and check the priors (Normals as (mean, sd), HalfNormal scales)."""
+    merged = dict(DEFAULT_PRIORS)
+    if priors is not None:
+        unknown = set(priors) - set(DEFAULT_PRIORS)
+        if unknown:
+            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the zoib model; "
+                             f"allowed: {sorted(DEFAULT_PRIORS)}")
+        merged.update(priors)
+    out = {}
+    for name in ("alpha", "delta", "gamma", "log_phi"):
+        mean, sd = merged[name]
+        if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
+            raise ValueError(f"prior {name} needs a finite mean and a positive sd; "
+                             f"got {merged[name]!r}")
+        out[name] = (float(mean), float(sd))
+    for name in (*SIGMAS, "sigma_zoi"):
+        if not (np.isfinite(merged[name]) and merged[name] > 0):
+            raise ValueError(f"prior {name} is a HalfNormal scale > 0; got {merged[name]!r}")
+        out[name] = float(merged[name])
+    return out
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Systems and clusters of a dataset, as integer codes."""
+
+    n_systems: int
+    n_tasks: int
+    cluster_labels: list | None
+    cluster: np.ndarray  # cluster code per task (zeros without clusters)
+
+    @property
+    def has_clusters(self) -> bool:
+        return self.cluster_labels is not None
+
+    @property
+    def paired(self) -> bool:
+        return self.n_systems > 1
+
+    @classmethod
+    def from_dataset(cls, ds: xr.Dataset) -> Layout:
+        if "stratum" in ds.coords:
+            raise ValueError("model='zoib' does not support strata yet: fit each stratum "
+                             "on its own (data.sel(task=...)) or leave stratum= unset")
+        n_task = ds.sizes["task"]
+        if "cluster" in ds.coords:
+            codes, labels = pd.factorize(np.asarray(ds["cluster"].values, dtype=object))
+            labels = labels.tolist()
+        else:
+            codes, labels = np.zeros(n_task, dtype=np.int64), None
+        return cls(ds.sizes["system"], n_task, labels, codes.astype(np.int64))
+
+    def key(self) -> tuple:
+        return (self.n_systems, self.n_tasks, self.has_clusters, tuple(self.cluster.tolist()))
+
+
+def score_arrays(data, missing_bound=None) -> dict:
+    """The sufficient statistics :data:`STATS` as (system, task) arrays for one bound."""
+    stats = data.score_statistics()
+    if "missing_bound" in stats.dims:
+        bounds = stats["missing_bound"].values.tolist()
+        if missing_bound not in bounds:
+            raise ValueError(f"data use missing='bounds': choose missing_bound= in {bounds}")
+        stats = stats.sel(missing_bound=missing_bound)
+    return {name: stats[name].transpose("system", "task").values.astype(float)
+            for name in (*STATS, "trials")}
+
+
+def zoib_loglik(stats: dict, eta, zeta, delta, phi, xp=np):
+    """Log-likelihood of each cell from its sufficient statistics (any array backend).
+
+    ``eta``, ``zeta`` are (system, task); ``delta``, ``phi`` per system, shape (system, 1).
+    ``xp`` is NumPy (with SciPy's ``gammaln``) or PyTensor's tensor module.
+    """
+    if xp is np:
+        gammaln, expit = special.gammaln, special.expit
+
+        def softplus(x):
+            return np.logaddexp(0.0, x)
+    else:
+        softplus, gammaln, expit = xp.softplus, xp.gammaln, xp.sigmoid
+    log_zoi, log_1m_zoi = -softplus(-zeta), -softplus(zeta)
+    log_coi, log_1m_coi = -softplus(-eta), -softplus(eta)
+    mu = xp.clip(expit(eta + delta), 1e-12, 1 - 1e-12)
+    a, b = mu * phi, (1 - mu) * phi
+    return (stats["n0"] * (log_zoi + log_1m_coi) + stats["n1"] * (log_zoi + log_coi)
+            + stats["nmid"] * log_1m_zoi
+            + (a - 1) * stats["sumlog"] + (b - 1) * stats["sumlog1m"]
+            - stats["nmid"] * (gammaln(a) + gammaln(b) - gammaln(phi)))
+
+
+def build_zoib_model(data, priors=None, missing_bound=None):
+    """Build the zero-one-inflated Beta model as a PyMC model (every effect latent).
+
+    The sufficient statistics enter as ``pm.Data`` (named as in :data:`STATS`), so a compiled
+    model serves any data of the same shape.
+
+    Parameters
+    ----------
+    data : EvalData
+        Scores (``from_frame(..., score=)``) or binary outcomes.
+    priors : dict, optional
+        See :data:`DEFAULT_PRIORS`.
+    missing_bound : {"lower", "upper"}, optional
+        Which extreme to model when the data use ``missing="bounds"``.
+
+    Returns
+    -------
+    pymc.Model
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> from bayeval.models import build_zoib_model
+    >>> df = pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["t1", "t2"] * 2,
+    ...                    "score": [0.5, 1.0, 0.0, 0.25]})
+    >>> model = build_zoib_model(be.from_frame(df, score="score"))
+    >>> sorted(model.named_vars_to_dims["task_system_effect"])
+    ['system', 'task']
+    """
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    priors = validate_priors(priors)
+    ds = data.dataset
+    layout = Layout.from_dataset(ds)
+    stats = score_arrays(data, missing_bound)
+    coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
+    if layout.has_clusters:
+        coords["cluster"] = layout.cluster_labels
+    with pm.Model(coords=coords) as model:
+        data_vars = {name: pm.Data(name, stats[name], dims=("system", "task"))
+                     for name in STATS}
+        alpha = pm.Normal("alpha", *priors["alpha"], dims="system")
+        delta = pm.Normal("delta", *priors["delta"], dims="system")
+        gamma = pm.Normal("gamma", *priors["gamma"], dims="system")
+        log_phi = pm.Normal("log_phi", *priors["log_phi"], dims="system")
+        phi = pm.Deterministic("phi", pt.exp(log_phi), dims="system")
+        sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
+        e = pm.Deterministic("task_effect", sigma_task * pm.Normal(
+            "task_effect_z", 0.0, 1.0, dims="task"), dims="task")
+        eta = alpha[:, None] + e[None, :]
+        if layout.paired:
+            sigma_v = pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
+            v = pm.Deterministic("task_system_effect", sigma_v * pm.Normal(
+                "task_system_effect_z", 0.0, 1.0, dims=("system", "task")),
+                dims=("system", "task"))
+            eta = eta + v
+        if layout.has_clusters:
+            sigma_u = pm.HalfNormal("sigma_cluster", priors["sigma_cluster"])
+            u = pm.Deterministic("cluster_effect", sigma_u * pm.Normal(
+                "cluster_effect_z", 0.0, 1.0, dims="cluster"), dims="cluster")
+            eta = eta + u[layout.cluster][None, :]
+            if layout.paired:
+                sigma_w = pm.HalfNormal("sigma_cluster_system", priors["sigma_cluster_system"])
+                w = pm.Deterministic("cluster_system_effect", sigma_w * pm.Normal(
+                    "cluster_system_effect_z", 0.0, 1.0, dims=("system", "cluster")),
+                    dims=("system", "cluster"))
+                eta = eta + w[:, layout.cluster]
+        sigma_zoi = pm.HalfNormal("sigma_zoi", priors["sigma_zoi"])
+        b = pm.Deterministic("zoi_task_effect", sigma_zoi * pm.Normal(
+            "zoi_task_effect_z", 0.0, 1.0, dims="task"), dims="task")
+        zeta = gamma[:, None] + b[None, :]
+        loglik = zoib_loglik(data_vars, eta, zeta, delta[:, None], phi[:, None], xp=pt)
+        pm.Potential("loglik", loglik.sum())
+    return model
+
+
+def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie",
+           missing_bound=None) -> xr.Dataset:
+    """NUTS on the zoib model; the posterior of :data:`POSTERIOR_VARS` and the latent effects.
+
+    With nutpie the compiled model is cached per data shape (and priors) and only its data
+    are replaced, so repeated fits of same-shaped data skip the compilation.
+    """
+    import pymc as pm
+
+    priors = validate_priors(priors)
+    layout = Layout.from_dataset(data.dataset)
+    if engine == "nutpie":
+        import nutpie
+
+        key = (layout.key(), tuple(sorted((k, str(v)) for k, v in priors.items())))
+        stats = score_arrays(data, missing_bound)
+        compiled = _compiled.get(key)
+        if compiled is None:
+            compiled = nutpie.compile_pymc_model(build_zoib_model(data, priors, missing_bound))
+            _compiled[key] = compiled
+            while len(_compiled) > _CACHE_SIZE:
+                _compiled.popitem(last=False)
+        else:
+            _compiled.move_to_end(key)
+            compiled = compiled.with_data(**{name: stats[name] for name in STATS})
+        trace = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains,
+                              cores=cores, seed=seed, progress_bar=progress)
+    else:
+        with build_zoib_model(data, priors, missing_bound):
+            trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
+                              progressbar=progress, quiet=not progress,
+                              compute_convergence_checks=False, cores=cores,
+                              mp_ctx="forkserver")
+    return trace
+
+
+# -- estimands ---------------------------------------------------------------------------------
+def _normal_mean_expit(location, scale):
+    """``E expit(location + scale Z)`` for Z standard normal (a fine grid, as logit_normal)."""
+    from bayeval.models.logit_normal import normal_expectation
+
+    return normal_expectation(location, scale, "pass@k", [1])[..., 0]
+
+
+class ZoibScores:
+    """Estimands of a fitted zoib model (the mean score), read from its DataTree."""
+
+    name = "zoib"
+    estimands = ("tasks", "population")
+    #: Metrics this model estimates: the mean score (``"pass@k"`` at k = 1 reads the same:
+    #: the expected score of one attempt, pass@1 on binary data).
+    metrics = ("mean", "pass@k")
+
+    @staticmethod
+    def _posterior(tree, bound):
+        post = tree["posterior"].to_dataset()
+        if "missing_bound" in post.dims:
+            post = post.isel(missing_bound=bound)
+        return post
+
+    @staticmethod
+    def _bounds(tree):
+        obs = tree["observed_data"].to_dataset()
+        return obs["successes"]["missing_bound"].values.tolist() if (
+            "missing_bound" in obs["successes"].dims) else None
+
+    @staticmethod
+    def _flat(post, name, dims, shape):
+        """(draws,) + shape array of a posterior variable (zeros when the model lacks it)."""
+        draws = post.sizes["chain"] * post.sizes["draw"]
+        if name not in post:
+            return np.zeros((draws,) + shape)
+        return post[name].transpose("chain", "draw", *dims).values.reshape((draws,) + shape)
+
+    def _params(self, tree, bound):
+        post = self._posterior(tree, bound)
+        layout = Layout.from_dataset(tree["observed_data"].to_dataset())
+        S, J = layout.n_systems, layout.n_tasks
+        G = len(layout.cluster_labels) if layout.has_clusters else 1
+        get = self._flat
+        prm = {name: get(post, name, ("system",), (S,)) for name in ("alpha", "delta", "gamma")}
+        prm.update({name: get(post, name, (), ()) for name in (*SIGMAS, "sigma_zoi")})
+        prm["e"] = get(post, "task_effect", ("task",), (J,))
+        prm["v"] = get(post, "task_system_effect", ("system", "task"), (S, J))
+        prm["u"] = get(post, "cluster_effect", ("cluster",), (G,))
+        prm["w"] = get(post, "cluster_system_effect", ("system", "cluster"), (S, G))
+        prm["b"] = get(post, "zoi_task_effect", ("task",), (J,))
+        return prm, layout, post.sizes["chain"], post.sizes["draw"]
+
+    @staticmethod
+    def cell_means(prm, layout, draws=slice(None)):
+        """Mean score ``m[s, j]`` per draw, (draw, system, task)."""
+        eta = (prm["alpha"][draws][:, :, None] + prm["e"][draws][:, None, :] + prm["v"][draws]
+               + prm["u"][draws][:, layout.cluster][:, None, :]
+               + prm["w"][draws][:, :, layout.cluster])
+        zoi = special.expit(prm["gamma"][draws][:, :, None] + prm["b"][draws][:, None, :])
+        coi = special.expit(eta)
+        mu = special.expit(eta + prm["delta"][draws][:, :, None])
+        return zoi * coi + (1 - zoi) * mu
+
+    def _wrap(self, values, tree, bounds, n_chain, n_draw):
+        from bayeval.models._beta_family import BetaRates
+
+        values = np.stack(values, axis=0)  # (bound, draws, system)
+        values = values.reshape((len(values), n_chain, n_draw, values.shape[-1], 1))
+        return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, np.array([1]), "")
+
+    def _trials(self, tree):
+        from bayeval.data import EvalData
+
+        stats = EvalData(tree["observed_data"].to_dataset()).score_statistics()
+        trials = stats["trials"]
+        if "missing_bound" not in trials.dims:
+            trials = trials.expand_dims(missing_bound=1)
+        return trials.transpose("missing_bound", "system", "task").values
+
+    def tasks(self, tree, metric, ks, shared=None, tau=None):
+        """Draws of the mean over these tasks of each system's mean score."""
+        bounds = self._bounds(tree)
+        trials = self._trials(tree)
+        if shared is not None:
+            trials = trials * np.asarray(shared, dtype=trials.dtype)
+        out = []
+        for b in range(trials.shape[0]):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            weights = task_weights(trials[b], Populations.from_dataset(
+                tree["observed_data"].to_dataset()))  # (S, J)
+            total = np.empty((n_chain * n_draw, layout.n_systems))
+            step = max(1, 2_000_000 // max(layout.n_systems * layout.n_tasks, 1))
+            for start in range(0, len(total), step):
+                chunk = slice(start, start + step)
+                total[chunk] = np.einsum("dsj,sj->ds", self.cell_means(prm, layout, chunk),
+                                         weights)
+            out.append(np.clip(total, 0.0, 1.0))
+        return self._wrap(out, tree, bounds, n_chain, n_draw)
+
+    def population(self, tree, metric, ks, clusters="new", weighting="task", tau=None):
+        """Draws of each system's mean score on a new task (exact normal integrals per draw)."""
+        bounds = self._bounds(tree)
+        out = []
+        for b in range(len(bounds or [None])):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            zoi = _normal_mean_expit(prm["gamma"], prm["sigma_zoi"][:, None])  # (D, S)
+            if clusters == "observed" and layout.has_clusters:
+                labels, sizes = np.unique(layout.cluster, return_counts=True)
+                shares = (sizes / sizes.sum() if weighting == "task"
+                          else np.full(len(labels), 1 / len(labels)))
+                location = (prm["alpha"][:, :, None] + prm["u"][:, None, labels]
+                            + prm["w"][:, :, labels])  # (D, S, G)
+                spread = np.sqrt(prm["sigma_task"] ** 2 + prm["sigma_task_system"] ** 2)
+            else:
+                location = prm["alpha"][:, :, None]
+                shares = np.ones(1)
+                names = SIGMAS if clusters != "observed" else SIGMAS[:2]
+                spread = np.sqrt(sum(prm[name] ** 2 for name in names))
+            scale = np.broadcast_to(spread[:, None, None], location.shape)
+            coi = _normal_mean_expit(location, scale)
+            mu = _normal_mean_expit(location + prm["delta"][:, :, None], scale)
+            value = zoi[:, :, None] * coi + (1 - zoi[:, :, None]) * mu
+            out.append(np.clip(value @ shares, 0.0, 1.0))
+        return self._wrap(out, tree, bounds, n_chain, n_draw)
+
+    def task_rates(self, tree, systems=None):
+        """Per-task mean-score draws ``m[s, j]`` (NaN where a cell has no valid attempt)."""
+        obs = tree["observed_data"].to_dataset()
+        all_systems = obs["system"].values.tolist()
+        chosen = all_systems if systems is None else list(systems)
+        index = [all_systems.index(s) for s in chosen]
+        bounds = self._bounds(tree)
+        trials = self._trials(tree)
+        out = []
+        for b in range(trials.shape[0]):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            m = self.cell_means(prm, layout)[:, index]
+            m = np.where((trials[b][index] > 0)[None], m, np.nan)
+            out.append(m.reshape(n_chain, n_draw, len(index), -1))
+        post = tree["posterior"]
+        da = xr.DataArray(
+            np.stack(out, axis=-1), dims=("chain", "draw", "system", "task", "missing_bound"),
+            coords={"chain": post["chain"].values, "draw": post["draw"].values,
+                    "system": np.asarray(chosen, dtype=object), "task": obs["task"].values},
+            name="p",
+        )
+        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
+            missing_bound=bounds)
+
+    def predictive(self, tree) -> xr.Dataset:
+        """No posterior predictive check yet for scores (an empty dataset)."""
+        return xr.Dataset()
