@@ -125,10 +125,10 @@ class Results:
     def _cluster_options(self, estimand, clusters, weighting) -> dict:
         """Validate ``clusters``/``weighting`` and return the model's keyword arguments."""
         validate_choice("weighting", weighting, ("task", "cluster"))
-        if self.model != "logit_normal":
+        if self.model not in ("logit_normal", "zoib"):
             if clusters is not None or weighting != "task":
-                raise ValueError(f"clusters= and weighting= need model='logit_normal'; "
-                                 f"this fit is {self.model!r}")
+                raise ValueError(f"clusters= and weighting= need model='logit_normal' or "
+                                 f"'zoib'; this fit is {self.model!r}")
             return {}
         has_clusters = "cluster" in self._tree["observed_data"].coords
         if estimand == "tasks":
@@ -142,9 +142,32 @@ class Results:
             raise ValueError("weighting='cluster' needs task clusters")
         return {"clusters": clusters, "weighting": weighting}
 
+    def _validate_metric(self, metric, tau, k=1):
+        """``(metric, tau)`` checked against what this model estimates: a model of scores
+        (``metrics`` attribute) estimates the mean score only; the others binary metrics."""
+        own = getattr(self._model, "metrics", None)
+        if own is None:
+            if metric == "mean":
+                raise ValueError(f"metric 'mean' is the mean of partial-credit scores, "
+                                 f"estimated by model='zoib' (data built with score=); this "
+                                 f"fit is {self.model!r}: use metric='pass@k' with k=1")
+            return validate_metric(metric, tau)
+        binary = metric != "mean"
+        if metric not in own or tau is not None or (binary and not np.array_equal(
+                np.ravel(k), [1])):
+            raise ValueError(
+                f"model {self.model!r} estimates the mean score (metric='mean'; 'pass@k' at "
+                f"k=1 reads the same); got metric={metric!r}, k={k!r}"
+                f"{'' if tau is None else f', tau={tau!r}'}. pass@k for k > 1, pass^k, "
+                "G-pass@k and consistency are metrics of 0/1 outcomes: threshold the scores "
+                "into a success= column and fit a binary model for them")
+        if not np.array_equal(np.ravel(k), [1]):
+            raise ValueError(f"metric='mean' has no k (leave k at its default); got k={k!r}")
+        return metric, None
+
     def _metric(self, metric: str, k, estimand: str, clusters=None,
                 weighting: str = "task", shared=None, tau=None) -> xr.DataArray:
-        metric, tau = validate_metric(metric, tau)
+        metric, tau = self._validate_metric(metric, tau, k)
         self._check_estimand(estimand)
         options = self._cluster_options(estimand, clusters, weighting)
         ks, scalar = metric_ks(metric, k)
@@ -173,7 +196,7 @@ class Results:
     @property
     def _paired(self) -> str:
         """How this model's comparisons treat systems that share tasks (for attrs)."""
-        if self.model == "logit_normal":
+        if self.model in ("logit_normal", "zoib"):
             return "yes"
         return (f"no: the {self.model} model treats systems independently (unpaired); "
                 "model='logit_normal', the default for systems on shared tasks, pairs them")
@@ -300,6 +323,26 @@ class Results:
         """
         return self._metric("consistency", 2, estimand, clusters, weighting)
 
+    def mean_score(self, estimand: str = "population", clusters=None,
+                   weighting: str = "task") -> xr.DataArray:
+        """Posterior draws of the benchmark mean score (``model="zoib"``, scores in [0, 1]).
+
+        Parameters and return value are those of :meth:`pass_at_k`, without ``k``; compare
+        systems with ``compare(..., metric="mean")``. The twin is
+        :func:`bayeval.bootstrap.mean_score`.
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> df = pd.DataFrame({"task": [f"t{i % 6}" for i in range(18)],
+        ...                    "score": [0.2, 1, 0, 0.5, 0.9, 1] * 3})
+        >>> data = be.from_frame(df, system=None, system_name="A", score="score")
+        >>> res = be.fit(data, draws=300, chains=2, seed=0, tune=300)
+        >>> res.mean_score(estimand="tasks").dims
+        ('chain', 'draw', 'system')
+        """
+        return self._metric("mean", 1, estimand, clusters, weighting)
+
     def task_rates(self, system=None) -> xr.DataArray:
         """Posterior draws of every task's rate, from its exact conditional distribution.
 
@@ -366,7 +409,7 @@ class Results:
         >>> out["effect_interval"].dims
         ('ci_bound',)
         """
-        metric, tau = validate_metric(metric, tau)
+        metric, tau = self._validate_metric(metric, tau, k)
         ci_prob = validate_prob("ci_prob", ci_prob)
         if not isinstance(margin, (int, float)) or margin < 0:
             raise ValueError(f"margin must be a non-negative number; got {margin!r}")
@@ -725,6 +768,38 @@ class Results:
         return compare_subsets(self, mask, metric=metric, k=k, estimand=estimand,
                                ci_prob=ci_prob, refit=refit, **fit_options)
 
+    def noise(self, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8,
+              n_draws: int = 400) -> xr.Dataset:
+        """Where the variance of each benchmark score comes from, and what more data buys.
+
+        The score's variance over new benchmarks of the same design splits into trial
+        (evaluation) noise, task sampling and cluster sampling (:mod:`bayeval.noise`); for
+        each pair, the covariance the two scores share through their tasks and the minimum
+        detectable difference (two-sided level ``alpha``, ``power``), as run and under plans
+        with more tasks or more trials. Computed per posterior draw from that draw's task
+        rates (``n_draws`` of them, taken evenly). Its twin is
+        :func:`bayeval.bootstrap.noise` (the method of moments).
+
+        Returns
+        -------
+        xarray.Dataset
+            As :func:`bayeval.bootstrap.noise`: posterior means, with intervals on ``ci_bound``.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> data = be.from_counts([[3, 1, 4, 0, 2, 4], [4, 2, 4, 1, 2, 3]], trials=4,
+        ...                       systems=["A", "B"])
+        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+        >>> out = res.noise(n_draws=100)
+        >>> out["mdd"].sel(candidate="B", baseline="A").dims
+        ('plan',)
+        """
+        from bayeval.noise import posterior_noise
+
+        return posterior_noise(self, ci_prob=ci_prob, alpha=alpha, power=power,
+                               n_draws=n_draws)
+
     def cost(self, column: str, ci_prob: float = 0.95, n_draws: int = 1000,
              seed: int = 0, k=None) -> xr.Dataset:
         """Posterior cost per attempt, cost per success and timeout/error/invalid rates.
@@ -788,8 +863,9 @@ class Results:
         ----------
         ci_prob : float, default 0.95
         k : int or list of int, default 1
-        metrics : sequence of {"pass@k", "pass^k", "g-pass@k", "consistency"}
+        metrics : sequence of {"pass@k", "pass^k", "g-pass@k", "consistency", "mean"}
             Consistency, a two-attempt metric, has one row per system and estimand, at k = 2.
+            ``"mean"`` (the mean score) is what a ``zoib`` fit estimates, at k = 1.
         estimands : sequence, optional
             Default: every estimand the model supports.
         tau : float, optional
@@ -981,7 +1057,8 @@ _ENCODING_ATTR = "bayeval_encoding"
 _JSON_ATTR_TYPES = (bool, int, float, list, tuple, dict, type(None))
 # Variables whose values have a known range (checked by ``load``), by name.
 _PROBABILITIES = ("mu", "p", "extreme_share")
-_COUNTS = ("successes", "trials", "attempts", "status_counts", "count_histogram")
+_COUNTS = ("successes", "trials", "attempts", "status_counts", "count_histogram", "score_n0",
+           "score_n1", "score_nmid")
 _COUNT_GROUPS = ("/observed_data", "/constant_data", "/posterior_predictive")
 
 
@@ -1108,7 +1185,7 @@ def _check_ranges(ds: xr.Dataset, node: str, path) -> None:
                 bad |= np.isnan(values)
             if bad.any():
                 fail(name, "a probability in [0, 1]", bad)
-        elif name == "kappa" or name.startswith("sigma"):
+        elif name in ("kappa", "phi") or name.startswith("sigma"):
             bad = ~(values > 0)
             if bad.any():
                 fail(name, "positive (a concentration or standard deviation)", bad)
