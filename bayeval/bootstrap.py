@@ -60,7 +60,7 @@ from bayeval.estimators import (
     validate_metric,
 )
 
-__all__ = ["pass_at_k", "pass_hat_k", "g_pass_at_k", "consistency", "compare"]
+__all__ = ["pass_at_k", "pass_hat_k", "g_pass_at_k", "consistency", "mean_score", "compare"]
 
 UNITS = ("trial", "task", "cluster")
 METHODS = ("percentile", "basic", "bca")
@@ -141,7 +141,12 @@ def _chunks(n_boot: int, width: int):
 
 def _resample_units(c, n, ks, metric, layout: _Layout, n_boot, rng, tau=None) -> _Resampled:
     values = _task_values(c, n, ks, metric, tau)  # (col, task, k)
-    valid = (n > 0).astype(float)  # (col, task)
+    return _resample_values(values, n > 0, metric, layout, n_boot, rng)
+
+
+def _resample_values(values, valid, metric, layout: _Layout, n_boot, rng) -> _Resampled:
+    """Resample units of per-task values (col, task, k), valid where ``valid`` (col, task)."""
+    valid = np.asarray(valid).astype(float)
     n_col, n_task, n_k = values.shape
     order = np.argsort(layout.unit, kind="stable")
     unit_sorted = layout.unit[order]
@@ -390,10 +395,116 @@ def _check_k(data, systems, c, n, ks, metric):
     )
 
 
+def _refuse_scores(data, metric):
+    if data.has_partial_credit:
+        raise ValueError(f"{metric} is a metric of 0/1 outcomes, but this data holds "
+                         f"{int(data.dataset['score_nmid'].sum())} score(s) strictly between "
+                         "0 and 1: bootstrap the mean score (bayeval.bootstrap.mean_score, "
+                         "compare(..., metric='mean')), or threshold the scores into a "
+                         "success= column first if full credit is what counts")
+
+
+def _mean_run(data, systems, unit, weighting, clusters, n_boot, seed):
+    """Resampled mean scores: per-task means under the policy (bounds: 0 and 1 for missing)."""
+    from bayeval.data import require_valid_outcomes
+
+    if unit == "trial":
+        raise ValueError("the mean score is bootstrapped over tasks or clusters (unit='task' "
+                         "or 'cluster', twins of estimand='population'); a trial bootstrap "
+                         "needs each attempt's score, which the data keep only as sums")
+    require_valid_outcomes(data, systems)
+    stats = data.sel(system=systems).score_statistics()
+    bounds = stats["missing_bound"].values.tolist() if "missing_bound" in stats.dims else None
+    if bounds is None:
+        stats = stats.expand_dims(missing_bound=1)
+    total = stats["sum"].transpose("missing_bound", "system", "task").values
+    trials = stats["trials"].transpose("missing_bound", "system", "task").values
+    shape = total.shape[:2]
+    total, trials = total.reshape(-1, total.shape[-1]), trials.reshape(-1, trials.shape[-1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.where(trials > 0, total / trials, 0.0)[..., None]  # (col, task, 1)
+    layout = _layout(data, unit, weighting, clusters)
+    res = _resample_values(values, trials > 0, "pass@k", layout, n_boot,
+                           np.random.default_rng(seed))
+    return res, shape, bounds
+
+
+def mean_score(data, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, method="percentile",
+               weighting="task", clusters=None) -> xr.Dataset:
+    """Bootstrap interval for each system's benchmark mean score (scores in [0, 1]).
+
+    A task's value is the mean of its valid attempts' scores (under ``missing="fail"`` a
+    non-ok attempt scores 0; under ``"bounds"`` 0 for the lower bound and 1 for the upper);
+    the benchmark value is their mean over tasks (by strata and clusters as for
+    :func:`pass_at_k`), and tasks or whole clusters are resampled: the twin of
+    :meth:`bayeval.Results.mean_score` with ``estimand="population"``. Binary outcomes give
+    the bootstrap of pass@1. The paired effect of two systems is
+    ``compare(data, candidate, baseline, metric="mean")``.
+
+    Parameters
+    ----------
+    data : EvalData
+    unit : {"task", "cluster"}, default "task"
+    n_boot, ci_prob, seed, method, weighting, clusters
+        As in :func:`pass_at_k`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``estimate`` (system[, missing_bound]), ``replicates`` (on ``replicate``),
+        ``interval`` (on ``ci_bound``), ``interval_valid``/``interval_reason`` (always valid
+        here), ``status_counts``, ``coverage``; settings in attrs (``metric="mean"``).
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t3"],
+    ...                    "score": [0.5, 1.0, 0.25, 0.0]})
+    >>> res = be.bootstrap.mean_score(be.from_frame(df, score="score"), n_boot=1000)
+    >>> round(float(res["estimate"].item()), 3)
+    0.333
+    >>> res["interval"].dims
+    ('system', 'ci_bound')
+    """
+    ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
+                                             n_boot, seed, "pass@k")
+    systems = data.systems
+    res, shape, bounds = _mean_run(data, systems, unit, weighting, clusters, n_boot, seed)
+    est = _reshape(res.estimate, (), shape, 1)
+    reps = _reshape(res.replicates, (n_boot,), shape, 1)
+    jdev = _reshape(res.jack_dev, (len(res.jack_mult),), shape, 1)
+    interval, fallback = _intervals(est, reps, jdev, res.jack_mult, method, ci_prob)
+    _warn_nan(reps, "the mean score")
+    _warn_fallback(fallback, method)
+
+    def da(values, lead_dims, trail_dims=()):
+        out = xr.DataArray(values[..., 0, :] if trail_dims else values[..., 0],
+                           dims=lead_dims + ("missing_bound", "system") + trail_dims)
+        return out if bounds else out.isel(missing_bound=0, drop=True)
+
+    ds = xr.Dataset({
+        "estimate": da(est, ()),
+        "replicates": da(reps, ("replicate",)),
+        "interval": da(interval, (), ("ci_bound",)),
+    })
+    if method == "bca":
+        ds["bca_fallback"] = da(fallback, ())
+    ds["interval_valid"] = xr.ones_like(ds["estimate"], dtype=bool)
+    ds["interval_reason"] = xr.full_like(ds["estimate"], "", dtype=object)
+    coords = {"system": np.asarray(systems, dtype=object), "ci_bound": ["lower", "upper"]}
+    if bounds:
+        coords["missing_bound"] = bounds
+    ds = ds.assign_coords(coords).transpose("replicate", "system", ...)
+    ds = ds.assign(_status_vars(data, systems))
+    ds.attrs = _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, "mean", data)
+    return ds
+
+
 def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed, tau=None):
     from bayeval.data import require_valid_outcomes
 
     require_valid_outcomes(data, systems)
+    _refuse_scores(data, metric)
     c, n, bounds = _arrays(data, systems)
     _check_k(data, systems, c, n, ks, metric)
     layout = _layout(data, unit, weighting, clusters)
@@ -621,7 +732,9 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     candidate, baseline : system labels
     k, unit, n_boot, seed, ci_prob, method, weighting, clusters
         As in :func:`pass_at_k`.
-    metric : {"pass@k", "pass^k", "g-pass@k", "consistency"}
+    metric : {"pass@k", "pass^k", "g-pass@k", "consistency", "mean"}
+        ``"mean"``: the mean score of scores in [0, 1] (see :func:`mean_score`; no k, and
+        units ``"task"`` or ``"cluster"``).
     margin : float, default 0.0
         Practical margin (absolute).
     tau : float, optional
@@ -646,10 +759,13 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     >>> round(float(out["effect_estimate"]), 3)
     0.167
     """
+    is_mean = metric == "mean"
+    if is_mean and (tau is not None or k != 1):
+        raise ValueError(f"metric='mean' has no k or tau; got k={k!r}, tau={tau!r}")
     ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
-                                             n_boot, seed, metric, tau)
-    _, tau = validate_metric(metric, tau)
-    ks, scalar_k = metric_ks(metric, k)
+                                             n_boot, seed, "pass@k" if is_mean else metric, tau)
+    _, tau = validate_metric("pass@k" if is_mean else metric, tau)
+    ks, scalar_k = metric_ks("pass@k" if is_mean else metric, k)
     for role, label in (("candidate", candidate), ("baseline", baseline)):
         if label not in data.systems:
             raise ValueError(f"{role} {label!r} is not a system of this data; systems: "
@@ -667,8 +783,11 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
                          "a paired comparison needs shared tasks")
     if not shared.all():
         subset = subset.sel(task=subset.tasks[shared].tolist())
-    res, shape, bounds = _run(subset, pair, ks, metric, unit, weighting, clusters, n_boot, seed,
-                              tau)
+    if is_mean:
+        res, shape, bounds = _mean_run(subset, pair, unit, weighting, clusters, n_boot, seed)
+    else:
+        res, shape, bounds = _run(subset, pair, ks, metric, unit, weighting, clusters, n_boot,
+                                  seed, tau)
     n_k = len(ks)
     est = _reshape(res.estimate, (), shape, n_k)  # (bound, system, k)
     reps = _reshape(res.replicates, (n_boot,), shape, n_k)
