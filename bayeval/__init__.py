@@ -20,7 +20,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 #: Public name -> the module that defines it (``None``: the name is that submodule).
 _LAZY = {
     "bootstrap": None, "datasets": None, "readers": None, "report": None, "simulate": None,
-    "monitor": None, "harness": None, "contamination": None,
+    "monitor": None, "harness": None, "contamination": None, "noise": None,
     "fit_many": "bayeval.many",
     "STATUSES": "bayeval.data", "EvalData": "bayeval.data", "from_counts": "bayeval.data",
     "from_frame": "bayeval.data", "read_csv": "bayeval.data",
