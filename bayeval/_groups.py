@@ -116,7 +116,7 @@ def replicated_successes(tree, seed) -> xr.DataArray | None:
         n_patterns = len(task_patterns(c[0], n[0], Layout.from_dataset(obs)).mult)
         draws = post.sizes["chain"] * post.sizes["draw"]
         if draws * n_patterns * c.shape[1] ** 2 > 5 * REPLICATE_LIMIT:
-            return None  # its task rates need per-pattern cross moments (system x system)
+            return None  # its joint task rates cost a quadrature per draw, pattern and system
     p = get_model(model).task_rates(tree).transpose("chain", "draw", "system", "task").values
     rng = np.random.default_rng([int(seed), 5])
     trials = n[0][None, None]

@@ -727,22 +727,6 @@ def _moment_work(S, Q, x, z, u):
 
 
 @numba.njit(cache=True)
-def _moments(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, code,
-             needed, mean, second):
-    """Conditional mean and second moment of f(p_s) per pattern for one draw."""
-    z, log_omega = _grid_for(sigma_e, z, log_omega)
-    P, S = eta.shape
-    Q = ks.shape[0]
-    buf, h1, h2, cross_p = _moment_work(S, Q, x, z, u)
-    for p in range(P):
-        _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-                         ks, code, needed, buf, h1, h2, mean[p], cross_p, False)
-        for s in range(S):
-            for j in range(Q):
-                second[p, s, j] = cross_p[s, s, j]
-
-
-@numba.njit(cache=True)
 def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, code,
                needed, weight, mult, centre, cov):
     """Weighted sums over the patterns of one draw: ``centre (S, Q)`` of the conditional means
@@ -770,23 +754,62 @@ def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, la
                                                        - mean_p[s, j] * mean_p[t, j])
 
 
-def moments(eta, c, n, sigma_e, sigma_v, paired, ks, metric, rules=None, tau=None):
-    """Conditional mean and second moment of f(p_s) per draw and pattern.
+@numba.njit(cache=True)
+def _node_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, order,
+                start, uniform, mean, second):
+    """For one draw: each task's shared-effect node, drawn from the pattern's conditional
+    weights with ``uniform`` (J,), and the conditional mean and second moment of every
+    system's rate at that node into ``mean``/``second`` (J, S). Tasks of pattern ``p`` are
+    ``order[start[p]:start[p + 1]]``."""
+    z, log_omega = _grid_for(sigma_e, z, log_omega)
+    P, S = eta.shape
+    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
+    _, log_f, _, _, r, _, prob, _, _, _, _ = buf
+    for p in range(P):
+        log_l, K, L = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z,
+                                log_omega, u, lam, buf)
+        for i in range(start[p], start[p + 1]):
+            j = order[i]
+            target = uniform[j]
+            total = 0.0
+            k = K - 1
+            for node in range(K):
+                total += math.exp(log_f[node] - log_l)
+                if total >= target:
+                    k = node
+                    break
+            for s in range(S):
+                h1 = 0.0
+                h2 = 0.0
+                for q in range(L):
+                    h1 += r[k, s, q] * prob[k, s, q]
+                    h2 += r[k, s, q] * prob[k, s, q] * prob[k, s, q]
+                mean[j, s] = h1
+                second[j, s] = h2
 
-    ``eta (D, P, S)``, ``sigma_e``/``sigma_v`` ``(D,)``; f is ``metric`` (one of
-    :data:`METRIC_CODES`, with ``tau`` for G-pass@k). Returns ``mean (D, P, S, k)`` and
-    ``second (D, P, S, k)`` (E[f_s^2]).
+
+def node_draws(eta, c, n, sigma_e, sigma_v, paired, inverse, rng, rules=None):
+    """Joint conditional moments of the task rates, one shared-effect node per task and draw.
+
+    Given a posterior draw, a task's rates in the S systems share its task effect ``e``; the
+    quadrature represents the conditional distribution of ``e`` by weighted nodes. Drawing a
+    node per task (the same node for every system) and the systems' rates given that node
+    keeps the rates' dependence across systems. ``eta (D, P, S)``, ``inverse (J,)`` the
+    pattern of each task. Returns ``mean`` and ``second`` ``(D, J, S)``: each system's
+    conditional mean and second moment of its rate at the drawn node.
     """
     rules = rules or Rules()
-    code, needed = metric_arguments(metric, ks, tau)
     D, P, S = eta.shape
-    mean = np.zeros((D, P, S, len(ks)))
-    second = np.zeros((D, P, S, len(ks)))
+    J = len(inverse)
+    order = np.argsort(inverse, kind="stable").astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=P))]).astype(
+        np.int64)
+    mean = np.zeros((D, J, S))
+    second = np.zeros((D, J, S))
     c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
     for d in range(D):
-        _moments(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
-                 paired, *rules.arrays(), np.asarray(ks, float), code, needed, mean[d],
-                 second[d])
+        _node_draws(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
+                    paired, *rules.arrays(), order, start, rng.random(J), mean[d], second[d])
     return mean, second
 
 
@@ -794,7 +817,8 @@ def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rul
               tau=None):
     """Per draw, the mean over tasks' conditional centre ``(D, S, k)`` and covariance
     ``(D, k, S, S)``: ``sum_p mult_p w_ps E[f_s]`` and ``sum_p mult_p w_ps w_pt Cov(f_s, f_t)``
-    (memory O(D S^2 k), not O(D P S^2 k)); f as in :func:`moments`."""
+    (memory O(D S^2 k), not O(D P S^2 k)); f is ``metric`` (one of :data:`METRIC_CODES`,
+    with ``tau`` for G-pass@k)."""
     rules = rules or Rules()
     code, needed = metric_arguments(metric, ks, tau)
     D, P, S = eta.shape

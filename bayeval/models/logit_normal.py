@@ -69,7 +69,7 @@ from scipy import special
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates
-from bayeval.models._quadrature import N_NODES, Rules, moments, task_sums
+from bayeval.models._quadrature import N_NODES, Rules, node_draws, task_sums
 
 __all__ = ["build_logit_normal_model", "DEFAULT_PRIORS"]
 
@@ -506,13 +506,6 @@ class LogitNormalRates:
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(eta))
         return eta, sigma_v, pat
 
-    def _moments(self, prm, layout, c, n, metric, ks, tau=None):
-        """Per-pattern conditional mean and second moment of f for all draws."""
-        eta, sigma_v, pat = self._eta(prm, layout, c, n)
-        mean, second = moments(eta, pat.c, pat.n, prm["sigma_task"], sigma_v, layout.paired,
-                               ks.astype(float), metric, tau=tau)
-        return mean, second, pat
-
     def tasks(self, tree, metric, ks, shared=None, tau=None):
         c, n, bounds = self._bounds(tree)
         weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
@@ -535,8 +528,11 @@ class LogitNormalRates:
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
 
     def task_rates(self, tree, systems=None):
-        """Per-task rate draws: each task's conditional mean and variance per posterior draw,
-        drawn as the Beta with those two moments (an approximation of the conditional shape).
+        """Per-task rate draws, joint over systems: per posterior draw and task, a node of the
+        shared task effect drawn from its conditional weights (the same for every system,
+        which keeps the rates' dependence across systems), then each system's rate as the
+        Beta with its conditional mean and variance at that node (an approximation of the
+        conditional shape over the task-by-system effect).
         """
         obs = tree["observed_data"].to_dataset()
         c, n, bounds = counts_by_bound(obs)
@@ -544,15 +540,16 @@ class LogitNormalRates:
         chosen = all_systems if systems is None else list(systems)
         index = [all_systems.index(s) for s in chosen]
         seed = int(tree.attrs["seed"])
-        ks = np.array([1])
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
-            mean, second, pat = self._moments(prm, layout, c[b], n[b], "pass@k", ks)
-            m = mean[..., 0][:, pat.inverse][:, :, index]  # (draw, J, S')
-            var = np.maximum(second[..., 0][:, pat.inverse][:, :, index] - m**2, 1e-12)
-            common = np.maximum(m * (1 - m) / var - 1, 1e-6)
+            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
             rng = np.random.default_rng([seed, 2, b])
+            mean, second = node_draws(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
+                                      layout.paired, pat.inverse, rng)
+            m = mean[:, :, index]  # (draw, J, S')
+            var = np.maximum(second[:, :, index] - m**2, 1e-12)
+            common = np.maximum(m * (1 - m) / var - 1, 1e-6)
             p = rng.beta(np.maximum(m * common, 1e-9), np.maximum((1 - m) * common, 1e-9))
             p = np.where((n[b][index].T > 0)[None], p, np.nan)
             out.append(p.transpose(0, 2, 1))  # (draw, S', J)
