@@ -201,10 +201,12 @@ def _assemble(values: dict, systems, ci_prob, z, interval, attrs) -> xr.Dataset:
         "task_var": (("system",), values["task_var"]),
         "cluster_var": (("system",), values["cluster_var"]),
         "score_sd": (("system", "plan"), np.sqrt(values["score_var"])),
+        "components": (("system", "component"), parts[:, :S]),
         "share": (("system", "component"), share[:, :S]),
         "diff_sd": (("candidate", "baseline", "plan"), square(np.sqrt(values["diff_var"]))),
         "mdd": (("candidate", "baseline", "plan"), square(z * np.sqrt(values["diff_var"]))),
         "shared_cov": (("candidate", "baseline"), square(values["shared_cov"])),
+        "diff_components": (("candidate", "baseline", "component"), square(parts[:, S:])),
         "diff_share": (("candidate", "baseline", "component"), square(share[:, S:])),
     }
     out = {}
@@ -322,10 +324,13 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
     xarray.Dataset
         Per system: ``trial_var`` (the variance of one attempt around its task's rate),
         ``task_var`` (of the task rates, within clusters), ``cluster_var`` (of the clusters'
-        mean rates), ``score_sd`` over ``plan`` and ``share`` of the score's variance over
-        ``component`` (cluster, task, trial). Per pair ``(candidate, baseline)``: ``diff_sd``
-        and ``mdd`` over ``plan``, ``shared_cov`` (the covariance of the two scores that
-        pairing removes), ``diff_share``. Each has an ``_interval`` on ``ci_bound``. NaN where a
+        mean rates), ``score_sd`` over ``plan``, and the score's variance as run over
+        ``component`` (cluster, task, trial): ``components`` and their ``share``. Per pair
+        ``(candidate, baseline)``: ``diff_sd`` and ``mdd`` over ``plan``, ``shared_cov`` (the
+        covariance of the two scores that pairing removes), ``diff_components`` and
+        ``diff_share``. Components are truncated at zero; the method of moments' total is
+        the unbiased one (``s^2 / J`` without clusters), which truncated parts need not sum
+        to. Each has an ``_interval`` on ``ci_bound``. NaN where a
         quantity is not identified (the trial split with one trial on a task).
 
     Examples
