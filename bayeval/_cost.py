@@ -48,7 +48,7 @@ from bayeval._validate import (
     validate_seed,
 )
 
-__all__ = ["cost", "frontier", "posterior_cost"]
+__all__ = ["cost", "evidence", "frontier", "posterior_cost"]
 
 RATE_STATUSES = ("timeout", "error", "invalid")
 STATISTICS = (("cost_per_attempt", "cost_per_success") + tuple(f"{s}_rate" for s in RATE_STATUSES)
@@ -512,3 +512,154 @@ def frontier(result: xr.Dataset, cost: str = "cost_per_attempt", success: str = 
                  "frontier": [systems[i] for i in order], "method": result.attrs.get("method"),
                  "column": result.attrs.get("column")}
     return out
+
+
+def _json(value):
+    """A JSON-ready number: None for NaN and infinities."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    value = float(value)
+    return value if np.isfinite(value) else None
+
+
+def _triple(ds, name, prefix, **sel) -> dict:
+    est = ds[name].sel(sel) if sel else ds[name]
+    low, high = (ds[f"{name}_interval"].sel(sel) if sel else ds[f"{name}_interval"]).values
+    key = "mean" if prefix == "bayes" else "estimate"
+    return {f"{prefix}_{key}": _json(est), f"{prefix}_lower": _json(low),
+            f"{prefix}_upper": _json(high)}
+
+
+def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -> dict:
+    """``name`` of ``system`` minus the reference's over the joint draws (paired through the
+    shared task weights); the point is the difference of the two estimates."""
+    draws = ds[f"{name}_draws"].sel(sel) if sel else ds[f"{name}_draws"]
+    diff = (draws.sel(system=system) - draws.sel(system=reference)).values
+    low, high = _percentiles(diff[:, None], ci_prob)[0]
+    key = "mean" if prefix == "bayes" else "estimate"
+    return {f"{prefix}_{key}": _json(point), f"{prefix}_lower": _json(low),
+            f"{prefix}_upper": _json(high), f"{prefix}_prob_positive": _json(np.mean(diff > 0))}
+
+
+def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=None,
+             unit="task", n_draws=1000) -> dict:
+    """The cost-success evidence table of the report card, as a JSON-ready ``dict``.
+
+    Per system, posterior (:meth:`bayeval.Results.cost`) next to bootstrap
+    (:func:`bayeval.bootstrap.cost`): pass@1 and pass@k per attempt (every attempt counts; a
+    timed-out or errored attempt is a failed try), the paired pass@1 effect against the
+    reference system (candidate minus reference over the joint draws, which share their task
+    weights), cost per attempt and per success, the timeout, error and invalid rates, whether
+    the system is on the cost-per-attempt / pass@1 frontier and the system most likely to
+    dominate it. Then every ordered pair's P(candidate dominates baseline), and the budget
+    curve for each k (the bootstrap only where k is at most every task's attempts).
+
+    Parameters
+    ----------
+    results : Results
+        A fit whose data has covariate ``column``.
+    column : str
+    k : int or list of int, default 1
+        The budget curve's k (1 is always included); the table's pass@k is the largest.
+    n_boot, seed, ci_prob, unit, n_draws
+        As in :func:`cost` and :func:`posterior_cost`.
+    reference : str, optional
+        The system the paired effects are taken against; default the one with the highest
+        posterior pass@1.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> from bayeval._cost import evidence
+    >>> df = pd.DataFrame({"system": ["A"] * 6 + ["B"] * 6, "task": [0, 0, 1, 1, 2, 2] * 2,
+    ...                    "success": [1, 1, 0, 1, 0, 1, 1, 0, 0, 1, 0, 0],
+    ...                    "cost": [1.0] * 6 + [0.5] * 6})
+    >>> res = be.fit(be.from_frame(df, covariates=["cost"]), model="beta_binomial",
+    ...              draws=200, chains=2, seed=0)
+    >>> out = evidence(res, "cost", n_boot=500, n_draws=400)
+    >>> out["reference"], [row["system"] for row in out["rows"]]
+    ('A', ['A', 'B'])
+    >>> out["rows"][1]["cost_per_success_bootstrap_estimate"]  # 3.0 / 2 successes
+    1.5
+    """
+    data = results.data
+    _check_column(data, column)
+    ks = sorted({1, *_check_ks(k).tolist()})
+    per_task, systems = _task_totals(data, column)
+    attempts = per_task[..., 1]
+    fewest = int(attempts[attempts > 0].min()) if (attempts > 0).any() else 0
+    boot_ks = [v for v in ks if v <= fewest]
+    post = posterior_cost(results, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=ks)
+    boot = cost(data, column, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed, k=boot_ks)
+    labels = [str(s) for s in systems]
+    if reference is None:
+        reference = systems[int(np.nanargmax(post["pass_at_1"].values))]
+    elif reference not in list(systems):
+        raise ValueError(f"reference must be one of the systems {describe_values(labels)}; "
+                         f"got {reference!r}")
+    fronts = {"bayes": frontier(post), "bootstrap": frontier(boot)}
+    k_top = ks[-1]
+    rows = []
+    for system in systems:
+        row = {"system": str(system)}
+        for prefix, ds in (("bayes", post), ("bootstrap", boot)):
+            for name, out_name in (("pass_at_1", "pass_at_1"),
+                                   ("cost_per_attempt", "cost_per_attempt"),
+                                   ("cost_per_success", "cost_per_success")):
+                part = _triple(ds.sel(system=system), name, prefix)
+                row.update({f"{out_name}_{key}": v for key, v in part.items()})
+            if k_top > 1 and k_top in ds.coords.get("k", xr.DataArray([])).values:
+                part = _triple(ds.sel(system=system), "pass_at_k", prefix, k=k_top)
+            else:
+                part = dict.fromkeys(_triple(ds.sel(system=system), "pass_at_1", prefix), None)
+            row.update({f"pass_at_k_{key}": v for key, v in part.items()})
+            point = float(ds["pass_at_1"].sel(system=system) - ds["pass_at_1"].sel(
+                system=reference))
+            part = _paired_effect(ds, "pass_at_1", system, reference, prefix, ci_prob, point)
+            if system == reference:
+                part = dict.fromkeys(part, None)
+            row.update({f"effect_{key}": v for key, v in part.items()})
+            front = fronts[prefix]
+            row[f"on_frontier_{prefix}"] = bool(front["on_frontier"].sel(system=system))
+            row[f"prob_on_frontier_{prefix}"] = _json(
+                front["prob_on_frontier"].sel(system=system))
+        for status in RATE_STATUSES:
+            row[f"{status}_rate"] = _json(boot[f"{status}_rate"].sel(system=system))
+        against = fronts["bayes"]["prob_dominates"].sel(baseline=system)
+        if len(systems) > 1:
+            best = int(np.nanargmax(against.values))
+            other = systems[best]
+            row["dominated_by"] = str(other)
+            row["prob_dominated_bayes"] = _json(against.values[best])
+            row["prob_dominated_bootstrap"] = _json(
+                fronts["bootstrap"]["prob_dominates"].sel(candidate=other, baseline=system))
+        else:
+            row["dominated_by"] = row["prob_dominated_bayes"] = None
+            row["prob_dominated_bootstrap"] = None
+        rows.append(row)
+    dominance = [{"candidate": str(a), "baseline": str(b),
+                  "bayes": _json(fronts["bayes"]["prob_dominates"].sel(candidate=a, baseline=b)),
+                  "bootstrap": _json(fronts["bootstrap"]["prob_dominates"].sel(
+                      candidate=a, baseline=b))}
+                 for a in systems for b in systems if a != b]
+    budget = []
+    for system in systems:
+        for kk in ks:
+            entry = {"system": str(system), "k": int(kk)}
+            for name in K_STATISTICS:
+                entry.update({f"{name}_{key}": v for key, v in _triple(
+                    post.sel(system=system), name, "bayes", k=kk).items()})
+                if kk in boot_ks:
+                    part = _triple(boot.sel(system=system), name, "bootstrap", k=kk)
+                else:
+                    part = dict.fromkeys(("bootstrap_estimate", "bootstrap_lower",
+                                          "bootstrap_upper"), None)
+                entry.update({f"{name}_{key}": v for key, v in part.items()})
+            budget.append(entry)
+    return {"column": column, "reference": str(reference), "k": [int(v) for v in ks],
+            "pass_k": int(k_top), "bootstrap_k": [int(v) for v in boot_ks],
+            "unit": unit, "n_draws": int(post.attrs["n_draws"]),
+            "frontier": {"cost": "cost_per_attempt", "success": "pass_at_1",
+                         "bayes": fronts["bayes"].attrs["frontier"],
+                         "bootstrap": fronts["bootstrap"].attrs["frontier"]},
+            "rows": rows, "dominance": dominance, "budget": budget}

@@ -644,7 +644,8 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
                 n_boot: int = 2000, seed=0, ci_prob: float = 0.95, compare_k=None,
                 power_effects=None, alpha: float = 0.05, power: float = 0.8,
                 adjust: str = "holm", notes=(), command=None, title=None,
-                compare_results=None, allow_harness_change: bool = False) -> dict:
+                compare_results=None, allow_harness_change: bool = False, cost=None,
+                cost_reference=None) -> dict:
     """Every number of the report card, as a JSON-ready ``dict``.
 
     Parameters
@@ -692,6 +693,15 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     allow_harness_change : bool, default False
         Compare systems evaluated under different harness digests (refused otherwise); each
         comparison's ``harness`` entry then says what changed, and so does a note.
+    cost : str, optional
+        A per-attempt covariate (``from_frame(..., covariates=[cost])``): adds the ``cost``
+        section, the evidence table of cost and success (:func:`bayeval._cost.evidence`):
+        per system pass@1 and pass@k per attempt, the paired effect against the reference,
+        cost per success, the timeout and error rates, the cost-success frontier, every
+        pair's P(dominates) and the budget curve, posterior next to bootstrap.
+    cost_reference : str, optional
+        The reference system of the cost table's paired effects; default the first
+        comparison's baseline, else the system with the highest posterior pass@1.
 
     Returns
     -------
@@ -751,6 +761,14 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         raise ValueError(f"compare_results (model {compare_results.model!r}) has no "
                          f"{estimand!r} estimand")
     pairs = _check_comparisons(comparisons, compare_results.systems)
+    if cost is not None:
+        from bayeval._cost import _check_column
+
+        _check_column(results.data, cost)
+        if cost_reference is not None and cost_reference not in results.systems:
+            raise ValueError(f"cost_reference must be one of the systems "
+                             f"{describe_values([str(x) for x in results.systems])}; got "
+                             f"{cost_reference!r}")
     if isinstance(notes, str):
         notes = [notes]
 
@@ -768,6 +786,8 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             compare_results, pairs, metric, compare_k, estimand, float(margin), prob, superior, n_boot,
             seed, ci_prob, power_effects, alpha, power, allow_harness_change)
         diagnostics = _diagnostics_section(results)
+        cost_section = _cost_section(results, cost, cost_reference, pairs, ks, n_boot, seed,
+                                     ci_prob)
     skipped = _resampled_clusters(results.data)[1]
     harness_notes = [f"{entry['label']}: {entry['harness']['note']}"
                      for entry in comparisons_out if entry["harness"]["note"]]
@@ -796,9 +816,30 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             "sampler": compare_results.tree.attrs.get("sampler"),
             "diagnostics": _diagnostics_section(compare_results)}),
         "systematic": _systematic_section(data_section),
+        **({"cost": cost_section} if cost_section else {}),
         "notes": all_notes,
         "settings": _settings_section(results, settings, command),
     }
+
+
+def _cost_section(results, column, reference, pairs, ks, n_boot, seed, ci_prob):
+    """The cost-success evidence table, or None without a cost column."""
+    if column is None:
+        return None
+    from bayeval._cost import evidence
+
+    if results.data.missing == "bounds":
+        raise ValueError("the cost table needs one success count per attempt; under "
+                         "missing='bounds' the successes have two extremes: use missing='fail' "
+                         "or 'exclude'")
+    if reference is None and pairs:
+        reference = pairs[0][1]
+    section = evidence(results, column, k=ks, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
+                       reference=reference)
+    order = sorted(range(len(section["rows"])),
+                   key=lambda i: -(section["rows"][i]["pass_at_1_bayes_mean"] or 0.0))
+    section["rows"] = [section["rows"][i] for i in order]
+    return section
 
 
 def _collect(caught) -> list[str]:
@@ -863,6 +904,18 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
                       ("Observed per-task success-count histogram against the fitted "
                        f"population, for {why}; the table above lists every system."),
                       lambda: plots.plot_ppc(results, system=chosen)))
+    if report.get("cost"):
+        from bayeval._plot_cost import plot_cost_success
+
+        c = report["cost"]
+        specs.append(("cost_success", "Success against cost",
+                      (f"pass@1 per attempt against the mean cost of an attempt "
+                       f"({c['column']}) with {s['ci_prob']:.0%} posterior intervals; the line "
+                       "joins the systems on the cost-success frontier (no other system "
+                       "succeeds as often for less)."),
+                      lambda: plot_cost_success(results.cost(
+                          c["column"], ci_prob=s["ci_prob"], n_draws=c["n_draws"],
+                          seed=s["seed"]))))
     totals = report["data"]["status_totals"]
     if any(v for st, v in totals.items() if st != "ok"):
         specs.append(("status", "Outcome statuses", "Attempts by status and system.",
@@ -912,6 +965,22 @@ def _fmt(value, digits: int = 3) -> str:
     if isinstance(value, int):
         return str(value)
     return f"{value:.{digits}f}"
+
+
+def _amount(value) -> str:
+    """A cost with three significant digits (no exponent), ``n/a`` when undefined."""
+    if value is None:
+        return "n/a"
+    if value == 0:
+        return "0"
+    digits = max(0, 2 - math.floor(math.log10(abs(value))))
+    return f"{value:.{digits}f}"
+
+
+def _amounts(lower, upper) -> str:
+    if lower is None and upper is None:
+        return "n/a"
+    return f"[{_amount(lower)}, {'inf' if upper is None else _amount(upper)}]"
 
 
 def _signed(value, digits: int = 3) -> str:
@@ -964,7 +1033,8 @@ def _environment(fmt: str) -> jinja2.Environment:
                              autoescape=(fmt == "html"), **_ENV_OPTIONS)
     env.filters.update(num=_fmt, signed=_signed, pvalue=_pvalue, md=_md, mdtext=_md_text,
                        metric_name=_metric_name, pct=_percent)
-    env.globals.update(interval=_interval)
+    env.globals.update(interval=_interval, amounts=_amounts)
+    env.filters.update(amount=_amount)
     return env
 
 
