@@ -534,6 +534,16 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
         frame = load_table(files[0], reader="bayeval")
         roles, lines = _table_roles(frame, opts, trials_flag, source=files[0])
         lines = [f"read {files[0]} (table, {len(frame)} rows)"] + lines
+        if opts.get("cost") is not None:
+            if opts["cost"] not in frame.columns:
+                raise click.BadParameter(
+                    f"no column {opts['cost']!r}; the file has columns "
+                    f"{', '.join(map(str, frame.columns[:30]))}", param_hint="--cost")
+            if roles.get("successes") is not None:
+                raise click.UsageError("--cost needs outcome rows (one row per attempt, each "
+                                       "with its cost); this table has count rows")
+            roles["covariates"] = [opts["cost"]]
+            lines.append(f"cost: column {opts['cost']} per attempt")
         build = lambda: be.from_frame(frame, missing=missing, **roles, **extra)
     else:
         given = [f"--{name.replace('_', '-')}" for name in
@@ -544,6 +554,9 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
         if given:
             raise click.UsageError(f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'}"
                                    f" to table files; {fmt} outputs have fixed fields")
+        if opts.get("cost") is not None:
+            raise click.UsageError(f"--cost reads a column of a table file; {fmt} outputs "
+                                   "carry no cost column")
         lines = [f"read {len(files)} file(s) ({fmt})"]
         status_map = _parse_status_map(opts["status_map"])
         kwargs = {"missing": missing, **extra}
@@ -825,14 +838,23 @@ def _header(data, lines, res=None, err=False):
               "'local' for local worker processes); needs bayeval[dask].")
 @click.option("--allow-harness-change", is_flag=True, help="Compare systems evaluated "
               "under different harness digests (refused otherwise); outputs say what changed.")
+@click.option("--cost", "cost_column", metavar="COLUMN", help="Column of each attempt's cost "
+              "(outcome-row tables): cost per attempt and per success, pass@1 per attempt, "
+              "the paired effect against --cost-reference, timeout and error rates, the "
+              "cost-success frontier with P(A dominates B) and, for each --k, the cost of a "
+              "first success retrying up to k times; posterior beside bootstrap, in the "
+              "output, the JSON and the report.")
+@click.option("--cost-reference", metavar="SYSTEM", help="Reference system of the cost "
+              "table's paired effects [default: the first --compare baseline, else the "
+              "system with the highest posterior pass@1].")
 @_column_options("--trials")
 @_model_options
 @_output_options
 def analyze(files, fmt, system, system_name, task, success, successes, trials_column, trial,
             cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
             chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
-            prob, superior, flagged_path, by, scheduler, allow_harness_change, json_path,
-            report_path):
+            prob, superior, flagged_path, by, scheduler, allow_harness_change, cost_column,
+            cost_reference, json_path, report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -848,9 +870,15 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
       bayeval analyze runs.csv --k 1,5 --report card.html
       bayeval analyze runs.csv --missing bounds --compare new old --margin 0.02
       bayeval analyze counts.csv --successes n_correct --trials n_samples --json out.json
+      bayeval analyze runs.csv --cost cost_usd --k 1,3 --report card.html
     """
     opts = _collect_opts(locals())
+    opts["cost"] = cost_column
     _check_outputs(json_path, report_path)
+    if cost_reference is not None and cost_column is None:
+        raise click.UsageError("--cost-reference applies to the cost table: give --cost COLUMN")
+    if cost_column is not None and by:
+        raise click.UsageError("--cost applies to one analysis; --by prints one row per group")
     if scheduler and not by:
         raise click.UsageError("--scheduler runs the groups of --by COLUMN; give --by")
     if by:
@@ -862,6 +890,13 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     pairs = _check_pairs(pairs, data.systems)
     _check_k_before_fit(data, pairs, [*k, compare_k or k[0]], metric)
     _check_harness(data, pairs, allow_harness_change)
+    if cost_reference is not None and cost_reference not in data.systems:
+        raise click.BadParameter(f"no system {cost_reference!r}; systems: "
+                                 f"{', '.join(map(str, data.systems[:30]))}",
+                                 param_hint="--cost-reference")
+    if cost_column is not None and data.missing == "bounds":
+        raise click.UsageError("--cost needs one success count per attempt; under --missing "
+                               "bounds the successes have two extremes: use fail or exclude")
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=pairs)
     to_stdout = json_path == "-"
     _header(data, lines, res, err=to_stdout)
@@ -870,7 +905,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         res, comparisons=pairs, k=k, metric=metric, estimand=estimand, margin=margin,
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
         compare_k=compare_k, notes=notes.items, command=_command_line(),
-        allow_harness_change=allow_harness_change)
+        allow_harness_change=allow_harness_change, cost=cost_column,
+        cost_reference=cost_reference)
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
     if flagged_path:
@@ -880,12 +916,63 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     if not to_stdout:
         _echo_table(report, [report["estimand"]["name"]], metric, ci_prob)
         _echo_comparisons(report)
+        if cost_column is not None:
+            _echo_cost(report["cost"], ci_prob)
         if flagged_path:
             _echo_contamination(report["contamination"])
     if json_path:
         _write_json(report, json_path)
     if report_path:
         _write_report(res, report_path, report)
+
+
+def _money(value) -> str:
+    return _report._amount(value)
+
+
+def _echo_cost(section: dict, ci_prob: float):
+    """The cost table: one row per system, posterior beside bootstrap."""
+    ref = section["reference"]
+    rows = {}
+    for row in section["rows"]:
+        cells = {"pass@1 posterior": _value(
+            {"bayes_mean": row["pass_at_1_bayes_mean"], "bayes_lower": row["pass_at_1_bayes_lower"],
+             "bayes_upper": row["pass_at_1_bayes_upper"]}, "bayes")}
+        if row["system"] == ref:
+            cells["effect vs reference"] = "reference"
+        else:
+            cells["effect vs reference"] = (
+                f"{row['effect_bayes_mean']:+.3f} "
+                f"{_interval_text(row['effect_bayes_lower'], row['effect_bayes_upper'])}")
+        for prefix, key, label in (("bayes", "mean", "posterior"),
+                                   ("bootstrap", "estimate", "bootstrap")):
+            cells[f"cost/success {label}"] = (
+                f"{_money(row[f'cost_per_success_{prefix}_{key}'])} "
+                f"{_report._amounts(row[f'cost_per_success_{prefix}_lower'], row[f'cost_per_success_{prefix}_upper'])}")
+        cells["cost/attempt"] = _money(row["cost_per_attempt_bootstrap_estimate"])
+        cells["timeout"] = _report._percent(row["timeout_rate"])
+        cells["error"] = _report._percent(row["error_rate"])
+        cells["frontier"] = "yes" if row["on_frontier_bayes"] else ""
+        rows[row["system"]] = cells
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "system"
+    with pd.option_context("display.width", 250, "display.max_columns", None,
+                           "display.max_colwidth", 60, "display.max_rows", None):
+        click.echo(f"\ncost ({section['column']}): posterior mean [{ci_prob:.0%} interval] and "
+                   f"bootstrap twin; pass@1 per attempt, effect against {ref}")
+        click.echo(table.to_string())
+    click.echo(f"frontier (cost per attempt vs pass@1): posterior "
+               f"{', '.join(section['frontier']['bayes'])}; bootstrap "
+               f"{', '.join(section['frontier']['bootstrap'])}")
+    if len(section["k"]) > 1:
+        click.echo("cost of a first success retrying up to k times, posterior [interval] / "
+                   "bootstrap:")
+        for b in section["budget"]:
+            boot = b["cost_per_success_at_k_bootstrap_estimate"]
+            click.echo(f"  {b['system']} k={b['k']}: "
+                       f"{_money(b['cost_per_success_at_k_bayes_mean'])} "
+                       f"{_report._amounts(b['cost_per_success_at_k_bayes_lower'], b['cost_per_success_at_k_bayes_upper'])}"
+                       f" / {'n/a' if boot is None else _money(boot)}")
 
 
 def _flagged_tasks(path: str, tasks) -> list:
