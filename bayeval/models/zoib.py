@@ -75,6 +75,10 @@ POSTERIOR_VARS = ("alpha", "delta", "gamma", "phi", *SIGMAS, "sigma_zoi")
 LATENT_VARS = ("task_effect", "task_system_effect", "cluster_effect", "cluster_system_effect",
                "zoi_task_effect")
 STATS = ("n0", "n1", "nmid", "sumlog", "sumlog1m")
+#: NUTS target acceptance: the full-latent variance components of small task sets are
+#: funnel-shaped, and at nutpie's default 0.8 a fit of 10 tasks had 1-2 divergences on average
+#: (none in 8 fits at 0.95, at about the same cost per fit).
+TARGET_ACCEPT = 0.95
 _CACHE_SIZE = 8
 _compiled: OrderedDict = OrderedDict()  # structure -> compiled nutpie model
 
@@ -274,12 +278,14 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
             _compiled.move_to_end(key)
             compiled = compiled.with_data(**{name: stats[name] for name in STATS})
         trace = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains,
-                              cores=cores, seed=seed, progress_bar=progress)
+                              cores=cores, seed=seed, progress_bar=progress,
+                              target_accept=TARGET_ACCEPT)
     else:
         with build_zoib_model(data, priors, missing_bound):
             trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
                               progressbar=progress, quiet=not progress,
                               compute_convergence_checks=False, cores=cores,
+                              target_accept=TARGET_ACCEPT,
                               mp_ctx="forkserver")
     return trace
 

@@ -1,0 +1,352 @@
+"""Partial-credit scores: validation and sufficient statistics in EvalData, the zoib model
+(likelihood, estimands, agreement with logit_normal on binary data) and the mean-score
+bootstrap."""
+
+import os
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from scipy import special, stats
+
+import bayeval as be
+from bayeval._validate import BayevalWarning
+from bayeval.fit import choose_model
+from bayeval.models import zoib
+
+
+def _frame(seed=0, n_task=8, n_trial=3, systems=("A", "B")):
+    """Lumpy scores: half the tasks graded 0/1, half with partial credit, some not ok."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for j in range(n_task):
+        e = rng.normal(0, 1.2)
+        for s, system in enumerate(systems):
+            p = special.expit(0.4 * s + e)
+            for t in range(n_trial):
+                if j % 2 and rng.random() < 0.7:
+                    y = float(rng.beta(5 * p, 5 * (1 - p)))
+                else:
+                    y = float(rng.random() < p)
+                rows.append({"system": system, "task": f"t{j}", "trial": t, "score": y,
+                             "status": "ok", "cluster": f"c{j % 3}"})
+    return pd.DataFrame(rows)
+
+
+# -- data --------------------------------------------------------------------------------------
+def test_score_statistics_match_pandas_and_frame_is_untouched():
+    df = _frame()
+    df.loc[[4, 9], "score"] = np.nan
+    df.loc[[4, 9], "status"] = ["timeout", "error"]
+    before = df.copy(deep=True)
+    data = be.from_frame(df, score="score", status="status", missing="exclude")
+    assert df.equals(before)
+    assert data.has_scores and data.has_partial_credit
+    ds = data.dataset
+    ok = df[df["status"] == "ok"]
+    for (s, t), g in ok.groupby(["system", "task"]):
+        y = g["score"].to_numpy()
+        mid = y[(y > 0) & (y < 1)]
+        cell = ds.sel(system=s, task=t)
+        assert int(cell["score_n0"]) == (y == 0).sum()
+        assert int(cell["score_n1"]) == (y == 1).sum() == int(cell["successes"])
+        assert int(cell["score_nmid"]) == len(mid)
+        assert float(cell["score_sum"]) == pytest.approx(y.sum())
+        assert float(cell["score_sumsq"]) == pytest.approx((y ** 2).sum())
+        assert float(cell["score_sumlog"]) == pytest.approx(np.log(mid).sum())
+        assert float(cell["score_sumlog1m"]) == pytest.approx(np.log1p(-mid).sum())
+    # policies: a non-ok attempt scores 0 under fail, 0 and 1 under bounds
+    excl = data.score_statistics()
+    fail = data.with_missing("fail").score_statistics()
+    bounds = data.with_missing("bounds").score_statistics()
+    assert int(fail["n0"].sum() - excl["n0"].sum()) == 2
+    assert float(fail["sum"].sum()) == pytest.approx(float(excl["sum"].sum()))
+    assert float(bounds["sum"].sel(missing_bound="upper").sum()) == pytest.approx(
+        float(excl["sum"].sum()) + 2)
+    assert (fail["trials"].values == data.with_missing("fail").dataset["trials"].values).all()
+
+
+def test_binary_data_give_score_statistics_of_their_counts():
+    data = be.from_counts([[3, 0, 5]], trials=5)
+    st = data.score_statistics()
+    assert not data.has_scores and not data.has_partial_credit
+    assert st["n1"].values.tolist() == [[3, 0, 5]]
+    assert st["n0"].values.tolist() == [[2, 5, 0]]
+    assert float(st["nmid"].sum()) == 0
+
+
+@pytest.mark.parametrize("values, error, words", [
+    ([0.5, "x", 1.0], TypeError, ["'score'", "row [1]", "'x'"]),
+    ([0.5, True, 1.0], TypeError, ["'score'", "row [1]", "True/False"]),
+    ([0.5, 1.5, -0.1], ValueError, ["'score'", "rows [1, 2]", "[0, 1]"]),
+    ([0.5, np.inf, 1.0], ValueError, ["'score'", "row [1]"]),
+])
+def test_bad_scores_are_refused_naming_column_and_rows(values, error, words):
+    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"],
+                       "score": pd.Series(values, dtype=object)})
+    with pytest.raises(error) as info:
+        be.from_frame(df, score="score")
+    for word in words:
+        assert word in str(info.value)
+
+
+def test_missing_scores_need_a_status_and_policy_and_ok_rows_need_a_score():
+    df = pd.DataFrame({"system": "A", "task": ["t1", "t2"], "score": [0.5, np.nan]})
+    with pytest.raises(ValueError, match="missing-outcome policy"):
+        be.from_frame(df, score="score")
+    with pytest.raises(ValueError, match=r"row \[1\] as 'ok'"):
+        be.from_frame(df.assign(status="ok"), score="score", status="status", missing="fail")
+    data = be.from_frame(df, score="score", missing="fail")
+    assert data.score_statistics()["n0"].values.tolist() == [[0, 1]]
+
+
+def test_score_excludes_success_and_count_rows():
+    df = pd.DataFrame({"system": "A", "task": ["t1"], "score": [0.5], "ok": [1], "n": [1]})
+    with pytest.raises(TypeError, match="mutually exclusive"):
+        be.from_frame(df, success="ok", score="score")
+    with pytest.raises(TypeError, match="count rows"):
+        be.from_frame(df, successes="ok", trials="n", score="score")
+
+
+# -- likelihood --------------------------------------------------------------------------------
+def _reference_loglik(y, eta, zeta, delta, phi):
+    """Per-attempt log-likelihood from scipy.stats: Bernoulli parts and a Beta density."""
+    zoi, coi = special.expit(zeta), special.expit(eta)
+    mu = special.expit(eta + delta)
+    total = 0.0
+    for v in y:
+        if v == 0:
+            total += stats.bernoulli.logpmf(1, zoi) + stats.bernoulli.logpmf(0, coi)
+        elif v == 1:
+            total += stats.bernoulli.logpmf(1, zoi) + stats.bernoulli.logpmf(1, coi)
+        else:
+            total += np.log1p(-zoi) + stats.beta.logpdf(v, mu * phi, (1 - mu) * phi)
+    return total
+
+
+def test_zoib_loglik_matches_scipy_and_the_pymc_model():
+    df = _frame(seed=3)
+    data = be.from_frame(df, score="score")
+    rng = np.random.default_rng(1)
+    S, J = 2, 8
+    eta, zeta = rng.normal(0, 1.5, (S, J)), rng.normal(0.5, 1.0, (S, J))
+    delta, phi = rng.normal(0, 0.5, (S, 1)), np.exp(rng.normal(1.5, 0.5, (S, 1)))
+    got = zoib.zoib_loglik(zoib.score_arrays(data), eta, zeta, delta, phi)
+    for s, system in enumerate(["A", "B"]):
+        for j in range(J):
+            y = df[(df["system"] == system) & (df["task"] == f"t{j}")]["score"].to_numpy()
+            ref = _reference_loglik(y, eta[s, j], zeta[s, j], delta[s, 0], phi[s, 0])
+            assert got[s, j] == pytest.approx(ref, rel=1e-9, abs=1e-9)
+    # the PyMC model's potential is the same function of its parameters
+    model = zoib.build_zoib_model(data)
+    point = model.initial_point()
+    potential = model.replace_rvs_by_values([model.potentials[0]])[0]
+    fn = model.compile_fn(potential, inputs=model.value_vars, on_unused_input="ignore")
+    names = ["alpha", "delta", "gamma", "log_phi", "task_effect_z", "task_system_effect_z",
+             "zoi_task_effect_z", "sigma_task_log__", "sigma_task_system_log__",
+             "sigma_zoi_log__"]
+    point = {k: rng.normal(0, 0.5, np.shape(point[k])) for k in names}
+    sigma = {k: np.exp(point[f"{k}_log__"]) for k in ("sigma_task", "sigma_task_system",
+                                                      "sigma_zoi")}
+    eta = (point["alpha"][:, None] + sigma["sigma_task"] * point["task_effect_z"][None]
+           + sigma["sigma_task_system"] * point["task_system_effect_z"])
+    zeta = point["gamma"][:, None] + sigma["sigma_zoi"] * point["zoi_task_effect_z"][None]
+    expected = zoib.zoib_loglik(zoib.score_arrays(data), eta, zeta, point["delta"][:, None],
+                                np.exp(point["log_phi"])[:, None]).sum()
+    assert float(fn(point)) == pytest.approx(expected, rel=1e-8)
+
+
+# -- estimands from a fake posterior -----------------------------------------------------------
+def _fake_tree(data, draws=40, seed=0):
+    rng = np.random.default_rng(seed)
+    ds = data.dataset
+    S, J = ds.sizes["system"], ds.sizes["task"]
+    G = len(np.unique(ds["cluster"].values))
+    lead = ("chain", "draw")
+    post = xr.Dataset({
+        "alpha": (lead + ("system",), rng.normal(0, 1, (1, draws, S))),
+        "delta": (lead + ("system",), rng.normal(0, 0.5, (1, draws, S))),
+        "gamma": (lead + ("system",), rng.normal(0, 1, (1, draws, S))),
+        "phi": (lead + ("system",), np.exp(rng.normal(1.5, 0.3, (1, draws, S)))),
+        **{name: (lead, np.abs(rng.normal(0.8, 0.2, (1, draws))))
+           for name in (*zoib.SIGMAS, "sigma_zoi")},
+        "task_effect": (lead + ("task",), rng.normal(0, 1, (1, draws, J))),
+        "task_system_effect": (lead + ("system", "task"), rng.normal(0, 0.5, (1, draws, S, J))),
+        "cluster_effect": (lead + ("cluster",), rng.normal(0, 0.5, (1, draws, G))),
+        "cluster_system_effect": (lead + ("system", "cluster"),
+                                  rng.normal(0, 0.3, (1, draws, S, G))),
+        "zoi_task_effect": (lead + ("task",), rng.normal(0, 1, (1, draws, J))),
+    }, coords={"chain": [0], "draw": np.arange(draws), "system": ds["system"].values})
+    tree = xr.DataTree.from_dict({"/posterior": post, "/observed_data": ds})
+    tree.attrs = {"seed": 0}
+    return tree
+
+
+def test_estimands_match_direct_computation_and_monte_carlo():
+    data = be.from_frame(_frame(), score="score", cluster="cluster")
+    tree = _fake_tree(data)
+    post = tree["posterior"]
+    rates = zoib.ZoibScores()
+    codes = pd.factorize(data.dataset["cluster"].values)[0]
+    # tasks: the mean over tasks of zoi coi + (1 - zoi) mu, written out draw by draw
+    got = rates.tasks(tree, "mean", np.array([1])).isel(k=0)
+    for d in (0, 17):
+        p = post.isel(chain=0, draw=d)
+        eta = (p["alpha"].values[:, None] + p["task_effect"].values[None]
+               + p["task_system_effect"].values + p["cluster_effect"].values[codes][None]
+               + p["cluster_system_effect"].values[:, codes])
+        zoi = special.expit(p["gamma"].values[:, None] + p["zoi_task_effect"].values[None])
+        m = zoi * special.expit(eta) + (1 - zoi) * special.expit(eta + p["delta"].values[:, None])
+        np.testing.assert_allclose(got.isel(chain=0, draw=d).values, m.mean(axis=1))
+    # population (new cluster): Monte Carlo over fresh tasks, shared by the systems
+    pop = rates.population(tree, "mean", np.array([1])).isel(k=0)
+    rng = np.random.default_rng(5)
+    for d in (3, 30):
+        p = post.isel(chain=0, draw=d)
+        n = 400_000
+        shared = (rng.normal(size=n) * float(p["sigma_task"])
+                  + rng.normal(size=n) * float(p["sigma_cluster"]))
+        zoi = special.expit(p["gamma"].values[:, None]
+                            + float(p["sigma_zoi"]) * rng.normal(size=n)[None])
+        own = np.hypot(float(p["sigma_task_system"]), float(p["sigma_cluster_system"]))
+        eta = p["alpha"].values[:, None] + shared[None] + own * rng.normal(size=(2, n))
+        m = zoi * special.expit(eta) + (1 - zoi) * special.expit(eta + p["delta"].values[:, None])
+        np.testing.assert_allclose(pop.isel(chain=0, draw=d).values, m.mean(axis=1), atol=3e-3)
+    # task rates are the per-task mean scores
+    p_draws = rates.task_rates(tree)
+    np.testing.assert_allclose(p_draws.mean("task").values, got.values)
+
+
+# -- fitting -----------------------------------------------------------------------------------
+FIT = {"draws": 1000, "chains": 2, "tune": 500}
+
+
+@pytest.fixture(scope="module")
+def score_fit():
+    data = be.from_frame(_frame(n_task=10), score="score", cluster="cluster")
+    return data, be.fit(data, seed=11, **FIT)
+
+
+def test_auto_picks_zoib_and_results_serve_the_mean_score(score_fit, tmp_path):
+    data, res = score_fit
+    model, reason = choose_model(data)
+    assert model == "zoib" and "score" in reason
+    assert res.model == "zoib" and res.tree.attrs["model_choice"] == reason
+    for estimand in ("tasks", "population"):
+        mean = res.mean_score(estimand=estimand)
+        assert mean.dims == ("chain", "draw", "system")
+        np.testing.assert_array_equal(mean.values, res.pass_at_k(1, estimand=estimand).values)
+        out = res.compare("B", "A", metric="mean", estimand=estimand)
+        np.testing.assert_allclose(out["effect"].values,
+                                   (mean.sel(system="B") - mean.sel(system="A")).values)
+    table = res.summary(metrics=("mean",))
+    assert set(table["estimand"]) == {"tasks", "population"}
+    assert table["mean"].between(0, 1).all()
+    # the observed mean score sits inside the posterior of the tasks estimand
+    observed = (data.dataset["score_sum"].sum("task") / data.dataset["trials"].sum("task"))
+    tasks = res.mean_score(estimand="tasks")
+    for s in ("A", "B"):
+        lo, hi = np.quantile(tasks.sel(system=s).values, [0.005, 0.995])
+        assert lo < float(observed.sel(system=s)) < hi
+    # round trip
+    path = os.path.join(tmp_path, "zoib.nc")
+    res.to_netcdf(path)
+    back = be.load(path)
+    assert back.tree.identical(res.tree)
+    assert back.data.has_scores
+    np.testing.assert_array_equal(back.mean_score("population").values,
+                                  res.mean_score("population").values)
+
+
+def test_binary_metrics_are_refused_on_scores(score_fit):
+    data, res = score_fit
+    for kwargs in ({"metric": "pass^k"}, {"metric": "pass@k", "k": 2},
+                   {"metric": "g-pass@k", "k": 2, "tau": 0.5}, {"metric": "consistency"}):
+        with pytest.raises(ValueError, match="mean score"):
+            res.compare("B", "A", **kwargs)
+    with pytest.raises(ValueError, match="mean score"):
+        res.pass_hat_k(k=1)
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        be.fit(data, model="logit_normal")
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        be.bootstrap.pass_at_k(data)
+    grid = be.fit(be.from_counts([[3, 4, 1]], trials=5), draws=50, chains=1, seed=0)
+    with pytest.raises(ValueError, match="model='zoib'"):
+        grid.summary(metrics=("mean",))
+
+
+def test_fits_are_reproducible_and_the_compiled_model_cache_swaps_data(score_fit):
+    data, res = score_fit
+    again = be.fit(data, seed=11, **FIT)  # from the cache
+    xr.testing.assert_equal(again.tree["posterior"].to_dataset(),
+                            res.tree["posterior"].to_dataset())
+    # a model compiled on other data of the same shape, its data swapped for these, gives
+    # the fit compiled on these (convergence is not the point here: its gates may fail)
+    other = be.from_frame(_frame(seed=7, n_task=10), score="score", cluster="cluster")
+    zoib._compiled.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)
+        be.fit(other, seed=3, draws=50, chains=1, tune=50)
+    swapped = be.fit(data, seed=11, **FIT)
+    xr.testing.assert_equal(swapped.tree["posterior"].to_dataset(),
+                            res.tree["posterior"].to_dataset())
+
+
+def test_binary_data_agree_with_logit_normal():
+    # the shape of score_fit's data (10 tasks in 3 clusters): zoib reuses its compiled model
+    rng = np.random.default_rng(4)
+    e = rng.normal(0, 1.2, 10)
+    c = np.stack([rng.binomial(8, special.expit(a + e + rng.normal(0, 0.3, 10)))
+                  for a in (-0.3, 0.4)])
+    data = be.from_counts(c, trials=8, systems=["A", "B"],
+                          clusters=[f"c{j % 3}" for j in range(10)])
+    fits = {m: be.fit(data, model=m, seed=2, **FIT) for m in ("zoib", "logit_normal")}
+    for estimand in ("tasks", "population"):
+        tables = {m: r.summary(estimands=(estimand,)).set_index("system")
+                  for m, r in fits.items()}
+        for s in ("A", "B"):
+            z, ln = tables["zoib"].loc[s], tables["logit_normal"].loc[s]
+            assert abs(z["mean"] - ln["mean"]) < 4 * np.hypot(z["mcse_mean"], ln["mcse_mean"])
+            assert abs(z["sd"] - ln["sd"]) < 0.2 * ln["sd"]
+        effects = {m: r.compare("B", "A", estimand=estimand) for m, r in fits.items()}
+        diff = float(effects["zoib"]["effect_mean"] - effects["logit_normal"]["effect_mean"])
+        assert abs(diff) < 4 * float(np.hypot(effects["zoib"]["effect_mcse"],
+                                              effects["logit_normal"]["effect_mcse"]))
+
+
+# -- bootstrap ---------------------------------------------------------------------------------
+def test_mean_score_bootstrap_is_the_task_resampling_of_task_means():
+    df = _frame(n_task=12)
+    data = be.from_frame(df, score="score")
+    out = be.bootstrap.mean_score(data, n_boot=500, seed=9)
+    task_means = df.groupby(["system", "task"], sort=False)["score"].mean().unstack()
+    np.testing.assert_allclose(out["estimate"].values, task_means.mean(axis=1).values)
+    # the same replicates from a direct loop: multinomial counts over distinct task patterns
+    rows = task_means.T.to_numpy()  # (task, system)
+    patterns, mult = np.unique(np.concatenate([rows, np.ones_like(rows)], 1), axis=0,
+                               return_counts=True)
+    rng = np.random.default_rng(9)
+    counts = rng.multinomial(mult.sum(), mult / mult.sum(), size=500)
+    expected = counts @ patterns[:, :2] / mult.sum()
+    np.testing.assert_allclose(out["replicates"].values, expected)
+    assert out["interval"].dims == ("system", "ci_bound")
+    assert out.attrs["metric"] == "mean" and out.attrs["estimand"] == "population"
+    paired = be.bootstrap.compare(data, "B", "A", metric="mean", n_boot=500, seed=9)
+    assert float(paired["effect_estimate"]) == pytest.approx(
+        float(out["estimate"].sel(system="B") - out["estimate"].sel(system="A")))
+    with pytest.raises(ValueError, match="unit='task'"):
+        be.bootstrap.mean_score(data, unit="trial")
+
+
+def test_mean_score_bootstrap_of_binary_data_is_the_pass_at_1_bootstrap():
+    data = be.from_counts([[3, 0, 5, 2, 4], [4, 1, 5, 3, 2]], trials=5, systems=["A", "B"],
+                          clusters=["x", "x", "y", "y", "z"])
+    for unit in ("task", "cluster"):
+        mean = be.bootstrap.mean_score(data, unit=unit, n_boot=300, seed=1)
+        p1 = be.bootstrap.pass_at_k(data, unit=unit, n_boot=300, seed=1)
+        np.testing.assert_allclose(mean["replicates"].values, p1["replicates"].values)
+        a = be.bootstrap.compare(data, "B", "A", metric="mean", unit=unit, n_boot=300, seed=1)
+        b = be.bootstrap.compare(data, "B", "A", unit=unit, n_boot=300, seed=1)
+        np.testing.assert_allclose(a["effect"].values, b["effect"].values)
