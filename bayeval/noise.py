@@ -25,8 +25,10 @@ Two estimates, one of each kind:
   Each task's trial variance is estimated without bias from its repeated attempts,
   ``v_j = r_j (1 - r_j) n_j / (n_j - 1)`` (two independent evaluations per task suffice), and
   subtracted from the spread of the observed rates; intervals from resampling tasks (or
-  clusters). Without repeated attempts (a task with one trial) the split is not identified:
-  the trial and task components are NaN, the total is not.
+  clusters). A task with one valid trial takes its system's mean ``v`` over the tasks with
+  more (``trial_imputed``: the share of tasks that did; it assumes their rates are like the
+  others'). A system with no repeated attempts leaves the split unidentified: its trial and
+  task components are NaN, its total is not.
 
 The components use the cluster-robust variance of a mean,
 ``V = G/(G-1) * sum_g (T_g - m_g xbar)^2 / J^2`` (``T_g`` the sum over cluster g's ``m_g``
@@ -96,15 +98,31 @@ def _column_values(x, t, valid, cand, base):
     return xs, ts, ms
 
 
+def _finish(v_tot, within, v_trial, J, clustered: bool, corrected: bool):
+    """Components from the cluster-robust variance ``v_tot``, the pooled within-cluster
+    variance ``within`` and the trial term. ``corrected``: the values were observed rates that
+    carry the trial noise (method of moments) rather than the rates themselves. Returns
+    V_cluster, V_task, V_trial, V (the score's variance as run) and J."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if not clustered:
+            v_task = v_tot - v_trial if corrected else v_tot
+            v_cluster = np.zeros_like(v_tot)
+        else:
+            if corrected:
+                within = within - v_trial * J
+            v_task = np.maximum(within, 0) / J
+            v_cluster = v_tot - v_task - (v_trial if corrected else 0)
+        total = v_tot if corrected else v_tot + v_trial
+    return np.maximum(v_cluster, 0), np.maximum(v_task, 0), v_trial, total, J
+
+
 def _design(x, t, mask, onehot, task_w, cluster_w, clustered: bool, corrected: bool):
-    """Variance components of a mean over tasks, vectorised over (B, C).
+    """Variance components of a mean over tasks, vectorised over (B, C), any masks.
 
     ``x``, ``t``: (B, C, J) task values and per-task trial terms (``sigma_j^2 / n_j``);
     ``mask``: (C, J); ``onehot``: (J, G); ``task_w`` (B, J) and ``cluster_w`` (B, G): how many
     times each task (within its cluster) and each cluster count (resampling weights, or ones).
-    ``corrected``: ``x`` are observed rates that carry the trial noise ``t`` (method of
-    moments) rather than the rates themselves. Returns V_cluster, V_task, V_trial, V (the
-    score's variance as run) and J, each (B, C).
+    Returns what :func:`_finish` does, each (B, C).
     """
     w = task_w[:, None, :] * mask[None]  # (B, C, J)
     m_g = w @ onehot  # (B, C, G)
@@ -118,18 +136,55 @@ def _design(x, t, mask, onehot, task_w, cluster_w, clustered: bool, corrected: b
         xbar = (cw * T_g).sum(-1) / J
         v_tot = G / (G - 1) * (cw * (T_g - m_g * xbar[..., None]) ** 2).sum(-1) / J**2
         v_trial = (cw * R_g).sum(-1) / J**2
-        if not clustered:
-            v_task = v_tot - v_trial if corrected else v_tot
-            v_cluster = np.zeros_like(v_tot)
+        within = (cw * np.where(m_g > 0, Q_g - T_g**2 / np.where(m_g > 0, m_g, 1), 0)
+                  ).sum(-1) / (J - G)
+    return _finish(v_tot, within, v_trial, J, clustered, corrected)
+
+
+def _matrix_design(x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, corrected):
+    """:func:`_design` for every system and pair at once when every system has every task:
+    the pairs' variances follow from the systems' covariance matrices of cluster sums, at a
+    cost in systems squared per cluster rather than per task and pair.
+
+    ``x``, ``t``, ``t_plus``: (B, S, J). Returns the five arrays of :func:`_finish` over the
+    columns (systems, then pairs) and the trial term with one more trial per task.
+    """
+    B, S, _ = x.shape
+    cand, base = _columns(S)
+    m = task_w @ onehot  # (B, G)
+    cw = cluster_w
+    J = (cw * m).sum(-1)[:, None]
+    G = (cw * (m > 0)).sum(-1)[:, None, None]
+    T = np.einsum("bj,bsj,jg->bgs", task_w, x, onehot, optimize=True)
+    x_mean = np.einsum("bg,bgs->bs", cw, T) / J
+    mT = np.einsum("bg,bgs->bs", cw * m, T)
+    m2 = (cw * m * m).sum(-1)[:, None, None]
+    cross = np.einsum("bg,bgs,bgt->bst", cw, T, T, optimize=True)
+    cross = (cross - x_mean[:, None, :] * mT[:, :, None] - x_mean[:, :, None] * mT[:, None, :]
+             + x_mean[:, :, None] * x_mean[:, None, :] * m2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v_cov = G / (G - 1) * cross / J[..., None] ** 2
+        wj = cluster_w[:, cluster] * task_w
+        if clustered:
+            inv_m = np.where(m > 0, cw / np.where(m > 0, m, 1), 0)
+            w_cov = (np.einsum("bj,bsj,btj->bst", wj, x, x, optimize=True)
+                     - np.einsum("bg,bgs,bgt->bst", inv_m, T, T, optimize=True)
+                     ) / (J[..., None] - G)
         else:
-            within = (cw * np.where(m_g > 0, Q_g - T_g**2 / np.where(m_g > 0, m_g, 1), 0)
-                      ).sum(-1) / (J - G)
-            if corrected:
-                within = within - (cw * R_g).sum(-1) / J
-            v_task = np.maximum(within, 0) / J
-            v_cluster = v_tot - v_task - (v_trial if corrected else 0)
-        total = v_tot if corrected else v_tot + v_trial
-    return np.maximum(v_cluster, 0), np.maximum(v_task, 0), v_trial, total, J
+            w_cov = np.zeros_like(v_cov)
+        r = np.einsum("bj,bsj->bs", wj, t) / J**2
+        r_plus = np.einsum("bj,bsj->bs", wj, t_plus) / J**2
+
+    def columns(cov):
+        diag = np.diagonal(cov, axis1=1, axis2=2)
+        return np.concatenate([diag, diag[:, cand] + diag[:, base] - 2 * cov[:, cand, base]], 1)
+
+    def summed(a):
+        return np.concatenate([a, a[:, cand] + a[:, base]], axis=1)
+
+    J_c = np.broadcast_to(J, (B, S + len(cand)))
+    parts = _finish(columns(v_cov), columns(w_cov), summed(r), J_c, clustered, corrected)
+    return parts, summed(r_plus)
 
 
 def _plans(total, v_trial, v_trial_plus, J):
@@ -151,20 +206,27 @@ def _components(x, sigma2, n, valid, cluster, clustered, task_w, cluster_w, corr
     t_plus = np.where(valid, sigma2 / (safe_n + 1), 0.0)
     onehot = np.zeros((len(cluster), cluster.max() + 1))
     onehot[np.arange(len(cluster)), cluster] = 1.0
-    xs, ts, ms = _column_values(np.where(valid, x, 0.0), t, valid, cand, base)
-    _, ts_plus, _ = _column_values(x, t_plus, valid, cand, base)
-    v_cluster, v_task, v_trial, total, J = _design(xs, ts, ms, onehot, task_w, cluster_w,
-                                                   clustered, corrected)
-    v_trial_plus = (cluster_w[:, None, :] * ((task_w[:, None, :] * ms[None] * ts_plus)
-                                             @ onehot)).sum(-1) / J**2
-    plans = _plans(total, v_trial, v_trial_plus, J)
-    # the two systems alone, on the tasks valid for both: their scores' covariance
-    pair_mask = ms[S:]
-    alone = []
-    for idx in (cand, base):
-        parts = _design(np.where(pair_mask[None], x[:, idx], 0.0), t[:, idx], pair_mask,
-                        onehot, task_w, cluster_w, clustered, corrected)
-        alone.append(np.maximum(parts[3], 0))
+    if valid.all():
+        (v_cluster, v_task, v_trial, total, J), v_trial_plus = _matrix_design(
+            np.broadcast_to(x, t.shape), t, t_plus, onehot, cluster, task_w, cluster_w,
+            clustered, corrected)
+        plans = _plans(total, v_trial, v_trial_plus, J)
+        alone = [np.maximum(total[:, idx], 0) for idx in (cand, base)]
+    else:
+        xs, ts, ms = _column_values(np.where(valid, x, 0.0), t, valid, cand, base)
+        _, ts_plus, _ = _column_values(x, t_plus, valid, cand, base)
+        v_cluster, v_task, v_trial, total, J = _design(xs, ts, ms, onehot, task_w, cluster_w,
+                                                       clustered, corrected)
+        v_trial_plus = (cluster_w[:, None, :] * ((task_w[:, None, :] * ms[None] * ts_plus)
+                                                 @ onehot)).sum(-1) / J**2
+        plans = _plans(total, v_trial, v_trial_plus, J)
+        # the two systems alone, on the tasks valid for both: their scores' covariance
+        pair_mask = ms[S:]
+        alone = []
+        for idx in (cand, base):
+            parts = _design(np.where(pair_mask[None], x[:, idx], 0.0), t[:, idx], pair_mask,
+                            onehot, task_w, cluster_w, clustered, corrected)
+            alone.append(np.maximum(parts[3], 0))
     shared = (alone[0] + alone[1] - plans[:, S:, 0]) / 2
     # per-attempt and per-task variances of each system
     wt = (task_w * cluster_w[:, cluster])[:, None, :] * valid[None]
@@ -328,7 +390,10 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
         ``component`` (cluster, task, trial): ``components`` and their ``share``. Per pair
         ``(candidate, baseline)``: ``diff_sd`` and ``mdd`` over ``plan``, ``shared_cov`` (the
         covariance of the two scores that pairing removes), ``diff_components`` and
-        ``diff_share``. Components are truncated at zero; the method of moments' total is
+        ``diff_share``; ``trial_imputed`` per system (see :mod:`bayeval.noise`). With few
+        clusters (fewer than about 10) cluster-resampled intervals are unreliable (the
+        bootstrap cannot see variation it has few units of). Components are truncated at
+        zero; the method of moments' total is
         the unbiased one (``s^2 / J`` without clusters), which truncated parts need not sum
         to. Each has an ``_interval`` on ``ci_bound``. NaN where a
         quantity is not identified (the trial split with one trial on a task).
@@ -363,6 +428,12 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.where(valid, c / np.where(valid, n, 1), 0.0)
         sigma2 = np.where(n >= 2, r * (1 - r) * n / np.where(n >= 2, n - 1, 1), np.nan)
+        single = valid & (n < 2)  # one trial: its task's trial variance is not estimable
+        repeated = n >= 2
+        mean_v = (np.where(repeated, sigma2, 0).sum(1, keepdims=True)
+                  / repeated.sum(1, keepdims=True))  # NaN for a system without repeats
+        sigma2 = np.where(single, mean_v, sigma2)
+        imputed = single.sum(1) / valid.sum(1)
     J, G = len(cluster), cluster.max() + 1
     task_w = np.ones((n_boot + 1, J))
     cluster_w = np.ones((n_boot + 1, G))
@@ -387,7 +458,9 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
     interval = {"estimate": lambda a: a[0], "bounds": lambda a: bounds(a[1:])}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN diagonals
-        return _assemble(values, data.systems, ci_prob, _multiplier(alpha, power), interval,
-                         {"method": "method of moments", "unit": unit, "n_boot": n_boot,
-                          "seed": int(validate_seed(seed)), "alpha": alpha, "power": power,
-                          **_design_attrs(n, valid, cluster, clustered)})
+        out = _assemble(values, data.systems, ci_prob, _multiplier(alpha, power), interval,
+                        {"method": "method of moments", "unit": unit, "n_boot": n_boot,
+                         "seed": int(validate_seed(seed)), "alpha": alpha, "power": power,
+                         **_design_attrs(n, valid, cluster, clustered)})
+    out["trial_imputed"] = ("system", imputed)
+    return out

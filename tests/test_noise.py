@@ -5,6 +5,7 @@ against the quadrature's cross moments."""
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 
@@ -156,3 +157,57 @@ def test_posterior_noise_of_a_paired_fit_is_reproducible(rng):
     pair = one.sel(candidate="B", baseline="A")
     assert pair["shared_cov"].item() > 0
     assert one.attrs["method"] == "posterior" and one.attrs["n_draws"] == 60
+
+
+@pytest.mark.parametrize("clustered", [False, True])
+def test_matrix_route_equals_the_per_column_route(rng, clustered):
+    """With every system on every task, the covariance-matrix route gives what the general
+    per-column route (the one masks need) gives, resampling weights included."""
+    from bayeval.noise import _column_values, _columns, _design, _matrix_design
+
+    B, S, J = 3, 3, 12
+    cluster = np.repeat(np.arange(4), 3) if clustered else np.arange(J)
+    onehot = np.eye(cluster.max() + 1)[cluster]
+    x = rng.random((B, S, J))
+    t, t_plus = rng.random((B, S, J)) * 0.1, rng.random((B, S, J)) * 0.05
+    task_w = rng.integers(0, 3, (B, J)).astype(float) if clustered else np.ones((B, J))
+    cluster_w = np.ones((B, onehot.shape[1])) if clustered else rng.integers(
+        0, 3, (B, J)).astype(float)
+    valid = np.ones((S, J), bool)
+    cand, base = _columns(S)
+    xs, ts, ms = _column_values(x, t, valid, cand, base)
+    for corrected in (False, True):
+        general = _design(xs, ts, ms, onehot, task_w, cluster_w, clustered, corrected)
+        matrix, _ = _matrix_design(x, t, t_plus, onehot, cluster, task_w, cluster_w,
+                                   clustered, corrected)
+        for a, b in zip(general, matrix):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-14)
+
+
+def test_pairs_use_the_tasks_valid_for_both():
+    c = np.array([[2, 1, 4, 0, 3, 2], [4, 2, 3, 1, 0, 4]])
+    n = np.array([[4, 4, 4, 4, 4, 0], [4, 4, 0, 4, 4, 4]])
+    rows = [{"system": s, "task": j, "success": i < c[k, j],
+             "status": "ok" if n[k, j] else "error"}
+            for k, s in enumerate("AB") for j in range(6) for i in range(4)]
+    data = be.from_frame(pd.DataFrame(rows), system="system", task="task", success="success",
+                         status="status", missing="exclude")
+    out = noise(data, n_boot=20)
+    both = (n > 0).all(0)
+    d = (c[1] - c[0])[both] / 4
+    pair = out.sel(candidate="B", baseline="A", plan="as run")
+    assert pair["diff_sd"].item() ** 2 == pytest.approx(d.var(ddof=1) / both.sum())
+    ra = c[0][n[0] > 0] / 4
+    assert out["score_sd"].sel(system="A", plan="as run").item() ** 2 == pytest.approx(
+        ra.var(ddof=1) / ra.size)
+
+
+def test_a_single_trial_task_takes_its_systems_mean_trial_variance():
+    c = np.array([[2, 1, 4, 0, 1], [3, 2, 4, 1, 0]])
+    n = np.array([[4, 4, 4, 4, 1], [4, 4, 4, 4, 1]])
+    out = noise(be.from_counts(c, trials=n, systems=["A", "B"]), n_boot=20)
+    v = c[0, :4] * (4 - c[0, :4]) / (4 * 3)
+    assert out["trial_imputed"].sel(system="A").item() == pytest.approx(0.2)
+    expected = (v.sum() / 4 + v.mean() / 1) / 25
+    got = out["components"].sel(system="A", component="trial").item()
+    assert got == pytest.approx(expected)
