@@ -333,13 +333,17 @@ class Results:
 
         Examples
         --------
-        >>> import pandas as pd, bayeval as be
-        >>> df = pd.DataFrame({"task": [f"t{i % 6}" for i in range(18)],
-        ...                    "score": [0.2, 1, 0, 0.5, 0.9, 1] * 3})
+        >>> import numpy as np, pandas as pd, bayeval as be
+        >>> rng = np.random.default_rng(0)
+        >>> y = np.where(rng.random(48) < 0.4, rng.integers(0, 2, 48), rng.beta(2, 2, 48))
+        >>> df = pd.DataFrame({"task": np.repeat([f"t{j}" for j in range(12)], 4),
+        ...                    "score": y.round(2)})
         >>> data = be.from_frame(df, system=None, system_name="A", score="score")
-        >>> res = be.fit(data, draws=300, chains=2, seed=0, tune=300)
+        >>> res = be.fit(data, draws=1000, chains=2, seed=0)
         >>> res.mean_score(estimand="tasks").dims
         ('chain', 'draw', 'system')
+        >>> round(float(res.mean_score(estimand="population").mean()), 2)
+        0.51
         """
         return self._metric("mean", 1, estimand, clusters, weighting)
 
@@ -828,7 +832,8 @@ class Results:
         ci_prob : float, default 0.95
             Coverage of the equal-tailed intervals (on ``ci_bound``).
         n_draws : int, default 1000
-            Posterior draws used (a random subset of the fit's draws), one weight vector each.
+            Posterior draws used (about that many, taken evenly from each chain; per-task
+            readouts cost in proportion), one weight vector each.
         seed : int, default 0
         k : int or list of int, optional
             The budget curve (``pass_at_k``, ``cost_of_k``, ``expected_spend``,
