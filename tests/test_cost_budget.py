@@ -103,10 +103,12 @@ def test_posterior_budget_curve_matches_a_geometric_sum():
     res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
     n_draws, seed = 150, 3
     out = res.cost("cost", k=[1, 3, 6], n_draws=n_draws, seed=seed)
-    rates = res.task_rates().stack(sample=("chain", "draw")).transpose("sample", "system",
-                                                                        "task").values
+    from bayeval._decisions import thinned
+
+    rates = thinned(res, n_draws).task_rates().stack(sample=("chain", "draw")).transpose(
+        "sample", "system", "task").values
     rng = np.random.default_rng(seed)
-    pick = rng.choice(rates.shape[0], size=n_draws, replace=False)
+    pick = np.arange(n_draws)
     weights = rng.dirichlet(np.ones(len(data.tasks)), size=n_draws)
     cbar = df.groupby(["system", "task"])["cost"].mean().unstack().loc[
         list(data.systems), list(data.tasks)].values
