@@ -29,7 +29,7 @@ _LAZY = {
     "pass_hat_k": "bayeval.estimators", "wilson_interval": "bayeval.estimators",
     "adjust_pvalues": "bayeval.planning", "noninferiority": "bayeval.planning",
     "required_units": "bayeval.planning", "selection_bias": "bayeval.planning",
-    "split_tasks": "bayeval.splits",
+    "split_tasks": "bayeval.splits", "frontier": "bayeval._cost",
     "Results": "bayeval.results", "load": "bayeval.results",
     "fit": "bayeval.fit",
     "crosscheck": "bayeval.crosscheck",

@@ -456,7 +456,7 @@ def frontier(result: xr.Dataset, cost: str = "cost_per_attempt", success: str = 
     Examples
     --------
     >>> import pandas as pd, bayeval as be
-    >>> from bayeval._cost import frontier
+    >>> from bayeval import frontier
     >>> df = pd.DataFrame({"system": ["A"] * 4 + ["B"] * 4 + ["C"] * 4,
     ...                    "task": ["t1", "t2", "t3", "t4"] * 3,
     ...                    "success": [1, 1, 0, 1, 1, 0, 0, 0, 1, 1, 1, 1],
