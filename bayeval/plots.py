@@ -159,7 +159,7 @@ def _metric_name(metric: str, k: int) -> str:
 _FONT_POINTS = {"xx-small": 5.79, "x-small": 6.94, "small": 8.33, "medium": 10.0,
                 "large": 12.0, "x-large": 14.4}
 #: Width of an average character of DejaVu Sans, in ems (for layout estimates).
-_CHAR_EM = 0.56
+_CHAR_EM = 0.53
 
 
 def _text_inches(text: str, fontsize) -> float:
@@ -1083,7 +1083,8 @@ def plot_status(data, ax=None, shorten: bool = True):
     counts = data.status_counts
     coverage = data.coverage
     systems = data.systems
-    fig, ax = _single_ax(ax, figsize=(10, 1.5 + 0.4 * len(systems)))
+    fig, ax = _single_ax(ax, figsize=(10, 1.5 + (0.4 if len(systems) <= 25 else 0.28)
+                                      * len(systems)))
     rows = np.arange(len(systems))
     left = np.zeros(len(systems))
     for status in STATUSES:
@@ -1099,7 +1100,7 @@ def plot_status(data, ax=None, shorten: bool = True):
                     textcoords="offset points", va="center", ha="left", fontsize="small")
     names = _names(data, shorten)
     ax.set_yticks(rows, [names[s] for s in systems])
-    ax.invert_yaxis()
+    ax.set_ylim(len(systems) - 0.4, -0.6)  # the first system at the top
     ax.set_xlim(0, left.max() * 1.25 if left.max() > 0 else 1)
     ax.set_xlabel("planned attempts")
     reserve = _legend(ax)
@@ -1247,7 +1248,8 @@ def plot_ranks(results, metric: str = "pass@k", k=1, estimand: str = "population
         len(systems), -1, 2)
     best = out["prob_best"].transpose("system", ...).values.reshape(len(systems), -1)
     order = np.argsort(rank_mean.mean(axis=1), kind="stable")[::-1]  # best drawn at the top
-    fig, ax = _single_ax(ax, (7.5, _height(len(systems) * (1 if bounds == [None] else 1.4))))
+    fig, ax = _single_ax(ax, (7.5 if bounds == [None] else 9.5,
+                              _height(len(systems) * (1 if bounds == [None] else 1.4))))
     names = _names(results, shorten)
     rows = np.arange(len(systems))
     offsets = _offsets(len(bounds), 0.18)
@@ -1266,6 +1268,9 @@ def plot_ranks(results, metric: str = "pass@k", k=1, estimand: str = "population
     ax.set_yticks(rows, labels, fontsize="small" if len(systems) <= 25 else "x-small")
     ax.set_ylim(-0.6, len(systems) - 0.4)
     ax.set_xlim(len(systems) + 0.5, 0.5)  # rank 1 on the right
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
     ax.set_xlabel("rank (1 = best)")
     ax.grid(axis="x", alpha=0.3)
     name = _metric_name(metric, _single_k(k))
@@ -1285,7 +1290,8 @@ def plot_compare_all(results, metric: str = "pass@k", k=1, estimand: str = "popu
                      ax=None, shorten: bool = True):
     """The pairwise matrix of P(row system > column system), systems ordered best first.
 
-    Draws :meth:`Results.compare_all`; each cell is written out for up to 15 systems.
+    Draws :meth:`Results.compare_all`; each cell is written out for up to 15 systems, and
+    the names are shortened by :func:`short_names` (``shorten=False``: printed whole).
 
     Examples
     --------
@@ -1334,7 +1340,9 @@ def plot_compare_curve(results, candidate, baseline, k, metric: str = "pass@k",
                        n_boot=2000, seed=0, ax=None, shorten: bool = True):
     """The effect over k with its pointwise intervals and simultaneous band.
 
-    Draws :meth:`Results.compare_curve`; with ``data`` the paired task bootstrap band
+    Draws :meth:`Results.compare_curve` (the two names in the title shortened by
+    :func:`short_names` of all the systems unless ``shorten=False``); with ``data`` the paired
+    task bootstrap band
     (``bayeval.bootstrap.compare_curve``) is drawn beside it. Resampling tasks, the
     bootstrap is the twin of the population estimand (tasks like these); beside the tasks
     estimand (these tasks), which has no task-sampling spread, it is wider by design.
@@ -1353,7 +1361,7 @@ def plot_compare_curve(results, candidate, baseline, k, metric: str = "pass@k",
     curve = results.compare_curve(candidate, baseline, k=k, metric=metric, estimand=estimand,
                                   ci_prob=ci_prob)
     ks = curve["k"].values
-    fig, ax = _single_ax(ax, (7.0, 4.0))
+    fig, ax = _single_ax(ax, (8.5, 4.0))
     band, point = curve["effect_band"].values, curve["effect_interval"].values
     mean = curve["effect_mean"].values
     ax.fill_between(ks, band[:, 0], band[:, 1], color="C0", alpha=0.2,
