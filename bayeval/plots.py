@@ -728,7 +728,8 @@ def plot_task_rates(results, candidate, baseline, ci_prob: float = 0.95, ax=None
     Draws the output of :meth:`Results.task_rates` for ``baseline`` and ``candidate``.
 
     ``kind="tasks"``: each task's posterior mean rate and equal-tailed interval, tasks sorted
-    by the baseline's mean rate; gained tasks shaded green, lost tasks red. Tasks without a
+    by the baseline's mean rate (up to 40 tasks named below the axis, a long id shortened
+    around an ellipsis); gained tasks shaded green, lost tasks red. Tasks without a
     valid trial have no rate and are drawn empty. ``kind="differences"``: each task's
     posterior difference of rates (candidate minus baseline), its mean and interval, tasks
     sorted by that mean, gained tasks green, lost tasks red, the rest grey; tasks without a
@@ -829,7 +830,11 @@ def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
     lower, upper = np.quantile(values, [alpha / 2, 1 - alpha / 2], axis=-1)
     order = _sort_key(mean[0].mean(axis=-1))
     x = np.arange(len(tasks))
-    fig, ax = _single_ax(ax, figsize=(min(max(9, 6 + 0.25 * len(tasks)), 20), 4.5))
+    labelled = len(tasks) <= 40
+    ticks = [_ellipsis(str(t), 28) for t in tasks[order]] if labelled else []
+    tick_size = "small" if len(tasks) > 20 else "medium"
+    below = _text_inches(max(ticks, key=len, default=""), tick_size)  # rotated tick labels
+    fig, ax = _single_ax(ax, figsize=(min(max(9, 6 + 0.25 * len(tasks)), 20), 4.0 + below))
     from matplotlib.lines import Line2D
 
     for gid, mask, color in (("gain", moves["gains"], GAIN_COLOR),
@@ -856,8 +861,8 @@ def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
         handles.append(Line2D([], [], color=color, marker="o" if bounds == [None] else None,
                               label=f"{name} ({role})"))
     handles += _bound_handles(bounds)
-    if len(tasks) <= 40:
-        ax.set_xticks(x, [str(t) for t in tasks[order]], rotation=90)
+    if labelled:  # long task ids keep their start and end
+        ax.set_xticks(x, ticks, rotation=90, fontsize=tick_size)
     else:
         ax.set_xticks([])
     ax.set_xlim(-0.6, len(tasks) - 0.4)

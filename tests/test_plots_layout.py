@@ -277,3 +277,16 @@ def test_task_rates_beyond_sixty_tasks_draw_the_sorted_differences(few_trials):
     assert [a for a in ax.get_children() if a.get_gid() == "mean:cand"]
     with pytest.raises(ValueError, match="kind must be one of"):
         plots.plot_task_rates(res, "cand", "base", kind="wall")
+
+
+def test_task_rates_with_long_task_ids_keep_their_axes_readable():
+    rng = np.random.default_rng(3)
+    tasks = [f"blind-maze-explorer-algorithm-variant-{j}.hard" for j in range(40)]
+    data = be.from_counts(rng.binomial(5, 0.5, (2, 40)).tolist(), trials=5, tasks=tasks,
+                          systems=["A", "B"])
+    res = be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2, seed=0)
+    fig, ax = plots.plot_task_rates(res, "B", "A")
+    assert outside(fig) == []
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert len(set(labels)) == 40 and all(len(t) <= 28 for t in labels)
+    assert ax.get_position().height > 0.4  # the tick labels leave the rates room
