@@ -19,6 +19,13 @@ returns ``(fig, axes)``: the figure and the Axes drawn on (a 1-d array of Axes f
 :func:`plot_ppc` over several systems). Under ``missing="bounds"`` both bounds are drawn:
 ``lower`` (missing outcomes as failures, marker ``v``) and ``upper`` (as successes, ``^``).
 
+Drawn at real sizes (tens of systems, hundreds of tasks), every plot shares one set of
+rules: systems take their colours from :func:`palette` (distinct for any number); system
+names are printed shortened by :func:`short_names` (``shorten=False`` prints them whole);
+the legend stands to the right of the Axes, in smaller type and more columns as entries
+grow, with each bound's marker or line style given once rather than once per system; and
+titles are wrapped to the width the legend leaves.
+
 matplotlib is needed here only, and is imported when a plot is drawn (``pip install
 'bayeval[plots]'``); ``import bayeval`` never imports it.
 """
