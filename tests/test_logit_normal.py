@@ -174,13 +174,18 @@ def _reference_log_density(theta, data, c, n):
     mean, sd = priors["alpha"]
     if layout.system_level:  # alpha[s] = mu + sigma_system eps[s] with mu ~ N(mean, sd)
         S = layout.n_systems
-        cov = values["sigma_system"] ** 2 * np.eye(S) + sd**2 * np.ones((S, S))
+        # with runs, one such block per recipe (mu its own per recipe) and sigma_run's prior
+        blocks = np.zeros(S, int) if layout.recipes is None else layout.recipes
+        same = blocks[:, None] == blocks[None, :]
+        cov = values["sigma_system"] ** 2 * np.eye(S) + sd**2 * same
         total = sum(stats.multivariate_normal.logpdf(column, np.full(S, mean), cov)
                     for column in values["alpha"].T)
-        total += (stats.halfnorm.logpdf(values["sigma_system"], scale=priors["sigma_system"])
+        scale = priors["sigma_system" if layout.recipes is None else "sigma_run"]
+        total += (stats.halfnorm.logpdf(values["sigma_system"], scale=scale)
                   + part("sigma_system")[0])
         if layout.system_level == 2:  # theta holds contrasts / sigma_system: the Jacobian
-            total += values["alpha"].shape[1] * (S - 1) * np.log(values["sigma_system"])
+            contrasts = S - len(np.unique(blocks))
+            total += values["alpha"].shape[1] * contrasts * np.log(values["sigma_system"])
     else:
         total = stats.norm.logpdf(values["alpha"], mean, sd).sum()
     for name in logit_normal.SIGMAS:
@@ -199,14 +204,24 @@ def _reference_log_density(theta, data, c, n):
     return total
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level", [
-    (2, True, True, 0), (3, True, False, 1), (3, True, False, 2), (1, True, True, 0),
-    (2, False, False, 0), (3, False, True, 2)])
+def _with_recipes(data, recipes):
+    """The same counts with the systems as training runs of ``recipes``."""
+    if recipes is None:
+        return data
+    return be.EvalData(data.dataset.assign_coords(recipe=("system", list(recipes))))
+
+
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes", [
+    (2, True, True, 0, None), (3, True, False, 1, None), (3, True, False, 2, None),
+    (1, True, True, 0, None), (2, False, False, 0, None), (3, False, True, 2, None),
+    (3, True, False, 1, "rrq"), (3, False, True, 2, "rqr"), (2, True, False, 2, "rr")])
 def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strata, level,
-                                                        monkeypatch):
-    """``level``: the system level's form (0 none, 1 centred, 2 non-centred contrasts)."""
+                                                        recipes, monkeypatch):
+    """``level``: the system level's form (0 none, 1 centred, 2 non-centred contrasts);
+    ``recipes``: the systems as runs of these recipes (a run level per recipe)."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
     data, c, n = _collapsed_case(systems, clusters, strata)
+    data = _with_recipes(data, recipes)
     model = build_logit_normal_model(data)
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     rng = np.random.default_rng(7)
@@ -220,7 +235,7 @@ def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strat
     # all tasks use the fixed grid (with more trials the adaptive rule's gradient comes from
     # Fisher's identity and matches the derivative to ~1e-4 per task: see above)
     data, c, n = _collapsed_case(systems, clusters, strata, most=2)
-    model = build_logit_normal_model(data)
+    model = build_logit_normal_model(_with_recipes(data, recipes))
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     h = 1e-5
     point = points[1]

@@ -54,6 +54,26 @@ def contrast_rotation(S: int) -> np.ndarray:
     return rotation * np.sign(rotation[0, 0])
 
 
+def block_rotation(blocks) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal ``(S, S)`` rotation onto each block's mean and contrast directions, and the
+    size of the block each column is the mean of (0 for a contrast column).
+
+    ``blocks`` gives each system's block (the recipe its run belongs to); empty: one block.
+    Columns run block by block, each block's mean first.
+    """
+    blocks = np.asarray(blocks, dtype=np.int64)
+    S = len(blocks)
+    rotation, size = np.zeros((S, S)), np.zeros(S)
+    column = 0
+    for b in dict.fromkeys(blocks.tolist()):
+        members = np.flatnonzero(blocks == b)
+        m = len(members)
+        rotation[np.ix_(members, np.arange(column, column + m))] = contrast_rotation(m)
+        size[column] = m
+        column += m
+    return rotation, size
+
+
 @dataclass(frozen=True)
 class Coordinates:
     """Where each parameter sits in ``theta``, and the constants the kernel needs."""
@@ -64,6 +84,12 @@ class Coordinates:
     clusters: bool
     paired: bool
     system_level: int = 0  # 0: none; 1: centred contrasts; 2: non-centred (see unpack)
+    blocks: tuple = ()  # each system's recipe when the systems are runs; () one block
+
+    @property
+    def rotation(self) -> tuple[np.ndarray, np.ndarray]:
+        """:func:`block_rotation` of the systems' blocks."""
+        return block_rotation(self.blocks if self.blocks else np.zeros(self.S, np.int64))
 
     @property
     def offsets(self) -> dict:
@@ -94,10 +120,12 @@ class Coordinates:
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, zero-sum basis, quadrature rules."""
         mean, sd = priors["alpha"]
+        level = priors["sigma_run"] if self.blocks else priors["sigma_system"]
         head = [mean, sd, priors["sigma_task"], priors["sigma_task_system"],
-                priors["sigma_cluster"], priors["sigma_cluster_system"], priors["sigma_system"]]
+                priors["sigma_cluster"], priors["sigma_cluster_system"], level]
+        rotation, size = self.rotation
         return np.ascontiguousarray(np.concatenate(
-            [np.asarray(head, float), contrast_rotation(self.S).ravel(),
+            [np.asarray(head, float), rotation.ravel(), size,
              zero_sum_basis(self.G).ravel(), *rules.arrays()]))
 
     def unpack(self, theta: np.ndarray, priors: dict) -> dict:
@@ -134,12 +162,12 @@ class Coordinates:
                 w = out["sigma_cluster_system"][..., None, None] * (
                     m_w[..., None] + take("f_w", (S, G - 1)) @ basis.T)
                 shift = shift + out["sigma_cluster_system"][..., None] * m_w
-        rotation = contrast_rotation(S)
+        rotation, size = self.rotation
         z_alpha = take("z_alpha", (S, H))
         if self.system_level == 2:  # contrasts stored standardised: z = R' shift + sigma zeta
             centre = np.einsum("st,...s->...t", rotation, shift)[..., None]
             scaled = centre + out["sigma_system"][..., None, None] * z_alpha
-            z_alpha = np.concatenate([z_alpha[..., :1, :], scaled[..., 1:, :]], axis=-2)
+            z_alpha = np.where((size > 0)[:, None], z_alpha, scaled)
         alpha = mean + np.einsum("st,...th->...sh", rotation, z_alpha) - shift[..., None]
         return {"alpha": alpha, **out, "cluster_effect": u, "cluster_system_effect": w}
 

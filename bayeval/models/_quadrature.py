@@ -881,6 +881,8 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     k = 7
     rot = const[k:k + S * S].reshape((S, S))
     k += S * S
+    msize = const[k:k + S]  # per rotated coordinate: its block's size (a mean), 0 (a contrast)
+    k += S
     basis = const[k:k + G * Gm].reshape((G, Gm))
     k += G * Gm
     x, logw = const[k:k + nx], const[k + nx:k + 2 * nx]
@@ -943,7 +945,10 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     # eps[s] and mu ~ N(mean, sd) integrated out: alpha ~ N(mean, sigma_system^2 I + sd^2 11'),
     # whose rotated coordinates are independent with sd_0^2 = sigma_system^2 + S sd^2 (the mean
     # direction) and sd_t = sigma_system (the contrasts). Non-centred, theta holds the contrasts'
-    # standardised values zeta (z_t = centre_t + sigma_system zeta_t, zeta_t ~ N(0, 1)).
+    # standardised values zeta (z_t = centre_t + sigma_system zeta_t, zeta_t ~ N(0, 1)). With
+    # runs the systems form blocks (the runs of one recipe), R is block-diagonal, each block
+    # with its own mean direction (sd^2 m_b + sigma^2 for a block of m_b runs) and contrasts:
+    # the same algebra per block, with the run spread as sigma.
     sig_sys = 1.0
     d_sig_sys = 0.0
     if system_level:
@@ -956,9 +961,10 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     for t in range(S):
         sd_t = sd
         dsd = 0.0  # d sd_t / d sigma_system
+        is_mean = msize[t] > 0
         if system_level:
-            if t == 0:
-                sd_t = math.sqrt(sig_sys * sig_sys + S * sd * sd)
+            if is_mean:
+                sd_t = math.sqrt(sig_sys * sig_sys + msize[t] * sd * sd)
                 dsd = sig_sys / sd_t
             else:
                 sd_t = sig_sys
@@ -968,7 +974,7 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
             centre = 0.0
             for s in range(S):
                 centre += rot[s, t] * shift[s]
-            if noncentred and t > 0:
+            if noncentred and not is_mean:
                 logp += -0.5 * za * za
                 grad[i_za + t * H + h] += -za
                 za = centre + sig_sys * za
@@ -1011,7 +1017,7 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
             g_t = 0.0  # the likelihood's gradient in z_alpha[t, h]
             for s in range(S):
                 g_t += rot[s, t] * g_id[s, h]
-            if noncentred and t > 0:
+            if noncentred and msize[t] == 0:
                 grad[i_za + t * H + h] += sig_sys * g_t
                 d_sig_sys += theta[i_za + t * H + h] * g_t
                 for s in range(S):

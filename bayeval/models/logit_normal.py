@@ -68,7 +68,7 @@ from scipy import special
 
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
-from bayeval.models._collapsed import CollapsedLogp, Coordinates
+from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation
 from bayeval.models._quadrature import N_NODES, Rules, node_draws, task_sums
 
 __all__ = ["build_logit_normal_model", "DEFAULT_PRIORS"]
@@ -80,6 +80,7 @@ DEFAULT_PRIORS = {
     "sigma_cluster": 1.5,
     "sigma_cluster_system": 1.0,
     "sigma_system": 1.5,
+    "sigma_run": 1.0,
 }
 SIGMAS = ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system")
 #: The fewest systems for which the model treats systems as draws from a population of systems.
@@ -100,11 +101,11 @@ def validate_priors(priors) -> dict:
     mean, sd = merged["alpha"]
     if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
         raise ValueError(f"prior alpha needs a finite mean and a positive sd; got {(mean, sd)}")
-    for name in (*SIGMAS, "sigma_system"):
+    for name in (*SIGMAS, "sigma_system", "sigma_run"):
         if not (np.isfinite(merged[name]) and merged[name] > 0):
             raise ValueError(f"prior {name} is a HalfNormal scale > 0; got {merged[name]!r}")
     return {"alpha": (float(mean), float(sd)),
-            **{k: float(merged[k]) for k in (*SIGMAS, "sigma_system")}}
+            **{k: float(merged[k]) for k in (*SIGMAS, "sigma_system", "sigma_run")}}
 
 
 def system_parametrisation(ds: xr.Dataset) -> int:
@@ -118,14 +119,31 @@ def system_parametrisation(ds: xr.Dataset) -> int:
     standard error (averaged over the missing-outcome bounds, so every bound gets one form).
     """
     S = ds.sizes["system"]
-    if S < SYSTEM_LEVEL_MIN:
+    recipes = recipe_codes(ds)
+    if recipes is None and S < SYSTEM_LEVEL_MIN:
         return 0
+    if recipes is not None and np.bincount(recipes).max() < 2:
+        return 0  # no recipe has two runs: no run spread to learn
     c, n, _ = counts_by_bound(ds)
     c, n = c.mean(axis=0).sum(axis=-1), n.mean(axis=0).sum(axis=-1)  # (S,)
     rate = (c + 0.5) / (n + 1.0)
     logit = np.log(rate / (1 - rate))
     se2 = 1.0 / ((n + 1.0) * rate * (1 - rate))
-    return 1 if logit.var(ddof=1) > 2.0 * se2.mean() else 2
+    if recipes is None:
+        spread = logit.var(ddof=1)
+    else:  # the runs' spread within their recipes, pooled
+        groups = np.bincount(recipes)
+        means = np.bincount(recipes, logit) / groups
+        spread = ((logit - means[recipes]) ** 2).sum() / (S - len(groups))
+    return 1 if spread > 2.0 * se2.mean() else 2
+
+
+def recipe_codes(ds: xr.Dataset) -> np.ndarray | None:
+    """Each system's recipe code when the systems are training runs (a ``recipe``
+    coordinate on ``system``), else None."""
+    if "recipe" not in ds.coords:
+        return None
+    return pd.factorize(np.asarray(ds["recipe"].values, dtype=object))[0].astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -137,6 +155,7 @@ class Layout:
     cluster: np.ndarray  # cluster code per task (zeros without clusters)
     pops: Populations
     system_level: int = 0  # 0: no system level; 1 / 2: centred / non-centred contrasts
+    recipes: np.ndarray | None = None  # each system's recipe code when systems are runs
 
     @property
     def has_clusters(self) -> bool:
@@ -156,7 +175,13 @@ class Layout:
         else:
             codes, labels = np.zeros(n_task, dtype=np.int64), None
         return cls(ds.sizes["system"], labels, codes.astype(np.int64),
-                   Populations.from_dataset(ds), system_parametrisation(ds))
+                   Populations.from_dataset(ds), system_parametrisation(ds), recipe_codes(ds))
+
+    @property
+    def level_name(self) -> str:
+        """The name of the intercepts' spread: ``sigma_run`` between runs of a recipe,
+        ``sigma_system`` between systems."""
+        return "sigma_run" if self.recipes is not None else "sigma_system"
 
 
 @dataclass(frozen=True)
@@ -257,8 +282,9 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
 def coordinates(layout: Layout) -> Coordinates:
     """The collapsed model's parameter coordinates for a layout."""
     G = len(layout.cluster_labels) if layout.has_clusters else 1
+    blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
-                       layout.system_level)
+                       layout.system_level, blocks)
 
 
 def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
@@ -300,8 +326,9 @@ def collapsed_posterior(theta: xr.DataArray, data, priors=None) -> xr.Dataset:
     values = coord.unpack(theta.transpose("chain", "draw", ...).values, validate_priors(priors))
     lead = ("chain", "draw")
     out = {"alpha": ((*lead, "system", "stratum"), values["alpha"])}
-    out.update({name: (lead, values[name]) for name in (*SIGMAS, "sigma_system")
-                if coord.offsets[name][1]})
+    out.update({name: (lead, values[name]) for name in SIGMAS if coord.offsets[name][1]})
+    if coord.offsets["sigma_system"][1]:
+        out[layout.level_name] = (lead, values["sigma_system"])
     coords = {"system": ds["system"].values}
     if layout.has_clusters:
         coords["cluster"] = np.asarray(layout.cluster_labels, dtype=object)
@@ -355,16 +382,17 @@ def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
             zero_sum = zero_sum + sigma_w * d_w
     # alpha + cluster-effect means, the intercept the data identify, in rotated coordinates:
     # z ~ N(R' shift, sd) makes alpha = mean + R z - shift ~ N(mean, sd) whatever the shift
-    rotation = np.linalg.qr(np.column_stack([np.ones(S), np.eye(S)[:, : S - 1]]))[0]
-    rotation *= np.sign(rotation[0, 0])
+    rotation, size = block_rotation(np.zeros(S, np.int64) if layout.recipes is None
+                                    else layout.recipes)
     shift = pt.broadcast_to(shift, (S, H))
     sd_rotated = sd
     if layout.system_level:
         # alpha[s] = mu + sigma_system eps[s], mu ~ N(mean, sd) integrated out: the rotated
         # coordinates are independent, the mean direction with variance sigma_system^2 + S sd^2
-        sigma_system = pm.HalfNormal("sigma_system", priors["sigma_system"])
-        sd_rotated = pt.concatenate([pt.sqrt(sigma_system**2 + S * sd**2)[None],
-                                     pt.repeat(sigma_system[None], S - 1)])[:, None]
+        # (per recipe, with runs: m_b runs and sigma_run)
+        name = layout.level_name
+        level = pm.HalfNormal(name, priors[name])
+        sd_rotated = pt.where(size > 0, pt.sqrt(level**2 + size * sd**2), level)[:, None]
     z_alpha = pm.Normal("alpha_rotated_z", pt.dot(rotation.T, shift), sd_rotated,
                         shape=(S, H))
     identified = mean + pt.dot(rotation, z_alpha)  # (S, H)
@@ -373,7 +401,7 @@ def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
     return identified, zero_sum
 
 
-POSTERIOR_VARS = ("alpha",) + SIGMAS + ("sigma_system", "cluster_effect",
+POSTERIOR_VARS = ("alpha",) + SIGMAS + ("sigma_system", "sigma_run", "cluster_effect",
                                          "cluster_system_effect")
 
 
