@@ -403,6 +403,7 @@ def from_frame(
     harness: str | None = None,
     covariates=None,
     score: str | None = None,
+    run: str | None = None,
 ) -> EvalData:
     """Validate a tidy table and summarise it into ``(system, task)`` counts.
 
@@ -471,6 +472,14 @@ def from_frame(
         (score 1). Fit with ``model="zoib"`` (the default for score data) or bootstrap with
         :func:`bayeval.bootstrap.mean_score`; the binary models refuse scores strictly between
         0 and 1.
+    run : str, optional
+        Column of the training run (seed) each row's checkpoint came from; ``system`` then
+        names the recipe (the checkpoint family). Each ``(system, run)`` pair is one system of
+        the data, labelled ``"{system}/{run}"``, with coordinates ``recipe`` and ``run`` on
+        ``system``; ``logit_normal`` gains a run spread within each recipe (``sigma_run``) and
+        comparisons of recipes take ``runs="new"`` (new training seeds) or
+        ``runs="observed"`` (these checkpoints): see :meth:`bayeval.Results.compare`. A
+        recipe must have at least one run; run labels may repeat across recipes.
 
     Returns
     -------
@@ -517,6 +526,8 @@ def from_frame(
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__}")
+    if run is not None:
+        return _with_runs(df, system, task, success, run, locals())
     _check_system_name(df, system, system_name)
     count_rows = successes is not None or trials is not None
     if score is not None:
@@ -615,6 +626,45 @@ def from_frame(
         ds = ds.assign(covariate_vars).assign_coords(covariate=np.array(covariates, dtype=object))
     if score is not None:
         ds = ds.assign(score_vars)
+    return EvalData(ds)
+
+
+_CHECKPOINT = "__bayeval_checkpoint__"
+
+
+def _with_runs(df, system, task, success, run, arguments) -> EvalData:
+    """:func:`from_frame` with a run column: one system per ``(recipe, run)`` pair."""
+    if system is None:
+        raise TypeError("run= needs system=, the column of the recipe each run belongs to")
+    _check_columns(df, {"system": system, "run": run})
+    if _CHECKPOINT in df.columns:
+        raise ValueError(f"column name {_CHECKPOINT!r} is reserved")
+    for column in (system, run):
+        _check_not_missing(df, column)
+        _check_labels(df[column], column, df.index)
+    recipes, runs = df[system].to_numpy(dtype=object), df[run].to_numpy(dtype=object)
+    labels = np.array([f"{a}/{b}" for a, b in zip(recipes, runs)], dtype=object)
+    pairs = pd.DataFrame({"label": labels, "recipe": [_label_key(v) for v in recipes],
+                          "run": [_label_key(v) for v in runs]}).drop_duplicates()
+    clash = pairs["label"].duplicated(keep=False)
+    if clash.any():
+        raise ValueError(f"columns {system!r} and {run!r} give the same checkpoint label "
+                         f"{pairs['label'][clash].iloc[0]!r} to different (recipe, run) pairs; "
+                         "rename recipes or runs so that '{recipe}/{run}' is unique")
+    options = {k: arguments[k] for k in (
+        "system_name", "successes", "trials", "trial", "cluster", "stratum", "status",
+        "status_map", "missing", "planned_trials", "stratum_weights", "harness", "covariates",
+        "score")}
+    data = from_frame(df.assign(**{_CHECKPOINT: labels}), system=_CHECKPOINT, task=task,
+                      success=success, **options)
+    first = {}
+    for label, recipe, seed in zip(labels, recipes, runs):
+        first.setdefault(label, (recipe, seed))
+    order = data.dataset["system"].values
+    ds = data.dataset.assign_coords(
+        recipe=("system", np.array([first[v][0] for v in order], dtype=object)),
+        run=("system", np.array([first[v][1] for v in order], dtype=object)))
+    ds.attrs["run_column"] = str(run)
     return EvalData(ds)
 
 

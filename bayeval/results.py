@@ -370,7 +370,7 @@ class Results:
     def compare(self, candidate, baseline, metric: str = "pass@k", k=1,
                 estimand: str = "population", margin: float = 0.0, ci_prob: float = 0.95,
                 clusters=None, weighting: str = "task", tau=None,
-                allow_harness_change: bool = False) -> xr.Dataset:
+                allow_harness_change: bool = False, runs=None) -> xr.Dataset:
         """Posterior of the effect ``metric(candidate) - metric(baseline)``.
 
         Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
@@ -395,6 +395,12 @@ class Results:
             Systems whose data record different harness digests (``from_frame(harness=)``)
             are not compared unless this is True; the output's ``harness_note`` then says
             what changed (:func:`bayeval.harness.check_comparable`).
+        runs : {"new", "observed"}, optional
+            For data with training runs (``from_frame(..., run=...)``): compare recipes
+            (``candidate``, ``baseline`` are recipe labels). ``"observed"``: the mean over each
+            recipe's runs of its checkpoints' metric (these checkpoints); ``"new"``: the metric
+            of a new run of each recipe (new training seeds; ``logit_normal`` with a run
+            level, population estimand), wider by the seed spread ``sigma_run``.
 
         Returns
         -------
@@ -417,15 +423,21 @@ class Results:
         ci_prob = validate_prob("ci_prob", ci_prob)
         if not isinstance(margin, (int, float)) or margin < 0:
             raise ValueError(f"margin must be a non-negative number; got {margin!r}")
-        for role, label in (("candidate", candidate), ("baseline", baseline)):
-            if label not in self.systems:
-                raise ValueError(f"{role} {label!r} is not a system of these results; systems: "
-                                 f"{describe_values(self.systems)}")
-        if candidate == baseline:
-            raise ValueError("candidate and baseline must be different systems")
+        if runs is not None:
+            from bayeval._runs import check_recipes
+
+            members = check_recipes(self, candidate, baseline)
+        else:
+            for role, label in (("candidate", candidate), ("baseline", baseline)):
+                if label not in self.systems:
+                    raise ValueError(f"{role} {label!r} is not a system of these results; "
+                                     f"systems: {describe_values(self.systems)}")
+            if candidate == baseline:
+                raise ValueError("candidate and baseline must be different systems")
+            members = [candidate, baseline]
         from bayeval.harness import check_comparable
 
-        harness = check_comparable(self, [candidate, baseline], allow_harness_change)
+        harness = check_comparable(self, members, allow_harness_change)
         shared, dropped = None, 0
         if estimand == "tasks":
             # paired: the mean over the tasks valid for both systems (under missing="exclude"
@@ -433,7 +445,7 @@ class Results:
             trials = self._tree["observed_data"]["trials"]
             if "missing_bound" in trials.dims:
                 trials = trials.min("missing_bound")
-            valid = trials.sel(system=[candidate, baseline]).values > 0
+            valid = trials.sel(system=members).values > 0
             both = valid.all(axis=0)
             dropped = int((valid.any(axis=0) & ~both).sum())
             if not both.any():
@@ -442,7 +454,14 @@ class Results:
                                  "undefined")
             if dropped:
                 shared = both
-        values = self._metric(metric, k, estimand, clusters, weighting, shared=shared, tau=tau)
+        if runs is not None:
+            from bayeval._runs import recipe_values
+
+            values = recipe_values(self, metric, k, estimand, clusters, weighting, runs,
+                                   shared=shared, tau=tau)
+        else:
+            values = self._metric(metric, k, estimand, clusters, weighting, shared=shared,
+                                  tau=tau)
         cand, base = values.sel(system=candidate, drop=True), values.sel(system=baseline,
                                                                          drop=True)
         if "missing_bound" in values.dims:
@@ -467,6 +486,7 @@ class Results:
             **{key: values.attrs[key] for key in ("clusters", "weighting", "tau")
                if key in values.attrs},
             **harness.attrs,
+            **({} if runs is None else {"runs": runs, "checkpoints": members}),
         }
         if estimand == "tasks":
             out.attrs["n_shared_tasks"] = int(both.sum())

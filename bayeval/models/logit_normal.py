@@ -57,6 +57,7 @@ covariances.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -508,6 +509,80 @@ class LogitNormalRates:
                 prm["alpha"]), metric, ks, tau)  # (draw, system, stratum, k)
             out.append(clip_probability(np.einsum("dshk,h->dsk", value, layout.pops.weight)))
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
+
+    def _recipe_means(self, tree):
+        """Per bound: each recipe's mean intercept ``beta (draw, recipe, H)``, drawn from its
+        conditional given the runs' intercepts (prior ``N(mean, sd)``, runs ``~ N(beta,
+        sigma_run)``: precision ``1/sd^2 + m/sigma_run^2``), with ``sigma_run``, the new
+        task's spread, the layout and the recipe labels."""
+        obs = tree["observed_data"].to_dataset()
+        recipes = recipe_codes(obs)
+        labels = list(dict.fromkeys(obs["recipe"].values.tolist()))
+        c, _, bounds = self._bounds(tree)
+        mean, sd = validate_priors(json.loads(tree.attrs.get("priors", "null")) or None)["alpha"]
+        post = tree["posterior"].to_dataset()
+        out = []
+        for b in range(c.shape[0]):
+            prm, layout, n_chain, n_draw = self._params(tree, b)
+            level = post["sigma_run"]
+            if "missing_bound" in level.dims:
+                level = level.isel(missing_bound=b)
+            sigma = level.values.reshape(-1)
+            rng = np.random.default_rng([int(tree.attrs["seed"]), 7, b])
+            beta = []
+            for r in range(len(labels)):
+                runs = prm["alpha"][:, recipes == r]  # (draw, m, H)
+                precision = 1 / sd**2 + runs.shape[1] / sigma**2
+                centre = (mean / sd**2 + runs.sum(1) / sigma[:, None] ** 2) / precision[:, None]
+                beta.append(centre + rng.standard_normal(centre.shape)
+                            / np.sqrt(precision)[:, None])
+            spread = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
+            out.append((np.stack(beta, axis=1), sigma, spread, layout))
+        return out, labels, bounds, (post["chain"].values, post["draw"].values)
+
+    def new_run_population(self, tree, metric, ks, tau=None):
+        """Per recipe: ``metric`` of a new task (new cluster) for a new training run: the
+        recipe's mean intercept (:meth:`_recipe_means`) with ``sigma_run^2`` added to the new
+        task's spread (a new run is a new checkpoint with a new cluster-by-run effect too).
+        Returns ``(chain, draw, system=recipe, k)`` (``missing_bound`` last under bounds).
+        """
+        parts, labels, bounds, (chains, draws) = self._recipe_means(tree)
+        out = []
+        for beta, sigma, spread, layout in parts:
+            scale = np.sqrt(spread**2 + sigma**2)[:, None, None] * np.ones_like(beta)
+            value = normal_expectation(beta, scale, metric, ks, tau)  # (draw, recipe, H, k)
+            out.append(clip_probability(np.einsum("drhk,h->drk", value, layout.pops.weight)))
+        return self._recipe_array(out, labels, bounds, chains, draws,
+                                  {"k": np.asarray(ks, dtype=np.int64)}, metric)
+
+    def run_variance(self, tree):
+        """Per recipe: the variance over new training runs of a checkpoint's population pass@1
+        (its score on a new task set), ``Var_z g(beta + sigma_run z)`` with ``g`` the pass@1 of
+        a new task at that intercept; Gauss-Hermite over z (24 nodes). ``(chain, draw,
+        system=recipe)``."""
+        parts, labels, bounds, (chains, draws) = self._recipe_means(tree)
+        x, w = np.polynomial.hermite_e.hermegauss(24)
+        w = w / w.sum()
+        out = []
+        for beta, sigma, spread, layout in parts:
+            loc = beta[..., None] + sigma[:, None, None, None] * x  # (draw, recipe, H, node)
+            g = normal_expectation(loc, np.broadcast_to(spread[:, None, None, None], loc.shape),
+                                   "pass@k", np.array([1]))[..., 0]
+            g = np.einsum("drhq,h->drq", g, layout.pops.weight)
+            first = g @ w
+            out.append(np.maximum((g**2) @ w - first**2, 0.0))
+        return self._recipe_array(out, labels, bounds, chains, draws, {}, "run_variance")
+
+    @staticmethod
+    def _recipe_array(out, labels, bounds, chains, draws, extra: dict, name) -> xr.DataArray:
+        values = np.stack(out, axis=0)  # (bound, draw, recipe, ...)
+        values = values.reshape((len(out), len(chains), len(draws)) + values.shape[2:])
+        dims = ("chain", "draw", "system", *extra, "missing_bound")
+        da = xr.DataArray(np.moveaxis(values, 0, -1), dims=dims, name=name,
+                          coords={"chain": chains, "draw": draws,
+                                  "system": np.asarray(labels, dtype=object), **extra})
+        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
+            missing_bound=bounds)
 
     @staticmethod
     def _observed_clusters(prm, layout, metric, ks, weighting, tau=None):
