@@ -39,8 +39,12 @@ cluster part the rest, truncated at zero (as are all components).
 Plans rescale the components: ``2x tasks`` doubles tasks and clusters (the same cluster
 sizes); ``+1 trial`` gives every task one more attempt. The minimum detectable difference of a
 pair is ``(z_{1 - alpha/2} + z_{power}) * sd`` of its difference (a two-sided normal test).
-Seeds (training runs) are a component of their own once data carry a run level; they are not
-part of these components.
+With training runs (``from_frame(..., run=...)``) each recipe also gets a run (seed)
+component, ``run_var``: the variance of a checkpoint's score across training runs of the
+recipe. The posterior takes it from the run level of ``logit_normal`` (the variance over new
+runs of a checkpoint's population pass@1); the method of moments from the spread of the
+recipe's checkpoint scores on the same tasks less their trial terms (which leaves in the
+run-by-task interaction's share, of order 1/J).
 """
 
 from __future__ import annotations
@@ -329,7 +333,8 @@ def posterior_noise(results, ci_prob: float = 0.95, alpha: float = 0.05, power: 
     c, n, cluster, clustered = _arrays(data)
     valid = n > 0
     _require_tasks(valid, data.systems)
-    rates = thinned(results, n_draws).task_rates().transpose("chain", "draw", "system", "task")
+    thin = thinned(results, n_draws)
+    rates = thin.task_rates().transpose("chain", "draw", "system", "task")
     p = rates.values.reshape((-1,) + rates.shape[2:])
     p = np.where(valid[None], p, 0.0)
     B = p.shape[0]
@@ -344,10 +349,41 @@ def posterior_noise(results, ci_prob: float = 0.95, alpha: float = 0.05, power: 
     interval = {"estimate": lambda a: np.nanmean(a, axis=0), "bounds": _percentile_bounds(ci_prob)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN diagonals
-        return _assemble(values, data.systems, ci_prob, _multiplier(alpha, power), interval,
-                         {"method": "posterior", "model": results.model, "n_draws": int(B),
-                          "alpha": alpha, "power": power,
-                          **_design_attrs(n, valid, cluster, clustered)})
+        out = _assemble(values, data.systems, ci_prob, _multiplier(alpha, power), interval,
+                        {"method": "posterior", "model": results.model, "n_draws": int(B),
+                         "alpha": alpha, "power": power,
+                         **_design_attrs(n, valid, cluster, clustered)})
+    if "recipe" in data.dataset.coords and "sigma_run" in results.tree["posterior"]:
+        runs = thin._model.run_variance(thin.tree)
+        draws = runs.stack(sample=("chain", "draw")).transpose("sample", ...).values
+        out = _with_runs(out, runs["system"].values, draws, interval)
+    return out
+
+
+def _with_runs(out, recipes, draws, interval) -> xr.Dataset:
+    """Add the run (seed) component per recipe, ``run_var``, from replicate/draw values
+    ``(B, recipe)``."""
+    out = out.assign_coords(recipe=np.asarray(recipes, dtype=object))
+    out["run_var"] = ("recipe", interval["estimate"](draws))
+    out["run_var_interval"] = (("recipe", "ci_bound"), interval["bounds"](draws))
+    return out
+
+
+def _run_moments(r, valid, recipes, wj, v_trial) -> tuple[list, np.ndarray]:
+    """Method of moments for the run component: per recipe with two or more runs, the variance
+    of its checkpoints' scores on the same tasks less their mean trial term, per replicate
+    (``wj (B, J)`` task weights, ``v_trial (B, S)``)."""
+    labels = list(dict.fromkeys(recipes.tolist()))
+    mask = valid[None] * wj[:, None, :]  # (B, S, J)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = (mask * r[None]).sum(-1) / mask.sum(-1)  # (B, S)
+    out = np.full((wj.shape[0], len(labels)), np.nan)
+    for i, label in enumerate(labels):
+        members = recipes == label
+        if members.sum() >= 2:
+            spread = score[:, members].var(axis=1, ddof=1)
+            out[:, i] = np.maximum(spread - v_trial[:, members].mean(axis=1), 0.0)
+    return labels, out
 
 
 def _slices(B: int, width: int):
@@ -390,7 +426,8 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
         ``component`` (cluster, task, trial): ``components`` and their ``share``. Per pair
         ``(candidate, baseline)``: ``diff_sd`` and ``mdd`` over ``plan``, ``shared_cov`` (the
         covariance of the two scores that pairing removes), ``diff_components`` and
-        ``diff_share``; ``trial_imputed`` per system (see :mod:`bayeval.noise`). With few
+        ``diff_share``; ``trial_imputed`` per system (see :mod:`bayeval.noise`); with runs,
+        ``run_var`` per ``recipe`` (NaN for a recipe with one run). With few
         clusters (fewer than about 10) cluster-resampled intervals are unreliable (the
         bootstrap cannot see variation it has few units of). Components are truncated at
         zero; the method of moments' total is
@@ -463,4 +500,9 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
                          "seed": int(validate_seed(seed)), "alpha": alpha, "power": power,
                          **_design_attrs(n, valid, cluster, clustered)})
     out["trial_imputed"] = ("system", imputed)
+    if "recipe" in data.dataset.coords:
+        recipes = np.asarray(data.dataset["recipe"].values, dtype=object)
+        wj = task_w * cluster_w[:, cluster]
+        labels, draws = _run_moments(r, valid, recipes, wj, values["parts"][:, :len(recipes), 2])
+        out = _with_runs(out, labels, draws, interval)
     return out
