@@ -45,6 +45,7 @@ from bayeval.estimators import METRICS
 __all__ = [
     "plot_compare_all",
     "plot_compare_curve",
+    "plot_cost_success",
     "plot_effect",
     "plot_forest",
     "plot_pass_at_k",
@@ -1401,3 +1402,6 @@ def plot_compare_curve(results, candidate, baseline, k, metric: str = "pass@k",
     _title(ax, f"{names[candidate]} - {names[baseline]}\n{estimand} estimand: P(the curves "
            f"cross) = {cross:.2f}", reserve, fontsize="medium")
     return fig, ax
+
+
+from bayeval._plot_cost import plot_cost_success  # noqa: E402  (pass@1 against cost)
