@@ -24,7 +24,10 @@ shift`` with ``shift[s] = sigma_cluster m_u + sigma_cluster_system m_w[s]``, ``R
 rotated coordinates have sds ``sqrt(sigma_system^2 + S sd^2)`` (the mean direction) and
 ``sigma_system`` (the contrasts), which makes ``alpha ~ N(mean, sigma_system^2 I + sd^2 11')``,
 the system-population prior with its mean integrated out; non-centred, ``z_alpha`` holds the
-contrasts divided by ``sigma_system`` (less ``R' shift``). Why these coordinates: see
+contrasts divided by ``sigma_system`` (less ``R' shift``). With training runs the systems are
+grouped by recipe and ``R`` is block-diagonal (:func:`block_rotation`): each recipe's runs get
+their own mean direction (sd ``sqrt(sigma_run^2 + m sd^2)`` for m runs) and contrasts (sd
+``sigma_run``), the same prior per recipe. Why these coordinates: see
 :func:`bayeval.models.logit_normal._intercepts_and_cluster_effects`.
 """
 
