@@ -318,7 +318,7 @@ def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand) -> list[dict]
                             row["cluster_bootstrap_upper"] = _num(
                                 extra["interval"].sel(ci_bound="upper"))
                         rows.append(row)
-    position = {system: i for i, system in enumerate(results.systems)}
+    position = _measured_order(results)
     rows.sort(key=lambda r: (r["estimand"] != estimand, position[r["system"]],
                              METRICS.index(r["metric"]), r["k"], r["missing_bound"] or ""))
     return rows
@@ -397,6 +397,23 @@ def _spread(c_a, n_a, c_b, n_b) -> dict:
         out.update(sd_between=_num(np.sqrt(between)), trial_variance=_num(trial_variance),
                    icc=_num(between / total) if total > 0 else None)
     return out
+
+
+def _measured_order(results) -> dict:
+    """System -> position by measured pass@1 (the mean over valid tasks of each task's rate;
+    under bounds, the lower bound's), best first; ties keep the data's order. The order a
+    table shows is the data's own, not a column the input happened to be sorted by."""
+    obs = results.tree["observed_data"]
+    c = obs["successes"]
+    if "missing_bound" in c.dims:
+        c = c.sel(missing_bound="lower")
+    n = obs["trials"].transpose(*c.dims).values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(n > 0, c.values / np.where(n > 0, n, 1), 0.0)
+        score = rate.sum(-1) / (n > 0).sum(-1)  # (system,); NaN without a valid task
+    order = sorted(range(len(score)), key=lambda i: (-np.nan_to_num(score[i], nan=-1.0), i))
+    systems = results.systems
+    return {systems[i]: rank for rank, i in enumerate(order)}
 
 
 def paired_spread(data, candidate, baseline) -> dict:

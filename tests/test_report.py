@@ -280,3 +280,13 @@ def test_bad_arguments_name_what_is_wrong(res, out, tmp_path):
         build_report(res, data=out, margin=0.1)
     with pytest.raises(ValueError, match="fmt must be one of"):
         build_report(res, data=out, fmt="pdf")
+
+
+def test_results_table_is_ordered_by_the_measured_rate():
+    """Rows follow each system's measured pass@1, best first, whatever the input's order."""
+    from bayeval.report import _measured_order
+
+    data = be.from_counts([[2, 3, 1], [9, 8, 9], [5, 6, 4]], trials=10,
+                          systems=["low", "high", "mid"])
+    res = be.fit(data, model="hierarchical", sampler="grid", draws=50, chains=2, seed=0)
+    assert _measured_order(res) == {"high": 0, "mid": 1, "low": 2}
