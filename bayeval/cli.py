@@ -1352,7 +1352,11 @@ def gate(files, fmt, system, system_name, task, success, successes, trials_colum
         row = boot["rows"][0] if len(boot["rows"]) == 1 else None
         summary = (f"{row['effect']:+.4f} {_interval_text(row['lower'], row['upper'])}"
                    if row else "see --json")
-        click.echo(f"  for reference, paired bootstrap ({boot['unit']}): {summary}, "
+        unit = boot["unit"]
+        if unit == "cluster":  # the two weightings answer different questions: say which
+            unit += (", clusters weighed equally" if boot["weighting"] == "cluster"
+                     else ", clusters keep their sizes")
+        click.echo(f"  for reference, paired bootstrap ({unit}): {summary}, "
                    f"decision {boot['decision']['decision']}")
     reason = decision["decision"]
     if canary_pair is not None:

@@ -341,3 +341,18 @@ def test_help_reads_well():
     assert "Exit codes:" in gate_help and "3  the data cannot decide" in gate_help
     assert "bayeval gate runs.csv --compare new old --margin 0.02" in gate_help
     assert "--missing [fail|exclude|bounds]" in invoke("analyze", "--help").output
+
+
+def test_gate_says_how_its_cluster_bootstrap_weighs_clusters(tmp_path):
+    rng = np.random.default_rng(2)
+    tasks = [f"t{j}" for j in range(24)]
+    frame = pd.concat([
+        pd.DataFrame({"system": name, "task": tasks, "cluster": [f"g{j % 6}" for j in range(24)],
+                      "successes": rng.binomial(10, p, 24), "trials": 10})
+        for name, p in (("baseline", 0.4), ("candidate", 0.6))])
+    path = tmp_path / "clustered.csv"
+    frame.to_csv(path, index=False)
+    result = invoke("gate", path, "--compare", "candidate", "baseline", "--margin", 0.02,
+                    *FAST)
+    assert result.exit_code in (0, 1, 3), result.output
+    assert "paired bootstrap (cluster, clusters keep their sizes)" in result.output
