@@ -338,6 +338,9 @@ class EvalData:
             lines.append(f"  strata:   {self.stratum_weights}")
         if self.harness is not None:
             lines.append(f"  harness:  {len(set(self.harness.values()))} digest(s)")
+        if self.has_scores:
+            counts = [int(ds[f"score_{k}"].sum()) for k in ("n0", "nmid", "n1")]
+            lines.append(f"  scores:   {counts[0]} at 0, {counts[1]} between, {counts[2]} at 1")
         totals = ds["status_counts"].sum(("system", "task")).to_series()
         totals = {k: int(v) for k, v in totals.items() if v}
         lines.append(f"  statuses: {totals}")

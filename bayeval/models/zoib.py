@@ -75,10 +75,14 @@ POSTERIOR_VARS = ("alpha", "delta", "gamma", "phi", *SIGMAS, "sigma_zoi")
 LATENT_VARS = ("task_effect", "task_system_effect", "cluster_effect", "cluster_system_effect",
                "zoi_task_effect")
 STATS = ("n0", "n1", "nmid", "sumlog", "sumlog1m")
-#: NUTS target acceptance: the full-latent variance components of small task sets are
-#: funnel-shaped, and at nutpie's default 0.8 a fit of 10 tasks had 1-2 divergences on average
-#: (none in 8 fits at 0.95, at about the same cost per fit).
+#: NUTS target acceptance: the full-latent variance components are funnel-shaped; at
+#: nutpie's default 0.8 fits of 10 tasks had 1-2 divergences on average (none in 8 fits at
+#: 0.95, at about the same cost), and a LiveBench-like fit of 360 tasks with one attempt each
+#: had 9 and 37 divergences in two runs (none at 0.95, which took 1.5-2 times as long).
 TARGET_ACCEPT = 0.95
+#: Further options of ``nutpie.sample`` (a low-rank mass matrix was 10-20 times slower on
+#: 360 tasks, with no better mixing).
+NUTPIE_OPTIONS: dict = {}
 _CACHE_SIZE = 8
 _compiled: OrderedDict = OrderedDict()  # structure -> compiled nutpie model
 
@@ -263,6 +267,7 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
 
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
+    target_accept = TARGET_ACCEPT
     if engine == "nutpie":
         import nutpie
 
@@ -279,13 +284,13 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
             compiled = compiled.with_data(**{name: stats[name] for name in STATS})
         trace = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains,
                               cores=cores, seed=seed, progress_bar=progress,
-                              target_accept=TARGET_ACCEPT)
+                              target_accept=target_accept, **NUTPIE_OPTIONS)
     else:
         with build_zoib_model(data, priors, missing_bound):
             trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
                               progressbar=progress, quiet=not progress,
                               compute_convergence_checks=False, cores=cores,
-                              target_accept=TARGET_ACCEPT,
+                              target_accept=target_accept,
                               mp_ctx="forkserver")
     return trace
 
