@@ -58,10 +58,12 @@ K_STATISTICS = ("pass_at_k", "cost_of_k", "expected_spend", "cost_per_success_at
 
 
 def _check_column(data, column) -> None:
+    from bayeval.bootstrap import _refuse_scores
     from bayeval.data import EvalData
 
     if not isinstance(data, EvalData):
         raise TypeError(f"data must be an EvalData (from be.from_frame); got {type(data).__name__}")
+    _refuse_scores(data, "cost per success")
     if column not in data.covariates:
         have = (f"this data has {describe_values(data.covariates)}" if data.covariates else
                 "this data has none")

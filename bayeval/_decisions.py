@@ -316,6 +316,9 @@ def curve_bootstrap(data, candidate, baseline, k, metric="pass@k", unit="task", 
         raise ValueError(f"the curve needs a list of at least two ks; got {k!r}")
     if unit not in ("task", "cluster"):
         raise ValueError(f"unit must be 'task' or 'cluster'; got {unit!r}")
+    from bayeval.bootstrap import _refuse_scores
+
+    _refuse_scores(data, metric)
     ds = data.dataset
     if "missing_bound" in ds["successes"].dims:
         raise ValueError("the curve bootstrap takes data without missing bounds")

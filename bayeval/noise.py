@@ -330,6 +330,9 @@ def posterior_noise(results, ci_prob: float = 0.95, alpha: float = 0.05, power: 
     alpha, power, ci_prob = _check_common(alpha, power, ci_prob)
     n_draws = validate_positive_int("n_draws", n_draws)
     data = EvalData(results.tree["observed_data"].to_dataset())
+    from bayeval.bootstrap import _refuse_scores
+
+    _refuse_scores(data, "the trial variance p(1 - p)")
     c, n, cluster, clustered = _arrays(data)
     valid = n > 0
     _require_tasks(valid, data.systems)
@@ -455,6 +458,9 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
     n_boot = validate_positive_int("n_boot", n_boot, minimum=2)
     rng = np.random.default_rng(validate_seed(seed))
     require_valid_outcomes(data)
+    from bayeval.bootstrap import _refuse_scores
+
+    _refuse_scores(data, "the trial variance p(1 - p)")
     c, n, cluster, clustered = _arrays(data)
     unit = ("cluster" if clustered else "task") if unit is None else unit
     validate_choice("unit", unit, ("task", "cluster"))

@@ -211,3 +211,13 @@ def test_a_single_trial_task_takes_its_systems_mean_trial_variance():
     expected = (v.sum() / 4 + v.mean() / 1) / 25
     got = out["components"].sel(system="A", component="trial").item()
     assert got == pytest.approx(expected)
+
+
+def test_binary_only_readouts_refuse_partial_credit():
+    df = pd.DataFrame({"system": np.repeat(["A", "B"], 6), "task": np.tile(list("abcdef"), 2),
+                       "score": [0, 0.5, 1, 0.25, 1, 0] * 2, "cost": 1.0})
+    data = be.from_frame(df, score="score", covariates=["cost"])
+    for call in (lambda: noise(data), lambda: be.bootstrap.cost(data, "cost"),
+                 lambda: be.bootstrap.compare_curve(data, "B", "A", k=[1, 2])):
+        with pytest.raises(ValueError, match="strictly between 0 and 1"):
+            call()
