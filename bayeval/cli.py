@@ -493,6 +493,16 @@ def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str,
         if opts["status_map"] is not None:
             raise click.UsageError("--status-map applies to outcome rows with a status column")
     else:
+        if opts["success"] is None and "success" not in frame.columns and (
+                "score" in frame.columns
+                or any(str(item).strip().startswith("score=")
+                       for item in opts.get("reader_options") or ())):
+            raise click.BadParameter(
+                "this table holds scores, not 0/1 outcomes: the command line analyses 0/1 "
+                "outcomes (name them with --success); partial-credit scores in [0, 1] are "
+                "analysed in Python: be.fit(be.from_frame(df, score='score')), then "
+                "res.compare(B, A, metric='mean') and be.bootstrap.mean_score(data)",
+                param_hint="--success")
         roles["success"] = _pick(frame, opts["success"], "success", required=True)
         roles["trial"] = _pick(frame, opts["trial"], "trial")
     for role in ("cluster", "stratum"):

@@ -356,3 +356,12 @@ def test_gate_says_how_its_cluster_bootstrap_weighs_clusters(tmp_path):
                     *FAST)
     assert result.exit_code in (0, 1, 3), result.output
     assert "paired bootstrap (cluster, clusters keep their sizes)" in result.output
+
+
+def test_a_table_of_scores_is_pointed_to_the_python_tools(tmp_path):
+    path = tmp_path / "scores.csv"
+    pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["t1", "t2"] * 2,
+                  "score": [0.5, 1.0, 0.25, 0.0]}).to_csv(path, index=False)
+    result = invoke("analyze", path)
+    assert result.exit_code == 2
+    assert "this table holds scores" in result.output and "metric='mean'" in result.output
