@@ -124,8 +124,12 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
                                             "max_content_width": 100})
 @click.version_option(be.__version__, prog_name="bayeval")
 @click.option("--traceback", is_flag=True, help="Show the full traceback of an error.")
+@click.option("--progress/--quiet", "progress", default=None,
+              help="Show the sampler's progress bar and one status line per slow phase "
+                   "(fit, bootstraps, report), or neither; default: both on a terminal, the "
+                   "status lines only otherwise.")
 @click.pass_context
-def main(ctx, traceback: bool):
+def main(ctx, traceback: bool, progress):
     """Honest uncertainty for AI evaluation results: pass@k, pass^k and paired comparisons.
 
     \b
@@ -138,7 +142,20 @@ def main(ctx, traceback: bool):
     Run `bayeval COMMAND --help` for each command's options.
     """
     ctx.meta["bayeval.traceback"] = traceback
+    ctx.meta["bayeval.progress"] = progress
     warnings.showwarning = _show_warning
+
+
+def _progress_setting():
+    """``--progress`` (True), ``--quiet`` (False) or neither (None)."""
+    ctx = click.get_current_context(silent=True)
+    return None if ctx is None else ctx.find_root().meta.get("bayeval.progress")
+
+
+def status(message: str) -> None:
+    """One line on stderr saying what a slow phase is doing (silent under ``--quiet``)."""
+    if _progress_setting() is not False:
+        click.echo(message, err=True)
 
 
 # -- option types and parsing ------------------------------------------------------------------
@@ -676,13 +693,14 @@ def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1
         chosen = choose_model(data, sampler)[0]
     if chosen == "logit_normal" or sampler in ("nutpie", "pymc"):
         ds = data.dataset
-        click.echo(f"fitting {chosen} ({'paired' if chosen == 'logit_normal' else 'unpaired'}) "
-                   f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
-                   f"{chains} chain(s) x {draws} draws after {tune} warm-up, seed {seed} ...",
-                   err=True)
+        status(f"fitting {chosen} ({'paired' if chosen == 'logit_normal' else 'unpaired'}) "
+               f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
+               f"{chains} chain(s) x {draws} draws after {tune} warm-up, seed {seed} ...")
+    setting = _progress_setting()
     with notes:
         return be.fit(data, model=model, draws=draws, chains=chains, seed=seed,
-                      sampler=sampler, tune=tune, progress=sys.stderr.isatty())
+                      sampler=sampler, tune=tune,
+                      progress=sys.stderr.isatty() if setting is None else setting)
 
 
 def _command_line() -> str | None:
@@ -720,7 +738,16 @@ def _write_json(payload: dict, path: str):
         click.echo(f"wrote {path}", err=True)
 
 
+def _report_data(res, **options):
+    """:func:`bayeval.report.report_data`, after a status line (the readouts and bootstrap
+    twins take a while at leaderboard size)."""
+    status(f"summarising: posterior readouts and bootstrap twins "
+           f"({options.get('n_boot', 2000)} resamples) ...")
+    return _report.report_data(res, **options)
+
+
 def _write_report(res, path, report, compare_results=None):
+    status(f"writing the report card and its figures to {path} ...")
     written = _report.write_report(res, path, data=report, compare_results=compare_results)
     click.echo(f"wrote {written}", err=True)
 
@@ -911,7 +938,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     to_stdout = json_path == "-"
     _header(data, lines, res, err=to_stdout)
     _echo_notes(notes.items)
-    report = _report.report_data(
+    report = _report_data(
         res, comparisons=pairs, k=k, metric=metric, estimand=estimand, margin=margin,
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
         compare_k=compare_k, notes=notes.items, command=_command_line(),
@@ -1247,7 +1274,7 @@ def rank(files, fmt, system, system_name, task, success, successes, trials_colum
     if json_path:
         _write_json(summary, json_path)
     if report_path:
-        report = _report.report_data(res, k=[k], metric=metric, estimand=estimand,
+        report = _report_data(res, k=[k], metric=metric, estimand=estimand,
                                      n_boot=n_boot, seed=seed, ci_prob=ci_prob,
                                      notes=summary["notes"], command=_command_line())
         report["ranks"] = summary
@@ -1337,7 +1364,7 @@ def gate(files, fmt, system, system_name, task, success, successes, trials_colum
     if canary_pair is not None:
         _check_pairs([canary_pair], data.systems)
     res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=[pair])
-    report = _report.report_data(
+    report = _report_data(
         res, comparisons=[pair], k=k, metric=metric, estimand=estimand, margin=margin,
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
         notes=notes.items, command=_command_line(), allow_harness_change=allow_harness_change)
@@ -1580,7 +1607,7 @@ def demo(report_path, no_report, json_path, n_boot: int, seed: int):
     order = population.to_series().sort_values(ascending=False).index.tolist()
     best, second = order[:2]
     paired = _fit(data, "logit_normal", "auto", 1000, 4, seed, notes, pairs=[(best, second)])
-    report = _report.report_data(res, comparisons=[(best, second)], k=1, n_boot=n_boot,
+    report = _report_data(res, comparisons=[(best, second)], k=1, n_boot=n_boot,
                                  seed=seed, notes=notes.items, command=_command_line(),
                                  title="bayeval demo: SWE-bench Verified (mini-SWE-agent)",
                                  compare_results=paired)

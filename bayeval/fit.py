@@ -133,7 +133,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     priors : dict, optional
         Model priors (see each model's ``DEFAULT_PRIORS``); recorded in attrs.
     progress : bool, optional
-        Show the sampler's progress bar; default: only on an interactive terminal.
+        Show the sampler's progress bar; default: on an interactive terminal or in a
+        Jupyter kernel (:func:`interactive`).
     strict : bool, default False
         Raise instead of warning when the MCMC diagnostics fail their gates.
     task_draws : {"auto", True, False}
@@ -190,7 +191,7 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         raise ValueError(f"task_draws must be 'auto', True or False; got {task_draws!r}")
     engine = ENGINES[model][sampler]
     if progress is None:
-        progress = sys.stderr.isatty()
+        progress = interactive()
     _warn_single_trial(data, model)
 
     ds = data.dataset
@@ -352,6 +353,17 @@ def _check_jax():
     except ImportError as err:
         raise ImportError("sampler='numpyro' needs JAX and NumPyro: pip install "
                           "'bayeval[jax]'") from err
+
+
+def interactive() -> bool:
+    """Whether someone is watching: stderr is a terminal, or the code runs in a Jupyter
+    kernel (whose stderr is not a terminal but whose cells show a progress bar)."""
+    if sys.stderr.isatty():
+        return True
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    kernel = get() if get is not None else None
+    return kernel is not None and getattr(kernel, "kernel", None) is not None
 
 
 def _attrs(data, model, engine, requested, seed, draws, chains, tune, priors) -> dict:

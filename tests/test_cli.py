@@ -365,3 +365,36 @@ def test_a_table_of_scores_is_pointed_to_the_python_tools(tmp_path):
     result = invoke("analyze", path)
     assert result.exit_code == 2
     assert "this table holds scores" in result.output and "metric='mean'" in result.output
+
+
+def test_progress_and_quiet(gate_files, monkeypatch):
+    seen = []
+    real = be.fit
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("progress"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(be, "fit", spy)
+    args = ("gate", gate_files["better"], "--compare", "candidate", "baseline", "--margin", 0.02,
+            *FAST)
+    loud = CliRunner().invoke(cli.main, ["--progress", *map(str, args)])
+    quiet = CliRunner().invoke(cli.main, ["--quiet", *map(str, args)])
+    assert loud.exit_code == quiet.exit_code == 0, loud.output
+    assert seen == [True, False]
+    assert "summarising: posterior readouts" in loud.stderr
+    assert "summarising" not in quiet.stderr and "PASS" in quiet.stdout
+
+
+def test_fit_shows_progress_in_a_jupyter_kernel(monkeypatch):
+    import sys
+    import types
+
+    from bayeval.fit import interactive
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    shell = types.SimpleNamespace(kernel=object())
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    assert interactive()
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
+    assert not interactive()
