@@ -139,6 +139,15 @@ def system_parametrisation(ds: xr.Dataset) -> int:
     return 1 if spread > 2.0 * se2.mean() else 2
 
 
+def cluster_codes(ds: xr.Dataset) -> tuple[np.ndarray, list | None]:
+    """Each task's cluster code (int64, in order of first appearance) and the cluster labels;
+    zeros and None for data without clusters."""
+    if "cluster" not in ds.coords:
+        return np.zeros(ds.sizes["task"], dtype=np.int64), None
+    codes, labels = pd.factorize(np.asarray(ds["cluster"].values, dtype=object))
+    return codes.astype(np.int64), labels.tolist()
+
+
 def recipe_codes(ds: xr.Dataset) -> np.ndarray | None:
     """Each system's recipe code when the systems are training runs (a ``recipe``
     coordinate on ``system``), else None."""
@@ -166,16 +175,10 @@ class Layout:
     def paired(self) -> bool:
         return self.n_systems > 1
 
-
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> Layout:
-        n_task = ds.sizes["task"]
-        if "cluster" in ds.coords:
-            codes, labels = pd.factorize(np.asarray(ds["cluster"].values, dtype=object))
-            labels = labels.tolist()
-        else:
-            codes, labels = np.zeros(n_task, dtype=np.int64), None
-        return cls(ds.sizes["system"], labels, codes.astype(np.int64),
+        codes, labels = cluster_codes(ds)
+        return cls(ds.sizes["system"], labels, codes,
                    Populations.from_dataset(ds), system_parametrisation(ds), recipe_codes(ds))
 
     @property

@@ -51,7 +51,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 from scipy import special
 
@@ -132,13 +131,10 @@ class Layout:
         if "stratum" in ds.coords:
             raise ValueError("model='zoib' does not support strata yet: fit each stratum "
                              "on its own (data.sel(task=...)) or leave stratum= unset")
-        n_task = ds.sizes["task"]
-        if "cluster" in ds.coords:
-            codes, labels = pd.factorize(np.asarray(ds["cluster"].values, dtype=object))
-            labels = labels.tolist()
-        else:
-            codes, labels = np.zeros(n_task, dtype=np.int64), None
-        return cls(ds.sizes["system"], n_task, labels, codes.astype(np.int64))
+        from bayeval.models.logit_normal import cluster_codes
+
+        codes, labels = cluster_codes(ds)
+        return cls(ds.sizes["system"], ds.sizes["task"], labels, codes)
 
     def key(self) -> tuple:
         return (self.n_systems, self.n_tasks, self.has_clusters, tuple(self.cluster.tolist()))
