@@ -57,7 +57,7 @@ __all__ = ["FORMATS", "build_report", "paired_spread", "report_data", "write_rep
 
 #: Version of the JSON layout of :func:`report_data` (``bayeval/schemas/report.schema.json``):
 #: raised when a key is renamed, removed or changes type.
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 FORMATS = {"html": (".html", ".htm"), "markdown": (".md", ".markdown")}
 ADJUST_METHODS = ("bonferroni", "holm", "bh")
 DEFAULT_POWER_EFFECTS = (0.01, 0.02, 0.05)
@@ -219,10 +219,12 @@ def _data_section(results: Results) -> dict:
     if data.has_clusters:
         sizes = ds["cluster"].to_series().value_counts()
         clusters = {"count": len(sizes),
-                    "sizes": {str(_label(c)): int(n) for c, n in sizes.items()}}
+                    "sizes": [{"cluster": str(_label(c)), "tasks": int(n)}
+                              for c, n in sizes.items()]}
     strata = None
     if data.has_strata:
-        strata = {str(k): _num(v) for k, v in data.stratum_weights.items()}
+        strata = [{"stratum": str(k), "weight": _num(v)}
+                  for k, v in data.stratum_weights.items()]
     deff_rows = []
     for bound in _bounds(ds["successes"]):
         deff = design_effect(_one_bound(data, bound))
@@ -246,13 +248,13 @@ def _data_section(results: Results) -> dict:
         "planned_attempts": int(attempts.sum()),
         "missing_policy": data.missing or "none",
         "excluded_cells": len(data.excluded) if data.missing == "exclude" else 0,
-        "status_counts": {str(s): {str(k): int(v) for k, v in row.items()}
-                          for s, row in status.iterrows()},
+        # records, one per system (a system label is a value, not a key)
+        "status_counts": [{"system": str(s), **{str(k): int(v) for k, v in row.items()},
+                           "coverage": _num(coverage[s])} for s, row in status.iterrows()],
         "status_totals": {str(k): int(v) for k, v in status.sum().items()},
-        "coverage": {str(s): _num(v) for s, v in coverage.items()},
         "design_effect": deff_rows,
         "harness": (None if data.harness is None
-                    else {str(s): d for s, d in data.harness.items()}),
+                    else [{"system": str(s), "digest": d} for s, d in data.harness.items()]),
     }
 
 
@@ -510,8 +512,9 @@ def _power_section(data, candidate, baseline, metric, k, margin, effects, alpha,
         "sd": _num(sd),
         "sd_by_bound": [_num(s) for s in sds] if len(sds) > 1 else None,
         "shared_tasks": int(shared.sum()),
-        "mean_trials": {str(candidate): _num(n_cand[shared].mean()) if shared.any() else None,
-                        str(baseline): _num(n_base[shared].mean()) if shared.any() else None},
+        "mean_trials": [{"system": str(name),
+                         "mean_trials": _num(n[shared].mean()) if shared.any() else None}
+                        for name, n in ((candidate, n_cand), (baseline, n_base))],
         "effects_from": "margin" if declared and effects == (margin,) else "declared effects",
         "power": _num(power), "alpha": _num(alpha), "test": "paired t-test (two-sided)",
         "rows": rows,

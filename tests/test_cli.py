@@ -103,8 +103,9 @@ def test_analyze_swebench_json_equals_the_api_and_html_holds_plots(tmp_path):
     boot = next(x for x in entry["bootstrap"] if x["unit"] == "cluster")
     assert [boot["rows"][0]["lower"], boot["rows"][0]["upper"]] == \
         cluster["effect_interval"].values.tolist()
-    assert out["data"]["status_counts"][a] == {s: (500 if s == "ok" else 0)
-                                               for s in be.STATUSES}
+    record = next(r for r in out["data"]["status_counts"] if r["system"] == a)
+    assert record == {"system": a, **{s: (500 if s == "ok" else 0) for s in be.STATUSES},
+                      "coverage": 1.0}
     assert out["settings"]["command"].startswith("bayeval analyze ")
 
     page = inline_plots((tmp_path / "card.html").read_text())

@@ -57,7 +57,7 @@ def test_report_notes_the_change_when_allowed():
                                    allow_harness_change=True)
     assert report["comparisons"][0]["harness"]["status"] == "changed"
     assert any("harness changed" in note for note in report["notes"])
-    digests = report["data"]["harness"]
+    digests = {row["system"]: row["digest"] for row in report["data"]["harness"]}
     assert digests == {"A": digest({"temperature": 0.2, "scorer": "v1"}),
                        "B": digest({"temperature": 0.7, "scorer": "v1"})}
     card = be.report.build_report(res, fmt="markdown", plots=False, data=report)

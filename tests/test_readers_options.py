@@ -74,7 +74,8 @@ def test_cli_reads_a_table_without_a_system_column_as_one_system(tmp_path):
             "names it") in lines
     assert payload["data"]["systems"] == ["runs"]
     assert payload["data"]["n_tasks"] == raw["task"].nunique()
-    assert payload["data"]["status_counts"]["runs"]["ok"] == len(raw)
+    assert payload["data"]["status_counts"][0]["system"] == "runs"
+    assert payload["data"]["status_counts"][0]["ok"] == len(raw)
     named, lines = analyze_json(path, "--system-name", "my-model")
     assert "no system column: one system, named 'my-model' (--system-name)" in lines
     assert named["data"]["systems"] == ["my-model"]
@@ -162,16 +163,20 @@ def test_terminal_bench_null_verdicts_are_never_failures(tmp_path, clusters):
                                                "test_timeout": "timeout"})
     for status, count in modes.value_counts().items():
         expected[status] += int(count)
-    assert payload["data"]["status_counts"][system] == expected
+    record = payload["data"]["status_counts"][0]
+    assert record["system"] == system
+    assert {s: record[s] for s in expected} == expected
     if clusters:
         families = raw["task_id"].str.split(".").str[0].value_counts().to_dict()
-        assert payload["data"]["clusters"] == {"count": len(families), "sizes": families}
+        assert payload["data"]["clusters"] == {
+            "count": len(families),
+            "sizes": [{"cluster": c, "tasks": n} for c, n in families.items()]}
     else:
         assert payload["data"]["clusters"] is None
     # without a failure mode, a null verdict is no_verdict, never a failure
     unset = _null_verdicts_without_failure_mode(tmp_path)
     payload, _ = analyze_json(unset, *option, "--missing", "exclude")
-    counts = payload["data"]["status_counts"][system]
+    counts = next(r for r in payload["data"]["status_counts"] if r["system"] == system)
     assert counts["no_verdict"] == int(null.sum())
     assert counts["ok"] == int((~null).sum())
     data = br.read_terminal_bench(unset, cluster="family" if clusters else None,
