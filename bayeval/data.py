@@ -275,12 +275,42 @@ class EvalData:
             task_coords={c: self._ds[c].values for c in ("cluster", "stratum") if c in self._ds},
             attrs=self._ds.attrs,
         )
-        if "harness" in self._ds.coords:
-            ds = ds.assign_coords(harness=("system", self._ds["harness"].values))
+        for name in ("harness", "recipe", "run"):  # per-system labels the policy keeps
+            if name in self._ds.coords:
+                ds = ds.assign_coords({name: ("system", self._ds[name].values)})
         names = [v for v in (*_COVARIATE_VARS, *SCORE_VARS) if v in self._ds]
         if names:  # per attempt and status, or of ok attempts: the policy does not change them
             ds = ds.assign({v: self._ds[v] for v in names})
         return EvalData(ds)
+
+    def crossed(self, candidate, baseline, bound: str) -> EvalData:
+        """The two systems' counts with their missing outcomes crossed, for one bound of a
+        paired comparison under ``missing="bounds"``: ``"lower"`` takes the candidate's missing
+        outcomes as failures and the baseline's as successes, ``"upper"`` the reverse. One
+        data set, so that a paired model fits both systems' crossed values jointly.
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> df = pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["t1", "t2"] * 2,
+        ...                    "success": [1, None, None, 0]})
+        >>> data = be.from_frame(df, missing="bounds")
+        >>> data.crossed("B", "A", "lower").dataset["successes"].values.tolist()
+        [[0, 0], [1, 1]]
+        """
+        if self.missing != "bounds":
+            raise ValueError("crossed() is for data under missing='bounds'")
+        if bound not in ("lower", "upper"):
+            raise ValueError(f"bound must be 'lower' or 'upper'; got {bound!r}")
+        other = "upper" if bound == "lower" else "lower"
+        ds = self.sel(system=[candidate, baseline]).dataset
+        c = ds["successes"].transpose("missing_bound", "system", "task")
+        values = np.stack([c.sel(missing_bound=bound).values[0],
+                           c.sel(missing_bound=other).values[1]])
+        out = ds.drop_vars("missing_bound").assign(successes=(("system", "task"), values))
+        out.attrs = {**ds.attrs, "missing_policy": "fail", "crossed_bound": bound,
+                     "crossed_candidate": str(candidate)}
+        return EvalData(out)
 
     def sel(self, system=None, task=None) -> EvalData:
         """A subset of systems and/or tasks (labels or lists of labels).

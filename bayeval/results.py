@@ -375,6 +375,11 @@ class Results:
 
         Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
         missing outcomes as failures and the baseline's as successes, the upper the reverse.
+        A paired model (``logit_normal``, ``zoib``) fits each crossed bound once, both
+        systems' crossed counts jointly (:meth:`bayeval.EvalData.crossed`; two more fits
+        with this fit's settings, cached), since the fit of each bound alone would pair a
+        system's missing outcomes with the other's opposite extreme only through separate
+        posteriors.
 
         Parameters
         ----------
@@ -462,12 +467,19 @@ class Results:
         else:
             values = self._metric(metric, k, estimand, clusters, weighting, shared=shared,
                                   tau=tau)
-        cand, base = values.sel(system=candidate, drop=True), values.sel(system=baseline,
-                                                                         drop=True)
-        if "missing_bound" in values.dims:
-            base = base.sel(missing_bound=["upper", "lower"]).assign_coords(
-                missing_bound=["lower", "upper"])
-        effect = cand - base
+        crossed_fit = "missing_bound" in values.dims and self._paired == "yes" and runs is None
+        if crossed_fit:
+            # a paired model shares task effects between the systems: each crossed bound is
+            # one joint fit of both systems' crossed counts, not two bounds' draws subtracted
+            effect = self._crossed_effect(candidate, baseline, metric, k, estimand, clusters,
+                                          weighting, shared, tau)
+        else:
+            cand = values.sel(system=candidate, drop=True)
+            base = values.sel(system=baseline, drop=True)
+            if "missing_bound" in values.dims:  # systems independent: the bounds' draws cross
+                base = base.sel(missing_bound=["upper", "lower"]).assign_coords(
+                    missing_bound=["lower", "upper"])
+            effect = cand - base
         sample_dims = ["chain", "draw"]
         out = xr.Dataset({
             "effect": effect,
@@ -488,10 +500,42 @@ class Results:
             **harness.attrs,
             **({} if runs is None else {"runs": runs, "checkpoints": members}),
         }
+        if crossed_fit:
+            out.attrs["crossed_bounds"] = "one joint fit per crossed bound"
         if estimand == "tasks":
             out.attrs["n_shared_tasks"] = int(both.sum())
             out.attrs["n_dropped_tasks"] = dropped
         return out
+
+    def _crossed_effect(self, candidate, baseline, metric, k, estimand, clusters, weighting,
+                        shared, tau) -> xr.DataArray:
+        """Effect draws under crossed missing-outcome bounds from one joint fit per bound
+        (:meth:`bayeval.EvalData.crossed`), with this fit's settings; cached."""
+        from bayeval.fit import fit
+
+        key = ("crossed", candidate, baseline)
+        fits = self._cache.get(key)
+        if fits is None:
+            attrs = self._tree.attrs
+            priors = json.loads(attrs.get("priors", "null")) or None
+            if priors is not None and "alpha" in priors:
+                priors["alpha"] = tuple(priors["alpha"])
+            fits = {}
+            for bound in ("lower", "upper"):
+                data = self.data.crossed(candidate, baseline, bound)
+                fits[bound] = fit(data, model=self.model, draws=int(attrs["draws"]),
+                                  chains=int(attrs["chains"]), seed=int(attrs["seed"]),
+                                  sampler=attrs["sampler"], tune=int(attrs["tune"]),
+                                  priors=priors, progress=False, task_draws=False,
+                                  log_likelihood=False)
+            self._cache[key] = fits
+        parts = []
+        for bound in ("lower", "upper"):
+            values = fits[bound]._metric(metric, k, estimand, clusters, weighting,
+                                         shared=shared, tau=tau)
+            parts.append(values.sel(system=candidate, drop=True)
+                         - values.sel(system=baseline, drop=True))
+        return xr.concat(parts, dim=xr.DataArray(["lower", "upper"], dims="missing_bound"))
 
     # -- many systems --------------------------------------------------------------------------
     def ranks(self, metric: str = "pass@k", k=1, estimand: str = "population", top: int = 3,
