@@ -375,11 +375,10 @@ class Results:
 
         Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
         missing outcomes as failures and the baseline's as successes, the upper the reverse.
-        A paired model (``logit_normal``, ``zoib``) fits each crossed bound once, both
-        systems' crossed counts jointly (:meth:`bayeval.EvalData.crossed`; two more fits
-        with this fit's settings, cached), since the fit of each bound alone would pair a
-        system's missing outcomes with the other's opposite extreme only through separate
-        posteriors.
+        The paired ``logit_normal`` model fits each crossed bound once, both systems'
+        crossed counts jointly (:meth:`bayeval.EvalData.crossed`; two more fits with this
+        fit's settings, cached): subtracting draws of the two bounds' separate fits would
+        lose the pairing. (``zoib`` still subtracts its bounds' draws.)
 
         Parameters
         ----------
@@ -467,7 +466,8 @@ class Results:
         else:
             values = self._metric(metric, k, estimand, clusters, weighting, shared=shared,
                                   tau=tau)
-        crossed_fit = "missing_bound" in values.dims and self._paired == "yes" and runs is None
+        crossed_fit = ("missing_bound" in values.dims and self.model == "logit_normal"
+                       and runs is None)
         if crossed_fit:
             # a paired model shares task effects between the systems: each crossed bound is
             # one joint fit of both systems' crossed counts, not two bounds' draws subtracted
