@@ -92,3 +92,15 @@ def describe_values(values, limit: int = 8) -> str:
     shown = ", ".join(repr(v) for v in values[:limit])
     more = f", ... ({len(values) - limit} more)" if len(values) > limit else ""
     return f"[{shown}{more}]"
+
+
+def merge_priors(priors, defaults: dict, model: str) -> dict:
+    """A model's default priors updated with the user's, refusing names the model lacks."""
+    merged = dict(defaults)
+    if priors is not None:
+        unknown = set(priors) - set(defaults)
+        if unknown:
+            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the {model} model; "
+                             f"allowed: {sorted(defaults)}")
+        merged.update(priors)
+    return merged

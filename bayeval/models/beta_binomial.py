@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 
+from bayeval._validate import merge_priors
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound
 
 __all__ = ["build_beta_binomial_model", "DEFAULT_PRIORS"]
@@ -28,13 +29,7 @@ DEFAULT_PRIORS = {"p": (1.0, 1.0)}
 
 def validate_priors(priors) -> dict:
     """Fill defaults and check ``{"p": (a, b)}`` with a, b > 0."""
-    merged = dict(DEFAULT_PRIORS)
-    if priors is not None:
-        unknown = set(priors) - set(DEFAULT_PRIORS)
-        if unknown:
-            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the beta_binomial model; "
-                             f"allowed: ['p']")
-        merged.update(priors)
+    merged = merge_priors(priors, DEFAULT_PRIORS, "beta_binomial")
     a, b = merged["p"]
     if not (np.isfinite(a) and np.isfinite(b) and a > 0 and b > 0):
         raise ValueError(f"prior p needs Beta parameters > 0; got {merged['p']}")

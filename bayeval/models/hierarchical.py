@@ -35,6 +35,7 @@ import pymc as pm
 import pytensor.tensor as pt
 from scipy import special, stats
 
+from bayeval._validate import merge_priors
 from bayeval.grid import adaptive_grid
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, patterns
 
@@ -45,13 +46,7 @@ DEFAULT_PRIORS = {"mu": (1.0, 1.0), "log_kappa": (1.0, 1.5)}
 
 def validate_priors(priors) -> dict:
     """Fill defaults and check ``{"mu": (a, b), "log_kappa": (mean, sd)}``."""
-    merged = dict(DEFAULT_PRIORS)
-    if priors is not None:
-        unknown = set(priors) - set(DEFAULT_PRIORS)
-        if unknown:
-            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the hierarchical model; "
-                             f"allowed: {sorted(DEFAULT_PRIORS)}")
-        merged.update(priors)
+    merged = merge_priors(priors, DEFAULT_PRIORS, "hierarchical")
     for name, (first, second) in merged.items():
         if not (np.isfinite(first) and np.isfinite(second) and second > 0):
             raise ValueError(f"prior {name} needs finite parameters with a positive second one; "

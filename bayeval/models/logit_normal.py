@@ -67,6 +67,7 @@ import pytensor.tensor as pt
 import xarray as xr
 from scipy import special
 
+from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation
@@ -92,13 +93,7 @@ _Z_WEIGHT = np.exp(-0.5 * _Z**2) / np.sqrt(2 * np.pi) * (_Z[1] - _Z[0])
 
 def validate_priors(priors) -> dict:
     """Fill defaults and check the priors (a Normal for alpha, HalfNormal scales)."""
-    merged = dict(DEFAULT_PRIORS)
-    if priors is not None:
-        unknown = set(priors) - set(DEFAULT_PRIORS)
-        if unknown:
-            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the logit_normal model; "
-                             f"allowed: {sorted(DEFAULT_PRIORS)}")
-        merged.update(priors)
+    merged = merge_priors(priors, DEFAULT_PRIORS, "logit_normal")
     mean, sd = merged["alpha"]
     if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
         raise ValueError(f"prior alpha needs a finite mean and a positive sd; got {(mean, sd)}")

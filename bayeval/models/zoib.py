@@ -54,6 +54,7 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
+from bayeval._validate import merge_priors
 from bayeval.models._beta_family import Populations, task_weights
 
 __all__ = ["build_zoib_model", "DEFAULT_PRIORS", "ZoibScores", "zoib_loglik"]
@@ -88,13 +89,7 @@ _compiled: OrderedDict = OrderedDict()  # structure -> compiled nutpie model
 
 def validate_priors(priors) -> dict:
     """Fill defaults and check the priors (Normals as (mean, sd), HalfNormal scales)."""
-    merged = dict(DEFAULT_PRIORS)
-    if priors is not None:
-        unknown = set(priors) - set(DEFAULT_PRIORS)
-        if unknown:
-            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the zoib model; "
-                             f"allowed: {sorted(DEFAULT_PRIORS)}")
-        merged.update(priors)
+    merged = merge_priors(priors, DEFAULT_PRIORS, "zoib")
     out = {}
     for name in ("alpha", "delta", "gamma", "log_phi"):
         mean, sd = merged[name]
