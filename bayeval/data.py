@@ -50,6 +50,9 @@ _COVARIATE_VARS = ("covariate_count", "covariate_sum", "covariate_sumsq", "covar
 #: Per ``(system, task)`` sufficient statistics of the ``ok`` attempts' scores (``score=``).
 SCORE_VARS = ("score_n0", "score_n1", "score_nmid", "score_sum", "score_sumsq",
               "score_sumlog", "score_sumlog1m")
+#: Per-attempt durations (``latency=``): seconds and status code over ``(system, task, attempt)``,
+#: NaN and -1 where a cell has fewer attempts than the longest cell (or no duration recorded).
+LATENCY_VARS = ("latency", "latency_status")
 _OK, _NO_VERDICT, _NOT_RUN = 0, STATUSES.index("no_verdict"), STATUSES.index("not_run")
 _POLICY_HELP = (
     "'fail' (every non-ok attempt counts as a failure: the end-to-end rate), "
@@ -153,6 +156,37 @@ class EvalData:
         if "covariate" not in self._ds.coords:
             return []
         return self._ds["covariate"].values.tolist()
+
+    @property
+    def has_latency(self) -> bool:
+        """Whether per-attempt durations were given (``from_frame(..., latency=...)``)."""
+        return "latency" in self._ds
+
+    def latency_frame(self) -> pd.DataFrame:
+        """One row per attempt with a recorded duration: system, task, attempt, status, seconds.
+
+        ``attempt`` numbers the rows of a ``(system, task)`` cell in the order they came
+        (from 0); attempts without a recorded duration are left out.
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"], "success": [1, 0, 1],
+        ...                    "seconds": [12.0, 30.5, 8.25]})
+        >>> be.from_frame(df, latency="seconds").latency_frame()["seconds"].tolist()
+        [12.0, 30.5, 8.25]
+        """
+        if not self.has_latency:
+            raise ValueError("this data has no latency: pass latency= to be.from_frame")
+        ds = self._ds
+        seconds = ds["latency"].transpose("system", "task", "attempt").values
+        codes = ds["latency_status"].transpose("system", "task", "attempt").values
+        s_idx, t_idx, a_idx = np.nonzero(~np.isnan(seconds))
+        return pd.DataFrame({
+            "system": ds["system"].values[s_idx], "task": ds["task"].values[t_idx],
+            "attempt": a_idx.astype(np.int64),
+            "status": np.asarray(STATUSES, dtype=object)[codes[s_idx, t_idx, a_idx]],
+            "seconds": seconds[s_idx, t_idx, a_idx]})
 
     @property
     def has_scores(self) -> bool:
@@ -278,7 +312,7 @@ class EvalData:
         for name in ("harness", "recipe", "run"):  # per-system labels the policy keeps
             if name in self._ds.coords:
                 ds = ds.assign_coords({name: ("system", self._ds[name].values)})
-        names = [v for v in (*_COVARIATE_VARS, *SCORE_VARS) if v in self._ds]
+        names = [v for v in (*_COVARIATE_VARS, *SCORE_VARS, *LATENCY_VARS) if v in self._ds]
         if names:  # per attempt and status, or of ok attempts: the policy does not change them
             ds = ds.assign({v: self._ds[v] for v in names})
         return EvalData(ds)
@@ -351,7 +385,11 @@ class EvalData:
             frame = frame.loc[:, ~frame.columns.duplicated()]
         status = self._ds["status_counts"].to_dataframe()["status_counts"].unstack("status")
         status.columns = [f"n_{s}" for s in status.columns]
-        return frame.join(status).reset_index()
+        frame = frame.join(status)
+        if self.has_latency:  # recorded durations per cell (per attempt: latency_frame)
+            frame = frame.join(self._ds["latency"].notnull().sum("attempt").rename(
+                "n_latency").to_dataframe()["n_latency"])
+        return frame.reset_index()
 
     def __repr__(self) -> str:
         ds = self._ds
@@ -371,6 +409,11 @@ class EvalData:
         if self.has_scores:
             counts = [int(ds[f"score_{k}"].sum()) for k in ("n0", "nmid", "n1")]
             lines.append(f"  scores:   {counts[0]} at 0, {counts[1]} between, {counts[2]} at 1")
+        if self.has_latency:
+            seconds = ds["latency"].values
+            seconds = seconds[~np.isnan(seconds)]
+            median = f", median {np.median(seconds):.4g} s" if seconds.size else ""
+            lines.append(f"  latency:  {seconds.size} recorded durations{median}")
         totals = ds["status_counts"].sum(("system", "task")).to_series()
         totals = {k: int(v) for k, v in totals.items() if v}
         lines.append(f"  statuses: {totals}")
@@ -437,6 +480,7 @@ def from_frame(
     covariates=None,
     score: str | None = None,
     run: str | None = None,
+    latency=None,
 ) -> EvalData:
     """Validate a tidy table and summarise it into ``(system, task)`` counts.
 
@@ -513,6 +557,19 @@ def from_frame(
         comparisons of recipes take ``runs="new"`` (new training seeds) or
         ``runs="observed"`` (these checkpoints): see :meth:`bayeval.Results.compare`. A
         recipe must have at least one run; run labels may repeat across recipes.
+    latency : str or (str, str), optional
+        Each attempt's duration, outcome rows only: a column of seconds (finite, non-negative
+        numbers, or ``timedelta`` values), or a pair ``(start, end)`` of timestamp columns
+        (datetimes, or ISO 8601 strings; the duration is ``end - start``). Both timestamps
+        of a row must carry a UTC offset or neither (naive ones are read on one clock).
+        An empty cell (both timestamps empty) means no duration was recorded for that
+        attempt: it is kept as missing, never as zero, and left out of the latency
+        quantiles. Refused, naming the column and rows: unparseable or wrongly typed values,
+        one timestamp of a pair without the other, an end before its start, negative or
+        non-finite seconds. Stored per attempt as ``latency`` (seconds) and
+        ``latency_status`` (status code) over ``(system, task, attempt)``, padded with NaN
+        and -1 to the longest cell; read with :meth:`EvalData.latency_frame` and
+        :func:`bayeval.bootstrap.latency`.
 
     Returns
     -------
@@ -550,6 +607,14 @@ def from_frame(
     >>> sums.sel(status=["ok", "timeout"]).values.tolist()
     [[0.75, 0.0], [0.0, 2.0]]
 
+    Per-attempt durations from start and end timestamps:
+
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t2"], "success": [1, 0],
+    ...                    "start": ["2025-07-11T20:35:00+00:00", "2025-07-11T20:40:00Z"],
+    ...                    "end": ["2025-07-11T20:36:30+00:00", "2025-07-11T21:40:00Z"]})
+    >>> be.from_frame(df, latency=("start", "end")).latency_frame()["seconds"].tolist()
+    [90.0, 3600.0]
+
     Partial-credit scores:
 
     >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"], "score": [0.5, 1, 0]})
@@ -584,6 +649,7 @@ def from_frame(
     elif status_map is not None and status is None:
         raise TypeError("status_map= needs status=, the column holding the raw statuses")
     covariates = _covariate_names(df, covariates, count_rows)
+    latency_columns = _latency_names(df, latency, count_rows)
 
     names = {"system": system, "task": task} if system is not None else {"task": task}
     if count_rows:
@@ -639,6 +705,9 @@ def from_frame(
             score_vars = _score_stats(outcome[ok], cell[ok], (n_sys, n_task))
         covariate_vars = _covariate_stats(df, covariates, cell * n_status + codes,
                                           (n_sys, n_task, n_status))
+        if latency_columns is not None:
+            latency_vars = _latency_arrays(_latency_seconds(df, latency_columns), codes, cell,
+                                           (n_sys, n_task))
 
     status_counts = status_counts.reshape(n_sys, n_task, n_status).astype(np.int64)
     ok_successes = np.rint(ok_successes).astype(np.int64).reshape(n_sys, n_task)
@@ -659,6 +728,9 @@ def from_frame(
         ds = ds.assign(covariate_vars).assign_coords(covariate=np.array(covariates, dtype=object))
     if score is not None:
         ds = ds.assign(score_vars)
+    if latency_columns is not None:
+        ds = ds.assign(latency_vars)
+        ds.attrs["latency_columns"] = json.dumps(list(latency_columns))
     return EvalData(ds)
 
 
@@ -687,7 +759,7 @@ def _with_runs(df, system, task, success, run, arguments) -> EvalData:
     options = {k: arguments[k] for k in (
         "system_name", "successes", "trials", "trial", "cluster", "stratum", "status",
         "status_map", "missing", "planned_trials", "stratum_weights", "harness", "covariates",
-        "score")}
+        "score", "latency")}
     data = from_frame(df.assign(**{_CHECKPOINT: labels}), system=_CHECKPOINT, task=task,
                       success=success, **options)
     first = {}
@@ -1303,6 +1375,175 @@ def _covariate_stats(df: pd.DataFrame, covariates: list, slot: np.ndarray, shape
         out[name] = np.rint(out[name]).astype(np.int64)
     dims = ("covariate", "system", "task", "status")
     return {name: (dims, values) for name, values in out.items()}
+
+
+_LATENCY_HELP = ("latency= takes a column of seconds (str) or a pair of timestamp columns "
+                 "(start, end)")
+
+
+def _latency_names(df: pd.DataFrame, latency, count_rows: bool):
+    """The latency column(s), checked: ``None``, ``(seconds,)`` or ``(start, end)``."""
+    if latency is None:
+        return None
+    if isinstance(latency, str):
+        columns = (latency,)
+    elif isinstance(latency, (list, tuple)) and len(latency) == 2:
+        columns = tuple(latency)
+        if columns[0] == columns[1]:
+            raise ValueError(f"latency= names column {columns[0]!r} as both start and end")
+    else:
+        raise TypeError(f"{_LATENCY_HELP}; got {latency!r}")
+    if count_rows:
+        raise TypeError("latency= applies to outcome rows (success=), one row per attempt; "
+                        "count rows (successes=, trials=) carry no per-attempt durations")
+    roles = ({"latency": columns[0]} if len(columns) == 1 else
+             {"latency[0] (start)": columns[0], "latency[1] (end)": columns[1]})
+    _check_columns(df, roles)
+    return columns
+
+
+def _latency_seconds(df: pd.DataFrame, columns: tuple) -> np.ndarray:
+    """Each row's duration in seconds, NaN where none was recorded; refusals name the rows."""
+    if len(columns) == 1:
+        return _seconds_column(df, columns[0])
+    (start, start_aware), (end, end_aware) = (_timestamps(df, c) for c in columns)
+    start_missing, end_missing = start == _NO_TIME, end == _NO_TIME
+    half = start_missing != end_missing
+    if half.any():
+        raise ValueError(
+            f"latency columns {columns[0]!r} and {columns[1]!r}: {describe_rows(df.index[half])} "
+            "record one timestamp without the other; a duration needs both (empty both when "
+            "none was recorded)")
+    both = ~start_missing & ~end_missing
+    clash = both & (start_aware != end_aware)
+    if clash.any():
+        raise ValueError(
+            f"latency columns {columns[0]!r} and {columns[1]!r}: in {describe_rows(df.index[clash])} "
+            "one timestamp has a UTC offset and the other has none, so their difference is "
+            "undefined; give both with an offset (or both without)")
+    seconds = np.full(len(df), np.nan)
+    seconds[both] = (end[both] - start[both]) / 1e9
+    early = both & (seconds < 0)
+    if early.any():
+        raise ValueError(
+            f"latency: {describe_rows(df.index[early])} end before they start (column "
+            f"{columns[1]!r} earlier than {columns[0]!r} by "
+            f"{describe_values(-seconds[early])} s)")
+    return seconds
+
+
+_NO_TIME = np.iinfo(np.int64).min  # NaT's integer value
+_OFFSET = r"(?:[zZ]|[+-]\d{2}(?::?\d{2})?)\s*$"
+
+
+def _timestamps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """A column of timestamps as UTC nanoseconds (``_NO_TIME`` where empty) and whether each
+    carried a UTC offset; datetimes or ISO 8601 strings, nothing else."""
+    import warnings
+
+    series = df[column]
+    where = f"latency timestamp column {column!r}"
+    allowed = ("datetimes or ISO 8601 strings (for example 2025-07-11T20:35:11+00:00), with "
+               "empty cells where no duration was recorded")
+    if isinstance(series.dtype, pd.DatetimeTZDtype):
+        values = series.dt.tz_convert("UTC").dt.tz_localize(None)
+        return values.to_numpy(dtype="datetime64[ns]").view(np.int64), np.ones(len(df), bool)
+    if series.dtype.kind == "M":
+        return (series.to_numpy(dtype="datetime64[ns]").view(np.int64),
+                np.zeros(len(df), bool))
+    if series.dtype.kind != "O" and not pd.api.types.is_string_dtype(series.dtype):
+        raise TypeError(f"{where} must hold {allowed}; it holds {series.dtype} values (for "
+                        "durations in seconds give one column: latency='seconds')")
+    raw = series.to_numpy(dtype=object)
+    missing = pd.isna(series).to_numpy()
+    is_text = np.array([isinstance(v, str) for v in raw])
+    is_time = np.array([isinstance(v, (datetime.datetime, np.datetime64)) for v in raw])
+    wrong = ~missing & ~is_text & ~is_time
+    if wrong.any():
+        types = sorted({type(v).__name__ for v in raw[wrong]})
+        raise TypeError(f"{where} must hold {allowed}; found {describe_values(raw[wrong])} "
+                        f"in {describe_rows(df.index[wrong])} (type {', '.join(types)}; for "
+                        "durations in seconds give one column: latency='seconds')")
+    blank = is_text & np.array([isinstance(v, str) and not v.strip() for v in raw])
+    if blank.any():
+        raise ValueError(f"{where} has blank text in {describe_rows(df.index[blank])}; leave "
+                         "the cell empty (missing) when no timestamp was recorded")
+    out = np.full(len(df), _NO_TIME, dtype=np.int64)
+    aware = np.zeros(len(df), bool)
+    if is_text.any():
+        text = pd.Series(raw[is_text], dtype=object)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = pd.to_datetime(text, format="ISO8601", utc=True, errors="coerce")
+        bad = parsed.isna().to_numpy()
+        if bad.any():
+            rows = df.index[np.flatnonzero(is_text)[bad]]
+            raise ValueError(f"{where} holds text that is not an ISO 8601 timestamp: "
+                             f"{describe_values(text[bad].tolist())} in {describe_rows(rows)}; "
+                             f"it must hold {allowed}")
+        out[is_text] = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]").view(
+            np.int64)
+        aware[is_text] = text.str.contains(_OFFSET, regex=True).to_numpy()
+    for i in np.flatnonzero(is_time):
+        stamp = pd.Timestamp(raw[i])
+        aware[i] = stamp.tzinfo is not None
+        out[i] = (stamp.tz_convert("UTC").tz_localize(None) if aware[i] else stamp).value
+    mixed = ~missing
+    if aware[mixed].any() and not aware[mixed].all():
+        rows_with, rows_without = df.index[mixed & aware], df.index[mixed & ~aware]
+        raise ValueError(f"{where} mixes timestamps with a UTC offset "
+                         f"({describe_rows(rows_with)}) and without one "
+                         f"({describe_rows(rows_without)}); give every timestamp an offset "
+                         "(or none)")
+    return out, aware
+
+
+def _seconds_column(df: pd.DataFrame, column: str) -> np.ndarray:
+    """A column of durations: seconds (numbers) or timedeltas, NaN where empty."""
+    series = df[column]
+    where = f"latency column {column!r}"
+    allowed = ("durations: finite, non-negative seconds (numbers) or timedeltas, with empty "
+               "cells where none was recorded")
+    if series.dtype.kind == "m":
+        values = series.dt.total_seconds().to_numpy(dtype=float)
+    else:
+        raw = _column_values(series)
+        if raw.dtype.kind not in "biufO":
+            raw = series.to_numpy(dtype=object)
+        if raw.dtype.kind == "O":
+            deltas = np.array([isinstance(v, (datetime.timedelta, np.timedelta64))
+                               and not pd.isna(v) for v in raw])
+            if deltas.any():
+                raw = raw.copy()
+                raw[deltas] = [pd.Timedelta(v).total_seconds() for v in raw[deltas]]
+        values, wrong, is_bool = _real_values(raw)
+        if wrong.any():
+            raise _wrong_type(where, series.to_numpy(dtype=object), wrong, df.index[wrong],
+                              allowed)
+        if is_bool.any() or raw.dtype.kind == "b":
+            rows = df.index[is_bool] if is_bool.any() else df.index
+            raise TypeError(f"{where} must hold {allowed}, not True/False; found booleans "
+                            f"in {describe_rows(rows)}")
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isnan(values) & ~(np.isfinite(values) & (values >= 0))
+    if bad.any():
+        raise ValueError(f"{where} must hold {allowed}; found {describe_values(values[bad])} "
+                         f"in {describe_rows(df.index[bad])}")
+    return values
+
+
+def _latency_arrays(seconds: np.ndarray, codes: np.ndarray, cell: np.ndarray, shape) -> dict:
+    """Per-attempt durations and statuses padded to ``(system, task, attempt)``, in row order
+    within each cell."""
+    position = pd.Series(cell).groupby(cell).cumcount().to_numpy()
+    width = int(position.max()) + 1 if len(position) else 1
+    values = np.full(tuple(shape) + (width,), np.nan)
+    status = np.full(tuple(shape) + (width,), -1, dtype=np.int8)
+    s_idx, t_idx = np.divmod(cell, shape[1])
+    values[s_idx, t_idx, position] = seconds
+    status[s_idx, t_idx, position] = codes
+    dims = ("system", "task", "attempt")
+    return {"latency": (dims, values), "latency_status": (dims, status)}
 
 
 def _status_codes(df, status, status_map, recorded: np.ndarray) -> np.ndarray:
