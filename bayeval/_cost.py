@@ -48,7 +48,7 @@ from bayeval._validate import (
     validate_seed,
 )
 
-__all__ = ["cost", "evidence", "frontier", "posterior_cost"]
+__all__ = ["cost", "evidence", "frontier", "latency", "posterior_cost", "posterior_latency"]
 
 RATE_STATUSES = ("timeout", "error", "invalid")
 STATISTICS = (("cost_per_attempt", "cost_per_success") + tuple(f"{s}_rate" for s in RATE_STATUSES)
@@ -665,3 +665,291 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
                          "bayes": fronts["bayes"].attrs["frontier"],
                          "bootstrap": fronts["bootstrap"].attrs["frontier"]},
             "rows": rows, "dominance": dominance, "budget": budget}
+
+
+# -- latency -----------------------------------------------------------------------------------
+#: Status rates read with the latency: timeouts and infrastructure (environment) errors.
+LATENCY_RATES = ("timeout", "error")
+
+
+def _check_quantiles(q) -> np.ndarray:
+    """``q``: a probability or a list of distinct probabilities in [0, 1], sorted."""
+    values = [q] if np.ndim(q) == 0 else list(np.ravel(q))
+    if not values:
+        raise ValueError("q must give at least one quantile level")
+    for v in values:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                                 np.floating)):
+            raise TypeError(f"q must hold quantile levels in [0, 1] (numbers); got {v!r}")
+        if not 0.0 <= float(v) <= 1.0:
+            raise ValueError(f"q must hold quantile levels in [0, 1]; got {v!r}")
+    out = np.array(sorted({float(v) for v in values}))
+    if len(out) != len(values):
+        raise ValueError(f"q holds a level more than once: {values!r}")
+    return out
+
+
+def _latency_inputs(data, statuses):
+    """Per system: the included durations, sorted, with each one's task; and the per-task
+    status totals ``(task, system, 1 + len(LATENCY_RATES))`` (attempts, then the rates)."""
+    from bayeval.data import STATUSES, EvalData
+
+    if not isinstance(data, EvalData):
+        raise TypeError(f"data must be an EvalData (from be.from_frame) or Results; got "
+                        f"{type(data).__name__}")
+    if not data.has_latency:
+        raise ValueError("this data has no per-attempt durations: pass latency='seconds' or "
+                         "latency=('start', 'end') to be.from_frame")
+    attempted = [s for s in STATUSES if s != "not_run"]
+    if statuses is None:
+        statuses = attempted
+    else:
+        statuses = [statuses] if isinstance(statuses, str) else list(statuses)
+        for s in statuses:
+            validate_choice("statuses", s, attempted)
+    codes = [STATUSES.index(s) for s in statuses]
+    ds = data.dataset
+    seconds = ds["latency"].transpose("system", "task", "attempt").values
+    status = ds["latency_status"].transpose("system", "task", "attempt").values
+    keep = ~np.isnan(seconds) & np.isin(status, codes)
+    per_system = []
+    for s in range(seconds.shape[0]):
+        t_idx, a_idx = np.nonzero(keep[s])
+        values = seconds[s, t_idx, a_idx]
+        order = np.argsort(values, kind="stable")
+        per_system.append((values[order], t_idx[order]))
+    counts = ds["status_counts"].transpose("task", "system", "status")
+    parts = [counts.drop_sel(status="not_run").sum("status").values]
+    parts += [counts.sel(status=s).values for s in LATENCY_RATES]
+    return per_system, np.stack(parts, axis=-1).astype(float), statuses
+
+
+def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: np.ndarray) -> np.ndarray:
+    """Quantiles of sorted ``values`` (n,) under each row of ``weights`` (B, n) -> (B, Q).
+
+    Each value stands for ``weight`` copies; the quantile is NumPy's default (linear) one on
+    that sample, ``x[r] + (h - r) (x[r + 1] - x[r])`` at ``h = q (N - 1)``, ``r = floor(h)``,
+    with ``N`` the total weight and ``x[r]`` the value at (0-based) rank r. With whole-number
+    weights it is ``np.quantile`` of the repeated values; a row of zero weight gives NaN.
+    """
+    n_rep = weights.shape[0]
+    out = np.full((n_rep, len(qs)), np.nan)
+    if values.size == 0:
+        return out
+    cum = np.cumsum(weights, axis=1)
+    total = cum[:, -1]
+    big = float(total.max()) + 2.0
+    offset = np.arange(n_rep)[:, None] * big
+    flat = (cum + offset).ravel()
+    h = np.clip(qs[None, :] * (total[:, None] - 1.0), 0.0, None)
+    low = np.floor(h)
+    frac = h - low
+
+    def at(rank):
+        idx = np.searchsorted(flat, (rank + offset).ravel(), side="right").reshape(rank.shape)
+        idx = np.clip(idx - np.arange(n_rep)[:, None] * values.size, 0, values.size - 1)
+        return values[idx]
+
+    lo, hi = at(low), at(low + 1.0)
+    with np.errstate(invalid="ignore"):
+        q = lo + frac * (hi - lo)
+    q = np.where(frac == 0, lo, q)
+    return np.where((total > 0)[:, None], q, np.nan)
+
+
+def _latency_unit_weights(data, unit, n_rep, rng, kind) -> tuple[np.ndarray, np.ndarray]:
+    """Each replicate's weight of each resampling unit ``(rep, unit)`` and each task's unit:
+    multinomial counts (``kind="bootstrap"``) or Dirichlet weights scaled to the same total
+    (``"bayes"``), within strata."""
+    from bayeval.bootstrap import _layout
+
+    layout = _layout(data, unit, "task", None)
+    n_unit = int(layout.unit.max()) + 1
+    unit_group = np.empty(n_unit, dtype=np.int64)
+    unit_group[layout.unit] = layout.group
+    out = np.zeros((n_rep, n_unit))
+    for g in range(len(layout.weight)):
+        members = np.flatnonzero(unit_group == g)
+        m = len(members)
+        if kind == "bootstrap":
+            out[:, members] = rng.multinomial(m, np.full(m, 1.0 / m), size=n_rep)
+        else:
+            out[:, members] = m * rng.dirichlet(np.ones(m), size=n_rep)
+    return out, layout.unit
+
+
+_LATENCY_CELLS = 4_000_000  # replicates x durations handled at once
+
+
+def _latency_replicates(per_system, totals, unit_weights, task_unit, qs):
+    """Quantile replicates ``(rep, system, Q)`` and rate replicates ``(rep, system, R)``."""
+    n_rep, n_sys = unit_weights.shape[0], len(per_system)
+    quant = np.full((n_rep, n_sys, len(qs)), np.nan)
+    for s, (values, tasks) in enumerate(per_system):
+        step = max(1, _LATENCY_CELLS // max(values.size, 1))
+        units = task_unit[tasks]
+        for start in range(0, n_rep, step):
+            rows = slice(start, min(start + step, n_rep))
+            quant[rows, s] = _weighted_quantiles(values, unit_weights[rows][:, units], qs)
+    n_unit = unit_weights.shape[1]
+    per_unit = np.zeros((n_unit,) + totals.shape[1:])
+    np.add.at(per_unit, task_unit, totals)
+    summed = np.einsum("ru,usq->rsq", unit_weights, per_unit)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rates = summed[..., 1:] / summed[..., :1]
+    return quant, rates
+
+
+def _latency_dataset(estimate, draws, qs, rate_est, rate_draws, ci_prob, systems, n_used,
+                     sample_dim, attrs) -> xr.Dataset:
+    out = {"latency": (("system", "quantile"), estimate),
+           "latency_interval": (("system", "quantile", "ci_bound"), _percentiles(draws, ci_prob)),
+           "latency_draws": ((sample_dim, "system", "quantile"), draws),
+           "n_latency": (("system",), np.asarray(n_used, dtype=np.int64))}
+    rate_interval = _percentiles(rate_draws, ci_prob)
+    for i, status in enumerate(LATENCY_RATES):
+        out[f"{status}_rate"] = (("system",), rate_est[:, i])
+        out[f"{status}_rate_interval"] = (("system", "ci_bound"), rate_interval[:, i])
+        out[f"{status}_rate_draws"] = ((sample_dim, "system"), rate_draws[..., i])
+    ds = xr.Dataset(out, coords={"system": np.asarray(systems, dtype=object), "quantile": qs,
+                                 "ci_bound": ["lower", "upper"]})
+    ds.attrs = attrs
+    return ds
+
+
+def _latency_setup(data, q, unit, ci_prob, seed, statuses, n, n_name):
+    from bayeval.results import Results
+
+    if isinstance(data, Results):
+        data = data.data
+    qs = _check_quantiles(q)
+    validate_choice("unit", unit, ("task", "cluster"))
+    per_system, totals, used = _latency_inputs(data, statuses)
+    if unit == "cluster" and not data.has_clusters:
+        raise ValueError("unit='cluster' needs task clusters; this data has none (pass "
+                         "cluster= when building it)")
+    return (data, qs, validate_prob("ci_prob", ci_prob), validate_seed(seed), per_system,
+            totals, used, validate_positive_int(n_name, n, 2))
+
+
+def latency(data, q=(0.5, 0.95), unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
+            statuses=None) -> xr.Dataset:
+    """Bootstrap quantiles of attempt latency per system, with the timeout and error rates.
+
+    Per system, the ``q`` quantiles of the durations of its attempts, pooled over tasks
+    (every recorded attempt weighs alike, NumPy's default linear quantile), from
+    ``from_frame(..., latency=...)``. Tasks (or whole clusters) are resampled with
+    replacement within strata, the same units for every system, and a resampled task brings
+    all its attempts: the interval carries the spread between tasks, which dominates when
+    some tasks are slow for every attempt. ``timeout_rate`` and ``error_rate`` are the
+    shares of attempts (every status but ``not_run``) that timed out or failed on the
+    infrastructure, resampled with the same units.
+
+    Attempts without a recorded duration are left out of the quantiles (``n_latency`` counts
+    those used); a system with none has NaN quantiles. The posterior-side twin is
+    :func:`bayeval._cost.posterior_latency`.
+
+    Parameters
+    ----------
+    data : EvalData or Results
+        Built with ``from_frame(..., latency=...)``.
+    q : float or list of float, default (0.5, 0.95)
+        Quantile levels in [0, 1] (the ``quantile`` coordinate).
+    unit : {"task", "cluster"}, default "task"
+        The resampling unit (``"cluster"`` needs task clusters).
+    n_boot : int, default 10000
+    ci_prob : float, default 0.95
+        Coverage of the percentile intervals (on ``ci_bound``).
+    seed : int, default 0
+    statuses : str or list of str, optional
+        The statuses whose durations count (default every status but ``not_run``: a
+        timed-out attempt took the time it took).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``latency`` (``system, quantile``: seconds), ``latency_interval``
+        (``system, quantile, ci_bound``), ``latency_draws`` (``replicate, system,
+        quantile``), ``n_latency`` (``system``), and for ``timeout`` and ``error`` the
+        ``<status>_rate`` estimate, interval and replicates.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3", "t3"],
+    ...                    "success": [1, 0, 1, 1, 0, 1],
+    ...                    "seconds": [10.0, 12.0, 30.0, 34.0, 20.0, 22.0]})
+    >>> out = be.bootstrap.latency(be.from_frame(df, latency="seconds"), n_boot=500)
+    >>> out["latency"].sel(quantile=0.5).values.tolist()  # np.quantile of the six
+    [21.0]
+    >>> out["latency_interval"].dims
+    ('system', 'quantile', 'ci_bound')
+    """
+    data, qs, ci_prob, seed, per_system, totals, used, n_boot = _latency_setup(
+        data, q, unit, ci_prob, seed, statuses, n_boot, "n_boot")
+    rng = np.random.default_rng(seed)
+    weights, task_unit = _latency_unit_weights(data, unit, n_boot, rng, "bootstrap")
+    draws, rate_draws = _latency_replicates(per_system, totals, weights, task_unit, qs)
+    estimate = np.array([np.quantile(v, qs) if v.size else np.full(len(qs), np.nan)
+                         for v, _ in per_system]).reshape(len(per_system), len(qs))
+    summed = totals.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate_est = summed[:, 1:] / summed[:, :1]
+    attrs = {"method": "bootstrap", "unit": unit, "n_boot": n_boot, "ci_prob": ci_prob,
+             "seed": seed, "statuses": list(used), "units": "seconds",
+             "latency_columns": data.dataset.attrs.get("latency_columns", "null")}
+    return _latency_dataset(estimate, draws, qs, rate_est, rate_draws, ci_prob, data.systems,
+                            [v.size for v, _ in per_system], "replicate", attrs)
+
+
+def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.95, seed=0,
+                      statuses=None) -> xr.Dataset:
+    """Posterior of the attempt-latency quantiles and the timeout and error rates: the
+    Bayesian bootstrap over tasks (Rubin 1981), not a parametric model.
+
+    Each draw gives the tasks (or clusters) Dirichlet(1, ..., 1) weights within strata,
+    scaled to the number of units, the same for every system; a task's attempts share its
+    weight, and the draw's quantile is the weighted version of :func:`bayeval.bootstrap.latency`'s
+    (linear, on the weighted sample), its rates the weighted shares. This is the posterior
+    of the population quantile under a nonparametric (Dirichlet-process limit) model of the
+    tasks: it assumes no shape for the latency distribution, so it is honest about a
+    timeout-capped or multimodal tail, but it cannot put mass on durations never observed
+    and, like the bootstrap, it is only as good as the number of tasks. A log-normal model
+    with task effects would borrow shape; it is not what this computes. The estimate is the
+    posterior mean; the intervals are equal-tailed.
+
+    Parameters
+    ----------
+    data : EvalData or Results
+        Built with ``from_frame(..., latency=...)`` (a fit's data is used as it is).
+    q, unit, ci_prob, seed, statuses
+        As in :func:`bayeval.bootstrap.latency`.
+    n_draws : int, default 4000
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`bayeval.bootstrap.latency`, with a ``draw`` dim in place of ``replicate``.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> from bayeval._cost import posterior_latency
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3", "t3"],
+    ...                    "success": [1, 0, 1, 1, 0, 1],
+    ...                    "seconds": [10.0, 12.0, 30.0, 34.0, 20.0, 22.0]})
+    >>> out = posterior_latency(be.from_frame(df, latency="seconds"), n_draws=500)
+    >>> 10.0 < float(out["latency"].sel(quantile=0.5).item()) < 34.0
+    True
+    """
+    data, qs, ci_prob, seed, per_system, totals, used, n_draws = _latency_setup(
+        data, q, unit, ci_prob, seed, statuses, n_draws, "n_draws")
+    rng = np.random.default_rng(seed)
+    weights, task_unit = _latency_unit_weights(data, unit, n_draws, rng, "bayes")
+    draws, rate_draws = _latency_replicates(per_system, totals, weights, task_unit, qs)
+    attrs = {"method": "posterior (Bayesian bootstrap over tasks; not a parametric model)",
+             "unit": unit, "n_draws": n_draws, "ci_prob": ci_prob, "seed": seed,
+             "statuses": list(used), "units": "seconds",
+             "latency_columns": data.dataset.attrs.get("latency_columns", "null")}
+    return _latency_dataset(_mean(draws), draws, qs, _mean(rate_draws), rate_draws, ci_prob,
+                            data.systems, [v.size for v, _ in per_system], "draw", attrs)

@@ -855,4 +855,5 @@ from bayeval._rank_sets import rank_sets  # noqa: E402
 
 __all__ += ["rank_sets", "compare_curve"]
 from bayeval._cost import cost  # noqa: E402,F401  (twin of Results.cost)
+from bayeval._cost import latency  # noqa: E402,F401  (twin of bayeval._cost.posterior_latency)
 from bayeval.noise import noise  # noqa: E402,F401  (twin of Results.noise)
