@@ -10,6 +10,14 @@ Only pass/fail metrics fit bayeval's binary outcomes: every value of the chosen 
 0/1 (or true/false). Repeated samples become trials: a list-valued metric gives one trial per
 element, and several sample files of one harness task for one system (repeated runs) give one
 trial per file, in the order the files are given (sorted by name within a folder or glob).
+
+The aggregated ``results_<timestamp>.json`` the harness writes beside the samples (``results``,
+``configs``, ``config``, ...) is read through its sample files: the ``samples_<task>_<timestamp>
+.jsonl`` of each task in its ``configs``, in the same folder and with the same timestamp. The
+system is the model the file names (``model_name``, else ``pretrained`` of
+``config.model_args``, else ``config.model``). A results file without its sample files is
+refused: aggregate scores alone give no per-document outcomes, so re-run with
+``--log_samples``.
 """
 
 from __future__ import annotations
@@ -24,12 +32,13 @@ import numpy as np
 
 from bayeval._validate import describe_values
 from bayeval.data import EvalData
-from bayeval.readers._common import binary, build, describe_lines, read_jsonl
+from bayeval.readers._common import binary, build, describe_lines, read_json, read_jsonl
 
-__all__ = ["harness_task", "read_lm_eval"]
+__all__ = ["harness_task", "is_results_file", "read_lm_eval"]
 
 _READER = "read_lm_eval"
 _FILE = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<date>\d{4}-\d{2}-\d{2}T[\d.\-]+))?\.jsonl$")
+_RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
 _NOT_METRICS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter",
                 "metrics", "doc_hash", "prompt_hash", "target_hash"}
 
@@ -41,11 +50,13 @@ def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster
     Parameters
     ----------
     path_or_glob : path, glob pattern, folder, list of them, or dict
-        Sample files; a folder is searched recursively for ``samples_*.jsonl``. A dict maps
+        Sample files; a folder is searched recursively for ``samples_*.jsonl``; an aggregated
+        ``results_<timestamp>.json`` stands for its tasks' sample files beside it. A dict maps
         system names to any of these.
     system : str, optional
-        System name for every file. Default: the folder holding each file (the harness names it
-        after the model, e.g. ``EleutherAI__pythia-160m``).
+        System name for every file. Default: the folder holding each sample file (the harness
+        names it after the model, e.g. ``EleutherAI__pythia-160m``); for a ``results_*.json``
+        the model it names (``model_name`` or ``config.model_args``).
     metric : str or mapping, optional
         The 0/1 metric to read (``"acc"``, ``"acc_norm"``, ``"exact_match"``, ``"pass@1"``,
         ...), or ``{harness task: metric}``. Default: each task's primary metric, the first of
@@ -69,8 +80,9 @@ def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster
     Raises
     ------
     ValueError
-        Naming the file and lines: no sample files, an unknown metric or filter, a value that is
-        not 0/1 (continuous metrics are not pass/fail), or a missing ``doc_id``.
+        Naming the file and lines: no sample files (for a ``results_*.json``: none of its tasks'
+        sample files beside it, or only some), an unknown metric or filter, a value that is not
+        0/1 (continuous metrics are not pass/fail), or a missing ``doc_id``.
 
     Examples
     --------
@@ -86,6 +98,16 @@ def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster
     (['EleutherAI__pythia-160m'], ['arc_easy/0', 'arc_easy/1', 'arc_easy/2'])
     >>> data.dataset["successes"].values.tolist()
     [[1, 0, 1]]
+
+    An aggregated ``results_<time>.json`` reads the sample files beside it, and names the
+    system after the model it ran:
+
+    >>> stamp = "2024-05-13T14-07-22.123456"
+    >>> _ = (folder / f"results_{stamp}.json").write_text(json.dumps({
+    ...     "results": {"arc_easy": {"acc,none": 0.667}}, "configs": {"arc_easy": {}},
+    ...     "config": {"model": "hf", "model_args": "pretrained=EleutherAI/pythia-160m"}}))
+    >>> br.read_lm_eval(folder / f"results_{stamp}.json", metric="acc").systems
+    ['EleutherAI/pythia-160m']
     """
     if not (cluster is None or cluster == "task"):
         raise ValueError(f"{_READER}: cluster must be 'task' (the harness task of each document) "
@@ -123,30 +145,55 @@ def harness_task(path) -> str:
     return match["task"] if match else Path(name).stem
 
 
+def is_results_file(payload) -> bool:
+    """Whether a parsed JSON file is the harness's aggregated ``results_<timestamp>.json``.
+
+    Examples
+    --------
+    >>> from bayeval.readers.lm_eval import is_results_file
+    >>> is_results_file({"results": {"arc_easy": {"acc,none": 0.7}}, "versions": {}})
+    True
+    >>> is_results_file({"results": [{"task_id": "a", "is_resolved": True}]})
+    False
+    """
+    return isinstance(payload, Mapping) and isinstance(payload.get("results"), Mapping) and any(
+        isinstance(payload.get(key), Mapping)
+        for key in ("configs", "versions", "n-shot", "config", "higher_is_better"))
+
+
 def _files(path_or_glob, system) -> list[tuple[str, Path]]:
     if isinstance(path_or_glob, Mapping):
         if system is not None:
             raise TypeError(f"{_READER}: give system names either as dict keys or with "
                             "system=, not both")
-        pairs = [(name, p) for name, spec in path_or_glob.items() for p in _expand(spec)]
+        pairs = [(name, p) for name, spec in path_or_glob.items() for p, _ in _expand(spec)]
     else:
         if system is not None and not isinstance(system, str):
             raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
-        pairs = [(system or p.resolve().parent.name, p) for p in _expand(path_or_glob)]
+        pairs = [(system or named or p.resolve().parent.name, p)
+                 for p, named in _expand(path_or_glob)]
     return pairs
 
 
-def _expand(spec) -> list[Path]:
+def _expand(spec) -> list[tuple[Path, str | None]]:
+    """Sample files, each with the system its ``results_*.json`` names (or ``None``)."""
     specs = spec if isinstance(spec, (list, tuple)) else [spec]
-    files: list[Path] = []
+    files: list[tuple[Path, str | None]] = []
     for item in specs:
         if not isinstance(item, (str, os.PathLike)):
             raise TypeError(f"{_READER}: expected paths or glob patterns; got "
                             f"{type(item).__name__}")
         path = Path(item)
+        if path.is_file() and path.suffix.lower() == ".json":
+            files += _from_results(path)
+            continue
         if path.is_dir():
             found = sorted(path.rglob("samples_*.jsonl"))
             where = f"folder '{path}' (searched recursively for samples_*.jsonl)"
+            aggregated = sorted(path.rglob("results_*.json"))
+            if not found and aggregated:
+                files += _from_results(aggregated[0])  # refuses: no samples beside it
+                continue
         elif path.is_file():
             found, where = [path], ""
         elif glob.has_magic(str(item)):
@@ -158,8 +205,75 @@ def _expand(spec) -> list[Path]:
         if not found:
             raise ValueError(f"{_READER}: no sample files in {where}; run the harness with "
                              "--log_samples --output_path <dir> to write samples_<task>_*.jsonl")
-        files += found
+        files += [(p, None) for p in found]
     return files
+
+
+def _from_results(path: Path) -> list[tuple[Path, str | None]]:
+    """The sample files an aggregated ``results_<timestamp>.json`` names, and its model."""
+    report = read_json(path, _READER)
+    if not is_results_file(report):
+        found = sorted(map(str, report))[:12] if isinstance(report, Mapping) else \
+            f"a JSON {type(report).__name__}"
+        raise ValueError(f"{_READER}: '{path}' is neither a samples_<task>_<time>.jsonl file nor "
+                         "the harness's aggregated results_<time>.json (an object with "
+                         f"'results' and 'configs'/'versions'); found {found}")
+    tasks = _leaf_tasks(report)
+    match = _RESULTS.match(path.name)
+    date = match["date"] if match else None
+    found, lacking = [], []
+    for task in tasks:
+        if date is not None:
+            exact = path.parent / f"samples_{task}_{date}.jsonl"
+            candidates = [exact] if exact.is_file() else []
+        else:
+            candidates = sorted(p for p in path.parent.glob(f"samples_{task}_*.jsonl")
+                                if harness_task(p) == task)
+        if candidates:
+            found += candidates
+        else:
+            lacking.append(task)
+    shown = describe_values(tasks, limit=6)
+    if not found:
+        raise ValueError(
+            f"{_READER}: '{path}' is an aggregated lm-eval results file (tasks {shown}) with "
+            "no per-sample files beside it (samples_<task>_"
+            f"{date or '<time>'}.jsonl): its aggregate scores cannot be analysed per document "
+            "(no outcomes, no pairing of systems on the same documents); re-run with "
+            "--log_samples (and --output_path) and read the results file or its samples")
+    if lacking:
+        raise ValueError(
+            f"{_READER}: '{path}' lists tasks {shown}, but the sample files of "
+            f"{describe_values(lacking)} are not beside it (samples_<task>_{date or '<time>'}"
+            ".jsonl); re-run them with --log_samples, or read the sample files there are "
+            "directly")
+    return [(p, _model_name(report)) for p in found]
+
+
+def _leaf_tasks(report: Mapping) -> list[str]:
+    """The tasks that write sample files: those with a config (groups have none)."""
+    configs = report.get("configs")
+    if isinstance(configs, Mapping) and configs:
+        return list(configs)
+    groups = set(report.get("groups") or {}) | {
+        g for g, members in (report.get("group_subtasks") or {}).items() if members}
+    return [t for t in report["results"] if t not in groups]
+
+
+def _model_name(report: Mapping) -> str | None:
+    """The model a results file names: ``model_name``, ``pretrained=`` or ``config.model``."""
+    if isinstance(report.get("model_name"), str) and report["model_name"]:
+        return report["model_name"]
+    config = report.get("config") if isinstance(report.get("config"), Mapping) else {}
+    args = config.get("model_args")
+    if isinstance(args, Mapping) and isinstance(args.get("pretrained"), str):
+        return args["pretrained"]
+    if isinstance(args, str):
+        pairs = dict(part.split("=", 1) for part in args.split(",") if "=" in part)
+        if pairs.get("pretrained"):
+            return pairs["pretrained"]
+    model = config.get("model")
+    return model if isinstance(model, str) and model else None
 
 
 def _pick(records, path, task, filter) -> list[tuple[int, dict]]:
@@ -204,7 +318,8 @@ def _outcomes(records, path, metric: str) -> list[tuple]:
         binary_ones = [m for m in _metric_names(records) if _is_binary(records, m)]
         raise ValueError(
             f"{_READER}: metric {metric!r} in '{path}' is not pass/fail: found "
-            f"{describe_values([v for _, v in bad])} on {describe_lines([n for n, _ in bad])}, "
+            f"{describe_values([v for _, v in bad])} on "
+            f"{describe_lines(list(dict.fromkeys(n for n, _ in bad)))}, "
             "but bayeval needs 0/1 outcomes (a continuous score is not a success); metrics of "
             f"this file that are 0/1: {binary_ones or 'none'}"
         )
