@@ -318,7 +318,7 @@ def test_read_dispatches_and_rejects_unknown_formats(tmp_path):
     assert via.fingerprint() == direct.fingerprint()
     assert br.read(HUMANEVAL, format="humaneval", missing="fail").systems == ["codegen-350M-mono"]
     with pytest.raises(ValueError, match="format must be one of"):
-        br.read(SWE_ALPHA, format="helm")
+        br.read(SWE_ALPHA, format="nope")
     odd = tmp_path / "results.yaml"
     odd.write_text("acc: 1\n")
     with pytest.raises(ValueError, match=r"results\.yaml.*suffix '\.yaml'.*Known formats: table, "

