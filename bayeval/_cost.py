@@ -34,6 +34,7 @@ model's task rates for the successes, coupled through the same task weights.
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
@@ -48,7 +49,8 @@ from bayeval._validate import (
     validate_seed,
 )
 
-__all__ = ["cost", "evidence", "frontier", "latency", "posterior_cost", "posterior_latency"]
+__all__ = ["cost", "evidence", "frontier", "latency", "latency_table", "posterior_cost",
+           "posterior_latency"]
 
 RATE_STATUSES = ("timeout", "error", "invalid")
 STATISTICS = (("cost_per_attempt", "cost_per_success") + tuple(f"{s}_rate" for s in RATE_STATUSES)
@@ -953,3 +955,59 @@ def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.
              "latency_columns": data.dataset.attrs.get("latency_columns", "null")}
     return _latency_dataset(_mean(draws), draws, qs, _mean(rate_draws), rate_draws, ci_prob,
                             data.systems, [v.size for v, _ in per_system], "draw", attrs)
+
+
+def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="task",
+                  n_draws=4000, statuses=None) -> dict:
+    """The latency table of the report card, as a JSON-ready ``dict``.
+
+    Per system, each quantile of attempt latency (seconds) from :func:`posterior_latency`
+    (the Bayesian bootstrap over tasks: mean and equal-tailed interval) next to
+    :func:`bayeval.bootstrap.latency` (estimate and percentile interval), the durations used
+    and the attempts made, and the timeout and error rates (posterior and bootstrap).
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> from bayeval._cost import latency_table
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3", "t3"],
+    ...                    "success": [1, 0, 1, 1, 0, 1],
+    ...                    "seconds": [10.0, 12.0, 30.0, 34.0, 20.0, 22.0]})
+    >>> out = latency_table(be.from_frame(df, latency="seconds"), n_boot=200, n_draws=200)
+    >>> row = out["rows"][0]
+    >>> row["system"], row["quantiles"][0]["q"], row["quantiles"][0]["bootstrap_estimate"]
+    ('A', 0.5, 21.0)
+    """
+    from bayeval.results import Results
+
+    if isinstance(data, Results):
+        data = data.data
+    boot = latency(data, q=q, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed,
+                   statuses=statuses)
+    post = posterior_latency(data, q=q, unit=unit, n_draws=n_draws, ci_prob=ci_prob,
+                             seed=seed, statuses=statuses)
+    attempts = data.dataset["status_counts"].drop_sel(status="not_run").sum(("task", "status"))
+    rows = []
+    for system in data.systems:
+        b, p = boot.sel(system=system), post.sel(system=system)
+        quantiles = []
+        for level in boot["quantile"].values:
+            bl, bh = b["latency_interval"].sel(quantile=level).values
+            pl, ph = p["latency_interval"].sel(quantile=level).values
+            quantiles.append({
+                "q": float(level),
+                "bayes_mean": _json(p["latency"].sel(quantile=level)),
+                "bayes_lower": _json(pl), "bayes_upper": _json(ph),
+                "bootstrap_estimate": _json(b["latency"].sel(quantile=level)),
+                "bootstrap_lower": _json(bl), "bootstrap_upper": _json(bh)})
+        row = {"system": str(system), "n_latency": int(b["n_latency"]),
+               "n_attempts": int(attempts.sel(system=system)), "quantiles": quantiles}
+        for status in LATENCY_RATES:
+            name = f"{status}_rate"
+            row[name] = {**_triple(p, name, "bayes"), **_triple(b, name, "bootstrap")}
+        rows.append(row)
+    return {"columns": json.loads(data.dataset.attrs.get("latency_columns", "null")),
+            "units": "seconds", "q": [float(v) for v in boot["quantile"].values],
+            "unit": unit, "statuses": list(boot.attrs["statuses"]), "n_boot": int(n_boot),
+            "n_draws": int(post.attrs["n_draws"]), "ci_prob": float(boot.attrs["ci_prob"]),
+            "bayes_method": post.attrs["method"], "rows": rows}

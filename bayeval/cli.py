@@ -571,6 +571,14 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
                                        "with its cost); this table has count rows")
             roles["covariates"] = [opts["cost"]]
             lines.append(f"cost: column {opts['cost']} per attempt")
+        if opts.get("latency") is not None:
+            roles["latency"] = _latency_roles(frame, opts["latency"], roles)
+            lines.append("latency: " + (f"column {roles['latency'][0]} (seconds)"
+                                        if len(roles["latency"]) == 1 else
+                                        f"{roles['latency'][1]} minus {roles['latency'][0]}")
+                         + " per attempt")
+            if len(roles["latency"]) == 1:
+                roles["latency"] = roles["latency"][0]
         build = lambda: be.from_frame(frame, missing=missing, **roles, **extra)
     else:
         given = [f"--{name.replace('_', '-')}" for name in
@@ -584,6 +592,9 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
         if opts.get("cost") is not None:
             raise click.UsageError(f"--cost reads a column of a table file; {fmt} outputs "
                                    "carry no cost column")
+        if opts.get("latency") is not None:
+            raise click.UsageError(f"--latency reads columns of a table file; {fmt} outputs "
+                                   "are read without per-attempt durations")
         lines = [f"read {len(files)} file(s) ({fmt})"]
         status_map = _parse_status_map(opts["status_map"])
         kwargs = {"missing": missing, **extra}
@@ -609,6 +620,23 @@ def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData
         except ValueError:  # a reader that records no mapping
             pass
     return data, lines
+
+
+def _latency_roles(frame, text: str, roles: dict) -> tuple:
+    """``--latency COL`` (seconds) or ``--latency START,END`` (timestamps), checked."""
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) not in (1, 2) or not all(parts):
+        raise click.BadParameter(f"give one column of seconds or START,END timestamp "
+                                 f"columns; got {text!r}", param_hint="--latency")
+    absent = [p for p in parts if p not in frame.columns]
+    if absent:
+        raise click.BadParameter(
+            f"no column {absent[0]!r}; the file has columns "
+            f"{', '.join(map(str, frame.columns[:30]))}", param_hint="--latency")
+    if roles.get("successes") is not None:
+        raise click.UsageError("--latency needs outcome rows (one row per attempt, each with "
+                               "its duration); this table has count rows")
+    return tuple(parts)
 
 
 def _check_k_before_fit(data, pairs, ks, metric):
@@ -884,6 +912,11 @@ def _header(data, lines, res=None, err=False):
 @click.option("--cost-reference", metavar="SYSTEM", help="Reference system of the cost "
               "table's paired effects [default: the first --compare baseline, else the "
               "system with the highest posterior pass@1].")
+@click.option("--latency", "latency_columns", metavar="COLUMN|START,END",
+              help="Each attempt's duration (outcome-row tables): a column of seconds, or "
+              "start and end timestamp columns (ISO 8601). Per system the p50 and p95 "
+              "latency with intervals (bootstrap over tasks beside the Bayesian bootstrap) "
+              "and the timeout and error rates, in the output, the JSON and the report.")
 @_column_options("--trials")
 @_model_options
 @_output_options
@@ -891,7 +924,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
             chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
             prob, superior, flagged_path, by, scheduler, allow_harness_change, cost_column,
-            cost_reference, json_path, report_path):
+            cost_reference, latency_columns, json_path, report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -908,9 +941,14 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
       bayeval analyze runs.csv --missing bounds --compare new old --margin 0.02
       bayeval analyze counts.csv --successes n_correct --trials n_samples --json out.json
       bayeval analyze runs.csv --cost cost_usd --k 1,3 --report card.html
+      bayeval analyze runs.csv --latency started_at,ended_at --json out.json
     """
     opts = _collect_opts(locals())
     opts["cost"] = cost_column
+    opts["latency"] = latency_columns
+    if latency_columns is not None and by:
+        raise click.UsageError("--latency applies to one analysis; --by prints one row per "
+                               "group")
     _check_outputs(json_path, report_path)
     if cost_reference is not None and cost_column is None:
         raise click.UsageError("--cost-reference applies to the cost table: give --cost COLUMN")
@@ -943,7 +981,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
         compare_k=compare_k, notes=notes.items, command=_command_line(),
         allow_harness_change=allow_harness_change, cost=cost_column,
-        cost_reference=cost_reference)
+        cost_reference=cost_reference, latency=latency_columns is not None)
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
     if flagged_path:
@@ -955,6 +993,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         _echo_comparisons(report)
         if cost_column is not None:
             _echo_cost(report["cost"], ci_prob)
+        if latency_columns is not None:
+            _echo_latency(report["latency"], ci_prob)
         if flagged_path:
             _echo_contamination(report["contamination"])
     if json_path:
@@ -1010,6 +1050,35 @@ def _echo_cost(section: dict, ci_prob: float):
                        f"{_money(b['cost_per_success_at_k_bayes_mean'])} "
                        f"{_report._amounts(b['cost_per_success_at_k_bayes_lower'], b['cost_per_success_at_k_bayes_upper'])}"
                        f" / {'n/a' if boot is None else _money(boot)}")
+
+
+def _echo_latency(section: dict, ci_prob: float):
+    """The latency table: one row per system, p50 and p95 posterior beside bootstrap."""
+    rows = {}
+    for row in section["rows"]:
+        cells = {"durations": f"{row['n_latency']}/{row['n_attempts']}"}
+        for x in row["quantiles"]:
+            name = f"p{round(100 * x['q']):d}"
+            for label, key, prefix in (("posterior", "mean", "bayes"),
+                                       ("bootstrap", "estimate", "bootstrap")):
+                point = x[f"{prefix}_{key}"]
+                cells[f"{name} {label}"] = "n/a" if point is None else (
+                    f"{_money(point)} "
+                    f"{_report._amounts(x[f'{prefix}_lower'], x[f'{prefix}_upper'])}")
+        cells["timeout"] = _report._percent(row["timeout_rate"]["bootstrap_estimate"])
+        cells["error"] = _report._percent(row["error_rate"]["bootstrap_estimate"])
+        rows[row["system"]] = cells
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "system"
+    with pd.option_context("display.width", 250, "display.max_columns", None,
+                           "display.max_colwidth", 60, "display.max_rows", None):
+        click.echo(f"\nlatency (seconds per attempt): posterior mean (Bayesian bootstrap over "
+                   f"tasks) [{ci_prob:.0%} interval] and bootstrap twin")
+        click.echo(table.to_string())
+    missing = [r["system"] for r in section["rows"] if r["n_latency"] < r["n_attempts"]]
+    if missing:
+        click.echo(f"attempts without a recorded duration are left out ({len(missing)} "
+                   f"system(s): {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})")
 
 
 def _flagged_tasks(path: str, tasks) -> list:

@@ -665,7 +665,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
                 power_effects=None, alpha: float = 0.05, power: float = 0.8,
                 adjust: str = "holm", notes=(), command=None, title=None,
                 compare_results=None, allow_harness_change: bool = False, cost=None,
-                cost_reference=None) -> dict:
+                cost_reference=None, latency: bool = False) -> dict:
     """Every number of the report card, as a JSON-ready ``dict``.
 
     Parameters
@@ -722,6 +722,11 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     cost_reference : str, optional
         The reference system of the cost table's paired effects; default the first
         comparison's baseline, else the system with the highest posterior pass@1.
+    latency : bool, default False
+        Add the ``latency`` section (the data needs ``from_frame(..., latency=...)``): per
+        system the p50 and p95 of attempt latency, posterior (Bayesian bootstrap over tasks)
+        next to bootstrap, with the timeout and error rates
+        (:func:`bayeval._cost.latency_table`).
 
     Returns
     -------
@@ -789,6 +794,9 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             raise ValueError(f"cost_reference must be one of the systems "
                              f"{describe_values([str(x) for x in results.systems])}; got "
                              f"{cost_reference!r}")
+    if latency and not results.data.has_latency:
+        raise ValueError("latency=True needs per-attempt durations: build the data with "
+                         "from_frame(..., latency='seconds') or latency=('start', 'end')")
     if isinstance(notes, str):
         notes = [notes]
 
@@ -808,6 +816,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         diagnostics = _diagnostics_section(results)
         cost_section = _cost_section(results, cost, cost_reference, pairs, ks, n_boot, seed,
                                      ci_prob)
+        latency_section = _latency_section(results, latency, n_boot, seed, ci_prob)
     skipped = _resampled_clusters(results.data)[1]
     harness_notes = [f"{entry['label']}: {entry['harness']['note']}"
                      for entry in comparisons_out if entry["harness"]["note"]]
@@ -837,6 +846,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             "diagnostics": _diagnostics_section(compare_results)}),
         "systematic": _systematic_section(data_section),
         **({"cost": cost_section} if cost_section else {}),
+        **({"latency": latency_section} if latency_section else {}),
         "notes": all_notes,
         "settings": _settings_section(results, settings, command),
     }
@@ -860,6 +870,16 @@ def _cost_section(results, column, reference, pairs, ks, n_boot, seed, ci_prob):
                    key=lambda i: -(section["rows"][i]["pass_at_1_bayes_mean"] or 0.0))
     section["rows"] = [section["rows"][i] for i in order]
     return section
+
+
+def _latency_section(results, wanted, n_boot, seed, ci_prob):
+    """The latency table (p50 and p95 per system), or None when not asked for."""
+    if not wanted:
+        return None
+    from bayeval._cost import latency_table
+
+    return latency_table(results.data, q=(0.5, 0.95), n_boot=n_boot, seed=seed,
+                         ci_prob=ci_prob)
 
 
 def _collect(caught) -> list[str]:
