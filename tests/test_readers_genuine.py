@@ -7,6 +7,7 @@ taken from a reader's output. Provenance of each fixture: ``tests/fixtures/reade
 
 import json
 import shutil
+from collections import Counter
 import zipfile
 from pathlib import Path
 
@@ -278,3 +279,44 @@ def test_inspect_genuine_json_logs():
     assert br.detect_format(INSPECT_EMPTY) == "inspect"
     with pytest.raises(ValueError, match=r"no-samples\.json.*no per-sample records"):
         br.read(INSPECT_EMPTY)
+
+
+# -- EvalPlus --------------------------------------------------------------------------------
+EVALPLUS = FIXTURES / "humaneval" / "evalplus_llama3"
+
+
+def test_evalplus_genuine_results_base_and_plus():
+    files = sorted(EVALPLUS.glob("*_eval_results.json"))
+    assert len(files) == 2
+    for path in files:
+        assert br.detect_format(path) == "humaneval"
+        report = json.loads(path.read_text())
+        system = path.name[: -len("_eval_results.json")]
+        rows = pd.DataFrame([{"task": task, "base": s["base_status"], "plus": s["plus_status"]}
+                             for task, samples in report["eval"].items() for s in samples])
+        base = br.read(path, suite="base")
+        plus = br.read_humaneval(path, suite="plus")
+        assert base.systems == plus.systems == [system]
+        assert sorted(base.tasks) == sorted(rows["task"])
+        expected_base = rows.assign(ok=rows["base"] == "pass").groupby("task")["ok"].sum()
+        expected_plus = rows.assign(ok=(rows["base"] == "pass") & (rows["plus"] == "pass")) \
+            .groupby("task")["ok"].sum()
+        got_base = base.dataset["successes"].to_pandas().loc[system]
+        got_plus = plus.dataset["successes"].to_pandas().loc[system]
+        assert got_base.to_dict() == expected_base.astype(int).to_dict()
+        assert got_plus.to_dict() == expected_plus.astype(int).to_dict()
+        assert status_row(base, system) == {"ok": len(rows)} == status_row(plus, system)
+        plus_raw = ["pass" if (b, p) == ("pass", "pass") else "fail"
+                    for b, p in zip(rows["base"], rows["plus"], strict=True)]
+        raw = br.mapping(plus)
+        assert dict(zip(raw["raw"], raw["count"], strict=True)) == dict(Counter(plus_raw))
+        raw = br.mapping(base)
+        assert dict(zip(raw["raw"], raw["count"], strict=True)) == dict(Counter(rows["base"]))
+    # a base failure whose extra tests pass is a plus failure (EvalPlus: plus needs both)
+    instruct = json.loads(files[0].read_text())["eval"]
+    assert any(s["base_status"] == "fail" and s["plus_status"] == "pass"
+               for samples in instruct.values() for s in samples)
+    # a folder: one system per file, on the same tasks
+    both = br.read(EVALPLUS)
+    assert both.systems == [p.name[: -len("_eval_results.json")] for p in files]
+    assert sorted(both.tasks) == sorted(json.loads(files[1].read_text())["eval"])

