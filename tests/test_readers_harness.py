@@ -77,6 +77,39 @@ def test_bundled_verified_list():
     assert all(be.readers.swebench.repository(i) for i in VERIFIED)
 
 
+def test_bundled_lite_list_and_split_inference(tmp_path):
+    lite = instance_list("lite")
+    assert len(lite) == len(set(lite)) == 300 and lite == sorted(lite)
+    assert all(be.readers.swebench.repository(i) for i in lite)
+    both = sorted(set(lite) & set(VERIFIED))
+    only_lite = sorted(set(lite) - set(VERIFIED))
+    # a report under evaluation/lite/ counts against the Lite list
+    folder = tmp_path / "evaluation" / "lite" / "20240101_x" / "results"
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps(
+        {"no_generation": only_lite[:2], "no_logs": [], "resolved": only_lite[2:5]}))
+    data = br.read_swebench(folder / "results.json", missing="fail")
+    assert sorted(data.tasks) == lite
+    assert int(data.dataset["successes"].sum()) == 3
+    assert status_row(data, "20240101_x") == {"ok": 298, "invalid": 2}
+    # away from a split folder: ids of Lite only -> Lite; ids in both lists -> refused
+    alone = tmp_path / "x.json"
+    alone.write_text((folder / "results.json").read_text())
+    assert sorted(br.read_swebench(alone, missing="fail").tasks) == lite
+    alone.write_text(json.dumps({"no_generation": both[:1], "resolved": both[1:3]}))
+    with pytest.raises(ValueError, match=r"x\.json.*fit the bundled lists \['verified', "
+                                         r"'lite'\] alike.*instances="):
+        br.read_swebench(alone)
+    alone.write_text(json.dumps({"no_generation": ["a__b-1"], "resolved": ["a__b-2"]}))
+    with pytest.raises(ValueError, match=r"not all in any bundled list.*full test split"):
+        br.read_swebench(alone)
+    test_split = tmp_path / "evaluation" / "test" / "run" / "results"
+    test_split.mkdir(parents=True)
+    (test_split / "results.json").write_text(alone.read_text())
+    with pytest.raises(ValueError, match=r"'full' split.*does not bundle.*instances="):
+        br.read_swebench(test_split / "results.json")
+
+
 def test_classic_reports_against_the_verified_list():
     data = br.read(CLASSIC, missing="fail")
     assert data.systems == ["20240620_agent-a", "20240701_agent-b"]
@@ -128,17 +161,23 @@ def test_classic_status_map_overrides_and_instances(tmp_path):
     # instances= as a list and as a file, away from the split folder
     copy = tmp_path / "agent.json"
     copy.write_text(CLASSIC_B.read_text())
-    with pytest.raises(ValueError, match=r"agent\.json.*classic.*instances="):
-        br.read_swebench(copy)
     ids = tmp_path / "ids.txt"
     ids.write_text("\n".join(VERIFIED) + "\n")
     by_file = br.read_swebench(copy, instances=ids, missing="fail")
     by_name = br.read_swebench(copy, instances="verified", missing="fail")
     assert by_file.fingerprint() == by_name.fingerprint()
+    # away from a split folder, the one bundled list holding all its ids is the denominator
+    listed = {i for v in json.loads(CLASSIC_B.read_text()).values() for i in v}
+    assert listed <= set(VERIFIED) and not listed <= set(instance_list("lite"))
+    inferred = br.read_swebench(copy, missing="fail")
+    assert inferred.fingerprint() == by_name.fingerprint()
+    assert "the bundled verified list, the only one holding all" in br.mapping_report(inferred)
     with pytest.raises(ValueError, match=r"not in the benchmark.*251 more|not in the benchmark"):
         br.read_swebench(copy, instances=VERIFIED[:100])
-    with pytest.raises(ValueError, match="neither a bundled list"):
+    with pytest.raises(ValueError, match=r"not in the benchmark's instance list \(300 ids\)"):
         br.read_swebench(copy, instances="lite")
+    with pytest.raises(ValueError, match="neither a bundled list"):
+        br.read_swebench(copy, instances="full")
 
 
 def test_classic_folder_refuses_two_reports_of_one_system(tmp_path):

@@ -27,7 +27,10 @@ original harness's ``get_model_report``) lists instance ids per stage: ``no_gene
 ``no_logs``, ``resolved``). The lists are nested, not disjoint, and unresolved instances are not
 listed: the denominator is the benchmark's instance list, from ``instances=`` (a bundled list by
 name, a list of ids or a file of ids) or, by default, the split named in the path
-(``evaluation/verified/...``). Each instance takes the first category that holds it, in the
+(``evaluation/verified/...``, ``evaluation/lite/...``) or else the one bundled list that holds
+every id the report lists (refused when none or several do). SWE-bench Verified (500 ids) and
+Lite (300) are bundled; the full test split (2,294) is not: give its ids with ``instances=``.
+Each instance takes the first category that holds it, in the
 order of :data:`CLASSIC_ORDER`; every instance keeps success 1 (resolved) or 0, and the status
 comes from :data:`CLASSIC_STATUS` (override it entry by entry with ``status_map=``):
 
@@ -97,7 +100,8 @@ CLASSIC_STATUS = {"no_generation": "invalid", "no_apply": "invalid", "install_fa
                   "no_logs": "no_verdict", "no_test_output": "no_verdict",
                   "not_submitted": "not_run"}
 #: Bundled benchmark instance lists, by name (``instances=``): file and number of ids.
-INSTANCE_LISTS = {"verified": ("swebench_verified.txt", 500)}
+INSTANCE_LISTS = {"verified": ("swebench_verified.txt", 500),
+                  "lite": ("swebench_lite.txt", 300)}
 _SPLIT_DIRS = {"verified": "verified", "lite": "lite", "test": "full"}
 _INSTANCE = re.compile(r"^(?P<owner>[^/]+?)__(?P<repo>.+)-(?P<number>\d+)$")
 _READER = "read_swebench"
@@ -124,12 +128,14 @@ def read_swebench(path_or_paths, system=None, missing=None, cluster="repository"
         ``"repository"`` clusters instances by the repository in their id
         (``owner__repo-1234`` -> ``owner/repo``); ``None`` gives no clusters (on the command
         line ``--reader-option cluster=none``).
-    instances : {"verified"}, list of ids, or path, optional
+    instances : {"verified", "lite"}, list of ids, or path, optional
         The benchmark's instance ids, the denominator of a classic report (instances in no list
         are unresolved or, when the report has a ``generated`` list, not submitted): a bundled
         list by name (:data:`INSTANCE_LISTS`), the ids themselves, or a file of ids (one per
         line, or a JSON list). Default: the split named by a folder in the report's path
-        (``evaluation/verified/...``). With other reports, ids in no list become ``not_run``.
+        (``evaluation/verified/...``, ``evaluation/lite/...``), else the one bundled list
+        holding every id the report lists. With other reports, ids in no list become
+        ``not_run``.
     status_map : mapping, optional
         Raw status -> bayeval status, on top of the defaults (``error`` -> ``error``,
         ``incomplete`` -> ``not_run``, and :data:`CLASSIC_STATUS`): e.g.
@@ -186,7 +192,8 @@ def read_swebench(path_or_paths, system=None, missing=None, cluster="repository"
     for name, path in pairs:
         report = read_json(path, _READER)
         if _is_classic(report):
-            ids, where = (given, "instances=") if given is not None else _split_list(path)
+            ids, where = (given, "instances=") if given is not None else \
+                _split_list(path, report)
             outcomes = _classic_outcomes(report, path, ids)
             notes.append(f"'{path}': classic report, denominator {len(ids)} instances "
                          f"({where})")
@@ -230,7 +237,7 @@ def instance_list(instances) -> list[str]:
     Parameters
     ----------
     instances : str, path, or list of str
-        A name of :data:`INSTANCE_LISTS` (``"verified"``), a file (one id per line, or a JSON
+        A name of :data:`INSTANCE_LISTS` (``"verified"``, ``"lite"``), a file (one id per line, or a JSON
         list of ids), or the ids.
 
     Returns
@@ -349,8 +356,8 @@ def _is_per_instance(report) -> bool:
         isinstance(v, Mapping) and isinstance(v.get("resolved"), bool) for v in report.values())
 
 
-def _split_list(path: Path) -> tuple[list[str], str]:
-    """The bundled list a classic report's path names (``evaluation/verified/...``)."""
+def _split_list(path: Path, report: Mapping) -> tuple[list[str], str]:
+    """The bundled list of a classic report: named by its path, or the one holding its ids."""
     parts = [p.lower() for p in path.resolve().parts]
     for folder, name in _SPLIT_DIRS.items():
         if folder in parts:
@@ -363,17 +370,23 @@ def _split_list(path: Path) -> tuple[list[str], str]:
                 f"{', '.join(INSTANCE_LISTS)}); give the benchmark's ids with instances= (a list "
                 "or a file of ids): unresolved instances are not listed in these reports, so "
                 "they cannot be counted without it")
+    listed = {i for key in CLASSIC_KEYS for i in (report.get(key) or [])
+              if isinstance(i, str)}
+    holding = [name for name in INSTANCE_LISTS if listed <= set(instance_list(name))]
+    if listed and len(holding) == 1:
+        name = holding[0]
+        return instance_list(name), f"the bundled {name} list, the only one holding all " \
+            f"{len(listed)} ids it lists"
+    why = (f"its {len(listed)} ids fit the bundled lists {holding} alike" if len(holding) > 1
+           else f"its {len(listed)} ids are not all in any bundled list "
+                f"({', '.join(INSTANCE_LISTS)}; the full test split is not bundled)")
     raise ValueError(
         f"{_READER}: '{path}' is a classic SWE-bench report (lists "
-        f"{', '.join(k for k in CLASSIC_KEYS if k in _keys(path))}): unresolved instances are "
-        "not listed, so the benchmark's instance list is the denominator; give it with "
-        f"instances= (a bundled name: {', '.join(INSTANCE_LISTS)}; a list of ids; or a file of "
-        "ids), or keep the report under a folder naming its split (evaluation/verified/...)")
-
-
-def _keys(path: Path) -> list:
-    report = read_json(path, _READER)
-    return list(report) if isinstance(report, Mapping) else []
+        f"{', '.join(k for k in CLASSIC_KEYS if k in report)}): unresolved instances are "
+        "not listed, so the benchmark's instance list is the denominator, and " + why + "; "
+        f"give it with instances= (a bundled name: {', '.join(INSTANCE_LISTS)}; a list of ids; "
+        "or a file of ids), or keep the report under a folder naming its split "
+        "(evaluation/verified/..., evaluation/lite/...)")
 
 
 def _classic_outcomes(report: Mapping, path: Path, ids: list[str]) -> list[tuple[str, str]]:
