@@ -320,3 +320,75 @@ def test_evalplus_genuine_results_base_and_plus():
     both = br.read(EVALPLUS)
     assert both.systems == [p.name[: -len("_eval_results.json")] for p in files]
     assert sorted(both.tasks) == sorted(json.loads(files[1].read_text())["eval"])
+
+
+# -- classic SWE-bench reports (SWE-bench-docker runs on SWE-bench Lite) -----------------------
+DOCKER = FIXTURES / "swebench_docker" / "evaluations"
+LITE = (Path(br.__file__).parent / "_instances" / "swebench_lite.txt").read_text().split()
+CLASSIC_STATUS = {"resolved": "ok", "unresolved": "ok", "no_generation": "invalid",
+                  "no_apply": "invalid", "install_fail": "error", "reset_failed": "error",
+                  "test_errored": "error", "test_timeout": "timeout", "no_logs": "no_verdict",
+                  "no_test_output": "no_verdict", "not_submitted": "not_run"}
+
+
+def classic_truth(report: dict, ids: list[str]) -> dict:
+    """Category of every benchmark instance, straight from the lists (first that holds it)."""
+    lists = {k: set(v) for k, v in report.items()}
+    truth = {}
+    for i in ids:
+        for key in ("resolved", "no_generation", "no_apply", "install_fail", "reset_failed",
+                    "test_errored", "test_timeout", "no_logs"):
+            if i in lists.get(key, ()):
+                truth[i] = key
+                break
+        else:
+            if i not in lists["generated"]:
+                truth[i] = "not_submitted"
+            elif i not in lists["with_logs"]:
+                truth[i] = "no_logs"
+            elif i not in lists["applied"]:
+                truth[i] = "no_test_output"
+            else:
+                truth[i] = "unresolved"
+    return truth
+
+
+def test_classic_genuine_reports_against_the_lite_list():
+    assert br.detect_format(DOCKER) == "swebench"
+    data = br.read(DOCKER, missing="fail")
+    runs = sorted(p for p in DOCKER.iterdir() if p.is_dir())
+    assert data.systems == [run.name for run in runs]
+    assert sorted(data.tasks) == sorted(LITE)
+    successes = data.dataset["successes"].to_pandas()
+    for run in runs:
+        report = json.loads((run / "report.json").read_text())
+        assert set().union(*map(set, report.values())) <= set(LITE)
+        truth = pd.Series(classic_truth(report, LITE))
+        assert {t for t in LITE if successes.loc[run.name, t]} == set(report["resolved"])
+        assert status_row(data, run.name) == truth.map(CLASSIC_STATUS).value_counts().to_dict()
+        table = br.mapping(data)
+        table = table[table["system"] == run.name]
+        assert dict(zip(table["raw"], table["count"], strict=True)) == \
+            truth.value_counts().to_dict()
+    report = br.mapping_report(data)
+    assert "the bundled lite list, the only one holding all 299 ids" in report
+    # the SWE-agent report lists two instances as both not generated and generated, and one
+    # twice: said, not silently resolved
+    assert "['django__django-12284', 'sphinx-doc__sphinx-10451'] listed under both" in report
+    assert "'no_generation' lists ['psf__requests-863'] more than once" in report
+
+
+def test_classic_genuine_runs_of_one_system_are_trials():
+    runs = sorted(DOCKER.glob("auto-code-rover-run-*/report.json"))
+    data = br.read_swebench({"acr": runs}, missing="exclude")
+    reports = [json.loads(p.read_text()) for p in runs]
+    truths = [classic_truth(r, LITE) for r in reports]
+    trials = data.dataset["trials"].to_pandas().loc["acr"]
+    successes = data.dataset["successes"].to_pandas().loc["acr"]
+    for task in LITE:
+        ok = [t[task] for t in truths if CLASSIC_STATUS[t[task]] == "ok"]
+        assert trials[task] == len(ok)
+        assert successes[task] == ok.count("resolved")
+    # attempts: every listed or unlisted-but-submitted instance of the three runs
+    assert int(data.dataset["attempts"].sum()) == sum(
+        CLASSIC_STATUS[c] != "not_run" for t in truths for c in t.values())

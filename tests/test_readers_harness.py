@@ -283,6 +283,7 @@ EXPECTED_FORMAT = {"swebench": "swebench", "swebench_classic": "swebench",
                    "multi_swebench": "swebench", "terminal_bench": "terminal_bench",
                    "tau_bench": "tau_bench", "humaneval": "humaneval", "lm_eval": "lm_eval",
                    "lm_eval_continuous": "lm_eval", "lm_eval_results": "lm_eval",
+                   "swebench_docker": "swebench",
                    "table": "table", "helm": "helm", "inspect": "inspect"}
 #: Metadata beside results, not results themselves.
 METADATA = ("run_metadata.json", "run_spec.json")
@@ -301,8 +302,8 @@ def test_every_fixture_is_detected_as_its_own_format():
         assert br.detect_format(path) == EXPECTED_FORMAT[folder], path
         seen.add(folder)
     assert seen == set(EXPECTED_FORMAT)
-    for folder in ("swebench_classic", "multi_swebench", "terminal_bench", "lm_eval",
-                   "lm_eval_results", "helm", "inspect"):
+    for folder in ("swebench_classic", "swebench_docker", "multi_swebench", "terminal_bench",
+                   "lm_eval", "lm_eval_results", "helm", "inspect"):
         assert br.detect_format(FIXTURES / folder) == EXPECTED_FORMAT[folder]
 
 

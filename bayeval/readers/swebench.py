@@ -194,9 +194,10 @@ def read_swebench(path_or_paths, system=None, missing=None, cluster="repository"
         if _is_classic(report):
             ids, where = (given, "instances=") if given is not None else \
                 _split_list(path, report)
-            outcomes = _classic_outcomes(report, path, ids)
+            outcomes, quirks = _classic_outcomes(report, path, ids)
             notes.append(f"'{path}': classic report, denominator {len(ids)} instances "
                          f"({where})")
+            notes += [f"'{path}': {quirk}" for quirk in quirks]
         else:
             outcomes = _report_outcomes(report, path)
             if given is not None:
@@ -237,8 +238,8 @@ def instance_list(instances) -> list[str]:
     Parameters
     ----------
     instances : str, path, or list of str
-        A name of :data:`INSTANCE_LISTS` (``"verified"``, ``"lite"``), a file (one id per line, or a JSON
-        list of ids), or the ids.
+        A name of :data:`INSTANCE_LISTS` (``"verified"``, ``"lite"``), a file (one id per line,
+        or a JSON list of ids), or the ids.
 
     Returns
     -------
@@ -389,8 +390,10 @@ def _split_list(path: Path, report: Mapping) -> tuple[list[str], str]:
         "(evaluation/verified/..., evaluation/lite/...)")
 
 
-def _classic_outcomes(report: Mapping, path: Path, ids: list[str]) -> list[tuple[str, str]]:
-    lists = {}
+def _classic_outcomes(report: Mapping, path: Path,
+                      ids: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """``([(instance, raw category), ...], notes on ids listed twice or contradictorily)``."""
+    lists, quirks = {}, []
     for key in CLASSIC_KEYS:
         value = report.get(key)
         if value is None:
@@ -399,6 +402,14 @@ def _classic_outcomes(report: Mapping, path: Path, ids: list[str]) -> list[tuple
             raise ValueError(f"{_READER}: '{path}' key {key!r} must be a list of instance ids "
                              f"(strings); got {str(value)[:80]}")
         lists[key] = set(value)
+        if len(lists[key]) < len(value):
+            twice = sorted({i for i in value if value.count(i) > 1})
+            quirks.append(f"{key!r} lists {describe_values(twice)} more than once (counted once)")
+    both = sorted(lists.get("no_generation", set()) & lists.get("generated", set()))
+    if both:
+        quirks.append(f"{describe_values(both)} listed under both 'no_generation' and "
+                      "'generated' (two predictions for one instance?): each takes the first "
+                      f"category of {list(CLASSIC_ORDER)} that holds it")
     known = set(ids)
     listed = set().union(*lists.values())
     outside = sorted(listed - known)
@@ -420,7 +431,7 @@ def _classic_outcomes(report: Mapping, path: Path, ids: list[str]) -> list[tuple
             else:
                 raw = "unresolved"
         outcomes.append((instance, raw))
-    return outcomes
+    return outcomes, quirks
 
 
 def _within(outcomes, ids: list[str], path) -> list[tuple[str, str]]:
