@@ -239,6 +239,9 @@ def test_helm_system_names_and_bad_files(tmp_path):
         br.read_helm(wrong)
     with pytest.raises(ValueError, match="cluster must be 'scenario'"):
         br.read_helm(source, cluster="repo")
+    # the run's metadata is not a results file of any format
+    with pytest.raises(ValueError, match=r"run_spec\.json.*\['adapter_spec', .*match no known"):
+        br.detect_format(source / "run_spec.json")
 
 
 # -- Inspect AI ------------------------------------------------------------------------------
@@ -392,3 +395,17 @@ def test_classic_genuine_runs_of_one_system_are_trials():
     # attempts: every listed or unlisted-but-submitted instance of the three runs
     assert int(data.dataset["attempts"].sum()) == sum(
         CLASSIC_STATUS[c] != "not_run" for t in truths for c in t.values())
+
+
+# -- Terminal-Bench leaderboard submissions ----------------------------------------------------
+def test_terminal_bench_submission_folder_is_one_system():
+    """A leaderboard submission folder holds the harness's runs: one system, runs as trials."""
+    tb = FIXTURES / "terminal_bench"
+    runs = sorted(p for p in tb.iterdir() if (p / "results.json").is_file())
+    whole = br.read_terminal_bench({"openhands": tb}, missing="fail")
+    listed = br.read_terminal_bench({"openhands": runs}, missing="fail")
+    assert whole.fingerprint() == listed.fingerprint()
+    trials = pd.concat(pd.DataFrame(json.loads((r / "results.json").read_text())["results"])
+                       for r in runs)
+    attempts = whole.dataset["attempts"].to_pandas().loc["openhands"]
+    assert attempts.to_dict() == trials.groupby("task_id").size().to_dict()

@@ -18,6 +18,14 @@ Outcomes and statuses
 ``unknown_error`` -> ``error``. Any other failure mode keeps a recorded verdict (an
 ``agent_timeout`` trial whose tests ran is a valid failure or success); with no verdict it is
 ``no_verdict``. ``status_map={"agent_timeout": "timeout"}`` treats agent timeouts as missing.
+
+Leaderboard submissions
+-----------------------
+The public leaderboard repository (``laude-institute/terminal-bench-leaderboard``) keeps each
+submission as the harness wrote it: ``results/<dataset>/<YYYYMMDD_agent_model>/`` holding the
+run folders above (five runs per submission), so it needs no reader of its own; read a
+submission as one system with ``{name: submission_folder}`` (its runs' trials combined). There
+is no public per-task leaderboard file beyond these run folders.
 """
 
 from __future__ import annotations
