@@ -1,5 +1,6 @@
 """Readers on genuine files: lm-eval aggregated results with their samples, HELM per-instance
-stats, Inspect AI logs.
+stats, Inspect AI logs, EvalPlus results, classic SWE-bench reports (Lite), Terminal-Bench
+leaderboard submissions.
 
 Every expected count is computed here from the raw fixture with json/zipfile/pandas, never
 taken from a reader's output. Provenance of each fixture: ``tests/fixtures/readers/PROVENANCE.md``.
@@ -7,8 +8,8 @@ taken from a reader's output. Provenance of each fixture: ``tests/fixtures/reade
 
 import json
 import shutil
-from collections import Counter
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -131,7 +132,7 @@ def test_helm_genuine_runs():
 
 
 def test_helm_metric_choice_is_checked():
-    run = sorted(HELM.iterdir())[0]
+    run = min(HELM.iterdir())
     with pytest.raises(ValueError, match=r"metric 'accuracy' not found.*its metrics:.*"
                                          r"'exact_match'"):
         br.read_helm(run, metric="accuracy")
@@ -145,7 +146,7 @@ def test_helm_metric_choice_is_checked():
 def derived_run(tmp_path, edit) -> Path:
     """A copy of a genuine run whose per-instance records ``edit`` changes (for cases the
     genuine runs lack: perturbations, several trials, splits, missing values)."""
-    source = sorted(HELM.iterdir())[0]
+    source = min(HELM.iterdir())
     run = tmp_path / source.name
     shutil.copytree(source, run)
     records = json.loads((run / "per_instance_stats.json").read_text())
@@ -213,7 +214,7 @@ def test_helm_perturbations_trials_splits_and_missing_values(tmp_path):
 
 
 def test_helm_system_names_and_bad_files(tmp_path):
-    source = sorted(HELM.iterdir())[0]
+    source = min(HELM.iterdir())
     bare = tmp_path / "run"
     bare.mkdir()
     shutil.copy(source / "per_instance_stats.json", bare)

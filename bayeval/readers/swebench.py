@@ -363,8 +363,8 @@ def _split_list(path: Path, report: Mapping) -> tuple[list[str], str]:
     for folder, name in _SPLIT_DIRS.items():
         if folder in parts:
             if name in INSTANCE_LISTS:
-                return instance_list(name), f"the bundled {name} list, from the folder " \
-                    f"'{folder}' in its path"
+                return instance_list(name), (f"the bundled {name} list, from the folder "
+                                             f"'{folder}' in its path")
             raise ValueError(
                 f"{_READER}: '{path}' is a classic SWE-bench report of the {name!r} split (from "
                 f"its path), whose instance list bayeval does not bundle (bundled: "
@@ -376,8 +376,8 @@ def _split_list(path: Path, report: Mapping) -> tuple[list[str], str]:
     holding = [name for name in INSTANCE_LISTS if listed <= set(instance_list(name))]
     if listed and len(holding) == 1:
         name = holding[0]
-        return instance_list(name), f"the bundled {name} list, the only one holding all " \
-            f"{len(listed)} ids it lists"
+        return instance_list(name), (f"the bundled {name} list, the only one holding all "
+                                     f"{len(listed)} ids it lists")
     why = (f"its {len(listed)} ids fit the bundled lists {holding} alike" if len(holding) > 1
            else f"its {len(listed)} ids are not all in any bundled list "
                 f"({', '.join(INSTANCE_LISTS)}; the full test split is not bundled)")
