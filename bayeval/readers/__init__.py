@@ -236,13 +236,13 @@ def _json_format(path: Path) -> str:
         return "terminal_bench"
     if is_report(payload):
         return "swebench"
-    if is_results_file(payload):
-        return "lm_eval"
     evals = payload.get("eval")
     if isinstance(evals, dict):
         if "task" in evals and "model" in evals:
             return "inspect"
         return "humaneval"
+    if is_results_file(payload):
+        return "lm_eval"
     for key in ("records", "rows", "data"):
         if isinstance(payload.get(key), list):
             return "table"
