@@ -803,7 +803,7 @@ def _latency_replicates(per_system, totals, unit_weights, task_unit, qs):
 
 
 def _latency_dataset(estimate, draws, qs, rate_est, rate_draws, ci_prob, systems, n_used,
-                     sample_dim, attrs) -> xr.Dataset:
+                     sample_dim, attrs, check=None) -> xr.Dataset:
     out = {"latency": (("system", "quantile"), estimate),
            "latency_interval": (("system", "quantile", "ci_bound"), _percentiles(draws, ci_prob)),
            "latency_draws": ((sample_dim, "system", "quantile"), draws),
@@ -813,6 +813,8 @@ def _latency_dataset(estimate, draws, qs, rate_est, rate_draws, ci_prob, systems
         out[f"{status}_rate"] = (("system",), rate_est[:, i])
         out[f"{status}_rate_interval"] = (("system", "ci_bound"), rate_interval[:, i])
         out[f"{status}_rate_draws"] = ((sample_dim, "system"), rate_draws[..., i])
+    if check is not None:
+        out["lognormal_check"] = (("system", "quantile"), check)
     ds = xr.Dataset(out, coords={"system": np.asarray(systems, dtype=object), "quantile": qs,
                                  "ci_bound": ["lower", "upper"]})
     ds.attrs = attrs
@@ -904,34 +906,156 @@ def latency(data, q=(0.5, 0.95), unit="task", n_boot=10_000, ci_prob=0.95, seed=
                             [v.size for v, _ in per_system], "replicate", attrs)
 
 
-def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.95, seed=0,
-                      statuses=None) -> xr.Dataset:
-    """Posterior of the attempt-latency quantiles and the timeout and error rates: the
-    Bayesian bootstrap over tasks (Rubin 1981), not a parametric model.
+#: Posterior models of the latency quantiles (:func:`posterior_latency`).
+LATENCY_MODELS = ("lognormal", "bayesian_bootstrap")
+_LN_GRID = 120  # grid points per axis of (log sigma, log tau)
+_LN_PRIOR_SCALE = 1.0  # half-Cauchy scale of tau and sigma, in log seconds
+_LN_CELLS = 2_000_000  # grid points x tasks evaluated at once
 
-    Each draw gives the tasks (or clusters) Dirichlet(1, ..., 1) weights within strata,
-    scaled to the number of units, the same for every system; a task's attempts share its
-    weight, and the draw's quantile is the weighted version of :func:`bayeval.bootstrap.latency`'s
-    (linear, on the weighted sample), its rates the weighted shares. This is the posterior
-    of the population quantile under a nonparametric (Dirichlet-process limit) model of the
-    tasks: it assumes no shape for the latency distribution, so it is honest about a
-    timeout-capped or multimodal tail, but it cannot put mass on durations never observed
-    and, like the bootstrap, it is only as good as the number of tasks. A log-normal model
-    with task effects would borrow shape; it is not what this computes. The estimate is the
-    posterior mean; the intervals are equal-tailed.
+
+def _lognormal_log_posterior(log_s, log_t, n, ybar, within, df_within):
+    """Log posterior of (log sigma, log tau) on a grid (mu integrated out under a flat prior),
+    ``(len(log_s) * len(log_t),)``, sigma varying slowest."""
+    sigma = np.repeat(np.exp(log_s), len(log_t))
+    tau = np.tile(np.exp(log_t), len(log_s))
+    out = np.empty(sigma.size)
+    step = max(1, _LN_CELLS // max(len(n), 1))
+    for a in range(0, sigma.size, step):
+        s2, t2 = sigma[a:a + step] ** 2, tau[a:a + step] ** 2
+        prec = 1.0 / (t2[:, None] + s2[:, None] / n[None, :])  # 1 / var of a task's mean
+        total = prec.sum(axis=1)
+        centre = (prec * ybar).sum(axis=1) / total
+        out[a:a + step] = (-0.5 * df_within * np.log(s2) - within / (2 * s2)
+                           + 0.5 * np.log(prec).sum(axis=1) - 0.5 * np.log(total)
+                           - 0.5 * (prec * (ybar[None, :] - centre[:, None]) ** 2).sum(axis=1))
+    for x in (sigma, tau):  # half-Cauchy priors, and the Jacobian of the log scale
+        out += -np.log1p((x / _LN_PRIOR_SCALE) ** 2) + np.log(x)
+    return out
+
+
+def _lognormal_draws(values, tasks, qs, n_draws, rng) -> np.ndarray:
+    """Posterior draws ``(n_draws, Q)`` of ``exp(mu + z_q sqrt(tau^2 + sigma^2))`` under
+    ``log y_tj = mu + u_t + e_tj``, ``u_t ~ N(0, tau^2)``, ``e_tj ~ N(0, sigma^2)``: a grid
+    over (log sigma, log tau) that widens until the edges hold no mass, mu exactly."""
+    from scipy.special import ndtri
+
+    y = np.log(values)
+    _, task = np.unique(tasks, return_inverse=True)
+    n = np.bincount(task).astype(float)
+    ybar = np.bincount(task, weights=y) / n
+    within = float(np.sum((y - ybar[task]) ** 2))
+    df_within = float((n - 1).sum())
+    spread = float(np.std(y)) if y.size > 1 and np.std(y) > 0 else 1.0
+    if df_within >= 2 and within > 0:
+        centre, half = 0.5 * np.log(within / df_within), max(5 / np.sqrt(2 * df_within), 0.3)
+        bounds_s = [centre - half, centre + half]
+    else:
+        bounds_s = [np.log(spread) - 7, np.log(spread) + 3]
+    bounds_t = [np.log(spread) - 8, np.log(spread) + 3]
+    for _ in range(8):
+        grid_s, grid_t = np.linspace(*bounds_s, _LN_GRID), np.linspace(*bounds_t, _LN_GRID)
+        logp = _lognormal_log_posterior(grid_s, grid_t, n, ybar, within, df_within)
+        prob = np.exp(logp - logp.max()).reshape(_LN_GRID, _LN_GRID)
+        prob /= prob.sum()
+        width_s, width_t = np.diff(bounds_s)[0], np.diff(bounds_t)[0]
+        grown = False
+        for mass, bounds, side, width in ((prob[0].sum(), bounds_s, 0, width_s),
+                                          (prob[-1].sum(), bounds_s, 1, width_s),
+                                          (prob[:, -1].sum(), bounds_t, 1, width_t)):
+            if mass > 1e-4:
+                bounds[side] += width / 2 if side else -width / 2
+                grown = True
+        # tau -> 0 is a proper limit (no task spread): widen towards it only while it holds mass
+        if prob[:, 0].sum() > 1e-3 and bounds_t[0] > np.log(spread) - 30:
+            bounds_t[0] -= width_t / 2
+            grown = True
+        if not grown:
+            break
+    cell = rng.choice(prob.size, size=n_draws, p=prob.ravel())
+    i, k = np.divmod(cell, _LN_GRID)
+    sigma = np.exp(grid_s[i] + (rng.random(n_draws) - 0.5) * (grid_s[1] - grid_s[0]))
+    tau = np.exp(grid_t[k] + (rng.random(n_draws) - 0.5) * (grid_t[1] - grid_t[0]))
+    prec = 1.0 / (tau[:, None] ** 2 + sigma[:, None] ** 2 / n[None, :])
+    total = prec.sum(axis=1)
+    mu = (prec * ybar).sum(axis=1) / total + rng.standard_normal(n_draws) / np.sqrt(total)
+    quantiles = np.exp(mu[:, None] + ndtri(qs)[None, :] * np.hypot(tau, sigma)[:, None])
+    return quantiles, (mu, tau, sigma, task, n)
+
+
+_LN_CHECK_DRAWS = 1000
+
+
+def _lognormal_check(values, params, qs, rng) -> np.ndarray:
+    """Posterior predictive p-value of each observed pooled quantile ``(Q,)``: replicate the
+    data set (same tasks, same attempts per task) from posterior draws, take the same
+    quantile of each replicate, and return ``2 min(P(rep <= obs), P(rep >= obs))`` (small:
+    the log-normal does not reproduce the observed quantile)."""
+    mu, tau, sigma, task, n = params
+    k = min(_LN_CHECK_DRAWS, len(mu))
+    pick = rng.choice(len(mu), size=k, replace=False)
+    u = rng.standard_normal((k, len(n))) * tau[pick, None]
+    y = (mu[pick, None] + u[:, task]
+         + rng.standard_normal((k, len(task))) * sigma[pick, None])
+    replicated = np.exp(np.quantile(y, qs, axis=1)).T  # the quantile commutes with exp
+    observed = np.quantile(values, qs)
+    low = np.mean(replicated <= observed, axis=0)
+    high = np.mean(replicated >= observed, axis=0)
+    return np.minimum(1.0, 2 * np.minimum(low, high))
+
+
+def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.95, seed=0,
+                      statuses=None, model="lognormal") -> xr.Dataset:
+    """Posterior of the attempt-latency quantiles per system, with the timeout and error
+    rates: the twin of :func:`bayeval.bootstrap.latency`.
+
+    ``model="lognormal"`` (default) fits, for each system on its own, log durations with
+    task effects, ``log y_tj = mu + u_t + e_tj``, ``u_t ~ N(0, tau^2)`` (some tasks are slow
+    for every attempt), ``e_tj ~ N(0, sigma^2)`` (attempt to attempt), with a flat prior on
+    ``mu`` and half-Cauchy(0, 1) priors on ``tau`` and ``sigma`` (log seconds). The quantile
+    of a new attempt on a new task from the same population is
+    ``exp(mu + z_q sqrt(tau^2 + sigma^2))``, the quantity whose empirical version the
+    bootstrap resamples. Why a model: a quantile of a skewed positive amount from a few
+    dozen tasks is noisy, and the p95 of a bootstrap can only take observed values; the
+    log-normal borrows its tail shape from the bulk. Its risk is the reverse: a tail that is
+    not log-normal (durations capped at a time limit, a second mode) is smoothed over, so
+    compare with the bootstrap, and see ``models/cost.md`` for the coverage measured with
+    and without a log-normal truth. The posterior is computed on a grid over
+    ``(log sigma, log tau)`` (widened until its edges hold no mass), ``mu`` exactly given
+    them. Durations must be positive; ``unit="cluster"`` is not modelled (use the Bayesian
+    bootstrap).
+
+    ``model="bayesian_bootstrap"`` is not a parametric model: each draw gives the tasks (or
+    clusters) Dirichlet(1, ..., 1) weights within strata (Rubin 1981), scaled to the number
+    of units and the same for every system; a task's attempts share its weight and the
+    draw's quantile is the weighted version of the bootstrap's (linear, on the weighted
+    sample). It assumes no shape, so it keeps a capped or multimodal tail, but it puts no
+    mass on durations never observed.
+
+    The log-normal's fit is checked per system and quantile: ``lognormal_check`` is the
+    posterior predictive p-value of the observed quantile (data sets replicated from the
+    posterior with the same tasks and attempts per task; twice the smaller tail share of
+    replicated quantiles beyond the observed one). A small value (below 0.01, say) says the
+    model does not reproduce that quantile: read the bootstrap instead.
+
+    The timeout and error rates are the Bayesian bootstrap's under either model (the share
+    of attempts under Dirichlet task weights). The estimate is the posterior mean; the
+    intervals are equal-tailed. Attempts without a recorded duration are left out.
 
     Parameters
     ----------
     data : EvalData or Results
         Built with ``from_frame(..., latency=...)`` (a fit's data is used as it is).
     q, unit, ci_prob, seed, statuses
-        As in :func:`bayeval.bootstrap.latency`.
+        As in :func:`bayeval.bootstrap.latency` (the log-normal needs levels strictly
+        between 0 and 1).
     n_draws : int, default 4000
+    model : {"lognormal", "bayesian_bootstrap"}, default "lognormal"
 
     Returns
     -------
     xarray.Dataset
-        As :func:`bayeval.bootstrap.latency`, with a ``draw`` dim in place of ``replicate``.
+        As :func:`bayeval.bootstrap.latency`, with a ``draw`` dim in place of ``replicate``;
+        the log-normal adds ``lognormal_check`` (``system, quantile``).
 
     Examples
     --------
@@ -940,31 +1064,64 @@ def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.
     >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3", "t3"],
     ...                    "success": [1, 0, 1, 1, 0, 1],
     ...                    "seconds": [10.0, 12.0, 30.0, 34.0, 20.0, 22.0]})
-    >>> out = posterior_latency(be.from_frame(df, latency="seconds"), n_draws=500)
+    >>> data = be.from_frame(df, latency="seconds")
+    >>> out = posterior_latency(data, n_draws=500)
     >>> 10.0 < float(out["latency"].sel(quantile=0.5).item()) < 34.0
     True
+    >>> posterior_latency(data, n_draws=500, model="bayesian_bootstrap").attrs["model"]
+    'bayesian_bootstrap'
     """
+    validate_choice("model", model, LATENCY_MODELS)
     data, qs, ci_prob, seed, per_system, totals, used, n_draws = _latency_setup(
         data, q, unit, ci_prob, seed, statuses, n_draws, "n_draws")
+    if model == "lognormal":
+        if unit != "task":
+            raise ValueError("the log-normal latency model has task effects, not cluster "
+                             "effects: use unit='task', or model='bayesian_bootstrap' for "
+                             "unit='cluster'")
+        if ((qs <= 0) | (qs >= 1)).any():
+            raise ValueError(f"the log-normal latency model needs quantile levels strictly "
+                             f"between 0 and 1 (its 0 and 1 quantiles are 0 and infinity); "
+                             f"got q={qs.tolist()}")
+        zero = [str(system) for system, (v, _) in zip(data.systems, per_system)
+                if v.size and v[0] <= 0]
+        if zero:
+            raise ValueError(f"the log-normal latency model needs positive durations; "
+                             f"system(s) {describe_values(zero)} have durations of 0 s: use "
+                             "model='bayesian_bootstrap', or record the durations finer")
     rng = np.random.default_rng(seed)
     weights, task_unit = _latency_unit_weights(data, unit, n_draws, rng, "bayes")
     draws, rate_draws = _latency_replicates(per_system, totals, weights, task_unit, qs)
-    attrs = {"method": "posterior (Bayesian bootstrap over tasks; not a parametric model)",
-             "unit": unit, "n_draws": n_draws, "ci_prob": ci_prob, "seed": seed,
-             "statuses": list(used), "units": "seconds",
+    check = None
+    if model == "lognormal":
+        draws = np.full_like(draws, np.nan)
+        check = np.full((len(per_system), len(qs)), np.nan)
+        for s, (values, tasks) in enumerate(per_system):
+            if values.size:
+                draws[:, s], params = _lognormal_draws(values, tasks, qs, n_draws, rng)
+                check[s] = _lognormal_check(values, params, qs, rng)
+        method = ("posterior (log-normal with task effects per system; rates by the Bayesian "
+                  "bootstrap over tasks)")
+    else:
+        method = "posterior (Bayesian bootstrap over tasks; not a parametric model)"
+    attrs = {"method": method, "model": model, "unit": unit, "n_draws": n_draws,
+             "ci_prob": ci_prob, "seed": seed, "statuses": list(used), "units": "seconds",
              "latency_columns": data.dataset.attrs.get("latency_columns", "null")}
     return _latency_dataset(_mean(draws), draws, qs, _mean(rate_draws), rate_draws, ci_prob,
-                            data.systems, [v.size for v, _ in per_system], "draw", attrs)
+                            data.systems, [v.size for v, _ in per_system], "draw", attrs,
+                            check)
 
 
 def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="task",
-                  n_draws=4000, statuses=None) -> dict:
+                  n_draws=4000, statuses=None, model="lognormal") -> dict:
     """The latency table of the report card, as a JSON-ready ``dict``.
 
     Per system, each quantile of attempt latency (seconds) from :func:`posterior_latency`
-    (the Bayesian bootstrap over tasks: mean and equal-tailed interval) next to
+    (``model``: mean and equal-tailed interval) next to
     :func:`bayeval.bootstrap.latency` (estimate and percentile interval), the durations used
-    and the attempts made, and the timeout and error rates (posterior and bootstrap).
+    and the attempts made, and the timeout and error rates (posterior and bootstrap). Under
+    the log-normal, ``lognormal_check`` is the posterior predictive p-value of each observed
+    quantile (see :func:`posterior_latency`); ``None`` under the Bayesian bootstrap.
 
     Examples
     --------
@@ -985,7 +1142,7 @@ def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="
     boot = latency(data, q=q, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed,
                    statuses=statuses)
     post = posterior_latency(data, q=q, unit=unit, n_draws=n_draws, ci_prob=ci_prob,
-                             seed=seed, statuses=statuses)
+                             seed=seed, statuses=statuses, model=model)
     attempts = data.dataset["status_counts"].drop_sel(status="not_run").sum(("task", "status"))
     rows = []
     for system in data.systems:
@@ -999,7 +1156,9 @@ def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="
                 "bayes_mean": _json(p["latency"].sel(quantile=level)),
                 "bayes_lower": _json(pl), "bayes_upper": _json(ph),
                 "bootstrap_estimate": _json(b["latency"].sel(quantile=level)),
-                "bootstrap_lower": _json(bl), "bootstrap_upper": _json(bh)})
+                "bootstrap_lower": _json(bl), "bootstrap_upper": _json(bh),
+                "lognormal_check": (_json(p["lognormal_check"].sel(quantile=level))
+                                    if "lognormal_check" in p else None)})
         row = {"system": str(system), "n_latency": int(b["n_latency"]),
                "n_attempts": int(attempts.sel(system=system)), "quantiles": quantiles}
         for status in LATENCY_RATES:
@@ -1010,4 +1169,4 @@ def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="
             "units": "seconds", "q": [float(v) for v in boot["quantile"].values],
             "unit": unit, "statuses": list(boot.attrs["statuses"]), "n_boot": int(n_boot),
             "n_draws": int(post.attrs["n_draws"]), "ci_prob": float(boot.attrs["ci_prob"]),
-            "bayes_method": post.attrs["method"], "rows": rows}
+            "bayes_model": model, "bayes_method": post.attrs["method"], "rows": rows}

@@ -917,6 +917,10 @@ def _header(data, lines, res=None, err=False):
               "start and end timestamp columns (ISO 8601). Per system the p50 and p95 "
               "latency with intervals (bootstrap over tasks beside the Bayesian bootstrap) "
               "and the timeout and error rates, in the output, the JSON and the report.")
+@click.option("--latency-model", type=click.Choice(["lognormal", "bayesian_bootstrap"]),
+              default="lognormal", show_default=True, help="Posterior of the latency "
+              "quantiles: a log-normal with task effects per system (checked against the "
+              "data), or the Bayesian bootstrap over tasks (no shape assumed).")
 @_column_options("--trials")
 @_model_options
 @_output_options
@@ -924,7 +928,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
             chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
             prob, superior, flagged_path, by, scheduler, allow_harness_change, cost_column,
-            cost_reference, latency_columns, json_path, report_path):
+            cost_reference, latency_columns, latency_model, json_path, report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -981,7 +985,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
         compare_k=compare_k, notes=notes.items, command=_command_line(),
         allow_harness_change=allow_harness_change, cost=cost_column,
-        cost_reference=cost_reference, latency=latency_columns is not None)
+        cost_reference=cost_reference,
+        latency=latency_model if latency_columns is not None else False)
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
     if flagged_path:
@@ -1052,6 +1057,16 @@ def _echo_cost(section: dict, ci_prob: float):
                        f" / {'n/a' if boot is None else _money(boot)}")
 
 
+def _latency_check(row: dict) -> str:
+    """The log-normal's posterior predictive check of one system: ``ok``, the quantiles it
+    misses (p < 0.05), or ``n/a``."""
+    checks = [(x["q"], x["lognormal_check"]) for x in row["quantiles"]]
+    if all(p is None for _, p in checks):
+        return "n/a"
+    missed = [f"p{round(100 * q):d}" for q, p in checks if p is not None and p < 0.05]
+    return "misfit " + ",".join(missed) if missed else "ok"
+
+
 def _echo_latency(section: dict, ci_prob: float):
     """The latency table: one row per system, p50 and p95 posterior beside bootstrap."""
     rows = {}
@@ -1067,14 +1082,21 @@ def _echo_latency(section: dict, ci_prob: float):
                     f"{_report._amounts(x[f'{prefix}_lower'], x[f'{prefix}_upper'])}")
         cells["timeout"] = _report._percent(row["timeout_rate"]["bootstrap_estimate"])
         cells["error"] = _report._percent(row["error_rate"]["bootstrap_estimate"])
+        if section["bayes_model"] == "lognormal":
+            cells["log-normal check"] = _latency_check(row)
         rows[row["system"]] = cells
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "system"
     with pd.option_context("display.width", 250, "display.max_columns", None,
                            "display.max_colwidth", 60, "display.max_rows", None):
-        click.echo(f"\nlatency (seconds per attempt): posterior mean (Bayesian bootstrap over "
-                   f"tasks) [{ci_prob:.0%} interval] and bootstrap twin")
+        model = ("log-normal with task effects" if section["bayes_model"] == "lognormal"
+                 else "Bayesian bootstrap over tasks")
+        click.echo(f"\nlatency (seconds per attempt): posterior mean ({model}) "
+                   f"[{ci_prob:.0%} interval] and bootstrap twin")
         click.echo(table.to_string())
+    if any(_latency_check(r).startswith("misfit") for r in section["rows"]):
+        click.echo("log-normal check: a misfit quantile is one the model does not reproduce "
+                   "(posterior predictive p < 0.05); read the bootstrap for it")
     missing = [r["system"] for r in section["rows"] if r["n_latency"] < r["n_attempts"]]
     if missing:
         click.echo(f"attempts without a recorded duration are left out ({len(missing)} "

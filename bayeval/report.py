@@ -665,7 +665,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
                 power_effects=None, alpha: float = 0.05, power: float = 0.8,
                 adjust: str = "holm", notes=(), command=None, title=None,
                 compare_results=None, allow_harness_change: bool = False, cost=None,
-                cost_reference=None, latency: bool = False) -> dict:
+                cost_reference=None, latency=False) -> dict:
     """Every number of the report card, as a JSON-ready ``dict``.
 
     Parameters
@@ -722,11 +722,11 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     cost_reference : str, optional
         The reference system of the cost table's paired effects; default the first
         comparison's baseline, else the system with the highest posterior pass@1.
-    latency : bool, default False
+    latency : bool or {"lognormal", "bayesian_bootstrap"}, default False
         Add the ``latency`` section (the data needs ``from_frame(..., latency=...)``): per
-        system the p50 and p95 of attempt latency, posterior (Bayesian bootstrap over tasks)
-        next to bootstrap, with the timeout and error rates
-        (:func:`bayeval._cost.latency_table`).
+        system the p50 and p95 of attempt latency, posterior next to bootstrap, with the
+        timeout and error rates (:func:`bayeval._cost.latency_table`). ``True`` takes the
+        log-normal posterior with its check; a model name chooses the posterior.
 
     Returns
     -------
@@ -794,6 +794,10 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             raise ValueError(f"cost_reference must be one of the systems "
                              f"{describe_values([str(x) for x in results.systems])}; got "
                              f"{cost_reference!r}")
+    if latency is not False and latency is not True:
+        from bayeval._cost import LATENCY_MODELS
+
+        validate_choice("latency", latency, LATENCY_MODELS)
     if latency and not results.data.has_latency:
         raise ValueError("latency=True needs per-attempt durations: build the data with "
                          "from_frame(..., latency='seconds') or latency=('start', 'end')")
@@ -879,7 +883,7 @@ def _latency_section(results, wanted, n_boot, seed, ci_prob):
     from bayeval._cost import latency_table
 
     return latency_table(results.data, q=(0.5, 0.95), n_boot=n_boot, seed=seed,
-                         ci_prob=ci_prob)
+                         ci_prob=ci_prob, model="lognormal" if wanted is True else wanted)
 
 
 def _collect(caught) -> list[str]:

@@ -141,7 +141,7 @@ def test_posterior_draws_match_dirichlet_weights_by_a_loop():
     df = _frame(seed=5, n_task=8)
     data = _data(df)
     q = [0.5, 0.95]
-    out = posterior_latency(data, q=q, n_draws=60, seed=4)
+    out = posterior_latency(data, q=q, n_draws=60, seed=4, model="bayesian_bootstrap")
     rng = np.random.default_rng(4)
     n_task = len(data.tasks)
     w = n_task * rng.dirichlet(np.ones(n_task), size=60)
@@ -307,3 +307,87 @@ def test_terminal_bench_quantiles_match_pandas_on_the_raw_timestamps():
         else:
             np.testing.assert_allclose(got.loc[system].values, expect.loc[system].values)
     assert int(out["n_latency"].sum()) == int(seconds.notna().sum()) == 3924
+
+
+def _dense_log_posterior(y, task, sigma, tau):
+    """log p(sigma, tau | y) up to a constant, from the dense covariance of all attempts:
+    y ~ N(mu 1, sigma^2 I + tau^2 [same task]), mu integrated out under a flat prior, the
+    half-Cauchy(0, 1) priors and the log-scale Jacobian."""
+    cov = sigma**2 * np.eye(len(y)) + tau**2 * (task[:, None] == task[None, :])
+    inv = np.linalg.inv(cov)
+    one = np.ones(len(y))
+    info = one @ inv @ one
+    mean = (one @ inv @ y) / info
+    resid = y - mean
+    out = -0.5 * np.linalg.slogdet(cov)[1] - 0.5 * np.log(info) - 0.5 * resid @ inv @ resid
+    for x in (sigma, tau):
+        out += -np.log1p(x**2) + np.log(x)
+    return out
+
+
+def test_lognormal_grid_posterior_matches_the_dense_likelihood():
+    from bayeval._cost import _lognormal_log_posterior
+
+    rng = np.random.default_rng(0)
+    task = np.repeat(np.arange(5), [1, 2, 3, 4, 2])  # unequal attempts, one task with one
+    y = 5.0 + rng.normal(0, 0.7, 5)[task] + rng.normal(0, 0.4, len(task))
+    n = np.bincount(task).astype(float)
+    ybar = np.bincount(task, weights=y) / n
+    within = float(np.sum((y - ybar[task]) ** 2))
+    log_s, log_t = np.log([0.2, 0.5, 1.3]), np.log([0.05, 0.6, 2.0])
+    got = _lognormal_log_posterior(log_s, log_t, n, ybar, within, float((n - 1).sum()))
+    dense = np.array([_dense_log_posterior(y, task, s, t)
+                      for s in np.exp(log_s) for t in np.exp(log_t)])
+    # equal up to a constant (the task sizes' factors)
+    np.testing.assert_allclose(got - got[0], dense - dense[0], atol=1e-9)
+
+
+def test_lognormal_posterior_recovers_known_quantiles():
+    from scipy.special import ndtri
+
+    rng = np.random.default_rng(8)
+    n_task, n_trial, mu, tau, sigma = 300, 6, 5.8, 0.6, 0.5
+    y = np.exp(mu + rng.normal(0, tau, (n_task, 1)) + rng.normal(0, sigma, (n_task, n_trial)))
+    df = pd.DataFrame({"system": "A", "task": np.repeat(np.arange(n_task), n_trial),
+                       "success": 1, "seconds": y.ravel()})
+    out = posterior_latency(be.from_frame(df, latency="seconds"), n_draws=2000, seed=1)
+    truth = np.exp(mu + ndtri([0.5, 0.95]) * np.hypot(tau, sigma))
+    lo, hi = out["latency_interval"].values[0].T
+    assert ((lo <= truth) & (truth <= hi)).all()
+    np.testing.assert_allclose(out["latency"].values[0], truth, rtol=0.06)
+    assert out.attrs["model"] == "lognormal"
+    assert (hi - lo)[1] < 0.25 * truth[1]
+
+
+def test_lognormal_refusals():
+    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, 1],
+                       "d": [0.0, 2.0, 3.0], "cluster": ["a", "a", "b"]})
+    data = be.from_frame(df, latency="d", cluster="cluster")
+    with pytest.raises(ValueError, match="positive durations.*'A'.*bayesian_bootstrap"):
+        posterior_latency(data)
+    fine = be.from_frame(df.assign(d=[1.0, 2.0, 3.0]), latency="d", cluster="cluster")
+    with pytest.raises(ValueError, match="task effects, not cluster effects"):
+        posterior_latency(fine, unit="cluster")
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        posterior_latency(fine, q=[0.5, 1.0])
+    with pytest.raises(ValueError, match="model"):
+        posterior_latency(fine, model="gamma")
+    out = posterior_latency(data, unit="cluster", model="bayesian_bootstrap", n_draws=50)
+    assert out["latency"].dims == ("system", "quantile")
+
+
+def test_lognormal_check_flags_a_time_limit_and_passes_a_lognormal():
+    rng = np.random.default_rng(3)
+    n_task, n_trial = 150, 5
+    y = np.exp(5.8 + rng.normal(0, 0.6, (n_task, 1)) + rng.normal(0, 0.5, (n_task, n_trial)))
+    capped = np.minimum(y, 600.0)  # a time limit under a quarter of the attempts reach
+    df = pd.concat([pd.DataFrame({"system": name, "task": np.repeat(np.arange(n_task), n_trial),
+                                  "success": 1, "seconds": v.ravel()})
+                    for name, v in (("free", y), ("capped", capped))])
+    out = posterior_latency(be.from_frame(df, latency="seconds"), n_draws=1000, seed=0)
+    check = out["lognormal_check"]
+    assert check.dims == ("system", "quantile")
+    assert float(check.sel(system="capped", quantile=0.95)) < 0.01
+    assert (check.sel(system="free").values > 0.05).all()
+    assert "lognormal_check" not in posterior_latency(
+        be.from_frame(df, latency="seconds"), n_draws=100, model="bayesian_bootstrap")

@@ -51,6 +51,8 @@ def test_analyze_latency_prints_and_writes_json(tmp_path, frame):
     assert result.exit_code == 0, result.output
     assert "latency (seconds per attempt)" in result.output
     assert "p95 bootstrap" in result.output and "latency: column seconds" in result.output
+    assert "log-normal with task effects" in result.output
+    assert "log-normal check" in result.output
     result = _invoke("analyze", path, "--missing", "fail", "--latency", "seconds", *FAST,
                      "--json", "-")
     assert result.exit_code == 0, result.output
@@ -73,6 +75,9 @@ def test_analyze_latency_prints_and_writes_json(tmp_path, frame):
         assert row["timeout_rate"]["bootstrap_estimate"] == pytest.approx(
             (frame.loc[frame["system"] == row["system"], "status"] == "timeout").mean())
         assert row["n_latency"] == row["n_attempts"] == 30
+        assert row["quantiles"][1]["lognormal_check"] == pytest.approx(float(
+            post["lognormal_check"].sel(system=row["system"], quantile=0.95)))
+    assert section["bayes_model"] == "lognormal"
     broken = json.loads(json.dumps(record))
     del broken["latency"]["rows"][0]["quantiles"][0]["bayes_lower"]
     with pytest.raises(jsonschema.ValidationError, match="'bayes_lower' is a required"):
@@ -110,6 +115,12 @@ def test_reports_render_the_latency_table_and_the_evidence_column(frame):
     jsonschema.validate(json.loads(json.dumps(out)), _schema())
     md = build_report(res, fmt="markdown", plots=False, data=out)
     assert "## Latency" in md and "| p50 posterior | p50 bootstrap |" in md
+    assert "log-normal check |" in md and "posterior predictive p-value" in md
+    other = report_data(res, n_boot=200, latency=True)
+    other["latency"] = latency_table(data, n_boot=200, n_draws=200, model="bayesian_bootstrap")
+    jsonschema.validate(json.loads(json.dumps(other)), _schema())
+    md_bb = build_report(res, fmt="markdown", plots=False, data=other)
+    assert "not a parametric model" in md_bb and "log-normal check |" not in md_bb
     assert "p50 latency (s), bootstrap |" in md  # the column of the cost evidence table
     html = build_report(res, fmt="html", plots=False, data=out)
     assert "<h2>Latency</h2>" in html and "<th>p50 latency (s), bootstrap</th>" in html
@@ -139,3 +150,17 @@ def test_analyze_terminal_bench_timestamps(tmp_path):
         "bootstrap_estimate"] is None
     droid = by_system["20250924_droid_gpt-5"]["quantiles"]
     assert droid[0]["bootstrap_estimate"] == pytest.approx(284.0, abs=1.0)
+
+
+def test_latency_model_option(tmp_path, frame):
+    path = tmp_path / "runs.csv"
+    frame.assign(seconds=frame["seconds"].where(frame.index != 3, 0.0)).to_csv(path, index=False)
+    bad = _invoke("analyze", path, "--missing", "fail", "--latency", "seconds", *FAST)
+    assert bad.exit_code != 0 and "positive durations" in bad.output
+    result = _invoke("analyze", path, "--missing", "fail", "--latency", "seconds",
+                     "--latency-model", "bayesian_bootstrap", *FAST, "--json", "-")
+    assert result.exit_code == 0, result.output
+    record = json.loads(result.stdout[result.stdout.index("{"):])
+    jsonschema.validate(record, _schema())
+    assert record["latency"]["bayes_model"] == "bayesian_bootstrap"
+    assert record["latency"]["rows"][0]["quantiles"][0]["lognormal_check"] is None
