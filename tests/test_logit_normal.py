@@ -366,3 +366,76 @@ def test_observed_cluster_expectation_matches_direct_quadrature():
             ref = integrate.quad(lambda z: stats.norm.pdf(z) * (
                 1 - (1 - special.expit(loc[i] + scale[i] * z)) ** k), -12, 12)[0]
             assert ours[i, j] == pytest.approx(ref, abs=1e-7)
+
+
+def _dense_conditional(eta, c, n, sigma_e, sigma_v, points=241):
+    """The joint conditional of one task's effects on a dense (e, v_1, ..., v_S) grid: weights
+    and each system's rate at every grid point (an independent reference for the sampler)."""
+    axes = [np.linspace(-9, 9, points) * sigma_e] + [np.linspace(-9, 9, points) * sigma_v
+                                                     for _ in eta]
+    mesh = np.meshgrid(*axes, indexing="ij")
+    log_d = stats.norm.logpdf(mesh[0], 0, sigma_e)
+    rates = []
+    for s in range(len(eta)):
+        y = eta[s] + mesh[0] + mesh[s + 1]
+        log_d = log_d + stats.norm.logpdf(mesh[s + 1], 0, sigma_v) + c[s] * y - n[s] * np.logaddexp(0, y)
+        rates.append(special.expit(y))
+    w = np.exp(log_d - log_d.max())
+    return w / w.sum(), rates
+
+
+@pytest.mark.parametrize("eta, c, n, sigma_e, sigma_v", [
+    ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),  # few trials: far from normal
+    ([2.0, 1.0], [20.0, 3.0], [20.0, 20.0], 3.0, 1.2),  # one system solves every trial
+])
+def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma_v):
+    D = 20_000
+    eta, c, n = (np.asarray(a, dtype=float)[None] for a in (eta, c, n))
+    out = quad.exact_task_sums(np.repeat(eta[None], D, 0), c, n, np.full(D, sigma_e),
+                               np.full(D, sigma_v), True, np.array([1.0, 3.0]), "pass@k",
+                               np.ones((1, 2)), np.array([0]), np.random.default_rng(5))
+    w, (p1, p2) = _dense_conditional(eta[0], c[0], n[0], sigma_e, sigma_v, points=121)
+    # moments of pass@1 and pass@3, and the cross moment that makes comparisons paired
+    for value, ref in [(out[:, 0, 0], p1), (out[:, 1, 0], p2),
+                       (out[:, 0, 1], 1 - (1 - p1) ** 3)]:
+        assert abs(value.mean() - (w * ref).sum()) < 4 * value.std() / np.sqrt(D)
+    cross = out[:, 0, 0] * out[:, 1, 0]
+    assert abs(cross.mean() - (w * p1 * p2).sum()) < 4 * cross.std() / np.sqrt(D)
+    # the distribution, not only its moments: the CDF at the reference's quantiles
+    for q in (0.05, 0.25, 0.5, 0.75, 0.95):
+        order = np.argsort(p1, axis=None)
+        point = p1.ravel()[order][np.searchsorted(np.cumsum(w.ravel()[order]), q)]
+        share = (out[:, 0, 0] <= point).mean()
+        assert abs(share - q) < 4 * np.sqrt(q * (1 - q) / D)
+
+
+def test_exact_task_draws_of_one_system_follow_the_binomial_posterior():
+    D = 20_000
+    eta, c, n, sigma_e = np.array([[0.5]]), np.array([[3.0]]), np.array([[4.0]]), 2.0
+    out = quad.exact_task_sums(np.repeat(eta[None], D, 0), c, n, np.full(D, sigma_e),
+                               np.ones(D), False, np.array([1.0]), "pass@k", np.ones((1, 1)),
+                               np.array([0]), np.random.default_rng(2))[:, 0, 0]
+    e = np.linspace(-12, 12, 20_001) * sigma_e / 2
+    y = 0.5 + e
+    w = np.exp(stats.norm.logpdf(e, 0, sigma_e) + 3 * y - 4 * np.logaddexp(0, y))
+    w /= w.sum()
+    p = special.expit(y)
+    for q in (0.1, 0.5, 0.9):
+        point = p[np.searchsorted(np.cumsum(w), q)]
+        assert abs((out <= point).mean() - q) < 4 * np.sqrt(q * (1 - q) / D)
+
+
+def test_exact_task_draws_are_reproducible_and_keep_the_task_order():
+    rng = np.random.default_rng(0)
+    eta = rng.normal(0, 1, (3, 4, 2))
+    c = np.array([[0, 1], [1, 1], [2, 0], [1, 2]], dtype=float)
+    n = np.full((4, 2), 2.0)
+    args = (eta, c, n, np.full(3, 1.0), np.full(3, 0.5), True, np.array([1.0]), "pass@k")
+    weight = np.full((5, 2), 0.2)
+    inverse = np.array([0, 1, 2, 3, 1])
+    first = quad.exact_task_sums(*args, weight, inverse, np.random.default_rng(9))
+    again = quad.exact_task_sums(*args, weight, inverse, np.random.default_rng(9))
+    np.testing.assert_array_equal(first, again)
+    # a system with no weight gets nothing; the other's sum is unchanged in distribution
+    one = quad.exact_task_sums(*args, weight * [1.0, 0.0], inverse, np.random.default_rng(9))
+    assert np.all(one[:, 1, :] == 0.0)

@@ -123,21 +123,14 @@ def _inner_mode(eta_e, c, n, v, prec_v):
 
 
 @numba.njit(cache=True)
-def _pattern(eta, c, n, sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t, log_g, log_f):
-    """Nodes and log integrand terms of one pattern; returns its log marginal likelihood.
-
-    Fills ``e_k (K,)``, ``v_kl (K, S, L)``, ``log_t (K, S, L)`` (inner terms), ``log_g (K, S)``
-    (inner integrals) and ``log_f (K,)`` (outer terms). Without ``paired`` the inner axis is
-    unused and ``log_g`` holds the likelihood at the outer node.
-    """
+def _joint_mode(eta, c, n, prec_e, prec_v, paired, v, weight):
+    """Joint mode of one pattern's task effects by damped Newton steps: returns the task
+    effect's mode and its Laplace standard deviation, and fills ``v (S,)`` with the
+    task-by-system modes and ``weight (S,)`` with ``n p (1 - p)`` there."""
     S = eta.shape[0]
-    K = x.shape[0]
-    prec_e = 1.0 / sigma_e**2
-    prec_v = 1.0 / sigma_v**2 if paired else 0.0
     e = 0.0
-    v = np.zeros(S)
+    v[:] = 0.0
     step_v = np.zeros(S)
-    weight = np.zeros(S)
     grad = np.zeros(S)
     current = _joint_log_density(eta, c, n, e, v, prec_e, prec_v)
     for _ in range(NEWTON_STEPS):
@@ -183,6 +176,24 @@ def _pattern(eta, c, n, sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t, log
         weight[s] = n[s] * p * (1.0 - p)
         schur += weight[s] - (weight[s] ** 2 / (prec_v + weight[s]) if paired else 0.0)
     s_e = 1.0 / math.sqrt(schur)
+    return e, s_e
+
+
+@numba.njit(cache=True)
+def _pattern(eta, c, n, sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t, log_g, log_f):
+    """Nodes and log integrand terms of one pattern; returns its log marginal likelihood.
+
+    Fills ``e_k (K,)``, ``v_kl (K, S, L)``, ``log_t (K, S, L)`` (inner terms), ``log_g (K, S)``
+    (inner integrals) and ``log_f (K,)`` (outer terms). Without ``paired`` the inner axis is
+    unused and ``log_g`` holds the likelihood at the outer node.
+    """
+    S = eta.shape[0]
+    K = x.shape[0]
+    prec_e = 1.0 / sigma_e**2
+    prec_v = 1.0 / sigma_v**2 if paired else 0.0
+    v = np.zeros(S)
+    weight = np.zeros(S)
+    e, s_e = _joint_mode(eta, c, n, prec_e, prec_v, paired, v, weight)
     outer_offset = math.log(_SQRT2 * s_e) - math.log(sigma_e) - _LOG_SQRT_2PI
     log_sigma_v = math.log(sigma_v)
     for k in range(K):
@@ -833,6 +844,259 @@ def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rul
                    paired, *rules.arrays(), np.asarray(ks, float), code, needed, weight, mult,
                    centre[d], cov[d])
     return centre, cov
+
+
+#: tasks drawn one by one in the tasks estimand when there are at most this many (as the Beta
+#: models do); above it the mean over tasks is drawn from the normal of its conditional moments
+EXACT_TASKS = 100
+HULL_POINTS = 40  # abscissae an adaptive rejection sampler keeps (it stops adding after that)
+
+
+@numba.njit(cache=True)
+def _conditional_mode(eta_e, c, n, v, prec_v):
+    """Mode of v given the task effect, Newton to convergence (``_inner_mode`` takes a few
+    steps from a good start; these conditionals start from anywhere)."""
+    current = _conditional_log_density(eta_e, c, n, v, prec_v)
+    for _ in range(50):
+        p = _sigmoid(eta_e + v)
+        step = _clip((c - n * p - v * prec_v) / (prec_v + n * p * (1.0 - p)))
+        moved = False
+        for _ in range(30):
+            candidate = _conditional_log_density(eta_e, c, n, v + step, prec_v)
+            if candidate >= current:
+                v += step
+                current = candidate
+                moved = True
+                break
+            step *= 0.5
+        if not moved or abs(step) < 1e-9:
+            break
+    return v
+
+
+@numba.njit(cache=True)
+def _task_effect_log_density(e, eta, c, n, prec_e, prec_v, log_sigma_v, paired, x, logw,
+                             v_start, terms):
+    """The task effect's log marginal density given the predictors (up to a constant) and its
+    derivative: ``-e^2 / (2 sigma_e^2) + sum_s log g_s(e)``, each ``g_s`` the integral over
+    the system's task-by-system effect by Gauss-Hermite nodes at its conditional mode (started
+    from and written back to ``v_start``); the derivative by Fisher's identity."""
+    value = -0.5 * prec_e * e * e
+    slope = -prec_e * e
+    for s in range(eta.shape[0]):
+        if not paired:
+            y = eta[s] + e
+            value += c[s] * y - n[s] * _softplus(y)
+            slope += c[s] - n[s] * _sigmoid(y)
+            continue
+        vc = _conditional_mode(eta[s] + e, c[s], n[s], v_start[s], prec_v)
+        v_start[s] = vc
+        p = _sigmoid(eta[s] + e + vc)
+        s_v = 1.0 / math.sqrt(prec_v + n[s] * p * (1.0 - p))
+        offset = math.log(_SQRT2 * s_v) - log_sigma_v - _LOG_SQRT_2PI
+        for m in range(x.shape[0]):
+            vl = vc + _SQRT2 * s_v * x[m]
+            y = eta[s] + e + vl
+            terms[m] = (logw[m] + offset - 0.5 * prec_v * vl * vl + c[s] * y
+                        - n[s] * _softplus(y))
+        log_g = _logsumexp(terms)
+        value += log_g
+        for m in range(x.shape[0]):
+            y = eta[s] + e + vc + _SQRT2 * s_v * x[m]
+            slope += math.exp(terms[m] - log_g) * (c[s] - n[s] * _sigmoid(y))
+    return value, slope
+
+
+@numba.njit(cache=True)
+def _hull_insert(hx, hh, hd, k, x, h, d):
+    """Insert abscissa ``x`` (log density ``h``, slope ``d``) into the sorted hull of ``k``
+    points; returns the new count (unchanged when the hull is full)."""
+    if k >= hx.shape[0]:
+        return k
+    i = k
+    while i > 0 and hx[i - 1] > x:
+        hx[i], hh[i], hd[i] = hx[i - 1], hh[i - 1], hd[i - 1]
+        i -= 1
+    hx[i], hh[i], hd[i] = x, h, d
+    return k + 1
+
+
+@numba.njit(cache=True)
+def _hull_draw(hx, hh, hd, k, z, log_mass):
+    """Draw from the piecewise-exponential upper hull of a log-concave density (the tangents
+    at the ``k`` abscissae; the first slope must be positive and the last negative). Returns
+    the point and the hull's log density there."""
+    for i in range(k - 1):  # where tangents i and i + 1 cross
+        if abs(hd[i] - hd[i + 1]) > 1e-12:
+            z[i] = ((hh[i + 1] - hh[i] - hx[i + 1] * hd[i + 1] + hx[i] * hd[i])
+                    / (hd[i] - hd[i + 1]))
+            z[i] = min(max(z[i], hx[i]), hx[i + 1])
+        else:
+            z[i] = 0.5 * (hx[i] + hx[i + 1])
+    top = -np.inf
+    for i in range(k):
+        lo = z[i - 1] if i > 0 else -np.inf
+        hi = z[i] if i < k - 1 else np.inf
+        slope = hd[i]
+        if i == 0:  # (-inf, hi]: slope > 0
+            log_mass[i] = hh[i] + slope * (hi - hx[i]) - math.log(slope)
+        elif i == k - 1:  # [lo, inf): slope < 0
+            log_mass[i] = hh[i] + slope * (lo - hx[i]) - math.log(-slope)
+        else:
+            width = hi - lo
+            t = slope * width
+            start = hh[i] + slope * (lo - hx[i])
+            if abs(t) < 1e-10:
+                log_mass[i] = start + math.log(max(width, 1e-300))
+            elif t > 0:
+                log_mass[i] = start + t + math.log(-math.expm1(-t) / slope)
+            else:
+                log_mass[i] = start + math.log(math.expm1(t) / slope)
+        top = max(top, log_mass[i])
+    total = 0.0
+    for i in range(k):
+        total += math.exp(log_mass[i] - top)
+    target = np.random.random() * total
+    i = 0
+    acc = math.exp(log_mass[0] - top)
+    while acc < target and i < k - 1:
+        i += 1
+        acc += math.exp(log_mass[i] - top)
+    r = np.random.random()
+    slope = hd[i]
+    if i == 0:
+        point = z[0] + math.log(max(r, 1e-300)) / slope if k > 1 else hx[0]
+    elif i == k - 1:
+        point = z[k - 2] + math.log(max(1.0 - r, 1e-300)) / slope
+    else:
+        lo, width = z[i - 1], z[i] - z[i - 1]
+        t = slope * width
+        if abs(t) < 1e-10:
+            point = lo + r * width
+        else:
+            point = lo + math.log1p(r * math.expm1(t)) / slope
+        point = min(max(point, lo), z[i])
+    return point, hh[i] + slope * (point - hx[i])
+
+
+@numba.njit(cache=True)
+def _v_log_density(v, eta_e, c, n, prec_v):
+    y = eta_e + v
+    return c * y - n * _softplus(y) - 0.5 * prec_v * v * v, c - n * _sigmoid(y) - prec_v * v
+
+
+@numba.njit(cache=True)
+def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
+    """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))`` by adaptive
+    rejection sampling (the density is log-concave)."""
+    mode = _conditional_mode(eta_e, c, n, 0.0, prec_v)
+    p = _sigmoid(eta_e + mode)
+    scale = 1.0 / math.sqrt(prec_v + n * p * (1.0 - p))
+    k = 0
+    for side in (-1.0, 1.0):
+        point = mode + side * scale
+        h, d = _v_log_density(point, eta_e, c, n, prec_v)
+        k = _hull_insert(hx, hh, hd, k, point, h, d)
+    while True:
+        point, upper = _hull_draw(hx, hh, hd, k, z, log_mass)
+        h, d = _v_log_density(point, eta_e, c, n, prec_v)
+        if math.log(max(np.random.random(), 1e-300)) <= h - upper:
+            return point
+        k = _hull_insert(hx, hh, hd, k, point, h, d)
+
+
+@numba.njit(cache=True)
+def _exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight,
+                     order, start, seed, out):
+    """For one draw: every task's rates drawn from their joint conditional, and
+    ``out (S, Q) += weight[j, s] f(p[s, j])`` summed over the tasks.
+
+    The task effect comes from its marginal (log-concave: the integral of a log-concave
+    function), then each system's task-by-system effect from its conditional given it, both
+    by adaptive rejection sampling (Gilks and Wild 1992); the task effect's hull is built once
+    per pattern and shared by the pattern's tasks. ``weight (J, S)``; tasks of pattern ``p``
+    are ``order[start[p]:start[p + 1]]``; ``seed`` seeds the kernel's generator.
+    """
+    np.random.seed(seed)
+    P, S = eta.shape
+    Q = ks.shape[0]
+    M = HULL_POINTS
+    prec_e = 1.0 / sigma_e**2
+    prec_v = 1.0 / sigma_v**2 if paired else 0.0
+    log_sigma_v = math.log(sigma_v)
+    terms = np.empty(x.shape[0])
+    v_mode, curvature, v_start = np.zeros(S), np.zeros(S), np.zeros(S)
+    ex, eh, ed = np.empty(M), np.empty(M), np.empty(M)
+    vx, vh, vd = np.empty(M), np.empty(M), np.empty(M)
+    z, log_mass = np.empty(M), np.empty(M)
+    for p in range(P):
+        if start[p + 1] == start[p]:
+            continue
+        e_star, s_e = _joint_mode(eta[p], c[p], n[p], prec_e, prec_v, paired, v_mode,
+                                  curvature)
+        k = 0
+        for side in (-1.0, 1.0):
+            v_start[:] = v_mode
+            point = e_star + side * s_e
+            h, d = _task_effect_log_density(point, eta[p], c[p], n[p], prec_e, prec_v,
+                                            log_sigma_v, paired, x, logw, v_start, terms)
+            k = _hull_insert(ex, eh, ed, k, point, h, d)
+        for i in range(start[p], start[p + 1]):
+            j = order[i]
+            while True:
+                e, upper = _hull_draw(ex, eh, ed, k, z, log_mass)
+                v_start[:] = v_mode
+                h, d = _task_effect_log_density(e, eta[p], c[p], n[p], prec_e, prec_v,
+                                                log_sigma_v, paired, x, logw, v_start, terms)
+                if math.log(max(np.random.random(), 1e-300)) <= h - upper:
+                    break
+                k = _hull_insert(ex, eh, ed, k, e, h, d)
+            for s in range(S):
+                ws = weight[j, s]
+                if ws == 0.0:
+                    continue
+                v = _v_draw(eta[p, s] + e, c[p, s], n[p, s], prec_v, vx, vh, vd, z,
+                            log_mass) if paired else 0.0
+                rate = _sigmoid(eta[p, s] + e + v)
+                for q in range(Q):
+                    out[s, q] += ws * _f(rate, ks[q], code, needed[q])
+
+
+@numba.njit(cache=True, parallel=True)
+def _exact_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight, order,
+                 start, seeds, out):
+    """:func:`_exact_task_sums` for every draw, the draws spread over threads (each draw seeds
+    its own generator, so the result does not depend on how they are spread)."""
+    for d in numba.prange(eta.shape[0]):
+        _exact_task_sums(eta[d], c, n, sigma_e[d], sigma_v[d], paired, x, logw, ks, code,
+                         needed, weight, order, start, seeds[d], out[d])
+
+
+def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inverse, rng,
+                    rules=None, tau=None):
+    """The tasks estimand drawn task by task: per posterior draw, every task's rates in all
+    systems drawn jointly from their conditional (no normal approximation of the mean over
+    tasks), ``sum_j weight[j, s] f(p[s, j])`` as ``(D, S, k)``.
+
+    ``eta (D, P, S)``, ``weight (J, S)`` each task's weight in each system's value,
+    ``inverse (J,)`` the pattern of each task. The draws are exact up to the Gauss-Hermite
+    integral over the task-by-system effect inside the task effect's marginal.
+    """
+    rules = rules or Rules()
+    code, needed = metric_arguments(metric, ks, tau)
+    D, P, S = eta.shape
+    order = np.argsort(inverse, kind="stable").astype(np.int64)
+    start = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=P))]).astype(
+        np.int64)
+    out = np.zeros((D, S, len(ks)))
+    c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
+    weight = np.ascontiguousarray(weight, dtype=float)
+    seeds = rng.integers(0, 2**31 - 1, size=D)
+    _exact_draws(np.ascontiguousarray(eta, dtype=float), c, n,
+                 np.ascontiguousarray(sigma_e, dtype=float),
+                 np.ascontiguousarray(sigma_v, dtype=float), paired, rules.x, rules.logw,
+                 np.asarray(ks, float), code, needed, weight, order, start, seeds, out)
+    return out
 
 
 def log_marginal(eta, c, n, sigma_e, sigma_v=None, n_nodes: int = N_NODES) -> np.ndarray:

@@ -45,10 +45,13 @@ Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
   averaged over clusters by their task counts (``weighting="task"``) or equally
   (``weighting="cluster"``);
 * ``tasks``: the mean of f(p[s, j]) over these tasks. Given the cluster-level parameters,
-  tasks are independent; each task's conditional mean, variance and cross-system covariance of
-  f come from the same quadrature, and the mean over tasks is drawn from the normal these
-  moments define (the sum of many independent bounded terms), which keeps each task's own
-  uncertainty and the pairing between systems.
+  tasks are independent. Per draw, each task's rates in all systems are drawn jointly from
+  their conditional: the shared task effect from its marginal (log-concave), then each
+  system's task-by-system effect given it, both by adaptive rejection sampling, so the pairing
+  between systems is kept and no normal approximation enters, however few the tasks. Tasks
+  with identical counts (a pattern) of more than ``EXACT_TASKS`` (100) are summed through the
+  normal of their conditional moments from the quadrature instead (the sum of many independent
+  bounded terms), as the Beta models do.
 
 Paired comparisons: systems share ``u`` and ``e``, so the posterior of ``alpha[B] - alpha[A]``
 is informed by within-task differences, and the tasks-estimand effect uses the cross-system
@@ -71,7 +74,14 @@ from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation
-from bayeval.models._quadrature import N_NODES, Rules, node_draws, task_sums
+from bayeval.models._quadrature import (
+    EXACT_TASKS,
+    N_NODES,
+    Rules,
+    exact_task_sums,
+    node_draws,
+    task_sums,
+)
 
 __all__ = ["build_logit_normal_model", "DEFAULT_PRIORS"]
 
@@ -616,15 +626,24 @@ class LogitNormalRates:
             prm, layout, n_chain, n_draw = self._params(tree, b)
             eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
             weights = task_weights(weight_n[b], layout.pops)  # (S, J)
-            w_p = weights[:, pat.first].T  # (P, S): the weight of each task of the pattern
-            centre, cov = task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
-                                    layout.paired, ks.astype(float), metric, w_p, pat.mult,
-                                    tau=tau)
             rng = np.random.default_rng([seed, 1, b])
-            z = rng.standard_normal(centre.shape[:2])  # (draw, system): shared across k
-            jitter = 1e-12 * np.eye(cov.shape[-1])
-            chol = np.linalg.cholesky(_nearest_psd(cov) + jitter)  # (draw, k, S, S)
-            draws = centre + np.einsum("dkst,dt->dsk", chol, z)
+            # patterns of at most EXACT_TASKS tasks: each task's rates drawn from their joint
+            # conditional; the sum over a larger pattern's tasks from its normal
+            one_by_one = pat.mult[pat.inverse] <= EXACT_TASKS  # (J,)
+            draws = exact_task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
+                                    layout.paired, ks.astype(float), metric,
+                                    weights.T[one_by_one], pat.inverse[one_by_one], rng,
+                                    tau=tau)
+            large = pat.mult > EXACT_TASKS
+            if large.any():
+                w_p = np.where(large[:, None], weights[:, pat.first].T, 0.0)  # (P, S)
+                centre, cov = task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
+                                        layout.paired, ks.astype(float), metric, w_p,
+                                        pat.mult, tau=tau)
+                z = rng.standard_normal(centre.shape[:2])  # (draw, system): shared across k
+                jitter = 1e-12 * np.eye(cov.shape[-1])
+                chol = np.linalg.cholesky(_nearest_psd(cov) + jitter)  # (draw, k, S, S)
+                draws = draws + centre + np.einsum("dkst,dt->dsk", chol, z)
             out.append(np.clip(draws, 0.0, 1.0))
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
 
