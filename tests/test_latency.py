@@ -376,18 +376,24 @@ def test_lognormal_refusals():
     assert out["latency"].dims == ("system", "quantile")
 
 
-def test_lognormal_check_flags_a_time_limit_and_passes_a_lognormal():
+def test_lognormal_check_flags_a_time_limit_and_a_second_mode():
+    from bayeval._cost import _lognormal_misfit
+
     rng = np.random.default_rng(3)
     n_task, n_trial = 150, 5
     y = np.exp(5.8 + rng.normal(0, 0.6, (n_task, 1)) + rng.normal(0, 0.5, (n_task, n_trial)))
     capped = np.minimum(y, 600.0)  # a time limit under a quarter of the attempts reach
+    kind = np.where(rng.random((n_task, 1)) < 0.3, 6.8, 5.5)
+    modes = np.exp(kind + rng.normal(0, 0.3, (n_task, 1)) + rng.normal(0, 0.4, y.shape))
     df = pd.concat([pd.DataFrame({"system": name, "task": np.repeat(np.arange(n_task), n_trial),
                                   "success": 1, "seconds": v.ravel()})
-                    for name, v in (("free", y), ("capped", capped))])
-    out = posterior_latency(be.from_frame(df, latency="seconds"), n_draws=1000, seed=0)
-    check = out["lognormal_check"]
-    assert check.dims == ("system", "quantile")
-    assert float(check.sel(system="capped", quantile=0.95)) < 0.01
-    assert (check.sel(system="free").values > 0.05).all()
-    assert "lognormal_check" not in posterior_latency(
-        be.from_frame(df, latency="seconds"), n_draws=100, model="bayesian_bootstrap")
+                    for name, v in (("free", y), ("capped", capped), ("modes", modes))])
+    data = be.from_frame(df, latency="seconds")
+    post = posterior_latency(data, n_draws=1000, seed=0)
+    boot = be.bootstrap.latency(data, n_boot=1000, seed=0)
+    assert post["lognormal_check"].dims == ("system",)
+    assert float(post["lognormal_check"].sel(system="modes")) < 0.01
+    assert float(post["lognormal_check"].sel(system="free")) > 0.05
+    assert _lognormal_misfit(post, boot).tolist() == [False, True, True]
+    assert "lognormal_check" not in posterior_latency(data, n_draws=100,
+                                                      model="bayesian_bootstrap")

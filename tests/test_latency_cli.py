@@ -75,8 +75,9 @@ def test_analyze_latency_prints_and_writes_json(tmp_path, frame):
         assert row["timeout_rate"]["bootstrap_estimate"] == pytest.approx(
             (frame.loc[frame["system"] == row["system"], "status"] == "timeout").mean())
         assert row["n_latency"] == row["n_attempts"] == 30
-        assert row["quantiles"][1]["lognormal_check"] == pytest.approx(float(
-            post["lognormal_check"].sel(system=row["system"], quantile=0.95)))
+        assert row["lognormal_check"]["task_means_p"] == pytest.approx(float(
+            post["lognormal_check"].sel(system=row["system"])))
+        assert row["lognormal_check"]["misfit"] in (True, False)
     assert section["bayes_model"] == "lognormal"
     broken = json.loads(json.dumps(record))
     del broken["latency"]["rows"][0]["quantiles"][0]["bayes_lower"]
@@ -115,7 +116,7 @@ def test_reports_render_the_latency_table_and_the_evidence_column(frame):
     jsonschema.validate(json.loads(json.dumps(out)), _schema())
     md = build_report(res, fmt="markdown", plots=False, data=out)
     assert "## Latency" in md and "| p50 posterior | p50 bootstrap |" in md
-    assert "log-normal check |" in md and "posterior predictive p-value" in md
+    assert "log-normal check |" in md and "Shapiro-Wilk" in md
     other = report_data(res, n_boot=200, latency=True)
     other["latency"] = latency_table(data, n_boot=200, n_draws=200, model="bayesian_bootstrap")
     jsonschema.validate(json.loads(json.dumps(other)), _schema())
@@ -163,4 +164,4 @@ def test_latency_model_option(tmp_path, frame):
     record = json.loads(result.stdout[result.stdout.index("{"):])
     jsonschema.validate(record, _schema())
     assert record["latency"]["bayes_model"] == "bayesian_bootstrap"
-    assert record["latency"]["rows"][0]["quantiles"][0]["lognormal_check"] is None
+    assert record["latency"]["rows"][0]["lognormal_check"] is None
