@@ -258,6 +258,52 @@ def _data_section(results: Results) -> dict:
     }
 
 
+def _split_section(results: Results) -> dict | None:
+    """The task split these results were fitted on (:func:`bayeval.split_tasks`), with the
+    systems scored on it; ``None`` for data that are not a split part.
+
+    The split guards against the winner's curse only if the systems are chosen on one part
+    and one chosen system is scored on the other: every system scored on a held-out part is
+    a choice that part can no longer make honestly, so the section counts them and, when more
+    than one system was scored on a part other than the first (where the choice is made),
+    puts the optimism of reporting the best of them in numbers (:func:`bayeval.selection_bias`
+    at these tasks and trials, equally good systems at their mean observed pass@1).
+    """
+    record = results.data.dataset.attrs.get("split")
+    if record is None:
+        return None
+    record = json.loads(record)
+    systems = [str(s) for s in results.systems]
+    chooser = record["parts"][0]
+    held_out = record["name"] != chooser
+    out = {**{key: record.get(key) for key in (
+        "name", "parts", "by", "seed", "fractions", "fraction", "n_tasks", "n_tasks_total",
+        "n_clusters", "n_clusters_total")},
+        "held_out": held_out, "n_systems_evaluated": len(systems),
+        "systems_evaluated": systems, "optimism_of_best": None, "note": None}
+    if held_out and len(systems) > 1:
+        from bayeval.planning import selection_bias
+
+        ds = results.data.dataset
+        trials = ds["trials"].values
+        rate = float(ds["successes"].values.sum() / max(trials.sum(), 1))
+        rate = min(max(rate, 0.01), 0.99)
+        bias = selection_bias(len(systems), n_tasks=int(ds.sizes["task"]),
+                              trials=max(int(round(float(np.median(trials[trials > 0])))), 1)
+                              if (trials > 0).any() else 1, p=rate, n_sim=4000, seed=0)
+        out["optimism_of_best"] = _num(bias.optimism)
+        out["note"] = (
+            f"{len(systems)} systems were scored on the held-out part {record['name']!r}: "
+            f"picking the best of them here brings back the selection bias the split is for "
+            f"(about +{bias.optimism:.3f} in pass@1 for equally good systems at these tasks "
+            f"and trials). Choose on {chooser!r} and score only the chosen system here, or "
+            "read the best one's value from Results.winner.")
+    elif held_out:
+        out["note"] = (f"one system scored on the held-out part {record['name']!r}, as the "
+                       f"protocol asks (chosen on {chooser!r}).")
+    return out
+
+
 def _resampled_clusters(data) -> tuple[int, str | None]:
     """Clusters the cluster bootstrap can resample (0 when it cannot), and why not."""
     if not data.has_clusters:
@@ -732,7 +778,9 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     -------
     dict
         Sections ``estimand``, ``data``, ``metrics``, ``comparisons``, ``multiplicity``,
-        ``diagnostics``, ``systematic``, ``notes`` and ``settings``; numbers are Python
+        ``diagnostics``, ``systematic``, ``split`` (the task split the data are a part of,
+        from :func:`bayeval.split_tasks`, and how many systems were scored on it; ``None``
+        otherwise), ``notes`` and ``settings``; numbers are Python
         floats/ints, ``None`` where undefined.
 
     Examples
@@ -824,8 +872,11 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     skipped = _resampled_clusters(results.data)[1]
     harness_notes = [f"{entry['label']}: {entry['harness']['note']}"
                      for entry in comparisons_out if entry["harness"]["note"]]
+    split = _split_section(results)
+    split_notes = [split["note"]] if split and split["optimism_of_best"] is not None else []
     all_notes = list(dict.fromkeys([str(n) for n in notes] + _collect(caught)
-                                   + ([skipped] if skipped else []) + harness_notes))
+                                   + ([skipped] if skipped else []) + harness_notes
+                                   + split_notes))
     n_clusters = data_section["clusters"]["count"] if data_section["clusters"] else None
     return {
         "schema_version": SCHEMA_VERSION,
@@ -849,6 +900,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             "sampler": compare_results.tree.attrs.get("sampler"),
             "diagnostics": _diagnostics_section(compare_results)}),
         "systematic": _systematic_section(data_section),
+        "split": split,
         **({"cost": cost_section} if cost_section else {}),
         **({"latency": latency_section} if latency_section else {}),
         "notes": all_notes,
