@@ -921,6 +921,13 @@ def _header(data, lines, res=None, err=False):
               default="lognormal", show_default=True, help="Posterior of the latency "
               "quantiles: a log-normal with task effects per system (checked against the "
               "data), or the Bayesian bootstrap over tasks (no shape assumed).")
+@click.option("--runs", "runs", type=click.Choice(["observed", "new"]),
+              help="Compare recipes across training runs: each --compare names two recipes "
+              "of data read with --reader-option run=COLUMN (each system a recipe/run "
+              "checkpoint). observed: the mean over each recipe's checkpoints (these "
+              "checkpoints); new: a new training run of each recipe (the logit_normal run "
+              "level, population estimand). Posterior beside a paired task bootstrap "
+              "(runs resampled too for new), in the output and the JSON.")
 @_column_options("--trials")
 @_model_options
 @_output_options
@@ -928,7 +935,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
             chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
             prob, superior, flagged_path, by, scheduler, allow_harness_change, cost_column,
-            cost_reference, latency_columns, latency_model, json_path, report_path):
+            cost_reference, latency_columns, latency_model, runs, json_path, report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -946,6 +953,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
       bayeval analyze counts.csv --successes n_correct --trials n_samples --json out.json
       bayeval analyze runs.csv --cost cost_usd --k 1,3 --report card.html
       bayeval analyze runs.csv --latency started_at,ended_at --json out.json
+      bayeval analyze ckpts.csv --reader-option run=seed --compare rl sft --runs new
     """
     opts = _collect_opts(locals())
     opts["cost"] = cost_column
@@ -963,12 +971,21 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     if by:
         return _analyze_by(files, opts, list(by), scheduler, model, sampler, draws, chains,
                            tune, seed, ci_prob, json_path, report_path, pairs)
+    if runs is not None and (by or not pairs):
+        raise click.UsageError("--runs compares recipes: give --compare RECIPE_A RECIPE_B "
+                               "(and no --by)")
     notes = _Notes()
     with notes:
         data, lines = _load(files, opts)
+    recipe_pairs = ()
+    if runs is not None:
+        recipe_pairs, pairs = _check_recipe_pairs(data, pairs, runs, estimand, metric), ()
     pairs = _check_pairs(pairs, data.systems)
-    _check_k_before_fit(data, pairs, [*k, compare_k or k[0]], metric)
-    _check_harness(data, pairs, allow_harness_change)
+    checkpoints = [(s,) for s in data.systems
+                   if recipe_pairs and data.dataset["recipe"].sel(system=s).item()
+                   in {r for pair in recipe_pairs for r in pair}]
+    _check_k_before_fit(data, pairs or checkpoints, [*k, compare_k or k[0]], metric)
+    _check_harness(data, pairs or [tuple(s for (s,) in checkpoints)], allow_harness_change)
     if cost_reference is not None and cost_reference not in data.systems:
         raise click.BadParameter(f"no system {cost_reference!r}; systems: "
                                  f"{', '.join(map(str, data.systems[:30]))}",
@@ -976,7 +993,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     if cost_column is not None and data.missing == "bounds":
         raise click.UsageError("--cost needs one success count per attempt; under --missing "
                                "bounds the successes have two extremes: use fail or exclude")
-    res = _fit(data, model, sampler, draws, chains, seed, notes, tune, pairs=pairs)
+    res = _fit(data, model, sampler, draws, chains, seed, notes, tune,
+               pairs=pairs or checkpoints)
     to_stdout = json_path == "-"
     _header(data, lines, res, err=to_stdout)
     _echo_notes(notes.items)
@@ -989,6 +1007,10 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         latency=latency_model if latency_columns is not None else False)
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
+    if recipe_pairs:
+        report["recipes"] = _recipes_section(res, data, recipe_pairs, runs, compare_k or k[0],
+                                             report["estimand"]["name"], margin, ci_prob,
+                                             n_boot, seed, allow_harness_change)
     if flagged_path:
         report["contamination"] = _contamination(res, data, flagged_path, metric, k[0],
                                                  ci_prob, model, sampler, draws, chains, seed,
@@ -1000,12 +1022,96 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             _echo_cost(report["cost"], ci_prob)
         if latency_columns is not None:
             _echo_latency(report["latency"], ci_prob)
+        if recipe_pairs:
+            _echo_recipes(report["recipes"], ci_prob)
         if flagged_path:
             _echo_contamination(report["contamination"])
     if json_path:
         _write_json(report, json_path)
     if report_path:
         _write_report(res, report_path, report)
+
+
+def _check_recipe_pairs(data, pairs, runs, estimand, metric) -> list[tuple]:
+    """``--compare`` pairs of recipes under ``--runs``, checked before any fit."""
+    ds = data.dataset
+    if "recipe" not in ds.coords:
+        raise click.UsageError("--runs compares recipes: read the data with --reader-option "
+                               "run=COLUMN (the training run or seed of each checkpoint)")
+    if metric != "pass@k":
+        raise click.UsageError("--runs compares pass@k of recipes (give --metric pass@k)")
+    if runs == "new" and estimand == "tasks":
+        raise click.UsageError("--runs new is about new training runs on new tasks: it takes "
+                               "the population estimand, not --estimand tasks")
+    recipes = list(dict.fromkeys(ds["recipe"].values.tolist()))
+    for candidate, baseline in pairs:
+        for role, label in (("candidate", candidate), ("baseline", baseline)):
+            if label not in recipes:
+                raise click.BadParameter(f"{role} {label!r} is not a recipe of the data; "
+                                         f"recipes: {', '.join(map(str, recipes[:20]))}",
+                                         param_hint="--compare")
+        if candidate == baseline:
+            raise click.BadParameter("candidate and baseline must differ",
+                                     param_hint="--compare")
+    return [tuple(p) for p in pairs]
+
+
+def _recipes_section(res, data, pairs, runs, k, estimand, margin, ci_prob, n_boot, seed,
+                     allow_harness_change) -> dict:
+    """Each recipe comparison: the posterior (``Results.compare(..., runs=)``) beside the
+    paired task bootstrap of :func:`bayeval._runs.bootstrap_recipe_effect`."""
+    from bayeval._runs import bootstrap_recipe_effect
+
+    rows = []
+    for candidate, baseline in pairs:
+        out = res.compare(candidate, baseline, k=k, estimand=estimand, margin=margin,
+                          ci_prob=ci_prob, runs=runs, allow_harness_change=allow_harness_change)
+        boot = bootstrap_recipe_effect(res.data, candidate, baseline, runs=runs, k=k,
+                                       n_boot=n_boot, seed=seed, ci_prob=ci_prob)
+        lower, upper = out["effect_interval"].values.tolist()
+        rows.append({
+            "candidate": str(candidate), "baseline": str(baseline),
+            "checkpoints": [str(s) for s in out.attrs["checkpoints"]],
+            "runs_per_recipe": boot["runs"],
+            "bayes_mean": _report._num(out["effect_mean"]), "bayes_lower": _report._num(lower),
+            "bayes_upper": _report._num(upper),
+            "prob_positive": _report._num(out["prob_positive"]),
+            "prob_above_margin": _report._num(out["prob_above_margin"]),
+            "bootstrap_estimate": boot["estimate"], "bootstrap_lower": boot["lower"],
+            "bootstrap_upper": boot["upper"], "bootstrap_n_tasks": boot["n_tasks"]})
+    post = res.tree["posterior"]
+    sigma_run = None
+    if "sigma_run" in post:
+        draws = post["sigma_run"].values.ravel()
+        tail = (1 - ci_prob) / 2
+        sigma_run = {"mean": float(draws.mean()),
+                     "lower": float(np.quantile(draws, tail)),
+                     "upper": float(np.quantile(draws, 1 - tail))}
+    return {"runs": runs, "k": int(k), "estimand": estimand, "margin": float(margin),
+            "model": res.model, "sigma_run": sigma_run, "rows": rows,
+            "bootstrap": ("paired task bootstrap" if runs == "observed" else
+                          "paired task bootstrap with each recipe's runs resampled"),
+            "n_boot": int(n_boot)}
+
+
+def _echo_recipes(section: dict, ci_prob: float):
+    """The recipe comparisons: posterior beside the bootstrap twin."""
+    about = ("these checkpoints (the mean over each recipe's runs)"
+             if section["runs"] == "observed" else "a new training run of each recipe")
+    click.echo(f"\nrecipes ({about}; pass@{section['k']}, {section['estimand']}): posterior "
+               f"mean [{ci_prob:.0%} interval] beside the {section['bootstrap']}")
+    for row in section["rows"]:
+        runs = ", ".join(f"{r}: {m} run(s)" for r, m in row["runs_per_recipe"].items())
+        click.echo(f"  {row['candidate']} - {row['baseline']} ({runs}): "
+                   f"{row['bayes_mean']:+.3f} "
+                   f"{_interval_text(row['bayes_lower'], row['bayes_upper'])}, "
+                   f"P(> 0) {row['prob_positive']:.3f}; bootstrap "
+                   f"{row['bootstrap_estimate']:+.3f} "
+                   f"{_interval_text(row['bootstrap_lower'], row['bootstrap_upper'])}")
+    if section["sigma_run"] is not None:
+        s = section["sigma_run"]
+        click.echo(f"  seed spread sigma_run (logit scale): {s['mean']:.3f} "
+                   f"{_interval_text(s['lower'], s['upper'])}")
 
 
 def _money(value) -> str:
