@@ -134,8 +134,8 @@ def main():
     warnings.simplefilter("ignore", be.BayevalWarning)
     worst = [run(rep, args.draws, args.chains) for rep in range(args.reps)]
     print(f"\nlargest |z| per data set (9 quantiles each; |z| < 3 expected under agreement): "
-          f"exact {[round(w['exact'], 2) for w in worst]}, "
-          f"normal {[round(w['normal'], 2) for w in worst]}")
+          f"exact {[round(float(w['exact']), 2) for w in worst]}, "
+          f"normal {[round(float(w['normal']), 2) for w in worst]}")
 
 
 if __name__ == "__main__":
