@@ -868,6 +868,53 @@ class Results:
         return posterior_noise(self, ci_prob=ci_prob, alpha=alpha, power=power,
                                n_draws=n_draws)
 
+    def latency(self, q=(0.5, 0.95), model: str = "lognormal", unit: str = "task",
+                n_draws: int = 4000, ci_prob: float = 0.95, seed: int = 0,
+                statuses=None) -> xr.Dataset:
+        """Posterior of each system's attempt-latency quantiles (p50, p95, ...) with the
+        timeout and error rates, from this fit's data (built with ``from_frame(...,
+        latency=...)``).
+
+        Latency is not part of the pass/fail model: the posterior is its own model of the
+        durations, per system (:func:`bayeval._cost.posterior_latency`): by default a
+        log-normal with task effects (``model="lognormal"``, checked against the data per
+        system), or the Bayesian bootstrap over tasks (``"bayesian_bootstrap"``: no shape
+        assumed). The twin is :func:`bayeval.bootstrap.latency`.
+
+        Parameters
+        ----------
+        q : sequence of float, default (0.5, 0.95)
+            Quantile levels, strictly between 0 and 1 for the log-normal.
+        model : {"lognormal", "bayesian_bootstrap"}, default "lognormal"
+        unit : {"task", "cluster"}, default "task"
+            Resampling unit of the Bayesian bootstrap (the log-normal takes tasks).
+        n_draws, ci_prob, seed, statuses
+            As in :func:`bayeval._cost.posterior_latency`.
+
+        Returns
+        -------
+        xarray.Dataset
+            Quantile draws and summaries per system, and the timeout and error rates.
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3", "t3"],
+        ...                    "success": [1, 0, 1, 1, 0, 1],
+        ...                    "seconds": [12.0, 30.0, 8.0, 9.5, 60.0, 41.0]})
+        >>> data = be.from_frame(df, latency="seconds")
+        >>> res = be.fit(data, model="beta_binomial", draws=100, chains=1, seed=0)
+        >>> out = res.latency(q=[0.5], model="bayesian_bootstrap", n_draws=200)
+        >>> out["latency_interval"].dims
+        ('system', 'quantile', 'ci_bound')
+        >>> int(out["n_latency"].sel(system="A"))
+        6
+        """
+        from bayeval._cost import posterior_latency
+
+        return posterior_latency(self, q=q, unit=unit, n_draws=n_draws, ci_prob=ci_prob,
+                                 seed=seed, statuses=statuses, model=model)
+
     def cost(self, column: str, ci_prob: float = 0.95, n_draws: int = 1000,
              seed: int = 0, k=None) -> xr.Dataset:
         """Posterior cost per attempt, cost per success and timeout/error/invalid rates.

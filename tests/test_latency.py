@@ -397,3 +397,22 @@ def test_lognormal_check_flags_a_time_limit_and_a_second_mode():
     assert _lognormal_misfit(post, boot).tolist() == [False, True, True]
     assert "lognormal_check" not in posterior_latency(data, n_draws=100,
                                                       model="bayesian_bootstrap")
+
+
+def test_results_latency_reads_the_fitted_data():
+    import warnings
+
+    import xarray as xr
+
+    df = pd.DataFrame({"system": ["A"] * 6 + ["B"] * 6,
+                       "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
+                       "success": [1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0],
+                       "seconds": [12.0, 30.0, 8.0, 9.5, 60.0, 41.0, 5.0, 7.0, 20.0, 11.0, 9.0,
+                                   14.0]})
+    data = be.from_frame(df, latency="seconds")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        res = be.fit(data, model="beta_binomial", draws=100, chains=1, seed=0)
+    for model in ("lognormal", "bayesian_bootstrap"):
+        xr.testing.assert_identical(res.latency(model=model, n_draws=300),
+                                    posterior_latency(data, model=model, n_draws=300))
