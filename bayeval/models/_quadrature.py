@@ -25,6 +25,12 @@ of the derivative of the complete-data log density, taken with the same nodes an
 ``sigma_v``). The kernels are compiled with numba (cached on disk);
 :mod:`bayeval.models._collapsed` wraps them into the log density that PyMC and nutpie sample.
 Binomial coefficients are left out (constant in the parameters).
+
+In the likelihood kernel (:func:`loglik_and_grad`) the inner integral, which depends on a
+system and an outer node only through ``y = eta_s + e`` and the counts, is tabulated once per
+counts on a grid in ``y`` and interpolated, and the outer rule is centred at the mode of the
+task effect's marginal (see :func:`_loglik`); the readouts (conditional moments, task draws)
+keep the nested rule above. The two agree to about 1e-5 per pattern.
 """
 
 from __future__ import annotations
@@ -555,18 +561,219 @@ def _grid_gradient(rows, f_k, f_z, z, g_e, g_v, m, g_eta_p):
     return d_se, d_sv
 
 
+#: Tabulated inner integrals of the adaptive rule: ``log g_{c,n}(y) = log int N(v; 0, sigma_v)
+#: Bin(c | n, expit(y + v)) dv`` depends on the system and pattern only through ``y`` and the
+#: counts, so within one evaluation of the likelihood it is computed once per counts on a grid
+#: in ``y`` (cells on first use) and read by cubic Hermite interpolation.
+TABLE_LOW = -60.0
+TABLE_STEP = 0.1
+TABLE_SIZE = 1201  # y from -60 to 60; linear beyond (the integral is asymptotically linear)
+TABLE_NEWTON = 30  # the outer mode's damped Newton steps (the marginal in e is log-concave)
+
+
+@numba.njit(cache=True)
+def _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """Fill cell ``i`` of table ``q``: the inner integral at ``y_i``, its derivative in ``y``
+    and in ``sigma_v`` (Fisher's identity over the cell's own adaptive nodes)."""
+    y = TABLE_LOW + i * TABLE_STEP
+    vc = _conditional_mode(y, cq, nq, 0.0, prec_v)
+    p = _sigmoid(y + vc)
+    s_v = 1.0 / math.sqrt(prec_v + nq * p * (1.0 - p))
+    offset = math.log(_SQRT2 * s_v) - log_sigma_v - _LOG_SQRT_2PI
+    K = x.shape[0]
+    for m in range(K):
+        vl = vc + _SQRT2 * s_v * x[m]
+        yy = y + vl
+        terms[m] = logw[m] + offset - 0.5 * prec_v * vl * vl + cq * yy - nq * _softplus(yy)
+    log_g = _logsumexp(terms[:K])
+    d_y, d_v, d_vy = 0.0, 0.0, 0.0
+    sigma_v = 1.0 / math.sqrt(prec_v)
+    for m in range(K):
+        r = math.exp(terms[m] - log_g)
+        vl = vc + _SQRT2 * s_v * x[m]
+        score_y = cq - nq * _sigmoid(y + vl)
+        score_v = ((vl / sigma_v) ** 2 - 1.0) / sigma_v
+        d_y += r * score_y
+        d_v += r * score_v
+        d_vy += r * score_v * score_y
+    tab[q, i, 0] = log_g
+    tab[q, i, 1] = d_y
+    tab[q, i, 2] = d_v
+    # the sigma_v derivative's slope in y: the covariance of the two scores given y
+    tab[q, i, 4] = d_vy - d_v * d_y
+    tab[q, i, 3] = 1.0  # ready
+
+
+@numba.njit(cache=True)
+def _table_read(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` from table ``q``: the cubic Hermite
+    interpolant through the two cells around ``y`` (computed if not yet), its derivatives,
+    and the ``sigma_v`` derivative by its own Hermite interpolant; beyond the grid, the
+    tangent at its end."""
+    top = TABLE_LOW + (TABLE_SIZE - 1) * TABLE_STEP
+    if y <= TABLE_LOW or y >= top:
+        i = 0 if y <= TABLE_LOW else TABLE_SIZE - 1
+        if tab[q, i, 3] == 0.0:
+            _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+        edge = TABLE_LOW + i * TABLE_STEP
+        return (tab[q, i, 0] + tab[q, i, 1] * (y - edge), tab[q, i, 1], 0.0, tab[q, i, 2])
+    t = (y - TABLE_LOW) / TABLE_STEP
+    i = min(int(t), TABLE_SIZE - 2)
+    t -= i
+    for j in (i, i + 1):
+        if tab[q, j, 3] == 0.0:
+            _table_cell(j, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    h = TABLE_STEP
+    f0, d0, f1, d1 = tab[q, i, 0], tab[q, i, 1], tab[q, i + 1, 0], tab[q, i + 1, 1]
+    t2, t3 = t * t, t * t * t
+    value = ((2 * t3 - 3 * t2 + 1) * f0 + (t3 - 2 * t2 + t) * h * d0
+             + (-2 * t3 + 3 * t2) * f1 + (t3 - t2) * h * d1)
+    slope = ((6 * t2 - 6 * t) / h * f0 + (3 * t2 - 4 * t + 1) * d0
+             + (-6 * t2 + 6 * t) / h * f1 + (3 * t2 - 2 * t) * d1)
+    curve = ((12 * t - 6) / (h * h) * f0 + (6 * t - 4) / h * d0
+             + (-12 * t + 6) / (h * h) * f1 + (6 * t - 2) / h * d1)
+    dv = ((2 * t3 - 3 * t2 + 1) * tab[q, i, 2] + (t3 - 2 * t2 + t) * h * tab[q, i, 4]
+          + (-2 * t3 + 3 * t2) * tab[q, i + 1, 2] + (t3 - t2) * h * tab[q, i + 1, 4])
+    return value, slope, curve, dv
+
+
+@numba.njit(cache=True)
+def _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab,
+                terms):
+    """The task effect's log marginal density (up to a constant) and its first two
+    derivatives, from the tables (one system: the binomial log-likelihood itself)."""
+    value = -0.5 * prec_e * e * e
+    slope = -prec_e * e
+    curve = -prec_e
+    for s in range(eta_p.shape[0]):
+        if n_p[s] == 0.0:
+            continue
+        y = eta_p[s] + e
+        if paired:
+            f, d1, d2, _ = _table_read(y, slot_p[s], c_p[s], n_p[s], prec_v, log_sigma_v, x,
+                                       logw, tab, terms)
+        else:
+            pr = _sigmoid(y)
+            f, d1, d2 = c_p[s] * y - n_p[s] * _softplus(y), c_p[s] - n_p[s] * pr, \
+                -n_p[s] * pr * (1.0 - pr)
+        value += f
+        slope += d1
+        curve += d2
+    return value, slope, curve
+
+
+@numba.njit(cache=True)
+def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, tab, terms,
+                    e_k, log_f, g_eta):
+    """One adaptive-rule pattern from the tables: the outer Gauss-Hermite rule centred and
+    scaled at the mode of the task effect's marginal; adds ``m`` times its gradient in
+    ``eta`` to ``g_eta[p]`` and returns ``(log L, d/dsigma_e, d/dsigma_v)`` (times ``m``)."""
+    S = eta.shape[1]
+    K = x.shape[0]
+    prec_e = 1.0 / sigma_e**2
+    prec_v = 1.0 / sigma_v**2 if paired else 0.0
+    log_sigma_v = math.log(sigma_v) if paired else 0.0
+    e = 0.0
+    value, slope, curve = _marginal_e(e, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                                      log_sigma_v, paired, x, logw, tab, terms)
+    for _ in range(TABLE_NEWTON):
+        step = _clip(-slope / min(curve, -prec_e))
+        moved = False
+        for _ in range(30):
+            cand = _marginal_e(e + step, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                               log_sigma_v, paired, x, logw, tab, terms)
+            if cand[0] >= value:
+                e += step
+                value, slope, curve = cand
+                moved = True
+                break
+            step *= 0.5
+        if not moved or abs(step) < 1e-9:
+            break
+    s_e = 1.0 / math.sqrt(max(-curve, prec_e))
+    offset = math.log(_SQRT2 * s_e) - math.log(sigma_e) - _LOG_SQRT_2PI
+    for k in range(K):
+        e_k[k] = e + _SQRT2 * s_e * x[k]
+        log_f[k] = logw[k] + offset + _marginal_e(e_k[k], eta[p], slot[p], c[p], n[p], prec_e,
+                                                 prec_v, log_sigma_v, paired, x, logw, tab,
+                                                 terms)[0]
+    log_l = _logsumexp(log_f[:K])
+    d_se, d_sv = 0.0, 0.0
+    for k in range(K):
+        pi = m * math.exp(log_f[k] - log_l)
+        if pi == 0.0:
+            continue
+        d_se += pi * ((e_k[k] / sigma_e) ** 2 - 1.0) / sigma_e
+        for s in range(S):
+            if n[p, s] == 0.0:
+                continue
+            y = eta[p, s] + e_k[k]
+            if paired:
+                _, d1, _, dv = _table_read(y, slot[p, s], c[p, s], n[p, s], prec_v,
+                                           log_sigma_v, x, logw, tab, terms)
+                d_sv += pi * dv
+            else:
+                d1 = c[p, s] - n[p, s] * _sigmoid(y)
+            g_eta[p, s] += pi * d1
+    return m * log_l, d_se, d_sv
+
+
+@numba.njit(cache=True)
+def _table_slots(c, n):
+    """Each adaptive-rule cell's table, one per distinct counts ``(c, n)``: ``slot (P, S)``
+    and the counts of each table."""
+    P, S = c.shape
+    top = 0
+    for p in range(P):
+        if _is_low(n[p]):
+            continue
+        for s in range(S):
+            nn = int(n[p, s])
+            top = max(top, nn * (nn + 1) // 2 + nn)
+    index = np.full(top + 1, -1, dtype=np.int64)
+    slot = np.zeros((P, S), dtype=np.int64)
+    counts = np.zeros((P * S + 1, 2))
+    Q = 0
+    for p in range(P):
+        if _is_low(n[p]):
+            continue
+        for s in range(S):
+            nn, cc = int(n[p, s]), int(c[p, s])
+            key = nn * (nn + 1) // 2 + cc
+            if index[key] < 0:
+                index[key] = Q
+                counts[Q, 0], counts[Q, 1] = cc, nn
+                Q += 1
+            slot[p, s] = index[key]
+    return slot, counts[:Q], Q
+
+
 @numba.njit(cache=True)
 def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam):
-    """``sum_p mult_p log L_p`` and its gradient in ``eta (P, S)``, ``sigma_e``, ``sigma_v``.
+    """``sum_p mult_p log L_p`` and its gradient (see :func:`_loglik`)."""
+    return _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
+                   np.empty(0))
+
+
+@numba.njit(cache=True)
+def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
+            per_pattern):
+    """``sum_p mult_p log L_p`` and its gradient in ``eta (P, S)``, ``sigma_e``, ``sigma_v``;
+    with a ``(P,)`` array ``per_pattern``, also each pattern's ``log L_p``.
 
     Grid patterns (every n <= 2) share, within a cluster and stratum, the rates at the nodes and
     the inner integrals of each system's counts; their gradient is the exact derivative of the
-    rule. AGHQ patterns use Fisher's identity with the same nodes.
+    rule. The other patterns use the adaptive rule on tables: the inner integral over a
+    system's task-by-system effect is a function of ``y = eta_s + e`` and the counts only, so
+    it is computed once per counts on a grid in ``y`` (each cell by Gauss-Hermite nodes at its
+    own conditional mode) and interpolated (cubic Hermite, in ``y`` and in its ``sigma_v``
+    derivative); the outer rule is centred and scaled at the mode of the task effect's
+    marginal. Their gradient is Fisher's identity with the same nodes. At 45 systems x 400
+    tasks x 10 trials this is about six times faster than nesting a rule at every outer node.
     """
     P, S = eta.shape
     z, log_omega = _grid_for(sigma_e, z, log_omega)
     Kx, Kz = x.shape[0], z.shape[0]
-    Lx = Kx if paired else 1
     omega = np.exp(log_omega)
     # grid terms per (system, counts) row, k innermost; row s * n_slots + slot
     n_slots = (LOW_TRIALS + 1) * (LOW_TRIALS + 2) // 2
@@ -583,11 +790,12 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
     f_z = np.empty(Kz)
     f_k = np.empty(max(Kz, Kx))
     log_f = np.empty(max(Kz, Kx))
-    # work arrays of the adaptive rule, allocated at the first pattern that needs it
+    # the adaptive rule's tables of inner integrals, allocated at the first pattern that
+    # needs them
     e_k = np.empty(Kx)
-    v_kl = np.zeros((0, S, Lx))
-    log_t, r, score, prob = v_kl, v_kl, v_kl, v_kl
-    log_g = np.zeros((Kx, S))
+    terms = np.empty(Kx)
+    tab = np.zeros((0, 1, 5))
+    slot = np.zeros((0, S), dtype=np.int64)
     total, g_se, g_sv = 0.0, 0.0, 0.0
     g_eta = np.zeros((P, S))
     for p in range(P):
@@ -620,31 +828,25 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
                     _combo(s, c[p, s], n[p, s], paired, u, lam, tab_p, tab_q, g_lin[row],
                            g_e[row], g_v[row])
                     ready[row] = True
-            total += m * _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f)
+            log_l = _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f)
+            total += m * log_l
+            if per_pattern.shape[0]:
+                per_pattern[p] = log_l
             d_se, d_sv = _grid_gradient(rows, f_k, f_z, z, g_e, g_v, m, g_eta[p])
             g_se += d_se
             g_sv += d_sv
             continue
-        if v_kl.shape[0] == 0:
-            v_kl = np.zeros((Kx, S, Lx))
-            log_t, r = np.zeros_like(v_kl), np.zeros_like(v_kl)
-            score, prob = np.zeros_like(v_kl), np.zeros_like(v_kl)
-        log_l = _pattern(eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, logw, e_k, v_kl,
-                         log_t, log_g, log_f)
-        _aghq_node_terms(eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, e_k, v_kl, log_t,
-                         log_g, r, score, prob)
-        total += m * log_l
-        for k in range(Kx):
-            pi = m * math.exp(log_f[k] - log_l)
-            if pi == 0.0:
-                continue
-            g_se += pi * ((e_k[k] / sigma_e) ** 2 - 1.0) / sigma_e
-            for s in range(S):
-                for q in range(Lx):
-                    g_eta[p, s] += pi * r[k, s, q] * score[k, s, q]
-                    if paired:
-                        vl = v_kl[k, s, q]
-                        g_sv += pi * r[k, s, q] * ((vl / sigma_v) ** 2 - 1.0) / sigma_v
+        if tab.shape[0] == 0:  # the first adaptive-rule pattern: the tables, empty
+            slot, _, n_tables = _table_slots(c, n)
+            tab = np.zeros((max(n_tables, 1), TABLE_SIZE, 5)) if paired else np.zeros(
+                (1, 1, 5))
+        log_l, d_se, d_sv = _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x,
+                                            logw, tab, terms, e_k, log_f, g_eta)
+        total += log_l
+        if per_pattern.shape[0]:
+            per_pattern[p] = log_l / m
+        g_se += d_se
+        g_sv += d_sv
     return total, g_eta, g_se, g_sv
 
 
@@ -1374,11 +1576,7 @@ def kernel_symbol() -> str:
 def pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam):
     """Log marginal likelihood of every pattern ``(P,)`` at one draw (binomial coefficients
     omitted), by the rule :func:`loglik_and_grad` uses for it."""
-    z, log_omega = _grid_for(sigma_e, z, log_omega)
-    P, S = eta.shape
-    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
-    out = np.empty(P)
-    for p in range(P):
-        out[p] = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
-                           lam, buf)[0]
+    out = np.empty(eta.shape[0])
+    _loglik(eta, c, n, np.ones(eta.shape[0]), sigma_e, sigma_v, paired, x, logw, z, log_omega,
+            u, lam, out)
     return out
