@@ -1025,6 +1025,24 @@ def headline_text(summary) -> str:
     return "\n".join(lines) if lines else "_(headline cells not run)_"
 
 
+#: Markers around the small-task-count section that ``benchmarks/small_n.py`` writes into
+#: ``small_n.md`` and the hierarchical card (``{{small_n}}`` in its template).
+SMALL_N_MARKERS = ("<!-- small_n card -->", "<!-- /small_n card -->")
+
+
+def small_n_section(out_dir: Path) -> str:
+    """The card section stored between :data:`SMALL_N_MARKERS` in ``out_dir/small_n.md``,
+    markers included, or a note when ``benchmarks/small_n.py`` has not been run."""
+    start, end = SMALL_N_MARKERS
+    path = out_dir / "small_n.md"
+    text = path.read_text() if path.exists() else ""
+    if start in text and end in text:
+        block = text[text.index(start) + len(start):text.index(end)].strip("\n")
+    else:
+        block = "_(no small-N results: run `python benchmarks/small_n.py`)_"
+    return f"{start}\n{block}\n{end}"
+
+
 def write_cards(summary, settings, out_dir: Path, cards_dir: Path, template_dir: Path):
     """Fill each template of ``template_dir`` and write ``cards_dir/<model>.md``."""
     cards_dir.mkdir(parents=True, exist_ok=True)
@@ -1052,6 +1070,7 @@ def write_cards(summary, settings, out_dir: Path, cards_dir: Path, template_dir:
             "{{missing_table}}": missing_table(summary),
             "{{timing_table}}": timing_table(summary, methods),
             "{{sbc}}": sbc_section(out_dir, model),
+            "{{small_n}}": small_n_section(out_dir),
         }
         for key, value in filled.items():
             template = template.replace(key, value)
