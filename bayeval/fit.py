@@ -193,6 +193,11 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     if progress is None:
         progress = interactive()
     _warn_single_trial(data, model)
+    if model == "hierarchical" and (priors or {}).get("log_kappa") is None:
+        # the default concentration prior undercovers few, mostly all-or-nothing tasks
+        from bayeval.models.hierarchical import warn_few_tasks
+
+        warn_few_tasks(data)
 
     ds = data.dataset
     c, n, bounds = counts_by_bound(ds)

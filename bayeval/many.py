@@ -224,7 +224,7 @@ def fit_many(df: pd.DataFrame, by, client=None, *, seed: int = 0, keep: str = "r
     >>> import pandas as pd
     >>> from bayeval.many import fit_many
     >>> df = pd.DataFrame({"benchmark": ["a"] * 4 + ["b"] * 4, "system": "m",
-    ...                    "task": [0, 1, 2, 3] * 2, "successes": [3, 5, 1, 4, 0, 2, 5, 5],
+    ...                    "task": [0, 1, 2, 3] * 2, "successes": [3, 5, 1, 4, 1, 2, 4, 3],
     ...                    "trials": 5})
     >>> many = fit_many(df, by="benchmark", success=None, successes="successes",
     ...                 trials="trials", model="hierarchical", sampler="grid", draws=100,

@@ -1047,9 +1047,18 @@ class Results:
 
         Examples
         --------
+        Eight tasks, seven solved on all or none of their trials: a U-shaped task set, which
+        the fitted population reproduces (the fit warns that so few such tasks leave the
+        population interval optimistic):
+
+        >>> import warnings
         >>> import bayeval as be
-        >>> res = be.fit(be.from_counts([[10, 0, 10, 0, 10, 0, 10, 1]], trials=10),
-        ...              draws=300, chains=2, seed=0)
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always", be.BayevalWarning)
+        ...     res = be.fit(be.from_counts([[10, 0, 10, 0, 10, 0, 10, 1]], trials=10),
+        ...                  draws=300, chains=2, seed=0)
+        >>> any("at most 10 tasks" in str(w.message) for w in caught)
+        True
         >>> bool(res.ppc()["flagged"].item())
         False
         """

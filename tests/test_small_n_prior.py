@@ -180,3 +180,19 @@ def test_few_tasks_warning_counts_tasks_per_stratum_and_skips_single_trials():
         hier.warn_few_tasks(be.from_counts([[1, 0, 1]], trials=1))
         few_trials = hier.FEW_TASKS_MIN_TRIALS - 1
         hier.warn_few_tasks(be.from_counts([[few_trials, 0, few_trials, 1]], trials=few_trials))
+
+
+def test_fit_warns_for_few_all_or_nothing_tasks_unless_the_prior_is_chosen():
+    import warnings
+
+    import bayeval as be
+
+    data = be.from_counts([[32, 0, 32, 1, 32, 0]], trials=32)
+    with pytest.warns(be.BayevalWarning, match="at most 10 tasks"):
+        be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=1, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", be.BayevalWarning)
+        be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=1, seed=0,
+               priors={"log_kappa": (0.0, 3.0)})  # a prior chosen for these data: no warning
+        be.fit(be.from_counts([[20, 5, 31, 12, 9, 17]], trials=32), model="hierarchical",
+               sampler="grid", draws=100, chains=1, seed=0)
