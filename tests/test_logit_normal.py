@@ -55,6 +55,9 @@ CASES = [
     ([0.2, 0.1], [1, 0], [1, 1], 4.4, 0.7),         # single attempts (the fixed grid)
     ([0.2, -1.0, 2.0], [2, 1, 0], [2, 2, 1], 2.0, 1.5),
     ([-2.0, 0.5], [0, 64], [64, 64], 1.0, 0.5),
+    # every system fails every trial under a wide task spread: the task effect's marginal is
+    # one-sided, which 9 Gauss-Hermite nodes at its mode misjudged by 1.7e-2 (a trapezoid now)
+    ([-1.0, -1.5, -3.0, -1.2, -3.0], [0, 0, 0, 0, 0], [10, 10, 10, 1, 10], 6.67, 0.75),
 ]
 
 

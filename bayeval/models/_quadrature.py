@@ -569,6 +569,11 @@ TABLE_LOW = -60.0
 TABLE_STEP = 0.1
 TABLE_SIZE = 1201  # y from -60 to 60; linear beyond (the integral is asymptotically linear)
 TABLE_NEWTON = 30  # the outer mode's damped Newton steps (the marginal in e is log-concave)
+#: the outer rule is Gauss-Hermite where the marginal's log density 3 Laplace sds either side
+#: of the mode lies within this of the normal's 4.5 below the peak; a trapezoid elsewhere
+TABLE_NORMAL_TOLERANCE = 0.25
+TABLE_TAIL = 40.0  # the trapezoid's ends lie this far (in logs) below the peak
+TRAPEZOID_NODES = 401  # at most this many trapezoid nodes (the step doubles to fit)
 
 
 @numba.njit(cache=True)
@@ -663,6 +668,47 @@ def _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired,
 
 
 @numba.njit(cache=True)
+def _trapezoid_nodes(e, value, s_e, sigma_e, eta_p, slot_p, c_p, n_p, prec_e, prec_v,
+                     log_sigma_v, paired, x, logw, tab, terms, e_k, log_f):
+    """Trapezoid nodes over the marginal's whole extent: outwards from the mode ``e`` in
+    steps of ``s_e / 2`` until the log density lies ``TABLE_TAIL`` below its peak (the step
+    doubles while a side would need more than half the nodes). Fills ``e_k`` and ``log_f``
+    (log weights: step, the prior's normalising constant and the density); returns their
+    number."""
+    half = (e_k.shape[0] - 1) // 2
+    step = 0.5 * s_e
+    while True:
+        count = 1
+        e_k[0] = e
+        log_f[0] = value
+        fits = True
+        for side in (-1.0, 1.0):
+            j = 1
+            while True:
+                if j > half:
+                    fits = False
+                    break
+                point = e + side * j * step
+                level = _marginal_e(point, eta_p, slot_p, c_p, n_p, prec_e, prec_v,
+                                    log_sigma_v, paired, x, logw, tab, terms)[0]
+                e_k[count] = point
+                log_f[count] = level
+                count += 1
+                if level < value - TABLE_TAIL:
+                    break
+                j += 1
+            if not fits:
+                break
+        if fits:
+            break
+        step *= 2.0
+    offset = math.log(step) - math.log(sigma_e) - _LOG_SQRT_2PI
+    for k in range(count):
+        log_f[k] += offset
+    return count
+
+
+@numba.njit(cache=True)
 def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, tab, terms,
                     e_k, log_f, g_eta):
     """One adaptive-rule pattern from the tables: the outer Gauss-Hermite rule centred and
@@ -691,18 +737,32 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
         if not moved or abs(step) < 1e-9:
             break
     s_e = 1.0 / math.sqrt(max(-curve, prec_e))
-    offset = math.log(_SQRT2 * s_e) - math.log(sigma_e) - _LOG_SQRT_2PI
-    for k in range(K):
-        e_k[k] = e + _SQRT2 * s_e * x[k]
-        log_f[k] = logw[k] + offset + _marginal_e(e_k[k], eta[p], slot[p], c[p], n[p], prec_e,
-                                                 prec_v, log_sigma_v, paired, x, logw, tab,
-                                                 terms)[0]
-    log_l = _logsumexp(log_f[:K])
+    # Gauss-Hermite at the mode where the marginal is near normal out to 3 Laplace sds; a
+    # one-sided marginal (every system failing every trial, with a wide task spread) takes
+    # a trapezoid over its whole extent instead, which the 9 nodes misjudge by up to 1e-2
+    normal = True
+    for side in (-3.0, 3.0):
+        drop = value - _marginal_e(e + side * s_e, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                                   log_sigma_v, paired, x, logw, tab, terms)[0]
+        if abs(drop - 4.5) > TABLE_NORMAL_TOLERANCE:
+            normal = False
+    if normal:
+        Kn = K
+        offset = math.log(_SQRT2 * s_e) - math.log(sigma_e) - _LOG_SQRT_2PI
+        for k in range(K):
+            e_k[k] = e + _SQRT2 * s_e * x[k]
+            log_f[k] = logw[k] + offset + _marginal_e(e_k[k], eta[p], slot[p], c[p], n[p],
+                                                     prec_e, prec_v, log_sigma_v, paired, x,
+                                                     logw, tab, terms)[0]
+    else:
+        Kn = _trapezoid_nodes(e, value, s_e, sigma_e, eta[p], slot[p], c[p], n[p], prec_e,
+                              prec_v, log_sigma_v, paired, x, logw, tab, terms, e_k, log_f)
+    log_l = _logsumexp(log_f[:Kn])
     d_se, d_sv = 0.0, 0.0
-    for k in range(K):
-        pi = m * math.exp(log_f[k] - log_l)
-        if pi == 0.0:
+    for k in range(Kn):
+        if log_f[k] < log_l - 45.0:  # below 1e-19 of the total
             continue
+        pi = m * math.exp(log_f[k] - log_l)
         d_se += pi * ((e_k[k] / sigma_e) ** 2 - 1.0) / sigma_e
         for s in range(S):
             if n[p, s] == 0.0:
@@ -792,7 +852,8 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
     log_f = np.empty(max(Kz, Kx))
     # the adaptive rule's tables of inner integrals, allocated at the first pattern that
     # needs them
-    e_k = np.empty(Kx)
+    e_k = np.empty(max(Kx, TRAPEZOID_NODES))
+    trap_f = np.empty(max(Kx, TRAPEZOID_NODES))
     terms = np.empty(Kx)
     tab = np.zeros((0, 1, 5))
     slot = np.zeros((0, S), dtype=np.int64)
@@ -841,7 +902,7 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
             tab = np.zeros((max(n_tables, 1), TABLE_SIZE, 5)) if paired else np.zeros(
                 (1, 1, 5))
         log_l, d_se, d_sv = _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x,
-                                            logw, tab, terms, e_k, log_f, g_eta)
+                                            logw, tab, terms, e_k, trap_f, g_eta)
         total += log_l
         if per_pattern.shape[0]:
             per_pattern[p] = log_l / m
