@@ -1332,6 +1332,17 @@ def _covariate_names(df: pd.DataFrame, covariates, count_rows: bool) -> list:
     return covariates
 
 
+def _refuse_non_numbers(where: str, series, raw, wrong, is_bool, index, allowed: str,
+                        hint: str = ""):
+    """Refuse a per-attempt numeric column's non-numbers and booleans, naming the rows."""
+    if wrong.any():
+        raise _wrong_type(where, series.to_numpy(dtype=object), wrong, index[wrong], allowed)
+    if is_bool.any() or raw.dtype.kind == "b":
+        rows = index[is_bool] if is_bool.any() else index
+        raise TypeError(f"{where} must hold {allowed}, not True/False; found booleans in "
+                        f"{describe_rows(rows)}{hint}")
+
+
 def _covariate_stats(df: pd.DataFrame, covariates: list, slot: np.ndarray, shape) -> dict:
     """Per ``(covariate, system, task, status)`` sufficient statistics of each covariate.
 
@@ -1348,13 +1359,8 @@ def _covariate_stats(df: pd.DataFrame, covariates: list, slot: np.ndarray, shape
         values, wrong, is_bool = _real_values(raw)
         where = f"covariate column {column!r}"
         allowed = "finite, non-negative numbers, one per attempt (row)"
-        if wrong.any():
-            raise _wrong_type(where, series.to_numpy(dtype=object), wrong, df.index[wrong],
-                              allowed)
-        if is_bool.any() or raw.dtype.kind == "b":
-            rows = df.index[is_bool] if is_bool.any() else df.index
-            raise TypeError(f"{where} must hold {allowed}, not True/False; found booleans in "
-                            f"{describe_rows(rows)} (give 0/1 as numbers if that is meant)")
+        _refuse_non_numbers(where, series, raw, wrong, is_bool, df.index, allowed,
+                            " (give 0/1 as numbers if that is meant)")
         missing = np.isnan(values)
         if missing.any():
             raise ValueError(f"{where} has empty cells in {describe_rows(df.index[missing])}; "
@@ -1517,13 +1523,7 @@ def _seconds_column(df: pd.DataFrame, column: str) -> np.ndarray:
                 raw = raw.copy()
                 raw[deltas] = [pd.Timedelta(v).total_seconds() for v in raw[deltas]]
         values, wrong, is_bool = _real_values(raw)
-        if wrong.any():
-            raise _wrong_type(where, series.to_numpy(dtype=object), wrong, df.index[wrong],
-                              allowed)
-        if is_bool.any() or raw.dtype.kind == "b":
-            rows = df.index[is_bool] if is_bool.any() else df.index
-            raise TypeError(f"{where} must hold {allowed}, not True/False; found booleans "
-                            f"in {describe_rows(rows)}")
+        _refuse_non_numbers(where, series, raw, wrong, is_bool, df.index, allowed)
     with np.errstate(invalid="ignore"):
         bad = ~np.isnan(values) & ~(np.isfinite(values) & (values >= 0))
     if bad.any():
