@@ -24,9 +24,9 @@ With few tasks kappa is barely identified and this prior's pull towards kappa = 
 population interval of U-shaped task sets too narrow: ``benchmarks/small_n.py`` measures about
 0.92 for a nominal 95% with 3 to 10 U-shaped tasks of 4 or 32 trials. No prior it compares
 covers better everywhere (wider ones cost coverage of the ``tasks`` estimand when trials are
-few), so the default stays; :func:`warn_few_tasks` checks a data set for the pattern where
+few), so the default stays; under it the fit warns (:func:`warn_few_tasks`) for the pattern where
 the shortfall concentrates (at most :data:`FEW_TASKS` tasks in a population, more than half of
-them solved on all or none of at least :data:`FEW_TASKS_MIN_TRIALS` trials) and warns.
+them solved on all or none of at least :data:`FEW_TASKS_MIN_TRIALS` trials).
 
 ``priors={"log_kappa": "bda3"}`` instead uses the noninformative prior of Gelman et al.,
 *Bayesian Data Analysis* (3rd ed., section 5.3), ``p(alpha, beta) ∝ (alpha + beta)^(-5/2)``.
