@@ -241,7 +241,8 @@ def _column_options(trials_flag: str):
         click.option("--format", "fmt", type=click.Choice(["auto", *READER_FORMATS]),
                      default="auto", show_default=True,
                      help="Input format; auto detects tables (.csv, .parquet, .jsonl, .json) "
-                          "and harness outputs (SWE-bench, HumanEval, lm-eval, Inspect)."),
+                          "and harness outputs (SWE-bench, Terminal-Bench, tau-bench, HumanEval "
+                          "and EvalPlus, lm-eval samples and results, Inspect, HELM)."),
         click.option("--system", metavar="COLUMN", help="Column of system labels "
                      "[detected: system]; 'none' (or a table without one) reads the table as "
                      "one system, named after the file or by --system-name."),
