@@ -569,9 +569,6 @@ TABLE_LOW = -60.0
 TABLE_STEP = 0.1
 TABLE_SIZE = 1201  # y from -60 to 60; linear beyond (the integral is asymptotically linear)
 TABLE_NEWTON = 30  # the outer mode's damped Newton steps (the marginal in e is log-concave)
-#: the outer rule is Gauss-Hermite where the marginal's log density 3 Laplace sds either side
-#: of the mode lies within this of the normal's 4.5 below the peak; a trapezoid elsewhere
-TABLE_NORMAL_TOLERANCE = 0.25
 TABLE_TAIL = 40.0  # the trapezoid's ends lie this far (in logs) below the peak
 TRAPEZOID_NODES = 401  # at most this many trapezoid nodes (the step doubles to fit)
 
@@ -737,16 +734,16 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
         if not moved or abs(step) < 1e-9:
             break
     s_e = 1.0 / math.sqrt(max(-curve, prec_e))
-    # Gauss-Hermite at the mode where the marginal is near normal out to 3 Laplace sds; a
-    # one-sided marginal (every system failing every trial, with a wide task spread) takes
-    # a trapezoid over its whole extent instead, which the 9 nodes misjudge by up to 1e-2
-    normal = True
-    for side in (-3.0, 3.0):
-        drop = value - _marginal_e(e + side * s_e, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
-                                   log_sigma_v, paired, x, logw, tab, terms)[0]
-        if abs(drop - 4.5) > TABLE_NORMAL_TOLERANCE:
-            normal = False
-    if normal:
+    # Gauss-Hermite at the mode, except for a pattern with at most one success or at most
+    # one failure over all its trials: its likelihood barely turns in e, the marginal is
+    # one-sided under a wide task spread and 9 nodes misjudge it by up to 1e-2, so it takes a
+    # trapezoid over its whole extent. The choice depends on the counts only, so the log
+    # density stays smooth in the parameters.
+    successes, trials = 0.0, 0.0
+    for s in range(S):
+        successes += c[p, s]
+        trials += n[p, s]
+    if min(successes, trials - successes) > 1.0:
         Kn = K
         offset = math.log(_SQRT2 * s_e) - math.log(sigma_e) - _LOG_SQRT_2PI
         for k in range(K):
