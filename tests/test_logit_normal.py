@@ -58,6 +58,10 @@ CASES = [
     # every system fails every trial under a wide task spread: the task effect's marginal is
     # one-sided, which 9 Gauss-Hermite nodes at its mode misjudged by 1.7e-2 (a trapezoid now)
     ([-1.0, -1.5, -3.0, -1.2, -3.0], [0, 0, 0, 0, 0], [10, 10, 10, 1, 10], 6.67, 0.75),
+    # LiveCodeBench-like counts under a wide task-by-system spread: the inner integrals of
+    # 0 of 10 and 10 of 10 are one-sided, which 9 nodes misjudged by up to 1.2e-2 each
+    ([1.6, -0.53, -5.15, 1.9, -6.49], [0, 0, 0, 1, 1], [10, 10, 10, 1, 10], 6.95, 3.82),
+    ([1.6, -0.53, -5.15, 1.9, -6.49], [10, 10, 0, 1, 0], [10, 10, 10, 1, 10], 6.95, 3.82),
 ]
 
 
@@ -66,6 +70,44 @@ def test_quadrature_matches_dense_integration(eta, c, n, sigma_e, sigma_v):
     eta, c, n = (np.array(x, dtype=float) for x in (eta, c, n))
     ours = quad.log_marginal(eta[None], c[None], n[None], sigma_e, sigma_v)[0]
     assert ours == pytest.approx(_reference_log_marginal(eta, c, n, sigma_e, sigma_v), abs=2e-4)
+
+
+@pytest.mark.parametrize("c, tol", [([0, 0, 0, 1, 1], 1e-5), ([10, 10, 0, 1, 0], 1e-5),
+                                    ([10, 10, 8, 1, 10], 5e-4)])  # 8 of 10: nodes, 2e-4 off
+def test_log_likelihood_is_smooth_in_the_predictors(c, tol):
+    """Along a small shift of every system's predictor the log-likelihood has the second
+    differences of a smooth function. With 9-node inner integrals on one-sided counts the task
+    effect's marginal had several local maxima: the outer rule's centre jumped between them and
+    the value between two levels 2e-3 apart (NUTS then hit its maximum tree depth)."""
+    eta = np.array([[1.6, -0.53, -5.15, 1.9, -6.49]])
+    c, n = np.array([c], dtype=float), np.array([[10.0, 10.0, 10.0, 1.0, 10.0]])
+    h = 4e-4
+    values = np.array([quad.log_marginal(eta + t, c, n, 6.95, 3.82)[0]
+                       for t in h * np.arange(-10, 11)])
+    second = np.diff(values, 2)
+    assert np.abs(second).max() < 1e-5  # the curvature here is below 1 per unit shift
+    assert values[10] == pytest.approx(_reference_log_marginal(eta[0], c[0], n[0], 6.95, 3.82),
+                                       abs=tol)
+
+
+@pytest.mark.parametrize("cq, nq", [(0, 10), (1, 10), (10, 10), (9, 10), (0, 1), (1, 1), (0, 5)])
+@pytest.mark.parametrize("sigma_v", [0.3, 1.0, 3.8, 8.0])
+def test_one_sided_inner_integrals_match_dense_integration(cq, nq, sigma_v):
+    """The inner integral over the task-by-system effect, with its y derivative, for counts
+    whose integrand is a Gaussian cut by a sigmoid, against a dense trapezoid."""
+    x, logw, *_ = quad.Rules().arrays()
+    terms = np.empty((2, quad.INNER_NODES))
+    v = np.linspace(-12 * sigma_v - 40, 12 * sigma_v + 40, 200001)
+    for y in np.linspace(-20.0, 20.0, 9):
+        vc = quad._conditional_mode(y, float(cq), float(nq), 0.0, 1 / sigma_v**2)
+        log_g, d_y, *_ = quad._inner_integral(y, float(cq), float(nq), 1 / sigma_v**2,
+                                              np.log(sigma_v), vc, x, logw, terms)
+        log_f = stats.norm.logpdf(v, 0, sigma_v) + cq * (y + v) - nq * np.logaddexp(0, y + v)
+        ref = _log_trapezoid(log_f, v)
+        weight = np.exp(log_f - ref)
+        ref_dy = integrate.trapezoid(weight * (cq - nq * special.expit(y + v)), v)
+        assert log_g == pytest.approx(ref, abs=1e-7)
+        assert d_y == pytest.approx(ref_dy, abs=1e-6)
 
 
 def test_plain_gauss_hermite_is_biased_where_the_adaptive_rule_is_not():

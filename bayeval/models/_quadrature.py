@@ -571,33 +571,96 @@ TABLE_SIZE = 1201  # y from -60 to 60; linear beyond (the integral is asymptotic
 TABLE_NEWTON = 30  # the outer mode's damped Newton steps (the marginal in e is log-concave)
 TABLE_TAIL = 40.0  # the trapezoid's ends lie this far (in logs) below the peak
 TRAPEZOID_NODES = 401  # at most this many trapezoid nodes (the step doubles to fit)
+INNER_NODES = 401  # the same for the inner integral's trapezoid
+INNER_STEP = 0.75  # the inner trapezoid's largest step (its error falls as exp(-2 pi^2 / step))
+INNER_TAIL = 30.0  # its ends lie this far (in logs) below the peak
 
 
 @numba.njit(cache=True)
-def _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
-    """Fill cell ``i`` of table ``q``: the inner integral at ``y_i``, its derivative in ``y``
-    and in ``sigma_v`` (Fisher's identity over the cell's own adaptive nodes)."""
-    y = TABLE_LOW + i * TABLE_STEP
-    vc = _conditional_mode(y, cq, nq, 0.0, prec_v)
+def _one_sided(cq, nq):
+    """Counts whose likelihood barely turns: at most one success or at most one failure."""
+    return min(cq, nq - cq) <= 1.0
+
+
+@numba.njit(cache=True)
+def _inner_integral(y, cq, nq, prec_v, log_sigma_v, vc, x, logw, terms):
+    """The integral over one system's task-by-system effect at ``y = eta_s + e``,
+    ``log g = log int N(v; 0, sigma_v) p^c (1 - p)^(n - c) dv`` with ``p = expit(y + v)``, and
+    its derivatives ``(log g, d/dy, d/dsigma_v, d2/(dy dsigma_v))`` (Fisher's identity over
+    the same nodes). ``vc`` is the conditional mode of ``v``; ``terms (2, INNER_NODES)`` holds
+    the log terms and the nodes.
+
+    Two-sided counts take Gauss-Hermite nodes at the mode. One-sided counts
+    (:func:`_one_sided`) take a trapezoid out to ``TABLE_TAIL`` below the peak, in steps of at
+    most ``INNER_STEP``: their integrand is a Gaussian cut by a sigmoid, which the nodes
+    misjudge by up to 1e-2 (in logs) under a wide ``sigma_v``. That error wiggles in ``y``,
+    and where the likelihood is nearly flat it made the task effect's marginal non-concave:
+    its mode jumped between local maxima and the log density was rough (LiveCodeBench reached
+    NUTS's maximum tree depth). The trapezoid errs by less than 1e-7 (the integrand's nearest
+    singularities lie pi off the real line)."""
     p = _sigmoid(y + vc)
     s_v = 1.0 / math.sqrt(prec_v + nq * p * (1.0 - p))
-    offset = math.log(_SQRT2 * s_v) - log_sigma_v - _LOG_SQRT_2PI
-    K = x.shape[0]
-    for m in range(K):
-        vl = vc + _SQRT2 * s_v * x[m]
-        yy = y + vl
-        terms[m] = logw[m] + offset - 0.5 * prec_v * vl * vl + cq * yy - nq * _softplus(yy)
-    log_g = _logsumexp(terms[:K])
+    count = 0
+    if _one_sided(cq, nq):
+        step = min(0.5 * s_v, INNER_STEP)
+        half = (terms.shape[1] - 1) // 2
+        peak = -0.5 * prec_v * vc * vc + cq * (y + vc) - nq * _softplus(y + vc)
+        while True:
+            terms[0, 0] = peak
+            terms[1, 0] = vc
+            count = 1
+            fits = True
+            for side in (-1.0, 1.0):
+                j = 1
+                while True:
+                    if j > half:
+                        fits = False
+                        break
+                    vl = vc + side * j * step
+                    level = -0.5 * prec_v * vl * vl + cq * (y + vl) - nq * _softplus(y + vl)
+                    terms[0, count] = level
+                    terms[1, count] = vl
+                    count += 1
+                    if level < peak - INNER_TAIL:
+                        break
+                    j += 1
+                if not fits:
+                    break
+            if fits:
+                break
+            step *= 2.0
+        offset = math.log(step) - log_sigma_v - _LOG_SQRT_2PI
+        for m in range(count):
+            terms[0, m] += offset
+    else:
+        offset = math.log(_SQRT2 * s_v) - log_sigma_v - _LOG_SQRT_2PI
+        count = x.shape[0]
+        for m in range(count):
+            vl = vc + _SQRT2 * s_v * x[m]
+            yy = y + vl
+            terms[0, m] = logw[m] + offset - 0.5 * prec_v * vl * vl + cq * yy - nq * _softplus(yy)
+            terms[1, m] = vl
+    log_g = _logsumexp(terms[0, :count])
     d_y, d_v, d_vy = 0.0, 0.0, 0.0
     sigma_v = 1.0 / math.sqrt(prec_v)
-    for m in range(K):
-        r = math.exp(terms[m] - log_g)
-        vl = vc + _SQRT2 * s_v * x[m]
+    for m in range(count):
+        r = math.exp(terms[0, m] - log_g)
+        vl = terms[1, m]
         score_y = cq - nq * _sigmoid(y + vl)
         score_v = ((vl / sigma_v) ** 2 - 1.0) / sigma_v
         d_y += r * score_y
         d_v += r * score_v
         d_vy += r * score_v * score_y
+    return log_g, d_y, d_v, d_vy
+
+
+@numba.njit(cache=True)
+def _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """Fill cell ``i`` of table ``q``: the inner integral at ``y_i``, its derivative in ``y``
+    and in ``sigma_v`` (:func:`_inner_integral`)."""
+    y = TABLE_LOW + i * TABLE_STEP
+    vc = _conditional_mode(y, cq, nq, 0.0, prec_v)
+    log_g, d_y, d_v, d_vy = _inner_integral(y, cq, nq, prec_v, log_sigma_v, vc, x, logw, terms)
     tab[q, i, 0] = log_g
     tab[q, i, 1] = d_y
     tab[q, i, 2] = d_v
@@ -822,8 +885,8 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
     the inner integrals of each system's counts; their gradient is the exact derivative of the
     rule. The other patterns use the adaptive rule on tables: the inner integral over a
     system's task-by-system effect is a function of ``y = eta_s + e`` and the counts only, so
-    it is computed once per counts on a grid in ``y`` (each cell by Gauss-Hermite nodes at its
-    own conditional mode) and interpolated (cubic Hermite, in ``y`` and in its ``sigma_v``
+    it is computed once per counts on a grid in ``y`` (each cell by :func:`_inner_integral` at
+    its own conditional mode) and interpolated (cubic Hermite, in ``y`` and in its ``sigma_v``
     derivative); the outer rule is centred and scaled at the mode of the task effect's
     marginal. Their gradient is Fisher's identity with the same nodes. At 45 systems x 400
     tasks x 10 trials this is about six times faster than nesting a rule at every outer node.
@@ -851,7 +914,7 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
     # needs them
     e_k = np.empty(max(Kx, TRAPEZOID_NODES))
     trap_f = np.empty(max(Kx, TRAPEZOID_NODES))
-    terms = np.empty(Kx)
+    terms = np.empty((2, max(Kx, INNER_NODES)))
     tab = np.zeros((0, 1, 5))
     slot = np.zeros((0, S), dtype=np.int64)
     total, g_se, g_sv = 0.0, 0.0, 0.0
@@ -1139,8 +1202,8 @@ def _task_effect_log_density(e, eta, c, n, prec_e, prec_v, log_sigma_v, paired, 
                              v_start, terms):
     """The task effect's log marginal density given the predictors (up to a constant) and its
     derivative: ``-e^2 / (2 sigma_e^2) + sum_s log g_s(e)``, each ``g_s`` the integral over
-    the system's task-by-system effect by Gauss-Hermite nodes at its conditional mode (started
-    from and written back to ``v_start``); the derivative by Fisher's identity."""
+    the system's task-by-system effect (:func:`_inner_integral`, at its conditional mode
+    started from and written back to ``v_start``); the derivative by Fisher's identity."""
     value = -0.5 * prec_e * e * e
     slope = -prec_e * e
     for s in range(eta.shape[0]):
@@ -1151,19 +1214,10 @@ def _task_effect_log_density(e, eta, c, n, prec_e, prec_v, log_sigma_v, paired, 
             continue
         vc = _conditional_mode(eta[s] + e, c[s], n[s], v_start[s], prec_v)
         v_start[s] = vc
-        p = _sigmoid(eta[s] + e + vc)
-        s_v = 1.0 / math.sqrt(prec_v + n[s] * p * (1.0 - p))
-        offset = math.log(_SQRT2 * s_v) - log_sigma_v - _LOG_SQRT_2PI
-        for m in range(x.shape[0]):
-            vl = vc + _SQRT2 * s_v * x[m]
-            y = eta[s] + e + vl
-            terms[m] = (logw[m] + offset - 0.5 * prec_v * vl * vl + c[s] * y
-                        - n[s] * _softplus(y))
-        log_g = _logsumexp(terms)
+        log_g, d_y, _, _ = _inner_integral(eta[s] + e, c[s], n[s], prec_v, log_sigma_v, vc, x,
+                                           logw, terms)
         value += log_g
-        for m in range(x.shape[0]):
-            y = eta[s] + e + vc + _SQRT2 * s_v * x[m]
-            slope += math.exp(terms[m] - log_g) * (c[s] - n[s] * _sigmoid(y))
+        slope += d_y
     return value, slope
 
 
@@ -1284,7 +1338,7 @@ def _exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, nee
     prec_e = 1.0 / sigma_e**2
     prec_v = 1.0 / sigma_v**2 if paired else 0.0
     log_sigma_v = math.log(sigma_v)
-    terms = np.empty(x.shape[0])
+    terms = np.empty((2, max(x.shape[0], INNER_NODES)))
     v_mode, curvature, v_start = np.zeros(S), np.zeros(S), np.zeros(S)
     ex, eh, ed = np.empty(M), np.empty(M), np.empty(M)
     vx, vh, vd = np.empty(M), np.empty(M), np.empty(M)
