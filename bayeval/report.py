@@ -152,7 +152,7 @@ def _estimand_words(estimand: str, model: str, n_tasks: int, n_clusters: int | N
         return (f"the mean over exactly these {n_tasks} tasks. The tasks are fixed; only the "
                 "sampling of episodes (trials) is random. It says how the systems did on this "
                 "benchmark, not how they would do on other tasks.")
-    if model == "logit_normal" and n_clusters:
+    if model in ("logit_normal", "zoib") and n_clusters:
         return (f"the expected value on a new task from a new cluster, drawn like these "
                 f"{n_tasks} tasks in {n_clusters} clusters. Clusters and tasks are the random "
                 "units; it says how the systems would do on tasks like these from groups "
@@ -182,8 +182,16 @@ def _bootstrap_designs(results, estimand: str) -> list[dict]:
 
     The twin is the one :func:`bayeval.crosscheck` pairs with the estimand; under the
     population estimand the task bootstrap and (with two or more clusters nested in the
-    strata) the cluster bootstrap are shown beside it.
+    strata) the cluster bootstrap are shown beside it. The mean score of a ``zoib`` fit has
+    its population twin (tasks, or clusters) under either estimand: under ``"tasks"`` no
+    design is the twin (``twin=False``).
     """
+    if results.model == "zoib":  # the mean score: no trial bootstrap (see _score_twin)
+        twin = _score_twin(results, "population")
+        designs = [dict(twin, twin=estimand == "population")]
+        if twin["unit"] != "task":
+            designs.append({"unit": "task", "twin": False})
+        return designs
     twin = bootstrap_twin(results, estimand, None, "task")
     designs = [dict(twin)]
     if estimand == "population":
@@ -226,7 +234,8 @@ def _data_section(results: Results) -> dict:
         strata = [{"stratum": str(k), "weight": _num(v)}
                   for k, v in data.stratum_weights.items()]
     deff_rows = []
-    for bound in _bounds(ds["successes"]):
+    # the design effect is one of 0/1 outcomes: for scores it would describe full credit only
+    for bound in [] if data.has_scores else _bounds(ds["successes"]):
         deff = design_effect(_one_bound(data, bound))
         for system in systems:
             part = deff.sel(system=system)
@@ -255,7 +264,15 @@ def _data_section(results: Results) -> dict:
         "design_effect": deff_rows,
         "harness": (None if data.harness is None
                     else [{"system": str(s), "digest": d} for s, d in data.harness.items()]),
+        **({"scores": _scores_summary(data)} if data.has_scores else {}),
     }
+
+
+def _scores_summary(data) -> dict:
+    """Valid attempts of partial-credit data scored 0, strictly between 0 and 1, and 1."""
+    ds = data.dataset
+    return {"at_0": int(ds["score_n0"].sum()),
+            "between": int(ds["score_nmid"].sum()), "at_1": int(ds["score_n1"].sum())}
 
 
 def _split_section(results: Results) -> dict | None:
@@ -320,7 +337,73 @@ def _resampled_clusters(data) -> tuple[int, str | None]:
     return n_clusters, None
 
 
+def _score_twin(results, estimand: str) -> dict | None:
+    """Bootstrap settings of the twin of a mean-score estimand (``model="zoib"``), or None.
+
+    The population estimand pairs with the task bootstrap, or with clusters the cluster
+    bootstrap weighted equally (a new task from a new cluster, as for ``logit_normal``); the
+    tasks estimand has no twin: a trial bootstrap needs each attempt's score, which the data
+    keep only as per-task sums.
+    """
+    if estimand == "tasks":
+        return None
+    if "cluster" in results.data.dataset.coords:
+        return {"unit": "cluster", "weighting": "cluster"}
+    return {"unit": "task"}
+
+
+def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dict]:
+    """Each system's posterior mean score (every estimand) beside its bootstrap twin
+    (:func:`bayeval.bootstrap.mean_score`; ``None`` where the estimand has none)."""
+    from bayeval.results import _interval as posterior_interval
+
+    data = results.data
+    boots = {}
+    rows = []
+    for name in results.estimands:
+        draws = results.mean_score(estimand=name)
+        mean = draws.mean(["chain", "draw"])
+        interval = posterior_interval(draws, ci_prob, ["chain", "draw"])
+        twin = _score_twin(results, name)
+        boot = None
+        if twin is not None:
+            key = tuple(sorted(twin.items()))
+            if key not in boots:
+                boots[key] = bootstrap.mean_score(data, n_boot=n_boot, ci_prob=ci_prob,
+                                                  seed=seed, **twin)
+            boot = boots[key]
+        for system in results.systems:
+            for bound in _bounds(mean):
+                row = {"system": system, "metric": "mean", "k": 1, "estimand": name,
+                       "missing_bound": bound,
+                       "bayes_mean": _num(_at(mean, bound, system=system)),
+                       "bayes_lower": _num(_at(interval, bound, system=system).sel(
+                           ci_bound="lower")),
+                       "bayes_upper": _num(_at(interval, bound, system=system).sel(
+                           ci_bound="upper")),
+                       "bootstrap_unit": None if twin is None else twin["unit"],
+                       "bootstrap_estimate": None, "bootstrap_lower": None,
+                       "bootstrap_upper": None, "width_ratio": None}
+                if boot is not None:
+                    cell = _at(boot, bound, system=system)
+                    lower = _num(cell["interval"].sel(ci_bound="lower"))
+                    upper = _num(cell["interval"].sel(ci_bound="upper"))
+                    width = (None if None in (lower, upper, row["bayes_lower"],
+                                              row["bayes_upper"]) or upper == lower
+                             else (row["bayes_upper"] - row["bayes_lower"]) / (upper - lower))
+                    row.update(bootstrap_estimate=_num(cell["estimate"]),
+                               bootstrap_lower=lower, bootstrap_upper=upper,
+                               width_ratio=_num(width))
+                rows.append(row)
+    position = _measured_order(results)
+    rows.sort(key=lambda r: (r["estimand"] != estimand, position[r["system"]],
+                             r["missing_bound"] or ""))
+    return rows
+
+
 def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand) -> list[dict]:
+    if results.model == "zoib":
+        return _score_metrics_section(results, n_boot, seed, ci_prob, estimand)
     data = results.data
     n_clusters, _ = _resampled_clusters(data)
     rows = []
@@ -412,9 +495,16 @@ def _decision(decision) -> dict:
 
 
 def _task_values(data, system, metric, k):
-    """Per-task unbiased estimates over ``(bound, task)`` and each task's trials."""
+    """Per-task unbiased estimates over ``(bound, task)`` and each task's trials (the task's
+    mean score for ``metric="mean"``)."""
     ds = data.dataset
     n = ds["trials"].sel(system=system).values
+    if metric == "mean":
+        total = data.score_statistics()["sum"].sel(system=system)
+        total = (total.transpose("missing_bound", "task").values
+                 if "missing_bound" in total.dims else total.values[None])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, total / np.where(n > 0, n, 1), np.nan), n
     c = ds["successes"].sel(system=system)
     if "missing_bound" in c.dims:
         c = c.transpose("missing_bound", "task").values
@@ -449,10 +539,13 @@ def _spread(c_a, n_a, c_b, n_b) -> dict:
 
 def _measured_order(results) -> dict:
     """System -> position by measured pass@1 (the mean over valid tasks of each task's rate;
-    under bounds, the lower bound's), best first; ties keep the data's order. The order a
-    table shows is the data's own, not a column the input happened to be sorted by."""
+    the mean score for partial-credit scores; under bounds, the lower bound's), best first;
+    ties keep the data's order. The order a table shows is the data's own, not a column the
+    input happened to be sorted by."""
     obs = results.tree["observed_data"]
     c = obs["successes"]
+    if results.data.has_scores:  # partial credit: the task's score sum over its attempts
+        c = results.data.score_statistics()["sum"]
     if "missing_bound" in c.dims:
         c = c.sel(missing_bound="lower")
     n = obs["trials"].transpose(*c.dims).values
@@ -592,12 +685,14 @@ def _comparisons_section(results, pairs, metric, k, estimand, margin, prob, supe
                         "note": cmp.attrs["harness_note"] or None},
         }
         for design in designs:
+            design = dict(design)
+            is_twin = design.pop("twin", design is designs[0])
             boot = bootstrap.compare(data, candidate, baseline, k=k, n_boot=n_boot, seed=seed,
                                      metric=metric, margin=margin, ci_prob=ci_prob, **design)
             rows = _effect_rows(boot, "effect_estimate", bayesian=False)
             entry["bootstrap"].append({
                 "unit": design["unit"], "weighting": design.get("weighting", "task"),
-                "clusters": design.get("clusters"), "twin": design is designs[0],
+                "clusters": design.get("clusters"), "twin": is_twin,
                 "meaning": _unit_words(design),
                 "n_shared_tasks": int(boot.attrs["n_shared_tasks"]),
                 "n_unshared_tasks": int(boot.attrs["n_unshared_tasks"]),
@@ -619,7 +714,7 @@ def _multiplicity_section(comparisons, method) -> dict | None:
         return None
     p_values = []
     for entry in comparisons:
-        primary = next(b for b in entry["bootstrap"] if b["twin"])
+        primary = next((b for b in entry["bootstrap"] if b["twin"]), entry["bootstrap"][0])
         p_values.append(primary["p_value"])
     finite = [p for p in p_values if p is not None]
     adjusted = [None] * len(p_values)
@@ -632,7 +727,8 @@ def _multiplicity_section(comparisons, method) -> dict | None:
         "units": [entry["primary_unit"] for entry in comparisons],
         "p_value_source": (
             "two-sided percentile-bootstrap p-value of no effect from the paired bootstrap "
-            "that is the twin of the estimand: 2 (1 + min(replicates above 0, replicates below "
+            "that is the twin of the estimand (the first one shown where none is, as for the "
+            "mean score's tasks estimand): 2 (1 + min(replicates above 0, replicates below "
             "0)) / (B + 1), a replicate at exactly 0 counting half on each side; under "
             "missing='bounds' the larger of the two bounds' p-values"),
         "p_values": [_num(p) for p in p_values],
@@ -722,8 +818,12 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         Paired comparisons; together they form the multiplicity family.
     k : int or list of int, default 1
         The k of the per-system table (pass@1 is always included; pass^k for each k > 1).
-    metric : {"pass@k", "pass^k"}, default "pass@k"
-        Metric of the comparisons.
+    metric : {"pass@k", "pass^k", "mean"}, default "pass@k"
+        Metric of the comparisons. A ``zoib`` fit (partial-credit scores) reports the mean
+        score (``"mean"``; ``"pass@k"`` reads the same) in the per-system table and the
+        comparisons, at k = 1 only, beside :func:`bayeval.bootstrap.mean_score` and the
+        paired ``bootstrap.compare(..., metric="mean")``; its tasks estimand has no bootstrap
+        twin (``bootstrap_unit`` is ``None``).
     estimand : {"population", "tasks"}, optional
         Estimand of the comparisons and decisions; default ``"population"`` where the model
         has it, else ``"tasks"``. The per-system table shows every estimand of the model.
@@ -800,7 +900,24 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         raise TypeError(f"results must be a bayeval Results; got {type(results).__name__}")
     ks, _ = validate_k(k)
     ks = sorted({1, *ks.tolist()})
-    validate_choice("metric", metric, METRICS)
+    if results.model == "zoib":  # partial-credit scores: the mean score, at k = 1 only
+        if ks != [1] or (compare_k is not None and compare_k != 1):
+            raise ValueError(f"a zoib fit (partial-credit scores) reports the mean score, "
+                             f"which has no k: leave k and compare_k at 1; got k={k!r}"
+                             + ("" if compare_k is None else f", compare_k={compare_k!r}"))
+        if metric not in ("mean", "pass@k"):
+            raise ValueError(f"a zoib fit (partial-credit scores) reports metric='mean' (the "
+                             f"mean score); {metric!r} is a metric of 0/1 outcomes")
+        if cost is not None:
+            raise ValueError("the cost table is one of 0/1 outcomes (cost per success); a zoib "
+                             "fit of partial-credit scores has no successes to price")
+        metric = "mean"
+    elif metric == "mean":
+        raise ValueError(f"metric='mean' is the mean of partial-credit scores, reported for "
+                         f"model='zoib' (data built with score=); this fit is "
+                         f"{results.model!r}: use metric='pass@k'")
+    else:
+        validate_choice("metric", metric, METRICS)
     if estimand is None:
         estimand = "population" if "population" in results.estimands else "tasks"
     validate_choice("estimand", estimand, ("population", "tasks"))
@@ -965,8 +1082,11 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
               lambda: plots.plot_forest(results, k=k0, metric=s["metric"], estimand=estimand,
                                         bootstrap=True, n_boot=s["n_boot"], seed=s["seed"],
                                         ci_prob=s["ci_prob"]))]
+    scores = s["metric"] == "mean"  # the forest and pass@k plots draw 0/1 metrics only
+    if scores:
+        specs = []
     trials = report["data"]["trials_per_task"]["min"]
-    if trials is not None and trials > 1:
+    if trials is not None and trials > 1 and not scores:
         top = int(min(10, trials))
         specs.append(("pass_at_k", "pass@k against k",
                       (f"pass@k for k = 1..{top} ({estimand} estimand) with "
@@ -976,7 +1096,8 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
     for i, entry in enumerate(report["comparisons"]):
         cand, base = entry["candidate"], entry["baseline"]
         specs.append((f"effect_{i}", f"Effect: {entry['label']}",
-                      (f"Posterior of {s['metric']} ({estimand}, k={k0}) of {cand} minus "
+                      (f"Posterior of {_metric_name(s['metric'], 1) if scores else s['metric']}"
+                       f" ({estimand}{'' if scores else f', k={k0}'}) of {cand} minus "
                        f"{base}, margin {s['margin']:g}."),
                       lambda c=cand, b=base: plots.plot_effect(
                           paired, c, b, metric=s["metric"], k=k0, estimand=estimand,
@@ -1113,6 +1234,8 @@ def _md_text(value) -> str:
 
 
 def _metric_name(metric: str, k) -> str:
+    if metric == "mean":
+        return "mean score"
     return metric.replace("k", str(k), 1) if metric == "pass@k" else f"pass^{k}"
 
 
