@@ -363,7 +363,7 @@ def _parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trial
         own = {"system": "--system", "system_name": "--system-name", "task": "--task",
                "success": "--success", "successes": "--successes", "trials": trials_flag,
                "trial": "--trial", "cluster": "--cluster", "stratum": "--stratum",
-               "status": "--status"}
+               "status": "--status", "score": "--score (bayeval analyze)"}
     else:
         func = READER_FORMATS[fmt]
         name = f"{func.__name__} ({fmt})"
@@ -488,10 +488,15 @@ def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str,
     else:
         roles = {"system": _pick(frame, given, "system", required=True)}
     roles["task"] = _pick(frame, opts["task"], "task", required=True)
-    count_rows = opts["successes"] is not None or opts["trials_column"] is not None or (
-        opts["success"] is None and "success" not in frame.columns
-        and {"successes", "trials"} <= set(frame.columns))
-    if count_rows:
+    score = _score_role(frame, opts, trials_flag, lines)
+    count_rows = score is None and (
+        opts["successes"] is not None or opts["trials_column"] is not None or (
+            opts["success"] is None and "success" not in frame.columns
+            and {"successes", "trials"} <= set(frame.columns)))
+    if score is not None:
+        roles["score"] = score
+        roles["trial"] = _pick(frame, opts["trial"], "trial")
+    elif count_rows:
         if opts["success"] is not None:
             raise click.UsageError("--success is for outcome rows; count rows take --successes "
                                    f"and {trials_flag}")
@@ -511,16 +516,6 @@ def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str,
         if opts["status_map"] is not None:
             raise click.UsageError("--status-map applies to outcome rows with a status column")
     else:
-        if opts["success"] is None and "success" not in frame.columns and (
-                "score" in frame.columns
-                or any(str(item).strip().startswith("score=")
-                       for item in opts.get("reader_options") or ())):
-            raise click.BadParameter(
-                "this table holds scores, not 0/1 outcomes: the command line analyses 0/1 "
-                "outcomes (name them with --success); partial-credit scores in [0, 1] are "
-                "analysed in Python: be.fit(be.from_frame(df, score='score')), then "
-                "res.compare(B, A, metric='mean') and be.bootstrap.mean_score(data)",
-                param_hint="--success")
         roles["success"] = _pick(frame, opts["success"], "success", required=True)
         roles["trial"] = _pick(frame, opts["trial"], "trial")
     for role in ("cluster", "stratum"):
@@ -546,6 +541,44 @@ def _table_roles(frame: pd.DataFrame, opts: dict, trials_flag: str,
     if one_system:
         roles["system_name"] = system_name
     return {k: v for k, v in roles.items() if v is not None or k == "system"}, lines
+
+
+def _score_role(frame, opts: dict, trials_flag: str, lines: list) -> str | None:
+    """The column of partial-credit scores (``--score``, or a detected ``score`` column when
+    no 0/1 outcome column is named or present), or None for 0/1 outcomes; refused where the
+    command analyses 0/1 outcomes only (``opts["scores"]`` false)."""
+    given = opts.get("score")
+    detected = (given is None and opts["success"] is None and opts["successes"] is None
+                and opts["trials_column"] is None and "success" not in frame.columns
+                and "score" in frame.columns
+                and not {"successes", "trials"} <= set(frame.columns))
+    if given is None and not detected:
+        return None
+    if not opts.get("scores"):
+        raise click.BadParameter(
+            "this table holds scores, not 0/1 outcomes: this command analyses 0/1 outcomes "
+            "(name them with --success); partial-credit scores in [0, 1] are analysed by "
+            "bayeval analyze FILE --score COLUMN (the mean score, zoib model)",
+            param_hint="--success")
+    if given is not None:
+        clash = [flag for flag, value in (("--success", opts["success"]),
+                                          ("--successes", opts["successes"]),
+                                          (trials_flag, opts["trials_column"]))
+                 if value is not None]
+        if clash:
+            verb = "names" if len(clash) == 1 else "name"
+            raise click.UsageError(f"--score names a column of partial-credit scores, one per "
+                                   f"attempt; {' and '.join(clash)} {verb} 0/1 outcomes or "
+                                   "counts: give one or the other")
+        if given not in frame.columns:
+            raise click.BadParameter(
+                f"no column {given!r}; the file has columns "
+                f"{', '.join(map(str, frame.columns[:30]))}", param_hint="--score")
+    column = given or "score"
+    lines.append(f"scores: column {column!r} holds partial-credit scores in [0, 1]"
+                 + (" (detected; --success COLUMN names 0/1 outcomes instead)" if detected
+                    else "") + ": the mean score, zoib model")
+    return column
 
 
 def _load(files, opts: dict, trials_flag: str = "--trials") -> tuple[be.EvalData, list[str]]:
@@ -720,9 +753,10 @@ def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1
         from bayeval.fit import choose_model
 
         chosen = choose_model(data, sampler)[0]
-    if chosen == "logit_normal" or sampler in ("nutpie", "pymc"):
+    if chosen in ("logit_normal", "zoib") or sampler in ("nutpie", "pymc"):
         ds = data.dataset
-        status(f"fitting {chosen} ({'paired' if chosen == 'logit_normal' else 'unpaired'}) "
+        paired = chosen in ("logit_normal", "zoib")
+        status(f"fitting {chosen} ({'paired' if paired else 'unpaired'}) "
                f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
                f"{chains} chain(s) x {draws} draws after {tune} warm-up, seed {seed} ...")
     setting = _progress_setting()
@@ -808,7 +842,8 @@ def _metric_table(report: dict, estimands, metric: str) -> pd.DataFrame:
         label = "" if len(estimands) == 1 else f"{row['estimand']} "
         cells = rows.setdefault(key, {})
         cells[f"{label}{name} posterior"] = _value(row, "bayes")
-        cells[f"{label}{name} bootstrap ({row['bootstrap_unit']})"] = _value(row, "bootstrap")
+        unit = row["bootstrap_unit"] or "none: no trial bootstrap of scores"
+        cells[f"{label}{name} bootstrap ({unit})"] = _value(row, "bootstrap")
         cells.setdefault("_order", row["bayes_mean"] if row["k"] == ks[0] else None)
     table = pd.DataFrame.from_dict(rows, orient="index")
     order = table["_order"].astype(float).groupby(level=0).mean().sort_values(ascending=False)
@@ -823,7 +858,8 @@ def _echo_table(report, estimands, metric, ci_prob):
     table = _metric_table(report, estimands, metric)
     with pd.option_context("display.width", 250, "display.max_columns", None,
                            "display.max_colwidth", 60, "display.max_rows", None):
-        click.echo(f"\n{metric}: posterior mean [{ci_prob:.0%} interval] and its bootstrap twin "
+        title = _report._metric_name(metric, 1) if metric == "mean" else metric
+        click.echo(f"\n{title}: posterior mean [{ci_prob:.0%} interval] and its bootstrap twin "
                    f"({', '.join(estimands)} estimand{'s' if len(estimands) > 1 else ''})")
         click.echo(table.to_string())
 
@@ -929,6 +965,13 @@ def _header(data, lines, res=None, err=False):
               "checkpoints); new: a new training run of each recipe (the logit_normal run "
               "level, population estimand). Posterior beside a paired task bootstrap "
               "(runs resampled too for new), in the output and the JSON.")
+@click.option("--score", "score_column", metavar="COLUMN",
+              help="Column of partial-credit scores in [0, 1], one per attempt (row), instead "
+              "of 0/1 outcomes [detected: score, when no success column is named or present]: "
+              "each system's mean score from the zero-one-inflated Beta model (zoib) beside "
+              "the task bootstrap, and with --compare the paired effect on the mean score "
+              "beside the paired task bootstrap. Not with --success/--successes, --k or "
+              "--compare-k other than 1, --metric pass^k, --cost, --runs, --by or --flagged.")
 @_column_options("--trials")
 @_model_options
 @_output_options
@@ -936,13 +979,16 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
             chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
             prob, superior, flagged_path, by, scheduler, allow_harness_change, cost_column,
-            cost_reference, latency_columns, latency_model, runs, json_path, report_path):
+            cost_reference, latency_columns, latency_model, runs, score_column, json_path,
+            report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
     (system, task, success[, trial, cluster, stratum, status]) or per (system, task) with
     successes and trials; or a harness output bayeval reads (SWE-bench report, HumanEval or
-    lm-eval samples, Inspect logs). Conventional column names are detected.
+    lm-eval samples, Inspect logs). Conventional column names are detected. A table of
+    partial-credit scores in [0, 1] (--score COLUMN, or a detected score column) gives the
+    mean score instead of pass@k.
 
     Prints each system's metric with its Bayesian interval beside its bootstrap twin, and
     each comparison's effect, interval, P(effect > 0) and decision.
@@ -955,10 +1001,15 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
       bayeval analyze runs.csv --cost cost_usd --k 1,3 --report card.html
       bayeval analyze runs.csv --latency started_at,ended_at --json out.json
       bayeval analyze ckpts.csv --reader-option run=seed --compare rl sft --runs new
+      bayeval analyze graded.csv --score score --compare new old --json out.json
     """
     opts = _collect_opts(locals())
     opts["cost"] = cost_column
     opts["latency"] = latency_columns
+    opts["score"], opts["scores"] = score_column, True
+    if score_column is not None:  # refused before the file is read; a detected column below
+        _check_score_options(k, compare_k, metric, cost_column, runs, by, flagged_path,
+                             model)
     if latency_columns is not None and by:
         raise click.UsageError("--latency applies to one analysis; --by prints one row per "
                                "group")
@@ -978,6 +1029,11 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     notes = _Notes()
     with notes:
         data, lines = _load(files, opts)
+    scores = data.has_scores
+    if scores:
+        _check_score_options(k, compare_k, metric, cost_column, runs, by, flagged_path,
+                             model, data)
+        metric = "mean"
     recipe_pairs = ()
     if runs is not None:
         recipe_pairs, pairs = _check_recipe_pairs(data, pairs, runs, estimand, metric), ()
@@ -985,7 +1041,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     checkpoints = [(s,) for s in data.systems
                    if recipe_pairs and data.dataset["recipe"].sel(system=s).item()
                    in {r for pair in recipe_pairs for r in pair}]
-    _check_k_before_fit(data, pairs or checkpoints, [*k, compare_k or k[0]], metric)
+    if not scores:
+        _check_k_before_fit(data, pairs or checkpoints, [*k, compare_k or k[0]], metric)
     _check_harness(data, pairs or [tuple(s for (s,) in checkpoints)], allow_harness_change)
     if cost_reference is not None and cost_reference not in data.systems:
         raise click.BadParameter(f"no system {cost_reference!r}; systems: "
@@ -1031,6 +1088,46 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         _write_json(report, json_path)
     if report_path:
         _write_report(res, report_path, report)
+
+
+def _check_score_options(k, compare_k, metric, cost_column, runs, by, flagged_path, model,
+                         data=None):
+    """Refuse, before any fit, the options of ``analyze`` that do not apply to scores.
+
+    Parameters
+    ----------
+    k, compare_k, metric, cost_column, runs, by, flagged_path, model
+        The options as given.
+    data : EvalData, optional
+        The data read (partial-credit scores); its interior scores decide ``--model``.
+
+    Raises
+    ------
+    click.UsageError
+        Naming the option, what it needs and what to do instead.
+    """
+    what = "partial-credit scores give the mean score, which"
+    if tuple(k) != (1,) or compare_k not in (None, 1):
+        flag = "--k" if tuple(k) != (1,) else "--compare-k"
+        raise click.UsageError(f"{flag}: {what} has no k (pass@k and pass^k are metrics of 0/1 "
+                               "outcomes); leave --k and --compare-k at 1, or threshold the "
+                               "scores into a 0/1 column and give it as --success")
+    if metric != "pass@k":
+        raise click.UsageError(f"--metric {metric}: {what} is the one metric reported (the "
+                               "table and the comparisons); leave out --metric")
+    for flag, value, why in (
+            ("--cost", cost_column, "the cost table prices successes (cost per success)"),
+            ("--runs", runs, "the recipe comparisons are of pass@k"),
+            ("--by", by, "the per-group analyses are of 0/1 outcomes"),
+            ("--flagged", flagged_path, "the clean-versus-flagged split is of 0/1 outcomes")):
+        if value:
+            raise click.UsageError(f"{flag} does not apply to partial-credit scores: {why}; "
+                                   "leave it out (in Python: be.fit(be.from_frame(df, "
+                                   "score=COLUMN)) and the Results methods)")
+    if model != "auto" and (data is None or data.has_partial_credit):
+        raise click.UsageError(f"--model {model} fits 0/1 outcomes; partial-credit scores are "
+                               "fitted by the zero-one-inflated Beta model (leave --model at "
+                               "auto)")
 
 
 def _check_recipe_pairs(data, pairs, runs, estimand, metric) -> list[tuple]:
@@ -1292,6 +1389,8 @@ def _analyze_by(files, opts, by, scheduler, model, sampler, draws, chains, tune,
         raise click.BadParameter(f"no column {unknown} in {files[0]}; columns: "
                                  f"{', '.join(map(str, frame.columns))}", param_hint="--by")
     roles, lines = _table_roles(frame.drop(columns=by), opts, "--trials", source=files[0])
+    if "score" in roles:
+        _check_score_options((1,), None, "pass@k", None, None, by, None, "auto")
     for line in lines:
         click.echo(line, err=True)
     click.echo(f"fitting one analysis per {', '.join(by)} value"

@@ -359,13 +359,15 @@ def test_gate_says_how_its_cluster_bootstrap_weighs_clusters(tmp_path):
     assert "paired bootstrap (cluster, clusters keep their sizes)" in result.output
 
 
-def test_a_table_of_scores_is_pointed_to_the_python_tools(tmp_path):
+def test_a_table_of_scores_is_pointed_to_analyze_by_the_0_1_commands(tmp_path):
+    # analyze reads scores (tests/test_cli_scores.py); rank and gate analyse 0/1 outcomes
     path = tmp_path / "scores.csv"
     pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["t1", "t2"] * 2,
                   "score": [0.5, 1.0, 0.25, 0.0]}).to_csv(path, index=False)
-    result = invoke("analyze", path)
+    result = invoke("rank", path)
     assert result.exit_code == 2
-    assert "this table holds scores" in result.output and "metric='mean'" in result.output
+    assert "this table holds scores" in result.output
+    assert "bayeval analyze FILE --score COLUMN" in result.output
 
 
 def test_progress_and_quiet(gate_files, monkeypatch):
