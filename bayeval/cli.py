@@ -756,7 +756,12 @@ def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1
     if chosen in ("logit_normal", "zoib") or sampler in ("nutpie", "pymc"):
         ds = data.dataset
         paired = chosen in ("logit_normal", "zoib")
-        status(f"fitting {chosen} ({'paired' if paired else 'unpaired'}) "
+        how = "paired" if paired else "unpaired"
+        if chosen == "logit_normal" and sampler in ("auto", "nutpie", "pymc"):
+            from bayeval.models.logit_normal import sampling_form
+
+            how += f", {sampling_form(ds)[0]} form"
+        status(f"fitting {chosen} ({how}) "
                f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
                f"{chains} chain(s) x {draws} draws after {tune} warm-up, seed {seed} ...")
     setting = _progress_setting()

@@ -7,7 +7,9 @@ Engines:
   grouped by their distinct counts); draws are sampled from the grid posterior;
 * ``"nutpie"`` / ``"pymc"`` — NUTS on the marginal model (task rates or task effects
   integrated out, one likelihood term per distinct count pattern), through PyMC with nutpie's
-  or PyMC's sampler; the only engines of the ``logit_normal`` model.
+  or PyMC's sampler; the only engines of the ``logit_normal`` model, which samples its
+  full-latent form instead where most tasks have several trials and quadrature would cost
+  more (:func:`bayeval.models.logit_normal.sampling_form`; recorded in ``attrs["form"]``).
 * ``"numpyro"`` — NUTS through PyMC's JAX backend (``bayeval[jax]``), for a machine with an
   accelerator: the ``logit_normal`` model in its full-latent form (a latent effect per task and
   per task and system, written with PyMC distributions, which JAX compiles), the same model as
@@ -205,6 +207,7 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     extra_dims, extra_coords = stratum_dims(pops)
     chain_draw = {"chain": np.arange(chains), "draw": np.arange(draws)}
     sample_stats = None
+    form = form_choice = None
     if model == "beta_binomial":
         priors = beta_binomial.validate_priors(priors)
         posterior = xr.Dataset(coords=chain_draw)
@@ -220,8 +223,12 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     else:
         priors = {"hierarchical": hierarchical, "logit_normal": logit_normal,
                   "zoib": zoib}[model].validate_priors(priors)
+        if model == "logit_normal":  # the collapsed kernel is numba code: JAX takes the latent
+            form, form_choice = (("full-latent", "sampler='numpyro': the full-latent form, "
+                                  "which JAX compiles") if engine == "numpyro"
+                                 else logit_normal.sampling_form(ds))
         posterior, sample_stats = _nuts(data, model, priors, draws, chains, tune, seed, engine,
-                                        progress, bounds)
+                                        progress, bounds, form)
     if bounds is None and "missing_bound" in posterior.dims:
         posterior = posterior.isel(missing_bound=0, drop=True)
     elif bounds is not None and "missing_bound" in posterior.dims:
@@ -239,6 +246,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     attrs = _attrs(data, model, engine, sampler, seed, draws, chains, tune, priors)
     attrs["model_requested"] = requested_model
     attrs["model_choice"] = choice or f"model={model!r} as requested"
+    if model == "logit_normal":
+        attrs["form"], attrs["form_choice"] = form, form_choice
     groups = {"posterior": posterior, "observed_data": ds.copy(),
               "constant_data": ds[["trials", "attempts"]].copy()}
     if rates_group is not None:
@@ -288,8 +297,10 @@ def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bo
     return get_model(model).task_rates(tree)
 
 
-def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress, bounds):
-    """NUTS on the marginal model, once per missing-outcome bound."""
+def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress, bounds,
+          form=None):
+    """NUTS on the marginal model, once per missing-outcome bound; ``form`` is the
+    ``logit_normal`` form sampled (:func:`bayeval.models.logit_normal.sampling_form`)."""
     import pymc as pm
 
     posteriors, stats = [], []
@@ -304,15 +315,16 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                                       if c in post.coords]))
             stats.append(_kept_stats(trace))
             continue
+        collapsed = model_name == "logit_normal" and form == "collapsed"
         if model_name == "hierarchical":
             model = hierarchical.build_hierarchical_model(data, priors, marginal=True,
                                                           missing_bound=bound, compress=True)
-        else:  # the collapsed kernel is compiled numba code: JAX samples the full-latent form
+        else:
             model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound,
-                                                          marginal=engine != "numpyro")
+                                                          marginal=collapsed)
         if engine == "numpyro":
             _check_jax()
-        if model_name == "logit_normal" and engine == "nutpie":
+        if collapsed and engine == "nutpie":
             trace = logit_normal.sample_collapsed(model, draws, tune, chains, seed + i, progress,
                                                   cores)
         else:
@@ -323,7 +335,7 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                   cores=cores,
                                   **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
         post = trace["posterior"].to_dataset()
-        if model_name == "logit_normal" and engine != "numpyro":
+        if collapsed:
             post = logit_normal.collapsed_posterior(post["theta"], data, priors)
         names = [v for v in POSTERIOR_VARS[model_name] if v in post.data_vars]
         posteriors.append(post[names])

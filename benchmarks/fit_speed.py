@@ -14,16 +14,16 @@ For each task count it times, cold (first call in the process: compilation inclu
 and prints the ratios to the grid engine, with the divergences of each NUTS run.
 
 Then the logit-normal model (``--logit-normal-only`` skips the above) on the SWE-bench Verified
-pair (claude-opus-4-5 vs gpt-5.1, 500 tasks, 12 repositories) and on all 25 systems x 500
-tasks: the collapsed model (task effects integrated out by quadrature, what ``fit`` samples)
-against the full-latent model (a latent effect per task and per system-task), both warm
-(after a first fit of the same shapes: the numba caches are warm, each fit still builds and
-compiles its model), with the paired cluster bootstrap as the baseline. The lowest bulk ESS of
-the quantities ``fit`` keeps (intercepts, spreads, cluster effects) gives the time per effective
-draw.
-``--latent-cap`` skips the full-latent model above that many latent effects;
-``--logit-normal-data pair`` leaves out the 25-system set (there nearly every task is its own
-25-system count pattern, so each gradient integrates ~400 patterns).
+pair (claude-opus-4-5 vs gpt-5.1, 500 tasks, 12 repositories), all 25 systems x 500 tasks,
+Terminal-Bench (13 x 80 x 5 trials; ``--logit-normal-data tb``) and LiveCodeBench (45 x 400 x
+10 samples; ``lcb``): the default fit, in the form it picks
+(:func:`bayeval.models.logit_normal.sampling_form`: collapsed, task effects integrated out by
+quadrature, or full-latent, a latent effect per task and per system-task), against the other
+form, both warm (after a first fit of the same shapes: the numba caches are warm, each fit
+still builds and compiles its model), with the paired cluster bootstrap as the baseline. The
+lowest bulk ESS of the quantities ``fit`` keeps (intercepts, spreads, cluster effects) gives
+the time per effective draw. ``--latent-cap`` skips the full-latent comparison above that many
+latent effects, and the collapsed comparison is skipped above ``COLLAPSED_CAP`` cells.
 """
 
 import argparse
@@ -37,6 +37,7 @@ import bayeval as be
 from bayeval._arviz import convergence
 from bayeval.fit import POSTERIOR_VARS
 from bayeval.models import build_hierarchical_model, build_logit_normal_model
+from bayeval.models import logit_normal as logit_normal_module
 
 LATENT_CAP = 1_000
 
@@ -76,42 +77,84 @@ def _latent_logit_normal(data, draws, chains, seed):
             convergence(kept, None)["min_ess_bulk"])
 
 
+def _clusters_nest(data) -> bool:
+    """Whether every cluster lies inside one stratum (what a cluster bootstrap needs)."""
+    ds = data.dataset
+    if "stratum" not in ds.coords:
+        return True
+    pairs = set(zip(ds["cluster"].values.tolist(), ds["stratum"].values.tolist()))
+    return len(pairs) == len(set(ds["cluster"].values.tolist()))
+
+
+#: Above this many system-task cells the collapsed comparison of a full-latent fit is skipped
+#: (LiveCodeBench's 18,000 cells: tens of minutes on 2 cores).
+COLLAPSED_CAP = 5000
+
+
+def _row(label, engine, seconds, boot, divergences, steps, ess, fitted=None, fitted_ess=None):
+    """One line of the logit-normal table; with ``fitted``, the default fit's speed-up."""
+    steps_text = "" if steps is None else f"{steps:.1f}"
+    line = (f"{label:<18} {engine:<12} {seconds:8.1f} {seconds / boot:11.0f}x "
+            f"{divergences:>12} {steps_text:>16} {ess:13.0f} {1000 * seconds / ess:9.1f}")
+    if fitted is not None:
+        line += (f"   the fit is {seconds / fitted:.1f}x faster, "
+                 f"{(seconds / ess) / (fitted / fitted_ess):.1f}x per effective draw")
+    print(line)
+
+
 def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
-    """Collapsed vs full-latent logit-normal on the SWE-bench pair and on all 25 systems."""
+    """Collapsed vs full-latent logit-normal on the SWE-bench pair, all 25 SWE-bench systems,
+    Terminal-Bench (5 trials per task) and LiveCodeBench (10 samples per task)."""
     full = be.datasets.load("swebench_verified")
     pair = full.sel(system=list(SWE_PAIR))
-    chosen = {"pair": ("pair (2 x 500)", pair), "all": ("all (25 x 500)", full)}
-    print(f"\nlogit-normal, SWE-bench Verified, {chains} chains x {draws} draws (warm)")
+    chosen = {"pair": ("pair (2 x 500)", pair), "all": ("all (25 x 500)", full),
+              "tb": ("TB (13 x 80 x 5)", be.datasets.load("terminal_bench", missing="fail")),
+              "lcb": ("LCB (45 x 400 x 10)", be.datasets.load("livecodebench"))}
+    print(f"\nlogit-normal (SWE-bench Verified, Terminal-Bench, LiveCodeBench), {chains} chains x "
+          f"{draws} draws (warm)")
     print(f"{'data':<18} {'engine':<12} {'s':>8} {'/ bootstrap':>12} {'divergences':>12} "
           f"{'grad evals/draw':>16} {'min bulk ESS':>13} {'ms / ESS':>9}")
     for label, data in (chosen[name] for name in sets):
         systems = data.systems
-        _, boot = _timed(be.bootstrap.compare, data, systems[0], systems[1], unit="cluster",
+        # clusters resampled whole, or tasks where clusters cross strata (LiveCodeBench)
+        unit = "cluster" if _clusters_nest(data) else "task"
+        _, boot = _timed(be.bootstrap.compare, data, systems[0], systems[1], unit=unit,
                          n_boot=10_000, seed=0)
         _, first = _timed(be.fit, data, model="logit_normal", draws=50, chains=1, tune=50,
                           seed=0)
         print(f"{label:<18} {'(first call':<12} {first:8.1f}   in the process: 1 chain x 50 draws, "
               f"loading and compiling included)")
-        res, collapsed = _timed(be.fit, data, model="logit_normal", draws=draws, chains=chains,
-                                seed=1, task_draws=False)
-        steps = float(res.tree["sample_stats"]["n_steps"].mean())
-        ess = res.diagnostics["min_ess_bulk"]
-        print(f"{label:<18} {'collapsed':<12} {collapsed:8.1f} {collapsed / boot:11.0f}x "
-              f"{res.diagnostics['divergences']:>12} {steps:16.1f} {ess:13.0f} "
-              f"{1000 * collapsed / ess:9.1f}")
+        res, fitted = _timed(be.fit, data, model="logit_normal", draws=draws, chains=chains,
+                             seed=1, task_draws=False)
+        form = res.tree.attrs["form"]
+        _row(label, f"fit: {form}", fitted, boot, res.diagnostics["divergences"],
+             float(res.tree["sample_stats"]["n_steps"].mean()), res.diagnostics["min_ess_bulk"])
         n_latent = data.dataset.sizes["task"] * (1 + len(systems))
-        if n_latent > latent_cap:
+        cells = data.dataset.sizes["task"] * len(systems)
+        if form == "full-latent" and cells > COLLAPSED_CAP:
+            print(f"{label:<18} {'collapsed':<12} skipped ({cells} cells > {COLLAPSED_CAP}: "
+                  "see benchmarks/scale_paired.py for its gradient cost)")
+        elif form == "full-latent":  # the collapsed form of the same data, for the ratio
+            cap = logit_normal_module.LATENT_CELLS
+            logit_normal_module.LATENT_CELLS = 10**12
+            try:
+                other, other_s = _timed(be.fit, data, model="logit_normal", draws=draws,
+                                        chains=chains, seed=1, task_draws=False)
+            finally:
+                logit_normal_module.LATENT_CELLS = cap
+            _row(label, "collapsed", other_s, boot, other.diagnostics["divergences"],
+                 float(other.tree["sample_stats"]["n_steps"].mean()),
+                 other.diagnostics["min_ess_bulk"], fitted, res.diagnostics["min_ess_bulk"])
+        elif n_latent > latent_cap:
             print(f"{label:<18} {'full-latent':<12} skipped ({n_latent} latent effects > "
                   f"--latent-cap {latent_cap})")
         else:
             _latent_logit_normal(data, 50, 1, 0)  # compile
             (divergences, latent_ess), latent = _timed(_latent_logit_normal, data, draws,
                                                        chains, 1)
-            print(f"{label:<18} {'full-latent':<12} {latent:8.1f} {latent / boot:11.0f}x "
-                  f"{divergences:>12} {'':>16} {latent_ess:13.0f} "
-                  f"{1000 * latent / latent_ess:9.1f}   collapsed is {latent / collapsed:.1f}x "
-                  f"faster, {(latent / latent_ess) / (collapsed / ess):.1f}x per effective draw")
-        print(f"{label:<18} {'bootstrap':<12} {boot:8.2f} {1:11.0f}x   (paired cluster, 10,000)")
+            _row(label, "full-latent", latent, boot, divergences, None, latent_ess, fitted,
+                 res.diagnostics["min_ess_bulk"])
+        print(f"{label:<18} {'bootstrap':<12} {boot:8.2f} {1:11.0f}x   (paired {unit}, 10,000)")
 
 
 def main():
@@ -121,7 +164,7 @@ def main():
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--logit-normal-only", action="store_true")
     parser.add_argument("--latent-cap", type=int, default=20_000)
-    parser.add_argument("--logit-normal-data", nargs="+", choices=["pair", "all"],
+    parser.add_argument("--logit-normal-data", nargs="+", choices=["pair", "all", "tb", "lcb"],
                         default=["pair", "all"])
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)

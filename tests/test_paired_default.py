@@ -76,7 +76,8 @@ def test_gate_and_analyze_fit_only_the_compared_systems(monkeypatch, tmp_path):
                                       "100", "--chains", "1", "--n-boot", "200"])
     assert result.exit_code in (0, 1, 3), result.output
     assert seen[-1] == ([systems[1], systems[3]], "auto")
-    assert "fitting logit_normal (paired) to 2 system(s) x 500 task(s)" in result.output
+    assert ("fitting logit_normal (paired, collapsed form) to 2 system(s) x 500 task(s)"
+            in result.output)
     result = runner.invoke(cli.main, ["analyze", str(path), "--cluster", "cluster",
                                       "--compare", systems[2], systems[0], "--compare",
                                       systems[4], systems[0], "--draws", "100", "--chains",

@@ -34,7 +34,10 @@ task with nested adaptive Gauss-Hermite quadrature (:mod:`bayeval.models._quadra
 and scaled at each pattern's mode; tasks of the same cluster and stratum with identical counts
 for every system share one integral (two single-attempt systems have at most four patterns
 per cluster). The sampler sees only the intercepts, the cluster-level effects and the four
-spreads. ``marginal=False`` builds the full-latent form, used to verify the collapsed one.
+spreads. ``marginal=False`` builds the full-latent form: it verifies the collapsed one, and
+``fit`` samples it instead where most tasks have several trials (:func:`sampling_form`), since
+nearly every such task is a pattern of its own and a nested integral per task per gradient
+costs more than sampling its effects.
 
 Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
 
@@ -76,6 +79,7 @@ from bayeval.models._beta_family import Populations, counts_by_bound, task_weigh
 from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation
 from bayeval.models._quadrature import (
     EXACT_TASKS,
+    LOW_TRIALS,
     N_NODES,
     Rules,
     exact_task_sums,
@@ -142,6 +146,51 @@ def system_parametrisation(ds: xr.Dataset) -> int:
         means = np.bincount(recipes, logit) / groups
         spread = ((logit - means[recipes]) ** 2).sum() / (S - len(groups))
     return 1 if spread > 2.0 * se2.mean() else 2
+
+
+#: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
+#: patterns) for which ``fit`` samples the full-latent form (:func:`sampling_form`).
+LATENT_CELLS = 1000
+
+
+def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
+    """Which form of the model NUTS samples, ``"collapsed"`` or ``"full-latent"``, and why.
+
+    The collapsed form integrates every task's effects out by quadrature: one integral per
+    pattern of counts. With one or two trials per task the patterns repeat (SWE-bench's 25
+    systems x 500 tasks), the integrals are cheap and the full-latent form mixes badly (its
+    binary outcomes barely inform each latent effect): the collapsed form is 2-3x faster and
+    16x faster per effective draw. With more trials nearly every task is a pattern of its own
+    and costs a nested integral at every gradient, while each latent effect is informed by its
+    trials: on Terminal-Bench (13 x 80 x 5) the full-latent form took 41 s against 273 s, 3x
+    less per effective draw (``benchmarks/fit_speed.py``). So the full-latent form is sampled
+    when at least half of the tasks have more than two trials for some system and those tasks
+    hold at least :data:`LATENT_CELLS` system-task cells; smaller data keep the collapsed form,
+    whose integrals remove the funnel of few tasks. Both forms are the same posterior
+    (``benchmarks/logit_normal_agreement.py``) and ``fit`` keeps the same quantities of both.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal import sampling_form
+    >>> sampling_form(be.datasets.load("swebench_verified").dataset)[0]
+    'collapsed'
+    >>> sampling_form(be.datasets.load("terminal_bench", missing="fail").dataset)[0]
+    'full-latent'
+    """
+    _, n, _ = counts_by_bound(ds)
+    n = n.max(axis=0)  # (S, J): the most trials over missing-outcome bounds
+    multi = (n > LOW_TRIALS).any(axis=0)
+    cells = int((n[:, multi] > 0).sum())
+    if multi.mean() >= 0.5 and cells >= LATENT_CELLS:
+        return "full-latent", (f"{int(multi.sum())} of {n.shape[1]} tasks have more than "
+                               f"{LOW_TRIALS} trials ({cells} system-task cells): the full-latent "
+                               "form, cheaper than a quadrature per task")
+    if not multi.any():
+        why = f"every task has at most {LOW_TRIALS} trials"
+    else:
+        why = f"{int(multi.sum())} of {n.shape[1]} tasks with more than {LOW_TRIALS} trials"
+    return "collapsed", f"{why}: the collapsed form (task effects integrated out)"
 
 
 def cluster_codes(ds: xr.Dataset) -> tuple[np.ndarray, list | None]:
