@@ -29,7 +29,10 @@ the joint draws or replicates of either version.
 strata, the same units for every system, and recomputes each ratio from the resampled totals:
 a ratio estimator resampled as a ratio. :func:`posterior_cost` (``Results.cost``) is its
 posterior twin: the Bayesian bootstrap over tasks (Rubin 1981) for the cost, with the fitted
-model's task rates for the successes, coupled through the same task weights.
+model's task rates for the successes, coupled through the same task weights; with
+``model="lognormal"`` the cost side is instead a hurdle log-normal with task effects per
+system (a Beta posterior for the share of zero costs, the latency model's grid for the
+positive ones), fitted from the stored sums of logs and squared logs.
 """
 
 from __future__ import annotations
@@ -318,8 +321,72 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
                     ("replicate",), attrs, k_parts)
 
 
+#: Models of the cost side of :func:`posterior_cost` (``Results.cost``).
+COST_MODELS = ("bayesian_bootstrap", "lognormal")
+
+
+def _positive_cost_stats(data, column) -> dict:
+    """Per ``(system, task)``, over the attempted statuses (``not_run`` left out): the count of
+    positive costs, the mean and within-task sum of squares of their logs (from the stored
+    sums of logs and squared logs), and per system the attempts with a zero cost."""
+    ds = data.dataset.sel(covariate=column).drop_sel(status="not_run")
+
+    def summed(name):
+        return ds[name].sum("status").transpose("system", "task").values.astype(float)
+
+    n_pos, logsum, logsumsq = (summed(v) for v in ("covariate_positive", "covariate_logsum",
+                                                   "covariate_logsumsq"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ybar = np.where(n_pos > 0, logsum / np.where(n_pos > 0, n_pos, 1), 0.0)
+    within = np.clip(logsumsq - n_pos * ybar**2, 0.0, None)
+    zeros = (summed("covariate_count") - n_pos).sum(axis=1)
+    return {"n": n_pos, "ybar": ybar, "within": within, "logsum": logsum,
+            "logsumsq": logsumsq, "zeros": zeros}
+
+
+def _check_lognormal_cost(data, column, stats) -> None:
+    """Refuse a system with fewer than 2 positive costs or positive costs on fewer than 2
+    tasks: the log-normal's spreads would rest on the prior alone."""
+    few = [(str(system), int(stats["n"][s].sum()), int((stats["n"][s] > 0).sum()))
+           for s, system in enumerate(data.systems)
+           if stats["n"][s].sum() < 2 or (stats["n"][s] > 0).sum() < 2]
+    if few:
+        listed = "; ".join(f"{name}: {n} positive cost(s) on {t} task(s)" for name, n, t in few)
+        raise ValueError(
+            f"the log-normal cost model of covariate {column!r} needs at least 2 positive "
+            f"costs on at least 2 tasks per system (its log-scale spread and task spread are "
+            f"estimated from them); system(s) {listed}: use model='bayesian_bootstrap' (no "
+            "shape assumed) or drop those systems")
+
+
+def _lognormal_cost_draws(data, column, n_draws, rng, parts=False):
+    """Posterior draws ``(n_draws, system)`` of the expected cost of one attempt on a new task
+    under the hurdle log-normal: ``(1 - pi) exp(mu + (tau^2 + sigma^2) / 2)``, each system on
+    its own (see :meth:`bayeval.Results.cost`). With ``parts``, also a dict of the draws of
+    ``mu``, ``tau``, ``sigma`` and the zero share ``pi``, each ``(n_draws, system)``."""
+    stats = _positive_cost_stats(data, column)
+    _check_lognormal_cost(data, column, stats)
+    out = np.empty((n_draws, len(data.systems)))
+    params = {name: np.empty_like(out) for name in ("mu", "tau", "sigma", "zero_share")}
+    for s in range(len(data.systems)):
+        keep = stats["n"][s] > 0
+        n, ybar = stats["n"][s, keep], stats["ybar"][s, keep]
+        total = n.sum()
+        mean = stats["logsum"][s].sum() / total
+        var = max(stats["logsumsq"][s].sum() / total - mean**2, 0.0)
+        spread = float(np.sqrt(var)) if var > 0 else 1.0
+        mu, tau, sigma = _lognormal_grid(n, ybar, float(stats["within"][s, keep].sum()),
+                                         spread, n_draws, rng)
+        zero_share = rng.beta(1.0 + stats["zeros"][s], 1.0 + total, size=n_draws)
+        with np.errstate(over="ignore"):
+            out[:, s] = (1.0 - zero_share) * np.exp(mu + 0.5 * (tau**2 + sigma**2))
+        for name, value in zip(params, (mu, tau, sigma, zero_share)):
+            params[name][:, s] = value
+    return (out, params) if parts else out
+
+
 def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
-                   k=None) -> xr.Dataset:
+                   k=None, model="bayesian_bootstrap") -> xr.Dataset:
     """Posterior cost per attempt, cost per success, status rates and budget curve; see
     :meth:`bayeval.Results.cost`.
 
@@ -327,7 +394,8 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     attempts (the rate itself when every attempt is ``ok``); with ``k`` the budget curve
     takes ``(1 - p_j)^i`` from that rate in each draw, so k may exceed the attempts made
     (the model extrapolates), and weighs the tasks with the same Dirichlet weights as the
-    cost.
+    cost. ``model="lognormal"`` replaces the cost side by the hurdle log-normal of
+    :meth:`bayeval.Results.cost` (a new task's expected attempt cost in each draw).
 
     Examples
     --------
@@ -341,9 +409,12 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     True
     >>> posterior_cost(res, "cost", n_draws=200, k=[1, 4])["cost_per_success_at_k"].dims
     ('system', 'k')
+    >>> posterior_cost(res, "cost", n_draws=200, model="lognormal").attrs["cost_model"]
+    'lognormal'
     """
     data = results.data
     _check_column(data, column)
+    validate_choice("model", model, COST_MODELS)
     ci_prob = validate_prob("ci_prob", ci_prob)
     from bayeval._decisions import thinned
 
@@ -354,6 +425,8 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
         raise ValueError("Results.cost needs one success count per attempt; under "
                          "missing='bounds' the successes have two extremes: refit with "
                          "missing='fail' or 'exclude'")
+    if model == "lognormal":  # refuse before the per-task readouts
+        _check_lognormal_cost(data, column, _positive_cost_stats(data, column))
     per_task, systems = _task_totals(data, column)  # (task, system, quantity)
     # per-task readouts cost in proportion to the draws (0.3 s a draw for a 25-system paired
     # fit): read only the draws used, taken evenly from each chain
@@ -366,12 +439,18 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     totals = np.einsum("dt,tsq->dsq", weights, per_task)
     # expected successes of task j under the fit: its policy trials times its rate
     totals[..., 2] = np.einsum("dt,dst->ds", weights, trials[None] * rates)
+    cbar, ran = _mean_attempt_cost(per_task)  # (task, system)
+    cbar = np.broadcast_to(cbar.T[None], (n_draws,) + cbar.T.shape)  # (draw, system, task)
+    if model == "lognormal":
+        per_attempt_cost = _lognormal_cost_draws(data, column, n_draws, rng)  # (draw, system)
+        # the draw's cost total is its expected cost per attempt times the draw's attempts
+        totals[..., 0] = per_attempt_cost * totals[..., 1]
+        cbar = per_attempt_cost[..., None] * ran.T[None]
     draws = _ratios(totals)
     interval = _percentiles(draws, ci_prob)
     estimate = _mean(draws)
     k_parts = None
     if ks is not None:
-        cbar, ran = _mean_attempt_cost(per_task)  # (task, system)
         attempts = per_task[..., 1].T
         with np.errstate(invalid="ignore", divide="ignore"):
             per_attempt = np.where(attempts > 0, trials / np.where(attempts > 0, attempts, 1),
@@ -385,14 +464,19 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
             power *= fail
             if step == ks[i]:
                 k_totals[..., 1 + 3 * i] = np.einsum("dt,dst->ds", weights, ran.T * (1 - power))
-                k_totals[..., 2 + 3 * i] = np.einsum("dt,dst->ds", weights, cbar.T * spend)
-                k_totals[..., 3 + 3 * i] = step * (weights @ cbar)
+                k_totals[..., 2 + 3 * i] = np.einsum("dt,dst->ds", weights, cbar * spend)
+                k_totals[..., 3 + 3 * i] = step * np.einsum("dt,dst->ds", weights, cbar)
                 i += 1
         k_draws = _k_ratios(k_totals, len(ks))
         k_parts = (ks, _mean(k_draws), k_draws, _percentiles(k_draws, ci_prob))
-    attrs = {"method": "posterior (Bayesian bootstrap over tasks, model task rates)",
-             "model": results.model, "column": column, "n_draws": n_draws, "ci_prob": ci_prob,
-             "seed": seed, "missing_policy": data.missing or "none"}
+    if model == "lognormal":
+        method = ("posterior (hurdle log-normal cost with task effects per system, model task "
+                  "rates under Bayesian bootstrap task weights)")
+    else:
+        method = "posterior (Bayesian bootstrap over tasks, model task rates)"
+    attrs = {"method": method, "model": results.model, "cost_model": model, "column": column,
+             "n_draws": n_draws, "ci_prob": ci_prob, "seed": seed,
+             "missing_policy": data.missing or "none"}
     return _dataset(estimate, draws, interval, systems, ("draw",), attrs, k_parts)
 
 
@@ -944,8 +1028,20 @@ def _lognormal_draws(values, tasks, qs, n_draws, rng) -> np.ndarray:
     n = np.bincount(task).astype(float)
     ybar = np.bincount(task, weights=y) / n
     within = float(np.sum((y - ybar[task]) ** 2))
-    df_within = float((n - 1).sum())
     spread = float(np.std(y)) if y.size > 1 and np.std(y) > 0 else 1.0
+    mu, tau, sigma = _lognormal_grid(n, ybar, within, spread, n_draws, rng)
+    quantiles = np.exp(mu[:, None] + ndtri(qs)[None, :] * np.hypot(tau, sigma)[:, None])
+    return quantiles, (mu, tau, sigma, task, n, ybar)
+
+
+def _lognormal_grid(n, ybar, within, spread, n_draws, rng):
+    """Posterior draws of ``(mu, tau, sigma)``, each ``(n_draws,)``, from the sufficient
+    statistics of ``log y_tj = mu + u_t + e_tj``: per task the count ``n`` and mean ``ybar`` of
+    the logs, the within-task sum of squares ``within`` summed over tasks, and the sd of all
+    logs ``spread`` (which places the grid). Flat prior on mu, half-Cauchy(0, 1) on tau and
+    sigma; a grid over (log sigma, log tau) widened until its edges hold no mass, mu drawn
+    exactly given them."""
+    df_within = float((n - 1).sum())
     if df_within >= 2 and within > 0:
         centre, half = 0.5 * np.log(within / df_within), max(5 / np.sqrt(2 * df_within), 0.3)
         bounds_s = [centre - half, centre + half]
@@ -978,8 +1074,7 @@ def _lognormal_draws(values, tasks, qs, n_draws, rng) -> np.ndarray:
     prec = 1.0 / (tau[:, None] ** 2 + sigma[:, None] ** 2 / n[None, :])
     total = prec.sum(axis=1)
     mu = (prec * ybar).sum(axis=1) / total + rng.standard_normal(n_draws) / np.sqrt(total)
-    quantiles = np.exp(mu[:, None] + ndtri(qs)[None, :] * np.hypot(tau, sigma)[:, None])
-    return quantiles, (mu, tau, sigma, task, n, ybar)
+    return mu, tau, sigma
 
 
 def _lognormal_check(params) -> float:

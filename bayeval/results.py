@@ -916,7 +916,7 @@ class Results:
                                  seed=seed, statuses=statuses, model=model)
 
     def cost(self, column: str, ci_prob: float = 0.95, n_draws: int = 1000,
-             seed: int = 0, k=None) -> xr.Dataset:
+             seed: int = 0, k=None, model: str = "bayesian_bootstrap") -> xr.Dataset:
         """Posterior cost per attempt, cost per success and timeout/error/invalid rates.
 
         The cost side is the Bayesian bootstrap over tasks (Rubin 1981): tasks are
@@ -936,6 +936,25 @@ class Results:
         counts under its status; ``not_run`` attempts cost nothing and are not attempts. The
         twin is :func:`bayeval.bootstrap.cost`.
 
+        ``model="lognormal"`` models the cost side instead, each system on its own: an
+        attempt costs 0 with probability pi (a hurdle, Beta(1, 1) prior, so the posterior is
+        Beta(1 + zeros, 1 + positives)), and otherwise
+
+            log cost = mu + u_t + e,  u_t ~ N(0, tau^2),  e ~ N(0, sigma^2),
+
+        flat prior on mu and half-Cauchy(0, 1) priors on tau and sigma (log units), computed
+        from the stored per-task counts, sums of logs and squared logs of the positive costs
+        on a grid over (log sigma, log tau) with mu exact (the machinery of the log-normal
+        latency model). ``cost_per_attempt`` is then the expected cost of an attempt on a new
+        task, ``(1 - pi) exp(mu + (tau^2 + sigma^2) / 2)``, and ``cost_per_success`` that over
+        the draw's ``pass_at_1`` (the fitted task rates under Dirichlet task weights, as
+        above). The cost draws of different systems are independent (the task effects are
+        not shared across systems), while the success side stays paired; with ``k`` the
+        budget curve takes a task's mean attempt cost as the system's expected cost whatever
+        the task, so it assumes a task's cost and its success rate are unrelated. Each system
+        needs at least 2 positive costs on at least 2 tasks. ``models/cost.md`` has the
+        coverage of both models.
+
         Parameters
         ----------
         column : str
@@ -949,12 +968,16 @@ class Results:
         k : int or list of int, optional
             The budget curve (``pass_at_k``, ``cost_of_k``, ``expected_spend``,
             ``cost_per_success_at_k`` on a ``k`` dim); see :func:`bayeval._cost.posterior_cost`.
+        model : {"bayesian_bootstrap", "lognormal"}, default "bayesian_bootstrap"
+            The cost side: the Bayesian bootstrap over tasks (no shape assumed) or the hurdle
+            log-normal with task effects.
 
         Returns
         -------
         xarray.Dataset
             For each statistic: the posterior mean (``system``), ``<stat>_interval``
-            (``system, ci_bound``) and ``<stat>_draws`` (``draw, system``).
+            (``system, ci_bound``) and ``<stat>_draws`` (``draw, system``); the same
+            variables under either model, which ``attrs["cost_model"]`` names.
 
         Examples
         --------
@@ -965,10 +988,14 @@ class Results:
         >>> res = be.fit(data, model="beta_binomial", draws=200, chains=2, seed=0)
         >>> res.cost("cost", n_draws=200)["cost_per_success_interval"].dims
         ('system', 'ci_bound')
+        >>> out = res.cost("cost", n_draws=200, model="lognormal")
+        >>> out.attrs["cost_model"], 1.0 < float(out["cost_per_attempt"].item()) < 2.5
+        ('lognormal', True)
         """
         from bayeval._cost import posterior_cost
 
-        return posterior_cost(self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=k)
+        return posterior_cost(self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=k,
+                              model=model)
 
     # -- summaries and checks ------------------------------------------------------------------
     def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None,
