@@ -26,14 +26,14 @@ import numpy as np
 import bayeval as be
 
 
-def one_run(seed: int, m: int, tasks: int, p: float, draws: int) -> dict:
+def one_run(seed: int, m: int, tasks: int, p: float, draws: int, priors=None) -> dict:
     rng = np.random.default_rng([seed, 11])
     successes = (rng.random((m, tasks)) < p).astype(int)
     data = be.from_counts(successes.tolist(), trials=1, systems=[f"ck{i}" for i in range(m)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # one trial per task: said above
         res = be.fit(data, model="logit_normal", draws=draws, chains=2, seed=seed,
-                     progress=False)
+                     progress=False, priors=priors)
         win = res.winner(estimand="population", n_replicates=100)
     value = win["value"].values
     lower, upper = np.quantile(value, [0.025, 0.975])
@@ -50,16 +50,22 @@ def main():
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"
                                              / "winners_curse.txt"))
+    parser.add_argument("--sigma-system", type=float, default=None,
+                        help="HalfNormal scale of the prior on sigma_system (default: the "
+                             "model's)")
     args = parser.parse_args()
+    priors = None if args.sigma_system is None else {"sigma_system": args.sigma_system}
     start = time.time()
-    rows = [one_run(seed, args.m, args.tasks, args.p, args.draws) for seed in range(args.runs)]
+    rows = [one_run(seed, args.m, args.tasks, args.p, args.draws, priors)
+            for seed in range(args.runs)]
     naive = np.array([r["naive"] for r in rows]) - args.p
     post = np.array([r["posterior"] for r in rows]) - args.p
     covered = np.array([r["covered"] for r in rows])
     se = lambda x: x.std(ddof=1) / np.sqrt(len(x))  # noqa: E731
     lines = [
         f"winner's curse: {args.m} equally good checkpoints, true pass@1 {args.p}, "
-        f"{args.tasks} episodes each, {args.runs} runs ({time.time() - start:.0f} s)",
+        f"{args.tasks} episodes each, {args.runs} runs ({time.time() - start:.0f} s), "
+        f"sigma_system ~ HalfNormal({args.sigma_system or 'default'})",
         f"naive score of the pick minus truth:     {naive.mean():+.4f} (MC se {se(naive):.4f})",
         f"posterior mean of the pick minus truth:  {post.mean():+.4f} (MC se {se(post):.4f})",
         f"95% interval of the pick covers truth:   {covered.mean():.3f} "
