@@ -77,8 +77,11 @@ def _gradient_ms(res_setup_data):
 
 def run_case(name, tune, draws):
     import bayeval as be
+    from bayeval.models import logit_normal
 
     warnings.simplefilter("ignore")
+    # the collapsed form throughout (fit samples multi-trial data of this size full-latent)
+    logit_normal.LATENT_CELLS = 10**12
     data = _data(name)
     ds = data.dataset
     sizes = (ds.sizes["system"], ds.sizes["task"], int(ds["trials"].max()) if "trials" in ds
