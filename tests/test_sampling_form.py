@@ -64,6 +64,11 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
                                 seed=3)
         assert fits[form].tree.attrs["form"] == form
     latent, collapsed = fits["full-latent"], fits["collapsed"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        again = be.fit(data, model="logit_normal", draws=300, tune=300, chains=2, seed=3)
+    np.testing.assert_array_equal(again.tree["posterior"]["alpha"].values,
+                                  latent.tree["posterior"]["alpha"].values)  # seeded
     assert "theta" not in latent.tree["posterior"]
     assert set(latent.tree["posterior"].data_vars) == set(collapsed.tree["posterior"].data_vars)
     assert "log_likelihood" in latent.tree.children
