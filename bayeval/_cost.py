@@ -630,7 +630,7 @@ def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -
 
 
 def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=None,
-             unit="task", n_draws=1000) -> dict:
+             unit="task", n_draws=1000, model="bayesian_bootstrap") -> dict:
     """The cost-success evidence table of the report card, as a JSON-ready ``dict``.
 
     Per system, posterior (:meth:`bayeval.Results.cost`) next to bootstrap
@@ -649,8 +649,9 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
     column : str
     k : int or list of int, default 1
         The budget curve's k (1 is always included); the table's pass@k is the largest.
-    n_boot, seed, ci_prob, unit, n_draws
-        As in :func:`cost` and :func:`posterior_cost`.
+    n_boot, seed, ci_prob, unit, n_draws, model
+        As in :func:`cost` and :func:`posterior_cost` (``model``: the posterior's cost side,
+        ``"bayesian_bootstrap"`` or ``"lognormal"``).
     reference : str, optional
         The system the paired effects are taken against; default the one with the highest
         posterior pass@1.
@@ -677,7 +678,8 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
     attempts = per_task[..., 1]
     fewest = int(attempts[attempts > 0].min()) if (attempts > 0).any() else 0
     boot_ks = [v for v in ks if v <= fewest]
-    post = posterior_cost(results, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=ks)
+    post = posterior_cost(results, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=ks,
+                          model=model)
     boot = cost(data, column, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed, k=boot_ks)
     labels = [str(s) for s in systems]
     if reference is None:
@@ -744,7 +746,8 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
                                           "bootstrap_upper"), None)
                 entry.update({f"{name}_{key}": v for key, v in part.items()})
             budget.append(entry)
-    return {"column": column, "reference": str(reference), "k": [int(v) for v in ks],
+    return {"column": column, "cost_model": post.attrs["cost_model"],
+            "reference": str(reference), "k": [int(v) for v in ks],
             "pass_k": int(k_top), "bootstrap_k": [int(v) for v in boot_ks],
             "unit": unit, "n_draws": int(post.attrs["n_draws"]),
             "frontier": {"cost": "cost_per_attempt", "success": "pass_at_1",

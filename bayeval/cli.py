@@ -954,6 +954,11 @@ def _header(data, lines, res=None, err=False):
 @click.option("--cost-reference", metavar="SYSTEM", help="Reference system of the cost "
               "table's paired effects [default: the first --compare baseline, else the "
               "system with the highest posterior pass@1].")
+@click.option("--cost-model", type=click.Choice(["bayesian_bootstrap", "lognormal"]),
+              default="bayesian_bootstrap", show_default=True,
+              help="The posterior's cost side in the cost table: the Bayesian bootstrap over "
+              "tasks (no shape assumed) or a hurdle log-normal with task effects per system "
+              "(models/cost.md has the coverage of both).")
 @click.option("--latency", "latency_columns", metavar="COLUMN|START,END",
               help="Each attempt's duration (outcome-row tables): a column of seconds, or "
               "start and end timestamp columns (ISO 8601). Per system the p50 and p95 "
@@ -984,7 +989,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
             chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
             prob, superior, flagged_path, by, scheduler, allow_harness_change, cost_column,
-            cost_reference, latency_columns, latency_model, runs, score_column, json_path,
+            cost_reference, cost_model, latency_columns, latency_model, runs, score_column, json_path,
             report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
@@ -1021,6 +1026,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     _check_outputs(json_path, report_path)
     if cost_reference is not None and cost_column is None:
         raise click.UsageError("--cost-reference applies to the cost table: give --cost COLUMN")
+    if cost_model != "bayesian_bootstrap" and cost_column is None:
+        raise click.UsageError("--cost-model applies to the cost table: give --cost COLUMN")
     if cost_column is not None and by:
         raise click.UsageError("--cost applies to one analysis; --by prints one row per group")
     if scheduler and not by:
@@ -1066,7 +1073,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         prob=prob, superior=superior, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
         compare_k=compare_k, notes=notes.items, command=_command_line(),
         allow_harness_change=allow_harness_change, cost=cost_column,
-        cost_reference=cost_reference,
+        cost_reference=cost_reference, cost_model=cost_model,
         latency=latency_model if latency_columns is not None else False)
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
@@ -1249,8 +1256,10 @@ def _echo_cost(section: dict, ci_prob: float):
     table.index.name = "system"
     with pd.option_context("display.width", 250, "display.max_columns", None,
                            "display.max_colwidth", 60, "display.max_rows", None):
-        click.echo(f"\ncost ({section['column']}): posterior mean [{ci_prob:.0%} interval] and "
-                   f"bootstrap twin; pass@1 per attempt, effect against {ref}")
+        model = section.get("cost_model", "bayesian_bootstrap").replace("_", " ")
+        click.echo(f"\ncost ({section['column']}): posterior mean ({model} cost model) "
+                   f"[{ci_prob:.0%} interval] and bootstrap twin; pass@1 per attempt, effect "
+                   f"against {ref}")
         click.echo(table.to_string())
     click.echo(f"frontier (cost per attempt vs pass@1): posterior "
                f"{', '.join(section['frontier']['bayes'])}; bootstrap "

@@ -807,7 +807,8 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
                 power_effects=None, alpha: float = 0.05, power: float = 0.8,
                 adjust: str = "holm", notes=(), command=None, title=None,
                 compare_results=None, allow_harness_change: bool = False, cost=None,
-                cost_reference=None, latency=False) -> dict:
+                cost_reference=None, latency=False,
+                cost_model: str = "bayesian_bootstrap") -> dict:
     """Every number of the report card, as a JSON-ready ``dict``.
 
     Parameters
@@ -868,6 +869,8 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     cost_reference : str, optional
         The reference system of the cost table's paired effects; default the first
         comparison's baseline, else the system with the highest posterior pass@1.
+    cost_model : {"bayesian_bootstrap", "lognormal"}, default "bayesian_bootstrap"
+        The posterior's cost side in the cost table (:meth:`bayeval.Results.cost`).
     latency : bool or {"lognormal", "bayesian_bootstrap"}, default False
         Add the ``latency`` section (the data needs ``from_frame(..., latency=...)``): per
         system the p50 and p95 of attempt latency, posterior next to bootstrap, with the
@@ -984,7 +987,7 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
             seed, ci_prob, power_effects, alpha, power, allow_harness_change)
         diagnostics = _diagnostics_section(results)
         cost_section = _cost_section(results, cost, cost_reference, pairs, ks, n_boot, seed,
-                                     ci_prob)
+                                     ci_prob, cost_model)
         latency_section = _latency_section(results, latency, n_boot, seed, ci_prob)
     skipped = _resampled_clusters(results.data)[1]
     harness_notes = [f"{entry['label']}: {entry['harness']['note']}"
@@ -1025,7 +1028,8 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     }
 
 
-def _cost_section(results, column, reference, pairs, ks, n_boot, seed, ci_prob):
+def _cost_section(results, column, reference, pairs, ks, n_boot, seed, ci_prob,
+                  model="bayesian_bootstrap"):
     """The cost-success evidence table, or None without a cost column."""
     if column is None:
         return None
@@ -1038,7 +1042,7 @@ def _cost_section(results, column, reference, pairs, ks, n_boot, seed, ci_prob):
     if reference is None and pairs:
         reference = pairs[0][1]
     section = evidence(results, column, k=ks, n_boot=n_boot, seed=seed, ci_prob=ci_prob,
-                       reference=reference)
+                       reference=reference, model=model)
     order = sorted(range(len(section["rows"])),
                    key=lambda i: -(section["rows"][i]["pass_at_1_bayes_mean"] or 0.0))
     section["rows"] = [section["rows"][i] for i in order]

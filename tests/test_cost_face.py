@@ -117,14 +117,14 @@ def test_report_cost_refusals(res):
         report_data(res, n_boot=200, cost="cost", cost_reference="Z")
 
 
-def test_analyze_cost_prints_and_writes_json(tmp_path, frame):
+def test_analyze_cost_prints_and_writes_json(tmp_path, frame, res):
     path = tmp_path / "runs.csv"
     frame.to_csv(path, index=False)
     runner = CliRunner()
     result = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "cost",
                                       "--cost-reference", "B", *GRID])
     assert result.exit_code == 0, result.output
-    assert "cost (cost): posterior mean" in result.output
+    assert "cost (cost): posterior mean (bayesian bootstrap cost model)" in result.output
     assert "effect against B" in result.output and "frontier (cost per attempt" in result.output
     result = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "cost",
                                       "--k", "1,2", *GRID, "--json", "-"])
@@ -132,6 +132,20 @@ def test_analyze_cost_prints_and_writes_json(tmp_path, frame):
     record = json.loads(result.stdout[result.stdout.index("{"):])
     jsonschema.validate(record, _schema())
     assert record["cost"]["column"] == "cost" and record["cost"]["k"] == [1, 2]
+    assert record["cost"]["cost_model"] == "bayesian_bootstrap"
+    result = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "cost",
+                                      "--cost-model", "lognormal", *GRID, "--json", "-"])
+    assert result.exit_code == 0, result.output
+    lognormal = json.loads(result.stdout[result.stdout.index("{"):])
+    jsonschema.validate(lognormal, _schema())
+    assert lognormal["cost"]["cost_model"] == "lognormal"
+    direct = res.cost("cost", model="lognormal", n_draws=1000, seed=0)
+    for row in lognormal["cost"]["rows"]:  # the table's posterior is Results.cost's
+        assert row["cost_per_attempt_bayes_mean"] == pytest.approx(
+            float(direct["cost_per_attempt"].sel(system=row["system"])), rel=0.05)
+    bad = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost-model",
+                                   "lognormal", *GRID])
+    assert bad.exit_code != 0 and "give --cost" in bad.output
     bad = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "price",
                                    *GRID])
     assert bad.exit_code != 0 and "--cost" in bad.output and "'price'" in bad.output
