@@ -30,9 +30,9 @@ BOOTSTRAP_TWIN = {"tasks": "trial", "population": "task"}
 def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) -> dict:
     """Bootstrap settings of the twin of one Bayesian estimand (DESIGN: metrics and estimands).
 
-    With clustered ``logit_normal`` fits the population is a new task from a new cluster,
-    every cluster weighing the same: the twin resamples clusters, weighted equally; under
-    ``clusters="observed"`` it resamples tasks within the observed clusters.
+    With clustered ``logit_normal`` (or ``zoib``) fits the population is a new task from a
+    new cluster, every cluster weighing the same: the twin resamples clusters, weighted
+    equally; under ``clusters="observed"`` it resamples tasks within the observed clusters.
 
     Examples
     --------
@@ -44,7 +44,8 @@ def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) ->
     """
     if estimand == "tasks":
         return {"unit": "trial"}
-    clustered = results.model == "logit_normal" and "cluster" in results.data.dataset.coords
+    clustered = (results.model in ("logit_normal", "zoib")
+                 and "cluster" in results.data.dataset.coords)
     if not clustered:
         return {"unit": "task"}
     if clusters == "observed":

@@ -345,11 +345,7 @@ def _score_twin(results, estimand: str) -> dict | None:
     tasks estimand has no twin: a trial bootstrap needs each attempt's score, which the data
     keep only as per-task sums.
     """
-    if estimand == "tasks":
-        return None
-    if "cluster" in results.data.dataset.coords:
-        return {"unit": "cluster", "weighting": "cluster"}
-    return {"unit": "task"}
+    return None if estimand == "tasks" else bootstrap_twin(results, estimand, None, "task")
 
 
 def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dict]:
