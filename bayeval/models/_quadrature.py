@@ -1141,10 +1141,22 @@ def node_draws(eta, c, n, sigma_e, sigma_v, paired, inverse, rng, rules=None):
     mean = np.zeros((D, J, S))
     second = np.zeros((D, J, S))
     c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
-    for d in range(D):
-        _node_draws(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
-                    paired, *rules.arrays(), order, start, rng.random(J), mean[d], second[d])
+    uniform = rng.random((D, J))  # the stream a draw-by-draw loop of rng.random(J) would take
+    _all_node_draws(np.ascontiguousarray(eta, dtype=float), c, n,
+                    np.ascontiguousarray(sigma_e, dtype=float),
+                    np.ascontiguousarray(sigma_v, dtype=float), paired, *rules.arrays(), order,
+                    start, uniform, mean, second)
     return mean, second
+
+
+@numba.njit(cache=True, parallel=True)
+def _all_node_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, order,
+                    start, uniform, mean, second):
+    """:func:`_node_draws` for every draw, the draws spread over threads (each reads its own
+    uniforms, so the result does not depend on how they are spread)."""
+    for d in numba.prange(eta.shape[0]):
+        _node_draws(eta[d], c, n, sigma_e[d], sigma_v[d], paired, x, logw, z, log_omega, u,
+                    lam, order, start, uniform[d], mean[d], second[d])
 
 
 def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rules=None,
