@@ -285,6 +285,9 @@ def test_fits_are_reproducible_and_the_compiled_model_cache_swaps_data(score_fit
     # a model compiled on other data of the same shape, its data swapped for these, gives
     # the fit compiled on these (convergence is not the point here: its gates may fail)
     other = be.from_frame(_frame(seed=7, n_task=10), score="score", cluster="cluster")
+    # with interior scores in other cells (the Beta part is gathered on those cells)
+    assert not np.array_equal(other.dataset["score_nmid"].values > 0,
+                              data.dataset["score_nmid"].values > 0)
     zoib._compiled.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)
