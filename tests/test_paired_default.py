@@ -181,13 +181,14 @@ def test_crossed_bounds_of_a_paired_fit_come_from_one_joint_fit_per_bound():
     subtracting draws of the two bounds' separate fits loses the pairing (wider)."""
     from scipy import special
 
+    # two trials per task: the collapsed form's fixed grid (three took 5x as long)
     rng = np.random.default_rng(3)
-    e = rng.normal(0, 1.5, 40)
+    e = rng.normal(0, 1.5, 80)
     rows = []
     for system, a in (("A", 0.0), ("B", 0.3)):
-        p = special.expit(a + e + rng.normal(0, 0.3, 40))
-        for j in range(40):
-            for _ in range(3):
+        p = special.expit(a + e + rng.normal(0, 0.3, 80))
+        for j in range(80):
+            for _ in range(2):
                 miss = rng.random() < 0.08
                 rows.append({"system": system, "task": f"t{j}", "status": "error" if miss
                              else "ok", "success": None if miss else int(rng.random() < p[j])})
