@@ -260,7 +260,7 @@ def frames(draw):
     return pd.DataFrame(data), kwargs
 
 
-@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(frames())
 def test_arbitrary_frames_raise_only_value_or_type_errors(case):
     df, kwargs = case
