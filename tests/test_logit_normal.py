@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 from scipy import integrate, special, stats
 
 import bayeval as be
@@ -487,3 +488,23 @@ def test_exact_task_draws_are_reproducible_and_keep_the_task_order():
     # a system with no weight gets nothing; the other's sum is unchanged in distribution
     one = quad.exact_task_sums(*args, weight * [1.0, 0.0], inverse, np.random.default_rng(9))
     assert np.all(one[:, 1, :] == 0.0)
+
+
+def test_a_compiled_collapsed_model_swaps_its_data_for_a_fit_of_other_data():
+    """Fits of other data whose theta has the same size reuse the compiled model with their
+    data swapped in, and draw exactly what a fresh compilation draws."""
+    rng = np.random.default_rng(12)
+    first, second = (be.from_counts(rng.binomial(1, 0.6, (2, n_task)).tolist(), trials=1,
+                                    systems=["A", "B"]) for n_task in (20, 31))
+    settings = {"model": "logit_normal", "draws": 100, "tune": 100, "chains": 2, "seed": 4}
+    logit_normal._compiled.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)  # short fits
+        fresh = be.fit(second, **settings)
+        logit_normal._compiled.clear()
+        be.fit(first, **settings)
+        assert len(logit_normal._compiled) == 1
+        swapped = be.fit(second, **settings)
+    assert len(logit_normal._compiled) == 1
+    xr.testing.assert_equal(swapped.tree["posterior"].to_dataset(),
+                            fresh.tree["posterior"].to_dataset())

@@ -178,8 +178,9 @@ class Coordinates:
 class CollapsedLogp(Op):
     """PyTensor Op: the log density of ``theta`` and its gradient (see :func:`bayeval.models._quadrature.logp_and_grad`).
 
-    Inputs other than ``theta`` are constants of the model (spec, constants, pattern index,
-    counts, multiplicities). The Op's ``pullback`` uses the gradient output.
+    Inputs other than ``theta`` are the model's data (spec, constants, pattern index,
+    counts, multiplicities), so a compiled model serves other data of the same ``theta``
+    size. The Op's ``pullback`` uses the gradient output.
     """
 
     # PyTensor caches compiled numba code on disk under a key made of these props, not of the
