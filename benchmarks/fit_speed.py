@@ -19,8 +19,10 @@ Terminal-Bench (13 x 80 x 5 trials; ``--logit-normal-data tb``) and LiveCodeBenc
 10 samples; ``lcb``): the default fit, in the form it picks
 (:func:`bayeval.models.logit_normal.sampling_form`: collapsed, task effects integrated out by
 quadrature, or full-latent, a latent effect per task and per system-task), against the other
-form, both warm (after a first fit of the same shapes: the numba caches are warm, each fit
-still builds and compiles its model), with the paired cluster bootstrap as the baseline. The
+form, both warm (after a first fit of the same shapes: the numba caches are warm, and the
+collapsed form reuses its compiled model with the data swapped in, as any fit whose parameter
+vector has the same size does; the full-latent form builds and compiles its model in each
+fit), with the paired cluster bootstrap as the baseline. The
 lowest bulk ESS of the quantities ``fit`` keeps (intercepts, spreads, cluster effects) gives
 the time per effective draw. ``--latent-cap`` skips the full-latent comparison above that many
 latent effects, and the collapsed comparison is skipped above ``COLLAPSED_CAP`` cells.
