@@ -220,7 +220,7 @@ def timing(seed, lines):
               f"attempt ({n_mid} of 720 scores strictly between 0 and 1); default fit settings "
               "(4 chains x 1000 draws after 1000 tuning), wall clock of each fit in one process: "
               "the first fit of a model builds and compiles it, the second (another seed) "
-              "reuses what it can (zoib: the compiled model; logit_normal: the numba kernel). "
+              "reuses its compiled model (its data swapped in). "
               "Effect ESS: bulk ESS of the population effect B - A.", "",
               "| fit | run | seconds | divergences | min bulk ESS (parameters) | max r-hat | "
               "min BFMI | effect ESS |", "|---|---|---|---|---|---|---|---|"]
