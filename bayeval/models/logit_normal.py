@@ -63,9 +63,8 @@ covariances.
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 import json
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
