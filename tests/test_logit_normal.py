@@ -229,7 +229,7 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601):
     """Independent reference for the collapsed model: the prior of every quantity in theta's
     coordinates (SciPy densities, log-Jacobians of the log-spreads) plus the dense-grid
     likelihood of every task, with alpha and the cluster effects from ``unpack``. The grids
-    are coarser than :func:`_reference_log_marginal`'s default (which the 1e-5 checks need);
+    are coarser than :func:`_reference_log_marginal`'s default (kept for the 1e-5 checks);
     at these points they differ from it by under 1e-12, far inside the 2e-3 compared."""
     layout = logit_normal.Layout.from_dataset(data.dataset)
     coord = logit_normal.coordinates(layout)
