@@ -148,27 +148,38 @@ def score_arrays(data, missing_bound=None) -> dict:
             for name in (*STATS, "trials")}
 
 
+def _functions(xp):
+    """``softplus``, ``gammaln`` and ``expit`` of an array backend (NumPy/SciPy or PyTensor)."""
+    if xp is np:
+        return (lambda x: np.logaddexp(0.0, x)), special.gammaln, special.expit
+    return xp.softplus, xp.gammaln, xp.sigmoid
+
+
+def _zero_one_terms(n0, n1, nmid, eta, zeta, xp):
+    """Each cell's 0/1 grades and its share of interior grades: the counts' log-likelihood."""
+    softplus, _, _ = _functions(xp)
+    log_zoi, log_1m_zoi = -softplus(-zeta), -softplus(zeta)
+    return n0 * (log_zoi - softplus(eta)) + n1 * (log_zoi - softplus(-eta)) + nmid * log_1m_zoi
+
+
+def _interior_terms(nmid, sumlog, sumlog1m, mean_logit, phi, xp):
+    """The Beta log-density of each cell's interior scores from their sufficient statistics."""
+    _, gammaln, expit = _functions(xp)
+    mu = xp.clip(expit(mean_logit), 1e-12, 1 - 1e-12)
+    a, b = mu * phi, (1 - mu) * phi
+    return ((a - 1) * sumlog + (b - 1) * sumlog1m
+            - nmid * (gammaln(a) + gammaln(b) - gammaln(phi)))
+
+
 def zoib_loglik(stats: dict, eta, zeta, delta, phi, xp=np):
     """Log-likelihood of each cell from its sufficient statistics (any array backend).
 
     ``eta``, ``zeta`` are (system, task); ``delta``, ``phi`` per system, shape (system, 1).
     ``xp`` is NumPy (with SciPy's ``gammaln``) or PyTensor's tensor module.
     """
-    if xp is np:
-        gammaln, expit = special.gammaln, special.expit
-
-        def softplus(x):
-            return np.logaddexp(0.0, x)
-    else:
-        softplus, gammaln, expit = xp.softplus, xp.gammaln, xp.sigmoid
-    log_zoi, log_1m_zoi = -softplus(-zeta), -softplus(zeta)
-    log_coi, log_1m_coi = -softplus(-eta), -softplus(eta)
-    mu = xp.clip(expit(eta + delta), 1e-12, 1 - 1e-12)
-    a, b = mu * phi, (1 - mu) * phi
-    return (stats["n0"] * (log_zoi + log_1m_coi) + stats["n1"] * (log_zoi + log_coi)
-            + stats["nmid"] * log_1m_zoi
-            + (a - 1) * stats["sumlog"] + (b - 1) * stats["sumlog1m"]
-            - stats["nmid"] * (gammaln(a) + gammaln(b) - gammaln(phi)))
+    return (_zero_one_terms(stats["n0"], stats["n1"], stats["nmid"], eta, zeta, xp)
+            + _interior_terms(stats["nmid"], stats["sumlog"], stats["sumlog1m"], eta + delta,
+                              phi, xp))
 
 
 def model_data(stats: dict) -> dict:
@@ -192,19 +203,12 @@ def _gathered_loglik(data_vars, eta, zeta, delta, phi):
     """The sum over cells of :func:`zoib_loglik` in PyTensor, the Beta part on interior cells."""
     import pytensor.tensor as pt
 
-    log_zoi, log_1m_zoi = -pt.softplus(-zeta), -pt.softplus(zeta)
-    total = (data_vars["n0"] * (log_zoi - pt.softplus(eta))
-             + data_vars["n1"] * (log_zoi - pt.softplus(-eta))
-             + data_vars["nmid"] * log_1m_zoi).sum()
-    system = data_vars["interior_system"]
-    mu = pt.clip(pt.sigmoid(eta.ravel()[data_vars["interior"]] + delta[system]),
-                 1e-12, 1 - 1e-12)
-    precision = phi[system]
-    a, b = mu * precision, (1 - mu) * precision
-    return total + ((a - 1) * data_vars["interior_sumlog"]
-                    + (b - 1) * data_vars["interior_sumlog1m"]
-                    - data_vars["interior_nmid"] * (pt.gammaln(a) + pt.gammaln(b)
-                                                    - pt.gammaln(precision))).sum()
+    system, cells = data_vars["interior_system"], data_vars["interior"]
+    return (_zero_one_terms(data_vars["n0"], data_vars["n1"], data_vars["nmid"], eta, zeta,
+                            pt).sum()
+            + _interior_terms(data_vars["interior_nmid"], data_vars["interior_sumlog"],
+                              data_vars["interior_sumlog1m"],
+                              eta.ravel()[cells] + delta[system], phi[system], pt).sum())
 
 
 def build_zoib_model(data, priors=None, missing_bound=None):
