@@ -64,7 +64,6 @@ covariances.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,6 +77,7 @@ from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation
+from bayeval.models._nutpie_cache import CompiledModels
 from bayeval.models._quadrature import (
     EXACT_TASKS,
     LOW_TRIALS,
@@ -348,8 +348,7 @@ def coordinates(layout: Layout) -> Coordinates:
 
 #: The names of the collapsed model's data (``pm.Data``): what a compiled model swaps.
 COLLAPSED_DATA = ("spec", "const", "index", "c", "n", "mult")
-_CACHE_SIZE = 8
-_compiled: OrderedDict = OrderedDict()  # theta's size -> compiled nutpie model
+_compiled = CompiledModels()  # theta's size -> compiled nutpie model
 
 
 def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
@@ -383,17 +382,8 @@ def sample_collapsed(model: pm.Model, draws: int, tune: int, chains: int, seed: 
     """
     import nutpie
 
-    key = int(model["theta"].type.shape[0])
-    compiled = _compiled.get(key)
-    if compiled is None:
-        compiled = nutpie.compile_pymc_model(model)
-        _compiled[key] = compiled
-        while len(_compiled) > _CACHE_SIZE:
-            _compiled.popitem(last=False)
-    else:
-        _compiled.move_to_end(key)
-        compiled = compiled.with_data(**{name: model[name].get_value()
-                                         for name in COLLAPSED_DATA})
+    compiled = _compiled.get(int(model["theta"].type.shape[0]), lambda: model,
+                             lambda: {name: model[name].get_value() for name in COLLAPSED_DATA})
     return nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
                          seed=seed, progress_bar=progress)
 

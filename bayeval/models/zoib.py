@@ -48,7 +48,6 @@ Estimands (the mean score, :meth:`bayeval.Results.mean_score`):
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +55,7 @@ import xarray as xr
 from scipy import special
 
 from bayeval._validate import merge_priors
+from bayeval.models._nutpie_cache import CompiledModels
 from bayeval.models._beta_family import Populations, task_weights
 
 __all__ = ["build_zoib_model", "DEFAULT_PRIORS", "ZoibScores", "zoib_loglik"]
@@ -84,8 +84,7 @@ TARGET_ACCEPT = 0.95
 #: Further options of ``nutpie.sample`` (a low-rank mass matrix was 10-20 times slower on
 #: 360 tasks, with no better mixing).
 NUTPIE_OPTIONS: dict = {}
-_CACHE_SIZE = 8
-_compiled: OrderedDict = OrderedDict()  # structure -> compiled nutpie model
+_compiled = CompiledModels()  # structure -> compiled nutpie model
 
 
 def validate_priors(priors) -> dict:
@@ -302,16 +301,8 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
         import nutpie
 
         key = (layout.key(), tuple(sorted((k, str(v)) for k, v in priors.items())))
-        stats = score_arrays(data, missing_bound)
-        compiled = _compiled.get(key)
-        if compiled is None:
-            compiled = nutpie.compile_pymc_model(build_zoib_model(data, priors, missing_bound))
-            _compiled[key] = compiled
-            while len(_compiled) > _CACHE_SIZE:
-                _compiled.popitem(last=False)
-        else:
-            _compiled.move_to_end(key)
-            compiled = compiled.with_data(**model_data(stats))
+        compiled = _compiled.get(key, lambda: build_zoib_model(data, priors, missing_bound),
+                                 lambda: model_data(score_arrays(data, missing_bound)))
         trace = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains,
                               cores=cores, seed=seed, progress_bar=progress,
                               target_accept=target_accept, **NUTPIE_OPTIONS)
