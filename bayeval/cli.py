@@ -989,8 +989,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             cluster, stratum, status, status_map, reader_options, missing, model, sampler, draws,
             chains, tune, seed, n_boot, ci_prob, estimand, metric, k, pairs, compare_k, margin,
             prob, superior, flagged_path, by, scheduler, allow_harness_change, cost_column,
-            cost_reference, cost_model, latency_columns, latency_model, runs, score_column, json_path,
-            report_path):
+            cost_reference, cost_model, latency_columns, latency_model, runs, score_column,
+            json_path, report_path):
     """Fit a model to evaluation results and crosscheck it with the bootstrap.
 
     FILE is a long table (.csv, .parquet, .jsonl, .json records) with one row per trial
@@ -1256,7 +1256,7 @@ def _echo_cost(section: dict, ci_prob: float):
     table.index.name = "system"
     with pd.option_context("display.width", 250, "display.max_columns", None,
                            "display.max_colwidth", 60, "display.max_rows", None):
-        model = section.get("cost_model", "bayesian_bootstrap").replace("_", " ")
+        model = section["cost_model"].replace("_", " ")
         click.echo(f"\ncost ({section['column']}): posterior mean ({model} cost model) "
                    f"[{ci_prob:.0%} interval] and bootstrap twin; pass@1 per attempt, effect "
                    f"against {ref}")
