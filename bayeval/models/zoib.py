@@ -181,7 +181,7 @@ def zoib_loglik(stats: dict, eta, zeta, delta, phi, xp=np):
                               phi, xp))
 
 
-def model_data(stats: dict) -> dict:
+def _model_data(stats: dict) -> dict:
     """The arrays the PyMC model reads (:func:`build_zoib_model`'s ``pm.Data``), by name.
 
     The 0/1 counts stay (system, task) arrays; the Beta part's statistics are kept only for the
@@ -213,7 +213,7 @@ def _gathered_loglik(data_vars, eta, zeta, delta, phi):
 def build_zoib_model(data, priors=None, missing_bound=None):
     """Build the zero-one-inflated Beta model as a PyMC model (every effect latent).
 
-    The sufficient statistics enter as ``pm.Data`` (named as in :func:`model_data`), so a
+    The sufficient statistics enter as ``pm.Data`` (named as in :func:`_model_data`), so a
     compiled model serves any data of the same shape, whatever its cells with interior scores.
 
     Parameters
@@ -250,7 +250,7 @@ def build_zoib_model(data, priors=None, missing_bound=None):
     if layout.has_clusters:
         coords["cluster"] = layout.cluster_labels
     with pm.Model(coords=coords) as model:
-        data_vars = {name: pm.Data(name, value) for name, value in model_data(stats).items()}
+        data_vars = {name: pm.Data(name, value) for name, value in _model_data(stats).items()}
         alpha = pm.Normal("alpha", *priors["alpha"], dims="system")
         delta = pm.Normal("delta", *priors["delta"], dims="system")
         gamma = pm.Normal("gamma", *priors["gamma"], dims="system")
@@ -302,7 +302,7 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
 
         key = (layout.key(), tuple(sorted((k, str(v)) for k, v in priors.items())))
         compiled = _compiled.get(key, lambda: build_zoib_model(data, priors, missing_bound),
-                                 lambda: model_data(score_arrays(data, missing_bound)))
+                                 lambda: _model_data(score_arrays(data, missing_bound)))
         trace = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains,
                               cores=cores, seed=seed, progress_bar=progress,
                               target_accept=target_accept, **NUTPIE_OPTIONS)
