@@ -30,9 +30,10 @@ strata, the same units for every system, and recomputes each ratio from the resa
 a ratio estimator resampled as a ratio. :func:`posterior_cost` (``Results.cost``) is its
 posterior twin: the Bayesian bootstrap over tasks (Rubin 1981) for the cost, with the fitted
 model's task rates for the successes, coupled through the same task weights; with
-``model="lognormal"`` the cost side is instead a hurdle log-normal with task effects per
-system (a Beta posterior for the share of zero costs, the latency model's grid for the
-positive ones), fitted from the stored sums of logs and squared logs.
+``model="lognormal"`` each task's cost is instead drawn from a crossed hurdle log-normal
+(:mod:`bayeval.models._cost_lognormal`: task and cluster effects shared by the systems, a
+Beta posterior for each system's share of zero costs), fitted from the stored sums of logs
+and squared logs, under the same task weights.
 """
 
 from __future__ import annotations
@@ -359,30 +360,32 @@ def _check_lognormal_cost(data, column, stats) -> None:
             "shape assumed) or drop those systems")
 
 
-def _lognormal_cost_draws(data, column, n_draws, rng, parts=False):
-    """Posterior draws ``(n_draws, system)`` of the expected cost of one attempt on a new task
-    under the hurdle log-normal: ``(1 - pi) exp(mu + (tau^2 + sigma^2) / 2)``, each system on
-    its own (see :meth:`bayeval.Results.cost`). With ``parts``, also a dict of the draws of
-    ``mu``, ``tau``, ``sigma`` and the zero share ``pi``, each ``(n_draws, system)``."""
+def _lognormal_cost_draws(data, column, n_draws, rng, seed=0):
+    """Posterior draws ``(n_draws, system, task)`` of each task's expected attempt cost under
+    the crossed hurdle log-normal (:mod:`bayeval.models._cost_lognormal`),
+    ``(1 - pi_s) exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)``, and a dict of the
+    draws of its parameters (``mu``, ``loading``, ``omega``, ``sigma`` and ``zero_share`` per
+    system, ``sigma_cluster``), the expected cost of an attempt on a new task of a new cluster
+    (``new_task``, ``(n_draws, system)``) and the sampler's ``divergences``."""
+    from bayeval.models import _cost_lognormal
+
     stats = _positive_cost_stats(data, column)
     _check_lognormal_cost(data, column, stats)
-    out = np.empty((n_draws, len(data.systems)))
-    params = {name: np.empty_like(out) for name in ("mu", "tau", "sigma", "zero_share")}
-    for s in range(len(data.systems)):
-        keep = stats["n"][s] > 0
-        n, ybar = stats["n"][s, keep], stats["ybar"][s, keep]
-        total = n.sum()
-        mean = stats["logsum"][s].sum() / total
-        var = max(stats["logsumsq"][s].sum() / total - mean**2, 0.0)
-        spread = float(np.sqrt(var)) if var > 0 else 1.0
-        mu, tau, sigma = _lognormal_grid(n, ybar, float(stats["within"][s, keep].sum()),
-                                         spread, n_draws, rng)
-        zero_share = rng.beta(1.0 + stats["zeros"][s], 1.0 + total, size=n_draws)
-        with np.errstate(over="ignore"):
-            out[:, s] = (1.0 - zero_share) * np.exp(mu + 0.5 * (tau**2 + sigma**2))
-        for name, value in zip(params, (mu, tau, sigma, zero_share)):
-            params[name][:, s] = value
-    return (out, params) if parts else out
+    arr = _cost_lognormal.cell_arrays(
+        stats, data.dataset["cluster"].values if data.has_clusters else None)
+    params = _cost_lognormal.sample(arr, data.has_clusters, n_draws, seed)
+    effects = _cost_lognormal.effect_draws(arr, params, rng)
+    positives = stats["n"].sum(axis=1)
+    params["zero_share"] = rng.beta(1.0 + stats["zeros"], 1.0 + positives,
+                                    size=(n_draws, len(positives)))
+    keep = 1.0 - params["zero_share"]
+    half_var = 0.5 * params["sigma"] ** 2
+    spread = (params["loading"] ** 2 * (1.0 + params["sigma_cluster"] ** 2)[:, None]
+              + params["omega"] ** 2)
+    with np.errstate(over="ignore"):
+        params["new_task"] = keep * np.exp(params["mu"] + half_var + 0.5 * spread)
+        per_task = keep[..., None] * np.exp((params["mu"] + half_var)[..., None] + effects)
+    return per_task, params
 
 
 def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
@@ -394,8 +397,8 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     attempts (the rate itself when every attempt is ``ok``); with ``k`` the budget curve
     takes ``(1 - p_j)^i`` from that rate in each draw, so k may exceed the attempts made
     (the model extrapolates), and weighs the tasks with the same Dirichlet weights as the
-    cost. ``model="lognormal"`` replaces the cost side by the hurdle log-normal of
-    :meth:`bayeval.Results.cost` (a new task's expected attempt cost in each draw).
+    cost. ``model="lognormal"`` replaces each task's observed cost by its expected attempt
+    cost drawn from the crossed hurdle log-normal of :meth:`bayeval.Results.cost`.
 
     Examples
     --------
@@ -441,11 +444,13 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     totals[..., 2] = np.einsum("dt,dst->ds", weights, trials[None] * rates)
     cbar, ran = _mean_attempt_cost(per_task)  # (task, system)
     cbar = np.broadcast_to(cbar.T[None], (n_draws,) + cbar.T.shape)  # (draw, system, task)
+    extra = {}
     if model == "lognormal":
-        per_attempt_cost = _lognormal_cost_draws(data, column, n_draws, rng)  # (draw, system)
-        # the draw's cost total is its expected cost per attempt times the draw's attempts
-        totals[..., 0] = per_attempt_cost * totals[..., 1]
-        cbar = per_attempt_cost[..., None] * ran.T[None]
+        # each task's expected attempt cost in the draw, weighted like its successes
+        task_cost, params = _lognormal_cost_draws(data, column, n_draws, rng, seed)
+        totals[..., 0] = np.einsum("dt,dst->ds", weights, per_task[..., 1].T[None] * task_cost)
+        cbar = task_cost * ran.T[None]
+        extra = {"cost_divergences": params["divergences"]}
     draws = _ratios(totals)
     interval = _percentiles(draws, ci_prob)
     estimate = _mean(draws)
@@ -470,13 +475,13 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
         k_draws = _k_ratios(k_totals, len(ks))
         k_parts = (ks, _mean(k_draws), k_draws, _percentiles(k_draws, ci_prob))
     if model == "lognormal":
-        method = ("posterior (hurdle log-normal cost with task effects per system, model task "
-                  "rates under Bayesian bootstrap task weights)")
+        method = ("posterior (crossed hurdle log-normal cost with task effects shared by the "
+                  "systems, model task rates, both under Bayesian bootstrap task weights)")
     else:
         method = "posterior (Bayesian bootstrap over tasks, model task rates)"
     attrs = {"method": method, "model": results.model, "cost_model": model, "column": column,
              "n_draws": n_draws, "ci_prob": ci_prob, "seed": seed,
-             "missing_policy": data.missing or "none"}
+             "missing_policy": data.missing or "none", **extra}
     return _dataset(estimate, draws, interval, systems, ("draw",), attrs, k_parts)
 
 
@@ -629,6 +634,20 @@ def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -
             f"{prefix}_upper": _json(high), f"{prefix}_prob_positive": _json(np.mean(diff > 0))}
 
 
+def _cost_misfit(post: xr.Dataset, boot: xr.Dataset) -> np.ndarray:
+    """Per system: whether the log-normal's cost per attempt and the bootstrap's disagree
+    (either's point outside the other's interval), ``(system,)`` bool. The log-normal's mean
+    ``exp(sigma^2 / 2)`` factor rests on the shape of the log costs: a skewed one (on the
+    bundled SWE-bench file, a system with log-cost skewness -1.1) moves it by tens of percent
+    while the task-resampled mean stays where the data put it."""
+    name = "cost_per_attempt"
+    p_lo, p_hi = (post[f"{name}_interval"].sel(ci_bound=b).values for b in ("lower", "upper"))
+    b_lo, b_hi = (boot[f"{name}_interval"].sel(ci_bound=b).values for b in ("lower", "upper"))
+    p_est, b_est = post[name].values, boot[name].values
+    with np.errstate(invalid="ignore"):
+        return (p_est < b_lo) | (p_est > b_hi) | (b_est < p_lo) | (b_est > p_hi)
+
+
 def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=None,
              unit="task", n_draws=1000, model="bayesian_bootstrap") -> dict:
     """The cost-success evidence table of the report card, as a JSON-ready ``dict``.
@@ -688,6 +707,8 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
         raise ValueError(f"reference must be one of the systems {describe_values(labels)}; "
                          f"got {reference!r}")
     fronts = {"bayes": frontier(post), "bootstrap": frontier(boot)}
+    misfit = (_cost_misfit(post, boot) if model == "lognormal"
+              else np.zeros(len(systems), dtype=bool))
     k_top = ks[-1]
     rows = []
     for system in systems:
@@ -750,6 +771,7 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
             "reference": str(reference), "k": [int(v) for v in ks],
             "pass_k": int(k_top), "bootstrap_k": [int(v) for v in boot_ks],
             "unit": unit, "n_draws": int(post.attrs["n_draws"]),
+            "cost_misfit": [str(s) for s, bad in zip(systems, misfit) if bad],
             "frontier": {"cost": "cost_per_attempt", "success": "pass_at_1",
                          "bayes": fronts["bayes"].attrs["frontier"],
                          "bootstrap": fronts["bootstrap"].attrs["frontier"]},

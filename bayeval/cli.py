@@ -957,8 +957,9 @@ def _header(data, lines, res=None, err=False):
 @click.option("--cost-model", type=click.Choice(["bayesian_bootstrap", "lognormal"]),
               default="bayesian_bootstrap", show_default=True,
               help="The posterior's cost side in the cost table: the Bayesian bootstrap over "
-              "tasks (no shape assumed) or a hurdle log-normal with task effects per system "
-              "(models/cost.md has the coverage of both).")
+              "tasks (no shape assumed) or a hurdle log-normal with task and cluster "
+              "effects shared by the systems (paired; models/cost.md has the coverage of "
+              "both).")
 @click.option("--latency", "latency_columns", metavar="COLUMN|START,END",
               help="Each attempt's duration (outcome-row tables): a column of seconds, or "
               "start and end timestamp columns (ISO 8601). Per system the p50 and p95 "
@@ -1261,6 +1262,10 @@ def _echo_cost(section: dict, ci_prob: float):
                    f"[{ci_prob:.0%} interval] and bootstrap twin; pass@1 per attempt, effect "
                    f"against {ref}")
         click.echo(table.to_string())
+    if section.get("cost_misfit"):
+        click.echo("log-normal cost check: the log-normal and the bootstrap disagree on the cost "
+                   "per attempt of " + ", ".join(section["cost_misfit"]) + " (the log costs' "
+                   "shape is not normal there); read the bootstrap rows for them")
     click.echo(f"frontier (cost per attempt vs pass@1): posterior "
                f"{', '.join(section['frontier']['bayes'])}; bootstrap "
                f"{', '.join(section['frontier']['bootstrap'])}")

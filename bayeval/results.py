@@ -936,24 +936,27 @@ class Results:
         counts under its status; ``not_run`` attempts cost nothing and are not attempts. The
         twin is :func:`bayeval.bootstrap.cost`.
 
-        ``model="lognormal"`` models the cost side instead, each system on its own: an
-        attempt costs 0 with probability pi (a hurdle, Beta(1, 1) prior, so the posterior is
-        Beta(1 + zeros, 1 + positives)), and otherwise
+        ``model="lognormal"`` models the cost side instead: an attempt of system s costs 0
+        with probability pi_s (a hurdle, Beta(1, 1) prior, so the posterior is
+        Beta(1 + zeros, 1 + positives)), and otherwise, on task t of cluster c,
 
-            log cost = mu + u_t + e,  u_t ~ N(0, tau^2),  e ~ N(0, sigma^2),
+            log cost = mu_s + lambda_s (g_c + u_t) + w_st + e,
 
-        flat prior on mu and half-Cauchy(0, 1) priors on tau and sigma (log units), computed
-        from the stored per-task counts, sums of logs and squared logs of the positive costs
-        on a grid over (log sigma, log tau) with mu exact (the machinery of the log-normal
-        latency model). ``cost_per_attempt`` is then the expected cost of an attempt on a new
-        task, ``(1 - pi) exp(mu + (tau^2 + sigma^2) / 2)``, and ``cost_per_success`` that over
-        the draw's ``pass_at_1`` (the fitted task rates under Dirichlet task weights, as
-        above). The cost draws of different systems are independent (the task effects are
-        not shared across systems), while the success side stays paired; with ``k`` the
-        budget curve takes a task's mean attempt cost as the system's expected cost whatever
-        the task, so it assumes a task's cost and its success rate are unrelated. Each system
-        needs at least 2 positive costs on at least 2 tasks. ``models/cost.md`` has the
-        coverage of both models.
+        with ``g_c ~ N(0, sigma_cluster^2)`` and ``u_t ~ N(0, 1)`` shared by the systems that
+        ran the task (the costs are paired, as the successes are), a loading ``lambda_s`` per
+        system, a task-by-system effect ``w_st ~ N(0, omega_s^2)`` and attempt noise
+        ``e ~ N(0, sigma_s^2)``; flat prior on mu, half-Cauchy(0, 1) on the loadings and
+        spreads (log units). It is fitted from the stored per-cell counts, sums of logs and
+        squared logs of the positive costs, the effects and mu integrated out in closed form
+        (NUTS on the loadings and spreads; ``attrs["cost_divergences"]`` counts divergent
+        transitions), and each observed task's expected attempt cost ``(1 - pi_s)
+        exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)`` is drawn from its
+        posterior. These task costs take the place of the observed ones under the same
+        Dirichlet task weights, so cost and success stay coupled task by task (the budget
+        curve included: a hard task that also costs more counts as both). Each system
+        needs at least 2 positive costs on at least 2 tasks. The first fit for a number of
+        systems compiles its sampler (seconds), later ones in the process reuse it.
+        ``models/cost.md`` has the coverage of both models.
 
         Parameters
         ----------
@@ -969,8 +972,8 @@ class Results:
             The budget curve (``pass_at_k``, ``cost_of_k``, ``expected_spend``,
             ``cost_per_success_at_k`` on a ``k`` dim); see :func:`bayeval._cost.posterior_cost`.
         model : {"bayesian_bootstrap", "lognormal"}, default "bayesian_bootstrap"
-            The cost side: the Bayesian bootstrap over tasks (no shape assumed) or the hurdle
-            log-normal with task effects.
+            The cost side: the Bayesian bootstrap over tasks (no shape assumed) or the
+            crossed hurdle log-normal (task and cluster effects shared by the systems).
 
         Returns
         -------

@@ -1,0 +1,261 @@
+"""The crossed hurdle log-normal cost model behind ``Results.cost(model="lognormal")``.
+
+An attempt of system s on task t (cluster c) costs 0 with probability ``pi_s`` and otherwise
+
+    log cost = mu_s + lambda_s (g_c + u_t) + w_st + e,
+    g_c ~ N(0, sigma_cluster^2), u_t ~ N(0, 1), w_st ~ N(0, omega_s^2), e ~ N(0, sigma_s^2),
+
+with the cluster and task effects ``g`` and ``u`` shared by every system that ran the task (the
+systems' costs are paired, as their successes are in the paired model), each system scaling
+them by its own loading ``lambda_s >= 0`` (its task spread: a system whose cost grows more
+with a task's size than another's has the larger loading), ``w`` a task-by-system effect and
+``e`` attempt noise, both with a spread per system. Priors: flat on ``mu``, half-Cauchy(0, 1)
+on the loadings and every spread (log units); ``pi_s | data ~ Beta(1 + zeros, 1 +
+positives)``. One common loading (``lambda_s = tau`` for every s) misstates the mean of a
+system whose costs follow the task more or less closely than the others': on the bundled
+SWE-bench file it put one system's expected attempt cost 16% below its observed mean.
+
+The model is fitted from what ``from_frame(covariates=[...])`` stores: per (system, task) the
+count ``n`` of positive costs, the mean of their logs and the within-cell sum of squares. The
+effects ``g``, ``u``, ``w`` are integrated out in closed form: per task the cell means are
+normal with covariance ``lambda lambda' + diag(omega_s^2 + sigma_s^2 / n)``, inverted by
+Sherman-Morrison, and per cluster the tasks' blocks gain the rank-one ``sigma_cluster^2``
+term the same way; ``mu`` is integrated out too (flat prior: generalised least squares on
+the systems; sampled, it mixed badly, bulk ESS 17 of 1000 on SWE-bench, its common shift
+tied to the few clusters' spread). NUTS (nutpie) samples the loadings and spreads; each
+draw's ``mu`` and effects are then drawn from their exact normal conditionals (``mu``, then
+cluster, task and cell effects), so every observed task has draws of its expected attempt
+cost ``(1 - pi_s) exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)``.
+
+A system without two positive costs on any one task has no within-cell spread to tell
+``omega_s`` from ``sigma_s``: its ``omega_s`` is left out (``has_within``), so its attempt
+noise carries the task-by-system spread too (the expected costs are the same; only the split
+between ``w`` and ``e`` is not identified).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayeval.models._nutpie_cache import CompiledModels
+
+#: Draws per chain are ``ceil(n_draws / CHAINS)``; the model is small and Gaussian given its
+#: spreads, so a short tuning suffices (no divergences in the coverage runs).
+CHAINS = 4
+TUNE = 500
+PRIOR_SCALE = 1.0  # of the half-Cauchy priors on the spreads (log units)
+
+_compiled = CompiledModels()
+
+
+def cell_arrays(stats: dict, cluster=None) -> dict:
+    """The model's arrays from :func:`bayeval._cost._positive_cost_stats` (system, task).
+
+    Returns (task, system) arrays ``n``, ``ybar``, ``mask`` (a positive cost there), per system
+    ``df`` (within-cell degrees of freedom), ``within`` (within-cell sum of squares),
+    ``has_within`` (1.0 where ``df > 0``) and ``centre`` (mean log cost, where ``mu`` starts),
+    and ``cluster`` (task,) integer codes (all 0 without clusters) with ``n_clusters`` and
+    their one-hot ``cluster_onehot`` (task, cluster).
+    """
+    n = stats["n"].T.astype(float)
+    mask = (n > 0).astype(float)
+    df = np.clip(stats["n"] - 1, 0, None).sum(axis=1).astype(float)
+    centre = stats["logsum"].sum(axis=1) / np.maximum(stats["n"].sum(axis=1), 1)
+    if cluster is None:
+        codes = np.zeros(n.shape[0], dtype=np.int64)
+    else:
+        _, codes = np.unique(np.asarray(cluster), return_inverse=True)
+    return {"n": np.where(mask > 0, n, 1.0), "ybar": stats["ybar"].T.astype(float),
+            "mask": mask, "df": df, "within": stats["within"].sum(axis=1).astype(float),
+            "has_within": (df > 0).astype(float), "centre": centre.astype(float),
+            "cluster": codes.astype(np.int64), "n_clusters": int(codes.max()) + 1,
+            "cluster_onehot": np.eye(int(codes.max()) + 1)[codes]}
+
+
+def _linalg(xp):
+    """``cholesky`` and ``solve_triangular`` of an array backend (NumPy/SciPy or PyTensor)."""
+    if xp is np:
+        from scipy.linalg import solve_triangular
+
+        return np.linalg.cholesky, solve_triangular
+    from pytensor.tensor.linalg import cholesky, solve_triangular
+
+    return cholesky, solve_triangular
+
+
+def _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp):
+    """The generalised least squares of the cell means on the systems, the effects integrated
+    out: ``F = X' V^-1 X`` (system, system), ``h = X' V^-1 r``, ``r' V^-1 r`` and ``log det V``,
+    with V the cell means' covariance and ``r`` the cell means less ``centre``.
+
+    Per task ``V_t = D_t + lambda lambda'`` (D: ``omega_s^2 + sigma_s^2 / n`` on the cells with a
+    positive cost) is inverted by Sherman-Morrison; per cluster the tasks' blocks gain
+    ``sigma_cluster^2`` times the rank one of their stacked loadings, inverted the same way.
+    """
+    mask = arr["mask"]
+    d = (omega * arr["has_within"])[None, :] ** 2 + (sigma**2)[None, :] / arr["n"]
+    inv_d = mask / d  # (task, system), 0 where no positive cost
+    r = (arr["ybar"] - arr["centre"][None, :]) * mask
+    q = lam[None, :] * inv_d  # D^-1 lambda per task
+    big_a, big_b = (q * lam[None, :]).sum(axis=1), (q * r).sum(axis=1)  # (task,)
+    one_plus = 1.0 + big_a
+    scaled = q / one_plus[:, None]  # X_t' V_t^-1 lambda_t
+    gram = (xp.eye(mask.shape[1]) * inv_d.sum(axis=0)[None, :]
+            - xp.dot(scaled.T, q))
+    cross = (inv_d * r).sum(axis=0) - (scaled * big_b[:, None]).sum(axis=0)
+    quad = (inv_d * r * r).sum() - (big_b**2 / one_plus).sum()
+    logdet = (mask * xp.log(d)).sum() + xp.log(one_plus).sum()
+    if sigma_cluster is not None:
+        onehot = arr["cluster_onehot"]  # (task, cluster)
+        s2 = sigma_cluster**2
+        a_c = xp.dot(big_a / one_plus, onehot)  # lambda' V_b^-1 lambda per cluster
+        b_c = xp.dot(big_b / one_plus, onehot)
+        h_c = xp.dot(onehot.T, scaled)  # (cluster, system)
+        k_c = s2 / (1.0 + s2 * a_c)
+        gram = gram - xp.dot(h_c.T * k_c[None, :], h_c)
+        cross = cross - (h_c * (k_c * b_c)[:, None]).sum(axis=0)
+        quad = quad - (k_c * b_c**2).sum()
+        logdet = logdet + xp.log(1.0 + s2 * a_c).sum()
+    return gram, cross, quad, logdet
+
+
+def loglik(arr, lam, omega, sigma, sigma_cluster=None, xp=np):
+    """Log marginal likelihood of the positive log costs, the effects and ``mu`` (flat prior)
+    integrated out (any array backend), constants included: ``log int p(y | mu) dmu`` for the
+    multivariate normal of every positive attempt's log cost under the crossed model.
+    ``lam`` (the loadings), ``omega`` and ``sigma`` per system, ``sigma_cluster`` a scalar
+    (``None``: no cluster effect).
+    """
+    cholesky, solve_triangular = _linalg(xp)
+    gram, cross, quad, logdet = _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp)
+    chol = cholesky(gram)
+    z = solve_triangular(chol, cross, lower=True)
+    n_systems = arr["mask"].shape[1]
+    total = -0.5 * (logdet + quad - (z * z).sum()) - xp.log(xp.diagonal(chol)).sum()
+    total += 0.5 * n_systems * np.log(2.0 * np.pi)  # the integral over mu
+    # within cells: each cell's deviations from its own mean, and the 1/sqrt(n) of its mean
+    sigma2 = sigma**2
+    n_obs = (arr["mask"] * arr["n"]).sum()
+    total += (-0.5 * (arr["df"] * xp.log(sigma2)).sum() - 0.5 * (arr["within"] / sigma2).sum()
+              - 0.5 * (arr["mask"] * xp.log(arr["n"])).sum()
+              - 0.5 * n_obs * np.log(2.0 * np.pi))
+    return total
+
+
+def mu_draws(arr, params: dict, clusters: bool, rng) -> np.ndarray:
+    """``mu`` drawn from its exact normal conditional given each draw's spreads (generalised
+    least squares: mean ``centre + F^-1 h``, covariance ``F^-1``), ``(draw, system)``."""
+    from scipy.linalg import solve_triangular
+
+    n_draws = params["loading"].shape[0]
+    out = np.empty_like(params["loading"])
+    for i in range(n_draws):
+        gram, cross, _, _ = _gls_terms(
+            arr, params["loading"][i], params["omega"][i], params["sigma"][i],
+            params["sigma_cluster"][i] if clusters else None, np)
+        chol = np.linalg.cholesky(gram)
+        mean = solve_triangular(chol.T, solve_triangular(chol, cross, lower=True), lower=False)
+        noise = solve_triangular(chol.T, rng.standard_normal(len(cross)), lower=False)
+        out[i] = arr["centre"] + mean + noise
+    return out
+
+
+DATA_NAMES = ("n", "ybar", "mask", "df", "within", "has_within", "centre", "cluster_onehot")
+
+
+def _data_names(clusters: bool) -> tuple:
+    return DATA_NAMES if clusters else DATA_NAMES[:-1]
+
+
+def build_model(arr, clusters: bool):
+    """The PyMC model of the crossed log-normal on ``cell_arrays``' output (``pm.Data``):
+    the loadings and spreads, ``mu`` and the effects integrated out."""
+    import pymc as pm
+    import pytensor.tensor as pt
+
+    with pm.Model(coords={"system": range(arr["n"].shape[1])}) as model:
+        data = {name: pm.Data(name, arr[name]) for name in _data_names(clusters)}
+        lam = pm.HalfCauchy("loading", PRIOR_SCALE, dims="system")
+        omega = pm.HalfCauchy("omega", PRIOR_SCALE, dims="system")
+        sigma = pm.HalfCauchy("sigma", PRIOR_SCALE, dims="system")
+        sigma_cluster = pm.HalfCauchy("sigma_cluster", PRIOR_SCALE) if clusters else None
+        pm.Potential("loglik", loglik(data, lam, omega, sigma, sigma_cluster, xp=pt))
+    return model
+
+
+def sample(arr, clusters: bool, n_draws: int, seed: int) -> dict:
+    """Posterior draws ``(n_draws,)`` or ``(n_draws, system)`` of ``loading``, ``omega``
+    (0 where ``has_within`` is 0), ``sigma`` and ``sigma_cluster`` (zeros without clusters)
+    by NUTS, ``mu`` from its exact conditional (drawn with ``seed``), and the number of
+    divergent transitions (``divergences``)."""
+    import nutpie
+
+    draws = -(-n_draws // CHAINS)
+    # a compiled model takes data of any number of tasks and clusters (with_data), not of
+    # another number of systems (the parameters' shape)
+    key = (arr["n"].shape[1], clusters)
+    compiled = _compiled.get(key, lambda: build_model(arr, clusters),
+                             lambda: {name: arr[name] for name in _data_names(clusters)})
+    trace = nutpie.sample(compiled, draws=draws, tune=TUNE, chains=CHAINS, seed=seed,
+                          progress_bar=False)
+    post = trace.posterior
+
+    def flat(name):
+        values = post[name].values
+        return values.reshape((-1,) + values.shape[2:])[:n_draws]
+
+    out = {name: flat(name) for name in ("loading", "omega", "sigma")}
+    out["omega"] = out["omega"] * arr["has_within"][None, :]
+    out["sigma_cluster"] = (flat("sigma_cluster") if clusters else np.zeros(n_draws))
+    out["mu"] = mu_draws(arr, out, clusters, np.random.default_rng([seed, 1]))
+    out["divergences"] = int(trace.sample_stats["diverging"].values.sum())
+    return out
+
+
+EFFECT_CHUNK = 64  # draws whose (task, system) arrays are held at once
+
+
+def effect_draws(arr, params: dict, rng) -> np.ndarray:
+    """Each draw's ``lambda_s (g_c + u_t) + w_st``, ``(draw, system, task)``, from the exact
+    normal conditionals given the draw's ``mu`` and spreads: the cluster effect first (its
+    precision ``1 / sigma_cluster^2 + sum_t a_t``), then each task's (given its cluster's),
+    then each cell's (given both; drawn from its prior where the cell has no positive cost)."""
+    n_draws = params["mu"].shape[0]
+    n_tasks, n_systems = arr["n"].shape
+    out = np.empty((n_draws, n_systems, n_tasks))
+    for start in range(0, n_draws, EFFECT_CHUNK):
+        part = slice(start, min(start + EFFECT_CHUNK, n_draws))
+        out[part] = _effect_chunk(arr, {k: v[part] for k, v in params.items()
+                                        if k != "divergences"}, rng)
+    return out
+
+
+def _effect_chunk(arr, params, rng):
+    mu, lam, omega, sigma = (params[k] for k in ("mu", "loading", "omega", "sigma"))
+    s_c = params["sigma_cluster"]
+    n_draws = mu.shape[0]
+    mask, n, ybar = arr["mask"][None], arr["n"][None], arr["ybar"][None]  # (1, task, system)
+    omega2, sigma2 = (omega**2)[:, None, :], (sigma**2)[:, None, :]
+    lam3 = lam[:, None, :]
+    r = (ybar - mu[:, None, :]) * mask  # (draw, task, system)
+    inv_d = mask / (omega2 + sigma2 / n)
+    big_a = (lam3**2 * inv_d).sum(axis=2)  # (draw, task)
+    big_b = (lam3 * r * inv_d).sum(axis=2)
+    codes, n_clusters = arr["cluster"], arr["n_clusters"]
+    g = np.zeros((n_draws, n_clusters))
+    if np.any(s_c > 0):
+        a_t, b_t = big_a / (1 + big_a), big_b / (1 + big_a)
+        one_hot = np.eye(n_clusters)[codes]  # (task, cluster)
+        a_c, b_c = a_t @ one_hot, b_t @ one_hot
+        prec = 1.0 / s_c[:, None] ** 2 + a_c
+        g = b_c / prec + rng.standard_normal(g.shape) / np.sqrt(prec)
+    gt = g[:, codes]  # (draw, task)
+    prec_u = 1.0 + big_a
+    u = (big_b - gt * big_a) / prec_u + rng.standard_normal(big_a.shape) / np.sqrt(prec_u)
+    shared = (gt + u)[:, :, None] * lam3  # (draw, task, system)
+    resid = r - shared * mask
+    with np.errstate(divide="ignore", invalid="ignore"):
+        prec_w = np.where(omega2 > 0, 1.0 / omega2, np.inf) + mask * n / sigma2
+        w = np.where(np.isfinite(prec_w), mask * (n / sigma2) * resid / prec_w
+                     + rng.standard_normal(prec_w.shape) / np.sqrt(prec_w), 0.0)
+    return (shared + w).transpose(0, 2, 1)
