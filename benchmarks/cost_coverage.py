@@ -10,9 +10,10 @@ the cost of an attempt:
 
 * ``correlated``: log-normal with mean m_sj = exp(c_s + 0.4 z_j) (log sd 0.6 within a task):
   hard tasks fail more and cost more;
-* ``lognormal``: the hurdle log-normal of Results.cost(model="lognormal") is true for each
-  system: 0 with probability 0.1, else log-normal with mean m_sj = exp(c_s + 0.4 w_j)
-  (log sd 0.6 within a task), w_j ~ N(0, 1) shared by the systems but unrelated to z_j.
+* ``lognormal``: the crossed hurdle log-normal of Results.cost(model="lognormal") is true:
+  0 with probability 0.1, else log-normal with mean m_sj = exp(c_s + 0.4 w_j) (log sd 0.6
+  within a task), w_j ~ N(0, 1) shared by the systems (loading 0.4 each) but unrelated to
+  z_j.
 
 The truth is the population value (a new task like these): pass@1 = E[p], cost per attempt
 = E[cost], cost per success = E[cost] / E[p] and, retrying up to k = 2 times,
@@ -21,7 +22,8 @@ its cost per attempt at most B's. Expectations over z use a 4001-point grid.
 
 Three versions: ``bootstrap`` (bayeval.bootstrap.cost: tasks resampled, paired), and
 Results.cost on the hierarchical model's task rates with the cost side either the Bayesian
-bootstrap over tasks (``posterior``, the default) or the hurdle log-normal (``lognormal``).
+bootstrap over tasks (``posterior``, the default) or the crossed hurdle log-normal
+(``lognormal``).
 Reported: coverage of the 95% intervals of cost per attempt and cost per success (k = 1 and
 k = 2), and the reliability of P(A dominates B) over the 12 ordered pairs of each simulation:
 binned predicted probability against the share of pairs where A truly dominates B (a
