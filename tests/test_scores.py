@@ -298,14 +298,15 @@ def test_fits_are_reproducible_and_the_compiled_model_cache_swaps_data(score_fit
 
 
 def test_binary_data_agree_with_logit_normal():
-    # the shape of score_fit's data (10 tasks in 3 clusters): zoib reuses its compiled model
+    # the shape of score_fit's data (10 tasks in 3 clusters): zoib reuses its compiled model;
+    # two trials a cell keep logit_normal on its fixed grid (8 trials took it 30 s longer)
     rng = np.random.default_rng(4)
     e = rng.normal(0, 1.2, 10)
-    c = np.stack([rng.binomial(8, special.expit(a + e + rng.normal(0, 0.3, 10)))
+    c = np.stack([rng.binomial(2, special.expit(a + e + rng.normal(0, 0.3, 10)))
                   for a in (-0.3, 0.4)])
-    data = be.from_counts(c, trials=8, systems=["A", "B"],
+    data = be.from_counts(c, trials=2, systems=["A", "B"],
                           clusters=[f"c{j % 3}" for j in range(10)])
-    fits = {m: be.fit(data, model=m, seed=2, **FIT) for m in ("zoib", "logit_normal")}
+    fits = {m: be.fit(data, model=m, seed=3, **FIT) for m in ("zoib", "logit_normal")}
     for estimand in ("tasks", "population"):
         tables = {m: r.summary(estimands=(estimand,)).set_index("system")
                   for m, r in fits.items()}
