@@ -658,8 +658,10 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
     reference system (candidate minus reference over the joint draws, which share their task
     weights), cost per attempt and per success, the timeout, error and invalid rates, whether
     the system is on the cost-per-attempt / pass@1 frontier and the system most likely to
-    dominate it. Then every ordered pair's P(candidate dominates baseline), and the budget
-    curve for each k (the bootstrap only where k is at most every task's attempts).
+    dominate it. Then every ordered pair's P(candidate dominates baseline), the budget
+    curve for each k (the bootstrap only where k is at most every task's attempts), and
+    under ``model="lognormal"`` the systems whose log-normal and bootstrap costs per attempt
+    disagree (``cost_misfit``: either's point outside the other's interval; empty otherwise).
 
     Parameters
     ----------
