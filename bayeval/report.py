@@ -1132,7 +1132,7 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
                        "succeeds as often for less)."),
                       lambda: plot_cost_success(results.cost(
                           c["column"], ci_prob=s["ci_prob"], n_draws=c["n_draws"],
-                          seed=s["seed"]))))
+                          seed=s["seed"], model=c["cost_model"]))))
     totals = report["data"]["status_totals"]
     if any(v for st, v in totals.items() if st != "ok"):
         specs.append(("status", "Outcome statuses", "Attempts by status and system.",

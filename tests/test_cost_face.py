@@ -110,6 +110,23 @@ def test_reports_render_the_cost_table(res, out):
     assert "Cost and success" not in build_report(res, fmt="markdown", plots=False, data=plain)
 
 
+def test_the_report_plots_the_cost_model_its_table_uses(res, monkeypatch):
+    from bayeval import _plot_cost
+
+    plotted = []
+
+    def spy(result, **kwargs):
+        plotted.append(result.attrs["cost_model"])
+        return plot_cost_success(result, **kwargs)
+
+    monkeypatch.setattr(_plot_cost, "plot_cost_success", spy)
+    data = report_data(res, n_boot=200, cost="cost", cost_model="lognormal")
+    assert data["cost"]["cost_model"] == "lognormal"
+    html = build_report(res, fmt="html", plots=True, data=data)
+    assert 'alt="Success against cost"' in html
+    assert plotted == ["lognormal"]
+
+
 def test_report_cost_refusals(res):
     with pytest.raises(ValueError, match="no covariate 'tokens'"):
         report_data(res, n_boot=200, cost="tokens")
