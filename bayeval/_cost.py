@@ -634,18 +634,23 @@ def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -
             f"{prefix}_upper": _json(high), f"{prefix}_prob_positive": _json(np.mean(diff > 0))}
 
 
-def _cost_misfit(post: xr.Dataset, boot: xr.Dataset) -> np.ndarray:
-    """Per system: whether the log-normal's cost per attempt and the bootstrap's disagree
-    (either's point outside the other's interval), ``(system,)`` bool. The log-normal's mean
-    ``exp(sigma^2 / 2)`` factor rests on the shape of the log costs: a skewed one (on the
-    bundled SWE-bench file, a system with log-cost skewness -1.1) moves it by tens of percent
-    while the task-resampled mean stays where the data put it."""
-    name = "cost_per_attempt"
+def _apart(post: xr.Dataset, boot: xr.Dataset, name: str) -> np.ndarray:
+    """Where the posterior and the bootstrap disagree on ``name``: either's point outside the
+    other's interval (bool, the variable's dims less ``ci_bound``)."""
     p_lo, p_hi = (post[f"{name}_interval"].sel(ci_bound=b).values for b in ("lower", "upper"))
     b_lo, b_hi = (boot[f"{name}_interval"].sel(ci_bound=b).values for b in ("lower", "upper"))
     p_est, b_est = post[name].values, boot[name].values
     with np.errstate(invalid="ignore"):
         return (p_est < b_lo) | (p_est > b_hi) | (b_est < p_lo) | (b_est > p_hi)
+
+
+def _cost_misfit(post: xr.Dataset, boot: xr.Dataset) -> np.ndarray:
+    """Per system: whether the log-normal's cost per attempt and the bootstrap's disagree
+    (:func:`_apart`), ``(system,)`` bool. The log-normal's mean ``exp(sigma^2 / 2)`` factor
+    rests on the shape of the log costs: a skewed one (on the bundled SWE-bench file, a system
+    with log-cost skewness -1.1) moves it by tens of percent while the task-resampled mean
+    stays where the data put it."""
+    return _apart(post, boot, "cost_per_attempt")
 
 
 def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=None,
@@ -1125,12 +1130,9 @@ def _lognormal_misfit(post: xr.Dataset, boot: xr.Dataset) -> np.ndarray:
     bootstrap's estimate outside its interval, or when its task check is below 0.01
     (measured in ``benchmarks/latency_coverage.py``: a time limit shows as the first, a
     second mode of tasks as both)."""
-    p_lo, p_hi = (post["latency_interval"].sel(ci_bound=b).values for b in ("lower", "upper"))
-    b_lo, b_hi = (boot["latency_interval"].sel(ci_bound=b).values for b in ("lower", "upper"))
-    p_est, b_est = post["latency"].values, boot["latency"].values
     with np.errstate(invalid="ignore"):
-        apart = ((p_est < b_lo) | (p_est > b_hi) | (b_est < p_lo) | (b_est > p_hi)).any(axis=1)
-        return apart | (post["lognormal_check"].values < 0.01)
+        return (_apart(post, boot, "latency").any(axis=1)
+                | (post["lognormal_check"].values < 0.01))
 
 
 def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.95, seed=0,

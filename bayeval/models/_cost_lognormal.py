@@ -85,6 +85,21 @@ def _linalg(xp):
     return cholesky, solve_triangular
 
 
+def _cell_sums(arr, lam, omega, sigma, level):
+    """Each cell's ``1 / d`` (0 where no positive cost; ``d = omega_s^2 + sigma_s^2 / n`` the
+    variance of its mean given the shared effects) and residual ``r`` (cell mean less
+    ``level``), ``q = lambda / d``, and per task the Sherman-Morrison sums
+    ``A = sum_s lambda_s^2 / d`` and ``B = sum_s lambda_s r / d``. Systems on the last axis; ``lam``, ``omega``, ``sigma`` and
+    ``level`` broadcast against the (task, system) arrays (a leading draw axis too); any
+    array backend."""
+    mask = arr["mask"]
+    d = (omega * arr["has_within"]) ** 2 + sigma**2 / arr["n"]
+    inv_d = mask / d
+    r = (arr["ybar"] - level) * mask
+    q = lam * inv_d  # D^-1 lambda per task
+    return d, inv_d, r, q, (q * lam).sum(axis=-1), (q * r).sum(axis=-1)
+
+
 def _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp):
     """The generalised least squares of the cell means on the systems, the effects integrated
     out: ``F = X' V^-1 X`` (system, system), ``h = X' V^-1 r``, ``r' V^-1 r`` and ``log det V``,
@@ -95,11 +110,7 @@ def _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp):
     ``sigma_cluster^2`` times the rank one of their stacked loadings, inverted the same way.
     """
     mask = arr["mask"]
-    d = (omega * arr["has_within"])[None, :] ** 2 + (sigma**2)[None, :] / arr["n"]
-    inv_d = mask / d  # (task, system), 0 where no positive cost
-    r = (arr["ybar"] - arr["centre"][None, :]) * mask
-    q = lam[None, :] * inv_d  # D^-1 lambda per task
-    big_a, big_b = (q * lam[None, :]).sum(axis=1), (q * r).sum(axis=1)  # (task,)
+    d, inv_d, r, q, big_a, big_b = _cell_sums(arr, lam, omega, sigma, arr["centre"])
     one_plus = 1.0 + big_a
     scaled = q / one_plus[:, None]  # X_t' V_t^-1 lambda_t
     gram = (xp.eye(mask.shape[1]) * inv_d.sum(axis=0)[None, :]
@@ -233,28 +244,24 @@ def effect_draws(arr, params: dict, rng) -> np.ndarray:
 
 
 def _effect_chunk(arr, params, rng):
-    mu, lam, omega, sigma = (params[k] for k in ("mu", "loading", "omega", "sigma"))
+    mu, lam, omega, sigma = (params[k][:, None, :] for k in ("mu", "loading", "omega", "sigma"))
     s_c = params["sigma_cluster"]
     n_draws = mu.shape[0]
-    mask, n, ybar = arr["mask"][None], arr["n"][None], arr["ybar"][None]  # (1, task, system)
-    omega2, sigma2 = (omega**2)[:, None, :], (sigma**2)[:, None, :]
-    lam3 = lam[:, None, :]
-    r = (ybar - mu[:, None, :]) * mask  # (draw, task, system)
-    inv_d = mask / (omega2 + sigma2 / n)
-    big_a = (lam3**2 * inv_d).sum(axis=2)  # (draw, task)
-    big_b = (lam3 * r * inv_d).sum(axis=2)
+    mask, n = arr["mask"][None], arr["n"][None]  # (1, task, system)
+    omega2, sigma2 = (omega * arr["has_within"]) ** 2, sigma**2
+    # (draw, task, system) cells and (draw, task) sums
+    _, _, r, _, big_a, big_b = _cell_sums(arr, lam, omega, sigma, mu)
     codes, n_clusters = arr["cluster"], arr["n_clusters"]
     g = np.zeros((n_draws, n_clusters))
     if np.any(s_c > 0):
         a_t, b_t = big_a / (1 + big_a), big_b / (1 + big_a)
-        one_hot = np.eye(n_clusters)[codes]  # (task, cluster)
-        a_c, b_c = a_t @ one_hot, b_t @ one_hot
+        a_c, b_c = a_t @ arr["cluster_onehot"], b_t @ arr["cluster_onehot"]
         prec = 1.0 / s_c[:, None] ** 2 + a_c
         g = b_c / prec + rng.standard_normal(g.shape) / np.sqrt(prec)
     gt = g[:, codes]  # (draw, task)
     prec_u = 1.0 + big_a
     u = (big_b - gt * big_a) / prec_u + rng.standard_normal(big_a.shape) / np.sqrt(prec_u)
-    shared = (gt + u)[:, :, None] * lam3  # (draw, task, system)
+    shared = (gt + u)[:, :, None] * lam  # (draw, task, system)
     resid = r - shared * mask
     with np.errstate(divide="ignore", invalid="ignore"):
         prec_w = np.where(omega2 > 0, 1.0 / omega2, np.inf) + mask * n / sigma2
