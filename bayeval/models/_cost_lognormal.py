@@ -89,9 +89,9 @@ def _cell_sums(arr, lam, omega, sigma, level):
     """Each cell's ``1 / d`` (0 where no positive cost; ``d = omega_s^2 + sigma_s^2 / n`` the
     variance of its mean given the shared effects) and residual ``r`` (cell mean less
     ``level``), ``q = lambda / d``, and per task the Sherman-Morrison sums
-    ``A = sum_s lambda_s^2 / d`` and ``B = sum_s lambda_s r / d``. Systems on the last axis; ``lam``, ``omega``, ``sigma`` and
-    ``level`` broadcast against the (task, system) arrays (a leading draw axis too); any
-    array backend."""
+    ``A = sum_s lambda_s^2 / d`` and ``B = sum_s lambda_s r / d``. Systems on the last axis;
+    ``lam``, ``omega``, ``sigma`` and ``level`` broadcast against the (task, system) arrays
+    (a leading draw axis too); any array backend."""
     mask = arr["mask"]
     d = (omega * arr["has_within"]) ** 2 + sigma**2 / arr["n"]
     inv_d = mask / d
