@@ -10,7 +10,8 @@ systems' costs are paired, as their successes are in the paired model), each sys
 them by its own loading ``lambda_s >= 0`` (its task spread: a system whose cost grows more
 with a task's size than another's has the larger loading), ``w`` a task-by-system effect and
 ``e`` attempt noise, both with a spread per system. Priors: flat on ``mu``, half-Cauchy(0, 1)
-on the loadings and every spread (log units); ``pi_s | data ~ Beta(1 + zeros, 1 +
+on the loadings and every spread (log units), except Gamma(2, 2) on ``sigma_s`` of a system
+without within-cell replication (see :func:`build_model`); ``pi_s | data ~ Beta(1 + zeros, 1 +
 positives)``. One common loading (``lambda_s = tau`` for every s) misstates the mean of a
 system whose costs follow the task more or less closely than the others': on the bundled
 SWE-bench file it put one system's expected attempt cost 16% below its observed mean.
@@ -191,6 +192,14 @@ def build_model(arr, clusters: bool):
         lam = pm.HalfCauchy("loading", PRIOR_SCALE, dims="system")
         omega = pm.HalfCauchy("omega", PRIOR_SCALE, dims="system")
         sigma = pm.HalfCauchy("sigma", PRIOR_SCALE, dims="system")
+        # a system without within-cell replication tells its attempt noise from its loading
+        # only through the other systems' covariance, and its sigma could run to 0 (a
+        # Heywood case: two systems of SWE-bench drew sigma ~ 1e-3, divergences and a
+        # singular least squares); its prior is the boundary-avoiding Gamma(2, 2) instead
+        # (zero density at 0, mode 0.5 log units): log Gamma(2, 2) - log half-Cauchy(0, 1)
+        pm.Potential("sigma_boundary", ((1.0 - data["has_within"])
+                                        * (pt.log(sigma) - 2.0 * sigma
+                                           + pt.log1p((sigma / PRIOR_SCALE) ** 2))).sum())
         sigma_cluster = pm.HalfCauchy("sigma_cluster", PRIOR_SCALE) if clusters else None
         pm.Potential("loglik", loglik(data, lam, omega, sigma, sigma_cluster, xp=pt))
     return model
