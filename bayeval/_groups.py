@@ -25,6 +25,7 @@ from bayeval.models._beta_family import counts_by_bound
 
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 REPLICATE_LIMIT = 4_000_000  # replicated counts (chain x draw x system x task) kept by default
+_CHUNK_NUMBERS = 4_000_000  # linear predictors (draws x patterns x systems) held at once
 
 
 def _log_binomial_coefficients(c, n):
@@ -74,22 +75,25 @@ def log_likelihood(tree) -> xr.Dataset | None:
             value = np.where(nu > 0, value, 0.0)
             total += value[:, inverse.ravel()]
     else:
-        from bayeval.models._quadrature import Rules, pattern_logliks
+        from bayeval.models._quadrature import Rules, all_pattern_logliks
         from bayeval.models.logit_normal import LogitNormalRates, Layout, task_patterns
 
         prm, layout, _, _ = LogitNormalRates._params(tree, 0)
         pat = task_patterns(c, n, layout)
-        eta = (prm["alpha"][:, :, pat.stratum].transpose(0, 2, 1)
-               + prm["u"][:, pat.cluster][:, :, None]
-               + prm["w"][:, :, pat.cluster].transpose(0, 2, 1))  # (D, P, S)
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(D)
         arrays = Rules().arrays()
         pc, pn = np.ascontiguousarray(pat.c), np.ascontiguousarray(pat.n)
-        for d in range(D):
-            values = pattern_logliks(np.ascontiguousarray(eta[d]), pc, pn,
-                                     float(prm["sigma_task"][d]), float(sigma_v[d]),
-                                     layout.paired, *arrays)
-            total[d] = values[pat.inverse]
+        chunk = max(1, _CHUNK_NUMBERS // max(pc.size, 1))  # eta's memory stays bounded
+        for start in range(0, D, chunk):
+            d = slice(start, min(start + chunk, D))
+            eta = (prm["alpha"][d][:, :, pat.stratum].transpose(0, 2, 1)
+                   + prm["u"][d][:, pat.cluster][:, :, None]
+                   + prm["w"][d][:, :, pat.cluster].transpose(0, 2, 1))  # (draws, P, S)
+            values = all_pattern_logliks(np.ascontiguousarray(eta), pc, pn,
+                                         np.ascontiguousarray(prm["sigma_task"][d], float),
+                                         np.ascontiguousarray(sigma_v[d], float),
+                                         layout.paired, *arrays)
+            total[d] = values[:, pat.inverse]
     total += np.where(n > 0, _log_binomial_coefficients(c, n), 0.0).sum(axis=0)
     return xr.Dataset(
         {"successes": (("chain", "draw", "task"), total.reshape(n_chain, n_draw, J))},

@@ -233,12 +233,18 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         posterior = posterior.isel(missing_bound=0, drop=True)
     elif bounds is not None and "missing_bound" in posterior.dims:
         posterior = posterior.assign_coords(missing_bound=bounds)
+    effects = None
+    if model == "logit_normal" and "task_effect" in posterior:
+        # a full-latent fit's task effects, per task: a group of their own keeps summaries small
+        effects = posterior[["task_effect"]]
+        posterior = posterior.drop_vars(["task_effect", "task"])
 
     size = chains * draws * c.size
     small = task_draws == "auto" and size <= TASK_DRAWS_LIMIT and model != "logit_normal"
     rates_group = None
     if task_draws is True or small:
-        p = _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds)
+        p = _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds,
+                             effects)
         if model == "beta_binomial":  # the conjugate model's parameters are the task rates
             posterior = posterior.assign(p=p)
         else:  # a group of their own keeps summaries of the posterior small
@@ -252,6 +258,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
               "constant_data": ds[["trials", "attempts"]].copy()}
     if rates_group is not None:
         groups["task_rates"] = rates_group
+    if effects is not None:
+        groups["task_effects"] = effects
     if sample_stats is not None:
         groups["sample_stats"] = sample_stats
     tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
@@ -282,7 +290,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     return results
 
 
-def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds):
+def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds,
+                     effects=None):
     if model == "beta_binomial":
         p = beta_binomial.conjugate_task_rates(data, priors, draws, chains, seed)
         da = xr.DataArray(p, dims=("chain", "draw", "missing_bound", "system", "task"),
@@ -292,7 +301,10 @@ def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bo
         da = da.transpose("chain", "draw", "system", "task", "missing_bound")
         return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
             missing_bound=bounds)
-    tree = xr.DataTree.from_dict({"/posterior": posterior, "/observed_data": ds})
+    groups = {"/posterior": posterior, "/observed_data": ds}
+    if effects is not None:
+        groups["/task_effects"] = effects
+    tree = xr.DataTree.from_dict(groups)
     tree.attrs = {"seed": seed}
     return get_model(model).task_rates(tree)
 
@@ -316,18 +328,24 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
             stats.append(_kept_stats(trace))
             continue
         collapsed = model_name == "logit_normal" and form == "collapsed"
-        if model_name == "hierarchical":
-            model = hierarchical.build_hierarchical_model(data, priors, marginal=True,
-                                                          missing_bound=bound, compress=True)
-        else:
-            model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound,
-                                                          marginal=collapsed)
+        # nutpie samples either form of logit_normal as one compiled log density
+        compiled = model_name == "logit_normal" and engine == "nutpie"
         if engine == "numpyro":
             _check_jax()
-        if collapsed and engine == "nutpie":
+        if compiled and not collapsed:
+            trace = logit_normal.sample_latent(data, priors, draws, tune, chains, seed + i,
+                                               progress, cores, missing_bound=bound)
+        elif compiled:
+            model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound)
             trace = logit_normal.sample_collapsed(model, draws, tune, chains, seed + i, progress,
                                                   cores)
         else:
+            if model_name == "hierarchical":
+                model = hierarchical.build_hierarchical_model(
+                    data, priors, marginal=True, missing_bound=bound, compress=True)
+            else:
+                model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound,
+                                                              marginal=collapsed)
             with model:
                 trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed + i,
                                   nuts_sampler=engine, progressbar=progress,
@@ -335,9 +353,16 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                   cores=cores,
                                   **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
         post = trace["posterior"].to_dataset()
-        if collapsed:
-            post = logit_normal.collapsed_posterior(post["theta"], data, priors)
-        names = [v for v in POSTERIOR_VARS[model_name] if v in post.data_vars]
+        if compiled:
+            sampled = post
+            post = logit_normal.collapsed_posterior(post["theta" if collapsed else "hyper"],
+                                                    data, priors)
+            if not collapsed:  # the full-latent form's task effects: the tasks estimand's
+                effect = sampled["task_effect"]
+                effect = effect.rename({effect.dims[-1]: "task"})
+                post["task_effect"] = effect.drop_vars(
+                    [name for name in effect.coords if name not in ("chain", "draw")])
+        names = [v for v in (*POSTERIOR_VARS[model_name], "task_effect") if v in post.data_vars]
         posteriors.append(post[names])
         stats.append(_kept_stats(trace))
     if bounds:
@@ -347,7 +372,7 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         posterior, sample_stats = posteriors[0], stats[0]
     posterior = posterior.assign_coords(system=data.dataset["system"].values,
                                         chain=np.arange(chains), draw=np.arange(draws))
-    if model_name == "zoib":  # latent task (and cluster) effects: the data's labels
+    if model_name == "zoib" or "task_effect" in posterior:  # latent task effects: the labels
         posterior = posterior.assign_coords(task=data.dataset["task"].values)
     if model_name == "zoib" and "cluster" in posterior.dims:
         posterior = posterior.assign_coords(cluster=np.asarray(

@@ -25,7 +25,11 @@ vector has the same size does; the full-latent form builds and compiles its mode
 fit), with the paired cluster bootstrap as the baseline. The
 lowest bulk ESS of the quantities ``fit`` keeps (intercepts, spreads, cluster effects) gives
 the time per effective draw. ``--latent-cap`` skips the full-latent comparison above that many
-latent effects, and the collapsed comparison is skipped above ``COLLAPSED_CAP`` cells.
+latent effects, and the collapsed comparison is skipped above ``COLLAPSED_CAP`` cells. Where
+``fit`` samples the full-latent form (one compiled log density sampled without PyMC, keeping
+only the parameters and the task effects per draw), the row ``PyMC graph`` times the same
+form written with PyMC distributions and sampled through PyMC (compiled anew in each fit, as
+``fit`` did before), in the same run.
 """
 
 import argparse
@@ -133,6 +137,11 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
              float(res.tree["sample_stats"]["n_steps"].mean()), res.diagnostics["min_ess_bulk"])
         n_latent = data.dataset.sizes["task"] * (1 + len(systems))
         cells = data.dataset.sizes["task"] * len(systems)
+        if form == "full-latent":  # the same form written with PyMC distributions (before)
+            (divergences, latent_ess), latent = _timed(_latent_logit_normal, data, draws,
+                                                       chains, 1)
+            _row(label, "PyMC graph", latent, boot, divergences, None, latent_ess, fitted,
+                 res.diagnostics["min_ess_bulk"])
         if form == "full-latent" and cells > COLLAPSED_CAP:
             print(f"{label:<18} {'collapsed':<12} skipped ({cells} cells > {COLLAPSED_CAP}: "
                   "see benchmarks/scale_paired.py for its gradient cost)")

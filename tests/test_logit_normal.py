@@ -225,14 +225,16 @@ def _collapsed_case(systems=2, clusters=True, strata=True, most=4):
     return data, np.array(c, float), np.array(n, float)
 
 
-def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601):
+def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=False):
     """Independent reference for the collapsed model: the prior of every quantity in theta's
     coordinates (SciPy densities, log-Jacobians of the log-spreads) plus the dense-grid
     likelihood of every task, with alpha and the cluster effects from ``unpack``. The grids
     are coarser than :func:`_reference_log_marginal`'s default (kept for the 1e-5 checks);
-    at these points they differ from it by under 1e-12, far inside the 2e-3 compared."""
+    at these points they differ from it by under 1e-12, far inside the 2e-3 compared.
+    ``latent``: the compiled full-latent form instead, whose ``theta`` ends with standard
+    normal task and task-by-system effects and whose likelihood is SciPy's binomial at them."""
     layout = logit_normal.Layout.from_dataset(data.dataset)
-    coord = logit_normal.coordinates(layout)
+    coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
     values = coord.unpack(theta, priors)
     off = coord.offsets
@@ -266,10 +268,19 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601):
     total += stats.norm.logpdf(part("m_w"), 0, 1 / np.sqrt(G)).sum()
     total += stats.norm.logpdf(part("f_u")).sum() + stats.norm.logpdf(part("f_w")).sum()
     sigma_v = values["sigma_task_system"] if layout.paired else None
-    for j in range(c.shape[1]):
+    S, J = c.shape
+    if latent:
+        z_e = part("z_e")
+        z_v = part("z_v").reshape(J, S).T if layout.paired else np.zeros((S, J))
+        total += stats.norm.logpdf(z_e).sum() + stats.norm.logpdf(part("z_v")).sum()
+    for j in range(J):
         g, h = layout.cluster[j], layout.pops.code[j]
         eta = (values["alpha"][:, h] + values["cluster_effect"][g]
                + values["cluster_system_effect"][:, g])
+        if latent:
+            y = eta + values["sigma_task"] * z_e[j] + (sigma_v or 0.0) * z_v[:, j]
+            total += stats.binom.logpmf(c[:, j], n[:, j], special.expit(y)).sum()
+            continue
         total += _reference_log_marginal(eta, c[:, j], n[:, j], values["sigma_task"], sigma_v,
                                          e_nodes, v_nodes)
     return total
@@ -313,6 +324,33 @@ def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strat
     numeric = np.array([float(logp({"theta": point + h * e}) - logp({"theta": point - h * e}))
                         / (2 * h) for e in np.eye(size)])
     np.testing.assert_allclose(dlogp({"theta": point}), numeric, atol=1e-6)
+
+
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes", [
+    (2, True, True, 0, None), (3, True, False, 2, None), (1, True, True, 0, None),
+    (3, False, True, 1, "rqr")])
+def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, clusters, strata,
+                                                                 level, recipes, monkeypatch):
+    """The full-latent form ``fit`` samples (one compiled kernel, the task effects at the end
+    of theta) against SciPy: the same prior as the collapsed form plus standard normal task
+    and task-by-system effects and the binomial at them; the gradient by finite differences
+    through every coordinate."""
+    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
+    data, c, n = _collapsed_case(systems, clusters, strata)
+    data = _with_recipes(data, recipes)
+    model = build_logit_normal_model(data, marginal=False, kernel=True)
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    size = model.initial_point()["theta"].size
+    rng = np.random.default_rng(11)
+    points = [rng.normal(0, 0.8, size) for _ in range(3)]
+    ours = np.array([float(logp({"theta": p})) for p in points])
+    ref = np.array([_reference_log_density(p, data, c, n, latent=True) for p in points])
+    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-9)
+    h = 1e-6
+    numeric = np.array([float(logp({"theta": points[1] + h * e})
+                              - logp({"theta": points[1] - h * e})) / (2 * h)
+                        for e in np.eye(size)])
+    np.testing.assert_allclose(dlogp({"theta": points[1]}), numeric, atol=1e-6)
 
 
 def test_collapsed_coordinates_give_the_model_prior():
@@ -530,3 +568,19 @@ def test_a_compiled_collapsed_model_swaps_its_data_for_a_fit_of_other_data():
     assert len(logit_normal._compiled) == 1
     xr.testing.assert_equal(swapped.tree["posterior"].to_dataset(),
                             fresh.tree["posterior"].to_dataset())
+
+
+@pytest.mark.parametrize("G", [1, 2, 3, 12, 70])
+def test_zero_sum_basis_is_applied_in_linear_time_as_its_matrix(G):
+    """The kernel's O(G) products with the zero-sum basis equal the matrix's, and the matrix
+    is an orthonormal basis of the vectors summing to zero."""
+    basis = _collapsed.zero_sum_basis(G)
+    np.testing.assert_allclose(basis.T @ basis, np.eye(G - 1), atol=1e-12)
+    np.testing.assert_allclose(basis.sum(axis=0), 0.0, atol=1e-12)
+    rng = np.random.default_rng(G)
+    f, g = rng.normal(size=G - 1), rng.normal(size=G)
+    out, adjoint = np.empty(G), np.ones(G - 1)
+    quad._zero_sum(f, out)
+    quad._zero_sum_adjoint(g, 2.0, adjoint)
+    np.testing.assert_allclose(out, basis @ f, atol=1e-12)
+    np.testing.assert_allclose(adjoint, 1.0 + 2.0 * basis.T @ g, atol=1e-12)

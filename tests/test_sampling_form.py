@@ -79,3 +79,40 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     observed = (data.dataset["successes"].sel(system="system_1").sum()
                 - data.dataset["successes"].sel(system="system_0").sum()) / (40 * 6)
     assert abs(effect.mean() - float(observed)) < 0.03
+    # the full-latent fit keeps its task effects (one per task and draw, not per system) in a
+    # group of their own, and reads the tasks estimand from them: the same posterior as the
+    # collapsed fit's, whose task effects are drawn from their marginal instead
+    effects = latent.tree["task_effects"]["task_effect"]
+    assert effects.dims == ("chain", "draw", "task") and "task_effects" not in collapsed.tree
+    for system in ("system_0", "system_2"):
+        a, b = (f.pass_at_k(k=[1, 3], estimand="tasks").sel(system=system).values.reshape(
+            -1, 2) for f in (latent, collapsed))
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / 10)
+        assert np.all(np.abs(a.std(0) / b.std(0) - 1) < 0.25)
+
+
+def test_latent_task_draws_follow_the_conditional_given_the_task_effect():
+    """Given a sampled task effect, a system's rate is drawn from the one-dimensional
+    conditional of its task-by-system effect: moments and quantiles against dense
+    integration of ``N(v; 0, sigma_v) Bin(c | n, expit(y + v))``."""
+    from scipy import special, stats
+
+    from bayeval.models._quadrature import latent_task_draws
+
+    D, y, sigma_v = 20_000, 0.8, 1.2
+    for c, n in ((3, 10), (0, 10), (1, 1)):
+        rates = latent_task_draws(np.full((D, 1, 1), 0.3), np.zeros((D, 1)),
+                                  np.zeros((D, 1, 1)), np.full((D, 1), 0.5),
+                                  np.full(D, sigma_v), np.zeros(1, int), np.zeros(1, int),
+                                  np.array([[c]], float), np.array([[n]], float), True,
+                                  np.random.default_rng(0))[:, 0, 0]
+        v = np.linspace(-12, 12, 20001)
+        density = stats.norm.pdf(v, 0, sigma_v) * stats.binom.pmf(c, n, special.expit(y + v))
+        density /= density.sum()
+        p = special.expit(y + v)
+        mean = (density * p).sum()
+        sd = np.sqrt((density * (p - mean) ** 2).sum())
+        assert abs(rates.mean() - mean) < 4 * sd / np.sqrt(D)
+        assert abs(rates.std() / sd - 1) < 0.03
+        for q in (0.1, 0.5, 0.9):
+            assert abs(np.mean(rates <= p[np.searchsorted(np.cumsum(density), q)]) - q) < 0.012

@@ -46,9 +46,13 @@ from bayeval.models._quadrature import KERNEL_HASH, Rules, c_signature, kernel_s
 
 
 def zero_sum_basis(G: int) -> np.ndarray:
-    """Orthonormal basis ``(G, G - 1)`` of the vectors of length G that sum to zero."""
-    q = np.linalg.qr(np.column_stack([np.ones(G), np.eye(G)[:, : G - 1]]))[0]
-    return np.ascontiguousarray(q[:, 1:])
+    """Orthonormal basis ``(G, G - 1)`` of the vectors of length G that sum to zero: the first
+    ``G - 1`` columns of the reflection ``I - 2 v v' / v'v`` with ``v = e_G - 1 / sqrt(G)``
+    (which maps the last axis onto the mean direction), so the kernel applies it in O(G)."""
+    v = -np.full(G, 1.0 / np.sqrt(G))
+    v[-1] += 1.0
+    reflection = np.eye(G) - 2.0 * np.outer(v, v) / (v @ v) if G > 1 else np.eye(G)
+    return np.ascontiguousarray(reflection[:, : G - 1])
 
 
 def contrast_rotation(S: int) -> np.ndarray:
@@ -88,6 +92,7 @@ class Coordinates:
     paired: bool
     system_level: int = 0  # 0: none; 1: centred contrasts; 2: non-centred (see unpack)
     blocks: tuple = ()  # each system's recipe when the systems are runs; () one block
+    latent_tasks: int = 0  # J: the full-latent form (task effects sampled, not integrated)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -103,7 +108,8 @@ class Coordinates:
                  ("m_u", int(self.clusters)), ("f_u", (G - 1) * self.clusters),
                  ("m_w", S * (self.clusters and self.paired)),
                  ("f_w", S * (G - 1) * (self.clusters and self.paired)),
-                 ("sigma_system", int(self.system_level > 0)), ("z_alpha", S * H)]
+                 ("sigma_system", int(self.system_level > 0)), ("z_alpha", S * H),
+                 ("z_e", self.latent_tasks), ("z_v", S * self.latent_tasks * self.paired)]
         out, start = {}, 0
         for name, size in sizes:
             out[name] = (start, size)
@@ -115,13 +121,19 @@ class Coordinates:
     def size(self) -> int:
         return self.offsets["size"][0]
 
+    @property
+    def hyper_size(self) -> int:
+        """The leading coordinates: everything but the full-latent form's task effects."""
+        return self.offsets["z_e"][0]
+
     def spec(self, rules: Rules) -> np.ndarray:
         """Integer constants of the kernel (int64)."""
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
-                         rules.z.size, rules.u.size, self.system_level], dtype=np.int64)
+                         rules.z.size, rules.u.size, self.system_level, self.latent_tasks],
+                        dtype=np.int64)
 
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
-        """Float constants of the kernel: priors, rotation, zero-sum basis, quadrature rules."""
+        """Float constants of the kernel: priors, rotation, quadrature rules."""
         mean, sd = priors["alpha"]
         level = priors["sigma_run"] if self.blocks else priors["sigma_system"]
         head = [mean, sd, priors["sigma_task"], priors["sigma_task_system"],
@@ -129,7 +141,7 @@ class Coordinates:
         rotation, size = self.rotation
         return np.ascontiguousarray(np.concatenate(
             [np.asarray(head, float), rotation.ravel(), size,
-             zero_sum_basis(self.G).ravel(), *rules.arrays()]))
+             *rules.arrays()]))
 
     def unpack(self, theta: np.ndarray, priors: dict) -> dict:
         """The model's quantities from draws of ``theta (..., size)``.

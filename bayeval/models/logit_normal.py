@@ -64,6 +64,7 @@ covariances.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,6 +85,8 @@ from bayeval.models._quadrature import (
     N_NODES,
     Rules,
     exact_task_sums,
+    latent_logp,
+    latent_task_draws,
     node_draws,
     task_sums,
 )
@@ -267,7 +270,7 @@ def task_patterns(c: np.ndarray, n: np.ndarray, layout: Layout) -> Patterns:
 
 
 def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_bound=None,
-                             n_nodes: int = N_NODES) -> pm.Model:
+                             n_nodes: int = N_NODES, kernel: bool = False) -> pm.Model:
     """Build the logit-normal random-effects model as a PyMC model.
 
     Parameters
@@ -281,6 +284,11 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
         :func:`collapsed_posterior` turns draws of ``theta`` into the named quantities.
         ``False`` keeps the task effects as latent variables (``task_effect_z``,
         ``task_system_effect_z``) and writes the model with PyMC distributions.
+    kernel : bool, default False
+        With ``marginal=False``: write the full-latent form as one compiled log density
+        instead, the density ``fit`` samples (:func:`sample_latent`): ``theta`` holds the
+        collapsed model's coordinates followed by the standardised task and task-by-system
+        effects.
     missing_bound : {"lower", "upper"}, optional
         Which extreme to model when the data use ``missing="bounds"``.
     n_nodes : int, default 9
@@ -322,6 +330,8 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
         coords["cluster"] = layout.cluster_labels
     if marginal:
         return _collapsed_model(c, n, layout, priors, coords, n_nodes)
+    if kernel:
+        return _latent_kernel_model(c, n, layout, priors, coords, n_nodes)
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
         sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
@@ -338,12 +348,13 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
     return model
 
 
-def coordinates(layout: Layout) -> Coordinates:
-    """The collapsed model's parameter coordinates for a layout."""
+def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
+    """The collapsed model's parameter coordinates for a layout (with ``latent_tasks`` = J,
+    those of the compiled full-latent form)."""
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
-                       layout.system_level, blocks)
+                       layout.system_level, blocks, latent_tasks)
 
 
 #: The names of the collapsed model's data (``pm.Data``): what a compiled model swaps.
@@ -372,8 +383,83 @@ def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: 
     return model
 
 
+def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
+    """The compiled full-latent form's coordinates and data (:data:`COLLAPSED_DATA`): the
+    collapsed model's kernel with the tasks as its patterns, one each in task order, and their
+    effects at the end of ``theta`` (:func:`bayeval.models._quadrature._latent_cells`)."""
+    S, J = c.shape
+    coord = coordinates(layout, latent_tasks=J)
+    rules = Rules(n_nodes)
+    index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
+    values = (coord.spec(rules), coord.constants(priors, rules), index,
+              np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
+              np.ones(J))
+    return coord, dict(zip(COLLAPSED_DATA, values))
+
+
+def _latent_kernel_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
+    """The compiled full-latent form as a PyMC model: one flat vector ``theta`` and one
+    potential (for its log density and checks; :func:`sample_latent` samples it without
+    PyMC)."""
+    coord, values = _latent_inputs(c, n, layout, priors, n_nodes)
+    with pm.Model(coords=coords) as model:
+        inputs = [pm.Data(name, value) for name, value in values.items()]
+        theta = pm.Flat("theta", shape=coord.size)
+        logp = CollapsedLogp()(theta, *inputs)[0]
+        pm.Potential("log_density", logp)
+    return model
+
+
+def sample_latent(data, priors: dict, draws: int, tune: int, chains: int, seed: int,
+                  progress: bool, cores: int, missing_bound=None, n_nodes: int = N_NODES):
+    """NUTS (nutpie) on the compiled full-latent form; returns nutpie's DataTree, whose
+    posterior holds ``hyper`` (the coordinates :func:`collapsed_posterior` reads) and
+    ``task_effect`` ``(chain, draw, task)``.
+
+    nutpie keeps every draw of a PyMC model's free variables, here a coordinate per system
+    and task (LiveCodeBench's 45 x 400 x 10: 1.2 GB over a default fit). Sampled as a plain
+    log density (``nutpie.compiled_pyfunc.from_pyfunc``, the kernel called without the GIL)
+    only these two are kept, and nothing is compiled per fit: the kernel is numba's, cached on
+    disk. The start is the flat prior's support point, zero, jittered by U(-1, 1) per
+    coordinate, as nutpie does for PyMC models.
+    """
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    ds = data.dataset
+    c, n, bounds = counts_by_bound(ds)
+    index = 0 if bounds is None else bounds.index(missing_bound)
+    layout = Layout.from_dataset(ds)
+    coord, values = _latent_inputs(c[index], n[index], layout, priors, n_nodes)
+    hyper, J = coord.hyper_size, c.shape[2]
+    log_sigma_task = coord.offsets["sigma_task"][0]
+
+    def make_logp():
+        return latent_logp
+
+    def make_expand(*_):
+        def expand(x, **_):
+            return {"hyper": x[:hyper].copy(),
+                    "task_effect": math.exp(x[log_sigma_task]) * x[hyper:hyper + J]}
+        return expand
+
+    def initial_point(chain_seed):
+        return np.random.default_rng(chain_seed).uniform(-1.0, 1.0, coord.size)
+
+    model = from_pyfunc(coord.size, make_logp, make_expand, [np.dtype("float64")] * 2,
+                        [(hyper,), (J,)], list(LATENT_KEPT), shared_data=values,
+                        make_initial_point_fn=initial_point)
+    import nutpie
+
+    return nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
+                         seed=seed, progress_bar=progress, save_warmup=False)
+
+
+#: What a full-latent fit keeps per draw (not its task-by-system effects).
+LATENT_KEPT = ("hyper", "task_effect")
+
+
 def sample_collapsed(model: pm.Model, draws: int, tune: int, chains: int, seed: int,
-                     progress: bool, cores: int):
+                    progress: bool, cores: int):
     """NUTS (nutpie) on a collapsed model; returns nutpie's DataTree (posterior ``theta``).
 
     The compiled model is kept per size of ``theta`` and only its data are replaced, so a
@@ -681,6 +767,26 @@ class LogitNormalRates:
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(eta))
         return eta, sigma_v, pat
 
+    @staticmethod
+    def _task_effects(tree, bound):
+        """A full-latent fit's task-effect draws ``(draws, J)`` for one bound, or None (a
+        collapsed fit, or a tree without them)."""
+        if "task_effects" not in tree.children:
+            return None
+        effect = tree["task_effects"]["task_effect"]
+        if "missing_bound" in effect.dims:
+            effect = effect.isel(missing_bound=bound)
+        values = effect.transpose("chain", "draw", "task").values
+        return values.reshape(-1, values.shape[-1])
+
+    @staticmethod
+    def _latent(prm, layout, effects, c, n, rng, **kwargs):
+        """:func:`bayeval.models._quadrature.latent_task_draws` for one bound."""
+        sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(effects))
+        return latent_task_draws(prm["alpha"], prm["u"], prm["w"], effects, sigma_v,
+                                 layout.cluster, layout.pops.code, c, n, layout.paired, rng,
+                                 **kwargs)
+
     def tasks(self, tree, metric, ks, shared=None, tau=None):
         c, n, bounds = self._bounds(tree)
         weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
@@ -688,9 +794,16 @@ class LogitNormalRates:
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
-            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
             weights = task_weights(weight_n[b], layout.pops)  # (S, J)
             rng = np.random.default_rng([seed, 1, b])
+            effects = self._task_effects(tree, b)
+            if effects is not None:  # a full-latent fit: its task effects, sampled
+                draws = self._latent(prm, layout, effects, c[b], n[b], rng,
+                                     ks=ks.astype(float), metric=metric, weight=weights.T,
+                                     tau=tau)
+                out.append(np.clip(draws, 0.0, 1.0))
+                continue
+            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
             # patterns of at most EXACT_TASKS tasks: each task's rates drawn from their joint
             # conditional; the sum over a larger pattern's tasks from its normal
             one_by_one = pat.mult[pat.inverse] <= EXACT_TASKS  # (J,)
@@ -727,8 +840,16 @@ class LogitNormalRates:
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
-            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
             rng = np.random.default_rng([seed, 2, b])
+            effects = self._task_effects(tree, b)
+            if effects is not None:  # a full-latent fit: exact, given its sampled task effects
+                # (given them, the systems' rates are independent: a subset is drawn alone)
+                keep = np.asarray(index)
+                chosen_prm = {**prm, "alpha": prm["alpha"][:, keep], "w": prm["w"][:, keep]}
+                out.append(self._latent(chosen_prm, layout, effects, c[b][keep], n[b][keep],
+                                        rng))
+                continue
+            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
             mean, second = node_draws(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
                                       layout.paired, pat.inverse, rng)
             m = mean[:, :, index]  # (draw, J, S')
@@ -760,24 +881,30 @@ class LogitNormalRates:
             thin = max(1, int(np.ceil(n_draw / max(max_draws // n_chain, 1))))
             keep = (np.arange(n_chain)[:, None] * n_draw + np.arange(0, n_draw, thin)).ravel()
             rng = np.random.default_rng([seed, 3, b])
-            D = len(keep)
-            eta = (prm["alpha"][keep][:, :, layout.pops.code]
-                   + prm["u"][keep][:, layout.cluster][:, None, :]
-                   + prm["w"][keep][:, :, layout.cluster])  # (D, S, J)
-            e = rng.standard_normal((D, 1, eta.shape[2])) * prm["sigma_task"][keep, None, None]
-            v = rng.standard_normal(eta.shape) * prm["sigma_task_system"][keep, None, None]
-            counts = rng.binomial(n[b][None], special.expit(eta + e + v))
+            D, (S, J) = len(keep), n[b].shape
+            hist = np.zeros((D, S, max_n + 1))
+            share = np.empty((D, S))
             valid = n[b][None] > 0
-            hist = np.zeros((D, layout.n_systems, max_n + 1))
-            for s in range(layout.n_systems):
-                cols = counts[:, s, valid[0, s]]
-                offsets = cols + (np.arange(D) * (max_n + 1))[:, None]
-                hist[:, s] = np.bincount(offsets.ravel(), minlength=D * (max_n + 1)).reshape(
-                    D, max_n + 1)
             multi = valid & (n[b][None] >= 2)
-            extreme = ((counts == 0) | (counts == n[b][None])) & multi
-            with np.errstate(invalid="ignore", divide="ignore"):
-                share = extreme.sum(-1) / multi.sum(-1)
+            # a block of draws at a time: memory stays bounded at any number of systems
+            block = max(1, 2_000_000 // max(S * J, 1))
+            for start in range(0, D, block):
+                part = keep[start:start + block]
+                d = len(part)
+                eta = (prm["alpha"][part][:, :, layout.pops.code]
+                       + prm["u"][part][:, layout.cluster][:, None, :]
+                       + prm["w"][part][:, :, layout.cluster])  # (d, S, J)
+                e = rng.standard_normal((d, 1, J)) * prm["sigma_task"][part, None, None]
+                v = rng.standard_normal(eta.shape) * prm["sigma_task_system"][part, None, None]
+                counts = rng.binomial(n[b][None], special.expit(eta + e + v))
+                for s in range(S):
+                    cols = counts[:, s, valid[0, s]]
+                    offsets = cols + (np.arange(d) * (max_n + 1))[:, None]
+                    hist[start:start + d, s] = np.bincount(
+                        offsets.ravel(), minlength=d * (max_n + 1)).reshape(d, max_n + 1)
+                extreme = ((counts == 0) | (counts == n[b][None])) & multi
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    share[start:start + d] = extreme.sum(-1) / multi.sum(-1)
             hists.append(hist.reshape(n_chain, -1, layout.n_systems, max_n + 1))
             shares.append(share.reshape(n_chain, -1, layout.n_systems))
         draws = tree["posterior"]["draw"].values[::thin]
