@@ -76,7 +76,7 @@ def log_likelihood(tree) -> xr.Dataset | None:
             total += value[:, inverse.ravel()]
     else:
         from bayeval.models._quadrature import Rules, all_pattern_logliks
-        from bayeval.models.logit_normal import LogitNormalRates, Layout, task_patterns
+        from bayeval.models.logit_normal import LogitNormalRates, task_patterns
 
         prm, layout, _, _ = LogitNormalRates._params(tree, 0)
         pat = task_patterns(c, n, layout)

@@ -8,8 +8,12 @@ Engines:
 * ``"nutpie"`` / ``"pymc"`` — NUTS on the marginal model (task rates or task effects
   integrated out, one likelihood term per distinct count pattern), through PyMC with nutpie's
   or PyMC's sampler; the only engines of the ``logit_normal`` model, which samples its
-  full-latent form instead where most tasks have several trials and quadrature would cost
-  more (:func:`bayeval.models.logit_normal.sampling_form`; recorded in ``attrs["form"]``).
+  full-latent form instead for several systems where most tasks have several trials and
+  quadrature would cost more (:func:`bayeval.models.logit_normal.sampling_form`; recorded in
+  ``attrs["form"]``). nutpie samples either form of ``logit_normal`` as one compiled log
+  density, without building a PyMC model (:func:`bayeval.models.logit_normal.sample_kernel`:
+  compiled once per machine); a full-latent fit keeps its task effects' draws in a
+  ``task_effects`` group, from which the tasks estimand is read.
 * ``"numpyro"`` — NUTS through PyMC's JAX backend (``bayeval[jax]``), for a machine with an
   accelerator: the ``logit_normal`` model in its full-latent form (a latent effect per task and
   per task and system, written with PyMC distributions, which JAX compiles), the same model as
@@ -332,13 +336,9 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         compiled = model_name == "logit_normal" and engine == "nutpie"
         if engine == "numpyro":
             _check_jax()
-        if compiled and not collapsed:
-            trace = logit_normal.sample_latent(data, priors, draws, tune, chains, seed + i,
-                                               progress, cores, missing_bound=bound)
-        elif compiled:
-            model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound)
-            trace = logit_normal.sample_collapsed(model, draws, tune, chains, seed + i, progress,
-                                                  cores)
+        if compiled:
+            trace = logit_normal.sample_kernel(data, priors, draws, tune, chains, seed + i,
+                                               progress, cores, form=form, missing_bound=bound)
         else:
             if model_name == "hierarchical":
                 model = hierarchical.build_hierarchical_model(

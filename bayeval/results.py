@@ -985,8 +985,8 @@ class Results:
         Examples
         --------
         >>> import pandas as pd, bayeval as be
-        >>> df = pd.DataFrame({"system": "A", "task": [f"t{i // 2}" for i in range(8)],
-        ...                    "success": [1, 0, 1, 1, 0, 1, 1, 0], "cost": [1.0, 2.0] * 4})
+        >>> df = pd.DataFrame({"system": "A", "task": [f"t{i // 2}" for i in range(40)],
+        ...                    "success": [1, 0, 1, 1, 0, 1, 1, 0] * 5, "cost": [1.0, 2.0] * 20})
         >>> data = be.from_frame(df, covariates=["cost"])
         >>> res = be.fit(data, model="beta_binomial", draws=200, chains=2, seed=0)
         >>> res.cost("cost", n_draws=200)["cost_per_success_interval"].dims

@@ -1,7 +1,7 @@
 """The collapsed logit-normal model against the full-latent model it integrates.
 
 Run:  python benchmarks/logit_normal_agreement.py [--draws 1000] [--chains 4]
-      [--only toy swebench terminal]
+      [--only toy swebench terminal] [--form collapsed|full-latent]
 
 ``fit(model="logit_normal")`` integrates every task's effects out by quadrature and samples only
 the cluster-level effects and the hyperparameters. The full-latent model samples every task and
@@ -20,6 +20,12 @@ per system (computed from the hyperparameters in the same way for both runs); th
 effect for a new task; and the paired effect over these tasks, where the full-latent value is
 the mean over tasks of the sampled task rates while the collapsed value comes from the
 exact draws of the integrated effects (``Results.compare(..., estimand="tasks")``).
+
+``--form full-latent`` checks the other form ``fit`` samples (on Terminal-Bench, LiveCodeBench
+and other multi-trial data of several systems): the full-latent form as one compiled log
+density, sampled without PyMC, whose tasks estimand is read from its kept task effects and
+the task-by-system effects drawn exactly given them, against the same model written with
+PyMC distributions: two implementations of one posterior.
 """
 
 from __future__ import annotations
@@ -78,16 +84,18 @@ def _row(name, ours, ref, ess_ours, ess_ref):
     return z
 
 
-def compare(label, data, draws, chains, seed):
+def compare(label, data, draws, chains, seed, form="collapsed"):
+    """``fit`` in ``form`` against the full-latent model written with PyMC distributions."""
     systems = data.systems
     start = time.perf_counter()
     cap = logit_normal.LATENT_CELLS
-    logit_normal.LATENT_CELLS = 10**12  # the collapsed form, even where fit would sample latent
+    # the form asked for, whichever fit would pick
+    logit_normal.LATENT_CELLS = 10**12 if form == "collapsed" else 1
     try:
         res = be.fit(data, model="logit_normal", draws=draws, chains=chains, seed=seed)
     finally:
         logit_normal.LATENT_CELLS = cap
-    assert res.tree.attrs["form"] == "collapsed"
+    assert res.tree.attrs["form"] == form
     t_collapsed = time.perf_counter() - start
     start = time.perf_counter()
     with build_logit_normal_model(data, marginal=False):
@@ -102,11 +110,12 @@ def compare(label, data, draws, chains, seed):
         c for c in COMPONENTS if c in post_l]], sample_dims=["chain", "draw"],
         method="bulk").to_array().values))
     print(f"\n{label}: {data.dataset.sizes['system']} systems x {data.dataset.sizes['task']} "
-          f"tasks; collapsed {t_collapsed:.0f} s ({res.diagnostics['divergences']} divergences), "
-          f"full-latent {t_latent:.0f} s ({int(trace['sample_stats']['diverging'].sum())} "
+          f"tasks; fit ({form}) {t_collapsed:.0f} s ({res.diagnostics['divergences']} "
+          f"divergences), PyMC full-latent {t_latent:.0f} s "
+          f"({int(trace['sample_stats']['diverging'].sum())} "
           f"divergences); Monte Carlo errors from the smaller bulk ESS of each run "
           f"({ess_c:.0f} and {ess_l:.0f})")
-    print(f"  {'quantity':<40} {'collapsed':>9} {'sd':>8}   {'latent':>9} {'sd':>8}   "
+    print(f"  {'quantity':<40} {'fit':>9} {'sd':>8}   {'PyMC':>9} {'sd':>8}   "
           f"{'z':>6}")
     zs = []
     for name in COMPONENTS:
@@ -134,19 +143,24 @@ def main():
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--only", nargs="+", choices=SETS, default=["toy", "swebench"])
+    parser.add_argument("--form", choices=["collapsed", "full-latent"], default="collapsed",
+                        help="the form fit samples (forced), against the PyMC full-latent model")
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)
     if "toy" in args.only:
         sim = simulate_benchmark(n_tasks=48, n_trials=4, n_systems=3, clusters=8,
                                  rates=("logit_normal", 0.0, 1.5), cluster_sd=0.8,
                                  effect=[0.5, -0.4], task_system_sd=0.5, seed=11)
-        compare("three-system clustered toy", sim.data, args.draws, args.chains, seed=1)
+        compare("three-system clustered toy", sim.data, args.draws, args.chains, seed=1,
+                form=args.form)
     if "swebench" in args.only:
         data = be.datasets.load("swebench_verified").sel(system=SWE_PAIR)
-        compare("SWE-bench Verified pair", data, args.draws, args.chains, seed=1)
+        compare("SWE-bench Verified pair", data, args.draws, args.chains, seed=1,
+                form=args.form)
     if "terminal" in args.only:
         data = be.datasets.load("terminal_bench", missing="fail")
-        compare("Terminal-Bench (5 trials per task)", data, args.draws, args.chains, seed=1)
+        compare("Terminal-Bench (5 trials per task)", data, args.draws, args.chains, seed=1,
+                form=args.form)
 
 
 if __name__ == "__main__":

@@ -550,24 +550,28 @@ def test_exact_task_draws_are_reproducible_and_keep_the_task_order():
     assert np.all(one[:, 1, :] == 0.0)
 
 
-def test_a_compiled_collapsed_model_swaps_its_data_for_a_fit_of_other_data():
-    """Fits of other data whose theta has the same size reuse the compiled model with their
-    data swapped in, and draw exactly what a fresh compilation draws."""
+def test_a_fit_draws_the_same_whatever_was_fitted_before_it():
+    """The compiled kernel serves every data set (nothing is compiled per fit): a fit after
+    fits of other data draws exactly what the same fit drew before them, in either form."""
     rng = np.random.default_rng(12)
     first, second = (be.from_counts(rng.binomial(1, 0.6, (2, n_task)).tolist(), trials=1,
                                     systems=["A", "B"]) for n_task in (20, 31))
+    multi = be.from_counts(rng.binomial(4, 0.6, (3, 40)).tolist(), trials=4,
+                           systems=["A", "B", "C"])
     settings = {"model": "logit_normal", "draws": 100, "tune": 100, "chains": 2, "seed": 4}
-    logit_normal._compiled.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # short fits
-        fresh = be.fit(second, **settings)
-        logit_normal._compiled.clear()
+        before = {key: be.fit(data, **settings) for key, data in (("second", second),
+                                                                  ("multi", multi))}
         be.fit(first, **settings)
-        assert len(logit_normal._compiled) == 1
-        swapped = be.fit(second, **settings)
-    assert len(logit_normal._compiled) == 1
-    xr.testing.assert_equal(swapped.tree["posterior"].to_dataset(),
-                            fresh.tree["posterior"].to_dataset())
+        after = {key: be.fit(data, **settings) for key, data in (("multi", multi),
+                                                                 ("second", second))}
+    assert after["multi"].tree.attrs["form"] == "full-latent"
+    for key in before:
+        xr.testing.assert_equal(after[key].tree["posterior"].to_dataset(),
+                                before[key].tree["posterior"].to_dataset())
+    xr.testing.assert_equal(after["multi"].tree["task_effects"].to_dataset(),
+                            before["multi"].tree["task_effects"].to_dataset())
 
 
 @pytest.mark.parametrize("G", [1, 2, 3, 12, 70])
@@ -584,3 +588,72 @@ def test_zero_sum_basis_is_applied_in_linear_time_as_its_matrix(G):
     quad._zero_sum_adjoint(g, 2.0, adjoint)
     np.testing.assert_allclose(out, basis @ f, atol=1e-12)
     np.testing.assert_allclose(adjoint, 1.0 + 2.0 * basis.T @ g, atol=1e-12)
+
+
+def test_vectorised_exponentials_match_the_math_library():
+    """``exp(-|y|)`` and ``log1p(exp(-|y|))`` of the full-latent kernel, written to vectorise,
+    against the math library over the whole range (to a few units in the last place)."""
+    rng = np.random.default_rng(3)
+    y = np.concatenate([rng.normal(0, 8, 50_000), rng.uniform(-800, 800, 1000),
+                        [0.0, -0.0, 1e-300, 0.34657359, 0.3465736, 40.0, 700.0, -745.0]])
+    small, log_term = quad._softplus_parts(y.reshape(-1, 8))
+    reference = np.exp(-np.minimum(np.abs(y), 700.0))
+    np.testing.assert_allclose(small.ravel(), reference, rtol=2e-15, atol=0)
+    np.testing.assert_allclose(log_term.ravel(), np.log1p(reference), rtol=2e-15, atol=0)
+
+
+@pytest.mark.parametrize("form", ["collapsed", "full-latent"])
+def test_the_c_functions_nutpie_calls_are_the_kernel(form):
+    """The C log density and expansion nutpie calls from its threads (through the addresses
+    in their user data) give the kernel's value, gradient and kept values exactly."""
+    import ctypes
+
+    from bayeval.models import _nutpie_kernel
+    from bayeval.models._beta_family import counts_by_bound
+
+    data, c, n = _collapsed_case(3, True, True, most=4)
+    c, n, _ = counts_by_bound(data.dataset)
+    layout = logit_normal.Layout.from_dataset(data.dataset)
+    inputs = logit_normal._latent_inputs if form == "full-latent" else \
+        logit_normal._collapsed_inputs
+    coord, values = inputs(c[0], n[0], layout, logit_normal.validate_priors(None), 9)
+    tasks = c.shape[2] if form == "full-latent" else 0
+    kept = coord.hyper_size if tasks else coord.size
+    model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)
+    logp_c, expand_c = quad.nutpie_functions()
+    x = np.random.default_rng(1).normal(0, 0.7, coord.size)
+    grad, logp = np.empty(coord.size), np.empty(1)
+    assert logp_c.ctypes(coord.size, x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                         grad.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                         logp.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                         model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
+    v = model.values
+    ref_logp, ref_grad = quad.logp_and_grad(x, v["spec"], v["const"], v["index"][0],
+                                            v["index"][1], v["c"], v["n"], v["mult"])
+    assert logp[0] == ref_logp
+    np.testing.assert_array_equal(grad, ref_grad)
+    out = np.empty(kept + tasks)
+    assert expand_c.ctypes(coord.size, kept + tasks,
+                           x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                           out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                           model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
+    np.testing.assert_array_equal(out[:kept], x[:kept])
+    np.testing.assert_allclose(out[kept:], np.exp(x[0]) * x[kept:kept + tasks], rtol=1e-15)
+
+
+def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(monkeypatch):
+    """A nutpie without the internal classes the C route uses: the same kernel through
+    nutpie's documented Python route, the same posterior (within Monte Carlo error)."""
+    from bayeval.models import _nutpie_kernel
+
+    data = be.from_counts([[3, 1, 4, 0, 2, 4, 1, 3], [4, 1, 4, 1, 3, 4, 2, 3]], trials=4,
+                          systems=["A", "B"])
+    settings = {"model": "logit_normal", "draws": 500, "chains": 2, "seed": 8}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        native = be.fit(data, **settings)
+        monkeypatch.setattr(_nutpie_kernel, "available", lambda: False)
+        python = be.fit(data, **settings)
+    for name in ("alpha", "sigma_task"):
+        a, b = (r.tree["posterior"][name].values.reshape(1000, -1) for r in (native, python))
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / 15)

@@ -20,8 +20,9 @@ def _counts(systems, tasks, trials, seed=0):
 @pytest.mark.parametrize("systems, tasks, trials, form", [
     (25, 500, 1, "collapsed"),        # single attempts: patterns repeat, quadrature is cheap
     (13, 80, 5, "full-latent"),       # 1040 cells of five trials each
-    (2, 50, 32, "collapsed"),         # 100 cells: small data keep the collapsed form
-    (3, 48, 4, "collapsed"),
+    (2, 10, 32, "collapsed"),         # 20 cells: small data keep the collapsed form
+    (3, 48, 4, "full-latent"),        # 144 cells: the three-system toy, 2-6x faster latent
+    (1, 2000, 8, "collapsed"),        # one system: no inner integrals, tasks share patterns
     (45, 400, 10, "full-latent"),
 ])
 def test_form_follows_trials_and_size(systems, tasks, trials, form):

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from numba.extending import intrinsic
 
 from bayeval.estimators import success_threshold
 
@@ -1584,6 +1585,58 @@ def _zero_sum_adjoint(g, scale, out):
         out[j] += scale * (g[j] + coef * r)
 
 
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts (Cody and Waite): k ln 2 is exact
+_LN2_LO = 1.90821492927058770002e-10
+_INV_LN2 = 1.44269504088896338700e+00
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def _softplus_parts(y):
+    """``small = exp(-|y|)`` and ``log1p(small)`` for every element of ``y (J, S)``, in
+    straight-line arithmetic that the compiler vectorises, where each scalar call to the math
+    library costs 6-7 ns (most of a full-latent gradient at 18,000 cells): the exponential by
+    Cody-Waite reduction ``x = k ln 2 + r``, ``|r| <= ln 2 / 2``, a degree-12 Taylor polynomial
+    in ``r`` (remainder below 1e-16) and the exponent ``k`` written into the bits of ``2^k``;
+    ``log1p(e) = 2 atanh(s)`` with ``s = e / (2 + e) <= 1/3`` by its series to ``s^35``
+    (remainder below 1e-17). Both agree with the math library to a few units in the last
+    place (tested); below ``exp(-700)`` the exponential is taken as ``exp(-700)``, whose
+    contribution to a log density is nil."""
+    flat = y.ravel()
+    m = flat.shape[0]
+    small = np.empty(m)
+    log_term = np.empty(m)
+    bits = np.empty(m, dtype=np.int64)
+    for i in range(m):
+        x = max(-abs(flat[i]), -700.0)
+        k = math.floor(x * _INV_LN2 + 0.5)
+        r = x - k * _LN2_HI - k * _LN2_LO
+        p = 1.0 / 479001600.0
+        p = 1.0 / 39916800.0 + r * p
+        p = 1.0 / 3628800.0 + r * p
+        p = 1.0 / 362880.0 + r * p
+        p = 1.0 / 40320.0 + r * p
+        p = 1.0 / 5040.0 + r * p
+        p = 1.0 / 720.0 + r * p
+        p = 1.0 / 120.0 + r * p
+        p = 1.0 / 24.0 + r * p
+        p = 1.0 / 6.0 + r * p
+        p = 0.5 + r * p
+        p = 1.0 + r * p
+        small[i] = 1.0 + r * p
+        bits[i] = (np.int64(k) + 1023) << 52
+    scale = bits.view(np.float64)
+    for i in range(m):
+        e = small[i] * scale[i]
+        small[i] = e
+        t = e / (2.0 + e)
+        z = t * t
+        q = 1.0 / 35.0
+        for odd in range(33, 1, -2):
+            q = 1.0 / odd + z * q
+        log_term[i] = 2.0 * t * (1.0 + z * q)
+    return small.reshape(y.shape), log_term.reshape(y.shape)
+
+
 @numba.njit(cache=True)
 def _latent_y(tail, eta, sigma_e, sigma_v, paired):
     """The full-latent form's logits ``y = eta + sigma_e z_e + sigma_v z_v`` ``(J, S)``.
@@ -1605,7 +1658,7 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_e, sigma_v, paired, g_ta
     """The full-latent form's log density of the task-level effects and of the counts given
     them: each cell adds ``c y - n softplus(y)`` (binomial coefficients left out), with
     ``small = exp(-|y|)`` and ``log_term = log1p(small)`` given (``softplus(y) = max(y, 0) +
-    log_term``), so that they can come from vectorised exponentials. Returns the sum (the
+    log_term``: :func:`_softplus_parts`). Returns the sum (the
     standard normal log densities of ``z`` included), the gradient in the predictors ``(J,
     S)`` and the parts for ``sigma_e`` and ``sigma_v``; adds the gradient in ``tail`` (see
     :func:`_latent_y`) to ``g_tail``."""
@@ -1616,16 +1669,14 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_e, sigma_v, paired, g_ta
         ze = tail[j]
         total -= 0.5 * ze * ze
         acc = 0.0
-        for s in range(S):
+        for s in range(S):  # no branch on n: a cell not run has c = n = 0 and adds nothing
             zv = tail[J + j * S + s] if paired else 0.0
-            d = 0.0
-            if n[j, s] > 0.0:
-                yy = y[j, s]
-                total += c[j, s] * yy - n[j, s] * (max(yy, 0.0) + log_term[j, s])
-                rate = (1.0 if yy >= 0.0 else small[j, s]) / (1.0 + small[j, s])
-                d = c[j, s] - n[j, s] * rate
-                g_eta[j, s] = d
-                acc += d
+            yy = y[j, s]
+            total += c[j, s] * yy - n[j, s] * (max(yy, 0.0) + log_term[j, s])
+            rate = (1.0 if yy >= 0.0 else small[j, s]) / (1.0 + small[j, s])
+            d = c[j, s] - n[j, s] * rate
+            g_eta[j, s] = d
+            acc += d
             if paired:
                 total -= 0.5 * zv * zv
                 g_tail[J + j * S + s] += sigma_v * d - zv
@@ -1771,11 +1822,15 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P):
             if system_level:
                 logp -= math.log(sd_t)
                 d_sig_sys += (resid * resid - 1.0) / sd_t * dsd
+    # each (cluster, stratum)'s predictors once, then copied row by row (contiguous)
+    base = np.empty((G, H, S))
+    for g in range(G):
+        for h in range(H):
+            for s in range(S):
+                base[g, h, s] = identified[s, h] + sig_u * d_u[g] + sig_w * d_w[s, g]
     eta = np.empty((P, S))
     for p in range(P):
-        g, h = p_cluster[p], p_stratum[p]
-        for s in range(S):
-            eta[p, s] = identified[s, h] + sig_u * d_u[g] + sig_w * d_w[s, g]
+        eta[p] = base[p_cluster[p], p_stratum[p]]
     return logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
 
 
@@ -1795,15 +1850,21 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
     grad[i_sig[0]] += sig[0] * g_se
     if paired:
         grad[i_sig[1]] += sig[1] * g_sv
+    # the patterns' gradients summed per (cluster, stratum) row by row (contiguous), then
+    # split into the cluster effects', the cluster-by-system effects' and the intercepts'
+    by_gh = np.zeros((G, H, S))
+    for p in range(P):
+        by_gh[p_cluster[p], p_stratum[p]] += g_eta[p]
     g_u = np.zeros(G)
     g_w = np.zeros((S, G))
     g_id = np.zeros((S, H))  # gradient in the identified intercepts, rotated once below
-    for p in range(P):
-        g, h = p_cluster[p], p_stratum[p]
-        for s in range(S):
-            g_u[g] += g_eta[p, s]
-            g_w[s, g] += g_eta[p, s]
-            g_id[s, h] += g_eta[p, s]
+    for g in range(G):
+        for h in range(H):
+            for s in range(S):
+                value = by_gh[g, h, s]
+                g_u[g] += value
+                g_w[s, g] += value
+                g_id[s, h] += value
     for t in range(S):
         for h in range(H):
             g_t = 0.0  # the likelihood's gradient in z_alpha[t, h]
@@ -1856,9 +1917,9 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
         theta, spec, const, p_cluster, p_stratum, c.shape[0])
     if latent:  # the patterns are the tasks, their effects the tail of theta
         y = _latent_y(theta[i_tail:], eta, sig[0], sig[1], paired)
-        small = np.exp(-np.abs(y))
-        total, g_eta, g_se, g_sv = _latent_cells(theta[i_tail:], y, small, np.log1p(small), c,
-                                                 n, sig[0], sig[1], paired, grad[i_tail:])
+        small, log_term = _softplus_parts(y)
+        total, g_eta, g_se, g_sv = _latent_cells(theta[i_tail:], y, small, log_term, c, n,
+                                                 sig[0], sig[1], paired, grad[i_tail:])
     else:
         total, g_eta, g_se, g_sv = loglik_and_grad(eta, c, n, mult, sig[0], sig[1], paired, x,
                                                    logw, z, log_omega, u, lam)
@@ -1868,41 +1929,10 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
 
 
 @numba.njit(cache=True, nogil=True)
-def _latent_start(theta, spec, const, p_cluster, p_stratum, J):
-    """:func:`_forward` and the logits :func:`_latent_y` of the full-latent form."""
-    logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys = _forward(
-        theta, spec, const, p_cluster, p_stratum, J)
-    tail = theta.shape[0] - J - (J * spec[0] if spec[4] != 0 else 0)
-    y = _latent_y(theta[tail:], eta, sig[0], sig[1], spec[4] != 0)
-    return logp, grad, y, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, tail
-
-
-@numba.njit(cache=True, nogil=True)
-def _latent_finish(theta, spec, const, p_cluster, p_stratum, c, n, logp, grad, y, small,
-                   log_term, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, tail):
-    """:func:`_latent_cells` and :func:`_backward`: the log density and its gradient."""
-    total, g_eta, g_se, g_sv = _latent_cells(theta[tail:], y, small, log_term, c, n, sig[0],
-                                             sig[1], spec[4] != 0, grad[tail:])
-    _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u, d_w,
-              d_shift, sig_sys, d_sig_sys)
-    return logp + total, grad
-
-
-def latent_logp(theta, spec, const, index, c, n, mult):
-    """The log density and gradient of the compiled full-latent form (:func:`logp_and_grad`
-    with ``spec[9]`` set), for nutpie's chains, which call it from threads.
-
-    The two exponential functions per system-task cell take most of a gradient (0.5 ms of
-    it at LiveCodeBench's 18,000 cells as numba's scalar calls); NumPy's vectorised ones are
-    about five times faster, so they are taken from NumPy between two compiled parts. Both
-    parts and NumPy's loops run without the GIL.
-    """
-    del mult  # every task its own pattern
-    J = c.shape[0]
-    logp, grad, y, *state, tail = _latent_start(theta, spec, const, index[0], index[1], J)
-    small = np.exp(-np.abs(y))
-    return _latent_finish(theta, spec, const, index[0], index[1], c, n, logp, grad, y, small,
-                          np.log1p(small), *state, tail)
+def kernel_logp(theta, spec, const, index, c, n, mult):
+    """:func:`logp_and_grad` in one compiled call that releases the GIL, with the patterns'
+    cluster and stratum as ``index (2, P)``."""
+    return logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
 
 
 # -- the collapsed model's kernel behind a C symbol ------------------------------------------
@@ -1974,3 +2004,95 @@ def pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, 
     _loglik(eta, c, n, np.ones(eta.shape[0]), sigma_e, sigma_v, paired, x, logw, z, log_omega,
             u, lam, out)
     return out
+
+
+# -- the kernel as nutpie's C log density ----------------------------------------------------
+# nutpie samples a PyMC model through two C functions of its own signature, (dimension, point,
+# gradient out, log density out, user data) and (dimension, expanded size, point, values out,
+# user data), which it calls from its threads without Python. These are the kernel behind that
+# signature, compiled once per machine (cached on disk): a fit builds no PyMC model and
+# compiles nothing, and keeps per draw only what the expansion writes. The user data is an
+# int64 array of sizes and the addresses of the kernel's data arrays (NUTPIE_FIELDS).
+NUTPIE_FIELDS = ("dim", "P", "S", "n_spec", "n_const", "spec", "const", "index", "c", "n",
+                 "mult", "n_kept", "J", "log_sigma_task")
+
+
+@intrinsic
+def _as_f64_pointer(typingctx, address):
+    """The int64 ``address`` as a pointer to float64."""
+    sig = numba.types.CPointer(numba.types.float64)(numba.types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return sig, codegen
+
+
+@intrinsic
+def _as_i64_pointer(typingctx, address):
+    """The int64 ``address`` as a pointer to int64."""
+    sig = numba.types.CPointer(numba.types.int64)(numba.types.int64)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+    return sig, codegen
+
+
+_NUTPIE_LOGP_SIG = numba.types.int64(numba.types.uint64, _F64, _F64, _F64, _I64)
+_NUTPIE_EXPAND_SIG = numba.types.int64(numba.types.uint64, numba.types.uint64, _F64, _F64, _I64)
+
+
+def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
+    meta = numba.carray(meta_p, (len(NUTPIE_FIELDS),))
+    D, P, S = meta[0], meta[1], meta[2]
+    if dim != D:
+        return -1
+    spec = numba.carray(_as_i64_pointer(meta[5]), (meta[3],))
+    const = numba.carray(_as_f64_pointer(meta[6]), (meta[4],))
+    index = numba.carray(_as_i64_pointer(meta[7]), (2, P))
+    logp, grad = logp_and_grad(numba.carray(x_p, (D,)), spec, const, index[0], index[1],
+                               numba.carray(_as_f64_pointer(meta[8]), (P, S)),
+                               numba.carray(_as_f64_pointer(meta[9]), (P, S)),
+                               numba.carray(_as_f64_pointer(meta[10]), (P,)))
+    out = numba.carray(grad_p, (D,))
+    ok = True
+    for i in range(D):
+        out[i] = grad[i]
+        ok = ok and math.isfinite(grad[i])
+    numba.carray(logp_p, (1,))[0] = logp
+    if not ok:
+        return 3
+    if not math.isfinite(logp):
+        return 4
+    return 0
+
+
+def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
+    """The kept values of a draw: ``theta`` (collapsed), or its first ``n_kept`` coordinates
+    and the ``J`` task effects ``sigma_task z_e`` (full-latent)."""
+    meta = numba.carray(meta_p, (len(NUTPIE_FIELDS),))
+    D, kept, J = meta[0], meta[11], meta[12]
+    if dim != D or n_expanded != kept + J:
+        return -1
+    x = numba.carray(x_p, (D,))
+    out = numba.carray(out_p, (kept + J,))
+    for i in range(kept):
+        out[i] = x[i]
+    scale = math.exp(x[meta[13]])
+    for j in range(J):
+        out[kept + j] = scale * x[kept + j]
+    return 0
+
+
+def nutpie_functions():
+    """The compiled C log density and expansion (:func:`_nutpie_logp`, :func:`_nutpie_expand`),
+    loaded from numba's disk cache after the first compilation on a machine."""
+    global _nutpie_cfuncs
+    if _nutpie_cfuncs is None:
+        _nutpie_cfuncs = (numba.cfunc(_NUTPIE_LOGP_SIG, cache=True)(_nutpie_logp),
+                          numba.cfunc(_NUTPIE_EXPAND_SIG, cache=True)(_nutpie_expand))
+    return _nutpie_cfuncs
+
+
+_nutpie_cfuncs = None

@@ -34,10 +34,12 @@ task with nested adaptive Gauss-Hermite quadrature (:mod:`bayeval.models._quadra
 and scaled at each pattern's mode; tasks of the same cluster and stratum with identical counts
 for every system share one integral (two single-attempt systems have at most four patterns
 per cluster). The sampler sees only the intercepts, the cluster-level effects and the four
-spreads. ``marginal=False`` builds the full-latent form: it verifies the collapsed one, and
-``fit`` samples it instead where most tasks have several trials (:func:`sampling_form`), since
-nearly every such task is a pattern of its own and a nested integral per task per gradient
-costs more than sampling its effects.
+spreads. ``marginal=False`` builds the full-latent form: written with PyMC distributions it
+verifies the collapsed one; as one compiled log density (``kernel=True``,
+:func:`sample_kernel`) ``fit`` samples it instead for several systems where most tasks have
+several trials (:func:`sampling_form`), since nearly every such task is a pattern of its own
+and a nested integral per task per gradient costs more than sampling its effects. That fit
+keeps its task effects' draws, from which the tasks estimand is read.
 
 Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
 
@@ -54,7 +56,9 @@ Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
   between systems is kept and no normal approximation enters, however few the tasks. Tasks
   with identical counts (a pattern) of more than ``EXACT_TASKS`` (100) are summed through the
   normal of their conditional moments from the quadrature instead (the sum of many independent
-  bounded terms), as the Beta models do.
+  bounded terms), as the Beta models do. A full-latent fit has sampled the task effects with
+  the parameters: each task's effect is read from those draws and only the task-by-system
+  effects are drawn, exactly, given it.
 
 Paired comparisons: systems share ``u`` and ``e``, so the posterior of ``alpha[B] - alpha[A]``
 is informed by within-task differences, and the tasks-estimand effect uses the cross-system
@@ -64,7 +68,6 @@ covariances.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -78,14 +81,12 @@ from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation
-from bayeval.models._nutpie_cache import CompiledModels
 from bayeval.models._quadrature import (
     EXACT_TASKS,
     LOW_TRIALS,
     N_NODES,
     Rules,
     exact_task_sums,
-    latent_logp,
     latent_task_draws,
     node_draws,
     task_sums,
@@ -153,8 +154,9 @@ def system_parametrisation(ds: xr.Dataset) -> int:
 
 
 #: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
-#: patterns) for which ``fit`` samples the full-latent form (:func:`sampling_form`).
-LATENT_CELLS = 1000
+#: patterns) for which ``fit`` samples the full-latent form of several systems
+#: (:func:`sampling_form`).
+LATENT_CELLS = 100
 
 
 def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
@@ -164,14 +166,22 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     pattern of counts. With one or two trials per task the patterns repeat (SWE-bench's 25
     systems x 500 tasks), the integrals are cheap and the full-latent form mixes badly (its
     binary outcomes barely inform each latent effect): the collapsed form is 2-3x faster and
-    16x faster per effective draw. With more trials nearly every task is a pattern of its own
-    and costs a nested integral at every gradient, while each latent effect is informed by its
-    trials: on Terminal-Bench (13 x 80 x 5) the full-latent form took 41 s against 273 s, 3x
-    less per effective draw (``benchmarks/fit_speed.py``). So the full-latent form is sampled
-    when at least half of the tasks have more than two trials for some system and those tasks
-    hold at least :data:`LATENT_CELLS` system-task cells; smaller data keep the collapsed form,
-    whose integrals remove the funnel of few tasks. Both forms are the same posterior
-    (``benchmarks/logit_normal_agreement.py``) and ``fit`` keeps the same quantities of both.
+    16x faster per effective draw. One system's tasks need no inner integral, and tasks with
+    equal counts share one: the collapsed form stays cheap however many trials. Several
+    systems with more trials make nearly every task a pattern of its own, which costs a
+    nested integral at every gradient, while each latent effect is informed by its trials;
+    the full-latent form is one compiled log density (:func:`sample_kernel`). Measured
+    (4 chains x 1000 draws, 2 cores): Terminal-Bench (13 x 80 x 5) full-latent 20 s against
+    collapsed 256 s; a three-system clustered toy (3 x 48 x 4) 9-11 s against 79-104 s, with
+    2-6x less time per effective draw and fewer divergences; two systems x 50 tasks x 4
+    trials 8-10 s against 35-38 s (about the same time per effective draw); two systems x 10
+    tasks x 32 trials and one system x 10 tasks x 32 trials favour the collapsed form (6.6 s
+    against 8.9 s; 0.7 s against 5 s, with 6x the effective draws). So the full-latent form
+    is sampled for several systems when at least half of the tasks have more than two trials
+    for some system and those tasks hold at least :data:`LATENT_CELLS` system-task cells;
+    other data keep the collapsed form, whose integrals also remove the funnel of few tasks.
+    Both forms are the same posterior (``benchmarks/logit_normal_agreement.py``) and ``fit``
+    keeps the same quantities of both.
 
     Examples
     --------
@@ -186,14 +196,18 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     n = n.max(axis=0)  # (S, J): the most trials over missing-outcome bounds
     multi = (n > LOW_TRIALS).any(axis=0)
     cells = int((n[:, multi] > 0).sum())
-    if multi.mean() >= 0.5 and cells >= LATENT_CELLS:
+    paired = n.shape[0] > 1
+    if paired and multi.mean() >= 0.5 and cells >= LATENT_CELLS:
         return "full-latent", (f"{int(multi.sum())} of {n.shape[1]} tasks have more than "
                                f"{LOW_TRIALS} trials ({cells} system-task cells): the full-latent "
                                "form, cheaper than a quadrature per task")
     if not multi.any():
         why = f"every task has at most {LOW_TRIALS} trials"
+    elif not paired:
+        why = "one system (no integral over task-by-system effects)"
     else:
-        why = f"{int(multi.sum())} of {n.shape[1]} tasks with more than {LOW_TRIALS} trials"
+        why = (f"{int(multi.sum())} of {n.shape[1]} tasks with more than {LOW_TRIALS} trials "
+               f"({cells} system-task cells)")
     return "collapsed", f"{why}: the collapsed form (task effects integrated out)"
 
 
@@ -286,7 +300,7 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
         ``task_system_effect_z``) and writes the model with PyMC distributions.
     kernel : bool, default False
         With ``marginal=False``: write the full-latent form as one compiled log density
-        instead, the density ``fit`` samples (:func:`sample_latent`): ``theta`` holds the
+        instead, the density ``fit`` samples (:func:`sample_kernel`): ``theta`` holds the
         collapsed model's coordinates followed by the standardised task and task-by-system
         effects.
     missing_bound : {"lower", "upper"}, optional
@@ -357,30 +371,21 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
                        layout.system_level, blocks, latent_tasks)
 
 
-#: The names of the collapsed model's data (``pm.Data``): what a compiled model swaps.
+#: The names of the compiled kernel's data (``pm.Data`` in a PyMC model of either form).
 COLLAPSED_DATA = ("spec", "const", "index", "c", "n", "mult")
-_compiled = CompiledModels()  # theta's size -> compiled nutpie model
 
 
-def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
-    """One flat vector ``theta`` and one potential: see :mod:`bayeval.models._collapsed`.
-
-    Everything but ``theta`` enters as ``pm.Data`` (:data:`COLLAPSED_DATA`: the layout of
-    ``theta``, the priors, the count patterns), so one compiled model serves every data set
-    whose ``theta`` has the same size (:func:`sample_collapsed`).
-    """
+def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
+    """The collapsed form's coordinates and data (:data:`COLLAPSED_DATA`): the layout of
+    ``theta``, the priors and the count patterns."""
     coord = coordinates(layout)
     rules = Rules(n_nodes)
     pat = task_patterns(c, n, layout)
     index = np.ascontiguousarray(np.stack([pat.cluster, pat.stratum]).astype(np.int64))
-    values = (coord.spec(rules), coord.constants(priors, rules), index, pat.c, pat.n,
+    values = (coord.spec(rules), coord.constants(priors, rules), index,
+              np.ascontiguousarray(pat.c), np.ascontiguousarray(pat.n),
               pat.mult.astype(float))
-    with pm.Model(coords=coords) as model:
-        inputs = [pm.Data(name, value) for name, value in zip(COLLAPSED_DATA, values)]
-        theta = pm.Flat("theta", shape=coord.size)
-        logp = CollapsedLogp()(theta, *inputs)[0]
-        pm.Potential("log_density", logp)
-    return model
+    return coord, dict(zip(COLLAPSED_DATA, values))
 
 
 def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
@@ -397,11 +402,10 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     return coord, dict(zip(COLLAPSED_DATA, values))
 
 
-def _latent_kernel_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
-    """The compiled full-latent form as a PyMC model: one flat vector ``theta`` and one
-    potential (for its log density and checks; :func:`sample_latent` samples it without
-    PyMC)."""
-    coord, values = _latent_inputs(c, n, layout, priors, n_nodes)
+def _kernel_model(coord, values: dict, coords: dict):
+    """A PyMC model of one flat vector ``theta`` and one potential, the compiled kernel (see
+    :mod:`bayeval.models._collapsed`), with the kernel's data as ``pm.Data``: for its log
+    density, checks and PyMC's own samplers (``fit`` samples it with :func:`sample_kernel`)."""
     with pm.Model(coords=coords) as model:
         inputs = [pm.Data(name, value) for name, value in values.items()]
         theta = pm.Flat("theta", shape=coord.size)
@@ -410,68 +414,53 @@ def _latent_kernel_model(c, n, layout: Layout, priors: dict, coords: dict, n_nod
     return model
 
 
-def sample_latent(data, priors: dict, draws: int, tune: int, chains: int, seed: int,
-                  progress: bool, cores: int, missing_bound=None, n_nodes: int = N_NODES):
-    """NUTS (nutpie) on the compiled full-latent form; returns nutpie's DataTree, whose
-    posterior holds ``hyper`` (the coordinates :func:`collapsed_posterior` reads) and
-    ``task_effect`` ``(chain, draw, task)``.
+def _collapsed_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
+    """The collapsed form as a PyMC model (:func:`_kernel_model`)."""
+    return _kernel_model(*_collapsed_inputs(c, n, layout, priors, n_nodes), coords)
 
-    nutpie keeps every draw of a PyMC model's free variables, here a coordinate per system
-    and task (LiveCodeBench's 45 x 400 x 10: 1.2 GB over a default fit). Sampled as a plain
-    log density (``nutpie.compiled_pyfunc.from_pyfunc``, the kernel called without the GIL)
-    only these two are kept, and nothing is compiled per fit: the kernel is numba's, cached on
-    disk. The start is the flat prior's support point, zero, jittered by U(-1, 1) per
-    coordinate, as nutpie does for PyMC models.
-    """
-    from nutpie.compiled_pyfunc import from_pyfunc
 
-    ds = data.dataset
-    c, n, bounds = counts_by_bound(ds)
-    index = 0 if bounds is None else bounds.index(missing_bound)
-    layout = Layout.from_dataset(ds)
-    coord, values = _latent_inputs(c[index], n[index], layout, priors, n_nodes)
-    hyper, J = coord.hyper_size, c.shape[2]
-    log_sigma_task = coord.offsets["sigma_task"][0]
-
-    def make_logp():
-        return latent_logp
-
-    def make_expand(*_):
-        def expand(x, **_):
-            return {"hyper": x[:hyper].copy(),
-                    "task_effect": math.exp(x[log_sigma_task]) * x[hyper:hyper + J]}
-        return expand
-
-    def initial_point(chain_seed):
-        return np.random.default_rng(chain_seed).uniform(-1.0, 1.0, coord.size)
-
-    model = from_pyfunc(coord.size, make_logp, make_expand, [np.dtype("float64")] * 2,
-                        [(hyper,), (J,)], list(LATENT_KEPT), shared_data=values,
-                        make_initial_point_fn=initial_point)
-    import nutpie
-
-    return nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
-                         seed=seed, progress_bar=progress, save_warmup=False)
+def _latent_kernel_model(c, n, layout: Layout, priors: dict, coords: dict, n_nodes: int):
+    """The compiled full-latent form as a PyMC model (:func:`_kernel_model`)."""
+    return _kernel_model(*_latent_inputs(c, n, layout, priors, n_nodes), coords)
 
 
 #: What a full-latent fit keeps per draw (not its task-by-system effects).
 LATENT_KEPT = ("hyper", "task_effect")
 
 
-def sample_collapsed(model: pm.Model, draws: int, tune: int, chains: int, seed: int,
-                    progress: bool, cores: int):
-    """NUTS (nutpie) on a collapsed model; returns nutpie's DataTree (posterior ``theta``).
+def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: int,
+                  progress: bool, cores: int, form: str = "collapsed", missing_bound=None,
+                  n_nodes: int = N_NODES):
+    """NUTS (nutpie) on the compiled log density of ``form``; returns nutpie's DataTree,
+    whose posterior holds ``theta`` (collapsed) or ``hyper`` (the coordinates
+    :func:`collapsed_posterior` reads) and ``task_effect (chain, draw, task)`` (full-latent).
 
-    The compiled model is kept per size of ``theta`` and only its data are replaced, so a
-    fit of other data of that size skips the compilation (2-4 s); the draws are those of a
-    fresh compilation (tested).
+    The kernel is numba's, compiled once per machine (cached on disk), and nutpie calls it as
+    a C function from its threads (:mod:`bayeval.models._nutpie_kernel`): nothing is built or
+    compiled per fit or per process, the chains run on every core, and only
+    :data:`LATENT_KEPT` is kept per draw of the full-latent form, whose vector has a
+    coordinate per system and task (a PyMC model would keep them all: 1.2 GB over a default
+    fit of LiveCodeBench's 45 x 400 x 10). The start is the flat prior's support point, zero,
+    jittered by U(-1, 1) per coordinate, as nutpie does for PyMC models.
     """
     import nutpie
 
-    compiled = _compiled.get(int(model["theta"].type.shape[0]), lambda: model,
-                             lambda: {name: model[name].get_value() for name in COLLAPSED_DATA})
-    return nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
-                         seed=seed, progress_bar=progress)
+    from bayeval.models import _nutpie_kernel
+
+    ds = data.dataset
+    c, n, bounds = counts_by_bound(ds)
+    index = 0 if bounds is None else bounds.index(missing_bound)
+    layout = Layout.from_dataset(ds)
+    latent = form == "full-latent"
+    inputs = _latent_inputs if latent else _collapsed_inputs
+    coord, values = inputs(c[index], n[index], layout, priors, n_nodes)
+    kept = coord.hyper_size if latent else coord.size
+    args = (values, coord.size, kept, c.shape[2] if latent else 0,
+            coord.offsets["sigma_task"][0])
+    model = (_nutpie_kernel.KernelModel.build(*args) if _nutpie_kernel.available()
+             else _nutpie_kernel.python_model(*args))
+    return nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
+                         seed=seed, progress_bar=progress, save_warmup=False)
 
 
 def collapsed_posterior(theta: xr.DataArray, data, priors=None) -> xr.Dataset:

@@ -1,0 +1,169 @@
+"""The compiled logit-normal kernel as a model nutpie samples, without PyMC.
+
+nutpie samples a PyMC model through a C log density and a C expansion of each draw into the
+values it keeps, both called from its threads. :func:`bayeval.models._quadrature.nutpie_functions`
+are such functions around the kernel, compiled once per machine (numba's disk cache), so a fit
+of either form builds no PyMC model, compiles nothing, runs its chains on every core without
+the GIL, and keeps per draw only what the expansion writes (the full-latent form's
+task-by-system effects are not kept: LiveCodeBench's 45 x 400 x 10 has 18,000 of them a draw).
+
+nutpie exposes this route for its own PyMC models only (``nutpie.compile_pymc``), so
+:class:`KernelModel` speaks to the same internal classes; where a nutpie release changes them
+(:func:`available` is False) the fit takes the documented ``nutpie.compiled_pyfunc`` route
+instead: the same kernel called from Python, with the same draws kept but the chains
+serialised by the GIL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bayeval.models import _quadrature
+
+_INTERNALS = ("LogpFunc", "ExpandFunc", "PyMcModel", "PyVariable", "PySampler")
+
+
+def available() -> bool:
+    """Whether the installed nutpie has the internal classes :class:`KernelModel` uses."""
+    try:
+        from nutpie import _lib
+        from nutpie.sample import CompiledModel  # noqa: F401
+    except ImportError:
+        return False
+    return all(hasattr(_lib, name) for name in _INTERNALS) and hasattr(_lib.PySampler,
+                                                                      "from_pymc")
+
+
+def _meta(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int) -> np.ndarray:
+    """The user data of the C functions (:data:`bayeval.models._quadrature.NUTPIE_FIELDS`)."""
+    c = values["c"]
+    fields = {"dim": dim, "P": c.shape[0], "S": c.shape[1], "n_spec": values["spec"].size,
+              "n_const": values["const"].size, "n_kept": kept, "J": tasks,
+              "log_sigma_task": log_sigma_task}
+    fields.update({name: values[name].ctypes.data for name in
+                   ("spec", "const", "index", "c", "n", "mult")})
+    return np.array([fields[name] for name in _quadrature.NUTPIE_FIELDS], dtype=np.int64)
+
+
+def kernel_data(values: dict) -> dict:
+    """The kernel's data as the C functions read them: C-contiguous, int64 or float64, and
+    read-only (their addresses are handed to nutpie)."""
+    out = {}
+    for name, value in values.items():
+        dtype = np.int64 if name in ("spec", "index") else np.float64
+        array = np.array(value, dtype=dtype, order="C", copy=True)
+        array.flags.writeable = False
+        out[name] = array
+    return out
+
+
+try:  # the base class nutpie's samplers accept; absent, available() is False
+    from nutpie.sample import CompiledModel as _Base
+except ImportError:  # pragma: no cover - nutpie is a dependency
+    _Base = object
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelModel(_Base):
+    """A compiled kernel (:func:`bayeval.models._quadrature.logp_and_grad`) and its data as
+    a model for ``nutpie.sample``: the draw keeps ``names`` of ``shapes`` (the first
+    ``kept`` coordinates of theta, then ``tasks`` task effects)."""
+
+    values: dict = dataclasses.field(default_factory=dict)
+    dim: int = 0
+    names: tuple = ()
+    shapes_: tuple = ()
+    kept: int = 0
+    tasks: int = 0
+    log_sigma_task: int = 0
+    meta: Any = None
+
+    @classmethod
+    def build(cls, values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
+        values = kernel_data(values)
+        names = ("theta",) if tasks == 0 else ("hyper", "task_effect")
+        shapes = ((dim,),) if tasks == 0 else ((kept,), (tasks,))
+        meta = _meta(values, dim, kept, tasks, log_sigma_task)
+        return cls(dims={}, values=values, dim=dim, names=names, shapes_=shapes, kept=kept,
+                   tasks=tasks, log_sigma_task=log_sigma_task, meta=meta)
+
+    @property
+    def n_dim(self) -> int:
+        return self.dim
+
+    @property
+    def shapes(self) -> dict:
+        return dict(zip(self.names, self.shapes_))
+
+    @property
+    def coords(self) -> dict:
+        return {}
+
+    def _initial_point(self, seed) -> np.ndarray:
+        """The flat prior's support point, zero, jittered by U(-1, 1) per coordinate (as
+        nutpie starts a PyMC model)."""
+        return np.random.default_rng(seed).uniform(-1.0, 1.0, self.dim)
+
+    def _make_model(self, init_mean):
+        from nutpie import _lib
+
+        logp_c, expand_c = _quadrature.nutpie_functions()
+        address = self.meta.ctypes.data
+        expand = _lib.ExpandFunc(self.dim, self.kept + self.tasks, expand_c.address, address,
+                                 self)
+        logp = _lib.LogpFunc(logp_c.address, address, self)
+        # nutpie's trace names every coordinate of the sampler's vector
+        coords = {"unconstrained_parameter": pd.Index([f"theta_{i}" for i in range(self.dim)])}
+        sizes = {"unconstrained_parameter": self.dim}
+        variables = _lib.PyVariable.new_variables(list(self.names),
+                                                  ["float64"] * len(self.names),
+                                                  [tuple(s) for s in self.shapes_], sizes, {})
+
+        def make_adapter(*args, **kwargs):  # only nutpie's "flow" adaptation asks for it
+            from nutpie.transform_adapter import make_transform_adapter
+
+            return make_transform_adapter()(*args, **kwargs, logp_fn=None)
+
+        return _lib.PyMcModel(logp, expand, variables, self.dim, sizes, coords,
+                              self._initial_point, make_adapter)
+
+    def _make_sampler(self, settings, init_mean, cores, progress_type, extra_callback,
+                      extra_callback_rate, store):
+        from nutpie import _lib
+
+        return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean),
+                                        progress_type, extra_callback, extra_callback_rate,
+                                        store)
+
+
+def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
+    """The same log density and kept values through ``nutpie.compiled_pyfunc`` (the kernel
+    called from Python): the route where :func:`available` is False."""
+    from nutpie.compiled_pyfunc import from_pyfunc
+
+    args = tuple(kernel_data(values).values())
+
+    def logp(x, **_):
+        return _quadrature.kernel_logp(x, *args)
+
+    if tasks == 0:
+        names, shapes = ["theta"], [(dim,)]
+
+        def expand(x, **_):
+            return {"theta": x.copy()}
+    else:
+        names, shapes = ["hyper", "task_effect"], [(kept,), (tasks,)]
+
+        def expand(x, **_):
+            return {"hyper": x[:kept].copy(),
+                    "task_effect": math.exp(x[log_sigma_task]) * x[kept:kept + tasks]}
+
+    return from_pyfunc(dim, lambda: logp, lambda *_: expand,
+                       [np.dtype("float64")] * len(names), shapes, names,
+                       make_initial_point_fn=lambda seed: np.random.default_rng(seed).uniform(
+                           -1.0, 1.0, dim))
