@@ -693,11 +693,19 @@ class Results:
         lower, upper = np.full((S, S), np.nan), np.full((S, S), np.nan)
         positive, above = np.full((S, S), np.nan), np.full((S, S), np.nan)
         alpha = 1 - ci_prob
+        # a pair valid on the same tasks reads its effect off these draws; only a pair whose
+        # valid tasks differ (missing="exclude") needs compare's mean over the shared tasks
+        trials = self._tree["observed_data"]["trials"]
+        if "missing_bound" in trials.dims:
+            trials = trials.min("missing_bound")
+        valid = trials.transpose("system", "task").values > 0
         for i, cand in enumerate(systems):
             for j, base in enumerate(systems):
                 if i == j:
                     continue
-                if estimand == "tasks":  # the tasks valid for both (see compare)
+                same_tasks = ("missing_bound" not in values.dims
+                              and np.array_equal(valid[i], valid[j]))
+                if estimand == "tasks" and not same_tasks:  # the tasks valid for both
                     effect = self.compare(cand, base, metric=metric, k=k, estimand=estimand,
                                           margin=margin, ci_prob=ci_prob, tau=tau,
                                           allow_harness_change=True)["effect"].values

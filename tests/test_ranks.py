@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -45,14 +46,15 @@ def test_rank_groups_follow_their_rule(three):
     assert row["prob_leader_better"] == pytest.approx(p) and p < 0.95
 
 
-def test_compare_all_equals_each_compare(three):
-    out = three.compare_all(margin=0.05)
+@pytest.mark.parametrize("estimand", ["population", "tasks"])
+def test_compare_all_equals_each_compare(three, estimand):
+    out = three.compare_all(margin=0.05, estimand=estimand)
     for cand in three.systems:
         for base in three.systems:
             if cand == base:
                 assert np.isnan(float(out["effect_mean"].sel(candidate=cand, baseline=base)))
                 continue
-            one = three.compare(cand, base, margin=0.05)
+            one = three.compare(cand, base, margin=0.05, estimand=estimand)
             cell = out.sel(candidate=cand, baseline=base)
             assert float(cell["effect_mean"]) == pytest.approx(float(one["effect_mean"]))
             assert float(cell["prob_above_margin"]) == float(one["prob_above_margin"])
@@ -78,3 +80,26 @@ def test_swebench_close_pair_lands_in_one_group():
     group = res.rank_groups(prob=0.95).set_index("system")["group"]
     assert group[a] == group[b]
     assert len(set(group)) > 1
+
+
+def test_compare_all_over_these_tasks_keeps_each_pairs_shared_tasks():
+    """Under missing="exclude" a system's valid tasks can differ: the pairs with C (three
+    tasks fewer) are compared on the tasks valid for both, as compare does; the others read
+    their effect off the fit's draws."""
+    rng = np.random.default_rng(0)
+    rows = [{"system": s, "task": f"t{t}", "trial": k,
+             "status": "timeout" if s == "C" and t < 3 else "ok",
+             "success": np.nan if s == "C" and t < 3 else float(rng.random() < p)}
+            for s, p in (("A", 0.3), ("B", 0.6), ("C", 0.65)) for t in range(12)
+            for k in range(4)]
+    data = be.from_frame(pd.DataFrame(rows), trial="trial", status="status", missing="exclude")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)  # few tasks
+        res = be.fit(data, model="hierarchical", draws=400, chains=2, seed=0)
+    out = res.compare_all(estimand="tasks")
+    for cand, base in (("C", "A"), ("B", "C"), ("B", "A")):
+        one = res.compare(cand, base, estimand="tasks")
+        cell = out.sel(candidate=cand, baseline=base)
+        assert float(cell["effect_mean"]) == pytest.approx(float(one["effect_mean"]))
+        np.testing.assert_allclose(cell["effect_interval"], one["effect_interval"])
+    assert res.compare("C", "A", estimand="tasks").attrs["n_dropped_tasks"] == 3
