@@ -29,6 +29,8 @@ from bayeval.simulate import simulate_benchmark
 LOGIT = ("logit_normal", 0.0, 1.5)
 CASES = {
     "1 x 10 x 32, U-shaped": dict(n_tasks=10, n_trials=32, rates="u_shaped"),
+    "2 x 5 x 8": dict(n_tasks=5, n_trials=8, n_systems=2, rates=LOGIT, effect=[0.3],
+                      task_system_sd=0.5),
     "2 x 10 x 32": dict(n_tasks=10, n_trials=32, n_systems=2, rates=LOGIT, effect=[0.3],
                         task_system_sd=0.5),
     "1 x 50 x 4, 10 clusters": dict(n_tasks=50, n_trials=4, clusters=10, rates=LOGIT,
@@ -74,7 +76,13 @@ def main():
             data = simulate_benchmark(seed=seed, **spec).data
             chosen = logit_normal.sampling_form(data.dataset)[0]
             for form in ("collapsed", "full-latent"):
+                if form == "full-latent" and data.dataset.sizes["system"] == 1:
+                    line = f"{label:<30} {seed:>4} {form:<12}    (one system: always collapsed)"
+                    print(line)
+                    lines.append(line)
+                    continue
                 res, seconds = _fit(data, form, args.draws, args.chains)
+                assert res.tree.attrs["form"] == form
                 diag = res.diagnostics
                 line = (f"{label:<30} {seed:>4} {form:<12} {seconds:7.1f} "
                         f"{diag['divergences']:>12} {diag['min_ess_bulk']:13.0f} "

@@ -20,7 +20,8 @@ def _counts(systems, tasks, trials, seed=0):
 @pytest.mark.parametrize("systems, tasks, trials, form", [
     (25, 500, 1, "collapsed"),        # single attempts: patterns repeat, quadrature is cheap
     (13, 80, 5, "full-latent"),       # 1040 cells of five trials each
-    (2, 10, 32, "collapsed"),         # 20 cells: small data keep the collapsed form
+    (2, 10, 32, "full-latent"),       # 20 cells: 1 s against 7-8 s collapsed
+    (2, 4, 8, "collapsed"),           # 8 cells: below the measured sizes
     (3, 48, 4, "full-latent"),        # 144 cells: the three-system toy, 2-6x faster latent
     (1, 2000, 8, "collapsed"),        # one system: no inner integrals, tasks share patterns
     (45, 400, 10, "full-latent"),
@@ -34,9 +35,9 @@ def test_form_follows_trials_and_size(systems, tasks, trials, form):
 def test_the_threshold_counts_cells_of_tasks_with_several_trials():
     """Exactly LATENT_CELLS cells with more than two trials tip the choice; a task set where
     fewer than half of the tasks have several trials stays collapsed however large."""
-    tasks = LATENT_CELLS // 10
-    assert sampling_form(_counts(10, tasks, 3).dataset)[0] == "full-latent"
-    assert sampling_form(_counts(10, tasks - 1, 3).dataset)[0] == "collapsed"
+    tasks = LATENT_CELLS // 2
+    assert sampling_form(_counts(2, tasks, 3).dataset)[0] == "full-latent"
+    assert sampling_form(_counts(2, tasks - 1, 3).dataset)[0] == "collapsed"
     rng = np.random.default_rng(1)
     n = np.where(np.arange(400) < 190, 5, 1)[None, :].repeat(20, axis=0)  # 190 of 400 tasks
     c = rng.binomial(n, 0.5)

@@ -156,7 +156,7 @@ def system_parametrisation(ds: xr.Dataset) -> int:
 #: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
 #: patterns) for which ``fit`` samples the full-latent form of several systems
 #: (:func:`sampling_form`).
-LATENT_CELLS = 100
+LATENT_CELLS = 10
 
 
 def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
@@ -171,15 +171,16 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     systems with more trials make nearly every task a pattern of its own, which costs a
     nested integral at every gradient, while each latent effect is informed by its trials;
     the full-latent form is one compiled log density (:func:`sample_kernel`). Measured
-    (4 chains x 1000 draws, 2 cores): Terminal-Bench (13 x 80 x 5) full-latent 20 s against
-    collapsed 256 s; a three-system clustered toy (3 x 48 x 4) 9-11 s against 79-104 s, with
-    2-6x less time per effective draw and fewer divergences; two systems x 50 tasks x 4
-    trials 8-10 s against 35-38 s (about the same time per effective draw); two systems x 10
-    tasks x 32 trials and one system x 10 tasks x 32 trials favour the collapsed form (6.6 s
-    against 8.9 s; 0.7 s against 5 s, with 6x the effective draws). So the full-latent form
-    is sampled for several systems when at least half of the tasks have more than two trials
-    for some system and those tasks hold at least :data:`LATENT_CELLS` system-task cells;
-    other data keep the collapsed form, whose integrals also remove the funnel of few tasks.
+    (4 chains x 1000 draws, 2 cores, ``benchmarks/results/sampling_form.txt``): Terminal-Bench
+    (13 x 80 x 5) full-latent 14 s against collapsed 245 s; a three-system clustered toy
+    (3 x 48 x 4) 4-5 s against 76-85 s, with 7-12x less time per effective draw; two systems
+    x 50 tasks x 4 trials 3-4 s against 26-30 s; two systems x 10 tasks x 32 trials 1 s
+    against 7-8 s; two systems x 5 tasks x 8 trials 2 s against 12-16 s, with fewer
+    divergences. So the full-latent form is sampled for several systems when at least half of
+    the tasks have more than two trials for some system and those tasks hold at least
+    :data:`LATENT_CELLS` system-task cells (smaller data were not measured); one system and
+    data with one or two trials per task keep the collapsed form, whose integrals also remove
+    the funnel of few tasks.
     Both forms are the same posterior (``benchmarks/logit_normal_agreement.py``) and ``fit``
     keeps the same quantities of both.
 
