@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayeval._arviz import mcse_and_ess
 from bayeval._validate import (
     BayevalWarning,
     describe_values,
@@ -28,7 +29,6 @@ from bayeval._validate import (
     validate_k,
     validate_prob,
 )
-from bayeval._arviz import mcse_and_ess
 from bayeval.estimators import metric_ks, validate_metric
 
 __all__ = ["Results", "load"]

@@ -10,8 +10,7 @@ from scipy import integrate, special, stats
 
 import bayeval as be
 from bayeval import BayevalWarning
-from bayeval.models import build_logit_normal_model
-from bayeval.models import _collapsed, logit_normal
+from bayeval.models import _collapsed, build_logit_normal_model, logit_normal
 from bayeval.models import _quadrature as quad
 from bayeval.simulate import simulate_benchmark
 
@@ -171,8 +170,8 @@ def test_grid_rule_stays_accurate_for_wide_task_spreads(eta, sigma_e):
     _, g_eta, g_se, _ = quad.loglik_and_grad(eta_p, c, n, np.ones(1), sigma_e, 0.5, True, *rules)
     h = 1e-6
     step = np.array([[h, 0.0]])
-    assert g_eta[0, 0] == pytest.approx((total(eta_p + step, sigma_e) - total(eta_p - step, sigma_e))
-                                        / (2 * h), abs=1e-6)
+    central = (total(eta_p + step, sigma_e) - total(eta_p - step, sigma_e)) / (2 * h)
+    assert g_eta[0, 0] == pytest.approx(central, abs=1e-6)
     if sigma_e < 100:  # 13 sigma_e not an integer: the number of nodes is the same at +-h
         assert g_se == pytest.approx((total(eta_p, sigma_e + h) - total(eta_p, sigma_e - h))
                                      / (2 * h), abs=1e-6)
@@ -487,7 +486,8 @@ def _dense_conditional(eta, c, n, sigma_e, sigma_v, points=241):
     rates = []
     for s in range(len(eta)):
         y = eta[s] + mesh[0] + mesh[s + 1]
-        log_d = log_d + stats.norm.logpdf(mesh[s + 1], 0, sigma_v) + c[s] * y - n[s] * np.logaddexp(0, y)
+        log_d = (log_d + stats.norm.logpdf(mesh[s + 1], 0, sigma_v) + c[s] * y
+                 - n[s] * np.logaddexp(0, y))
         rates.append(special.expit(y))
     w = np.exp(log_d - log_d.max())
     return w / w.sum(), rates

@@ -188,7 +188,9 @@ class Coordinates:
 
 
 class CollapsedLogp(Op):
-    """PyTensor Op: the log density of ``theta`` and its gradient (see :func:`bayeval.models._quadrature.logp_and_grad`).
+    """PyTensor Op: the log density of ``theta`` and its gradient.
+
+    See :func:`bayeval.models._quadrature.logp_and_grad`.
 
     Inputs other than ``theta`` are the model's data (spec, constants, pattern index,
     counts, multiplicities), so a compiled model serves other data of the same ``theta``

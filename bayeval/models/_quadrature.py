@@ -3,7 +3,8 @@
 For one task, systems s = 1..S with ``c_s`` successes of ``n_s`` trials and linear predictors
 ``eta_s`` (everything but the task-level effects), the marginal likelihood is::
 
-    L = int N(e; 0, sigma_e) prod_s [ int N(v; 0, sigma_v) Bin(c_s | n_s, expit(eta_s + e + v)) dv ] de
+    L = int N(e; 0, sigma_e)
+          prod_s [ int N(v; 0, sigma_v) Bin(c_s | n_s, expit(eta_s + e + v)) dv ] de
 
 with ``e`` the task effect shared by the systems (what makes comparisons paired) and ``v_s`` the
 task-by-system effect (absent with one system). Gauss-Hermite nodes placed on the prior miss
@@ -2017,26 +2018,23 @@ NUTPIE_FIELDS = ("dim", "P", "S", "n_spec", "n_const", "spec", "const", "index",
                  "mult", "n_kept", "J", "log_sigma_task")
 
 
-@intrinsic
-def _as_f64_pointer(typingctx, address):
-    """The int64 ``address`` as a pointer to float64."""
-    sig = numba.types.CPointer(numba.types.float64)(numba.types.int64)
+def _pointer_intrinsic(dtype, doc):
+    """An intrinsic that reads an int64 address as a pointer to ``dtype``."""
 
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+    def as_pointer(typingctx, address):
+        sig = numba.types.CPointer(dtype)(numba.types.int64)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
+
+        return sig, codegen
+
+    as_pointer.__doc__ = doc
+    return intrinsic(as_pointer)
 
 
-@intrinsic
-def _as_i64_pointer(typingctx, address):
-    """The int64 ``address`` as a pointer to int64."""
-    sig = numba.types.CPointer(numba.types.int64)(numba.types.int64)
-
-    def codegen(context, builder, signature, args):
-        return builder.inttoptr(args[0], context.get_value_type(signature.return_type))
-
-    return sig, codegen
+_as_f64_pointer = _pointer_intrinsic(numba.types.float64, "The int64 address as a float64 *.")
+_as_i64_pointer = _pointer_intrinsic(numba.types.int64, "The int64 address as an int64 *.")
 
 
 _NUTPIE_LOGP_SIG = numba.types.int64(numba.types.uint64, _F64, _F64, _F64, _I64)
