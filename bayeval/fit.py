@@ -351,7 +351,9 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                   nuts_sampler=engine, progressbar=progress,
                                   quiet=not progress, compute_convergence_checks=False,
                                   cores=cores,
-                                  **({"mp_ctx": "forkserver"} if engine == "pymc" else {}))
+                                  **({"mp_ctx": "forkserver"} if engine == "pymc" else {}),
+                                  **({"target_accept": logit_normal.TARGET_ACCEPT}
+                                     if model_name == "logit_normal" else {}))
         post = trace["posterior"].to_dataset()
         if compiled:
             sampled = post
