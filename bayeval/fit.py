@@ -352,7 +352,8 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                                   quiet=not progress, compute_convergence_checks=False,
                                   cores=cores,
                                   **({"mp_ctx": "forkserver"} if engine == "pymc" else {}),
-                                  **({"target_accept": logit_normal.TARGET_ACCEPT}
+                                  **({"target_accept": logit_normal.target_accept(
+                                      form, data.dataset.sizes["task"])}
                                      if model_name == "logit_normal" else {}))
         post = trace["posterior"].to_dataset()
         if compiled:

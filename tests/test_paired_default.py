@@ -206,5 +206,5 @@ def test_crossed_bounds_of_a_paired_fit_come_from_one_joint_fit_per_bound():
     draws = res.pass_at_k()
     swapped = draws.sel(system="B", missing_bound="lower") - draws.sel(system="A",
                                                                        missing_bound="upper")
-    # the ratio of the two sds was 0.82-0.85 over four seeds (0.70-0.89 with 300 draws)
+    # the ratio of the two sds was 0.81-0.87 over four seeds (0.70-0.89 with 300 draws)
     assert float(out["effect"].sel(missing_bound="lower").std()) < 0.93 * float(swapped.std())

@@ -427,13 +427,33 @@ def _latent_kernel_model(c, n, layout: Layout, priors: dict, coords: dict, n_nod
 
 #: What a full-latent fit keeps per draw (not its task-by-system effects).
 LATENT_KEPT = ("hyper", "task_effect")
-#: NUTS target acceptance of both forms. At nutpie's default 0.8 the variance components'
-#: funnels gave divergences on small clustered data (two systems x 10 tasks x 2 trials in 3
-#: clusters: 1 in 3 of 6 seeds, none at 0.9) and on Terminal-Bench (94 in one chain of one
-#: of four seeds, none at 0.9); at 0.9 the fits took about as long (4 chains x 1000 draws, 2
-#: cores: the SWE-bench pair 6.3 s against 6.5, Terminal-Bench 13.6-14.9 s against
-#: 14.1-17.7, LiveCodeBench 111 s against 107 on one seed).
+#: NUTS target acceptance where the variance components' funnels make divergences: the
+#: full-latent form, and the collapsed form on fewer than :data:`FEW_TASKS` tasks. At
+#: nutpie's default 0.8, two systems x 10 tasks x 2 trials in 3 clusters (collapsed) diverged
+#: in 3 of 6 seeds and Terminal-Bench (full-latent) in one chain of one of 4 seeds (94), none
+#: at 0.9, in about the same time (4 chains x 1000 draws, 2 cores: Terminal-Bench 13.6-14.9 s
+#: against 14.1-17.7, min bulk ESS 52-98 against 14-43; LiveCodeBench 111 s against 107 on
+#: one seed). On the SWE-bench pair (collapsed, 500 tasks, no divergences either way) 0.9
+#: cost a third of the ESS (429-1058 against 678-1304 over six seeds): larger data keep 0.8.
 TARGET_ACCEPT = 0.9
+#: Below this many tasks the collapsed form is sampled at :data:`TARGET_ACCEPT` (a cut
+#: between the sizes measured, 10 and 500 tasks; a fit this small takes seconds).
+FEW_TASKS = 50
+
+
+def target_accept(form: str, n_tasks: int) -> float:
+    """NUTS target acceptance for a fit of ``form`` on ``n_tasks`` tasks
+    (:data:`TARGET_ACCEPT`, else nutpie's default 0.8).
+
+    Examples
+    --------
+    >>> from bayeval.models.logit_normal import target_accept
+    >>> target_accept("collapsed", 500), target_accept("collapsed", 10)
+    (0.8, 0.9)
+    >>> target_accept("full-latent", 400)
+    0.9
+    """
+    return TARGET_ACCEPT if form == "full-latent" or n_tasks < FEW_TASKS else 0.8
 
 
 def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: int,
@@ -469,7 +489,7 @@ def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: 
              else _nutpie_kernel.python_model(*args))
     return nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
                          seed=seed, progress_bar=progress, save_warmup=False,
-                         target_accept=TARGET_ACCEPT)
+                         target_accept=target_accept(form, ds.sizes["task"]))
 
 
 def collapsed_posterior(theta: xr.DataArray, data, priors=None) -> xr.Dataset:
