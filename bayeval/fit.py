@@ -258,6 +258,7 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     attrs["model_choice"] = choice or f"model={model!r} as requested"
     if model == "logit_normal":
         attrs["form"], attrs["form_choice"] = form, form_choice
+        attrs["target_accept"] = logit_normal.target_accept(form, ds.sizes["task"])
     groups = {"posterior": posterior, "observed_data": ds.copy(),
               "constant_data": ds[["trials", "attempts"]].copy()}
     if rates_group is not None:

@@ -56,8 +56,14 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     """Forced onto small data, the full-latent route records its form and gives the same
     posterior groups and readouts as the collapsed one; both estimate the same variance
     components (within the Monte Carlo error of these short runs)."""
+    import nutpie
+
     data = _counts(3, 40, 6, seed=4)
     fits = {}
+    asked = []  # the target acceptance each fit hands nutpie
+    sample = nutpie.sample
+    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: asked.append(k["target_accept"])
+                        or sample(*a, **k))
     for form, cells in (("collapsed", 10**9), ("full-latent", 1)):
         monkeypatch.setattr(logit_normal, "LATENT_CELLS", cells)
         with warnings.catch_warnings():
@@ -65,6 +71,8 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
             fits[form] = be.fit(data, model="logit_normal", draws=300, tune=300, chains=2,
                                 seed=3)
         assert fits[form].tree.attrs["form"] == form
+        # 40 tasks: the collapsed form too samples at the higher target (below FEW_TASKS)
+        assert asked[-1] == fits[form].tree.attrs["target_accept"] == logit_normal.TARGET_ACCEPT
     latent, collapsed = fits["full-latent"], fits["collapsed"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
