@@ -1,7 +1,7 @@
 """The collapsed logit-normal model against the full-latent model it integrates.
 
 Run:  python benchmarks/logit_normal_agreement.py [--draws 1000] [--chains 4]
-      [--only toy swebench terminal] [--form collapsed|full-latent]
+      [--only toy swebench terminal swebench25] [--form collapsed|full-latent]
 
 ``fit(model="logit_normal")`` integrates every task's effects out by quadrature and samples only
 the cluster-level effects and the hyperparameters. The full-latent model samples every task and
@@ -10,6 +10,8 @@ within Monte Carlo error. The script fits both on
 
 * a three-system clustered toy (simulated: 8 clusters x 6 tasks, 4 trials, known effects),
 * the SWE-bench Verified pair (claude-opus-4-5 vs gpt-5.1, 500 tasks, 12 repositories),
+* with ``--only swebench25``, all 25 SWE-bench systems (three paired effects: systems 1-3
+  against system 0),
 * with ``--only terminal``, Terminal-Bench (13 systems x 80 tasks x 5 trials, non-ok attempts
   as failures), where most counts are 0 or 5 of 5 and the inner integrals are one-sided;
 
@@ -46,7 +48,7 @@ from bayeval.simulate import simulate_benchmark
 
 SWE_PAIR = ["20251124_mini-v1.16.0_claude-opus-4-5-20251101",
             "20251120_mini-v1.15.0_gpt-5.1-2025-11-13"]
-SETS = ["toy", "swebench", "terminal"]
+SETS = ["toy", "swebench", "terminal", "swebench25"]
 COMPONENTS = ["sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system"]
 
 
@@ -84,7 +86,7 @@ def _row(name, ours, ref, ess_ours, ess_ref):
     return z
 
 
-def compare(label, data, draws, chains, seed, form="collapsed"):
+def compare(label, data, draws, chains, seed, form="collapsed", effects=None):
     """``fit`` in ``form`` against the full-latent model written with PyMC distributions."""
     systems = data.systems
     start = time.perf_counter()
@@ -126,7 +128,7 @@ def compare(label, data, draws, chains, seed, form="collapsed"):
         zs.append(_row(f"pass@1 new cluster: {system[-24:]}", new_c[:, i], new_l[:, i],
                        ess_c, ess_l))
     rates = _latent_task_rates(post_l, data).mean(axis=-1)  # (sample, system)
-    for i in range(1, len(systems)):
+    for i in range(1, len(systems) if effects is None else effects + 1):
         zs.append(_row(f"effect new cluster: {i} - 0", new_c[:, i] - new_c[:, 0],
                        new_l[:, i] - new_l[:, 0], ess_c, ess_l))
         ours = _flat(res.compare(systems[i], systems[0], estimand="tasks")["effect"])
@@ -161,6 +163,10 @@ def main():
         data = be.datasets.load("terminal_bench", missing="fail")
         compare("Terminal-Bench (5 trials per task)", data, args.draws, args.chains, seed=1,
                 form=args.form)
+    if "swebench25" in args.only:
+        data = be.datasets.load("swebench_verified")
+        compare("SWE-bench Verified, all systems", data, args.draws, args.chains, seed=1,
+                form=args.form, effects=3)
 
 
 if __name__ == "__main__":
