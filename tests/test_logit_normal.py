@@ -496,6 +496,7 @@ def _dense_conditional(eta, c, n, sigma_e, sigma_v, points=241):
 @pytest.mark.parametrize("eta, c, n, sigma_e, sigma_v", [
     ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),  # few trials: far from normal
     ([2.0, 1.0], [20.0, 3.0], [20.0, 20.0], 3.0, 1.2),  # one system solves every trial
+    ([0.8, -0.4], [1.0, 0.0], [1.0, 1.0], 2.8, 0.4),  # single trials: SWE-bench's cells
 ])
 def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma_v):
     D = 20_000

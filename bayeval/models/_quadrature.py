@@ -30,8 +30,8 @@ Binomial coefficients are left out (constant in the parameters).
 In the likelihood kernel (:func:`loglik_and_grad`) the inner integral, which depends on a
 system and an outer node only through ``y = eta_s + e`` and the counts, is tabulated once per
 counts on a grid in ``y`` and interpolated, and the outer rule is centred at the mode of the
-task effect's marginal (see :func:`_loglik`); the readouts (conditional moments, task draws)
-keep the nested rule above. The two agree to about 1e-5 per pattern.
+task effect's marginal (see :func:`_loglik`); the exact task draws read the same tables, the
+conditional moments keep the nested rule above. The two agree to about 1e-5 per pattern.
 """
 
 from __future__ import annotations
@@ -756,6 +756,32 @@ def _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired,
 
 
 @numba.njit(cache=True)
+def _marginal_mode(eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab,
+                   terms, tol):
+    """The mode of the task effect's log marginal (:func:`_marginal_e`; log-concave) by
+    damped Newton steps from 0 until a step is below ``tol``: ``(mode, log density there,
+    Laplace sd)``."""
+    e = 0.0
+    value, slope, curve = _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v,
+                                      paired, x, logw, tab, terms)
+    for _ in range(TABLE_NEWTON):
+        step = _clip(-slope / min(curve, -prec_e))
+        moved = False
+        for _ in range(30):
+            cand = _marginal_e(e + step, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v,
+                               paired, x, logw, tab, terms)
+            if cand[0] >= value:
+                e += step
+                value, slope, curve = cand
+                moved = True
+                break
+            step *= 0.5
+        if not moved or abs(step) < tol:
+            break
+    return e, value, 1.0 / math.sqrt(max(-curve, prec_e))
+
+
+@numba.njit(cache=True)
 def _trapezoid_nodes(e, value, s_e, sigma_e, eta_p, slot_p, c_p, n_p, prec_e, prec_v,
                      log_sigma_v, paired, x, logw, tab, terms, e_k, log_f):
     """Trapezoid nodes over the marginal's whole extent: outwards from the mode ``e`` in
@@ -807,24 +833,8 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
     prec_e = 1.0 / sigma_e**2
     prec_v = 1.0 / sigma_v**2 if paired else 0.0
     log_sigma_v = math.log(sigma_v) if paired else 0.0
-    e = 0.0
-    value, slope, curve = _marginal_e(e, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
-                                      log_sigma_v, paired, x, logw, tab, terms)
-    for _ in range(TABLE_NEWTON):
-        step = _clip(-slope / min(curve, -prec_e))
-        moved = False
-        for _ in range(30):
-            cand = _marginal_e(e + step, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
-                               log_sigma_v, paired, x, logw, tab, terms)
-            if cand[0] >= value:
-                e += step
-                value, slope, curve = cand
-                moved = True
-                break
-            step *= 0.5
-        if not moved or abs(step) < 1e-9:
-            break
-    s_e = 1.0 / math.sqrt(max(-curve, prec_e))
+    e, value, s_e = _marginal_mode(eta[p], slot[p], c[p], n[p], prec_e, prec_v, log_sigma_v,
+                                   paired, x, logw, tab, terms, 1e-9)
     # Gauss-Hermite at the mode, except for a pattern with at most one success or at most
     # one failure over all its trials: its likelihood barely turns in e, the marginal is
     # one-sided under a wide task spread and 9 nodes misjudge it by up to 1e-2, so it takes a
@@ -867,13 +877,13 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
 
 
 @numba.njit(cache=True)
-def _table_slots(c, n):
+def _table_slots(c, n, every):
     """Each adaptive-rule cell's table, one per distinct counts ``(c, n)``: ``slot (P, S)``
-    and the counts of each table."""
+    and the counts of each table (with ``every``, the fixed grid's patterns' cells too)."""
     P, S = c.shape
     top = 0
     for p in range(P):
-        if _is_low(n[p]):
+        if _is_low(n[p]) and not every:
             continue
         for s in range(S):
             nn = int(n[p, s])
@@ -883,7 +893,7 @@ def _table_slots(c, n):
     counts = np.zeros((P * S + 1, 2))
     Q = 0
     for p in range(P):
-        if _is_low(n[p]):
+        if _is_low(n[p]) and not every:
             continue
         for s in range(S):
             nn, cc = int(n[p, s]), int(c[p, s])
@@ -986,7 +996,7 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
             g_sv += d_sv
             continue
         if tab.shape[0] == 0:  # the first adaptive-rule pattern: the tables, empty
-            slot, _, n_tables = _table_slots(c, n)
+            slot, _, n_tables = _table_slots(c, n, False)
             tab = np.zeros((max(n_tables, 1), TABLE_SIZE, 5)) if paired else np.zeros(
                 (1, 1, 5))
         log_l, d_se, d_sv = _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x,
@@ -1213,6 +1223,7 @@ def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rul
 #: models do); above it the mean over tasks is drawn from the normal of its conditional moments
 EXACT_TASKS = 100
 HULL_POINTS = 40  # abscissae an adaptive rejection sampler keeps (it stops adding after that)
+PRIOR_TRIES = 3  # proposals from the prior before a task-by-system draw turns to the hull
 
 
 @numba.njit(cache=True)
@@ -1235,30 +1246,6 @@ def _conditional_mode(eta_e, c, n, v, prec_v):
         if not moved or abs(step) < 1e-9:
             break
     return v
-
-
-@numba.njit(cache=True)
-def _task_effect_log_density(e, eta, c, n, prec_e, prec_v, log_sigma_v, paired, x, logw,
-                             v_start, terms):
-    """The task effect's log marginal density given the predictors (up to a constant) and its
-    derivative: ``-e^2 / (2 sigma_e^2) + sum_s log g_s(e)``, each ``g_s`` the integral over
-    the system's task-by-system effect (:func:`_inner_integral`, at its conditional mode
-    started from and written back to ``v_start``); the derivative by Fisher's identity."""
-    value = -0.5 * prec_e * e * e
-    slope = -prec_e * e
-    for s in range(eta.shape[0]):
-        if not paired:
-            y = eta[s] + e
-            value += c[s] * y - n[s] * _softplus(y)
-            slope += c[s] - n[s] * _sigmoid(y)
-            continue
-        vc = _conditional_mode(eta[s] + e, c[s], n[s], v_start[s], prec_v)
-        v_start[s] = vc
-        log_g, d_y, _, _ = _inner_integral(eta[s] + e, c[s], n[s], prec_v, log_sigma_v, vc, x,
-                                           logw, terms)
-        value += log_g
-        slope += d_y
-    return value, slope
 
 
 @numba.njit(cache=True)
@@ -1341,8 +1328,26 @@ def _v_log_density(v, eta_e, c, n, prec_v):
 
 @numba.njit(cache=True)
 def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
-    """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))`` by adaptive
-    rejection sampling (the density is log-concave)."""
+    """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))``.
+
+    Counts with at most one success or one failure (:func:`_one_sided`: every cell of binary
+    data) first take up to ``PRIOR_TRIES`` proposals from the prior ``N(0, sigma_v)``, each
+    kept with probability ``p^c (1 - p)^(n - c)`` over its largest value (rejection
+    sampling: a kept proposal is an exact draw; such a likelihood is wide, and most cells
+    keep the first). Otherwise, or if none is kept, adaptive rejection sampling of the
+    log-concave density. Either way the draw is exact: the first route changes the cost
+    only."""
+    sigma_v = 1.0 / math.sqrt(prec_v)
+    share = c / n if n > 0.0 else 0.0
+    log_top = 0.0
+    if 0.0 < share < 1.0:
+        log_top = c * math.log(share) + (n - c) * math.log1p(-share)
+    for _ in range(PRIOR_TRIES if _one_sided(c, n) else 0):
+        v = sigma_v * np.random.standard_normal()
+        y = eta_e + v
+        log_keep = -c * _softplus(-y) - (n - c) * _softplus(y) - log_top
+        if math.log(max(np.random.random(), 1e-300)) <= log_keep:
+            return v
     mode = _conditional_mode(eta_e, c, n, 0.0, prec_v)
     p = _sigmoid(eta_e + mode)
     scale = 1.0 / math.sqrt(prec_v + n * p * (1.0 - p))
@@ -1360,16 +1365,19 @@ def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
 
 
 @numba.njit(cache=True)
-def _exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight,
-                     order, start, seed, out):
+def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw, ks, code,
+                     needed, weight, order, start, seed, out):
     """For one draw: every task's rates drawn from their joint conditional, and
     ``out (S, Q) += weight[j, s] f(p[s, j])`` summed over the tasks.
 
     The task effect comes from its marginal (log-concave: the integral of a log-concave
-    function), then each system's task-by-system effect from its conditional given it, both
-    by adaptive rejection sampling (Gilks and Wild 1992); the task effect's hull is built once
-    per pattern and shared by the pattern's tasks. ``weight (J, S)``; tasks of pattern ``p``
-    are ``order[start[p]:start[p + 1]]``; ``seed`` seeds the kernel's generator.
+    function), then each system's task-by-system effect from its conditional given it
+    (:func:`_v_draw`). The marginal is read from the likelihood kernel's tables of inner
+    integrals (:func:`_marginal_e`; ``slot (P, S)`` names each cell's of ``n_tables``),
+    filled for this draw's ``sigma_v`` as the draws reach them, and drawn by adaptive
+    rejection sampling (Gilks and Wild 1992) with a hull built once per pattern and shared by
+    the pattern's tasks. ``weight (J, S)``; tasks of pattern ``p`` are
+    ``order[start[p]:start[p + 1]]``; ``seed`` seeds the kernel's generator.
     """
     np.random.seed(seed)
     P, S = eta.shape
@@ -1377,31 +1385,31 @@ def _exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, nee
     M = HULL_POINTS
     prec_e = 1.0 / sigma_e**2
     prec_v = 1.0 / sigma_v**2 if paired else 0.0
-    log_sigma_v = math.log(sigma_v)
+    log_sigma_v = math.log(sigma_v) if paired else 0.0
     terms = np.empty((2, max(x.shape[0], INNER_NODES)))
-    v_mode, curvature, v_start = np.zeros(S), np.zeros(S), np.zeros(S)
+    tab = np.empty((max(n_tables, 1), TABLE_SIZE if paired else 1, 5))
+    tab[:, :, 3] = 0.0  # no cell ready: this draw's sigma_v
     ex, eh, ed = np.empty(M), np.empty(M), np.empty(M)
     vx, vh, vd = np.empty(M), np.empty(M), np.empty(M)
     z, log_mass = np.empty(M), np.empty(M)
     for p in range(P):
         if start[p + 1] == start[p]:
             continue
-        e_star, s_e = _joint_mode(eta[p], c[p], n[p], prec_e, prec_v, paired, v_mode,
-                                  curvature)
+        # the hull needs points either side of the mode, not the mode to many digits
+        e_star, _, s_e = _marginal_mode(eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                                        log_sigma_v, paired, x, logw, tab, terms, 0.05)
         k = 0
         for side in (-1.0, 1.0):
-            v_start[:] = v_mode
             point = e_star + side * s_e
-            h, d = _task_effect_log_density(point, eta[p], c[p], n[p], prec_e, prec_v,
-                                            log_sigma_v, paired, x, logw, v_start, terms)
+            h, d, _ = _marginal_e(point, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                                  log_sigma_v, paired, x, logw, tab, terms)
             k = _hull_insert(ex, eh, ed, k, point, h, d)
         for i in range(start[p], start[p + 1]):
             j = order[i]
             while True:
                 e, upper = _hull_draw(ex, eh, ed, k, z, log_mass)
-                v_start[:] = v_mode
-                h, d = _task_effect_log_density(e, eta[p], c[p], n[p], prec_e, prec_v,
-                                                log_sigma_v, paired, x, logw, v_start, terms)
+                h, d, _ = _marginal_e(e, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                                      log_sigma_v, paired, x, logw, tab, terms)
                 if math.log(max(np.random.random(), 1e-300)) <= h - upper:
                     break
                 k = _hull_insert(ex, eh, ed, k, e, h, d)
@@ -1421,9 +1429,10 @@ def _exact_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed,
                  start, seeds, out):
     """:func:`_exact_task_sums` for every draw, the draws spread over threads (each draw seeds
     its own generator, so the result does not depend on how they are spread)."""
+    slot, _, n_tables = _table_slots(c, n, True)
     for d in numba.prange(eta.shape[0]):
-        _exact_task_sums(eta[d], c, n, sigma_e[d], sigma_v[d], paired, x, logw, ks, code,
-                         needed, weight, order, start, seeds[d], out[d])
+        _exact_task_sums(eta[d], c, n, slot, n_tables, sigma_e[d], sigma_v[d], paired, x,
+                         logw, ks, code, needed, weight, order, start, seeds[d], out[d])
 
 
 @numba.njit(cache=True)
@@ -1503,8 +1512,9 @@ def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inv
     tasks), ``sum_j weight[j, s] f(p[s, j])`` as ``(D, S, k)``.
 
     ``eta (D, P, S)``, ``weight (J, S)`` each task's weight in each system's value,
-    ``inverse (J,)`` the pattern of each task. The draws are exact up to the Gauss-Hermite
-    integral over the task-by-system effect inside the task effect's marginal.
+    ``inverse (J,)`` the pattern of each task. The draws are exact up to the interpolation
+    of the inner integrals (over the task-by-system effects) inside the task effect's
+    marginal: the likelihood kernel's tables.
     """
     rules = rules or Rules()
     code, needed = metric_arguments(metric, ks, tau)

@@ -51,9 +51,11 @@ Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
   (``weighting="cluster"``);
 * ``tasks``: the mean of f(p[s, j]) over these tasks. Given the cluster-level parameters,
   tasks are independent. Per draw, each task's rates in all systems are drawn jointly from
-  their conditional: the shared task effect from its marginal (log-concave), then each
-  system's task-by-system effect given it, both by adaptive rejection sampling, so the pairing
-  between systems is kept and no normal approximation enters, however few the tasks. Tasks
+  their conditional: the shared task effect from its marginal (log-concave; read from the
+  likelihood kernel's tables of inner integrals, drawn by adaptive rejection sampling), then
+  each system's task-by-system effect given it (exactly: rejection from its prior for
+  one-sided counts, else adaptive rejection sampling), so the pairing between systems is kept
+  and no normal approximation enters, however few the tasks. Tasks
   with identical counts (a pattern) of more than ``EXACT_TASKS`` (100) are summed through the
   normal of their conditional moments from the quadrature instead (the sum of many independent
   bounded terms), as the Beta models do. A full-latent fit has sampled the task effects with
