@@ -1002,7 +1002,9 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
     mean score instead of pass@k.
 
     Prints each system's metric with its Bayesian interval beside its bootstrap twin, and
-    each comparison's effect, interval, P(effect > 0) and decision.
+    each comparison's effect, interval, P(effect > 0) and decision. With several --k, each
+    comparison is also drawn over k: pointwise intervals and a band over all k, where the
+    curves cross and the tasks behind a reversal, beside the paired bootstrap's curve.
 
     \b
     Examples:
@@ -1010,6 +1012,7 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
       bayeval analyze runs.csv --missing bounds --compare new old --margin 0.02
       bayeval analyze counts.csv --successes n_correct --trials n_samples --json out.json
       bayeval analyze runs.csv --cost cost_usd --k 1,3 --report card.html
+      bayeval analyze counts.csv --k 1,2,5,10 --compare new old --estimand tasks
       bayeval analyze runs.csv --latency started_at,ended_at --json out.json
       bayeval analyze ckpts.csv --reader-option run=seed --compare rl sft --runs new
       bayeval analyze graded.csv --score score --compare new old --json out.json
@@ -1082,6 +1085,10 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
         report["recipes"] = _recipes_section(res, data, recipe_pairs, runs, compare_k or k[0],
                                              report["estimand"]["name"], margin, ci_prob,
                                              n_boot, seed, allow_harness_change)
+    curve_pairs = pairs if len(k) > 1 and metric in ("pass@k", "pass^k") else ()
+    if curve_pairs and data.missing != "bounds":
+        report["curves"] = _curves_section(res, curve_pairs, k, metric,
+                                           report["estimand"]["name"], ci_prob, n_boot, seed)
     if flagged_path:
         report["contamination"] = _contamination(res, data, flagged_path, metric, k[0],
                                                  ci_prob, model, sampler, draws, chains, seed,
@@ -1095,6 +1102,8 @@ def analyze(files, fmt, system, system_name, task, success, successes, trials_co
             _echo_latency(report["latency"], ci_prob)
         if recipe_pairs:
             _echo_recipes(report["recipes"], ci_prob)
+        if "curves" in report:
+            _echo_curves(report["curves"], ci_prob)
         if flagged_path:
             _echo_contamination(report["contamination"])
     if json_path:
@@ -1203,6 +1212,80 @@ def _recipes_section(res, data, pairs, runs, k, estimand, margin, ci_prob, n_boo
             "bootstrap": ("paired task bootstrap" if runs == "observed" else
                           "paired task bootstrap with each recipe's runs resampled"),
             "n_boot": int(n_boot)}
+
+
+def _curves_section(res, pairs, k, metric, estimand, ci_prob, n_boot, seed) -> dict:
+    """Each compared pair's effect over the ``--k`` values (:meth:`Results.compare_curve`):
+    pointwise intervals and a simultaneous band, the posterior of the k where the curves
+    cross and the tasks behind a reversal, beside the paired bootstrap of the curve
+    (``bootstrap.compare_curve``) over the estimand's twin unit (tasks where the twin is the
+    trial bootstrap, which has no curve)."""
+    from bayeval import bootstrap
+    from bayeval._decisions import reversal_tasks
+    from bayeval.crosscheck import bootstrap_twin
+
+    twin = bootstrap_twin(res, estimand, None, "task")["unit"]
+    unit = twin if twin in ("task", "cluster") else "task"
+    num = _report._num
+    k = sorted(k)  # --k takes any order; a curve runs from the smallest k
+    rows = []
+    for candidate, baseline in pairs:
+        curve = res.compare_curve(candidate, baseline, k=list(k), metric=metric,
+                                  estimand=estimand, ci_prob=ci_prob)
+        boot = bootstrap.compare_curve(res.data, candidate, baseline, k=list(k), metric=metric,
+                                       unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed)
+        points = []
+        for i, kk in enumerate(curve["k"].values):
+            interval, band = curve["effect_interval"].values[i], curve["effect_band"].values[i]
+            b_interval, b_band = boot["effect_interval"].values[i], boot["effect_band"].values[i]
+            points.append({
+                "k": int(kk), "bayes_mean": num(curve["effect_mean"].values[i]),
+                "bayes_lower": num(interval[0]), "bayes_upper": num(interval[1]),
+                "band_lower": num(band[0]), "band_upper": num(band[1]),
+                "prob_positive": num(curve["prob_positive"].values[i]),
+                "bootstrap_estimate": num(boot["effect"].values[i]),
+                "bootstrap_lower": num(b_interval[0]), "bootstrap_upper": num(b_interval[1]),
+                "bootstrap_band_lower": num(b_band[0]), "bootstrap_band_upper": num(b_band[1])})
+        crossing = curve["crossing_interval"].values
+        tasks = reversal_tasks(curve, top=5)
+        rows.append({
+            "candidate": str(candidate), "baseline": str(baseline), "points": points,
+            "prob_cross": num(curve["prob_cross"]), "crossing_lower": num(crossing[0]),
+            "crossing_upper": num(crossing[1]),
+            "reversal_tasks": [{"task": str(t), "change": num(c)}
+                               for t, c in zip(tasks["task"], tasks["change"], strict=True)]})
+    return {"metric": metric, "estimand": estimand, "k": [int(v) for v in k],
+            "model": res.model, "band": "simultaneous over k (sup-t)",
+            "bootstrap": f"paired {unit} bootstrap" + (
+                "" if twin == unit else f" (the {twin} bootstrap, this estimand's twin, has "
+                                       "no curve)"),
+            "n_boot": int(n_boot), "rows": rows}
+
+
+def _echo_curves(section: dict, ci_prob: float):
+    """Each pair's effect over k: posterior (pointwise interval and simultaneous band) beside
+    the paired bootstrap's, then where the curves cross and the tasks behind it."""
+    name = _report._metric_name(section["metric"], "k")
+    click.echo(f"\neffect over k ({name}, {section['estimand']} estimand): posterior mean "
+               f"[{ci_prob:.0%} pointwise] {{band over all k}} beside the "
+               f"{section['bootstrap']}")
+    for row in section["rows"]:
+        click.echo(f"  {row['candidate']} - {row['baseline']}")
+        for pt in row["points"]:
+            click.echo(f"    k={pt['k']:<3} {pt['bayes_mean']:+.3f} "
+                       f"{_interval_text(pt['bayes_lower'], pt['bayes_upper'])} "
+                       f"{{{pt['band_lower']:.3f}, {pt['band_upper']:.3f}}}, "
+                       f"P(> 0) {pt['prob_positive']:.3f}; bootstrap "
+                       f"{pt['bootstrap_estimate']:+.3f} "
+                       f"{_interval_text(pt['bootstrap_lower'], pt['bootstrap_upper'])} "
+                       f"{{{pt['bootstrap_band_lower']:.3f}, "
+                       f"{pt['bootstrap_band_upper']:.3f}}}")
+        where = ("" if row["crossing_lower"] is None else
+                 f", crossing k {_interval_text(row['crossing_lower'], row['crossing_upper'])}")
+        tasks = ", ".join(f"{t['task']} ({t['change']:+.4f})" for t in row["reversal_tasks"])
+        click.echo(f"    P(the curves cross within k = {section['k'][0]}..{section['k'][-1]}) "
+                   f"{row['prob_cross']:.3f}{where}; tasks that move the effect most from the "
+                   f"first k to the last: {tasks}")
 
 
 def _echo_recipes(section: dict, ci_prob: float):

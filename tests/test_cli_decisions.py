@@ -155,3 +155,58 @@ def test_analyze_flagged_reads_clean_against_flagged_tasks(tmp_path):
     (tmp_path / "bad.txt").write_text("t0\nnope\n")
     bad = invoke("analyze", path, *GRID, "--flagged", tmp_path / "bad.txt")
     assert bad.exit_code == 2 and "['nope'] are not tasks of the data" in bad.output
+
+
+def _unbiased_pass_at_k(c, n, k):
+    """1 - C(n - c, k) / C(n, k), from SciPy's exact binomial coefficients."""
+    from scipy.special import comb
+
+    return 1 - comb(n - c, k, exact=True) / comb(n, k, exact=True)
+
+
+def test_analyze_with_several_k_draws_each_pair_as_a_curve_beside_its_bootstrap(tmp_path):
+    from importlib import resources
+
+    import jsonschema
+
+    # A solves a few tasks always, B every task sometimes: A leads at k = 1, trails at k = 8
+    a = [10, 10, 10, 10, 10, 10, 10, 0, 0, 0, 0, 0]
+    b = [3] * 12
+    path = _counts_csv(tmp_path / "curve.csv", {"A": a, "B": b})
+    out = invoke("analyze", path, *GRID, "--k", "8,1,2", "--compare", "A", "B", "--n-boot",
+                 500, "--json", tmp_path / "a.json", "--report", tmp_path / "card.md")
+    assert out.exit_code in (0, 1), out.output
+    assert "effect over k (pass@k" in out.output
+    record = json.loads((tmp_path / "a.json").read_text())
+    schema = json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json")
+                        .read_text())
+    jsonschema.validate(record, schema)
+    section = record["curves"]
+    assert section["k"] == [1, 2, 8] and len(section["rows"]) == 1
+    row = section["rows"][0]
+    assert [p["k"] for p in row["points"]] == [1, 2, 8]
+    # the bootstrap's point: the mean over tasks of the unbiased estimators' difference
+    for point in row["points"]:
+        k = point["k"]
+        expected = np.mean([_unbiased_pass_at_k(ca, 10, k) - _unbiased_pass_at_k(cb, 10, k)
+                            for ca, cb in zip(a, b, strict=True)])
+        assert point["bootstrap_estimate"] == pytest.approx(expected, abs=1e-12)
+        assert point["bootstrap_lower"] <= point["bootstrap_estimate"] <= point[
+            "bootstrap_upper"]
+        assert point["bayes_lower"] <= point["bayes_mean"] <= point["bayes_upper"]
+    # the reversal shows in both: A ahead at k = 1, behind at k = 8, and the curves cross
+    first, last = row["points"][0], row["points"][-1]
+    assert first["bootstrap_estimate"] > 0 > last["bootstrap_estimate"]
+    assert first["prob_positive"] > 0.5 > last["prob_positive"]
+    assert row["prob_cross"] > 0.5 and 1 <= row["crossing_lower"] <= row["crossing_upper"] <= 8
+    assert 0 < len(row["reversal_tasks"]) <= 5
+    assert "## Effect over k" in (tmp_path / "card.md").read_text()
+
+
+def test_analyze_with_one_k_has_no_curve(tmp_path):
+    path = _counts_csv(tmp_path / "one.csv", {"A": [3, 5, 7], "B": [4, 4, 6]})
+    out = invoke("analyze", path, *GRID, "--compare", "A", "B", "--n-boot", 200,
+                 "--json", tmp_path / "a.json")
+    assert out.exit_code in (0, 1), out.output
+    assert "curves" not in json.loads((tmp_path / "a.json").read_text())
+    assert "effect over k" not in out.output
