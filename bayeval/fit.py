@@ -259,6 +259,9 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     if model == "logit_normal":
         attrs["form"], attrs["form_choice"] = form, form_choice
         attrs["target_accept"] = logit_normal.target_accept(form, ds.sizes["task"])
+        if "cluster" in ds.coords:
+            attrs["cluster_effects"] = ("centred" if logit_normal.cluster_parametrisation(ds)
+                                        else "non-centred")
     groups = {"posterior": posterior, "observed_data": ds.copy(),
               "constant_data": ds[["trials", "attempts"]].copy()}
     if rates_group is not None:

@@ -263,9 +263,14 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         if off[name][1]:
             total += stats.halfnorm.logpdf(values[name], scale=priors[name]) + part(name)[0]
     G = coord.G
+    # the cluster coordinates: standard normal (the mean's sd 1 / sqrt(G)), or centred the
+    # zero-sum parts the effects' own, the same normals scaled by their spread
+    scale_u = values["sigma_cluster"] if coord.cluster_centred else 1.0
+    scale_w = values["sigma_cluster_system"] if coord.cluster_centred else 1.0
     total += stats.norm.logpdf(part("m_u"), 0, 1 / np.sqrt(G)).sum()
     total += stats.norm.logpdf(part("m_w"), 0, 1 / np.sqrt(G)).sum()
-    total += stats.norm.logpdf(part("f_u")).sum() + stats.norm.logpdf(part("f_w")).sum()
+    total += (stats.norm.logpdf(part("f_u"), 0, scale_u).sum()
+              + stats.norm.logpdf(part("f_w"), 0, scale_w).sum())
     sigma_v = values["sigma_task_system"] if layout.paired else None
     S, J = c.shape
     if latent:
@@ -292,15 +297,20 @@ def _with_recipes(data, recipes):
     return be.EvalData(data.dataset.assign_coords(recipe=("system", list(recipes))))
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes", [
-    (2, True, True, 0, None), (3, True, False, 1, None), (3, True, False, 2, None),
-    (1, True, True, 0, None), (2, False, False, 0, None), (3, False, True, 2, None),
-    (3, True, False, 1, "rrq"), (3, False, True, 2, "rqr"), (2, True, False, 2, "rr")])
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred", [
+    (2, True, True, 0, None, False), (3, True, False, 1, None, False),
+    (3, True, False, 2, None, False), (1, True, True, 0, None, False),
+    (2, False, False, 0, None, False), (3, False, True, 2, None, False),
+    (3, True, False, 1, "rrq", False), (3, False, True, 2, "rqr", False),
+    (2, True, False, 2, "rr", False), (2, True, True, 0, None, True),
+    (3, True, False, 1, None, True), (1, True, False, 0, None, True)])
 def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strata, level,
-                                                        recipes, monkeypatch):
+                                                        recipes, centred, monkeypatch):
     """``level``: the system level's form (0 none, 1 centred, 2 non-centred contrasts);
-    ``recipes``: the systems as runs of these recipes (a run level per recipe)."""
+    ``recipes``: the systems as runs of these recipes (a run level per recipe); ``centred``:
+    the cluster effects' form."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
+    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
     model = build_logit_normal_model(data)
@@ -325,16 +335,19 @@ def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strat
     np.testing.assert_allclose(dlogp({"theta": point}), numeric, atol=1e-6)
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes", [
-    (2, True, True, 0, None), (3, True, False, 2, None), (1, True, True, 0, None),
-    (3, False, True, 1, "rqr")])
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred", [
+    (2, True, True, 0, None, False), (3, True, False, 2, None, False),
+    (1, True, True, 0, None, False), (3, False, True, 1, "rqr", False),
+    (3, True, True, 2, None, True), (2, True, False, 0, "rr", True)])
 def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, clusters, strata,
-                                                                 level, recipes, monkeypatch):
+                                                                 level, recipes, centred,
+                                                                 monkeypatch):
     """The full-latent form ``fit`` samples (one compiled kernel, the task effects at the end
     of theta) against SciPy: the same prior as the collapsed form plus standard normal task
     and task-by-system effects and the binomial at them; the gradient by finite differences
-    through every coordinate."""
+    through every coordinate. ``centred``: the cluster effects centred."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
+    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
     model = build_logit_normal_model(data, marginal=False, kernel=True)

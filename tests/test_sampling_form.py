@@ -126,3 +126,30 @@ def test_latent_task_draws_follow_the_conditional_given_the_task_effect():
         assert abs(rates.std() / sd - 1) < 0.03
         for q in (0.1, 0.5, 0.9):
             assert abs(np.mean(rates <= p[np.searchsorted(np.cumsum(density), q)]) - q) < 0.012
+
+
+def test_centred_and_non_centred_cluster_effects_give_one_posterior(monkeypatch):
+    """Clusters each pinned by many trials (here 3 x 20 tasks x 10 trials: 200 a system)
+    are sampled centred (``cluster_parametrisation``; recorded in ``attrs``): the same
+    posterior as the non-centred coordinates, within Monte Carlo error."""
+    rng = np.random.default_rng(8)
+    clusters = np.repeat(["a", "b", "c"], 20)
+    logit = (rng.normal(0, 1.0, 60) + np.repeat(rng.normal(0, 1.0, 3), 20))[None, :] \
+        + np.array([[0.0], [0.4]])
+    c = rng.binomial(10, 1 / (1 + np.exp(-logit)))
+    data = be.from_counts(c, np.full(c.shape, 10), clusters=clusters, systems=["A", "B"])
+    assert logit_normal.cluster_parametrisation(data.dataset)
+    fits = {}
+    for centred in (True, False):
+        monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds, v=centred: v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", be.BayevalWarning)
+            fits[centred] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
+        assert fits[centred].tree.attrs["cluster_effects"] == ("centred" if centred
+                                                              else "non-centred")
+    for name in ("alpha", "cluster_system_effect", "sigma_cluster", "sigma_task"):
+        a, b = (f.tree["posterior"][name].values for f in (fits[True], fits[False]))
+        a, b = a.reshape(-1, *a.shape[2:]), b.reshape(-1, *b.shape[2:])
+        # Monte Carlo error from a conservative 200 effective draws of each
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
+                      / np.sqrt(200)), name

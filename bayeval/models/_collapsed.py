@@ -93,6 +93,7 @@ class Coordinates:
     system_level: int = 0  # 0: none; 1: centred contrasts; 2: non-centred (see unpack)
     blocks: tuple = ()  # each system's recipe when the systems are runs; () one block
     latent_tasks: int = 0  # J: the full-latent form (task effects sampled, not integrated)
+    cluster_centred: bool = False  # the cluster coordinates are the effects (see unpack)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -129,8 +130,8 @@ class Coordinates:
     def spec(self, rules: Rules) -> np.ndarray:
         """Integer constants of the kernel (int64)."""
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
-                         rules.z.size, rules.u.size, self.system_level, self.latent_tasks],
-                        dtype=np.int64)
+                         rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
+                         self.cluster_centred], dtype=np.int64)
 
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, quadrature rules."""
@@ -148,7 +149,9 @@ class Coordinates:
 
         Returns ``alpha (..., S, H)``, the four spreads ``(...)`` (ones where absent: they
         multiply nothing), ``cluster_effect (..., G)`` and ``cluster_system_effect (..., S, G)``
-        (zeros where absent).
+        (zeros where absent). The cluster coordinates are a mean and a zero-sum part, both
+        the effects' standardised values times their spread, or with ``cluster_centred`` the
+        zero-sum part the effects' own.
         """
         theta = np.asarray(theta, dtype=float)
         lead = theta.shape[:-1]
@@ -168,15 +171,18 @@ class Coordinates:
         w = np.zeros(lead + (S, G))
         shift = np.zeros(lead + (S,))
         if self.clusters:
+            a_u, a_w = ((np.ones(lead), np.ones(lead)) if self.cluster_centred else
+                        (out["sigma_cluster"], out["sigma_cluster_system"]))
+            sigma_u, sigma_w = out["sigma_cluster"], out["sigma_cluster_system"]
             m_u = take("m_u", ())
-            u = out["sigma_cluster"][..., None] * (m_u[..., None] + take("f_u", (G - 1,))
-                                                   @ basis.T)
-            shift = shift + (out["sigma_cluster"] * m_u)[..., None]
+            u = (sigma_u * m_u)[..., None] + a_u[..., None] * (take("f_u", (G - 1,))
+                                                               @ basis.T)
+            shift = shift + (sigma_u * m_u)[..., None]
             if self.paired:
                 m_w = take("m_w", (S,))
-                w = out["sigma_cluster_system"][..., None, None] * (
-                    m_w[..., None] + take("f_w", (S, G - 1)) @ basis.T)
-                shift = shift + out["sigma_cluster_system"][..., None] * m_w
+                w = (sigma_w[..., None] * m_w)[..., None] + a_w[..., None, None] * (
+                    take("f_w", (S, G - 1)) @ basis.T)
+                shift = shift + sigma_w[..., None] * m_w
         rotation, size = self.rotation
         z_alpha = take("z_alpha", (S, H))
         if self.system_level == 2:  # contrasts stored standardised: z = R' shift + sigma zeta

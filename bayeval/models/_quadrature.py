@@ -1707,6 +1707,9 @@ def _kernel_layout(spec, const):
     system_level = spec[8] != 0
     noncentred = spec[8] == 2  # the contrasts as sigma_system times standard normals
     latent = spec[9] != 0  # the full-latent form: task effects in theta (_latent_cells)
+    # the cluster coordinates hold the effects themselves (centred), not their standardised
+    # values times the spread (non-centred)
+    centred = spec[10] != 0
     Gm = G - 1
     mean, sd = const[0], const[1]
     scale = const[2:6]
@@ -1737,7 +1740,32 @@ def _kernel_layout(spec, const):
     i_tail = i_za + S * H
     return (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale,
             scale_sys, rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu,
-            i_mw, i_fw, i_ss, i_za, i_tail)
+            i_mw, i_fw, i_ss, i_za, i_tail, centred)
+
+
+@numba.njit(cache=True)
+def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad):
+    """The log prior of one set of cluster coordinates, its mean ``theta[i_m]`` (standard
+    normal over G: the effects' mean is ``sigma`` times it) and zero-sum part
+    ``theta[i_f:i_f + Gm]``, adding its gradient to ``grad`` (in the log spread at
+    ``i_sigma`` too when centred). The zero-sum part is standard normal (non-centred) or,
+    centred, the effects' own zero-sum coordinates, normal with sd ``sigma``. The mean stays
+    non-centred either way: the data do not see it apart from the intercepts, so it follows
+    its prior, which its standardised form keeps independent of the spread."""
+    m = theta[i_m]
+    logp = -0.5 * G * m * m
+    grad[i_m] += -G * m
+    scale = sigma if centred else 1.0
+    spread = 0.0
+    for j in range(Gm):
+        f = theta[i_f + j] / scale
+        logp += -0.5 * f * f
+        grad[i_f + j] += -f / scale
+        spread += f * f
+    if centred:
+        logp -= Gm * math.log(sigma)
+        grad[i_sigma] += spread - Gm
+    return logp
 
 
 @numba.njit(cache=True)
@@ -1747,7 +1775,7 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P):
     needs: ``(logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys)``."""
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail) = _kernel_layout(spec, const)
+     i_za, i_tail, centred) = _kernel_layout(spec, const)
     grad = np.zeros(theta.shape[0])
     logp = 0.0
     sig = np.ones(4)
@@ -1759,28 +1787,22 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P):
             grad[i_sig[j]] += 1.0 - ratio * ratio
     sig_u = sig[2] if clusters else 0.0
     sig_w = sig[3] if clusters and paired else 0.0
+    # what multiplies the zero-sum cluster coordinates: the spread (non-centred) or one
+    # (centred: the coordinates are the effects' own, N(0, spread^2) each)
+    a_u = 1.0 if centred else sig_u
+    a_w = 1.0 if centred else sig_w
     m_u = theta[i_mu] if clusters else 0.0
     d_u = np.zeros(G)
     d_w = np.zeros((S, G))
     shift = np.full(S, sig_u * m_u)
     if clusters:
-        logp += -0.5 * G * m_u * m_u
-        grad[i_mu] += -G * m_u
-        for j in range(Gm):
-            f = theta[i_fu + j]
-            logp += -0.5 * f * f
-            grad[i_fu + j] += -f
+        logp += _cluster_prior(theta, i_mu, i_fu, Gm, G, sig_u, centred, i_sig[2], grad)
         _zero_sum(theta[i_fu:i_fu + Gm], d_u)
         if paired:
             for s in range(S):
-                m_w = theta[i_mw + s]
-                shift[s] += sig_w * m_w
-                logp += -0.5 * G * m_w * m_w
-                grad[i_mw + s] += -G * m_w
-                for j in range(Gm):
-                    f = theta[i_fw + s * Gm + j]
-                    logp += -0.5 * f * f
-                    grad[i_fw + s * Gm + j] += -f
+                shift[s] += sig_w * theta[i_mw + s]
+                logp += _cluster_prior(theta, i_mw + s, i_fw + s * Gm, Gm, G, sig_w, centred,
+                                       i_sig[3], grad)
                 _zero_sum(theta[i_fw + s * Gm:i_fw + (s + 1) * Gm], d_w[s])
     # intercepts: z_alpha ~ N(R' shift, sd_t), identified = mean + R z_alpha. Without a system
     # level sd_t = sd (alpha ~ N(mean, sd) independently); with one, alpha[s] = mu + sigma_system
@@ -1838,7 +1860,7 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P):
     for g in range(G):
         for h in range(H):
             for s in range(S):
-                base[g, h, s] = identified[s, h] + sig_u * d_u[g] + sig_w * d_w[s, g]
+                base[g, h, s] = identified[s, h] + a_u * d_u[g] + a_w * d_w[s, g]
     eta = np.empty((P, S))
     for p in range(P):
         eta[p] = base[p_cluster[p], p_stratum[p]]
@@ -1853,10 +1875,12 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
     transforms of :func:`_forward`."""
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail) = _kernel_layout(spec, const)
+     i_za, i_tail, centred) = _kernel_layout(spec, const)
     P = g_eta.shape[0]
     sig_u = sig[2] if clusters else 0.0
     sig_w = sig[3] if clusters and paired else 0.0
+    a_u = 1.0 if centred else sig_u
+    a_w = 1.0 if centred else sig_w
     m_u = theta[i_mu] if clusters else 0.0
     grad[i_sig[0]] += sig[0] * g_se
     if paired:
@@ -1895,19 +1919,21 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
         for s in range(S):
             total_shift += d_shift[s]
         d_sig_u = m_u * total_shift
-        for g in range(G):
-            d_sig_u += g_u[g] * d_u[g]
+        if not centred:  # centred, the zero-sum part does not carry the spread
+            for g in range(G):
+                d_sig_u += g_u[g] * d_u[g]
         grad[i_mu] += sig_u * total_shift
-        _zero_sum_adjoint(g_u, sig_u, grad[i_fu:i_fu + Gm])
+        _zero_sum_adjoint(g_u, a_u, grad[i_fu:i_fu + Gm])
         grad[i_sig[2]] += sig_u * d_sig_u
         if paired:
             d_sig_w = 0.0
             for s in range(S):
                 d_sig_w += theta[i_mw + s] * d_shift[s]
                 grad[i_mw + s] += sig_w * d_shift[s]
-                for g in range(G):
-                    d_sig_w += g_w[s, g] * d_w[s, g]
-                _zero_sum_adjoint(g_w[s], sig_w, grad[i_fw + s * Gm:i_fw + (s + 1) * Gm])
+                if not centred:
+                    for g in range(G):
+                        d_sig_w += g_w[s, g] * d_w[s, g]
+                _zero_sum_adjoint(g_w[s], a_w, grad[i_fw + s * Gm:i_fw + (s + 1) * Gm])
             grad[i_sig[3]] += sig_w * d_sig_w
 
 
@@ -1923,7 +1949,7 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     """
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail) = _kernel_layout(spec, const)
+     i_za, i_tail, centred) = _kernel_layout(spec, const)
     logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys = _forward(
         theta, spec, const, p_cluster, p_stratum, c.shape[0])
     if latent:  # the patterns are the tasks, their effects the tail of theta

@@ -155,6 +155,41 @@ def system_parametrisation(ds: xr.Dataset) -> int:
     return 1 if spread > 2.0 * se2.mean() else 2
 
 
+#: Trials a cluster holds, per system, on average over the clusters, from which ``fit``
+#: samples the cluster effects centred (:func:`cluster_parametrisation`).
+CENTRED_CLUSTER_TRIALS = 200
+
+
+def cluster_parametrisation(ds: xr.Dataset) -> bool:
+    """Whether the sampler sees the cluster effects centred (the effects themselves) rather
+    than non-centred (standard normals times their spread).
+
+    Non-centred suits clusters the data say little about each (a few tasks each: Terminal-
+    Bench's 70 families of 80 tasks); centred suits clusters each pinned by many trials, where
+    the non-centred coordinates must rescale against a spread that few clusters leave loose
+    (LiveCodeBench's 3 platforms, about 1,300 trials of each system apiece). The rule: centred
+    when the clusters hold at least :data:`CENTRED_CLUSTER_TRIALS` trials per system on
+    average.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal import cluster_parametrisation
+    >>> few = be.from_counts([[3, 5, 2, 7]], trials=10, clusters=["a", "a", "b", "b"])
+    >>> cluster_parametrisation(few.dataset)
+    False
+    >>> many = be.from_counts([[3, 5] * 20], trials=10, clusters=["a", "b"] * 20)
+    >>> cluster_parametrisation(many.dataset)
+    True
+    """
+    codes, labels = cluster_codes(ds)
+    if labels is None:
+        return False
+    _, n, _ = counts_by_bound(ds)
+    per_system = n.mean(axis=0).sum(axis=-1).mean()  # trials per system, over the tasks
+    return bool(per_system / len(labels) >= CENTRED_CLUSTER_TRIALS)
+
+
 #: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
 #: patterns) for which ``fit`` samples the full-latent form of several systems
 #: (:func:`sampling_form`).
@@ -241,6 +276,7 @@ class Layout:
     pops: Populations
     system_level: int = 0  # 0: no system level; 1 / 2: centred / non-centred contrasts
     recipes: np.ndarray | None = None  # each system's recipe code when systems are runs
+    cluster_centred: bool = False  # the sampler sees the cluster effects themselves
 
     @property
     def has_clusters(self) -> bool:
@@ -254,7 +290,8 @@ class Layout:
     def from_dataset(cls, ds: xr.Dataset) -> Layout:
         codes, labels = cluster_codes(ds)
         return cls(ds.sizes["system"], labels, codes,
-                   Populations.from_dataset(ds), system_parametrisation(ds), recipe_codes(ds))
+                   Populations.from_dataset(ds), system_parametrisation(ds), recipe_codes(ds),
+                   cluster_parametrisation(ds))
 
     @property
     def level_name(self) -> str:
@@ -371,7 +408,7 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
-                       layout.system_level, blocks, latent_tasks)
+                       layout.system_level, blocks, latent_tasks, layout.cluster_centred)
 
 
 #: The names of the compiled kernel's data (``pm.Data`` in a PyMC model of either form).
