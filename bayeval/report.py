@@ -1106,6 +1106,18 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
                       f"Per-task posterior rates of {cand} against {base}.",
                       lambda c=cand, b=base: plots.plot_task_rates(paired, c, b,
                                                                    ci_prob=s["ci_prob"])))
+    curves = report.get("curves")
+    for i, row in enumerate(curves["rows"] if curves else []):
+        cand, base = row["candidate"], row["baseline"]
+        specs.append((f"curve_{i}", f"Effect over k: {cand} - {base}",
+                      (f"{curves['metric']} of {cand} minus {base} at k = "
+                       f"{', '.join(map(str, curves['k']))} ({curves['estimand']} estimand): "
+                       f"posterior mean, pointwise {s['ci_prob']:.0%} intervals and the band "
+                       "over all k, beside the paired task bootstrap's band."),
+                      lambda c=cand, b=base: plots.plot_compare_curve(
+                          paired, c, b, k=curves["k"], metric=curves["metric"],
+                          estimand=curves["estimand"], ci_prob=s["ci_prob"],
+                          data=paired.data, n_boot=curves["n_boot"], seed=s["seed"])))
     if report["diagnostics"]["ppc"]:
         chosen = list(dict.fromkeys(
             label for entry in report["comparisons"]

@@ -200,7 +200,9 @@ def test_analyze_with_several_k_draws_each_pair_as_a_curve_beside_its_bootstrap(
     assert first["prob_positive"] > 0.5 > last["prob_positive"]
     assert row["prob_cross"] > 0.5 and 1 <= row["crossing_lower"] <= row["crossing_upper"] <= 8
     assert 0 < len(row["reversal_tasks"]) <= 5
-    assert "## Effect over k" in (tmp_path / "card.md").read_text()
+    card = (tmp_path / "card.md").read_text()
+    assert "## Effect over k" in card and "![Effect over k: A - B](card_files/curve_0.png)" in card
+    assert (tmp_path / "card_files" / "curve_0.png").stat().st_size > 0
 
 
 def test_analyze_with_one_k_has_no_curve(tmp_path):
