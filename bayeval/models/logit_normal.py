@@ -182,7 +182,7 @@ def cluster_parametrisation(ds: xr.Dataset) -> bool:
     >>> cluster_parametrisation(many.dataset)
     True
     """
-    codes, labels = cluster_codes(ds)
+    _, labels = cluster_codes(ds)
     if labels is None:
         return False
     _, n, _ = counts_by_bound(ds)
