@@ -262,6 +262,9 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         if "cluster" in ds.coords:
             attrs["cluster_effects"] = ("centred" if logit_normal.cluster_parametrisation(ds)
                                         else "non-centred")
+        if form == "full-latent" and engine == "nutpie":
+            attrs["task_effects"] = ("centred" if logit_normal.task_parametrisation(ds)
+                                     else "non-centred")
     groups = {"posterior": posterior, "observed_data": ds.copy(),
               "constant_data": ds[["trials", "attempts"]].copy()}
     if rates_group is not None:

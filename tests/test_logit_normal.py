@@ -276,18 +276,55 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     if latent:
         z_e = part("z_e")
         z_v = part("z_v").reshape(J, S).T if layout.paired else np.zeros((S, J))
-        total += stats.norm.logpdf(z_e).sum() + stats.norm.logpdf(part("z_v")).sum()
+        total += stats.norm.logpdf(part("z_v")).sum()
+        sigma_e = values["sigma_task"]
+        if coord.task_centred:  # e = H (sigma z_r, y) with H orthogonal: e ~ N(0, sigma^2 I)
+            H = _reflection_matrix(layout)
+            r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
+            effects = H @ np.concatenate([sigma_e * z_e[:r], z_e[r:]])
+            total += stats.norm.logpdf(effects, 0, sigma_e).sum() + r * np.log(sigma_e)
+        else:
+            effects = sigma_e * z_e
+            total += stats.norm.logpdf(z_e).sum()
     for j in range(J):
         g, h = layout.cluster[j], layout.pops.code[j]
         eta = (values["alpha"][:, h] + values["cluster_effect"][g]
                + values["cluster_system_effect"][:, g])
         if latent:
-            y = eta + values["sigma_task"] * z_e[j] + (sigma_v or 0.0) * z_v[:, j]
+            y = eta + effects[j] + (sigma_v or 0.0) * z_v[:, j]
             total += stats.binom.logpmf(c[:, j], n[:, j], special.expit(y)).sum()
             continue
         total += _reference_log_marginal(eta, c[:, j], n[:, j], values["sigma_task"], sigma_v,
                                          e_nodes, v_nodes)
     return total
+
+
+def _reflection_matrix(layout):
+    """The dense ``H = H_1 ... H_r`` of the centred task effects' reflections."""
+    out = _collapsed.task_reflections(layout.cluster, layout.pops.code)
+    r, J = int(out[0]), len(layout.cluster)
+    H = np.eye(J)
+    for v in out[1:].reshape(r, J):
+        H = H @ (np.eye(J) - 2.0 * np.outer(v, v))
+    return H
+
+
+@pytest.mark.parametrize("clusters, strata", [(False, False), (True, False), (True, True)])
+def test_task_reflections_span_the_cluster_and_stratum_means(clusters, strata):
+    """``H`` is orthogonal and its first ``r`` columns span the tasks' cluster and stratum
+    indicators (the constant among them): the directions the data do not see apart from the
+    intercepts and cluster effects, which the centred form keeps non-centred."""
+    data, _, _ = _collapsed_case(2, clusters, strata)
+    layout = logit_normal.Layout.from_dataset(data.dataset)
+    H = _reflection_matrix(layout)
+    J = len(layout.cluster)
+    np.testing.assert_allclose(H @ H.T, np.eye(J), atol=1e-12)
+    indicators = np.column_stack([np.eye(layout.cluster.max() + 1)[layout.cluster],
+                                  np.eye(layout.pops.code.max() + 1)[layout.pops.code]])
+    r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
+    assert r == np.linalg.matrix_rank(indicators)
+    basis = H[:, :r]
+    np.testing.assert_allclose(basis @ (basis.T @ indicators), indicators, atol=1e-12)
 
 
 def _with_recipes(data, recipes):
@@ -335,19 +372,23 @@ def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strat
     np.testing.assert_allclose(dlogp({"theta": point}), numeric, atol=1e-6)
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred", [
-    (2, True, True, 0, None, False), (3, True, False, 2, None, False),
-    (1, True, True, 0, None, False), (3, False, True, 1, "rqr", False),
-    (3, True, True, 2, None, True), (2, True, False, 0, "rr", True)])
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred, tasks", [
+    (2, True, True, 0, None, False, False), (3, True, False, 2, None, False, False),
+    (1, True, True, 0, None, False, False), (3, False, True, 1, "rqr", False, False),
+    (3, True, True, 2, None, True, False), (2, True, False, 0, "rr", True, False),
+    (2, True, True, 0, None, False, True), (3, True, True, 2, None, True, True),
+    (2, False, False, 0, None, False, True), (1, True, False, 0, None, False, True)])
 def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, clusters, strata,
                                                                  level, recipes, centred,
-                                                                 monkeypatch):
+                                                                 tasks, monkeypatch):
     """The full-latent form ``fit`` samples (one compiled kernel, the task effects at the end
-    of theta) against SciPy: the same prior as the collapsed form plus standard normal task
-    and task-by-system effects and the binomial at them; the gradient by finite differences
-    through every coordinate. ``centred``: the cluster effects centred."""
+    of theta) against SciPy: the same prior as the collapsed form plus normal task and
+    standard normal task-by-system effects and the binomial at them; the gradient by finite
+    differences through every coordinate. ``centred``: the cluster effects centred;
+    ``tasks``: the task effects centred (their cluster and stratum means non-centred)."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
     monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
+    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
     model = build_logit_normal_model(data, marginal=False, kernel=True)
@@ -616,8 +657,8 @@ def test_vectorised_exponentials_match_the_math_library():
     np.testing.assert_allclose(log_term.ravel(), np.log1p(reference), rtol=2e-15, atol=0)
 
 
-@pytest.mark.parametrize("form", ["collapsed", "full-latent"])
-def test_the_c_functions_nutpie_calls_are_the_kernel(form):
+@pytest.mark.parametrize("form", ["collapsed", "full-latent", "full-latent centred"])
+def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     """The C log density and expansion nutpie calls from its threads (through the addresses
     in their user data) give the kernel's value, gradient and kept values exactly."""
     import ctypes
@@ -625,13 +666,16 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form):
     from bayeval.models import _nutpie_kernel
     from bayeval.models._beta_family import counts_by_bound
 
+    centred = form.endswith("centred")
+    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
     data, c, n = _collapsed_case(3, True, True, most=4)
     c, n, _ = counts_by_bound(data.dataset)
     layout = logit_normal.Layout.from_dataset(data.dataset)
-    inputs = logit_normal._latent_inputs if form == "full-latent" else \
-        logit_normal._collapsed_inputs
+    latent = form.startswith("full-latent")
+    inputs = logit_normal._latent_inputs if latent else logit_normal._collapsed_inputs
     coord, values = inputs(c[0], n[0], layout, logit_normal.validate_priors(None), 9)
-    tasks = c.shape[2] if form == "full-latent" else 0
+    assert coord.task_centred == centred
+    tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
     model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)
     logp_c, expand_c = quad.nutpie_functions()
@@ -652,7 +696,11 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form):
                            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                            model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
     np.testing.assert_array_equal(out[:kept], x[:kept])
-    np.testing.assert_allclose(out[kept:], np.exp(x[0]) * x[kept:kept + tasks], rtol=1e-15)
+    tail = np.exp(x[0]) * x[kept:kept + tasks]
+    if centred:  # e = H (sigma z_r, y)
+        r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
+        tail = _reflection_matrix(layout) @ np.concatenate([tail[:r], x[kept + r:kept + tasks]])
+    np.testing.assert_allclose(out[kept:], tail, rtol=1e-13, atol=1e-14)
 
 
 def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(monkeypatch):

@@ -81,6 +81,45 @@ def block_rotation(blocks) -> tuple[np.ndarray, np.ndarray]:
     return rotation, size
 
 
+def task_reflections(cluster, stratum) -> np.ndarray:
+    """The constants of centred full-latent task effects: the rank ``r`` of the subspace
+    spanned by the tasks' cluster and stratum indicators, then ``r`` unit Householder vectors
+    ``(r, J)``, flattened.
+
+    The likelihood sees the task effects only through their sums with the intercepts (per
+    stratum) and cluster effects, so the effects' components in that subspace (their means
+    over each cluster and stratum) are known from the prior alone. ``H = H_1 ... H_r``, the
+    product of the reflections ``H_i = I - 2 v_i v_i'``, is orthogonal with that subspace as
+    its first ``r`` columns (Householder QR of an orthonormal basis of it):
+    :func:`bayeval.models._quadrature._task_effects` samples those ``r`` coordinates
+    non-centred and the other ``J - r`` centred.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayeval.models._collapsed import task_reflections
+    >>> out = task_reflections(np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int))
+    >>> int(out[0]), out[1:].reshape(2, 5).shape  # two cluster means
+    (2, (2, 5))
+    """
+    cluster, stratum = np.asarray(cluster), np.asarray(stratum)
+    J = len(cluster)
+    indicators = np.column_stack([np.eye(cluster.max() + 1)[cluster],
+                                  np.eye(stratum.max() + 1)[stratum]])
+    left, values, _ = np.linalg.svd(indicators, full_matrices=False)
+    a = left[:, values > values[0] * 1e-10].copy()  # orthonormal basis of the subspace
+    r = a.shape[1]
+    vectors = np.zeros((r, J))
+    for i in range(r):
+        x = a[i:, i]
+        v = x.copy()
+        v[0] += (1.0 if x[0] >= 0 else -1.0) * np.linalg.norm(x)
+        v /= np.linalg.norm(v)
+        a[i:] -= 2.0 * np.outer(v, v @ a[i:])
+        vectors[i, i:] = v
+    return np.concatenate([[float(r)], vectors.ravel()])
+
+
 @dataclass(frozen=True)
 class Coordinates:
     """Where each parameter sits in ``theta``, and the constants the kernel needs."""
@@ -94,6 +133,7 @@ class Coordinates:
     blocks: tuple = ()  # each system's recipe when the systems are runs; () one block
     latent_tasks: int = 0  # J: the full-latent form (task effects sampled, not integrated)
     cluster_centred: bool = False  # the cluster coordinates are the effects (see unpack)
+    task_centred: bool = False  # full-latent task effects centred (task_reflections)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -131,7 +171,7 @@ class Coordinates:
         """Integer constants of the kernel (int64)."""
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
                          rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
-                         self.cluster_centred], dtype=np.int64)
+                         self.cluster_centred, self.task_centred], dtype=np.int64)
 
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, quadrature rules."""

@@ -17,7 +17,6 @@ serialised by the GIL.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import numpy as np
@@ -146,7 +145,8 @@ def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: 
     called from Python): the route where :func:`available` is False."""
     from nutpie.compiled_pyfunc import from_pyfunc
 
-    args = tuple(kernel_data(values).values())
+    data = kernel_data(values)
+    args = tuple(data.values())
 
     def logp(x, **_):
         return _quadrature.kernel_logp(x, *args)
@@ -161,7 +161,8 @@ def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: 
 
         def expand(x, **_):
             return {"hyper": x[:kept].copy(),
-                    "task_effect": math.exp(x[log_sigma_task]) * x[kept:kept + tasks]}
+                    "task_effect": _quadrature.latent_task_effects(
+                        x, data["spec"], data["const"], kept, tasks, log_sigma_task)}
 
     return from_pyfunc(dim, lambda: logp, lambda *_: expand,
                        [np.dtype("float64")] * len(names), shapes, names,

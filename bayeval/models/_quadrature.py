@@ -1649,36 +1649,107 @@ def _softplus_parts(y):
 
 
 @numba.njit(cache=True)
-def _latent_y(tail, eta, sigma_e, sigma_v, paired):
-    """The full-latent form's logits ``y = eta + sigma_e z_e + sigma_v z_v`` ``(J, S)``.
+def _task_rotation(spec, const):
+    """Whether the full-latent form samples its task effects centred (``spec[11]``), and then
+    the rank ``r`` of the subspace the data do not see apart from the intercepts and cluster
+    effects and the ``r`` Householder vectors ``(r, J)`` whose reflections' product ``H`` has
+    that subspace as its first ``r`` columns (stored after the quadrature rules)."""
+    J = spec[9]
+    if spec.shape[0] < 12 or spec[11] == 0 or J == 0:
+        return False, 0, np.zeros((0, max(J, 1)))
+    S = spec[0]
+    k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
+    r = int(const[k])
+    return True, r, const[k + 1:k + 1 + r * J].reshape((r, J))
 
-    ``tail`` holds the standardised task effects ``z_e (J,)`` and, with several systems, the
-    task-by-system effects ``z_v`` (task-major, ``j S + s``): non-centred, each ``z`` standard
-    normal."""
+
+@numba.njit(cache=True)
+def _reflect(vectors, x, transpose):
+    """``x <- H x`` in place with ``H = H_1 ... H_r``, ``H_i = I - 2 v_i v_i'`` (unit ``v_i``,
+    the rows of ``vectors``), or ``x <- H' x`` with ``transpose``."""
+    r = vectors.shape[0]
+    for step in range(r):
+        i = step if transpose else r - 1 - step
+        dot = 0.0
+        for j in range(x.shape[0]):
+            dot += vectors[i, j] * x[j]
+        for j in range(x.shape[0]):
+            x[j] -= 2.0 * dot * vectors[i, j]
+
+
+@numba.njit(cache=True)
+def _task_effects(tail, J, sigma_e, centred, r, vectors):
+    """The task effects ``e (J,)`` from the first ``J`` coordinates of the full-latent tail.
+
+    Non-centred, ``e = sigma_e z``, ``z`` standard normal. Centred, ``e = H (sigma_e z_r,
+    y)``: the first ``r`` coordinates, standard normal, span the directions the data do not
+    see apart from the intercepts and cluster effects (the task effects' means over each
+    cluster and stratum), which follow their prior; the other ``J - r`` are the effects' own
+    coordinates in the rest of the space, normal with sd ``sigma_e``, pinned by the data. ``H``
+    is orthogonal, so ``e ~ N(0, sigma_e^2 I)`` either way."""
+    e = np.empty(J)
+    for j in range(J):
+        e[j] = sigma_e * tail[j] if (not centred or j < r) else tail[j]
+    if centred:
+        _reflect(vectors, e, False)
+    return e
+
+
+@numba.njit(cache=True)
+def _task_prior(tail, g_e, J, sigma_e, centred, r, vectors, g_tail):
+    """The log prior of the task-effect coordinates (:func:`_task_effects`, log-Jacobian
+    included); adds to ``g_tail`` their gradient and that of the likelihood, given in the
+    effects as ``g_e (J,)``. Returns the log prior and the derivative of both in ``sigma_e``."""
+    g = g_e.copy()
+    if centred:
+        _reflect(vectors, g, True)
+    logp, g_se = 0.0, 0.0
+    for j in range(J):
+        t = tail[j]
+        if not centred or j < r:
+            logp -= 0.5 * t * t
+            g_tail[j] += sigma_e * g[j] - t
+            g_se += t * g[j]
+        else:
+            f = t / sigma_e
+            logp -= 0.5 * f * f
+            g_tail[j] += g[j] - f / sigma_e
+            g_se += f * f / sigma_e
+    if centred:
+        logp -= (J - r) * math.log(sigma_e)
+        g_se -= (J - r) / sigma_e
+    return logp, g_se
+
+
+@numba.njit(cache=True)
+def _latent_y(e, tail, eta, sigma_v, paired):
+    """The full-latent form's logits ``y = eta + e + sigma_v z_v`` ``(J, S)``.
+
+    ``e`` holds the task effects (:func:`_task_effects` of the tail's first ``J``
+    coordinates); with several systems the tail continues with the task-by-system effects
+    ``z_v`` (task-major, ``j S + s``), non-centred, each ``z`` standard normal."""
     J, S = eta.shape
     y = np.empty((J, S))
     for j in range(J):
-        e = sigma_e * tail[j]
         for s in range(S):
-            y[j, s] = eta[j, s] + e + (sigma_v * tail[J + j * S + s] if paired else 0.0)
+            y[j, s] = eta[j, s] + e[j] + (sigma_v * tail[J + j * S + s] if paired else 0.0)
     return y
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _latent_cells(tail, y, small, log_term, c, n, sigma_e, sigma_v, paired, g_tail):
-    """The full-latent form's log density of the task-level effects and of the counts given
-    them: each cell adds ``c y - n softplus(y)`` (binomial coefficients left out), with
-    ``small = exp(-|y|)`` and ``log_term = log1p(small)`` given (``softplus(y) = max(y, 0) +
-    log_term``: :func:`_softplus_parts`). Returns the sum (the
-    standard normal log densities of ``z`` included), the gradient in the predictors ``(J,
-    S)`` and the parts for ``sigma_e`` and ``sigma_v``; adds the gradient in ``tail`` (see
+def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
+    """The full-latent form's log density of the task-by-system effects and of the counts
+    given the logits: each cell adds ``c y - n softplus(y)`` (binomial coefficients left out),
+    with ``small = exp(-|y|)`` and ``log_term = log1p(small)`` given (``softplus(y) = max(y, 0)
+    + log_term``: :func:`_softplus_parts`). Returns the sum (the standard normal log densities
+    of ``z_v`` included), the gradient in the predictors ``(J, S)``, in the task effects
+    ``(J,)`` and the part for ``sigma_v``; adds the gradient in ``z_v`` (see
     :func:`_latent_y`) to ``g_tail``."""
     J, S = y.shape
-    total, g_se, g_sv = 0.0, 0.0, 0.0
+    total, g_sv = 0.0, 0.0
     g_eta = np.zeros((J, S))
+    g_e = np.zeros(J)
     for j in range(J):
-        ze = tail[j]
-        total -= 0.5 * ze * ze
         acc = 0.0
         for s in range(S):  # no branch on n: a cell not run has c = n = 0 and adds nothing
             zv = tail[J + j * S + s] if paired else 0.0
@@ -1692,9 +1763,8 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_e, sigma_v, paired, g_ta
                 total -= 0.5 * zv * zv
                 g_tail[J + j * S + s] += sigma_v * d - zv
                 g_sv += zv * d
-        g_tail[j] += sigma_e * acc - ze
-        g_se += ze * acc
-    return total, g_eta, g_se, g_sv
+        g_e[j] = acc
+    return total, g_eta, g_e, g_sv
 
 
 @numba.njit(cache=True)
@@ -1944,8 +2014,8 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     ``spec`` and ``const`` come from :class:`Coordinates`; ``p_cluster``/``p_stratum`` give each
     count pattern's cluster and stratum; ``c``, ``n`` ``(P, S)`` and ``mult (P,)`` the patterns.
     In the full-latent form (``spec[9]``, the number of tasks) the patterns are the tasks, one
-    each in task order, and ``theta`` ends with their standardised effects
-    (:func:`_latent_cells`) in place of the quadrature.
+    each in task order, and ``theta`` ends with their effects' coordinates
+    (:func:`_task_effects`, :func:`_latent_cells`) in place of the quadrature.
     """
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
@@ -1953,10 +2023,17 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys = _forward(
         theta, spec, const, p_cluster, p_stratum, c.shape[0])
     if latent:  # the patterns are the tasks, their effects the tail of theta
-        y = _latent_y(theta[i_tail:], eta, sig[0], sig[1], paired)
+        J = c.shape[0]
+        task_centred, r, vectors = _task_rotation(spec, const)
+        tail = theta[i_tail:]
+        e = _task_effects(tail, J, sig[0], task_centred, r, vectors)
+        y = _latent_y(e, tail, eta, sig[1], paired)
         small, log_term = _softplus_parts(y)
-        total, g_eta, g_se, g_sv = _latent_cells(theta[i_tail:], y, small, log_term, c, n,
-                                                 sig[0], sig[1], paired, grad[i_tail:])
+        total, g_eta, g_e, g_sv = _latent_cells(tail, y, small, log_term, c, n, sig[1], paired,
+                                                grad[i_tail:])
+        prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors,
+                                    grad[i_tail:])
+        total += prior_e
     else:
         total, g_eta, g_se, g_sv = loglik_and_grad(eta, c, n, mult, sig[0], sig[1], paired, x,
                                                    logw, z, log_omega, u, lam)
@@ -1983,18 +2060,20 @@ _F64 = numba.types.CPointer(numba.types.float64)
 _I64 = numba.types.CPointer(numba.types.int64)
 _C_SIG = numba.types.void(
     _F64, numba.types.int64,  # theta, its length
-    _I64, _F64, numba.types.int64,  # spec (10,), constants, their length
+    _I64, _F64, numba.types.int64,  # spec (SPEC_SIZE,), constants, their length
     _I64, numba.types.int64,  # cluster and stratum of each pattern (2, P), P
     _F64, _F64, _F64,  # c, n (P, S), mult (P,)
     _F64, _F64,  # out: log density, gradient
 )
 _SYMBOL = f"bayeval_collapsed_logp_{KERNEL_HASH}"
+#: The kernel's integer constants (:meth:`bayeval.models._collapsed.Coordinates.spec`).
+SPEC_SIZE = 12
 _symbol_ready = False
 
 
 def _c_kernel(theta_p, D, spec_p, const_p, n_const, index_p, P, c_p, n_p, mult_p, out_p,
               grad_p):
-    spec = numba.carray(spec_p, (10,))
+    spec = numba.carray(spec_p, (SPEC_SIZE,))
     S = spec[0]
     index = numba.carray(index_p, (2, P))
     logp, grad = logp_and_grad(numba.carray(theta_p, (D,)), spec,
@@ -2104,7 +2183,7 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
 
 def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
     """The kept values of a draw: ``theta`` (collapsed), or its first ``n_kept`` coordinates
-    and the ``J`` task effects ``sigma_task z_e`` (full-latent)."""
+    and the ``J`` task effects (full-latent, :func:`latent_task_effects`)."""
     meta = numba.carray(meta_p, (len(NUTPIE_FIELDS),))
     D, kept, J = meta[0], meta[11], meta[12]
     if dim != D or n_expanded != kept + J:
@@ -2113,10 +2192,20 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
     out = numba.carray(out_p, (kept + J,))
     for i in range(kept):
         out[i] = x[i]
-    scale = math.exp(x[meta[13]])
-    for j in range(J):
-        out[kept + j] = scale * x[kept + j]
+    if J > 0:
+        spec = numba.carray(_as_i64_pointer(meta[5]), (meta[3],))
+        const = numba.carray(_as_f64_pointer(meta[6]), (meta[4],))
+        out[kept:] = latent_task_effects(x, spec, const, kept, J, meta[13])
     return 0
+
+
+@numba.njit(cache=True)
+def latent_task_effects(x, spec, const, kept, J, log_sigma_task):
+    """The task effects ``(J,)`` of a full-latent ``theta`` (:func:`_task_effects`), its tail
+    starting at ``kept`` and its log task spread at ``log_sigma_task``."""
+    centred, r, vectors = _task_rotation(spec, const)
+    return _task_effects(x[kept:kept + J], J, math.exp(x[log_sigma_task]), centred, r,
+                         vectors)
 
 
 def nutpie_functions():

@@ -82,7 +82,7 @@ from scipy import special
 from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
-from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation
+from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation, task_reflections
 from bayeval.models._quadrature import (
     EXACT_TASKS,
     LOW_TRIALS,
@@ -190,6 +190,39 @@ def cluster_parametrisation(ds: xr.Dataset) -> bool:
     return bool(per_system / len(labels) >= CENTRED_CLUSTER_TRIALS)
 
 
+#: Trials a task holds over the systems, on average over the tasks, from which the
+#: full-latent form samples the task effects centred (:func:`task_parametrisation`).
+CENTRED_TASK_TRIALS = 40
+
+
+def task_parametrisation(ds: xr.Dataset) -> bool:
+    """Whether the full-latent form samples the task effects centred (the effects' own
+    coordinates, normal with sd ``sigma_task``) rather than non-centred (standard normals
+    times ``sigma_task``).
+
+    Non-centred suits task effects the data say little about each, where the centred form is
+    a funnel in ``sigma_task``; centred suits effects pinned by many trials (LiveCodeBench's
+    432 a task, Terminal-Bench's 65), where the non-centred coordinates must rescale against
+    ``sigma_task`` at every move and it mixes slowly. Centred or not, the effects' means over
+    each cluster and stratum stay non-centred: the data see them only with the intercepts and
+    cluster effects (:func:`bayeval.models._collapsed.task_reflections`). The rule: centred
+    when the tasks hold at least :data:`CENTRED_TASK_TRIALS` trials over the systems on
+    average.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal import task_parametrisation
+    >>> task_parametrisation(be.from_counts([[3, 5], [2, 4]], trials=4).dataset)
+    False
+    >>> task_parametrisation(be.from_counts([[30, 5], [12, 24]], trials=40).dataset)
+    True
+    """
+    _, n, _ = counts_by_bound(ds)
+    per_task = n.mean(axis=0).sum(axis=0).mean()  # trials over the systems, per task
+    return bool(per_task >= CENTRED_TASK_TRIALS)
+
+
 #: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
 #: patterns) for which ``fit`` samples the full-latent form of several systems
 #: (:func:`sampling_form`).
@@ -277,6 +310,7 @@ class Layout:
     system_level: int = 0  # 0: no system level; 1 / 2: centred / non-centred contrasts
     recipes: np.ndarray | None = None  # each system's recipe code when systems are runs
     cluster_centred: bool = False  # the sampler sees the cluster effects themselves
+    task_centred: bool = False  # full-latent form: the task effects themselves
 
     @property
     def has_clusters(self) -> bool:
@@ -291,7 +325,7 @@ class Layout:
         codes, labels = cluster_codes(ds)
         return cls(ds.sizes["system"], labels, codes,
                    Populations.from_dataset(ds), system_parametrisation(ds), recipe_codes(ds),
-                   cluster_parametrisation(ds))
+                   cluster_parametrisation(ds), task_parametrisation(ds))
 
     @property
     def level_name(self) -> str:
@@ -408,7 +442,8 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
-                       layout.system_level, blocks, latent_tasks, layout.cluster_centred)
+                       layout.system_level, blocks, latent_tasks, layout.cluster_centred,
+                       layout.task_centred and latent_tasks > 0)
 
 
 #: The names of the compiled kernel's data (``pm.Data`` in a PyMC model of either form).
@@ -436,7 +471,10 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     coord = coordinates(layout, latent_tasks=J)
     rules = Rules(n_nodes)
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
-    values = (coord.spec(rules), coord.constants(priors, rules), index,
+    const = coord.constants(priors, rules)
+    if coord.task_centred:
+        const = np.concatenate([const, task_reflections(layout.cluster, layout.pops.code)])
+    values = (coord.spec(rules), const, index,
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
               np.ones(J))
     return coord, dict(zip(COLLAPSED_DATA, values))
