@@ -1,6 +1,7 @@
 """Coverage of cost per success and calibration of P(A dominates B) (bayeval._cost).
 
 Run:  python benchmarks/cost_coverage.py [--n-sim 300] [--n-boot 2000] [--out PATH]
+                                          [--model hierarchical|logit_normal]
 
 Simulated benchmarks with known cost and success: 4 systems on 100 shared tasks x 2 attempts.
 Task j has a difficulty z_j ~ N(0, 1) shared by the systems (so they are paired); system s
@@ -21,8 +22,10 @@ E[cost (1 + (1 - p))] / E[1 - (1 - p)^2]; A dominates B when its pass@1 is at le
 its cost per attempt at most B's. Expectations over z use a 4001-point grid.
 
 Three versions: ``bootstrap`` (bayeval.bootstrap.cost: tasks resampled, paired), and
-Results.cost on the hierarchical model's task rates with the cost side either the Bayesian
-bootstrap over tasks (``posterior``, the default) or the crossed hurdle log-normal
+Results.cost on the success model's task rates (``--model``: the unpaired ``hierarchical``
+model, or the paired ``logit_normal`` model that ``fit`` picks by default for systems on
+shared tasks, whose shared task effect is the simulation's z) with the cost side either the
+Bayesian bootstrap over tasks (``posterior``, the default) or the crossed hurdle log-normal
 (``lognormal``).
 Reported: coverage of the 95% intervals of cost per attempt and cost per success (k = 1 and
 k = 2), and the reliability of P(A dominates B) over the 12 ordered pairs of each simulation:
@@ -99,7 +102,7 @@ def reliability(pred, true, edges=np.linspace(0, 1, 11)):
     return rows
 
 
-def run(scenario, n_sim, n_boot, rng):
+def run(scenario, n_sim, n_boot, rng, model="hierarchical"):
     hits = {(v, s): [] for v in ROUTES for s in ("cpa", "cps", "cps2")}
     dom = {v: [] for v in ROUTES}
     true_dom = []
@@ -107,7 +110,7 @@ def run(scenario, n_sim, n_boot, rng):
     for sim in range(n_sim):
         a, c, data = simulate(rng, scenario)
         pass1, cpa, cps, cps2 = truth(a, c, scenario)
-        res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=sim)
+        res = be.fit(data, model=model, draws=500, chains=2, seed=sim)
         outs = {"posterior": res.cost("cost", k=[1, 2], n_draws=1000, seed=sim),
                 "lognormal": res.cost("cost", k=[1, 2], n_draws=1000, seed=sim,
                                       model="lognormal"),
@@ -154,16 +157,19 @@ def main():
     parser.add_argument("--n-sim", type=int, default=300)
     parser.add_argument("--n-boot", type=int, default=2000)
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--model", default="hierarchical",
+                        choices=("hierarchical", "logit_normal"))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     lines = [f"{N_SYS} systems x {N_TASK} shared tasks x {N_TRIAL} attempts per simulated "
-             f"benchmark; n_boot={args.n_boot}; posterior and lognormal: hierarchical model "
+             f"benchmark; n_boot={args.n_boot}; posterior and lognormal: {args.model} model "
              "(500 draws x 2 chains), 1000 draws", "",
              "posterior = Results.cost (Bayesian bootstrap over tasks for the cost side), "
              "lognormal = Results.cost(model='lognormal'),",
              "bootstrap = bayeval.bootstrap.cost (tasks resampled)", ""]
     for i, scenario in enumerate(args.scenarios):
-        lines += run(scenario, args.n_sim, args.n_boot, np.random.default_rng(20240601 + i))
+        lines += run(scenario, args.n_sim, args.n_boot, np.random.default_rng(20240601 + i),
+                     args.model)
     lines += ["A calibrated probability has each bin's true share near its mean P (within about",
               "two se). The truth here is drawn from the simulation's spread of systems, so",
               "calibration is measured over that spread, as a probability forecast is."]
