@@ -153,3 +153,36 @@ def test_centred_and_non_centred_cluster_effects_give_one_posterior(monkeypatch)
         # Monte Carlo error from a conservative 200 effective draws of each
         assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
                       / np.sqrt(200)), name
+
+
+def test_centred_and_non_centred_task_effects_give_one_posterior(monkeypatch):
+    """Tasks each pinned by many trials (here 2 systems x 24 trials: 48 a task) have their
+    full-latent effects sampled centred (``task_parametrisation``; recorded in ``attrs``),
+    their cluster and stratum means non-centred: the same posterior as the non-centred
+    coordinates, within Monte Carlo error, the task effects included."""
+    rng = np.random.default_rng(4)
+    clusters = np.repeat(["a", "b", "c"], 10)
+    strata = np.tile(["easy", "hard"], 15)
+    logit = (rng.normal(0, 1.0, 30) + np.repeat(rng.normal(0, 0.8, 3), 10)
+             - 0.8 * (strata == "hard"))[None, :] + np.array([[0.0], [0.3]])
+    c = rng.binomial(24, 1 / (1 + np.exp(-logit)))
+    data = be.from_counts(c, np.full(c.shape, 24), clusters=clusters, strata=strata,
+                          systems=["A", "B"])
+    assert logit_normal.task_parametrisation(data.dataset)
+    fits = {}
+    for centred in (True, False):
+        monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds, v=centred: v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", be.BayevalWarning)
+            fits[centred] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
+        assert fits[centred].tree.attrs["form"] == "full-latent"
+        assert fits[centred].tree.attrs["task_effects"] == ("centred" if centred
+                                                           else "non-centred")
+    for group, name in (("posterior", "alpha"), ("posterior", "cluster_effect"),
+                        ("posterior", "sigma_task"), ("posterior", "sigma_task_system"),
+                        ("task_effects", "task_effect")):
+        a, b = (f.tree[group][name].values for f in (fits[True], fits[False]))
+        a, b = a.reshape(-1, *a.shape[2:]), b.reshape(-1, *b.shape[2:])
+        # Monte Carlo error from a conservative 200 effective draws of each
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
+                      / np.sqrt(200)), name
