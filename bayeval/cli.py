@@ -890,7 +890,8 @@ def _echo_comparisons(report: dict):
                        f"{row['prob_noninferior']:.3f}")
         click.echo(f"    decision: {_decision_text(entry['bayes']['decision'])}")
         for boot in entry["bootstrap"]:
-            click.echo(f"  paired bootstrap by {boot['unit']}: {boot['meaning']}")
+            twin = ", the posterior's twin" if boot["twin"] else ""
+            click.echo(f"  paired bootstrap by {boot['unit']}{twin}: {boot['meaning']}")
             for row in boot["rows"]:
                 bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
                 click.echo(f"    effect{bound} {row['effect']:+.3f} "

@@ -680,9 +680,9 @@ def _comparisons_section(results, pairs, metric, k, estimand, margin, prob, supe
             "harness": {"status": cmp.attrs["harness_status"],
                         "note": cmp.attrs["harness_note"] or None},
         }
-        for design in designs:
+        for i, design in enumerate(designs):
             design = dict(design)
-            is_twin = design.pop("twin", design is designs[0])
+            is_twin = design.pop("twin", i == 0)
             boot = bootstrap.compare(data, candidate, baseline, k=k, n_boot=n_boot, seed=seed,
                                      metric=metric, margin=margin, ci_prob=ci_prob, **design)
             rows = _effect_rows(boot, "effect_estimate", bayesian=False)

@@ -327,7 +327,10 @@ def test_demo_writes_its_report(tmp_path):
     result = invoke("demo", "--n-boot", 500, "--report", tmp_path / "demo.html")
     assert result.exit_code == 0, result.output
     assert "tasks like these" in result.output or "population" in result.output
-    assert "paired bootstrap by cluster" in result.output
+    # clusters in the data: the posterior reads a new task from a new cluster, so the
+    # cluster bootstrap is its twin and the task bootstrap stands beside it
+    assert "paired bootstrap by cluster, the posterior's twin:" in result.output
+    assert "paired bootstrap by task:" in result.output
     page = inline_plots((tmp_path / "demo.html").read_text())
     if _has_matplotlib():
         assert len([s for s in page.images if s.startswith("data:image/png;base64,")]) >= 4
