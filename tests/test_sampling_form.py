@@ -128,6 +128,29 @@ def test_latent_task_draws_follow_the_conditional_given_the_task_effect():
             assert abs(np.mean(rates <= p[np.searchsorted(np.cumsum(density), q)]) - q) < 0.012
 
 
+def _fits_by_form(data, rule, attr, monkeypatch):
+    """Two fits of ``data``, the parametrisation ``rule`` forced centred and non-centred (the
+    choice recorded in ``attrs[attr]``)."""
+    fits = {}
+    for centred in (True, False):
+        monkeypatch.setattr(logit_normal, rule, lambda ds, v=centred: v)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", be.BayevalWarning)
+            fits[centred] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
+        assert fits[centred].tree.attrs[attr] == ("centred" if centred else "non-centred")
+    return fits
+
+
+def _assert_one_posterior(fits, names):
+    """Posterior means of each ``(group, name)`` agree within Monte Carlo error."""
+    for group, name in names:
+        a, b = (f.tree[group][name].values for f in (fits[True], fits[False]))
+        a, b = a.reshape(-1, *a.shape[2:]), b.reshape(-1, *b.shape[2:])
+        # Monte Carlo error from a conservative 200 effective draws of each
+        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
+                      / np.sqrt(200)), name
+
+
 def test_centred_and_non_centred_cluster_effects_give_one_posterior(monkeypatch):
     """Clusters each pinned by many trials (here 3 x 20 tasks x 10 trials: 200 a system)
     are sampled centred (``cluster_parametrisation``; recorded in ``attrs``): the same
@@ -139,20 +162,9 @@ def test_centred_and_non_centred_cluster_effects_give_one_posterior(monkeypatch)
     c = rng.binomial(10, 1 / (1 + np.exp(-logit)))
     data = be.from_counts(c, np.full(c.shape, 10), clusters=clusters, systems=["A", "B"])
     assert logit_normal.cluster_parametrisation(data.dataset)
-    fits = {}
-    for centred in (True, False):
-        monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds, v=centred: v)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", be.BayevalWarning)
-            fits[centred] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
-        assert fits[centred].tree.attrs["cluster_effects"] == ("centred" if centred
-                                                              else "non-centred")
-    for name in ("alpha", "cluster_system_effect", "sigma_cluster", "sigma_task"):
-        a, b = (f.tree["posterior"][name].values for f in (fits[True], fits[False]))
-        a, b = a.reshape(-1, *a.shape[2:]), b.reshape(-1, *b.shape[2:])
-        # Monte Carlo error from a conservative 200 effective draws of each
-        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
-                      / np.sqrt(200)), name
+    fits = _fits_by_form(data, "cluster_parametrisation", "cluster_effects", monkeypatch)
+    _assert_one_posterior(fits, [("posterior", name) for name in (
+        "alpha", "cluster_system_effect", "sigma_cluster", "sigma_task")])
 
 
 def test_centred_and_non_centred_task_effects_give_one_posterior(monkeypatch):
@@ -169,20 +181,9 @@ def test_centred_and_non_centred_task_effects_give_one_posterior(monkeypatch):
     data = be.from_counts(c, np.full(c.shape, 24), clusters=clusters, strata=strata,
                           systems=["A", "B"])
     assert logit_normal.task_parametrisation(data.dataset)
-    fits = {}
-    for centred in (True, False):
-        monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds, v=centred: v)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", be.BayevalWarning)
-            fits[centred] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
-        assert fits[centred].tree.attrs["form"] == "full-latent"
-        assert fits[centred].tree.attrs["task_effects"] == ("centred" if centred
-                                                           else "non-centred")
-    for group, name in (("posterior", "alpha"), ("posterior", "cluster_effect"),
-                        ("posterior", "sigma_task"), ("posterior", "sigma_task_system"),
-                        ("task_effects", "task_effect")):
-        a, b = (f.tree[group][name].values for f in (fits[True], fits[False]))
-        a, b = a.reshape(-1, *a.shape[2:]), b.reshape(-1, *b.shape[2:])
-        # Monte Carlo error from a conservative 200 effective draws of each
-        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
-                      / np.sqrt(200)), name
+    assert sampling_form(data.dataset)[0] == "full-latent"
+    fits = _fits_by_form(data, "task_parametrisation", "task_effects", monkeypatch)
+    _assert_one_posterior(fits, [("posterior", "alpha"), ("posterior", "cluster_effect"),
+                                 ("posterior", "sigma_task"),
+                                 ("posterior", "sigma_task_system"),
+                                 ("task_effects", "task_effect")])
