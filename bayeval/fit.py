@@ -365,11 +365,13 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         post = trace["posterior"].to_dataset()
         if compiled:
             sampled = post
-            post = logit_normal.collapsed_posterior(post["theta" if collapsed else "hyper"],
-                                                    data, priors)
-            if not collapsed:  # the full-latent form's task effects: the tasks estimand's
+            effect = None
+            if not collapsed:
                 effect = sampled["task_effect"]
                 effect = effect.rename({effect.dims[-1]: "task"})
+            post = logit_normal.collapsed_posterior(post["theta" if collapsed else "hyper"],
+                                                    data, priors, task_effect=effect)
+            if not collapsed:  # the full-latent form's task effects: the tasks estimand's
                 post["task_effect"] = effect.drop_vars(
                     [name for name in effect.coords if name not in ("chain", "draw")])
         names = [v for v in (*POSTERIOR_VARS[model_name], "task_effect") if v in post.data_vars]

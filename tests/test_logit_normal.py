@@ -235,12 +235,21 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     layout = logit_normal.Layout.from_dataset(data.dataset)
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
-    values = coord.unpack(theta, priors)
     off = coord.offsets
 
     def part(name):
         start, size = off[name]
         return theta[start:start + size]
+
+    # folded, the cluster coordinates hold the effects plus sigma_task times a linear map of
+    # the task effects' first r coordinates: any such shift leaves the prior's density alike
+    fold = None
+    if coord.task_fold:
+        reflections = _collapsed.task_reflections(layout.cluster, layout.pops.code)
+        r = int(reflections[0])
+        fold = np.exp(part("sigma_task")[0]) * _collapsed.task_cluster_fold(
+            layout.cluster, layout.pops.code, reflections) @ part("z_e")[:r]
+    values = coord.unpack(theta, priors, fold)
 
     mean, sd = priors["alpha"]
     if layout.system_level:  # alpha[s] = mu + sigma_system eps[s] with mu ~ N(mean, sd)
@@ -269,7 +278,8 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     scale_w = values["sigma_cluster_system"] if coord.cluster_centred else 1.0
     total += stats.norm.logpdf(part("m_u"), 0, 1 / np.sqrt(G)).sum()
     total += stats.norm.logpdf(part("m_w"), 0, 1 / np.sqrt(G)).sum()
-    total += (stats.norm.logpdf(part("f_u"), 0, scale_u).sum()
+    f_u = part("f_u") if fold is None else part("f_u") - fold
+    total += (stats.norm.logpdf(f_u, 0, scale_u).sum()
               + stats.norm.logpdf(part("f_w"), 0, scale_w).sum())
     sigma_v = values["sigma_task_system"] if layout.paired else None
     S, J = c.shape
@@ -325,6 +335,18 @@ def test_task_reflections_span_the_cluster_and_stratum_means(clusters, strata):
     assert r == np.linalg.matrix_rank(indicators)
     basis = H[:, :r]
     np.testing.assert_allclose(basis @ (basis.T @ indicators), indicators, atol=1e-12)
+    if clusters:  # the fold map: what is left of each direction once its zero-sum cluster
+        # component is taken off lies in the span of the stratum indicators (and the constant)
+        reflections = _collapsed.task_reflections(layout.cluster, layout.pops.code)
+        fold = _collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
+        G = layout.cluster.max() + 1
+        cluster_part = (_collapsed.zero_sum_basis(G) @ fold)[layout.cluster]  # (J, r)
+        assert np.abs(cluster_part).max() > 0.1
+        rest = basis - cluster_part
+        strata_span = np.column_stack([np.ones(J), np.eye(layout.pops.code.max() + 1)[
+            layout.pops.code]])
+        coef = np.linalg.lstsq(strata_span, rest, rcond=None)[0]
+        np.testing.assert_allclose(strata_span @ coef, rest, atol=1e-10)
 
 
 def _with_recipes(data, recipes):
@@ -377,7 +399,8 @@ def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strat
     (1, True, True, 0, None, False, False), (3, False, True, 1, "rqr", False, False),
     (3, True, True, 2, None, True, False), (2, True, False, 0, "rr", True, False),
     (2, True, True, 0, None, False, True), (3, True, True, 2, None, True, True),
-    (2, False, False, 0, None, False, True), (1, True, False, 0, None, False, True)])
+    (2, False, False, 0, None, False, True), (1, True, False, 0, None, False, True),
+    (2, True, False, 1, None, True, True), (1, True, True, 0, None, True, True)])
 def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, clusters, strata,
                                                                  level, recipes, centred,
                                                                  tasks, monkeypatch):
@@ -385,7 +408,8 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     of theta) against SciPy: the same prior as the collapsed form plus normal task and
     standard normal task-by-system effects and the binomial at them; the gradient by finite
     differences through every coordinate. ``centred``: the cluster effects centred;
-    ``tasks``: the task effects centred (their cluster and stratum means non-centred)."""
+    ``tasks``: the task effects centred (their cluster and stratum means non-centred; with
+    the cluster effects centred too, the task effects' cluster components folded into them)."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
     monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
@@ -657,7 +681,8 @@ def test_vectorised_exponentials_match_the_math_library():
     np.testing.assert_allclose(log_term.ravel(), np.log1p(reference), rtol=2e-15, atol=0)
 
 
-@pytest.mark.parametrize("form", ["collapsed", "full-latent", "full-latent centred"])
+@pytest.mark.parametrize("form", ["collapsed", "full-latent", "full-latent centred",
+                                  "full-latent folded"])
 def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     """The C log density and expansion nutpie calls from its threads (through the addresses
     in their user data) give the kernel's value, gradient and kept values exactly."""
@@ -666,8 +691,10 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     from bayeval.models import _nutpie_kernel
     from bayeval.models._beta_family import counts_by_bound
 
-    centred = form.endswith("centred")
+    centred = form.endswith(("centred", "folded"))
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
+    monkeypatch.setattr(logit_normal, "cluster_parametrisation",
+                        lambda ds: form.endswith("folded"))
     data, c, n = _collapsed_case(3, True, True, most=4)
     c, n, _ = counts_by_bound(data.dataset)
     layout = logit_normal.Layout.from_dataset(data.dataset)
@@ -675,6 +702,7 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     inputs = logit_normal._latent_inputs if latent else logit_normal._collapsed_inputs
     coord, values = inputs(c[0], n[0], layout, logit_normal.validate_priors(None), 9)
     assert coord.task_centred == centred
+    assert coord.task_fold == form.endswith("folded")
     tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
     model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)

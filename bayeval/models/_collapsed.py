@@ -120,6 +120,37 @@ def task_reflections(cluster, stratum) -> np.ndarray:
     return np.concatenate([[float(r)], vectors.ravel()])
 
 
+def reflect(reflections: np.ndarray, x: np.ndarray, transpose: bool = False) -> np.ndarray:
+    """``H x`` (or ``H' x``) along the last axis of ``x``, ``H`` the product of the
+    reflections of :func:`task_reflections`."""
+    r = int(reflections[0])
+    vectors = reflections[1:].reshape(r, -1)
+    out = np.array(x, dtype=float, copy=True)
+    for i in (range(r) if transpose else reversed(range(r))):
+        out -= 2.0 * (out @ vectors[i])[..., None] * vectors[i]
+    return out
+
+
+def task_cluster_fold(cluster, stratum, reflections) -> np.ndarray:
+    """``(G - 1, r)``: the zero-sum cluster coordinates of the task effects' cluster
+    components, per unit of the ``r`` standardised coordinates of :func:`task_reflections`.
+
+    Those coordinates span the tasks' cluster and stratum indicators, so ``H[:, :r] z =
+    I_c a + I_h b`` for cluster and stratum vectors ``a``, ``b`` (least squares, exact); the
+    zero-sum part of ``a`` in the basis of :func:`zero_sum_basis` is this map times ``z``.
+    Where the cluster effects are centred, the full-latent form folds ``sigma_task`` times it
+    into their coordinates: the data pin each cluster's effect plus its tasks' mean effect,
+    which the sampler then sees as one coordinate.
+    """
+    cluster, stratum = np.asarray(cluster), np.asarray(stratum)
+    r, J = int(reflections[0]), len(cluster)
+    basis = reflect(reflections, np.eye(J)[:r])  # rows: H's first r columns
+    G = cluster.max() + 1
+    indicators = np.column_stack([np.eye(G)[cluster], np.eye(stratum.max() + 1)[stratum]])
+    loadings = np.linalg.lstsq(indicators, basis.T, rcond=None)[0][:G]  # (G, r)
+    return zero_sum_basis(G).T @ (loadings - loadings.mean(axis=0))
+
+
 @dataclass(frozen=True)
 class Coordinates:
     """Where each parameter sits in ``theta``, and the constants the kernel needs."""
@@ -134,6 +165,7 @@ class Coordinates:
     latent_tasks: int = 0  # J: the full-latent form (task effects sampled, not integrated)
     cluster_centred: bool = False  # the cluster coordinates are the effects (see unpack)
     task_centred: bool = False  # full-latent task effects centred (task_reflections)
+    task_fold: bool = False  # their cluster components folded in (task_cluster_fold)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -171,7 +203,8 @@ class Coordinates:
         """Integer constants of the kernel (int64)."""
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
                          rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
-                         self.cluster_centred, self.task_centred], dtype=np.int64)
+                         self.cluster_centred,
+                         2 if self.task_fold else int(self.task_centred)], dtype=np.int64)
 
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, quadrature rules."""
@@ -184,14 +217,15 @@ class Coordinates:
             [np.asarray(head, float), rotation.ravel(), size,
              *rules.arrays()]))
 
-    def unpack(self, theta: np.ndarray, priors: dict) -> dict:
+    def unpack(self, theta: np.ndarray, priors: dict, fold=None) -> dict:
         """The model's quantities from draws of ``theta (..., size)``.
 
         Returns ``alpha (..., S, H)``, the four spreads ``(...)`` (ones where absent: they
         multiply nothing), ``cluster_effect (..., G)`` and ``cluster_system_effect (..., S, G)``
         (zeros where absent). The cluster coordinates are a mean and a zero-sum part, both
         the effects' standardised values times their spread, or with ``cluster_centred`` the
-        zero-sum part the effects' own.
+        zero-sum part the effects' own; with ``task_fold`` that part plus the task effects'
+        folded cluster components ``fold (..., G - 1)``, which are taken off.
         """
         theta = np.asarray(theta, dtype=float)
         lead = theta.shape[:-1]
@@ -215,8 +249,10 @@ class Coordinates:
                         (out["sigma_cluster"], out["sigma_cluster_system"]))
             sigma_u, sigma_w = out["sigma_cluster"], out["sigma_cluster_system"]
             m_u = take("m_u", ())
-            u = (sigma_u * m_u)[..., None] + a_u[..., None] * (take("f_u", (G - 1,))
-                                                               @ basis.T)
+            f_u = take("f_u", (G - 1,))
+            if fold is not None:
+                f_u = f_u - fold
+            u = (sigma_u * m_u)[..., None] + a_u[..., None] * (f_u @ basis.T)
             shift = shift + (sigma_u * m_u)[..., None]
             if self.paired:
                 m_w = take("m_w", (S,))

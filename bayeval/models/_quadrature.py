@@ -1653,14 +1653,21 @@ def _task_rotation(spec, const):
     """Whether the full-latent form samples its task effects centred (``spec[11]``), and then
     the rank ``r`` of the subspace the data do not see apart from the intercepts and cluster
     effects and the ``r`` Householder vectors ``(r, J)`` whose reflections' product ``H`` has
-    that subspace as its first ``r`` columns (stored after the quadrature rules)."""
+    that subspace as its first ``r`` columns (stored after the quadrature rules); with
+    ``spec[11] == 2`` the task effects' cluster components are folded into the centred
+    cluster coordinates, through the map ``(G - 1, r)`` stored next
+    (:func:`bayeval.models._collapsed.task_cluster_fold`)."""
     J = spec[9]
     if spec.shape[0] < 12 or spec[11] == 0 or J == 0:
-        return False, 0, np.zeros((0, max(J, 1)))
-    S = spec[0]
+        return False, 0, np.zeros((0, max(J, 1))), False, np.zeros((0, 0))
+    S, Gm = spec[0], spec[2] - 1
     k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
     r = int(const[k])
-    return True, r, const[k + 1:k + 1 + r * J].reshape((r, J))
+    vectors = const[k + 1:k + 1 + r * J].reshape((r, J))
+    if spec[11] != 2:
+        return True, r, vectors, False, np.zeros((0, 0))
+    k += 1 + r * J
+    return True, r, vectors, True, const[k:k + Gm * r].reshape((Gm, r))
 
 
 @numba.njit(cache=True)
@@ -1814,23 +1821,26 @@ def _kernel_layout(spec, const):
 
 
 @numba.njit(cache=True)
-def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad):
+def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad, centre, g_centre):
     """The log prior of one set of cluster coordinates, its mean ``theta[i_m]`` (standard
     normal over G: the effects' mean is ``sigma`` times it) and zero-sum part
     ``theta[i_f:i_f + Gm]``, adding its gradient to ``grad`` (in the log spread at
     ``i_sigma`` too when centred). The zero-sum part is standard normal (non-centred) or,
     centred, the effects' own zero-sum coordinates, normal with sd ``sigma``. The mean stays
     non-centred either way: the data do not see it apart from the intercepts, so it follows
-    its prior, which its standardised form keeps independent of the spread."""
+    its prior, which its standardised form keeps independent of the spread. The zero-sum
+    coordinates are normal about ``centre (Gm,)`` (zeros, or the task effects' cluster
+    components folded in: :func:`logp_and_grad`), whose gradient adds to ``g_centre``."""
     m = theta[i_m]
     logp = -0.5 * G * m * m
     grad[i_m] += -G * m
     scale = sigma if centred else 1.0
     spread = 0.0
     for j in range(Gm):
-        f = theta[i_f + j] / scale
+        f = (theta[i_f + j] - centre[j]) / scale
         logp += -0.5 * f * f
         grad[i_f + j] += -f / scale
+        g_centre[j] += f / scale
         spread += f * f
     if centred:
         logp -= Gm * math.log(sigma)
@@ -1839,10 +1849,12 @@ def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad):
 
 
 @numba.njit(cache=True)
-def _forward(theta, spec, const, p_cluster, p_stratum, P):
+def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
     """The log prior of ``theta`` (log-Jacobians included) with its gradient, and every
     pattern's linear predictor ``eta (P, S)``; returns those and the state :func:`_backward`
-    needs: ``(logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys)``."""
+    needs: ``(logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys)``. The cluster
+    effects' zero-sum coordinates are normal about ``centre_u``, whose gradient adds to
+    ``g_centre_u``."""
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
      i_za, i_tail, centred) = _kernel_layout(spec, const)
@@ -1866,13 +1878,15 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P):
     d_w = np.zeros((S, G))
     shift = np.full(S, sig_u * m_u)
     if clusters:
-        logp += _cluster_prior(theta, i_mu, i_fu, Gm, G, sig_u, centred, i_sig[2], grad)
+        logp += _cluster_prior(theta, i_mu, i_fu, Gm, G, sig_u, centred, i_sig[2], grad,
+                               centre_u, g_centre_u)
         _zero_sum(theta[i_fu:i_fu + Gm], d_u)
         if paired:
+            no_centre, scratch = np.zeros(Gm), np.zeros(Gm)
             for s in range(S):
                 shift[s] += sig_w * theta[i_mw + s]
                 logp += _cluster_prior(theta, i_mw + s, i_fw + s * Gm, Gm, G, sig_w, centred,
-                                       i_sig[3], grad)
+                                       i_sig[3], grad, no_centre, scratch)
                 _zero_sum(theta[i_fw + s * Gm:i_fw + (s + 1) * Gm], d_w[s])
     # intercepts: z_alpha ~ N(R' shift, sd_t), identified = mean + R z_alpha. Without a system
     # level sd_t = sd (alpha ~ N(mean, sd) independently); with one, alpha[s] = mu + sigma_system
@@ -2020,20 +2034,52 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
      i_za, i_tail, centred) = _kernel_layout(spec, const)
+    task_centred, r, vectors, fold, fold_map = _task_rotation(spec, const)
+    fold = fold and latent
+    # folded, the cluster coordinates hold the cluster effects plus the task effects' cluster
+    # components (zero-sum; sigma_task fold_map z_r): the data pin that sum, so the sampler
+    # does not trade the two along a ridge; the prior is the model's, centred at them
+    centre_u = np.zeros(max(Gm, 0))
+    g_centre_u = np.zeros(max(Gm, 0))
+    if fold:
+        s_t = math.exp(theta[i_sig[0]])
+        for a in range(Gm):
+            acc = 0.0
+            for i in range(r):
+                acc += fold_map[a, i] * theta[i_tail + i]
+            centre_u[a] = s_t * acc
     logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys = _forward(
-        theta, spec, const, p_cluster, p_stratum, c.shape[0])
+        theta, spec, const, p_cluster, p_stratum, c.shape[0], centre_u, g_centre_u)
     if latent:  # the patterns are the tasks, their effects the tail of theta
         J = c.shape[0]
-        task_centred, r, vectors = _task_rotation(spec, const)
         tail = theta[i_tail:]
         e = _task_effects(tail, J, sig[0], task_centred, r, vectors)
-        y = _latent_y(e, tail, eta, sig[1], paired)
+        seen = e
+        if fold:  # the likelihood sees the effects less their folded cluster components
+            d_fold = np.empty(G)
+            _zero_sum(centre_u, d_fold)
+            seen = e.copy()
+            for j in range(J):
+                seen[j] -= d_fold[p_cluster[j]]
+        y = _latent_y(seen, tail, eta, sig[1], paired)
         small, log_term = _softplus_parts(y)
         total, g_eta, g_e, g_sv = _latent_cells(tail, y, small, log_term, c, n, sig[1], paired,
                                                 grad[i_tail:])
         prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors,
                                     grad[i_tail:])
         total += prior_e
+        if fold:  # the centre's gradient, from the cluster prior and the likelihood
+            per_cluster = np.zeros(G)
+            for j in range(J):
+                per_cluster[p_cluster[j]] -= g_e[j]
+            _zero_sum_adjoint(per_cluster, 1.0, g_centre_u)
+            for i in range(r):
+                acc = 0.0
+                for a in range(Gm):
+                    acc += fold_map[a, i] * g_centre_u[a]
+                grad[i_tail + i] += sig[0] * acc
+            for a in range(Gm):
+                g_se += centre_u[a] * g_centre_u[a] / sig[0]
     else:
         total, g_eta, g_se, g_sv = loglik_and_grad(eta, c, n, mult, sig[0], sig[1], paired, x,
                                                    logw, z, log_omega, u, lam)
@@ -2203,7 +2249,7 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
 def latent_task_effects(x, spec, const, kept, J, log_sigma_task):
     """The task effects ``(J,)`` of a full-latent ``theta`` (:func:`_task_effects`), its tail
     starting at ``kept`` and its log task spread at ``log_sigma_task``."""
-    centred, r, vectors = _task_rotation(spec, const)
+    centred, r, vectors, _, _ = _task_rotation(spec, const)
     return _task_effects(x[kept:kept + J], J, math.exp(x[log_sigma_task]), centred, r,
                          vectors)
 

@@ -82,7 +82,14 @@ from scipy import special
 from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
 from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
-from bayeval.models._collapsed import CollapsedLogp, Coordinates, block_rotation, task_reflections
+from bayeval.models._collapsed import (
+    CollapsedLogp,
+    Coordinates,
+    block_rotation,
+    reflect,
+    task_cluster_fold,
+    task_reflections,
+)
 from bayeval.models._quadrature import (
     EXACT_TASKS,
     LOW_TRIALS,
@@ -443,7 +450,16 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
                        layout.system_level, blocks, latent_tasks, layout.cluster_centred,
-                       layout.task_centred and latent_tasks > 0)
+                       layout.task_centred and latent_tasks > 0,
+                       folds_clusters(layout) and latent_tasks > 0)
+
+
+def folds_clusters(layout: Layout) -> bool:
+    """Whether the full-latent form folds the task effects' cluster components into the
+    cluster coordinates: where both are centred, with two or more clusters
+    (:func:`bayeval.models._collapsed.task_cluster_fold`)."""
+    return bool(layout.task_centred and layout.cluster_centred and layout.has_clusters
+                and len(layout.cluster_labels) > 1)
 
 
 #: The names of the compiled kernel's data (``pm.Data`` in a PyMC model of either form).
@@ -473,7 +489,11 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
     const = coord.constants(priors, rules)
     if coord.task_centred:
-        const = np.concatenate([const, task_reflections(layout.cluster, layout.pops.code)])
+        reflections = task_reflections(layout.cluster, layout.pops.code)
+        const = np.concatenate([const, reflections])
+        if coord.task_fold:
+            const = np.concatenate([const, task_cluster_fold(
+                layout.cluster, layout.pops.code, reflections).ravel()])
     values = (coord.spec(rules), const, index,
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
               np.ones(J))
@@ -569,15 +589,29 @@ def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: 
                          target_accept=target_accept(form, ds.sizes["task"]))
 
 
-def collapsed_posterior(theta: xr.DataArray, data, priors=None) -> xr.Dataset:
+def collapsed_posterior(theta: xr.DataArray, data, priors=None,
+                        task_effect: xr.DataArray | None = None) -> xr.Dataset:
     """The named quantities (:data:`POSTERIOR_VARS`) from draws of the collapsed ``theta``.
 
-    ``theta`` has dims ``(chain, draw, <parameter>)``.
+    ``theta`` has dims ``(chain, draw, <parameter>)``; a full-latent fit gives the leading
+    coordinates of its vector and its ``task_effect (chain, draw, task)``, from which the
+    cluster components its cluster coordinates hold are taken off where they were folded in.
     """
     ds = data.dataset
     layout = Layout.from_dataset(ds)
-    coord = coordinates(layout)
-    values = coord.unpack(theta.transpose("chain", "draw", ...).values, validate_priors(priors))
+    fold = None
+    if task_effect is not None and folds_clusters(layout):
+        coord = coordinates(layout, latent_tasks=ds.sizes["task"])
+        reflections = task_reflections(layout.cluster, layout.pops.code)
+        r = int(reflections[0])
+        effects = task_effect.transpose("chain", "draw", ...).values
+        # sigma_task z: the first r coordinates of H' e
+        fold = reflect(reflections, effects, transpose=True)[..., :r] @ task_cluster_fold(
+            layout.cluster, layout.pops.code, reflections).T
+    else:
+        coord = coordinates(layout)
+    values = coord.unpack(theta.transpose("chain", "draw", ...).values, validate_priors(priors),
+                          fold)
     lead = ("chain", "draw")
     out = {"alpha": ((*lead, "system", "stratum"), values["alpha"])}
     out.update({name: (lead, values[name]) for name in SIGMAS if coord.offsets[name][1]})
