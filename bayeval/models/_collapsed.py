@@ -122,7 +122,17 @@ def task_reflections(cluster, stratum) -> np.ndarray:
 
 def reflect(reflections: np.ndarray, x: np.ndarray, transpose: bool = False) -> np.ndarray:
     """``H x`` (or ``H' x``) along the last axis of ``x``, ``H`` the product of the
-    reflections of :func:`task_reflections`."""
+    reflections of :func:`task_reflections`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayeval.models._collapsed import reflect, task_reflections
+    >>> out = task_reflections(np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int))
+    >>> x = np.arange(5.0)
+    >>> bool(np.allclose(reflect(out, reflect(out, x), transpose=True), x))  # orthogonal
+    True
+    """
     r = int(reflections[0])
     vectors = reflections[1:].reshape(r, -1)
     out = np.array(x, dtype=float, copy=True)
@@ -141,6 +151,14 @@ def task_cluster_fold(cluster, stratum, reflections) -> np.ndarray:
     Where the cluster effects are centred, the full-latent form folds ``sigma_task`` times it
     into their coordinates: the data pin each cluster's effect plus its tasks' mean effect,
     which the sampler then sees as one coordinate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayeval.models._collapsed import task_cluster_fold, task_reflections
+    >>> cluster, stratum = np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int)
+    >>> task_cluster_fold(cluster, stratum, task_reflections(cluster, stratum)).shape
+    (1, 2)
     """
     cluster, stratum = np.asarray(cluster), np.asarray(stratum)
     r, J = int(reflections[0]), len(cluster)

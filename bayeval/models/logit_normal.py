@@ -220,7 +220,7 @@ def task_parametrisation(ds: xr.Dataset) -> bool:
     --------
     >>> import bayeval as be
     >>> from bayeval.models.logit_normal import task_parametrisation
-    >>> task_parametrisation(be.from_counts([[3, 5], [2, 4]], trials=4).dataset)
+    >>> task_parametrisation(be.from_counts([[3, 4], [2, 1]], trials=4).dataset)
     False
     >>> task_parametrisation(be.from_counts([[30, 5], [12, 24]], trials=40).dataset)
     True
@@ -457,7 +457,17 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
 def folds_clusters(layout: Layout) -> bool:
     """Whether the full-latent form folds the task effects' cluster components into the
     cluster coordinates: where both are centred, with two or more clusters
-    (:func:`bayeval.models._collapsed.task_cluster_fold`)."""
+    (:func:`bayeval.models._collapsed.task_cluster_fold`).
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal import Layout, folds_clusters
+    >>> data = be.from_counts([[30, 5] * 20, [12, 24] * 20], trials=40,
+    ...                       clusters=["a", "b"] * 20)
+    >>> folds_clusters(Layout.from_dataset(data.dataset))  # 800 trials a cluster, 80 a task
+    True
+    """
     return bool(layout.task_centred and layout.cluster_centred and layout.has_clusters
                 and len(layout.cluster_labels) > 1)
 
