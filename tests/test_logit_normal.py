@@ -731,11 +731,14 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     np.testing.assert_allclose(out[kept:], tail, rtol=1e-13, atol=1e-14)
 
 
-def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(monkeypatch):
+@pytest.mark.parametrize("centred", [False, True])
+def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred, monkeypatch):
     """A nutpie without the internal classes the C route uses: the same kernel through
-    nutpie's documented Python route, the same posterior (within Monte Carlo error)."""
+    nutpie's documented Python route, the same posterior (within Monte Carlo error), with the
+    full-latent task effects non-centred or centred (their expansion in Python)."""
     from bayeval.models import _nutpie_kernel
 
+    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
     data = be.from_counts([[3, 1, 4, 0, 2, 4, 1, 3], [4, 1, 4, 1, 3, 4, 2, 3]], trials=4,
                           systems=["A", "B"])
     settings = {"model": "logit_normal", "draws": 500, "chains": 2, "seed": 8}
@@ -744,6 +747,8 @@ def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(monkeyp
         native = be.fit(data, **settings)
         monkeypatch.setattr(_nutpie_kernel, "available", lambda: False)
         python = be.fit(data, **settings)
-    for name in ("alpha", "sigma_task"):
-        a, b = (r.tree["posterior"][name].values.reshape(1000, -1) for r in (native, python))
+    assert python.tree.attrs["task_effects"] == ("centred" if centred else "non-centred")
+    for group, name in (("posterior", "alpha"), ("posterior", "sigma_task"),
+                        ("task_effects", "task_effect")):
+        a, b = (r.tree[group][name].values.reshape(1000, -1) for r in (native, python))
         assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / 15)
