@@ -472,6 +472,16 @@ def folds_clusters(layout: Layout) -> bool:
                 and len(layout.cluster_labels) > 1)
 
 
+def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The centred task effects' reflections (:func:`task_reflections`) and, with ``fold``,
+    the map of their cluster components into the cluster coordinates
+    (:func:`task_cluster_fold`; an empty ``(0, 0)`` array without)."""
+    reflections = task_reflections(layout.cluster, layout.pops.code)
+    fold_map = (task_cluster_fold(layout.cluster, layout.pops.code, reflections) if fold
+                else np.zeros((0, 0)))
+    return reflections, fold_map
+
+
 #: The names of the compiled kernel's data (``pm.Data`` in a PyMC model of either form).
 COLLAPSED_DATA = ("spec", "const", "index", "c", "n", "mult")
 
@@ -499,11 +509,8 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
     const = coord.constants(priors, rules)
     if coord.task_centred:
-        reflections = task_reflections(layout.cluster, layout.pops.code)
-        const = np.concatenate([const, reflections])
-        if coord.task_fold:
-            const = np.concatenate([const, task_cluster_fold(
-                layout.cluster, layout.pops.code, reflections).ravel()])
+        reflections, fold_map = _task_constants(layout, coord.task_fold)
+        const = np.concatenate([const, reflections, fold_map.ravel()])
     values = (coord.spec(rules), const, index,
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
               np.ones(J))
@@ -612,12 +619,11 @@ def collapsed_posterior(theta: xr.DataArray, data, priors=None,
     fold = None
     if task_effect is not None and folds_clusters(layout):
         coord = coordinates(layout, latent_tasks=ds.sizes["task"])
-        reflections = task_reflections(layout.cluster, layout.pops.code)
+        reflections, fold_map = _task_constants(layout, True)
         r = int(reflections[0])
         effects = task_effect.transpose("chain", "draw", ...).values
         # sigma_task z: the first r coordinates of H' e
-        fold = reflect(reflections, effects, transpose=True)[..., :r] @ task_cluster_fold(
-            layout.cluster, layout.pops.code, reflections).T
+        fold = reflect(reflections, effects, transpose=True)[..., :r] @ fold_map.T
     else:
         coord = coordinates(layout)
     values = coord.unpack(theta.transpose("chain", "draw", ...).values, validate_priors(priors),
