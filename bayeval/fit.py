@@ -265,6 +265,9 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         if form == "full-latent" and engine == "nutpie":
             attrs["task_effects"] = ("centred" if logit_normal.task_parametrisation(ds)
                                      else "non-centred")
+        if form == "collapsed":
+            attrs["intercepts"] = ("attenuated" if logit_normal.ATTENUATED_INTERCEPTS
+                                   else "plain")
     groups = {"posterior": posterior, "observed_data": ds.copy(),
               "constant_data": ds[["trials", "attempts"]].copy()}
     if rates_group is not None:

@@ -268,6 +268,13 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
             total += values["alpha"].shape[1] * contrasts * np.log(values["sigma_system"])
     else:
         total = stats.norm.logpdf(values["alpha"], mean, sd).sum()
+    if coord.attenuated:  # theta holds the rotated intercepts (but non-centred contrasts)
+        # over kappa = sqrt(1 + (pi / 8)(sigma_task^2 + sigma_task_system^2)): the Jacobian
+        spread2 = values["sigma_task"] ** 2 + (values["sigma_task_system"] ** 2
+                                               if layout.paired else 0.0)
+        _, size = coord.rotation
+        held = ((size > 0) | (coord.system_level != 2)).sum() * coord.H
+        total += held * 0.5 * np.log1p(np.pi / 8.0 * spread2)
     for name in logit_normal.SIGMAS:
         if off[name][1]:
             total += stats.halfnorm.logpdf(values[name], scale=priors[name]) + part(name)[0]
@@ -456,7 +463,10 @@ def test_collapsed_coordinates_give_the_model_prior():
     shift = (sigma["sigma_cluster"][:, None] * m_u[:, None]
              + sigma["sigma_cluster_system"][:, None] * m_w)
     rotation = _collapsed.contrast_rotation(S)
-    put("z_alpha", rng.normal(shift @ rotation, 2.5))
+    # the kernel holds the rotated intercepts over kappa (their density's Jacobian, above)
+    assert coord.attenuated
+    kappa = np.sqrt(1 + np.pi / 8 * (sigma["sigma_task"] ** 2 + sigma["sigma_task_system"] ** 2))
+    put("z_alpha", rng.normal(shift @ rotation, 2.5) / kappa[:, None])
     values = coord.unpack(theta, priors)
     alpha = values["alpha"][:, :, 0]
     u = values["cluster_effect"] / sigma["sigma_cluster"][:, None]

@@ -42,7 +42,8 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph import Apply, Op
 
 from bayeval.models import _quadrature
-from bayeval.models._quadrature import KERNEL_HASH, Rules, c_signature, kernel_symbol
+from bayeval.models._quadrature import (ATTENUATION, KERNEL_HASH, Rules, c_signature,
+                                        kernel_symbol)
 
 
 def zero_sum_basis(G: int) -> np.ndarray:
@@ -184,6 +185,7 @@ class Coordinates:
     cluster_centred: bool = False  # the cluster coordinates are the effects (see unpack)
     task_centred: bool = False  # full-latent task effects centred (task_reflections)
     task_fold: bool = False  # their cluster components folded in (task_cluster_fold)
+    attenuated: bool = False  # intercept coordinates divided by the attenuation (see unpack)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -222,7 +224,8 @@ class Coordinates:
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
                          rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
                          self.cluster_centred,
-                         2 if self.task_fold else int(self.task_centred)], dtype=np.int64)
+                         2 if self.task_fold else int(self.task_centred),
+                         self.attenuated], dtype=np.int64)
 
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, quadrature rules."""
@@ -243,7 +246,10 @@ class Coordinates:
         (zeros where absent). The cluster coordinates are a mean and a zero-sum part, both
         the effects' standardised values times their spread, or with ``cluster_centred`` the
         zero-sum part the effects' own; with ``task_fold`` that part plus the task effects'
-        folded cluster components ``fold (..., G - 1)``, which are taken off.
+        folded cluster components ``fold (..., G - 1)``, which are taken off. With
+        ``attenuated`` the intercepts' rotated coordinates (but the non-centred contrasts) are
+        held divided by ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 + sigma_task_system^2))``
+        (:func:`bayeval.models._quadrature._attenuation`).
         """
         theta = np.asarray(theta, dtype=float)
         lead = theta.shape[:-1]
@@ -279,6 +285,11 @@ class Coordinates:
                 shift = shift + sigma_w[..., None] * m_w
         rotation, size = self.rotation
         z_alpha = take("z_alpha", (S, H))
+        if self.attenuated:  # all but the non-centred contrasts, times kappa
+            kappa = np.sqrt(1.0 + ATTENUATION * (out["sigma_task"] ** 2 + (
+                out["sigma_task_system"] ** 2 if self.paired else 0.0)))
+            scaled = (size > 0) | (self.system_level != 2)
+            z_alpha = np.where(scaled[:, None], z_alpha * kappa[..., None, None], z_alpha)
         if self.system_level == 2:  # contrasts stored standardised: z = R' shift + sigma zeta
             centre = np.einsum("st,...s->...t", rotation, shift)[..., None]
             scaled = centre + out["sigma_system"][..., None, None] * z_alpha

@@ -1820,6 +1820,59 @@ def _kernel_layout(spec, const):
             i_mw, i_fw, i_ss, i_za, i_tail, centred)
 
 
+#: The probit approximation's constant: ``E expit(a + s Z) ~ expit(a / sqrt(1 + ATTENUATION
+#: s^2))`` for Z standard normal (``expit(x) ~ Phi(x sqrt(pi / 8))``).
+ATTENUATION = math.pi / 8.0
+
+
+@numba.njit(cache=True)
+def _attenuation(spec, sig, paired):
+    """The factor ``kappa = sqrt(1 + (pi / 8)(sigma_e^2 + sigma_v^2))`` by which the collapsed
+    form's task-level effects, integrated out, shrink the intercepts' effect on the rates,
+    where the sampler sees the intercepts divided by it (``spec[12]``); else one.
+
+    Integrating the task and task-by-system effects out leaves each system's rate over the
+    tasks near ``expit(alpha / kappa)``: the data pin ``alpha / kappa``, and every intercept
+    moves with the spreads along a curved ridge (on the 25 SWE-bench systems half of each
+    intercept's posterior variance, and the divergent draws at its far end). On that scale
+    the ridge is nearly straight; the Jacobian keeps the density the model's."""
+    if spec.shape[0] < 13 or spec[12] == 0:
+        return 1.0
+    total = sig[0] * sig[0] + (sig[1] * sig[1] if paired else 0.0)
+    return math.sqrt(1.0 + ATTENUATION * total)
+
+
+@numba.njit(cache=True)
+def _scaled(noncentred, msize_t):
+    """Whether a rotated intercept coordinate is held divided by the attenuation (all but the
+    non-centred contrasts, which are standardised by the system spread)."""
+    return not (noncentred and msize_t == 0)
+
+
+@numba.njit(cache=True)
+def _attenuation_adjoint(theta, grad, kappa, sig, paired, noncentred, msize, i_za, H, i_sig):
+    """Turns the gradient in the intercepts' coordinates into that of their attenuated
+    coordinates ``theta = z / kappa``, adding the spreads' parts and the log-Jacobian (which
+    it returns)."""
+    if kappa == 1.0:
+        return 0.0
+    d_kappa = 0.0
+    n_scaled = 0
+    for t in range(msize.shape[0]):
+        if not _scaled(noncentred, msize[t]):
+            continue
+        for h in range(H):
+            i = i_za + t * H + h
+            d_kappa += theta[i] * grad[i]
+            grad[i] *= kappa
+            n_scaled += 1
+    # d kappa / d log sigma = (pi / 8) sigma^2 / kappa; d log kappa = that over kappa
+    for j in range(2 if paired else 1):
+        part = ATTENUATION * sig[j] * sig[j] / kappa
+        grad[i_sig[j]] += d_kappa * part + n_scaled * part / kappa
+    return n_scaled * math.log(kappa)
+
+
 @numba.njit(cache=True)
 def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad, centre, g_centre):
     """The log prior of one set of cluster coordinates, its mean ``theta[i_m]`` (standard
@@ -1906,6 +1959,7 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
         grad[i_ss] += 1.0 - ratio * ratio
     identified = np.full((S, H), mean)
     d_shift = np.zeros(S)
+    kappa = _attenuation(spec, sig, paired)
     for t in range(S):
         sd_t = sd
         dsd = 0.0  # d sd_t / d sigma_system
@@ -1919,6 +1973,8 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
                 dsd = 1.0
         for h in range(H):
             za = theta[i_za + t * H + h]
+            if _scaled(noncentred, msize[t]):
+                za *= kappa
             centre = 0.0
             for s in range(S):
                 centre += rot[s, t] * shift[s]
@@ -2085,6 +2141,8 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
                                                    logw, z, log_omega, u, lam)
     _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u, d_w,
               d_shift, sig_sys, d_sig_sys)
+    logp += _attenuation_adjoint(theta, grad, _attenuation(spec, sig, paired), sig, paired,
+                                 noncentred, msize, i_za, H, i_sig)
     return logp + total, grad
 
 
@@ -2113,7 +2171,7 @@ _C_SIG = numba.types.void(
 )
 _SYMBOL = f"bayeval_collapsed_logp_{KERNEL_HASH}"
 #: The kernel's integer constants (:meth:`bayeval.models._collapsed.Coordinates.spec`).
-SPEC_SIZE = 12
+SPEC_SIZE = 13
 _symbol_ready = False
 
 
