@@ -236,10 +236,14 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
     off = coord.offsets
+    # attenuated (the collapsed form), theta holds some coordinates divided by kappa and some
+    # log spreads less log kappa: the density is the model's at the plain coordinates times
+    # the scaled coordinates' Jacobian (the log spreads' shift has a unit one)
+    plain = coord.plain(theta)
 
     def part(name):
         start, size = off[name]
-        return theta[start:start + size]
+        return plain[start:start + size]
 
     # folded, the cluster coordinates hold the effects plus sigma_task times a linear map of
     # the task effects' first r coordinates: any such shift leaves the prior's density alike
@@ -261,23 +265,29 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         total = sum(stats.multivariate_normal.logpdf(column, np.full(S, mean), cov)
                     for column in values["alpha"].T)
         scale = priors["sigma_system" if layout.recipes is None else "sigma_run"]
+        # theta holds log sigma_system, or attenuated log(sigma_system / kappa): a map of the
+        # log spreads with a unit Jacobian either way, so the log transform's is log sigma
         total += (stats.halfnorm.logpdf(values["sigma_system"], scale=scale)
-                  + part("sigma_system")[0])
+                  + np.log(values["sigma_system"]))
         if layout.system_level == 2:  # theta holds contrasts / sigma_system: the Jacobian
             contrasts = S - len(np.unique(blocks))
             total += values["alpha"].shape[1] * contrasts * np.log(values["sigma_system"])
     else:
         total = stats.norm.logpdf(values["alpha"], mean, sd).sum()
     if coord.attenuated:  # theta holds the rotated intercepts (but non-centred contrasts)
-        # over kappa = sqrt(1 + (pi / 8)(sigma_task^2 + sigma_task_system^2)): the Jacobian
+        # and centred cluster coordinates over kappa = sqrt(1 + (pi / 8)(sigma_task^2 +
+        # sigma_task_system^2)): their Jacobian
         spread2 = values["sigma_task"] ** 2 + (values["sigma_task_system"] ** 2
                                                if layout.paired else 0.0)
         _, size = coord.rotation
         held = ((size > 0) | (coord.system_level != 2)).sum() * coord.H
+        if coord.cluster_centred and coord.clusters:
+            held += (coord.G - 1) * (1 + coord.S * coord.paired)
         total += held * 0.5 * np.log1p(np.pi / 8.0 * spread2)
     for name in logit_normal.SIGMAS:
         if off[name][1]:
-            total += stats.halfnorm.logpdf(values[name], scale=priors[name]) + part(name)[0]
+            total += stats.halfnorm.logpdf(values[name], scale=priors[name]) + np.log(
+                values[name])
     G = coord.G
     # the cluster coordinates: standard normal (the mean's sd 1 / sqrt(G)), or centred the
     # zero-sum parts the effects' own, the same normals scaled by their spread
@@ -453,8 +463,12 @@ def test_collapsed_coordinates_give_the_model_prior():
         theta[:, start:start + size] = values.reshape(D, size)
 
     sigma = {name: np.abs(rng.normal(0, priors[name], D)) for name in logit_normal.SIGMAS}
+    # the kernel holds the rotated intercepts over kappa and the cluster spreads' logs less
+    # log kappa (the density's Jacobian, above)
+    assert coord.attenuated
+    kappa = np.sqrt(1 + np.pi / 8 * (sigma["sigma_task"] ** 2 + sigma["sigma_task_system"] ** 2))
     for name in logit_normal.SIGMAS:
-        put(name, np.log(sigma[name]))
+        put(name, np.log(sigma[name]) - (np.log(kappa) if "cluster" in name else 0.0))
     m_u, m_w = rng.normal(0, 1 / np.sqrt(G), D), rng.normal(0, 1 / np.sqrt(G), (D, S))
     put("m_u", m_u)
     put("m_w", m_w)
@@ -463,9 +477,6 @@ def test_collapsed_coordinates_give_the_model_prior():
     shift = (sigma["sigma_cluster"][:, None] * m_u[:, None]
              + sigma["sigma_cluster_system"][:, None] * m_w)
     rotation = _collapsed.contrast_rotation(S)
-    # the kernel holds the rotated intercepts over kappa (their density's Jacobian, above)
-    assert coord.attenuated
-    kappa = np.sqrt(1 + np.pi / 8 * (sigma["sigma_task"] ** 2 + sigma["sigma_task_system"] ** 2))
     put("z_alpha", rng.normal(shift @ rotation, 2.5) / kappa[:, None])
     values = coord.unpack(theta, priors)
     alpha = values["alpha"][:, :, 0]

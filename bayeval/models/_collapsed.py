@@ -185,7 +185,7 @@ class Coordinates:
     cluster_centred: bool = False  # the cluster coordinates are the effects (see unpack)
     task_centred: bool = False  # full-latent task effects centred (task_reflections)
     task_fold: bool = False  # their cluster components folded in (task_cluster_fold)
-    attenuated: bool = False  # intercept coordinates divided by the attenuation (see unpack)
+    attenuated: bool = False  # the collapsed form's attenuated coordinates (see plain)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -238,6 +238,35 @@ class Coordinates:
             [np.asarray(head, float), rotation.ravel(), size,
              *rules.arrays()]))
 
+    def plain(self, theta: np.ndarray) -> np.ndarray:
+        """The plain coordinates of draws of ``theta (..., size)``: with ``attenuated``, the
+        intercepts' rotated coordinates (but non-centred contrasts) and centred cluster
+        coordinates times ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 + sigma_task_system^2))``,
+        and the log cluster, cluster-by-system and system spreads plus ``log kappa``
+        (:func:`bayeval.models._quadrature._attenuation`)."""
+        theta = np.asarray(theta, dtype=float)
+        if not self.attenuated:
+            return theta
+        off = self.offsets
+        spread2 = np.exp(2.0 * theta[..., off["sigma_task"][0]])
+        if self.paired:
+            spread2 = spread2 + np.exp(2.0 * theta[..., off["sigma_task_system"][0]])
+        kappa = np.sqrt(1.0 + ATTENUATION * spread2)[..., None]
+        scaled = np.zeros(self.size, dtype=bool)
+        shifted = np.zeros(self.size)
+        _, size = self.rotation
+        start, H = off["z_alpha"][0], self.H
+        for t in range(self.S):
+            scaled[start + t * H:start + (t + 1) * H] = size[t] > 0 or self.system_level != 2
+        if self.cluster_centred:
+            for name in ("f_u", "f_w"):
+                first, n = off[name]
+                scaled[first:first + n] = True
+        for name in ("sigma_cluster", "sigma_cluster_system", "sigma_system"):
+            first, n = off[name]
+            shifted[first:first + n] = 1.0
+        return np.where(scaled, theta * kappa, theta + shifted * np.log(kappa))
+
     def unpack(self, theta: np.ndarray, priors: dict, fold=None) -> dict:
         """The model's quantities from draws of ``theta (..., size)``.
 
@@ -247,11 +276,9 @@ class Coordinates:
         the effects' standardised values times their spread, or with ``cluster_centred`` the
         zero-sum part the effects' own; with ``task_fold`` that part plus the task effects'
         folded cluster components ``fold (..., G - 1)``, which are taken off. With
-        ``attenuated`` the intercepts' rotated coordinates (but the non-centred contrasts) are
-        held divided by ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 + sigma_task_system^2))``
-        (:func:`bayeval.models._quadrature._attenuation`).
+        attenuated coordinates are first made plain (:meth:`plain`).
         """
-        theta = np.asarray(theta, dtype=float)
+        theta = self.plain(theta)
         lead = theta.shape[:-1]
         off = self.offsets
         S, H, G = self.S, self.H, self.G
@@ -285,11 +312,6 @@ class Coordinates:
                 shift = shift + sigma_w[..., None] * m_w
         rotation, size = self.rotation
         z_alpha = take("z_alpha", (S, H))
-        if self.attenuated:  # all but the non-centred contrasts, times kappa
-            kappa = np.sqrt(1.0 + ATTENUATION * (out["sigma_task"] ** 2 + (
-                out["sigma_task_system"] ** 2 if self.paired else 0.0)))
-            scaled = (size > 0) | (self.system_level != 2)
-            z_alpha = np.where(scaled[:, None], z_alpha * kappa[..., None, None], z_alpha)
         if self.system_level == 2:  # contrasts stored standardised: z = R' shift + sigma zeta
             centre = np.einsum("st,...s->...t", rotation, shift)[..., None]
             scaled = centre + out["sigma_system"][..., None, None] * z_alpha

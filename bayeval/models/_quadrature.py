@@ -1826,51 +1826,88 @@ ATTENUATION = math.pi / 8.0
 
 
 @numba.njit(cache=True)
-def _attenuation(spec, sig, paired):
+def _attenuation(spec, theta, i_sig, paired):
     """The factor ``kappa = sqrt(1 + (pi / 8)(sigma_e^2 + sigma_v^2))`` by which the collapsed
-    form's task-level effects, integrated out, shrink the intercepts' effect on the rates,
-    where the sampler sees the intercepts divided by it (``spec[12]``); else one.
+    form's task-level effects, integrated out, shrink the rest of the linear predictor's
+    effect on the rates, where the sampler sees that rest divided by it (``spec[12]``); else
+    one.
 
     Integrating the task and task-by-system effects out leaves each system's rate over the
-    tasks near ``expit(alpha / kappa)``: the data pin ``alpha / kappa``, and every intercept
-    moves with the spreads along a curved ridge (on the 25 SWE-bench systems half of each
-    intercept's posterior variance, and the divergent draws at its far end). On that scale
-    the ridge is nearly straight; the Jacobian keeps the density the model's."""
+    tasks near ``expit(alpha / kappa)``: the data pin ``alpha / kappa`` (and the cluster
+    effects over kappa), and held plainly every intercept, cluster effect and their spreads
+    move with the task-level spreads along a curved ridge (on the 25 SWE-bench systems half
+    of each intercept's posterior variance, and the divergent draws at its far end). On that
+    scale the ridge is nearly straight."""
     if spec.shape[0] < 13 or spec[12] == 0:
         return 1.0
-    total = sig[0] * sig[0] + (sig[1] * sig[1] if paired else 0.0)
+    total = math.exp(2.0 * theta[i_sig[0]])
+    if paired:
+        total += math.exp(2.0 * theta[i_sig[1]])
     return math.sqrt(1.0 + ATTENUATION * total)
 
 
 @numba.njit(cache=True)
-def _scaled(noncentred, msize_t):
-    """Whether a rotated intercept coordinate is held divided by the attenuation (all but the
-    non-centred contrasts, which are standardised by the system spread)."""
-    return not (noncentred and msize_t == 0)
+def _attenuated_parts(spec, const):
+    """Which coordinates of ``theta`` the attenuated form holds divided by kappa (``scaled``:
+    the intercepts' rotated coordinates but the non-centred contrasts, and centred cluster
+    coordinates' zero-sum parts) and which log spreads it holds less ``log kappa``
+    (``shifted``: the cluster, cluster-by-system and system spreads); index arrays."""
+    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
+     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
+     i_za, i_tail, centred) = _kernel_layout(spec, const)
+    scaled = []
+    for t in range(S):
+        if not (noncentred and msize[t] == 0):
+            for h in range(H):
+                scaled.append(i_za + t * H + h)
+    if clusters and centred:
+        for j in range(Gm):
+            scaled.append(i_fu + j)
+        if paired:
+            for j in range(S * Gm):
+                scaled.append(i_fw + j)
+    shifted = []
+    for j in (2, 3):
+        if present[j]:
+            shifted.append(i_sig[j])
+    if system_level:
+        shifted.append(i_ss)
+    return np.array(scaled, dtype=np.int64), np.array(shifted, dtype=np.int64)
 
 
 @numba.njit(cache=True)
-def _attenuation_adjoint(theta, grad, kappa, sig, paired, noncentred, msize, i_za, H, i_sig):
-    """Turns the gradient in the intercepts' coordinates into that of their attenuated
-    coordinates ``theta = z / kappa``, adding the spreads' parts and the log-Jacobian (which
-    it returns)."""
+def _plain_theta(theta, kappa, scaled, shifted):
+    """The plain coordinates of attenuated ``theta``: ``scaled`` ones times kappa, ``shifted``
+    log spreads plus ``log kappa``."""
+    if kappa == 1.0:
+        return theta
+    plain = theta.copy()
+    for i in scaled:
+        plain[i] *= kappa
+    log_kappa = math.log(kappa)
+    for i in shifted:
+        plain[i] += log_kappa
+    return plain
+
+
+@numba.njit(cache=True)
+def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired):
+    """Turns ``grad``, the gradient in the plain coordinates (:func:`_plain_theta`), into that
+    in the attenuated ``theta``; returns the log-Jacobian, ``len(scaled) log kappa`` (the
+    shifted log spreads' map has a unit Jacobian: it is triangular in the log spreads)."""
     if kappa == 1.0:
         return 0.0
-    d_kappa = 0.0
-    n_scaled = 0
-    for t in range(msize.shape[0]):
-        if not _scaled(noncentred, msize[t]):
-            continue
-        for h in range(H):
-            i = i_za + t * H + h
-            d_kappa += theta[i] * grad[i]
-            grad[i] *= kappa
-            n_scaled += 1
-    # d kappa / d log sigma = (pi / 8) sigma^2 / kappa; d log kappa = that over kappa
+    d_log_kappa = float(scaled.shape[0])  # the log-Jacobian's own derivative
+    for i in scaled:
+        d_log_kappa += theta[i] * kappa * grad[i]  # d plain / d log kappa = plain
+        grad[i] *= kappa
+    for i in shifted:
+        d_log_kappa += grad[i]
+    # d log kappa / d log sigma = (pi / 8) sigma^2 / kappa^2
     for j in range(2 if paired else 1):
-        part = ATTENUATION * sig[j] * sig[j] / kappa
-        grad[i_sig[j]] += d_kappa * part + n_scaled * part / kappa
-    return n_scaled * math.log(kappa)
+        grad[i_sig[j]] += d_log_kappa * ATTENUATION * math.exp(2.0 * theta[i_sig[j]]) / (
+            kappa * kappa)
+    return scaled.shape[0] * math.log(kappa)
 
 
 @numba.njit(cache=True)
@@ -1959,7 +1996,6 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
         grad[i_ss] += 1.0 - ratio * ratio
     identified = np.full((S, H), mean)
     d_shift = np.zeros(S)
-    kappa = _attenuation(spec, sig, paired)
     for t in range(S):
         sd_t = sd
         dsd = 0.0  # d sd_t / d sigma_system
@@ -1973,8 +2009,6 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
                 dsd = 1.0
         for h in range(H):
             za = theta[i_za + t * H + h]
-            if _scaled(noncentred, msize[t]):
-                za *= kappa
             centre = 0.0
             for s in range(S):
                 centre += rot[s, t] * shift[s]
@@ -2078,18 +2112,26 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
 
 
 @numba.njit(cache=True)
-def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
+def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     """Log density of ``theta`` (prior, log-Jacobians, collapsed likelihood) and its gradient.
 
     ``spec`` and ``const`` come from :class:`Coordinates`; ``p_cluster``/``p_stratum`` give each
     count pattern's cluster and stratum; ``c``, ``n`` ``(P, S)`` and ``mult (P,)`` the patterns.
     In the full-latent form (``spec[9]``, the number of tasks) the patterns are the tasks, one
     each in task order, and ``theta`` ends with their effects' coordinates
-    (:func:`_task_effects`, :func:`_latent_cells`) in place of the quadrature.
+    (:func:`_task_effects`, :func:`_latent_cells`) in place of the quadrature. With
+    ``spec[12]`` the collapsed form's ``theta`` is attenuated (:func:`_attenuation`): the
+    density is computed at its plain coordinates (:func:`_plain_theta`) and the gradient
+    taken back, the log-Jacobian added.
     """
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
      i_za, i_tail, centred) = _kernel_layout(spec, const)
+    kappa = _attenuation(spec, attenuated, i_sig, paired)
+    scaled = shifted = np.zeros(0, dtype=np.int64)
+    if kappa != 1.0:
+        scaled, shifted = _attenuated_parts(spec, const)
+    theta = _plain_theta(attenuated, kappa, scaled, shifted)
     task_centred, r, vectors, fold, fold_map = _task_rotation(spec, const)
     fold = fold and latent
     # folded, the cluster coordinates hold the cluster effects plus the task effects' cluster
@@ -2141,8 +2183,8 @@ def logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult):
                                                    logw, z, log_omega, u, lam)
     _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u, d_w,
               d_shift, sig_sys, d_sig_sys)
-    logp += _attenuation_adjoint(theta, grad, _attenuation(spec, sig, paired), sig, paired,
-                                 noncentred, msize, i_za, H, i_sig)
+    if kappa != 1.0:
+        logp += _attenuation_adjoint(attenuated, grad, kappa, scaled, shifted, i_sig, paired)
     return logp + total, grad
 
 
