@@ -42,8 +42,7 @@ from pytensor.gradient import DisconnectedType
 from pytensor.graph import Apply, Op
 
 from bayeval.models import _quadrature
-from bayeval.models._quadrature import (ATTENUATION, KERNEL_HASH, Rules, c_signature,
-                                        kernel_symbol)
+from bayeval.models._quadrature import ATTENUATION, KERNEL_HASH, Rules, c_signature, kernel_symbol
 
 
 def zero_sum_basis(G: int) -> np.ndarray:
