@@ -472,10 +472,15 @@ def test_collapsed_coordinates_give_the_model_prior():
     m_u, m_w = rng.normal(0, 1 / np.sqrt(G), D), rng.normal(0, 1 / np.sqrt(G), (D, S))
     put("m_u", m_u)
     put("m_w", m_w)
-    put("f_u", rng.normal(size=(D, G - 1)))
-    put("f_w", rng.normal(size=(D, S, G - 1)))
-    shift = (sigma["sigma_cluster"][:, None] * m_u[:, None]
-             + sigma["sigma_cluster_system"][:, None] * m_w)
+    f_u, f_w = rng.normal(size=(D, G - 1)), rng.normal(size=(D, S, G - 1))
+    put("f_u", f_u)
+    put("f_w", f_w)
+    # the intercepts' coordinates are normal about the cluster effects' mean and their
+    # zero-sum parts' task-weighted means (the level the data see)
+    basis, pi = _collapsed.zero_sum_basis(G), np.asarray(coord.level_weights)
+    assert pi.size == G
+    shift = (sigma["sigma_cluster"][:, None] * (m_u + f_u @ basis.T @ pi)[:, None]
+             + sigma["sigma_cluster_system"][:, None] * (m_w + f_w @ basis.T @ pi))
     rotation = _collapsed.contrast_rotation(S)
     put("z_alpha", rng.normal(shift @ rotation, 2.5) / kappa[:, None])
     values = coord.unpack(theta, priors)

@@ -185,6 +185,7 @@ class Coordinates:
     task_centred: bool = False  # full-latent task effects centred (task_reflections)
     task_fold: bool = False  # their cluster components folded in (task_cluster_fold)
     attenuated: bool = False  # the collapsed form's attenuated coordinates (see plain)
+    level_weights: tuple = ()  # the clusters' task shares: the intercepts' level (see unpack)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -224,7 +225,7 @@ class Coordinates:
                          rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
                          self.cluster_centred,
                          2 if self.task_fold else int(self.task_centred),
-                         self.attenuated], dtype=np.int64)
+                         self.attenuated, bool(self.level_weights)], dtype=np.int64)
 
     def constants(self, priors: dict, rules: Rules) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, quadrature rules."""
@@ -235,7 +236,7 @@ class Coordinates:
         rotation, size = self.rotation
         return np.ascontiguousarray(np.concatenate(
             [np.asarray(head, float), rotation.ravel(), size,
-             *rules.arrays()]))
+             *rules.arrays(), np.asarray(self.level_weights, float)]))
 
     def plain(self, theta: np.ndarray) -> np.ndarray:
         """The plain coordinates of draws of ``theta (..., size)``: with ``attenuated``, the
@@ -275,6 +276,8 @@ class Coordinates:
         the effects' standardised values times their spread, or with ``cluster_centred`` the
         zero-sum part the effects' own; with ``task_fold`` that part plus the task effects'
         folded cluster components ``fold (..., G - 1)``, which are taken off. With
+        ``level_weights`` the intercepts' coordinates are shifted by the zero-sum parts'
+        weighted means (:func:`bayeval.models._quadrature._level_weights`). With
         attenuated coordinates are first made plain (:meth:`plain`).
         """
         theta = self.plain(theta)
@@ -304,11 +307,15 @@ class Coordinates:
                 f_u = f_u - fold
             u = (sigma_u * m_u)[..., None] + a_u[..., None] * (f_u @ basis.T)
             shift = shift + (sigma_u * m_u)[..., None]
+            # with level weights the intercepts are shifted by the zero-sum parts' weighted
+            # means too (of the coordinates as held, fold included)
+            pi = np.asarray(self.level_weights if self.level_weights else np.zeros(G))
+            shift = shift + (a_u * (take("f_u", (G - 1,)) @ basis.T @ pi))[..., None]
             if self.paired:
                 m_w = take("m_w", (S,))
-                w = (sigma_w[..., None] * m_w)[..., None] + a_w[..., None, None] * (
-                    take("f_w", (S, G - 1)) @ basis.T)
-                shift = shift + sigma_w[..., None] * m_w
+                d_w = take("f_w", (S, G - 1)) @ basis.T
+                w = (sigma_w[..., None] * m_w)[..., None] + a_w[..., None, None] * d_w
+                shift = shift + sigma_w[..., None] * m_w + a_w[..., None] * (d_w @ pi)
         rotation, size = self.rotation
         z_alpha = take("z_alpha", (S, H))
         if self.system_level == 2:  # contrasts stored standardised: z = R' shift + sigma zeta

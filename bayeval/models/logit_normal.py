@@ -455,16 +455,26 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
 ATTENUATED_INTERCEPTS = True
 
 
+#: Whether the collapsed form shifts its intercepts by the cluster effects' zero-sum parts'
+#: means weighted by the clusters' tasks, the level the data see
+#: (:func:`bayeval.models._quadrature._level_weights`); the full-latent form keeps them
+#: unweighted.
+WEIGHTED_LEVEL = True
+
+
 def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     """The collapsed model's parameter coordinates for a layout (with ``latent_tasks`` = J,
     those of the compiled full-latent form)."""
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
+    weights = ()
+    if WEIGHTED_LEVEL and latent_tasks == 0 and G > 1:
+        weights = tuple((np.bincount(layout.cluster, minlength=G) / len(layout.cluster)).tolist())
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
                        layout.system_level, blocks, latent_tasks, layout.cluster_centred,
                        layout.task_centred and latent_tasks > 0,
                        folds_clusters(layout) and latent_tasks > 0,
-                       ATTENUATED_INTERCEPTS and latent_tasks == 0)
+                       ATTENUATED_INTERCEPTS and latent_tasks == 0, weights)
 
 
 def folds_clusters(layout: Layout) -> bool:
