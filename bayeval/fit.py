@@ -268,6 +268,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         if form == "collapsed":
             attrs["intercepts"] = ("attenuated" if logit_normal.ATTENUATED_INTERCEPTS
                                    else "plain")
+            if logit_normal.coordinates(logit_normal.Layout.from_dataset(ds)).level_weights:
+                attrs["intercept_level"] = "task-weighted"
     groups = {"posterior": posterior, "observed_data": ds.copy(),
               "constant_data": ds[["trials", "attempts"]].copy()}
     if rates_group is not None:

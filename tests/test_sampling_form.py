@@ -210,6 +210,8 @@ def test_attenuated_and_plain_intercepts_give_one_posterior(monkeypatch):
         assert fits[attenuated].tree.attrs["form"] == "collapsed"
         assert fits[attenuated].tree.attrs["intercepts"] == ("attenuated" if attenuated
                                                              else "plain")
+        # three clusters of 50 tasks: equal shares, no weighting to record
+        assert "intercept_level" not in fits[attenuated].tree.attrs
     _assert_one_posterior(fits, [("posterior", name) for name in (
         "alpha", "sigma_task", "sigma_task_system", "cluster_effect", "sigma_system")])
     contrasts = {}
@@ -220,3 +222,19 @@ def test_attenuated_and_plain_intercepts_give_one_posterior(monkeypatch):
     assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / np.sqrt(200))
     a, b = (f.pass_at_k(estimand="population").values.reshape(-1, 4) for f in fits.values())
     assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / np.sqrt(200))
+
+
+def test_clusters_of_unequal_size_shift_the_intercepts_by_the_task_weighted_level():
+    """The collapsed form's intercepts are shifted by the cluster effects' task-weighted
+    zero-sum means where the clusters' sizes differ (recorded in ``attrs``); the kernel's
+    density with the shift is checked against SciPy in ``test_logit_normal``."""
+    c = np.array([[1, 0, 1, 1, 0, 1], [0, 0, 1, 1, 1, 0]])
+    data = be.from_counts(c, np.ones_like(c), clusters=["a", "a", "a", "a", "b", "b"],
+                          systems=["A", "B"])
+    coord = logit_normal.coordinates(logit_normal.Layout.from_dataset(data.dataset))
+    assert coord.level_weights == pytest.approx((4 / 6, 2 / 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        res = be.fit(data, model="logit_normal", draws=100, chains=1, tune=100, seed=1)
+    assert res.tree.attrs["form"] == "collapsed"
+    assert res.tree.attrs["intercept_level"] == "task-weighted"

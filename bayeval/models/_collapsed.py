@@ -277,8 +277,8 @@ class Coordinates:
         zero-sum part the effects' own; with ``task_fold`` that part plus the task effects'
         folded cluster components ``fold (..., G - 1)``, which are taken off. With
         ``level_weights`` the intercepts' coordinates are shifted by the zero-sum parts'
-        weighted means (:func:`bayeval.models._quadrature._level_weights`). With
-        attenuated coordinates are first made plain (:meth:`plain`).
+        weighted means (:func:`bayeval.models._quadrature._level_weights`). Attenuated
+        coordinates are first made plain (:meth:`plain`).
         """
         theta = self.plain(theta)
         lead = theta.shape[:-1]

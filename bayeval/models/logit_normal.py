@@ -457,8 +457,9 @@ ATTENUATED_INTERCEPTS = True
 
 #: Whether the collapsed form shifts its intercepts by the cluster effects' zero-sum parts'
 #: means weighted by the clusters' tasks, the level the data see
-#: (:func:`bayeval.models._quadrature._level_weights`); the full-latent form keeps them
-#: unweighted.
+#: (:func:`bayeval.models._quadrature._level_weights`; recorded in
+#: ``attrs["intercept_level"]``). Clusters of equal size need no shift; the full-latent form
+#: keeps the level unweighted.
 WEIGHTED_LEVEL = True
 
 
@@ -468,8 +469,9 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     weights = ()
-    if WEIGHTED_LEVEL and latent_tasks == 0 and G > 1:
-        weights = tuple((np.bincount(layout.cluster, minlength=G) / len(layout.cluster)).tolist())
+    share = np.bincount(layout.cluster, minlength=G) / len(layout.cluster)
+    if WEIGHTED_LEVEL and latent_tasks == 0 and np.ptp(share) > 0:  # equal shares: no shift
+        weights = tuple(share.tolist())
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
                        layout.system_level, blocks, latent_tasks, layout.cluster_centred,
                        layout.task_centred and latent_tasks > 0,
