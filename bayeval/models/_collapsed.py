@@ -302,20 +302,22 @@ class Coordinates:
                         (out["sigma_cluster"], out["sigma_cluster_system"]))
             sigma_u, sigma_w = out["sigma_cluster"], out["sigma_cluster_system"]
             m_u = take("m_u", ())
-            f_u = take("f_u", (G - 1,))
-            if fold is not None:
-                f_u = f_u - fold
-            u = (sigma_u * m_u)[..., None] + a_u[..., None] * (f_u @ basis.T)
+            d_u = take("f_u", (G - 1,)) @ basis.T  # as held: with the fold, if any
+            effects_u = d_u if fold is None else d_u - fold @ basis.T
+            u = (sigma_u * m_u)[..., None] + a_u[..., None] * effects_u
             shift = shift + (sigma_u * m_u)[..., None]
-            # with level weights the intercepts are shifted by the zero-sum parts' weighted
-            # means too (of the coordinates as held, fold included)
-            pi = np.asarray(self.level_weights if self.level_weights else np.zeros(G))
-            shift = shift + (a_u * (take("f_u", (G - 1,)) @ basis.T @ pi))[..., None]
+            d_w = None
             if self.paired:
                 m_w = take("m_w", (S,))
                 d_w = take("f_w", (S, G - 1)) @ basis.T
                 w = (sigma_w[..., None] * m_w)[..., None] + a_w[..., None, None] * d_w
-                shift = shift + sigma_w[..., None] * m_w + a_w[..., None] * (d_w @ pi)
+                shift = shift + sigma_w[..., None] * m_w
+            if self.level_weights:  # the intercepts shifted by the zero-sum parts' weighted
+                # means too (of the coordinates as held)
+                pi = np.asarray(self.level_weights)
+                shift = shift + (a_u * (d_u @ pi))[..., None]
+                if d_w is not None:
+                    shift = shift + a_w[..., None] * (d_w @ pi)
         rotation, size = self.rotation
         z_alpha = take("z_alpha", (S, H))
         if self.system_level == 2:  # contrasts stored standardised: z = R' shift + sigma zeta
