@@ -623,6 +623,32 @@ def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma
         assert abs(share - q) < 4 * np.sqrt(q * (1 - q) / D)
 
 
+@pytest.mark.parametrize("eta, c, n, sigma_e, sigma_v", [
+    ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),
+    ([0.8, -0.4], [1.0, 0.0], [1.0, 1.0], 2.8, 0.4),
+])
+def test_exact_task_draws_do_not_depend_on_where_the_hulls_start(eta, c, n, sigma_e, sigma_v):
+    """Every draw starts its hulls at the modes of one reference draw (the median task
+    spread's); a reference far from the other draws' conditional costs evaluations only."""
+    D = 20_000
+    eta, c, n = (np.asarray(a, dtype=float)[None] for a in (eta, c, n))
+    etas = np.repeat(eta[None], D, 0)
+    spreads = np.full(D, sigma_e)
+    reference = D // 2  # the stable median of equal spreads
+    etas[reference] += 6.0  # its modes lie far below every other draw's
+    out = quad.exact_task_sums(etas, c, n, spreads, np.full(D, sigma_v), True,
+                               np.array([1.0]), "pass@k", np.ones((1, 2)), np.array([0]),
+                               np.random.default_rng(8))
+    out = np.delete(out, reference, axis=0)
+    w, (p1, p2) = _dense_conditional(eta[0], c[0], n[0], sigma_e, sigma_v, points=121)
+    for value, ref in [(out[:, 0, 0], p1), (out[:, 1, 0], p2)]:
+        assert abs(value.mean() - (w * ref).sum()) < 4 * value.std() / np.sqrt(D)
+        for q in (0.05, 0.5, 0.95):
+            order = np.argsort(ref, axis=None)
+            point = ref.ravel()[order][np.searchsorted(np.cumsum(w.ravel()[order]), q)]
+            assert abs((value <= point).mean() - q) < 4 * np.sqrt(q * (1 - q) / D)
+
+
 def test_exact_task_draws_of_one_system_follow_the_binomial_posterior():
     D = 20_000
     eta, c, n, sigma_e = np.array([[0.5]]), np.array([[3.0]]), np.array([[4.0]]), 2.0

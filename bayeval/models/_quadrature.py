@@ -1223,7 +1223,7 @@ def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rul
 #: models do); above it the mean over tasks is drawn from the normal of its conditional moments
 EXACT_TASKS = 100
 HULL_POINTS = 40  # abscissae an adaptive rejection sampler keeps (it stops adding after that)
-PRIOR_TRIES = 3  # proposals from the prior before a task-by-system draw turns to the hull
+TANGENT_TRIES = 3  # tangent-normal proposals before a task-by-system draw turns to the hull
 
 
 @numba.njit(cache=True)
@@ -1330,22 +1330,26 @@ def _v_log_density(v, eta_e, c, n, prec_v):
 def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
     """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))``.
 
-    Counts with at most one success or one failure (:func:`_one_sided`: every cell of binary
-    data) first take up to ``PRIOR_TRIES`` proposals from the prior ``N(0, sigma_v)``, each
-    kept with probability ``p^c (1 - p)^(n - c)`` over its largest value (rejection
-    sampling: a kept proposal is an exact draw; such a likelihood is wide, and most cells
-    keep the first). Otherwise, or if none is kept, adaptive rejection sampling of the
-    log-concave density. Either way the draw is exact: the first route changes the cost
-    only."""
+    First up to ``TANGENT_TRIES`` proposals from the prior tilted by the tangent of the
+    log-likelihood ``l(v)`` at ``v0`` (one Newton step from 0): ``l`` is concave, so
+    ``l(v) <= l(v0) + b (v - v0)`` and ``N(v; 0, sigma_v) exp(b v)``, the normal
+    ``N(sigma_v^2 b, sigma_v^2)``, is an envelope; a proposal is kept with probability
+    ``exp(l(v) - l(v0) - b (v - v0))`` (rejection sampling: a kept proposal is an exact
+    draw). Near the mode the proposal is centred where the conditional is, and it keeps
+    about ``1 / sqrt(1 + n p (1 - p) sigma_v^2)`` of its proposals: nearly all for single
+    trials. If none is kept, adaptive rejection sampling of the log-concave density. Either
+    way the draw is exact: the first route changes the cost only."""
     sigma_v = 1.0 / math.sqrt(prec_v)
-    share = c / n if n > 0.0 else 0.0
-    log_top = 0.0
-    if 0.0 < share < 1.0:
-        log_top = c * math.log(share) + (n - c) * math.log1p(-share)
-    for _ in range(PRIOR_TRIES if _one_sided(c, n) else 0):
-        v = sigma_v * np.random.standard_normal()
+    p0 = _sigmoid(eta_e)
+    v0 = _clip((c - n * p0) / (prec_v + n * p0 * (1.0 - p0)))
+    y0 = eta_e + v0
+    l0 = c * y0 - n * _softplus(y0)
+    b = c - n * _sigmoid(y0)
+    centre = b / prec_v
+    for _ in range(TANGENT_TRIES):
+        v = centre + sigma_v * np.random.standard_normal()
         y = eta_e + v
-        log_keep = -c * _softplus(-y) - (n - c) * _softplus(y) - log_top
+        log_keep = c * y - n * _softplus(y) - l0 - b * (v - v0)
         if math.log(max(np.random.random(), 1e-300)) <= log_keep:
             return v
     mode = _conditional_mode(eta_e, c, n, 0.0, prec_v)
@@ -1366,7 +1370,7 @@ def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
 
 @numba.njit(cache=True)
 def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw, ks, code,
-                     needed, weight, order, start, seed, out):
+                     needed, weight, order, start, guess, seed, out):
     """For one draw: every task's rates drawn from their joint conditional, and
     ``out (S, Q) += weight[j, s] f(p[s, j])`` summed over the tasks.
 
@@ -1376,8 +1380,10 @@ def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, log
     integrals (:func:`_marginal_e`; ``slot (P, S)`` names each cell's of ``n_tables``),
     filled for this draw's ``sigma_v`` as the draws reach them, and drawn by adaptive
     rejection sampling (Gilks and Wild 1992) with a hull built once per pattern and shared by
-    the pattern's tasks. ``weight (J, S)``; tasks of pattern ``p`` are
-    ``order[start[p]:start[p + 1]]``; ``seed`` seeds the kernel's generator.
+    the pattern's tasks, started either side of ``guess[p]`` (a mode and a scale; any
+    guess gives the same distribution, a good one fewer evaluations). ``weight (J, S)``;
+    tasks of pattern ``p`` are ``order[start[p]:start[p + 1]]``; ``seed`` seeds the kernel's
+    generator.
     """
     np.random.seed(seed)
     P, S = eta.shape
@@ -1395,15 +1401,19 @@ def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, log
     for p in range(P):
         if start[p + 1] == start[p]:
             continue
-        # the hull needs points either side of the mode, not the mode to many digits
-        e_star, _, s_e = _marginal_mode(eta[p], slot[p], c[p], n[p], prec_e, prec_v,
-                                        log_sigma_v, paired, x, logw, tab, terms, 0.05)
+        # the hull needs points either side of the mode, not the mode: from the guess, each
+        # side steps out (doubling) until its slope points back at the mode
         k = 0
         for side in (-1.0, 1.0):
-            point = e_star + side * s_e
-            h, d, _ = _marginal_e(point, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
-                                  log_sigma_v, paired, x, logw, tab, terms)
-            k = _hull_insert(ex, eh, ed, k, point, h, d)
+            reach = guess[p, 1]
+            while True:
+                point = guess[p, 0] + side * reach
+                h, d, _ = _marginal_e(point, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                                      log_sigma_v, paired, x, logw, tab, terms)
+                k = _hull_insert(ex, eh, ed, k, point, h, d)
+                if side * d < 0.0 or k >= M:
+                    break
+                reach *= 2.0
         for i in range(start[p], start[p + 1]):
             j = order[i]
             while True:
@@ -1424,15 +1434,37 @@ def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, log
                     out[s, q] += ws * _f(rate, ks[q], code, needed[q])
 
 
+@numba.njit(cache=True)
+def _marginal_guesses(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw):
+    """Each pattern's task-effect mode and Laplace sd ``(P, 2)`` under one set of parameters
+    (:func:`_marginal_mode`): where :func:`_exact_task_sums` starts its hulls in every draw."""
+    P = eta.shape[0]
+    prec_e = 1.0 / sigma_e**2
+    prec_v = 1.0 / sigma_v**2 if paired else 0.0
+    log_sigma_v = math.log(sigma_v) if paired else 0.0
+    terms = np.empty((2, max(x.shape[0], INNER_NODES)))
+    tab = np.empty((max(n_tables, 1), TABLE_SIZE if paired else 1, 5))
+    tab[:, :, 3] = 0.0
+    guess = np.empty((P, 2))
+    for p in range(P):
+        e, _, s_e = _marginal_mode(eta[p], slot[p], c[p], n[p], prec_e, prec_v, log_sigma_v,
+                                   paired, x, logw, tab, terms, 0.05)
+        guess[p, 0], guess[p, 1] = e, s_e
+    return guess
+
+
 @numba.njit(cache=True, parallel=True)
 def _exact_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight, order,
-                 start, seeds, out):
+                 start, reference, seeds, out):
     """:func:`_exact_task_sums` for every draw, the draws spread over threads (each draw seeds
-    its own generator, so the result does not depend on how they are spread)."""
+    its own generator and starts its hulls from the same guesses, those of the draw
+    ``reference``, so the result does not depend on how they are spread)."""
     slot, _, n_tables = _table_slots(c, n, True)
+    guess = _marginal_guesses(eta[reference], c, n, slot, n_tables, sigma_e[reference],
+                              sigma_v[reference], paired, x, logw)
     for d in numba.prange(eta.shape[0]):
         _exact_task_sums(eta[d], c, n, slot, n_tables, sigma_e[d], sigma_v[d], paired, x,
-                         logw, ks, code, needed, weight, order, start, seeds[d], out[d])
+                         logw, ks, code, needed, weight, order, start, guess, seeds[d], out[d])
 
 
 @numba.njit(cache=True)
@@ -1526,10 +1558,13 @@ def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inv
     c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
     weight = np.ascontiguousarray(weight, dtype=float)
     seeds = rng.integers(0, 2**31 - 1, size=D)
-    _exact_draws(np.ascontiguousarray(eta, dtype=float), c, n,
-                 np.ascontiguousarray(sigma_e, dtype=float),
+    sigma_e = np.ascontiguousarray(sigma_e, dtype=float)
+    # the hulls start from the modes of the draw with the median task spread
+    reference = int(np.argsort(sigma_e, kind="stable")[D // 2])
+    _exact_draws(np.ascontiguousarray(eta, dtype=float), c, n, sigma_e,
                  np.ascontiguousarray(sigma_v, dtype=float), paired, rules.x, rules.logw,
-                 np.asarray(ks, float), code, needed, weight, order, start, seeds, out)
+                 np.asarray(ks, float), code, needed, weight, order, start, reference, seeds,
+                 out)
     return out
 
 
