@@ -567,17 +567,28 @@ def test_estimand_options_and_errors():
                                       boot["interval"])
 
 
-def test_observed_cluster_expectation_matches_direct_quadrature():
+@pytest.mark.parametrize("metric", ["pass@k", "pass^k"])
+def test_observed_cluster_expectation_matches_direct_quadrature(metric):
+    """The grid sized to the scale (from 33 nodes at small scales to 2049 at large ones)
+    against SciPy's adaptive quadrature, split where the logistic turns, at scales from 0.02
+    to 60 and k up to 16."""
     from bayeval.models.logit_normal import normal_expectation
 
     rng = np.random.default_rng(0)
-    loc, scale = rng.normal(0, 2, 5), rng.uniform(0.1, 5, 5)
-    ours = normal_expectation(loc, scale, "pass@k", np.array([1, 4]))
-    for i in range(5):
-        for j, k in enumerate((1, 4)):
-            ref = integrate.quad(lambda z: stats.norm.pdf(z) * (
-                1 - (1 - special.expit(loc[i] + scale[i] * z)) ** k), -12, 12)[0]
-            assert ours[i, j] == pytest.approx(ref, abs=1e-7)
+    scale = np.array([0.02, 0.3, 1.0, 1.8, 4.0, 9.0, 18.0, 60.0])
+    loc = rng.normal(0, 3, scale.size)
+    ks = np.array([1, 4, 16])
+    ours = normal_expectation(loc, scale, metric, ks)
+    for i in range(scale.size):
+        for j, k in enumerate(ks):
+            def integrand(z, i=i, k=k):
+                p = special.expit(loc[i] + scale[i] * z)
+                return stats.norm.pdf(z) * (1 - (1 - p) ** k if metric == "pass@k" else p**k)
+
+            turn = float(np.clip(-loc[i] / scale[i], -11, 11))
+            ref = sum(integrate.quad(integrand, a, b, epsabs=1e-14, epsrel=1e-13, limit=400)[0]
+                      for a, b in ((-12, turn), (turn, 12)))
+            assert ours[i, j] == pytest.approx(ref, abs=1e-12)
 
 
 def _dense_conditional(eta, c, n, sigma_e, sigma_v, points=241):
