@@ -1454,17 +1454,19 @@ def _marginal_guesses(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, lo
 
 
 @numba.njit(cache=True, parallel=True)
-def _exact_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight, order,
-                 start, reference, seeds, out):
+def _exact_draws(eta, rows, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight,
+                 order, start, reference, seeds, out):
     """:func:`_exact_task_sums` for every draw, the draws spread over threads (each draw seeds
     its own generator and starts its hulls from the same guesses, those of the draw
-    ``reference``, so the result does not depend on how they are spread)."""
+    ``reference``, so the result does not depend on how they are spread). Pattern ``p``'s
+    predictors in draw ``d`` are ``eta[d, rows[p]]``."""
     slot, _, n_tables = _table_slots(c, n, True)
-    guess = _marginal_guesses(eta[reference], c, n, slot, n_tables, sigma_e[reference],
+    guess = _marginal_guesses(eta[reference][rows], c, n, slot, n_tables, sigma_e[reference],
                               sigma_v[reference], paired, x, logw)
     for d in numba.prange(eta.shape[0]):
-        _exact_task_sums(eta[d], c, n, slot, n_tables, sigma_e[d], sigma_v[d], paired, x,
-                         logw, ks, code, needed, weight, order, start, guess, seeds[d], out[d])
+        _exact_task_sums(eta[d][rows], c, n, slot, n_tables, sigma_e[d], sigma_v[d], paired,
+                         x, logw, ks, code, needed, weight, order, start, guess, seeds[d],
+                         out[d])
 
 
 @numba.njit(cache=True)
@@ -1538,19 +1540,22 @@ def latent_task_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, r
 
 
 def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inverse, rng,
-                    rules=None, tau=None):
+                    rules=None, tau=None, rows=None):
     """The tasks estimand drawn task by task: per posterior draw, every task's rates in all
     systems drawn jointly from their conditional (no normal approximation of the mean over
     tasks), ``sum_j weight[j, s] f(p[s, j])`` as ``(D, S, k)``.
 
-    ``eta (D, P, S)``, ``weight (J, S)`` each task's weight in each system's value,
-    ``inverse (J,)`` the pattern of each task. The draws are exact up to the interpolation
+    ``eta (D, P, S)``, or with ``rows (P,)`` the distinct predictors ``(D, R, S)`` and each
+    pattern's row of them (memory in the rows, not the patterns); ``weight (J, S)`` each
+    task's weight in each system's value, ``inverse (J,)`` the pattern of each task. The draws are exact up to the interpolation
     of the inner integrals (over the task-by-system effects) inside the task effect's
     marginal: the likelihood kernel's tables.
     """
     rules = rules or Rules()
     code, needed = metric_arguments(metric, ks, tau)
-    D, P, S = eta.shape
+    D, _, S = eta.shape
+    P = c.shape[0]
+    rows = np.arange(P, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     order = np.argsort(inverse, kind="stable").astype(np.int64)
     start = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=P))]).astype(
         np.int64)
@@ -1561,7 +1566,7 @@ def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inv
     sigma_e = np.ascontiguousarray(sigma_e, dtype=float)
     # the hulls start from the modes of the draw with the median task spread
     reference = int(np.argsort(sigma_e, kind="stable")[D // 2])
-    _exact_draws(np.ascontiguousarray(eta, dtype=float), c, n, sigma_e,
+    _exact_draws(np.ascontiguousarray(eta, dtype=float), rows, c, n, sigma_e,
                  np.ascontiguousarray(sigma_v, dtype=float), paired, rules.x, rules.logw,
                  np.asarray(ks, float), code, needed, weight, order, start, reference, seeds,
                  out)

@@ -961,13 +961,24 @@ class LogitNormalRates:
         return clip_probability(total)
 
     @staticmethod
-    def _eta(prm, layout, c, n):
+    def _rows(prm, layout, c, n):
+        """The linear predictors once per (cluster, stratum) ``(draw, G H, S)``, each
+        pattern's row of them ``(P,)``, ``sigma_v`` and the patterns: the patterns' own
+        ``(draw, P, S)`` would hold draws x patterns x systems numbers (334 MB on the
+        25-system SWE-bench fit)."""
         pat = task_patterns(c, n, layout)
-        eta = (prm["alpha"][:, :, pat.stratum].transpose(0, 2, 1)
-               + prm["u"][:, pat.cluster][:, :, None]
-               + prm["w"][:, :, pat.cluster].transpose(0, 2, 1))  # (draw, P, S)
-        sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(eta))
-        return eta, sigma_v, pat
+        base = (prm["alpha"][:, None, :, :] + prm["u"][:, :, None, None]
+                + prm["w"].transpose(0, 2, 1)[..., None]).transpose(0, 1, 3, 2)  # (D, G, H, S)
+        D, G, H, S = base.shape
+        rows = pat.cluster * H + pat.stratum
+        sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(D)
+        return np.ascontiguousarray(base).reshape(D, G * H, S), rows, sigma_v, pat
+
+    @classmethod
+    def _eta(cls, prm, layout, c, n):
+        """Each pattern's linear predictors ``(draw, P, S)``, ``sigma_v`` and the patterns."""
+        base, rows, sigma_v, pat = cls._rows(prm, layout, c, n)
+        return np.take(base, rows, axis=1), sigma_v, pat
 
     @staticmethod
     def _task_effects(tree, bound):
@@ -1005,20 +1016,21 @@ class LogitNormalRates:
                                      tau=tau)
                 out.append(np.clip(draws, 0.0, 1.0))
                 continue
-            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
+            base, rows, sigma_v, pat = self._rows(prm, layout, c[b], n[b])
             # patterns of at most EXACT_TASKS tasks: each task's rates drawn from their joint
             # conditional; the sum over a larger pattern's tasks from its normal
             one_by_one = pat.mult[pat.inverse] <= EXACT_TASKS  # (J,)
-            draws = exact_task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
+            draws = exact_task_sums(base, pat.c, pat.n, prm["sigma_task"], sigma_v,
                                     layout.paired, ks.astype(float), metric,
                                     weights.T[one_by_one], pat.inverse[one_by_one], rng,
-                                    tau=tau)
-            large = pat.mult > EXACT_TASKS
-            if large.any():
-                w_p = np.where(large[:, None], weights[:, pat.first].T, 0.0)  # (P, S)
-                centre, cov = task_sums(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
+                                    tau=tau, rows=rows)
+            large = np.flatnonzero(pat.mult > EXACT_TASKS)
+            if large.size:
+                w_p = weights[:, pat.first[large]].T  # (large patterns, S)
+                centre, cov = task_sums(np.take(base, rows[large], axis=1), pat.c[large],
+                                        pat.n[large], prm["sigma_task"], sigma_v,
                                         layout.paired, ks.astype(float), metric, w_p,
-                                        pat.mult, tau=tau)
+                                        pat.mult[large], tau=tau)
                 z = rng.standard_normal(centre.shape[:2])  # (draw, system): shared across k
                 jitter = 1e-12 * np.eye(cov.shape[-1])
                 chol = np.linalg.cholesky(_nearest_psd(cov) + jitter)  # (draw, k, S, S)
