@@ -431,8 +431,8 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     if model == "lognormal":  # refuse before the per-task readouts
         _check_lognormal_cost(data, column, _positive_cost_stats(data, column))
     per_task, systems = _task_totals(data, column)  # (task, system, quantity)
-    # per-task readouts cost in proportion to the draws (0.3 s a draw for a 25-system paired
-    # fit): read only the draws used, taken evenly from each chain
+    # per-task readouts cost in proportion to the draws (3 ms a draw for the 25-system
+    # SWE-bench paired fit): read only the draws used, taken evenly from each chain
     rates = thinned(results, n_draws).task_rates().stack(sample=("chain", "draw"))
     rates = rates.transpose("sample", "system", "task").values
     rng = np.random.default_rng(seed)

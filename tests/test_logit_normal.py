@@ -110,6 +110,30 @@ def test_one_sided_inner_integrals_match_dense_integration(cq, nq, sigma_v):
         assert d_y == pytest.approx(ref_dy, abs=1e-6)
 
 
+@pytest.mark.parametrize("cq, nq, sigma_v", [(1.0, 4.0, 0.8), (0.0, 1.0, 0.3), (2.0, 10.0, 2.0)])
+def test_mirrored_table_reads_equal_the_mirrored_counts_own_table(cq, nq, sigma_v):
+    """A cell reads the table of its mirrored counts at -y (``g(y; c, n) = g(-y; n - c, n)``):
+    the same value and sigma_v derivative, the slope negated, as a table filled for its own
+    counts, at points on and between the cells and beyond the grid."""
+    rules = quad.Rules()
+    prec_v, log_sigma_v = 1.0 / sigma_v**2, np.log(sigma_v)
+    tab = np.zeros((2, quad.TABLE_SIZE, 5))
+    terms = np.empty((2, max(rules.x.size, quad.INNER_NODES)))
+    for y in np.concatenate([np.linspace(-70, 70, 57), [0.0, 0.05, -3.3, 12.34]]):
+        own = quad._table_read(y, 1, nq - cq, nq, prec_v, log_sigma_v, rules.x, rules.logw,
+                               tab, terms)  # table 1 filled for (n - c, n) itself
+        mirrored = quad._table_read(y, -1, nq - cq, nq, prec_v, log_sigma_v, rules.x,
+                                    rules.logw, tab, terms)  # table 0 holds (c, n)
+        # the value, slope and sigma_v derivative; not the interpolant's curvature, which
+        # divides the cells' differences by the squared step, so that the inner integrals'
+        # own error (below 1e-7 in logs, computed about mirrored modes) moves it by percents:
+        # it only steers the Newton steps towards a mode
+        value, slope, _, dv = mirrored
+        np.testing.assert_allclose([value, slope, dv], [own[0], own[1], own[3]], rtol=1e-9,
+                                   atol=1e-8)
+    assert tab[0, :, 3].any() and tab[1, :, 3].any()
+
+
 def test_plain_gauss_hermite_is_biased_where_the_adaptive_rule_is_not():
     """16 trials and a wide spread: nodes placed on the prior miss the likelihood's peak."""
     eta, c, n, sigma_e = np.array([0.3]), np.array([12.0]), np.array([16.0]), 4.0

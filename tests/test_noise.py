@@ -121,9 +121,9 @@ def test_refusals():
 
 
 def test_logit_normal_task_rates_keep_the_cross_system_moments():
-    """Joint node draws reproduce each task's conditional moments and the covariance between
-    systems that the quadrature computes for the tasks estimand."""
-    from bayeval.models._quadrature import node_draws, task_sums
+    """Joint exact draws of a task's rates reproduce its conditional moments and the
+    covariance between systems that the quadrature computes for the tasks estimand."""
+    from bayeval.models._quadrature import exact_task_rates, task_sums
 
     rng = np.random.default_rng(0)
     c = np.array([[3.0, 0.0], [1.0, 4.0], [4.0, 4.0]])  # (pattern, system)
@@ -131,18 +131,17 @@ def test_logit_normal_task_rates_keep_the_cross_system_moments():
     eta = np.array([[[0.2, 0.6]] * 3])  # (draw, pattern, system)
     sigma_e, sigma_v = np.array([1.5]), np.array([0.5])
     inverse = np.repeat(np.arange(3), 20_000)
-    mean, second = node_draws(eta, c, n, sigma_e, sigma_v, True, inverse, rng)
+    rates = exact_task_rates(eta, c, n, sigma_e, sigma_v, True, np.ones((inverse.size, 2)),
+                             inverse, rng)[0]  # (system, task)
     for p in range(3):
-        rows = inverse == p
+        r = rates[:, inverse == p]
         weight = np.zeros((3, 2))
         weight[p] = 1.0
         centre, cov = task_sums(eta, c, n, sigma_e, sigma_v, True, np.array([1.0]),
                                 "pass@k", weight, np.ones(3))
-        m, s = mean[0, rows], second[0, rows]
-        np.testing.assert_allclose(m.mean(0), centre[0, :, 0], atol=4e-3)
-        # Var(p_s) = E[second] - E[p_s]^2; Cov(p_A, p_B) = E[m_A m_B] - E[p_A] E[p_B]
-        np.testing.assert_allclose(s.mean(0) - m.mean(0) ** 2, np.diag(cov[0, 0]), atol=3e-3)
-        cross = (m[:, 0] * m[:, 1]).mean() - m[:, 0].mean() * m[:, 1].mean()
+        np.testing.assert_allclose(r.mean(1), centre[0, :, 0], atol=4e-3)
+        np.testing.assert_allclose(r.var(1), np.diag(cov[0, 0]), atol=3e-3)
+        cross = np.cov(r)[0, 1]
         assert cross == pytest.approx(cov[0, 0, 0, 1], abs=3e-3)
         assert cov[0, 0, 0, 1] > 0.005  # the shared task effect correlates the systems
 

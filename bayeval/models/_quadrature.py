@@ -699,6 +699,20 @@ def _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
 
 @numba.njit(cache=True)
 def _table_read(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` for counts ``(cq, nq)`` from the table
+    of slot ``q`` (:func:`_table_slots`): a slot ``q < 0`` is table ``-1 - q`` of the
+    mirrored counts ``(nq - cq, nq)`` read at ``-y``, since ``v`` is symmetric about zero
+    and ``g(y; c, n) = g(-y; n - c, n)`` (the table's grid is symmetric about zero, so the
+    read is the same interpolant; only the slope changes sign)."""
+    if q >= 0:
+        return _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    value, slope, curve, dv = _table_at(-y, -1 - q, nq - cq, nq, prec_v, log_sigma_v, x, logw,
+                                        tab, terms)
+    return value, -slope, curve, dv
+
+
+@numba.njit(cache=True)
+def _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
     """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` from table ``q``: the cubic Hermite
     interpolant through the two cells around ``y`` (computed if not yet), its derivatives,
     and the ``sigma_v`` derivative by its own Hermite interpolant; beyond the grid, the
@@ -878,8 +892,10 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
 
 @numba.njit(cache=True)
 def _table_slots(c, n, every):
-    """Each adaptive-rule cell's table, one per distinct counts ``(c, n)``: ``slot (P, S)``
-    and the counts of each table (with ``every``, the fixed grid's patterns' cells too)."""
+    """Each adaptive-rule cell's table, one per distinct counts ``(c, n)`` up to mirroring:
+    ``slot (P, S)`` (``-1 - q`` where the cell reads table ``q`` of ``(n - c, n)`` mirrored,
+    :func:`_table_read`) and the counts of each table (with ``every``, the fixed grid's
+    patterns' cells too). Binary cells need one table instead of two."""
     P, S = c.shape
     top = 0
     for p in range(P):
@@ -897,12 +913,15 @@ def _table_slots(c, n, every):
             continue
         for s in range(S):
             nn, cc = int(n[p, s]), int(c[p, s])
+            mirrored = cc > nn - cc
+            if mirrored:
+                cc = nn - cc
             key = nn * (nn + 1) // 2 + cc
             if index[key] < 0:
                 index[key] = Q
                 counts[Q, 0], counts[Q, 1] = cc, nn
                 Q += 1
-            slot[p, s] = index[key]
+            slot[p, s] = -1 - index[key] if mirrored else index[key]
     return slot, counts[:Q], Q
 
 
@@ -1126,77 +1145,6 @@ def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, la
                                                        - mean_p[s, j] * mean_p[t, j])
 
 
-@numba.njit(cache=True)
-def _node_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, order,
-                start, uniform, mean, second):
-    """For one draw: each task's shared-effect node, drawn from the pattern's conditional
-    weights with ``uniform`` (J,), and the conditional mean and second moment of every
-    system's rate at that node into ``mean``/``second`` (J, S). Tasks of pattern ``p`` are
-    ``order[start[p]:start[p + 1]]``."""
-    z, log_omega = _grid_for(sigma_e, z, log_omega, n)
-    P, S = eta.shape
-    buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
-    _, log_f, _, _, r, _, prob, _, _, _, _ = buf
-    for p in range(P):
-        log_l, K, L = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z,
-                                log_omega, u, lam, buf)
-        for i in range(start[p], start[p + 1]):
-            j = order[i]
-            target = uniform[j]
-            total = 0.0
-            k = K - 1
-            for node in range(K):
-                total += math.exp(log_f[node] - log_l)
-                if total >= target:
-                    k = node
-                    break
-            for s in range(S):
-                h1 = 0.0
-                h2 = 0.0
-                for q in range(L):
-                    h1 += r[k, s, q] * prob[k, s, q]
-                    h2 += r[k, s, q] * prob[k, s, q] * prob[k, s, q]
-                mean[j, s] = h1
-                second[j, s] = h2
-
-
-def node_draws(eta, c, n, sigma_e, sigma_v, paired, inverse, rng, rules=None):
-    """Joint conditional moments of the task rates, one shared-effect node per task and draw.
-
-    Given a posterior draw, a task's rates in the S systems share its task effect ``e``; the
-    quadrature represents the conditional distribution of ``e`` by weighted nodes. Drawing a
-    node per task (the same node for every system) and the systems' rates given that node
-    keeps the rates' dependence across systems. ``eta (D, P, S)``, ``inverse (J,)`` the
-    pattern of each task. Returns ``mean`` and ``second`` ``(D, J, S)``: each system's
-    conditional mean and second moment of its rate at the drawn node.
-    """
-    rules = rules or Rules()
-    D, P, S = eta.shape
-    J = len(inverse)
-    order = np.argsort(inverse, kind="stable").astype(np.int64)
-    start = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=P))]).astype(
-        np.int64)
-    mean = np.zeros((D, J, S))
-    second = np.zeros((D, J, S))
-    c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
-    uniform = rng.random((D, J))  # the stream a draw-by-draw loop of rng.random(J) would take
-    _all_node_draws(np.ascontiguousarray(eta, dtype=float), c, n,
-                    np.ascontiguousarray(sigma_e, dtype=float),
-                    np.ascontiguousarray(sigma_v, dtype=float), paired, *rules.arrays(), order,
-                    start, uniform, mean, second)
-    return mean, second
-
-
-@numba.njit(cache=True, parallel=True)
-def _all_node_draws(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, order,
-                    start, uniform, mean, second):
-    """:func:`_node_draws` for every draw, the draws spread over threads (each reads its own
-    uniforms, so the result does not depend on how they are spread)."""
-    for d in numba.prange(eta.shape[0]):
-        _node_draws(eta[d], c, n, sigma_e[d], sigma_v[d], paired, x, logw, z, log_omega, u,
-                    lam, order, start, uniform[d], mean[d], second[d])
-
-
 def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rules=None,
               tau=None):
     """Per draw, the mean over tasks' conditional centre ``(D, S, k)`` and covariance
@@ -1370,7 +1318,7 @@ def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
 
 @numba.njit(cache=True)
 def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw, ks, code,
-                     needed, weight, order, start, guess, seed, out):
+                     needed, weight, order, start, guess, seed, out, rates):
     """For one draw: every task's rates drawn from their joint conditional, and
     ``out (S, Q) += weight[j, s] f(p[s, j])`` summed over the tasks.
 
@@ -1383,7 +1331,8 @@ def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, log
     the pattern's tasks, started either side of ``guess[p]`` (a mode and a scale; any
     guess gives the same distribution, a good one fewer evaluations). ``weight (J, S)``;
     tasks of pattern ``p`` are ``order[start[p]:start[p + 1]]``; ``seed`` seeds the kernel's
-    generator.
+    generator. With a non-empty ``rates (S, J)`` the rates themselves are written there
+    (where ``weight`` is not zero) instead of the sums.
     """
     np.random.seed(seed)
     P, S = eta.shape
@@ -1430,6 +1379,9 @@ def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, log
                 v = _v_draw(eta[p, s] + e, c[p, s], n[p, s], prec_v, vx, vh, vd, z,
                             log_mass) if paired else 0.0
                 rate = _sigmoid(eta[p, s] + e + v)
+                if rates.shape[0]:
+                    rates[s, j] = rate
+                    continue
                 for q in range(Q):
                     out[s, q] += ws * _f(rate, ks[q], code, needed[q])
 
@@ -1455,18 +1407,20 @@ def _marginal_guesses(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, lo
 
 @numba.njit(cache=True, parallel=True)
 def _exact_draws(eta, rows, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight,
-                 order, start, reference, seeds, out):
+                 order, start, reference, seeds, out, rates):
     """:func:`_exact_task_sums` for every draw, the draws spread over threads (each draw seeds
     its own generator and starts its hulls from the same guesses, those of the draw
     ``reference``, so the result does not depend on how they are spread). Pattern ``p``'s
-    predictors in draw ``d`` are ``eta[d, rows[p]]``."""
+    predictors in draw ``d`` are ``eta[d, rows[p]]``; a non-empty ``rates (D, S, J)`` takes
+    the rates themselves."""
     slot, _, n_tables = _table_slots(c, n, True)
     guess = _marginal_guesses(eta[reference][rows], c, n, slot, n_tables, sigma_e[reference],
                               sigma_v[reference], paired, x, logw)
+    none = np.empty((0, 0))
     for d in numba.prange(eta.shape[0]):
         _exact_task_sums(eta[d][rows], c, n, slot, n_tables, sigma_e[d], sigma_v[d], paired,
                          x, logw, ks, code, needed, weight, order, start, guess, seeds[d],
-                         out[d])
+                         out[d], rates[d] if rates.shape[0] else none)
 
 
 @numba.njit(cache=True)
@@ -1547,19 +1501,44 @@ def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inv
 
     ``eta (D, P, S)``, or with ``rows (P,)`` the distinct predictors ``(D, R, S)`` and each
     pattern's row of them (memory in the rows, not the patterns); ``weight (J, S)`` each
-    task's weight in each system's value, ``inverse (J,)`` the pattern of each task. The draws are exact up to the interpolation
-    of the inner integrals (over the task-by-system effects) inside the task effect's
-    marginal: the likelihood kernel's tables.
+    task's weight in each system's value, ``inverse (J,)`` the pattern of each task. The
+    draws are exact up to the interpolation of the inner integrals (over the task-by-system
+    effects) inside the task effect's marginal: the likelihood kernel's tables.
     """
-    rules = rules or Rules()
     code, needed = metric_arguments(metric, ks, tau)
-    D, _, S = eta.shape
+    out = np.zeros((eta.shape[0], eta.shape[2], len(ks)))
+    _exact(eta, c, n, sigma_e, sigma_v, paired, np.asarray(ks, float), code, needed, weight,
+           inverse, rng, rules, rows, out, np.empty((0, 0, 0)))
+    return out
+
+
+def exact_task_rates(eta, c, n, sigma_e, sigma_v, paired, keep, inverse, rng, rules=None,
+                     rows=None):
+    """Every task's rates, per posterior draw drawn jointly over the systems from their
+    conditional, exactly as :func:`exact_task_sums` draws them: ``(D, S, J)``, NaN where
+    ``keep (J, S)`` is false (a system not asked for, or one that did not run the task).
+
+    ``eta``, ``rows`` and ``inverse`` as in :func:`exact_task_sums`.
+    """
+    D, S, J = eta.shape[0], eta.shape[2], len(inverse)
+    rates = np.full((D, S, J), np.nan)
+    _exact(eta, c, n, sigma_e, sigma_v, paired, np.ones(1), 0, np.ones(1),
+           np.asarray(keep, dtype=float), inverse, rng, rules, rows, np.zeros((D, S, 1)),
+           rates)
+    return rates
+
+
+def _exact(eta, c, n, sigma_e, sigma_v, paired, ks, code, needed, weight, inverse, rng, rules,
+           rows, out, rates):
+    """:func:`_exact_draws` from NumPy arrays: the patterns' task order, one seed per draw
+    and the reference draw (the median task spread's)."""
+    rules = rules or Rules()
+    D = eta.shape[0]
     P = c.shape[0]
     rows = np.arange(P, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     order = np.argsort(inverse, kind="stable").astype(np.int64)
     start = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=P))]).astype(
         np.int64)
-    out = np.zeros((D, S, len(ks)))
     c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
     weight = np.ascontiguousarray(weight, dtype=float)
     seeds = rng.integers(0, 2**31 - 1, size=D)
@@ -1567,10 +1546,8 @@ def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inv
     # the hulls start from the modes of the draw with the median task spread
     reference = int(np.argsort(sigma_e, kind="stable")[D // 2])
     _exact_draws(np.ascontiguousarray(eta, dtype=float), rows, c, n, sigma_e,
-                 np.ascontiguousarray(sigma_v, dtype=float), paired, rules.x, rules.logw,
-                 np.asarray(ks, float), code, needed, weight, order, start, reference, seeds,
-                 out)
-    return out
+                 np.ascontiguousarray(sigma_v, dtype=float), paired, rules.x, rules.logw, ks,
+                 code, needed, weight, order, start, reference, seeds, out, rates)
 
 
 def log_marginal(eta, c, n, sigma_e, sigma_v=None, n_nodes: int = N_NODES) -> np.ndarray:

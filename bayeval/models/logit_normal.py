@@ -97,9 +97,9 @@ from bayeval.models._quadrature import (
     LOW_TRIALS,
     N_NODES,
     Rules,
+    exact_task_rates,
     exact_task_sums,
     latent_task_draws,
-    node_draws,
     task_sums,
 )
 
@@ -1039,11 +1039,12 @@ class LogitNormalRates:
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
 
     def task_rates(self, tree, systems=None):
-        """Per-task rate draws, joint over systems: per posterior draw and task, a node of the
-        shared task effect drawn from its conditional weights (the same for every system,
-        which keeps the rates' dependence across systems), then each system's rate as the
-        Beta with its conditional mean and variance at that node (an approximation of the
-        conditional shape over the task-by-system effect).
+        """Per-task rate draws, joint over systems: per posterior draw, each task's rates in
+        the chosen systems drawn exactly from their joint conditional, as the tasks estimand
+        draws them (:func:`bayeval.models._quadrature.exact_task_rates`: the shared task
+        effect from its marginal, then each system's task-by-system effect given it, which
+        keeps the rates' dependence across systems); NaN where a system did not run a task.
+        A full-latent fit draws the task-by-system effects given its sampled task effects.
         """
         obs = tree["observed_data"].to_dataset()
         c, n, bounds = counts_by_bound(obs)
@@ -1063,15 +1064,12 @@ class LogitNormalRates:
                 out.append(self._latent(chosen_prm, layout, effects, c[b][keep], n[b][keep],
                                         rng))
                 continue
-            eta, sigma_v, pat = self._eta(prm, layout, c[b], n[b])
-            mean, second = node_draws(eta, pat.c, pat.n, prm["sigma_task"], sigma_v,
-                                      layout.paired, pat.inverse, rng)
-            m = mean[:, :, index]  # (draw, J, S')
-            var = np.maximum(second[:, :, index] - m**2, 1e-12)
-            common = np.maximum(m * (1 - m) / var - 1, 1e-6)
-            p = rng.beta(np.maximum(m * common, 1e-9), np.maximum((1 - m) * common, 1e-9))
-            p = np.where((n[b][index].T > 0)[None], p, np.nan)
-            out.append(p.transpose(0, 2, 1))  # (draw, S', J)
+            base, rows, sigma_v, pat = self._rows(prm, layout, c[b], n[b])
+            keep = np.zeros(n[b].shape[::-1], dtype=bool)  # (J, S)
+            keep[:, index] = n[b][index].T > 0
+            p = exact_task_rates(base, pat.c, pat.n, prm["sigma_task"], sigma_v, layout.paired,
+                                 keep, pat.inverse, rng, rows=rows)
+            out.append(p[:, index])  # (draw, S', J)
         values = np.stack(out).reshape((len(out), n_chain, n_draw, len(chosen), -1))
         post = tree["posterior"]
         da = xr.DataArray(
