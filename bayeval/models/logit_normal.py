@@ -757,10 +757,10 @@ def normal_expectation(location, scale, metric, ks, tau=None):
     order k; a step of ``min(0.4, 0.45 / scale)`` keeps it below 1e-12 for k up to 16 and
     below 1e-10 up to 256 at every scale, with the grid's ends at +-8 (the normal's mass
     beyond is 1e-15). A fixed grid of 401 nodes took 2-4 times the work at the task spreads
-    of the bundled files and erred by 1e-10 at scales near 18. Worked in chunks of locations of one grid size (memory stays
-    bounded at any number of draws, systems and clusters) and through ``log(1 - p) =
-    -softplus(y)`` (``log p = -softplus(-y)`` for pass^k): one exponential per k instead of a
-    power. G-pass@k is the binomial tail ``I_p(m, k - m + 1)`` at ``m = ceil(tau k)`` and
+    of the bundled files and erred by 1e-10 at scales near 18. Worked in chunks of locations
+    of one grid size (memory stays bounded at any number of draws, systems and clusters) and
+    through ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k): one
+    exponential per k instead of a power. G-pass@k is the binomial tail ``I_p(m, k - m + 1)`` at ``m = ceil(tau k)`` and
     consistency ``(2p - 1)^2 = tanh(y / 2)^2``. Returns ``location.shape + (len(ks),)``.
 
     Examples
@@ -973,12 +973,6 @@ class LogitNormalRates:
         rows = pat.cluster * H + pat.stratum
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(D)
         return np.ascontiguousarray(base).reshape(D, G * H, S), rows, sigma_v, pat
-
-    @classmethod
-    def _eta(cls, prm, layout, c, n):
-        """Each pattern's linear predictors ``(draw, P, S)``, ``sigma_v`` and the patterns."""
-        base, rows, sigma_v, pat = cls._rows(prm, layout, c, n)
-        return np.take(base, rows, axis=1), sigma_v, pat
 
     @staticmethod
     def _task_effects(tree, bound):
