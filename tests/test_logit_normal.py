@@ -632,17 +632,23 @@ def _dense_conditional(eta, c, n, sigma_e, sigma_v, points=241):
     return w / w.sum(), rates
 
 
+@pytest.mark.parametrize("prior_keep", [0.0, 2.0], ids=["prior-first", "hull"])
 @pytest.mark.parametrize("eta, c, n, sigma_e, sigma_v", [
     ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),  # few trials: far from normal
     ([2.0, 1.0], [20.0, 3.0], [20.0, 20.0], 3.0, 1.2),  # one system solves every trial
     ([0.8, -0.4], [1.0, 0.0], [1.0, 1.0], 2.8, 0.4),  # single trials: SWE-bench's cells
 ])
-def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma_v):
+def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma_v,
+                                                       prior_keep):
+    """Either route, the task's prior tried first (``prior_keep`` 0: every pattern; few of
+    the second case's proposals are kept, so most of its draws fall back to the hull) or the
+    hull alone (``prior_keep`` 2: none), draws from the task's joint conditional."""
     D = 20_000
     eta, c, n = (np.asarray(a, dtype=float)[None] for a in (eta, c, n))
     out = quad.exact_task_sums(np.repeat(eta[None], D, 0), c, n, np.full(D, sigma_e),
                                np.full(D, sigma_v), True, np.array([1.0, 3.0]), "pass@k",
-                               np.ones((1, 2)), np.array([0]), np.random.default_rng(5))
+                               np.ones((1, 2)), np.array([0]), np.random.default_rng(5),
+                               prior_keep=prior_keep)
     w, (p1, p2) = _dense_conditional(eta[0], c[0], n[0], sigma_e, sigma_v, points=121)
     # moments of pass@1 and pass@3, and the cross moment that makes comparisons paired
     for value, ref in [(out[:, 0, 0], p1), (out[:, 1, 0], p2),
@@ -673,7 +679,7 @@ def test_exact_task_draws_do_not_depend_on_where_the_hulls_start(eta, c, n, sigm
     etas[reference] += 6.0  # its modes lie far below every other draw's
     out = quad.exact_task_sums(etas, c, n, spreads, np.full(D, sigma_v), True,
                                np.array([1.0]), "pass@k", np.ones((1, 2)), np.array([0]),
-                               np.random.default_rng(8))
+                               np.random.default_rng(8), prior_keep=2.0)  # the hull route
     out = np.delete(out, reference, axis=0)
     w, (p1, p2) = _dense_conditional(eta[0], c[0], n[0], sigma_e, sigma_v, points=121)
     for value, ref in [(out[:, 0, 0], p1), (out[:, 1, 0], p2)]:
