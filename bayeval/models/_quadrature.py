@@ -324,32 +324,50 @@ def _single_terms(eta_s, sigma_e, sigma_v, paired, z, u, lam, ez, eu, reach, g_l
                   score_v, failure, success):
     """Grid terms of both one-attempt counts of a system, straight from its predictor: a success
     has inner integral ``E p`` and score mean ``E[p q] / E p``, a failure ``E q`` and
-    ``-E[p q] / E q`` (likewise with the node ``u``); writes rows ``failure`` and ``success``."""
+    ``-E[p q] / E q`` (likewise with the node ``u``); writes rows ``failure`` and ``success``.
+
+    The sums over the inner nodes run node by node over the whole outer grid (for every outer
+    node in the same order as one node at a time would), in rows that hold the running sums
+    until the last step: a loop without a reduction, which the compiler can vectorise."""
     K, L = z.shape[0], (u.shape[0] if paired else 1)
+    p_sum, q_sum = g_lin[success], g_lin[failure]
+    pq, upq, base = score_e[success], score_v[success], score_e[failure]
+    p_sum[:K] = 0.0
+    q_sum[:K] = 0.0
+    pq[:K] = 0.0
+    upq[:K] = 0.0
     direct = abs(eta_s) + reach >= 700.0
     es = 1.0 if direct else math.exp(-eta_s)
     for k in range(K):
-        p_sum, q_sum, pq, upq = 0.0, 0.0, 0.0, 0.0
-        a = es * ez[k]
-        for m in range(L):
-            if direct:
-                pk, qk = _direct_rate(eta_s + sigma_e * z[k] + (sigma_v * u[m] if paired else 0.0))
-            else:
-                big = a * eu[m]
-                pk = 1.0 / (1.0 + big)
-                qk = big * pk
-            weight = lam[m] if paired else 1.0
+        base[k] = es * ez[k]
+    for m in range(L):
+        weight = lam[m] if paired else 1.0
+        node = u[m] if paired else 0.0
+        e_m = eu[m]
+        if direct:
+            for k in range(K):
+                pk, qk = _direct_rate(eta_s + sigma_e * z[k] + sigma_v * node)
+                wp = weight * pk
+                p_sum[k] += wp
+                q_sum[k] += weight * qk
+                pq[k] += wp * qk
+                upq[k] += wp * qk * node
+            continue
+        for k in range(K):
+            big = base[k] * e_m
+            pk = 1.0 / (1.0 + big)
+            qk = big * pk
             wp = weight * pk
-            p_sum += wp
-            q_sum += weight * qk
-            pq += wp * qk
-            upq += wp * qk * (u[m] if paired else 0.0)
-        g_lin[success, k] = p_sum
-        g_lin[failure, k] = q_sum
-        score_e[success, k] = pq / p_sum if p_sum > 0.0 else 0.0
-        score_v[success, k] = upq / p_sum if p_sum > 0.0 else 0.0
-        score_e[failure, k] = -pq / q_sum if q_sum > 0.0 else 0.0
-        score_v[failure, k] = -upq / q_sum if q_sum > 0.0 else 0.0
+            p_sum[k] += wp
+            q_sum[k] += weight * qk
+            pq[k] += wp * qk
+            upq[k] += wp * qk * node
+    for k in range(K):
+        both, both_u = pq[k], upq[k]
+        score_e[success, k] = both / p_sum[k] if p_sum[k] > 0.0 else 0.0
+        score_v[success, k] = both_u / p_sum[k] if p_sum[k] > 0.0 else 0.0
+        score_e[failure, k] = -both / q_sum[k] if q_sum[k] > 0.0 else 0.0
+        score_v[failure, k] = -both_u / q_sum[k] if q_sum[k] > 0.0 else 0.0
 
 
 @numba.njit(cache=True)
