@@ -1392,6 +1392,27 @@ PRIOR_KEEP = 0.1
 
 
 @numba.njit(cache=True)
+def _start_hull(guess_p, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw,
+                tab, terms, ex, eh, ed):
+    """The first points of a pattern's hull over the task effect's marginal (into ``ex``,
+    ``eh``, ``ed``; returns their number). The hull needs points either side of the mode,
+    not the mode: from the guess ``(mode, scale)``, each side steps out (doubling) until its
+    slope points back at it."""
+    k = 0
+    for side in (-1.0, 1.0):
+        reach = guess_p[1]
+        while True:
+            point = guess_p[0] + side * reach
+            h, d, _ = _marginal_e(point, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v,
+                                  paired, x, logw, tab, terms)
+            k = _hull_insert(ex, eh, ed, k, point, h, d)
+            if side * d < 0.0 or k >= ex.shape[0]:
+                break
+            reach *= 2.0
+    return k
+
+
+@numba.njit(cache=True)
 def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw, ks, code,
                      needed, weight, order, start, guess, prior, peak, seed, out, rates):
     """For one draw: every task's rates drawn from their joint conditional, and
@@ -1444,20 +1465,8 @@ def _exact_task_sums(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, log
                         break
             if not kept:
                 if k < 0:
-                    # the hull needs points either side of the mode, not the mode: from the
-                    # guess, each side steps out (doubling) until its slope points back at it
-                    k = 0
-                    for side in (-1.0, 1.0):
-                        reach = guess[p, 1]
-                        while True:
-                            point = guess[p, 0] + side * reach
-                            h, d, _ = _marginal_e(point, eta[p], slot[p], c[p], n[p], prec_e,
-                                                  prec_v, log_sigma_v, paired, x, logw, tab,
-                                                  terms)
-                            k = _hull_insert(ex, eh, ed, k, point, h, d)
-                            if side * d < 0.0 or k >= M:
-                                break
-                            reach *= 2.0
+                    k = _start_hull(guess[p], eta[p], slot[p], c[p], n[p], prec_e, prec_v,
+                                    log_sigma_v, paired, x, logw, tab, terms, ex, eh, ed)
                 while True:
                     e, upper = _hull_draw(ex, eh, ed, k, z, log_mass)
                     h, d, _ = _marginal_e(e, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
