@@ -8,11 +8,12 @@ Engines:
 * ``"nutpie"`` / ``"pymc"`` — NUTS on the marginal model (task rates or task effects
   integrated out, one likelihood term per distinct count pattern), through PyMC with nutpie's
   or PyMC's sampler; the only engines of the ``logit_normal`` model, which samples its
-  full-latent form instead for several systems where most tasks have several trials and
-  quadrature would cost more (:func:`bayeval.models.logit_normal.sampling_form`; recorded in
-  ``attrs["form"]``). nutpie samples either form of ``logit_normal`` as one compiled log
+  full-latent form instead for several systems where most tasks have several trials, and its
+  task-latent form for many systems with one or two trials a task, where quadrature would
+  cost more (:func:`bayeval.models.logit_normal.sampling_form`; recorded in
+  ``attrs["form"]``). nutpie samples every form of ``logit_normal`` as one compiled log
   density, without building a PyMC model (:func:`bayeval.models.logit_normal.sample_kernel`:
-  compiled once per machine); a full-latent fit keeps its task effects' draws in a
+  compiled once per machine); a fit that samples the task effects keeps their draws in a
   ``task_effects`` group, from which the tasks estimand is read.
 * ``"numpyro"`` — NUTS through PyMC's JAX backend (``bayeval[jax]``), for a machine with an
   accelerator: the ``logit_normal`` model in its full-latent form (a latent effect per task and
@@ -265,7 +266,11 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         if form == "full-latent" and engine == "nutpie":
             attrs["task_effects"] = ("centred" if logit_normal.task_parametrisation(ds)
                                      else "non-centred")
-        if form == "collapsed":
+        if form == "task-latent":
+            attrs["task_effects"] = "centred"
+            if "cluster" in ds.coords:
+                attrs["cluster_effects"] = "centred (cluster-by-system non-centred)"
+        if form in ("collapsed", "task-latent"):
             attrs["intercepts"] = ("attenuated" if logit_normal.ATTENUATED_INTERCEPTS
                                    else "plain")
             if logit_normal.coordinates(logit_normal.Layout.from_dataset(ds)).level_weights:
@@ -375,7 +380,7 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
                 effect = sampled["task_effect"]
                 effect = effect.rename({effect.dims[-1]: "task"})
             post = logit_normal.collapsed_posterior(post["theta" if collapsed else "hyper"],
-                                                    data, priors, task_effect=effect)
+                                                    data, priors, task_effect=effect, form=form)
             if not collapsed:  # the full-latent form's task effects: the tasks estimand's
                 post["task_effect"] = effect.drop_vars(
                     [name for name in effect.coords if name not in ("chain", "draw")])

@@ -18,8 +18,9 @@ pair (claude-opus-4-5 vs gpt-5.1, 500 tasks, 12 repositories), all 25 systems x 
 Terminal-Bench (13 x 80 x 5 trials; ``--logit-normal-data tb``) and LiveCodeBench (45 x 400 x
 10 samples; ``lcb``): the default fit, in the form it picks
 (:func:`bayeval.models.logit_normal.sampling_form`: collapsed, task effects integrated out by
-quadrature, or full-latent, a latent effect per task and per system-task), against the other
-form, both warm (after a first fit of the same shapes: the numba caches are warm, and the
+quadrature; full-latent, a latent effect per task and per system-task; or task-latent, a latent
+effect per task with each system-task effect integrated out), against the collapsed form
+(or, for a collapsed fit, the full-latent one), both warm (after a first fit of the same shapes: the numba caches are warm, and the
 collapsed form reuses its compiled model with the data swapped in, as any fit whose parameter
 vector has the same size does; the full-latent form builds and compiles its model in each
 fit), with the paired cluster bootstrap as the baseline. The
@@ -145,14 +146,15 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
         if form == "full-latent" and cells > COLLAPSED_CAP:
             print(f"{label:<18} {'collapsed':<12} skipped ({cells} cells > {COLLAPSED_CAP}: "
                   "see benchmarks/scale_paired.py for its gradient cost)")
-        elif form == "full-latent":  # the collapsed form of the same data, for the ratio
-            cap = logit_normal_module.LATENT_CELLS
-            logit_normal_module.LATENT_CELLS = 10**12
+        elif form in ("full-latent", "task-latent"):  # the collapsed form, for the ratio
+            name = "LATENT_CELLS" if form == "full-latent" else "TASK_LATENT_SYSTEMS"
+            cap = getattr(logit_normal_module, name)
+            setattr(logit_normal_module, name, 10**12)
             try:
                 other, other_s = _timed(be.fit, data, model="logit_normal", draws=draws,
                                         chains=chains, seed=1, task_draws=False)
             finally:
-                logit_normal_module.LATENT_CELLS = cap
+                setattr(logit_normal_module, name, cap)
             _row(label, "collapsed", other_s, boot, other.diagnostics["divergences"],
                  float(other.tree["sample_stats"]["n_steps"].mean()),
                  other.diagnostics["min_ess_bulk"], fitted, res.diagnostics["min_ess_bulk"])

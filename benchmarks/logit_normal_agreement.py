@@ -1,7 +1,7 @@
 """The collapsed logit-normal model against the full-latent model it integrates.
 
 Run:  python benchmarks/logit_normal_agreement.py [--draws 1000] [--chains 4]
-      [--only toy swebench terminal swebench25] [--form collapsed|full-latent]
+      [--only toy swebench terminal swebench25] [--form collapsed|full-latent|task-latent]
 
 ``fit(model="logit_normal")`` integrates every task's effects out by quadrature and samples only
 the cluster-level effects and the hyperparameters. The full-latent model samples every task and
@@ -27,7 +27,9 @@ exact draws of the integrated effects (``Results.compare(..., estimand="tasks")`
 and other multi-trial data of several systems): the full-latent form as one compiled log
 density, sampled without PyMC, whose tasks estimand is read from its kept task effects and
 the task-by-system effects drawn exactly given them, against the same model written with
-PyMC distributions: two implementations of one posterior.
+PyMC distributions: two implementations of one posterior. ``--form task-latent`` checks the
+form ``fit`` samples for many systems with one or two trials a task (all 25 SWE-bench
+systems): task effects sampled, each cell's task-by-system effect integrated out.
 """
 
 from __future__ import annotations
@@ -90,13 +92,14 @@ def compare(label, data, draws, chains, seed, form="collapsed", effects=None):
     """``fit`` in ``form`` against the full-latent model written with PyMC distributions."""
     systems = data.systems
     start = time.perf_counter()
-    cap = logit_normal.LATENT_CELLS
+    caps = logit_normal.LATENT_CELLS, logit_normal.TASK_LATENT_SYSTEMS
     # the form asked for, whichever fit would pick
-    logit_normal.LATENT_CELLS = 10**12 if form == "collapsed" else 1
+    logit_normal.LATENT_CELLS = 1 if form == "full-latent" else 10**12
+    logit_normal.TASK_LATENT_SYSTEMS = 2 if form == "task-latent" else 10**12
     try:
         res = be.fit(data, model="logit_normal", draws=draws, chains=chains, seed=seed)
     finally:
-        logit_normal.LATENT_CELLS = cap
+        logit_normal.LATENT_CELLS, logit_normal.TASK_LATENT_SYSTEMS = caps
     assert res.tree.attrs["form"] == form
     t_collapsed = time.perf_counter() - start
     start = time.perf_counter()
@@ -145,7 +148,8 @@ def main():
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--only", nargs="+", choices=SETS, default=["toy", "swebench"])
-    parser.add_argument("--form", choices=["collapsed", "full-latent"], default="collapsed",
+    parser.add_argument("--form", choices=["collapsed", "full-latent", "task-latent"],
+                        default="collapsed",
                         help="the form fit samples (forced), against the PyMC full-latent model")
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)

@@ -248,15 +248,21 @@ def _collapsed_case(systems=2, clusters=True, strata=True, most=4):
     return data, np.array(c, float), np.array(n, float)
 
 
-def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=False):
+def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=False,
+                           integrated=False):
     """Independent reference for the collapsed model: the prior of every quantity in theta's
     coordinates (SciPy densities, log-Jacobians of the log-spreads) plus the dense-grid
     likelihood of every task, with alpha and the cluster effects from ``unpack``. The grids
     are coarser than :func:`_reference_log_marginal`'s default (kept for the 1e-5 checks);
     at these points they differ from it by under 1e-12, far inside the 2e-3 compared.
     ``latent``: the compiled full-latent form instead, whose ``theta`` ends with standard
-    normal task and task-by-system effects and whose likelihood is SciPy's binomial at them."""
-    layout = logit_normal.Layout.from_dataset(data.dataset)
+    normal task and task-by-system effects and whose likelihood is SciPy's binomial at them.
+    ``integrated``: the task-latent form, whose ``theta`` ends with the task effects and
+    whose likelihood integrates each cell's task-by-system effect by the collapsed grid's
+    nine-node Gauss-Hermite rule (written here with NumPy's nodes)."""
+    layout = logit_normal.Layout.from_dataset(data.dataset,
+                                              "task-latent" if integrated else None)
+    latent = latent or integrated
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
     off = coord.offsets
@@ -301,12 +307,16 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     if coord.attenuated:  # theta holds the rotated intercepts (but non-centred contrasts)
         # and centred cluster coordinates over kappa = sqrt(1 + (pi / 8)(sigma_task^2 +
         # sigma_task_system^2)): their Jacobian
-        spread2 = values["sigma_task"] ** 2 + (values["sigma_task_system"] ** 2
-                                               if layout.paired else 0.0)
+        # (the task-latent form samples its task effects: kappa holds sigma_task_system
+        # alone, and its centred task coordinates are held over kappa too)
+        spread2 = (0.0 if integrated else values["sigma_task"] ** 2) + (
+            values["sigma_task_system"] ** 2 if layout.paired else 0.0)
         _, size = coord.rotation
         held = ((size > 0) | (coord.system_level != 2)).sum() * coord.H
         if coord.cluster_centred and coord.clusters:
-            held += (coord.G - 1) * (1 + coord.S * coord.paired)
+            held += (coord.G - 1) * (1 + coord.S * coord.paired * coord.w_centred)
+        if integrated:
+            held += c.shape[1] - coord.task_rank
         total += held * 0.5 * np.log1p(np.pi / 8.0 * spread2)
     for name in logit_normal.SIGMAS:
         if off[name][1]:
@@ -316,7 +326,7 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     # the cluster coordinates: standard normal (the mean's sd 1 / sqrt(G)), or centred the
     # zero-sum parts the effects' own, the same normals scaled by their spread
     scale_u = values["sigma_cluster"] if coord.cluster_centred else 1.0
-    scale_w = values["sigma_cluster_system"] if coord.cluster_centred else 1.0
+    scale_w = values["sigma_cluster_system"] if coord.w_centred else 1.0
     total += stats.norm.logpdf(part("m_u"), 0, 1 / np.sqrt(G)).sum()
     total += stats.norm.logpdf(part("m_w"), 0, 1 / np.sqrt(G)).sum()
     f_u = part("f_u") if fold is None else part("f_u") - fold
@@ -326,7 +336,8 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     S, J = c.shape
     if latent:
         z_e = part("z_e")
-        z_v = part("z_v").reshape(J, S).T if layout.paired else np.zeros((S, J))
+        z_v = (part("z_v").reshape(J, S).T if layout.paired and not integrated
+               else np.zeros((S, J)))
         total += stats.norm.logpdf(part("z_v")).sum()
         sigma_e = values["sigma_task"]
         if coord.task_centred:  # e = H (sigma z_r, y) with H orthogonal: e ~ N(0, sigma^2 I)
@@ -341,6 +352,12 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         g, h = layout.cluster[j], layout.pops.code[j]
         eta = (values["alpha"][:, h] + values["cluster_effect"][g]
                + values["cluster_system_effect"][:, g])
+        if integrated:  # E over v ~ N(0, sigma_v) of the binomial, nine Hermite nodes
+            x, w = np.polynomial.hermite.hermgauss(9)
+            y = (eta + effects[j])[:, None] + sigma_v * np.sqrt(2.0) * x
+            like = stats.binom.pmf(c[:, j, None], n[:, j, None], special.expit(y))
+            total += np.log(like @ (w / np.sqrt(np.pi))).sum()
+            continue
         if latent:
             y = eta + effects[j] + (sigma_v or 0.0) * z_v[:, j]
             total += stats.binom.logpmf(c[:, j], n[:, j], special.expit(y)).sum()
@@ -469,6 +486,40 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
                               - logp({"theta": points[1] - h * e})) / (2 * h)
                         for e in np.eye(size)])
     np.testing.assert_allclose(dlogp({"theta": points[1]}), numeric, atol=1e-6)
+
+
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes", [
+    (2, True, True, 0, None), (3, True, False, 2, None), (3, False, True, 1, None),
+    (3, True, True, 2, None), (2, False, False, 0, None), (3, True, True, 1, "rqr")])
+def test_task_latent_log_density_is_prior_plus_integrated_cells(systems, clusters, strata,
+                                                                level, recipes, monkeypatch):
+    """The task-latent form (task effects in theta, centred and over kappa; each cell's
+    task-by-system effect integrated out by the grid's inner rule, tabulated in ``y``)
+    against the reference: the same prior, Jacobians and the rule written with NumPy; the
+    gradient by finite differences through every coordinate."""
+    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
+    data, c, n = _collapsed_case(systems, clusters, strata, most=2)
+    data = _with_recipes(data, recipes)
+    layout = logit_normal.Layout.from_dataset(data.dataset, "task-latent")
+    coord, v = logit_normal._latent_inputs(c, n, layout, logit_normal.validate_priors(None), 9)
+    assert coord.cells_integrated and coord.attenuated and coord.task_centred
+    assert coord.task_fold == (clusters and systems > 1)
+    assert "z_v" not in coord.offsets or coord.offsets["z_v"][1] == 0
+
+    def kernel(t):
+        return quad.logp_and_grad(t, v["spec"], v["const"], v["index"][0], v["index"][1],
+                                  v["c"], v["n"], v["mult"])
+
+    rng = np.random.default_rng(12)
+    points = [rng.normal(0, 0.8, coord.size) for _ in range(3)]
+    ours = np.array([kernel(p)[0] for p in points])
+    ref = np.array([_reference_log_density(p, data, c, n, integrated=True) for p in points])
+    # the tables' cubic Hermite interpolation in y (steps of 0.1) is all that differs
+    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-7)
+    h = 1e-6
+    numeric = np.array([(kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
+                        for e in np.eye(coord.size)])
+    np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
 
 
 def test_collapsed_coordinates_give_the_model_prior():

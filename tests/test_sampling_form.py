@@ -1,4 +1,5 @@
-"""Which form of the paired model NUTS samples: collapsed (quadrature) or full-latent."""
+"""Which form of the paired model NUTS samples: collapsed (quadrature), full-latent or
+task-latent."""
 
 import warnings
 
@@ -7,7 +8,7 @@ import pytest
 
 import bayeval as be
 from bayeval.models import logit_normal
-from bayeval.models.logit_normal import LATENT_CELLS, sampling_form
+from bayeval.models.logit_normal import LATENT_CELLS, TASK_LATENT_SYSTEMS, sampling_form
 
 
 def _counts(systems, tasks, trials, seed=0):
@@ -18,7 +19,8 @@ def _counts(systems, tasks, trials, seed=0):
 
 
 @pytest.mark.parametrize("systems, tasks, trials, form", [
-    (25, 500, 1, "collapsed"),        # single attempts: patterns repeat, quadrature is cheap
+    (25, 500, 1, "task-latent"),      # single attempts of many systems: a table read per cell
+    (2, 500, 1, "collapsed"),         # single attempts of two: patterns repeat, quadrature cheap
     (13, 80, 5, "full-latent"),       # 1040 cells of five trials each
     (2, 10, 32, "full-latent"),       # 20 cells: 1 s against 7-8 s collapsed
     (2, 4, 8, "collapsed"),           # 8 cells: below the measured sizes
@@ -29,7 +31,7 @@ def _counts(systems, tasks, trials, seed=0):
 def test_form_follows_trials_and_size(systems, tasks, trials, form):
     chosen, why = sampling_form(_counts(systems, tasks, trials).dataset)
     assert chosen == form
-    assert ("full-latent" if form == "full-latent" else "collapsed") in why
+    assert form in why
 
 
 def test_the_threshold_counts_cells_of_tasks_with_several_trials():
@@ -49,7 +51,18 @@ def test_the_bundled_files_get_the_form_the_benchmarks_measured():
     tb = be.datasets.load("terminal_bench", missing="fail")
     lcb = be.datasets.load("livecodebench")
     assert [sampling_form(d.dataset)[0] for d in (swe, tb, lcb)] == [
-        "collapsed", "full-latent", "full-latent"]
+        "task-latent", "full-latent", "full-latent"]
+
+
+def test_many_systems_with_few_trials_take_the_task_latent_form():
+    """From TASK_LATENT_SYSTEMS systems on, data with at most two trials a task take the
+    task-latent form; a task with more trials keeps them collapsed (the form's inner rule
+    is the grid's, for low-trial cells), one trial fewer in systems too."""
+    assert sampling_form(_counts(TASK_LATENT_SYSTEMS, 60, 2).dataset)[0] == "task-latent"
+    assert sampling_form(_counts(TASK_LATENT_SYSTEMS - 1, 60, 1).dataset)[0] == "collapsed"
+    rng = np.random.default_rng(2)
+    n = np.where(np.arange(60) < 5, 4, 1)[None, :].repeat(TASK_LATENT_SYSTEMS, axis=0)
+    assert sampling_form(be.from_counts(rng.binomial(n, 0.5), n).dataset)[0] == "collapsed"
 
 
 def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
@@ -99,6 +112,48 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
             -1, 2) for f in (latent, collapsed))
         assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / 10)
         assert np.all(np.abs(a.std(0) / b.std(0) - 1) < 0.25)
+
+
+def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
+    """Many systems with single trials in clusters of unequal size: the task-latent fit (its
+    task effects sampled, each cell's task-by-system effect integrated out) records its form
+    and parametrisation, keeps its task effects, and gives the collapsed fit's posterior
+    within the Monte Carlo error of these short runs: spreads, intercepts, population pass@1
+    and the tasks estimand's pairwise effect."""
+    rng = np.random.default_rng(21)
+    systems, tasks = TASK_LATENT_SYSTEMS, 60
+    clusters = np.repeat(["a", "b", "c"], [30, 20, 10])
+    logit = (rng.normal(0, 2.0, tasks) + np.repeat(rng.normal(0, 0.7, 3), [30, 20, 10]))[None]
+    logit = logit + rng.normal(0, 0.8, (systems, 1)) + rng.normal(0, 0.4, (systems, tasks))
+    c = rng.binomial(1, 1 / (1 + np.exp(-logit)))
+    data = be.from_counts(c, np.ones_like(c), clusters=clusters)
+    fits = {}
+    for form, threshold in (("task-latent", TASK_LATENT_SYSTEMS), ("collapsed", 10**9)):
+        monkeypatch.setattr(logit_normal, "TASK_LATENT_SYSTEMS", threshold)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", be.BayevalWarning)
+            fits[form] = be.fit(data, model="logit_normal", draws=400, tune=400, chains=2,
+                                seed=4)
+        assert fits[form].tree.attrs["form"] == form
+    latent, collapsed = fits["task-latent"], fits["collapsed"]
+    attrs = latent.tree.attrs
+    assert attrs["task_effects"] == "centred" and attrs["intercepts"] == "attenuated"
+    assert attrs["intercept_level"] == "task-weighted"
+    assert latent.tree["task_effects"]["task_effect"].dims == ("chain", "draw", "task")
+    assert set(latent.tree["posterior"].data_vars) == set(collapsed.tree["posterior"].data_vars)
+
+    def close(a, b, draws=80):  # ~80 effective draws of 800 in these short runs
+        a, b = a.reshape(800, -1), b.reshape(800, -1)
+        return np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
+                      / np.sqrt(draws))
+
+    for name in ("sigma_task", "sigma_task_system", "sigma_cluster", "alpha",
+                 "cluster_effect"):
+        assert close(*(f.tree["posterior"][name].values for f in (latent, collapsed))), name
+    assert close(*(f.pass_at_k(estimand="population").values for f in (latent, collapsed)))
+    a, b = (f.compare("system_1", "system_0", estimand="tasks")["effect"].values
+            for f in (latent, collapsed))
+    assert close(a, b) and abs(a.std() / b.std() - 1) < 0.25
 
 
 def test_latent_task_draws_follow_the_conditional_given_the_task_effect():

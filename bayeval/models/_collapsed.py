@@ -182,10 +182,13 @@ class Coordinates:
     blocks: tuple = ()  # each system's recipe when the systems are runs; () one block
     latent_tasks: int = 0  # J: the full-latent form (task effects sampled, not integrated)
     cluster_centred: bool = False  # the cluster coordinates are the effects (see unpack)
+    cluster_system_centred: bool = True  # with cluster_centred: the cluster-by-system ones too
     task_centred: bool = False  # full-latent task effects centred (task_reflections)
     task_fold: bool = False  # their cluster components folded in (task_cluster_fold)
     attenuated: bool = False  # the collapsed form's attenuated coordinates (see plain)
     level_weights: tuple = ()  # the clusters' task shares: the intercepts' level (see unpack)
+    cells_integrated: bool = False  # task-latent: the task-by-system effects integrated out
+    task_rank: int = 0  # centred task effects: how many lead coordinates stay non-centred
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -202,7 +205,8 @@ class Coordinates:
                  ("m_w", S * (self.clusters and self.paired)),
                  ("f_w", S * (G - 1) * (self.clusters and self.paired)),
                  ("sigma_system", int(self.system_level > 0)), ("z_alpha", S * H),
-                 ("z_e", self.latent_tasks), ("z_v", S * self.latent_tasks * self.paired)]
+                 ("z_e", self.latent_tasks),
+                 ("z_v", S * self.latent_tasks * (self.paired and not self.cells_integrated))]
         out, start = {}, 0
         for name, size in sizes:
             out[name] = (start, size)
@@ -223,12 +227,27 @@ class Coordinates:
         """Integer constants of the kernel (int64)."""
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
                          rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
-                         self.cluster_centred,
+                         self.centring_code,
                          2 if self.task_fold else int(self.task_centred),
-                         self.attenuated, bool(self.level_weights)], dtype=np.int64)
+                         self.attenuated, bool(self.level_weights), self.cells_integrated],
+                        dtype=np.int64)
 
-    def constants(self, priors: dict, rules: Rules) -> np.ndarray:
-        """Float constants of the kernel: priors, rotation, quadrature rules."""
+    @property
+    def centring_code(self) -> int:
+        """The cluster coordinates' centring as the kernel reads it: 0 none, 1 the cluster and
+        cluster-by-system effects, 2 the cluster effects only."""
+        if not self.cluster_centred:
+            return 0
+        return 1 if self.cluster_system_centred else 2
+
+    @property
+    def w_centred(self) -> bool:
+        """Whether the cluster-by-system coordinates are the effects themselves."""
+        return self.cluster_centred and self.cluster_system_centred
+
+    def constants(self, priors: dict, rules: Rules, extra=()) -> np.ndarray:
+        """Float constants of the kernel: priors, rotation, quadrature rules, then ``extra``
+        (the full-latent form's task reflections), and the level weights last."""
         mean, sd = priors["alpha"]
         level = priors["sigma_run"] if self.blocks else priors["sigma_system"]
         head = [mean, sd, priors["sigma_task"], priors["sigma_task_system"],
@@ -236,19 +255,25 @@ class Coordinates:
         rotation, size = self.rotation
         return np.ascontiguousarray(np.concatenate(
             [np.asarray(head, float), rotation.ravel(), size,
-             *rules.arrays(), np.asarray(self.level_weights, float)]))
+             *rules.arrays(), np.asarray(extra, float).ravel(),
+             np.asarray(self.level_weights, float)]))
 
     def plain(self, theta: np.ndarray) -> np.ndarray:
-        """The plain coordinates of draws of ``theta (..., size)``: with ``attenuated``, the
-        intercepts' rotated coordinates (but non-centred contrasts) and centred cluster
-        coordinates times ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 + sigma_task_system^2))``,
-        and the log cluster, cluster-by-system and system spreads plus ``log kappa``
-        (:func:`bayeval.models._quadrature._attenuation`)."""
+        """The plain coordinates of draws of ``theta (..., size)`` (or of its leading
+        :attr:`hyper_size`): with ``attenuated``, the intercepts' rotated coordinates (but
+        non-centred contrasts) and centred cluster coordinates times ``kappa = sqrt(1 + (pi /
+        8)(sigma_task^2 + sigma_task_system^2))``, and the log cluster, cluster-by-system and
+        system spreads plus ``log kappa`` (:func:`bayeval.models._quadrature._attenuation`).
+        The task-latent form samples the task effects, so only the task-by-system spread
+        enters kappa, and its centred task coordinates and log task spread are held the same
+        way."""
         theta = np.asarray(theta, dtype=float)
         if not self.attenuated:
             return theta
         off = self.offsets
-        spread2 = np.exp(2.0 * theta[..., off["sigma_task"][0]])
+        spread2 = np.zeros(theta.shape[:-1])
+        if not self.latent_tasks:
+            spread2 = spread2 + np.exp(2.0 * theta[..., off["sigma_task"][0]])
         if self.paired:
             spread2 = spread2 + np.exp(2.0 * theta[..., off["sigma_task_system"][0]])
         kappa = np.sqrt(1.0 + ATTENUATION * spread2)[..., None]
@@ -259,13 +284,19 @@ class Coordinates:
         for t in range(self.S):
             scaled[start + t * H:start + (t + 1) * H] = size[t] > 0 or self.system_level != 2
         if self.cluster_centred:
-            for name in ("f_u", "f_w"):
+            for name in ("f_u", "f_w") if self.w_centred else ("f_u",):
                 first, n = off[name]
                 scaled[first:first + n] = True
-        for name in ("sigma_cluster", "sigma_cluster_system", "sigma_system"):
+        names = ("sigma_cluster", "sigma_cluster_system", "sigma_system")
+        if self.latent_tasks:
+            names = ("sigma_task", *names)
+            first, n = off["z_e"]
+            scaled[first + self.task_rank:first + n] = True
+        for name in names:
             first, n = off[name]
             shifted[first:first + n] = 1.0
-        return np.where(scaled, theta * kappa, theta + shifted * np.log(kappa))
+        width = theta.shape[-1]
+        return np.where(scaled[:width], theta * kappa, theta + shifted[:width] * np.log(kappa))
 
     def unpack(self, theta: np.ndarray, priors: dict, fold=None) -> dict:
         """The model's quantities from draws of ``theta (..., size)``.
@@ -298,8 +329,8 @@ class Coordinates:
         w = np.zeros(lead + (S, G))
         shift = np.zeros(lead + (S,))
         if self.clusters:
-            a_u, a_w = ((np.ones(lead), np.ones(lead)) if self.cluster_centred else
-                        (out["sigma_cluster"], out["sigma_cluster_system"]))
+            a_u = np.ones(lead) if self.cluster_centred else out["sigma_cluster"]
+            a_w = np.ones(lead) if self.w_centred else out["sigma_cluster_system"]
             sigma_u, sigma_w = out["sigma_cluster"], out["sigma_cluster_system"]
             m_u = take("m_u", ())
             d_u = take("f_u", (G - 1,)) @ basis.T  # as held: with the fold, if any

@@ -1904,6 +1904,113 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
 
 
 @numba.njit(cache=True)
+def _fixed_cell(i, q, cq, nq, sigma_v, u, lam, tab):
+    """Fill cell ``i`` of table ``q`` for the low-trial counts ``(cq, nq)`` by the fixed
+    inner rule of the collapsed form's grid: ``g = sum_m lam_m p_m^c (1 - p_m)^(n - c)``,
+    ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite on the standardised task-by-system
+    effect), with ``log g``, its derivatives in ``y`` and ``sigma_v`` and their cross
+    derivative, those of the rule itself (the layout of :func:`_table_cell`)."""
+    y = TABLE_LOW + i * TABLE_STEP
+    a_pow, b_pow = int(cq), int(nq - cq)
+    g, gy, gs, gys = 0.0, 0.0, 0.0, 0.0
+    for m in range(u.shape[0]):
+        yy = y + sigma_v * u[m]
+        p, q_m = _sigmoid(yy), _sigmoid(-yy)
+        like = lam[m] * _power(p, q_m, a_pow, b_pow)
+        sc = cq - nq * p
+        g += like
+        gy += like * sc
+        gs += like * sc * u[m]
+        gys += like * (sc * sc - nq * p * q_m) * u[m]
+    d_y, d_v = gy / g, gs / g
+    tab[q, i, 0] = math.log(g)
+    tab[q, i, 1] = d_y
+    tab[q, i, 2] = d_v
+    tab[q, i, 4] = gys / g - d_y * d_v
+    tab[q, i, 3] = 1.0
+
+
+#: The task-latent form's tables by ``n (n + 1) / 2 + c`` of the counts or, with fewer
+#: successes than failures, of their mirror ``(n - c, n)``: (1, 1), (1, 2) and (2, 2).
+_LOW_TABLE = np.array([-1, -1, 0, -1, 1, 2], dtype=np.int64)
+_LOW_COUNTS = np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 2.0]])
+
+
+@numba.njit(cache=True)
+def _low_read(tab, q, y):
+    """``(log g, d/dy, d/dsigma_v)`` at ``y`` from table ``q``, whose cells around ``y`` are
+    filled: the cubic Hermite interpolant of :func:`_table_at` and its ``sigma_v``
+    derivative's; beyond the grid, the tangent at its end."""
+    t = (y - TABLE_LOW) / TABLE_STEP
+    if t <= 0.0 or t >= TABLE_SIZE - 1:
+        i = 0 if t <= 0.0 else TABLE_SIZE - 1
+        return (tab[q, i, 0] + tab[q, i, 1] * (y - (TABLE_LOW + i * TABLE_STEP)),
+                tab[q, i, 1], tab[q, i, 2])
+    i = min(int(t), TABLE_SIZE - 2)
+    t -= i
+    h = TABLE_STEP
+    t2 = t * t
+    t3 = t2 * t
+    h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1, t3 - 2 * t2 + t, -2 * t3 + 3 * t2, t3 - t2
+    f0, d0, f1, d1 = tab[q, i, 0], tab[q, i, 1], tab[q, i + 1, 0], tab[q, i + 1, 1]
+    value = h00 * f0 + h10 * h * d0 + h01 * f1 + h11 * h * d1
+    slope = ((6 * t2 - 6 * t) / h * (f0 - f1) + (3 * t2 - 4 * t + 1) * d0
+             + (3 * t2 - 2 * t) * d1)
+    dv = (h00 * tab[q, i, 2] + h10 * h * tab[q, i, 4] + h01 * tab[q, i + 1, 2]
+          + h11 * h * tab[q, i + 1, 4])
+    return value, slope, dv
+
+
+@numba.njit(cache=True)
+def _integrated_cells(y, c, n, sigma_v, u, lam):
+    """The task-latent form's log likelihood of the counts given the logits ``y = eta + e``
+    ``(J, S)``, each cell's task-by-system effect integrated out (every cell has at most
+    :data:`LOW_TRIALS` trials): ``log g_{c,n}(y; sigma_v)`` by the fixed inner rule of the
+    collapsed form's grid (:func:`_fixed_cell`), tabulated per counts over the range of
+    ``|y|`` and read by cubic Hermite interpolation (:func:`_low_read`; counts with fewer
+    successes than failures read their mirror at ``-y``, since the effect is symmetric).
+    Returns the sum, the gradient in the predictors ``(J, S)``, in the task effects ``(J,)``
+    and in ``sigma_v``: those of the interpolant, whose cells are exact functions of
+    ``sigma_v``. Binomial coefficients are left out, as in :func:`_latent_cells`."""
+    J, S = y.shape
+    reach = 0.0
+    used = np.zeros(3, dtype=np.bool_)
+    for j in range(J):
+        for s in range(S):
+            nn = n[j, s]
+            if nn > 0.0:
+                reach = max(reach, abs(y[j, s]))
+                used[_LOW_TABLE[int(nn * (nn + 1.0) / 2.0 + max(c[j, s], nn - c[j, s]))]] = True
+    top = min(int((reach - TABLE_LOW) / TABLE_STEP) + 1, TABLE_SIZE - 1)
+    tab = np.empty((3, TABLE_SIZE, 5))
+    for q in range(3):
+        if used[q]:
+            for i in range(TABLE_SIZE - 1 - top, top + 1):
+                _fixed_cell(i, q, _LOW_COUNTS[q, 0], _LOW_COUNTS[q, 1], sigma_v, u, lam, tab)
+    total, g_sv = 0.0, 0.0
+    g_eta = np.zeros((J, S))
+    g_e = np.zeros(J)
+    for j in range(J):
+        acc = 0.0
+        for s in range(S):
+            nn = n[j, s]
+            if nn == 0.0:
+                continue
+            cc = c[j, s]
+            mirrored = cc < nn - cc
+            q = _LOW_TABLE[int(nn * (nn + 1.0) / 2.0 + (nn - cc if mirrored else cc))]
+            f, d1, dv = _low_read(tab, q, -y[j, s] if mirrored else y[j, s])
+            if mirrored:
+                d1 = -d1
+            total += f
+            g_eta[j, s] = d1
+            acc += d1
+            g_sv += dv
+        g_e[j] = acc
+    return total, g_eta, g_e, g_sv
+
+
+@numba.njit(cache=True)
 def _kernel_layout(spec, const):
     """The kernel's sizes, flags, constants and offsets into ``theta`` (the order of
     :class:`bayeval.models._collapsed.Coordinates`)."""
@@ -1969,7 +2076,8 @@ def _attenuation(spec, theta, i_sig, paired):
     scale the ridge is nearly straight."""
     if spec.shape[0] < 13 or spec[12] == 0:
         return 1.0
-    total = math.exp(2.0 * theta[i_sig[0]])
+    # the task-latent form samples its task effects: only the integrated ones attenuate
+    total = 0.0 if spec[9] != 0 else math.exp(2.0 * theta[i_sig[0]])
     if paired:
         total += math.exp(2.0 * theta[i_sig[1]])
     return math.sqrt(1.0 + ATTENUATION * total)
@@ -1992,10 +2100,15 @@ def _attenuated_parts(spec, const):
     if clusters and centred:
         for j in range(Gm):
             scaled.append(i_fu + j)
-        if paired:
+        if paired and spec[10] == 1:
             for j in range(S * Gm):
                 scaled.append(i_fw + j)
     shifted = []
+    if latent:  # the task-latent form: its centred task coordinates and their spread
+        r = _task_rotation(spec, const)[1]
+        for j in range(r, spec[9]):
+            scaled.append(i_tail + j)
+        shifted.append(i_sig[0])
     for j in (2, 3):
         if present[j]:
             shifted.append(i_sig[j])
@@ -2020,10 +2133,11 @@ def _plain_theta(theta, kappa, scaled, shifted):
 
 
 @numba.njit(cache=True)
-def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired):
+def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired, first):
     """Turns ``grad``, the gradient in the plain coordinates (:func:`_plain_theta`), into that
     in the attenuated ``theta``; returns the log-Jacobian, ``len(scaled) log kappa`` (the
-    shifted log spreads' map has a unit Jacobian: it is triangular in the log spreads)."""
+    shifted log spreads' map has a unit Jacobian: it is triangular in the log spreads).
+    kappa depends on the spreads from ``i_sig[first]`` on (1: the task-latent form's)."""
     if kappa == 1.0:
         return 0.0
     d_log_kappa = float(scaled.shape[0])  # the log-Jacobian's own derivative
@@ -2033,7 +2147,7 @@ def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired):
     for i in shifted:
         d_log_kappa += grad[i]
     # d log kappa / d log sigma = (pi / 8) sigma^2 / kappa^2
-    for j in range(2 if paired else 1):
+    for j in range(first, 2 if paired else 1):
         grad[i_sig[j]] += d_log_kappa * ATTENUATION * math.exp(2.0 * theta[i_sig[j]]) / (
             kappa * kappa)
     return scaled.shape[0] * math.log(kappa)
@@ -2130,8 +2244,9 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
     sig_w = sig[3] if clusters and paired else 0.0
     # what multiplies the zero-sum cluster coordinates: the spread (non-centred) or one
     # (centred: the coordinates are the effects' own, N(0, spread^2) each)
+    centred_w = centred and spec[10] == 1  # spec[10] == 2: the cluster effects only
     a_u = 1.0 if centred else sig_u
-    a_w = 1.0 if centred else sig_w
+    a_w = 1.0 if centred_w else sig_w
     m_u = theta[i_mu] if clusters else 0.0
     d_u = np.zeros(G)
     d_w = np.zeros((S, G))
@@ -2151,7 +2266,7 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
             no_centre, scratch = np.zeros(Gm), np.zeros(Gm)
             for s in range(S):
                 shift[s] += sig_w * theta[i_mw + s]
-                logp += _cluster_prior(theta, i_mw + s, i_fw + s * Gm, Gm, G, sig_w, centred,
+                logp += _cluster_prior(theta, i_mw + s, i_fw + s * Gm, Gm, G, sig_w, centred_w,
                                        i_sig[3], grad, no_centre, scratch)
                 _zero_sum(theta[i_fw + s * Gm:i_fw + (s + 1) * Gm], d_w[s])
                 level_w[s] = _weighted_level(pi, d_w[s])
@@ -2232,8 +2347,9 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
     P = g_eta.shape[0]
     sig_u = sig[2] if clusters else 0.0
     sig_w = sig[3] if clusters and paired else 0.0
+    centred_w = centred and spec[10] == 1
     a_u = 1.0 if centred else sig_u
-    a_w = 1.0 if centred else sig_w
+    a_w = 1.0 if centred_w else sig_w
     m_u = theta[i_mu] if clusters else 0.0
     grad[i_sig[0]] += sig[0] * g_se
     if paired:
@@ -2289,7 +2405,7 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
             for s in range(S):
                 d_sig_w += theta[i_mw + s] * d_shift[s]
                 grad[i_mw + s] += sig_w * d_shift[s]
-                if not centred:
+                if not centred_w:
                     for g in range(G):
                         d_sig_w += g_w[s, g] * d_w[s, g]
                 _zero_sum_adjoint(g_w[s], a_w, grad[i_fw + s * Gm:i_fw + (s + 1) * Gm])
@@ -2344,10 +2460,15 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
             seen = e.copy()
             for j in range(J):
                 seen[j] -= d_fold[p_cluster[j]]
-        y = _latent_y(seen, tail, eta, sig[1], paired)
-        small, log_term = _softplus_parts(y)
-        total, g_eta, g_e, g_sv = _latent_cells(tail, y, small, log_term, c, n, sig[1], paired,
-                                                grad[i_tail:])
+        # the task-latent form integrates each cell's task-by-system effect out
+        integrated = paired and spec.shape[0] > 14 and spec[14] != 0
+        y = _latent_y(seen, tail, eta, sig[1], paired and not integrated)
+        if integrated:
+            total, g_eta, g_e, g_sv = _integrated_cells(y, c, n, sig[1], u, lam)
+        else:
+            small, log_term = _softplus_parts(y)
+            total, g_eta, g_e, g_sv = _latent_cells(tail, y, small, log_term, c, n, sig[1],
+                                                    paired, grad[i_tail:])
         prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors,
                                     grad[i_tail:])
         total += prior_e
@@ -2369,7 +2490,8 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u, d_w,
               d_shift, sig_sys, d_sig_sys)
     if kappa != 1.0:
-        logp += _attenuation_adjoint(attenuated, grad, kappa, scaled, shifted, i_sig, paired)
+        logp += _attenuation_adjoint(attenuated, grad, kappa, scaled, shifted, i_sig, paired,
+                                     1 if latent else 0)
     return logp + total, grad
 
 
@@ -2398,7 +2520,7 @@ _C_SIG = numba.types.void(
 )
 _SYMBOL = f"bayeval_collapsed_logp_{KERNEL_HASH}"
 #: The kernel's integer constants (:meth:`bayeval.models._collapsed.Coordinates.spec`).
-SPEC_SIZE = 14
+SPEC_SIZE = 15
 _symbol_ready = False
 
 
@@ -2535,6 +2657,11 @@ def latent_task_effects(x, spec, const, kept, J, log_sigma_task):
     """The task effects ``(J,)`` of a full-latent ``theta`` (:func:`_task_effects`), its tail
     starting at ``kept`` and its log task spread at ``log_sigma_task``."""
     centred, r, vectors, _, _ = _task_rotation(spec, const)
+    i_sig = np.array([log_sigma_task, log_sigma_task + 1])
+    kappa = _attenuation(spec, x, i_sig, spec[4] != 0)
+    if kappa != 1.0:  # the task-latent form's attenuated coordinates, made plain
+        scaled, shifted = _attenuated_parts(spec, const)
+        x = _plain_theta(x, kappa, scaled, shifted)
     return _task_effects(x[kept:kept + J], J, math.exp(x[log_sigma_task]), centred, r,
                          vectors)
 

@@ -38,8 +38,12 @@ spreads. ``marginal=False`` builds the full-latent form: written with PyMC distr
 verifies the collapsed one; as one compiled log density (``kernel=True``,
 :func:`sample_kernel`) ``fit`` samples it instead for several systems where most tasks have
 several trials (:func:`sampling_form`), since nearly every such task is a pattern of its own
-and a nested integral per task per gradient costs more than sampling its effects. That fit
-keeps its task effects' draws, from which the tasks estimand is read.
+and a nested integral per task per gradient costs more than sampling its effects. Many
+systems with one or two trials a task take a third, task-latent form: the task effects are
+sampled and each system-task cell's effect ``v[s, j]`` is integrated out alone (the grid's
+inner rule, tabulated in the linear predictor), which costs one table read per cell where
+the collapsed form multiplies every system's terms at every node of every pattern. Both
+latent fits keep their task effects' draws, from which the tasks estimand is read.
 
 Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
 
@@ -242,6 +246,14 @@ def task_parametrisation(ds: xr.Dataset) -> bool:
     return bool(per_task >= CENTRED_TASK_TRIALS)
 
 
+#: The fewest systems for which ``fit`` samples the task-latent form of data with at most
+#: ``LOW_TRIALS`` trials a task (:func:`sampling_form`). Measured on the first S SWE-bench
+#: systems (4 chains x 1000 draws, 2 cores, seeds 1-2): at 8 the collapsed form took 23.6 s
+#: (bulk ESS 1045) against 26 s (653-769) at target acceptance 0.8; at 12 it took 60 s (598)
+#: against 37-41 s (757-807) at 0.9; at 16, 56 s with 39 divergences against 37 s.
+TASK_LATENT_SYSTEMS = 12
+
+
 #: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
 #: patterns) for which ``fit`` samples the full-latent form of several systems
 #: (:func:`sampling_form`).
@@ -249,7 +261,8 @@ LATENT_CELLS = 10
 
 
 def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
-    """Which form of the model NUTS samples, ``"collapsed"`` or ``"full-latent"``, and why.
+    """Which form of the model NUTS samples, ``"collapsed"``, ``"full-latent"`` or
+    ``"task-latent"``, and why.
 
     The collapsed form integrates every task's effects out by quadrature: one integral per
     pattern of counts. With one or two trials per task the patterns repeat (SWE-bench's 25
@@ -269,7 +282,14 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     the tasks have more than two trials for some system and those tasks hold at least
     :data:`LATENT_CELLS` system-task cells (smaller data were not measured); one system and
     data with one or two trials per task keep the collapsed form, whose integrals also remove
-    the funnel of few tasks.
+    the funnel of few tasks, unless there are at least :data:`TASK_LATENT_SYSTEMS` systems:
+    then each pattern's integral multiplies every system's terms at every grid node, and the
+    task-latent form (task effects sampled, centred; each cell's task-by-system effect
+    integrated out by the grid's inner rule; the intercepts, cluster effects and task
+    effects held over ``kappa = sqrt(1 + (pi / 8) sigma_task_system^2)`` as the collapsed
+    form holds them) costs one table read per cell. On the 25 SWE-bench systems
+    (``benchmarks/results/fit_speed_logit_normal.txt``) a fit took 59-65 s against 100 s,
+    with no divergences against 2 and the same smallest bulk ESS (515-549 against 531).
     Both forms are the same posterior (``benchmarks/logit_normal_agreement.py``) and ``fit``
     keeps the same quantities of both.
 
@@ -278,6 +298,9 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     >>> import bayeval as be
     >>> from bayeval.models.logit_normal import sampling_form
     >>> sampling_form(be.datasets.load("swebench_verified").dataset)[0]
+    'task-latent'
+    >>> swe = be.datasets.load("swebench_verified")
+    >>> sampling_form(swe.sel(system=swe.systems[:2]).dataset)[0]
     'collapsed'
     >>> sampling_form(be.datasets.load("terminal_bench", missing="fail").dataset)[0]
     'full-latent'
@@ -291,6 +314,11 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
         return "full-latent", (f"{int(multi.sum())} of {n.shape[1]} tasks have more than "
                                f"{LOW_TRIALS} trials ({cells} system-task cells): the full-latent "
                                "form, cheaper than a quadrature per task")
+    if not multi.any() and n.shape[0] >= TASK_LATENT_SYSTEMS:
+        return "task-latent", (f"{n.shape[0]} systems with at most {LOW_TRIALS} trials a task: "
+                               "the task-latent form (task effects sampled, each cell's "
+                               "task-by-system effect integrated out), cheaper than a "
+                               "quadrature over every system")
     if not multi.any():
         why = f"every task has at most {LOW_TRIALS} trials"
     elif not paired:
@@ -330,6 +358,7 @@ class Layout:
     recipes: np.ndarray | None = None  # each system's recipe code when systems are runs
     cluster_centred: bool = False  # the sampler sees the cluster effects themselves
     task_centred: bool = False  # full-latent form: the task effects themselves
+    cells_integrated: bool = False  # the task-latent form (see sampling_form)
 
     @property
     def has_clusters(self) -> bool:
@@ -340,8 +369,15 @@ class Layout:
         return self.n_systems > 1
 
     @classmethod
-    def from_dataset(cls, ds: xr.Dataset) -> Layout:
+    def from_dataset(cls, ds: xr.Dataset, form: str | None = None) -> Layout:
+        """The layout of ``ds``; for the task-latent ``form``, with its parametrisation
+        (:data:`TASK_LATENT_FORM`)."""
         codes, labels = cluster_codes(ds)
+        if form == "task-latent":  # task effects centred, the cluster effects folded into
+            # theirs (the cluster-by-system effects stay non-centred: see coordinates)
+            return cls(ds.sizes["system"], labels, codes, Populations.from_dataset(ds),
+                       system_parametrisation(ds), recipe_codes(ds), labels is not None,
+                       True, True)
         return cls(ds.sizes["system"], labels, codes,
                    Populations.from_dataset(ds), system_parametrisation(ds), recipe_codes(ds),
                    cluster_parametrisation(ds), task_parametrisation(ds))
@@ -477,18 +513,25 @@ WEIGHTED_LEVEL = True
 
 def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     """The collapsed model's parameter coordinates for a layout (with ``latent_tasks`` = J,
-    those of the compiled full-latent form)."""
+    those of the compiled full-latent form, or with ``layout.cells_integrated`` of the
+    task-latent form: attenuated and task-weighted like the collapsed form, the task
+    effects centred, the cluster-by-system effects non-centred)."""
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
+    integrated = layout.cells_integrated and latent_tasks > 0 and layout.paired
+    like_collapsed = latent_tasks == 0 or integrated
     weights = ()
     share = np.bincount(layout.cluster, minlength=G) / len(layout.cluster)
-    if WEIGHTED_LEVEL and latent_tasks == 0 and np.ptp(share) > 0:  # equal shares: no shift
+    if WEIGHTED_LEVEL and like_collapsed and np.ptp(share) > 0:  # equal shares: no shift
         weights = tuple(share.tolist())
+    task_centred = layout.task_centred and latent_tasks > 0
+    rank = 0
+    if task_centred:
+        rank = int(task_reflections(layout.cluster, layout.pops.code)[0])
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
                        layout.system_level, blocks, latent_tasks, layout.cluster_centred,
-                       layout.task_centred and latent_tasks > 0,
-                       folds_clusters(layout) and latent_tasks > 0,
-                       ATTENUATED_INTERCEPTS and latent_tasks == 0, weights)
+                       not integrated, task_centred, folds_clusters(layout) and latent_tasks > 0,
+                       ATTENUATED_INTERCEPTS and like_collapsed, weights, integrated, rank)
 
 
 def folds_clusters(layout: Layout) -> bool:
@@ -544,10 +587,11 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     coord = coordinates(layout, latent_tasks=J)
     rules = Rules(n_nodes)
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
-    const = coord.constants(priors, rules)
+    extra = np.zeros(0)
     if coord.task_centred:
         reflections, fold_map = _task_constants(layout, coord.task_fold)
-        const = np.concatenate([const, reflections, fold_map.ravel()])
+        extra = np.concatenate([reflections, fold_map.ravel()])
+    const = coord.constants(priors, rules, extra)
     values = (coord.spec(rules), const, index,
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
               np.ones(J))
@@ -576,6 +620,8 @@ def _latent_kernel_model(c, n, layout: Layout, priors: dict, coords: dict, n_nod
     return _kernel_model(*_latent_inputs(c, n, layout, priors, n_nodes), coords)
 
 
+#: The forms whose fits sample the task effects (and keep them per draw).
+LATENT_FORMS = ("full-latent", "task-latent")
 #: What a full-latent fit keeps per draw (not its task-by-system effects).
 LATENT_KEPT = ("hyper", "task_effect")
 #: NUTS target acceptance where the variance components' funnels make divergences: the
@@ -586,6 +632,9 @@ LATENT_KEPT = ("hyper", "task_effect")
 #: against 14.1-17.7, min bulk ESS 52-98 against 14-43; LiveCodeBench 111 s against 107 on
 #: one seed). On the SWE-bench pair (collapsed, 500 tasks, no divergences either way) 0.9
 #: cost a third of the ESS (429-1058 against 678-1304 over six seeds): larger data keep 0.8.
+#: The task-latent form takes 0.9 too: at 0.8 the first 12 SWE-bench systems diverged 48
+#: times (seed 1, bulk ESS 168); at 0.9 none on two seeds (757-807), and all 25 systems
+#: none (515-549, against 0 and 308 at 0.8 in 45 s instead of 59-65 s).
 TARGET_ACCEPT = 0.9
 #: Below this many tasks the collapsed form is sampled at :data:`TARGET_ACCEPT` (a cut
 #: between the sizes measured, 10 and 500 tasks; a fit this small takes seconds).
@@ -604,7 +653,8 @@ def target_accept(form: str, n_tasks: int) -> float:
     >>> target_accept("full-latent", 400)
     0.9
     """
-    return TARGET_ACCEPT if form == "full-latent" or n_tasks < FEW_TASKS else 0.8
+    return TARGET_ACCEPT if form in LATENT_FORMS or n_tasks < FEW_TASKS else 0.8
+
 
 
 def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: int,
@@ -629,8 +679,8 @@ def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: 
     ds = data.dataset
     c, n, bounds = counts_by_bound(ds)
     index = 0 if bounds is None else bounds.index(missing_bound)
-    layout = Layout.from_dataset(ds)
-    latent = form == "full-latent"
+    layout = Layout.from_dataset(ds, form)
+    latent = form in LATENT_FORMS
     inputs = _latent_inputs if latent else _collapsed_inputs
     coord, values = inputs(c[index], n[index], layout, priors, n_nodes)
     kept = coord.hyper_size if latent else coord.size
@@ -644,7 +694,8 @@ def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: 
 
 
 def collapsed_posterior(theta: xr.DataArray, data, priors=None,
-                        task_effect: xr.DataArray | None = None) -> xr.Dataset:
+                        task_effect: xr.DataArray | None = None,
+                        form: str | None = None) -> xr.Dataset:
     """The named quantities (:data:`POSTERIOR_VARS`) from draws of the collapsed ``theta``.
 
     ``theta`` has dims ``(chain, draw, <parameter>)``; a full-latent fit gives the leading
@@ -652,7 +703,7 @@ def collapsed_posterior(theta: xr.DataArray, data, priors=None,
     cluster components its cluster coordinates hold are taken off where they were folded in.
     """
     ds = data.dataset
-    layout = Layout.from_dataset(ds)
+    layout = Layout.from_dataset(ds, form)
     fold = None
     # the full-latent form's coordinates (its intercepts are not attenuated, its cluster
     # coordinates may hold folded task effects), else the collapsed form's
