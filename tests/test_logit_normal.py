@@ -826,7 +826,7 @@ def test_vectorised_exponentials_match_the_math_library():
 
 
 @pytest.mark.parametrize("form", ["collapsed", "full-latent", "full-latent centred",
-                                  "full-latent folded"])
+                                  "full-latent folded", "task-latent"])
 def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     """The C log density and expansion nutpie calls from its threads (through the addresses
     in their user data) give the kernel's value, gradient and kept values exactly."""
@@ -835,18 +835,21 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     from bayeval.models import _nutpie_kernel
     from bayeval.models._beta_family import counts_by_bound
 
-    centred = form.endswith(("centred", "folded"))
+    centred = form.endswith(("centred", "folded", "task-latent"))
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
     monkeypatch.setattr(logit_normal, "cluster_parametrisation",
                         lambda ds: form.endswith("folded"))
-    data, c, n = _collapsed_case(3, True, True, most=4)
+    # the task-latent form (task effects centred, cluster components folded, attenuated)
+    integrated = form == "task-latent"
+    data, c, n = _collapsed_case(3, True, True, most=2 if integrated else 4)
     c, n, _ = counts_by_bound(data.dataset)
-    layout = logit_normal.Layout.from_dataset(data.dataset)
-    latent = form.startswith("full-latent")
+    layout = logit_normal.Layout.from_dataset(data.dataset, form)
+    latent = form.startswith("full-latent") or integrated
     inputs = logit_normal._latent_inputs if latent else logit_normal._collapsed_inputs
     coord, values = inputs(c[0], n[0], layout, logit_normal.validate_priors(None), 9)
     assert coord.task_centred == centred
-    assert coord.task_fold == form.endswith("folded")
+    assert coord.task_fold == form.endswith(("folded", "task-latent"))
+    assert coord.attenuated == (not form.startswith("full-latent"))
     tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
     model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)
@@ -868,6 +871,7 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
                            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                            model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
     np.testing.assert_array_equal(out[:kept], x[:kept])
+    x = coord.plain(x)  # the task-latent form holds its task coordinates over kappa
     tail = np.exp(x[0]) * x[kept:kept + tasks]
     if centred:  # e = H (sigma z_r, y)
         r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
