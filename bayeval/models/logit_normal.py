@@ -250,7 +250,8 @@ def task_parametrisation(ds: xr.Dataset) -> bool:
 #: ``LOW_TRIALS`` trials a task (:func:`sampling_form`). Measured on the first S SWE-bench
 #: systems (4 chains x 1000 draws, 2 cores, seeds 1-2): at 8 the collapsed form took 23.6 s
 #: (bulk ESS 1045) against 26 s (653-769) at target acceptance 0.8; at 12 it took 60 s (598)
-#: against 37-41 s (757-807) at 0.9; at 16, 56 s with 39 divergences against 37 s.
+#: against 37-41 s (757-807) at 0.9; at 16, 56 s with 39 divergences against 37 s (all
+#: before the table reads were written out in one loop, which took a third off a gradient).
 TASK_LATENT_SYSTEMS = 12
 
 
@@ -288,8 +289,8 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     integrated out by the grid's inner rule; the intercepts, cluster effects and task
     effects held over ``kappa = sqrt(1 + (pi / 8) sigma_task_system^2)`` as the collapsed
     form holds them) costs one table read per cell. On the 25 SWE-bench systems
-    (``benchmarks/results/fit_speed_logit_normal.txt``) a fit took 59-65 s against 100 s,
-    with no divergences against 2 and the same smallest bulk ESS (515-549 against 531).
+    (``benchmarks/results/fit_speed_logit_normal.txt``) a fit took 48.6 s against 84.7 s in
+    one run, with no divergences against 2 and a smallest bulk ESS of 692 against 531.
     Both forms are the same posterior (``benchmarks/logit_normal_agreement.py``) and ``fit``
     keeps the same quantities of both.
 
@@ -634,7 +635,8 @@ LATENT_KEPT = ("hyper", "task_effect")
 #: cost a third of the ESS (429-1058 against 678-1304 over six seeds): larger data keep 0.8.
 #: The task-latent form takes 0.9 too: at 0.8 the first 12 SWE-bench systems diverged 48
 #: times (seed 1, bulk ESS 168); at 0.9 none on two seeds (757-807), and all 25 systems
-#: none (515-549, against 0 and 308 at 0.8 in 45 s instead of 59-65 s).
+#: none (515-549, against 0 and 308 at 0.8 in 45 s instead of 59-65 s; measured before the
+#: table reads were written out in one loop).
 TARGET_ACCEPT = 0.9
 #: Below this many tasks the collapsed form is sampled at :data:`TARGET_ACCEPT` (a cut
 #: between the sizes measured, 10 and 500 tasks; a fit this small takes seconds).
