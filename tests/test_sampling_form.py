@@ -11,6 +11,14 @@ from bayeval.models import logit_normal
 from bayeval.models.logit_normal import LATENT_CELLS, TASK_LATENT_SYSTEMS, sampling_form
 
 
+def _forced_fit(monkeypatch, data, setting, value, **kwargs):
+    """A logit_normal fit with ``logit_normal.<setting>`` set to ``value`` (a form forced)."""
+    monkeypatch.setattr(logit_normal, setting, value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        return be.fit(data, model="logit_normal", **kwargs)
+
+
 def _counts(systems, tasks, trials, seed=0):
     rng = np.random.default_rng(seed)
     logit = rng.normal(0, 1.5, tasks)[None, :] + rng.normal(0, 0.5, (systems, 1))
@@ -78,11 +86,8 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     monkeypatch.setattr(nutpie, "sample", lambda *a, **k: asked.append(k["target_accept"])
                         or sample(*a, **k))
     for form, cells in (("collapsed", 10**9), ("full-latent", 1)):
-        monkeypatch.setattr(logit_normal, "LATENT_CELLS", cells)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", be.BayevalWarning)
-            fits[form] = be.fit(data, model="logit_normal", draws=300, tune=300, chains=2,
-                                seed=3)
+        fits[form] = _forced_fit(monkeypatch, data, "LATENT_CELLS", cells, draws=300, tune=300,
+                                 chains=2, seed=3)
         assert fits[form].tree.attrs["form"] == form
         # 40 tasks: the collapsed form too samples at the higher target (below FEW_TASKS)
         assert asked[-1] == fits[form].tree.attrs["target_accept"] == logit_normal.TARGET_ACCEPT
@@ -129,11 +134,8 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
     data = be.from_counts(c, np.ones_like(c), clusters=clusters)
     fits = {}
     for form, threshold in (("task-latent", TASK_LATENT_SYSTEMS), ("collapsed", 10**9)):
-        monkeypatch.setattr(logit_normal, "TASK_LATENT_SYSTEMS", threshold)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", be.BayevalWarning)
-            fits[form] = be.fit(data, model="logit_normal", draws=400, tune=400, chains=2,
-                                seed=4)
+        fits[form] = _forced_fit(monkeypatch, data, "TASK_LATENT_SYSTEMS", threshold,
+                                 draws=400, tune=400, chains=2, seed=4)
         assert fits[form].tree.attrs["form"] == form
     latent, collapsed = fits["task-latent"], fits["collapsed"]
     attrs = latent.tree.attrs
