@@ -505,6 +505,8 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(systems, cluster
     assert coord.cells_integrated and coord.attenuated and coord.task_centred
     assert coord.task_fold == (clusters and systems > 1)
     assert "z_v" not in coord.offsets or coord.offsets["z_v"][1] == 0
+    with pytest.raises(ValueError, match="at most 2 trials a cell; these data have up to 3"):
+        logit_normal._latent_inputs(c, n + 1, layout, logit_normal.validate_priors(None), 9)
 
     def kernel(t):
         return quad.logp_and_grad(t, v["spec"], v["const"], v["index"][0], v["index"][1],

@@ -586,6 +586,9 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     effects at the end of ``theta`` (:func:`bayeval.models._quadrature._latent_cells`)."""
     S, J = c.shape
     coord = coordinates(layout, latent_tasks=J)
+    if coord.cells_integrated and np.max(n) > LOW_TRIALS:  # its tables hold low counts only
+        raise ValueError(f"the task-latent form takes at most {LOW_TRIALS} trials a cell; "
+                         f"these data have up to {int(np.max(n))}")
     rules = Rules(n_nodes)
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
     extra = np.zeros(0)
