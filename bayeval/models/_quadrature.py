@@ -1909,7 +1909,8 @@ def _fixed_cell(i, q, cq, nq, sigma_v, u, lam, tab):
     inner rule of the collapsed form's grid: ``g = sum_m lam_m p_m^c (1 - p_m)^(n - c)``,
     ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite on the standardised task-by-system
     effect), with ``log g``, its derivatives in ``y`` and ``sigma_v`` and their cross
-    derivative, those of the rule itself (the layout of :func:`_table_cell`)."""
+    derivative, those of the rule itself (the layout of :func:`_table_cell`, without its
+    ready flag: :func:`_integrated_cells` fills every cell it reads first)."""
     y = TABLE_LOW + i * TABLE_STEP
     a_pow, b_pow = int(cq), int(nq - cq)
     g, gy, gs, gys = 0.0, 0.0, 0.0, 0.0
@@ -1927,7 +1928,6 @@ def _fixed_cell(i, q, cq, nq, sigma_v, u, lam, tab):
     tab[q, i, 1] = d_y
     tab[q, i, 2] = d_v
     tab[q, i, 4] = gys / g - d_y * d_v
-    tab[q, i, 3] = 1.0
 
 
 #: The task-latent form's tables by ``n (n + 1) / 2 + c`` of the counts or, with fewer

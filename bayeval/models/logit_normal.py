@@ -371,17 +371,16 @@ class Layout:
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset, form: str | None = None) -> Layout:
-        """The layout of ``ds``; for the task-latent ``form``, with its parametrisation
-        (:data:`TASK_LATENT_FORM`)."""
+        """The layout of ``ds``; for the task-latent ``form``, with that form's
+        parametrisation (:func:`coordinates`) instead of the data-driven rules."""
         codes, labels = cluster_codes(ds)
         if form == "task-latent":  # task effects centred, the cluster effects folded into
             # theirs (the cluster-by-system effects stay non-centred: see coordinates)
-            return cls(ds.sizes["system"], labels, codes, Populations.from_dataset(ds),
-                       system_parametrisation(ds), recipe_codes(ds), labels is not None,
-                       True, True)
-        return cls(ds.sizes["system"], labels, codes,
-                   Populations.from_dataset(ds), system_parametrisation(ds), recipe_codes(ds),
-                   cluster_parametrisation(ds), task_parametrisation(ds))
+            centring = (labels is not None, True, True)
+        else:
+            centring = (cluster_parametrisation(ds), task_parametrisation(ds), False)
+        return cls(ds.sizes["system"], labels, codes, Populations.from_dataset(ds),
+                   system_parametrisation(ds), recipe_codes(ds), *centring)
 
     @property
     def level_name(self) -> str:
@@ -659,7 +658,6 @@ def target_accept(form: str, n_tasks: int) -> float:
     0.9
     """
     return TARGET_ACCEPT if form in LATENT_FORMS or n_tasks < FEW_TASKS else 0.8
-
 
 
 def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: int,
