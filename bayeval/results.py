@@ -166,7 +166,8 @@ class Results:
         return metric, None
 
     def _metric(self, metric: str, k, estimand: str, clusters=None,
-                weighting: str = "task", shared=None, tau=None) -> xr.DataArray:
+                weighting: str = "task", shared=None, tau=None, systems=None) -> xr.DataArray:
+        """Draws of ``metric``; of the ``systems`` asked for (default all), in that order."""
         metric, tau = self._validate_metric(metric, tau, k)
         self._check_estimand(estimand)
         options = self._cluster_options(estimand, clusters, weighting)
@@ -174,20 +175,34 @@ class Results:
         self._warn_extrapolation(ks, metric)
         mask = None if shared is None else tuple(np.asarray(shared, bool).tolist())
         key = (metric, tau, estimand, tuple(ks.tolist()), tuple(sorted(options.items())), mask)
+        wanted = self.systems if systems is None else list(systems)
         cached = self._cache.get(key)
-        if cached is None:
+        have = set() if cached is None else set(cached["system"].values.tolist())
+        missing = [label for label in wanted if label not in have]
+        if missing:
             # every readout (compare, summary, crosscheck, plots) is a function of these draws:
-            # computed once per fit and estimand, then read from here
+            # computed once per fit, estimand and system, then read from here; a model whose
+            # systems' draws do not depend on each other computes only the systems asked for
+            chosen = {"systems": missing} if getattr(self._model, "subsets", False) else {}
             if estimand == "population":
-                cached = self._model.population(self._tree, metric, ks, tau=tau, **options)
+                fresh = self._model.population(self._tree, metric, ks, tau=tau, **options,
+                                               **chosen)
             elif shared is not None:
-                cached = self._model.tasks(self._tree, metric, ks, shared=np.asarray(shared),
-                                           tau=tau)
+                fresh = self._model.tasks(self._tree, metric, ks, shared=np.asarray(shared),
+                                          tau=tau, **chosen)
             else:
-                cached = self._model.tasks(self._tree, metric, ks, tau=tau)
+                fresh = self._model.tasks(self._tree, metric, ks, tau=tau, **chosen)
+            if cached is not None:
+                fresh = fresh.sel(system=[label for label in fresh["system"].values.tolist()
+                                          if label not in have])
+                fresh = xr.concat([cached, fresh], dim="system")
+            present = set(fresh["system"].values.tolist())
+            cached = fresh.sel(system=[label for label in self.systems if label in present])
             cached.values.flags.writeable = False
             self._cache[key] = cached
         values = cached.copy(deep=False)
+        if systems is not None or len(wanted) != cached.sizes["system"]:
+            values = values.sel(system=wanted)
         values.attrs = {"metric": metric, "estimand": estimand, "model": self.model, **options,
                         **({} if tau is None else {"tau": tau})}
         values.name = metric
@@ -465,7 +480,7 @@ class Results:
                                    shared=shared, tau=tau)
         else:
             values = self._metric(metric, k, estimand, clusters, weighting, shared=shared,
-                                  tau=tau)
+                                  tau=tau, systems=members)
         crossed_fit = ("missing_bound" in values.dims and self.model == "logit_normal"
                        and runs is None)
         if crossed_fit:

@@ -902,3 +902,37 @@ def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred
                         ("task_effects", "task_effect")):
         a, b = (r.tree[group][name].values.reshape(1000, -1) for r in (native, python))
         assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / 15)
+
+
+def test_a_systems_draws_do_not_depend_on_the_systems_read_beside_it():
+    """Where a fit samples its task effects, a comparison reads only its two systems' draws
+    (the cost of a readout at 25 systems), and they are exactly the draws a readout of every
+    system gives them: for each estimand, whichever is read first, in either order."""
+    rng = np.random.default_rng(3)
+    data = be.from_counts(rng.binomial(4, 0.6, (4, 30)).tolist(), trials=4,
+                          systems=["A", "B", "C", "D"],
+                          clusters=np.repeat(["x", "y", "z"], 10).tolist())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)  # a short fit
+        fitted = be.fit(data, model="logit_normal", draws=100, tune=100, chains=2, seed=4)
+    assert fitted.tree.attrs["form"] == "full-latent"
+    for options in ({"estimand": "tasks"}, {"estimand": "population", "clusters": "observed"},
+                    {"estimand": "population", "clusters": "new"}):
+        pair_first = be.Results(fitted.tree)
+        effect = pair_first.compare("D", "B", **options)["effect"]
+        (cached,) = pair_first._cache.values()
+        assert cached["system"].values.tolist() == ["B", "D"]  # only the pair was computed
+        all_first = be.Results(fitted.tree)
+        every = all_first.pass_at_k(**options)
+        assert every["system"].values.tolist() == ["A", "B", "C", "D"]
+        again = all_first.compare("D", "B", **options)["effect"]
+        # new clusters: one matrix product over fewer rows may round differently
+        np.testing.assert_allclose(again, effect, rtol=1e-13, atol=1e-15)
+        # the pair's cache grows to every system in the fit's order, its draws unchanged
+        np.testing.assert_allclose(pair_first.pass_at_k(**options), every, rtol=1e-13,
+                                   atol=1e-15)
+        np.testing.assert_array_equal(pair_first.pass_at_k(**options).sel(system="D"),
+                                      pair_first.compare("D", "A", **options)["effect"]
+                                      + pair_first.pass_at_k(**options).sel(system="A"))
+    np.testing.assert_array_equal(fitted.task_rates(system="C").sel(system="C"),
+                                  fitted.task_rates().sel(system="C"))

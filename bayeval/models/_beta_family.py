@@ -272,13 +272,15 @@ class BetaRates:
         return ds, c, n, bounds, Populations.from_dataset(ds)
 
     @staticmethod
-    def _wrap(values, tree, bounds, ks, name):
-        """(chain, draw, bound, system, k) -> DataArray over (chain, draw, system[, bound], k)."""
+    def _wrap(values, tree, bounds, ks, name, systems=None):
+        """(chain, draw, bound, system, k) -> DataArray over (chain, draw, system[, bound], k);
+        ``systems`` labels the system axis (default: every system of the fit)."""
         post = tree["posterior"]
+        systems = tree["observed_data"]["system"].values if systems is None else systems
         da = xr.DataArray(
             values, dims=("chain", "draw", "missing_bound", "system", "k"),
             coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                    "system": tree["observed_data"]["system"].values, "k": ks},
+                    "system": systems, "k": ks},
             name=name,
         ).transpose("chain", "draw", "system", "missing_bound", "k")
         if bounds is None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numba
@@ -84,6 +85,27 @@ def _sigmoid(y):
 @numba.njit(cache=True)
 def _softplus(y):
     return max(y, 0.0) + math.log1p(math.exp(-abs(y)))
+
+
+@numba.njit(cache=True, parallel=True)
+def grid_expectations(location, scale, z, weight, ks, of_p, out):
+    """``out[i, q] = sum_m weight[m] f(y)^ks[q]`` at ``y = location[i] + scale[i] z[m]``, with
+    ``f = p`` (``of_p``) or ``1 - p``, ``p = expit(y)``: the trapezoid sums of the paired
+    model's population expectations (pass^k, and pass@k through ``1 - p``), a location per
+    thread, without the ``(locations, nodes)`` arrays NumPy would hold. ``f^k`` is ``exp(-k
+    softplus(-+y))``; at k = 1 one exponential."""
+    sign = 1.0 if of_p else -1.0
+    for i in numba.prange(location.shape[0]):
+        for q in range(ks.shape[0]):
+            out[i, q] = 0.0
+        for m in range(z.shape[0]):
+            y = sign * (location[i] + scale[i] * z[m])
+            if ks.shape[0] == 1 and ks[0] == 1.0:
+                out[i, 0] += weight[m] * _sigmoid(y)
+                continue
+            log_f = -_softplus(-y)
+            for q in range(ks.shape[0]):
+                out[i, q] += weight[m] * math.exp(ks[q] * log_f)
 
 
 @numba.njit(cache=True)
@@ -1083,6 +1105,8 @@ def _binomial_tail(p, k, m):
 def _f(p, k, code, m):
     """The metric of rate p (codes of :data:`METRIC_CODES`): pass@k, pass^k, G-pass@k with m
     successes needed, consistency ``(2p - 1)^2``."""
+    if k == 1.0 and code < 2:  # pass@1 and pass^1: no power
+        return p
     if code == 0:
         return 1.0 - (1.0 - p) ** k
     if code == 1:
@@ -1293,6 +1317,24 @@ def _v_log_density(v, eta_e, c, n, prec_v):
 
 
 @numba.njit(cache=True)
+def _tangent(eta_e, c, n, prec_v):
+    """The tangent envelope of :func:`_v_draw` at ``v0``, one Newton step from 0: ``v0``,
+    ``l(v0)``, the slope ``b`` and the envelope normal's centre ``sigma_v^2 b``."""
+    p0 = _sigmoid(eta_e)
+    v0 = _clip((c - n * p0) / (prec_v + n * p0 * (1.0 - p0)))
+    y0 = eta_e + v0
+    b = c - n * _sigmoid(y0)
+    return v0, c * y0 - n * _softplus(y0), b, b / prec_v
+
+
+@numba.njit(cache=True)
+def _tangent_log_keep(v, eta_e, c, n, v0, l0, b):
+    """The log-probability that the tangent envelope's proposal ``v`` is kept."""
+    y = eta_e + v
+    return c * y - n * _softplus(y) - l0 - b * (v - v0)
+
+
+@numba.njit(cache=True)
 def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
     """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))``.
 
@@ -1303,21 +1345,38 @@ def _v_draw(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
     ``exp(l(v) - l(v0) - b (v - v0))`` (rejection sampling: a kept proposal is an exact
     draw). Near the mode the proposal is centred where the conditional is, and it keeps
     about ``1 / sqrt(1 + n p (1 - p) sigma_v^2)`` of its proposals: nearly all for single
-    trials. If none is kept, adaptive rejection sampling of the log-concave density. Either
-    way the draw is exact: the first route changes the cost only."""
+    trials. If none is kept, adaptive rejection sampling of the log-concave density
+    (:func:`_v_hull`). Either way the draw is exact: the first route changes the cost only."""
     sigma_v = 1.0 / math.sqrt(prec_v)
-    p0 = _sigmoid(eta_e)
-    v0 = _clip((c - n * p0) / (prec_v + n * p0 * (1.0 - p0)))
-    y0 = eta_e + v0
-    l0 = c * y0 - n * _softplus(y0)
-    b = c - n * _sigmoid(y0)
-    centre = b / prec_v
+    v0, l0, b, centre = _tangent(eta_e, c, n, prec_v)
     for _ in range(TANGENT_TRIES):
         v = centre + sigma_v * np.random.standard_normal()
-        y = eta_e + v
-        log_keep = c * y - n * _softplus(y) - l0 - b * (v - v0)
-        if math.log(max(np.random.random(), 1e-300)) <= log_keep:
+        if math.log(max(np.random.random(), 1e-300)) <= _tangent_log_keep(v, eta_e, c, n, v0,
+                                                                          l0, b):
             return v
+    return _v_hull(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass)
+
+
+@numba.njit(cache=True)
+def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
+    """:func:`_v_draw` with its tangent proposals drawn from ``rng``, a NumPy Generator
+    (ziggurat normals and exponentials: a third of the cost of numba's legacy normals); the
+    hull, rarely reached (under 1% of the cells of the 25-system SWE-bench fit), draws from
+    the legacy generator with its own buffers, so that a call passes scalars only."""
+    v0, l0, b, centre = _tangent(eta_e, c, n, prec_v)
+    for _ in range(TANGENT_TRIES):
+        v = centre + sigma_v * rng.standard_normal()
+        if -rng.standard_exponential() <= _tangent_log_keep(v, eta_e, c, n, v0, l0, b):
+            return v
+    M = HULL_POINTS
+    return _v_hull(eta_e, c, n, prec_v, np.empty(M), np.empty(M), np.empty(M), np.empty(M),
+                   np.empty(M))
+
+
+@numba.njit(cache=True)
+def _v_hull(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
+    """Adaptive rejection sampling of :func:`_v_draw`'s log-concave density, from its mode
+    and a curvature scale on either side."""
     mode = _conditional_mode(eta_e, c, n, 0.0, prec_v)
     p = _sigmoid(eta_e + mode)
     scale = 1.0 / math.sqrt(prec_v + n * p * (1.0 - p))
@@ -1532,50 +1591,42 @@ def _exact_draws(eta, rows, c, n, sigma_e, sigma_v, paired, x, logw, ks, code, n
                          seeds[d], out[d], rates[d] if rates.shape[0] else none)
 
 
-@numba.njit(cache=True)
-def _latent_rate(d, j, s, alpha, u, w, e, cluster, stratum, c, n, prec_v, paired, vx, vh, vd,
-                 z, log_mass):
-    """One draw of task j's rate in system s given the draw's parameters and sampled task
-    effect: the task-by-system effect drawn exactly from its conditional (one dimension,
-    log-concave: adaptive rejection sampling)."""
-    g, h = cluster[j], stratum[j]
-    y = alpha[d, s, h] + u[d, g] + w[d, s, g] + e[d, j]
-    v = _v_draw(y, c[j, s], n[j, s], prec_v, vx, vh, vd, z, log_mass) if paired else 0.0
-    return _sigmoid(y + v)
+#: Posterior draws per random stream of the per-system draws given sampled task effects: each
+#: (system, block of draws) has its own seed, so a system's draws do not depend on which other
+#: systems are drawn with it (a comparison of two systems reads the same draws as a summary of
+#: all), and the blocks spread over threads.
+LATENT_BLOCK = 250
 
 
-@numba.njit(cache=True, parallel=True)
-def _latent_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, ks, code, needed,
-                  weight, seeds, out, rates):
-    """Per draw (spread over threads, each seeding its own generator): every task's rates
-    given the draw's sampled task effects; ``out (D, S, Q) += weight[j, s] f(p[s, j])``, or
-    with a non-empty ``rates (D, S, J)``, the rates themselves (NaN where a system did not
-    run the task)."""
-    M = HULL_POINTS
-    J, S = c.shape
-    for d in numba.prange(alpha.shape[0]):
-        np.random.seed(seeds[d])
-        vx, vh, vd = np.empty(M), np.empty(M), np.empty(M)
-        z, log_mass = np.empty(M), np.empty(M)
+@numba.njit(cache=True, nogil=True)
+def _latent_block(rng, seed, s, first, last, alpha, u, w, e, sigma_v, cluster, stratum, c, n,
+                  paired, ks, code, needed, weight, out, rates):
+    """System ``s``'s draws ``first`` to ``last`` (one stream: ``rng``, and the legacy
+    generator seeded with ``seed`` for the hull): every task's rate given the draw's sampled
+    task effect; ``out (D, S, Q) += weight[j, s] f(p[s, j])``, or with a non-empty ``rates (D,
+    S, J)``, the rates themselves (NaN where the system did not run the task)."""
+    np.random.seed(seed)
+    for d in range(first, last):
         prec_v = 1.0 / sigma_v[d] ** 2 if paired else 0.0
-        for j in range(J):
-            for s in range(S):
-                if rates.shape[0]:
-                    rates[d, s, j] = np.nan if n[j, s] == 0.0 else _latent_rate(
-                        d, j, s, alpha, u, w, e, cluster, stratum, c, n, prec_v, paired, vx,
-                        vh, vd, z, log_mass)
-                    continue
-                ws = weight[j, s]
-                if ws == 0.0:
-                    continue
-                rate = _latent_rate(d, j, s, alpha, u, w, e, cluster, stratum, c, n, prec_v,
-                                    paired, vx, vh, vd, z, log_mass)
-                for q in range(ks.shape[0]):
-                    out[d, s, q] += ws * _f(rate, ks[q], code, needed[q])
+        for j in range(c.shape[0]):
+            ws = weight[j, s]
+            if (ws == 0.0 and not rates.shape[0]) or n[j, s] == 0.0:
+                continue
+            # the task-by-system effect drawn exactly from its one-dimensional conditional
+            g = cluster[j]
+            y = alpha[d, s, stratum[j]] + u[d, g] + w[d, s, g] + e[d, j]
+            if paired:
+                y += _v_draw_from(rng, y, c[j, s], n[j, s], prec_v, sigma_v[d])
+            rate = _sigmoid(y)
+            if rates.shape[0]:
+                rates[d, s, j] = rate
+                continue
+            for q in range(ks.shape[0]):
+                out[d, s, q] += ws * _f(rate, ks[q], code, needed[q])
 
 
 def latent_task_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, rng, ks=None,
-                      metric="pass@k", weight=None, tau=None):
+                      metric="pass@k", weight=None, tau=None, systems=None):
     """The tasks estimand (or the task rates) from a full-latent fit's task effects.
 
     A full-latent fit samples every task's effect jointly with the parameters, so its draws
@@ -1583,22 +1634,37 @@ def latent_task_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, r
     has a one-dimensional log-concave conditional, drawn exactly, which needs no quadrature.
     ``alpha (D, S, H)``, ``u (D, G)``, ``w (D, S, G)``, ``sigma_v (D,)``, ``cluster`` and
     ``stratum (J,)`` codes, ``c``, ``n (S, J)``. With ``weight (J, S)`` returns ``sum_j
-    weight[j, s] f(p[s, j])`` as ``(D, S, k)``; without, the rates ``(D, S, J)``.
+    weight[j, s] f(p[s, j])`` as ``(D, S, k)``; without, the rates ``(D, S, J)``. Only the
+    systems whose indices ``systems`` lists (default: all) are drawn, the others left zero
+    (NaN for rates); each system's draws come from its own streams (:data:`LATENT_BLOCK`),
+    so they are the same whichever systems are drawn beside it. The streams run on numba's
+    threads (:func:`_latent_block` releases the GIL).
     """
     D = alpha.shape[0]
     S, J = c.shape
     as_float = lambda a: np.ascontiguousarray(a, dtype=float)  # noqa: E731
-    seeds = rng.integers(0, 2**31 - 1, size=D)
+    seeds = rng.integers(0, 2**31 - 1, size=(S, -(-D // LATENT_BLOCK)))
+    systems = range(S) if systems is None else np.asarray(systems).tolist()
     if weight is None:
         code, needed, ks = 0, np.zeros(0), np.zeros(0)
-        out, rates, weight = np.zeros((0, 0, 0)), np.empty((D, S, J)), np.zeros((J, S))
+        out, rates, weight = np.zeros((0, 0, 0)), np.full((D, S, J), np.nan), np.zeros((J, S))
     else:
         code, needed = metric_arguments(metric, ks, tau)
         out, rates = np.zeros((D, S, len(ks))), np.zeros((0, 0, 0))
-    _latent_draws(as_float(alpha), as_float(u), as_float(w), as_float(e), as_float(sigma_v),
-                  np.ascontiguousarray(cluster, dtype=np.int64),
-                  np.ascontiguousarray(stratum, dtype=np.int64), as_float(c.T), as_float(n.T),
-                  paired, as_float(ks), code, needed, as_float(weight), seeds, out, rates)
+    shared = (as_float(alpha), as_float(u), as_float(w), as_float(e), as_float(sigma_v),
+              np.ascontiguousarray(cluster, dtype=np.int64),
+              np.ascontiguousarray(stratum, dtype=np.int64), as_float(c.T), as_float(n.T),
+              paired, as_float(ks), code, needed, as_float(weight), out, rates)
+
+    def block(item):
+        s, b = item
+        seed = int(seeds[s, b])
+        _latent_block(np.random.Generator(np.random.PCG64(seed)), seed, s, b * LATENT_BLOCK,
+                      min(D, (b + 1) * LATENT_BLOCK), *shared)
+
+    items = [(s, b) for s in systems for b in range(seeds.shape[1])]
+    with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
+        list(pool.map(block, items))
     return rates if rates.shape[0] else out
 
 

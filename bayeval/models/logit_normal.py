@@ -103,6 +103,7 @@ from bayeval.models._quadrature import (
     Rules,
     exact_task_rates,
     exact_task_sums,
+    grid_expectations,
     latent_task_draws,
     task_sums,
 )
@@ -811,11 +812,13 @@ def normal_expectation(location, scale, metric, ks, tau=None):
     order k; a step of ``min(0.4, 0.45 / scale)`` keeps it below 1e-12 for k up to 16 and
     below 1e-10 up to 256 at every scale, with the grid's ends at +-8 (the normal's mass
     beyond is 1e-15). A fixed grid of 401 nodes took 2-4 times the work at the task spreads
-    of the bundled files and erred by 1e-10 at scales near 18. Worked in chunks of locations
-    of one grid size (memory stays bounded at any number of draws, systems and clusters) and
+    of the bundled files and erred by 1e-10 at scales near 18. pass@k and pass^k are summed
+    by a compiled kernel a location at a time (:func:`bayeval.models._quadrature.
+    grid_expectations`: memory stays bounded at any number of draws, systems and clusters),
     through ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k): one
-    exponential per k instead of a power. G-pass@k is the binomial tail ``I_p(m, k - m + 1)`` at ``m = ceil(tau k)`` and
-    consistency ``(2p - 1)^2 = tanh(y / 2)^2``. Returns ``location.shape + (len(ks),)``.
+    exponential per k instead of a power. G-pass@k, the binomial tail ``I_p(m, k - m + 1)``
+    at ``m = ceil(tau k)``, and consistency ``(2p - 1)^2 = tanh(y / 2)^2`` are summed in
+    chunks of locations. Returns ``location.shape + (len(ks),)``.
 
     Examples
     --------
@@ -835,17 +838,17 @@ def normal_expectation(location, scale, metric, ks, tau=None):
     for size in np.unique(sizes):
         z, weight = _normal_grid(int(size))
         rows = np.flatnonzero(sizes == size)
+        if metric in ("pass@k", "pass^k"):  # 1 - E (1 - p)^k, E p^k: compiled, threaded
+            part = np.empty((rows.size, ks.size))
+            grid_expectations(np.ascontiguousarray(loc[rows]), np.ascontiguousarray(sc[rows]),
+                              z, weight, ks, metric == "pass^k", part)
+            out[rows] = 1.0 - part if metric == "pass@k" else part
+            continue
         chunk = max(1, 2_000_000 // z.size)
         for first in range(0, rows.size, chunk):
             at = rows[first:first + chunk]
-            y = loc[at, None] + sc[at, None] * z
-            if metric in ("g-pass@k", "consistency"):
-                out[at] = _other_expectation(y, metric, ks, tau, weight)
-                continue
-            log_f = -np.logaddexp(0.0, y if metric == "pass@k" else -y)  # log(1 - p), log p
-            for i, k in enumerate(ks):
-                value = np.exp(k * log_f) @ weight
-                out[at, i] = 1.0 - value if metric == "pass@k" else value
+            out[at] = _other_expectation(loc[at, None] + sc[at, None] * z, metric, ks, tau,
+                                         weight)
     return out.reshape(lead + (ks.size,))
 
 
@@ -865,6 +868,9 @@ class LogitNormalRates:
 
     name = "logit_normal"
     estimands = ("tasks", "population")
+    #: :meth:`population` and :meth:`tasks` take ``systems``: a system's draws are the same
+    #: whichever systems are read beside it, so a reader may ask for a few and add the rest
+    subsets = True
 
     @staticmethod
     def _params(tree, bound):
@@ -903,26 +909,50 @@ class LogitNormalRates:
         obs = tree["observed_data"].to_dataset()
         return counts_by_bound(obs)
 
-    def _wrap(self, values, tree, bounds, ks, n_chain, n_draw):
+    def _wrap(self, values, tree, bounds, ks, n_chain, n_draw, index=None):
+        """Per-bound ``(draws, system, k)`` values of every system as a DataArray; with
+        ``index``, of those systems only, in that order."""
         from bayeval.models._beta_family import BetaRates
 
         values = np.stack(values, axis=0)  # (bound, draws, system, k)
         values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
-        return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, ks, "")
+        labels = tree["observed_data"]["system"].values
+        if index is not None:
+            values, labels = values[:, :, :, index], labels[index]
+        return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, ks, "", labels)
 
-    def population(self, tree, metric, ks, clusters="new", weighting="task", tau=None):
+    @staticmethod
+    def _system_index(tree, systems):
+        """Positions of ``systems`` (labels) among the fit's systems; None for all."""
+        if systems is None:
+            return None
+        labels = tree["observed_data"]["system"].values.tolist()
+        return np.asarray([labels.index(label) for label in systems], dtype=np.int64)
+
+    def population(self, tree, metric, ks, clusters="new", weighting="task", tau=None,
+                   systems=None):
+        """Draws of ``metric`` for a new task, ``(chain, draw, system[, missing_bound], k)``,
+        of the ``systems`` (labels) asked for, default all."""
         c, n, bounds = self._bounds(tree)
+        index = self._system_index(tree, systems)
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
+            chosen = slice(None) if index is None else index
+            # a system's value reads only its own parameters
+            prm_chosen = {**prm, "alpha": prm["alpha"][:, chosen], "w": prm["w"][:, chosen]}
             if clusters == "observed":
-                out.append(self._observed_clusters(prm, layout, metric, ks, weighting, tau))
-                continue
-            spread = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
-            value = normal_expectation(prm["alpha"], spread[:, None, None] * np.ones_like(
-                prm["alpha"]), metric, ks, tau)  # (draw, system, stratum, k)
-            out.append(clip_probability(np.einsum("dshk,h->dsk", value, layout.pops.weight)))
-        return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
+                value = self._observed_clusters(prm_chosen, layout, metric, ks, weighting, tau)
+            else:
+                spread = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
+                value = normal_expectation(prm_chosen["alpha"], spread[:, None, None]
+                                           * np.ones_like(prm_chosen["alpha"]), metric, ks,
+                                           tau)  # (draw, system, stratum, k)
+                value = clip_probability(np.einsum("dshk,h->dsk", value, layout.pops.weight))
+            full = np.zeros((value.shape[0], prm["alpha"].shape[1], value.shape[2]))
+            full[:, chosen] = value
+            out.append(full)
+        return self._wrap(out, tree, bounds, ks, n_chain, n_draw, index)
 
     def _recipe_means(self, tree):
         """Per bound: each recipe's mean intercept ``beta (draw, recipe, H)``, drawn from its
@@ -1048,10 +1078,16 @@ class LogitNormalRates:
                                  layout.cluster, layout.pops.code, c, n, layout.paired, rng,
                                  **kwargs)
 
-    def tasks(self, tree, metric, ks, shared=None, tau=None):
+    def tasks(self, tree, metric, ks, shared=None, tau=None, systems=None):
+        """Draws of ``metric`` over these tasks, ``(chain, draw, system[, missing_bound],
+        k)``: of the ``systems`` (labels) asked for where the fit sampled its task effects
+        (each system's task-by-system effects are then drawn alone), else of every system
+        (the collapsed form draws a task's effects in all systems jointly)."""
         c, n, bounds = self._bounds(tree)
         weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
         seed = int(tree.attrs["seed"])
+        index = (self._system_index(tree, systems) if "task_effects" in tree.children
+                 else None)
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
@@ -1061,7 +1097,7 @@ class LogitNormalRates:
             if effects is not None:  # a full-latent fit: its task effects, sampled
                 draws = self._latent(prm, layout, effects, c[b], n[b], rng,
                                      ks=ks.astype(float), metric=metric, weight=weights.T,
-                                     tau=tau)
+                                     tau=tau, systems=index)
                 out.append(np.clip(draws, 0.0, 1.0))
                 continue
             base, rows, sigma_v, pat = self._rows(prm, layout, c[b], n[b])
@@ -1084,7 +1120,7 @@ class LogitNormalRates:
                 chol = np.linalg.cholesky(_nearest_psd(cov) + jitter)  # (draw, k, S, S)
                 draws = draws + centre + np.einsum("dkst,dt->dsk", chol, z)
             out.append(np.clip(draws, 0.0, 1.0))
-        return self._wrap(out, tree, bounds, ks, n_chain, n_draw)
+        return self._wrap(out, tree, bounds, ks, n_chain, n_draw, index)
 
     def task_rates(self, tree, systems=None):
         """Per-task rate draws, joint over systems: per posterior draw, each task's rates in
@@ -1106,11 +1142,10 @@ class LogitNormalRates:
             rng = np.random.default_rng([seed, 2, b])
             effects = self._task_effects(tree, b)
             if effects is not None:  # a full-latent fit: exact, given its sampled task effects
-                # (given them, the systems' rates are independent: a subset is drawn alone)
-                keep = np.asarray(index)
-                chosen_prm = {**prm, "alpha": prm["alpha"][:, keep], "w": prm["w"][:, keep]}
-                out.append(self._latent(chosen_prm, layout, effects, c[b][keep], n[b][keep],
-                                        rng))
+                # (given them, the systems' rates are independent: a subset is drawn alone,
+                # each system from its own streams)
+                out.append(self._latent(prm, layout, effects, c[b], n[b], rng,
+                                        systems=index)[:, index])
                 continue
             base, rows, sigma_v, pat = self._rows(prm, layout, c[b], n[b])
             keep = np.zeros(n[b].shape[::-1], dtype=bool)  # (J, S)
