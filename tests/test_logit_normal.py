@@ -648,7 +648,7 @@ def test_estimand_options_and_errors():
 def test_observed_cluster_expectation_matches_direct_quadrature(metric):
     """The grid sized to the scale (from 33 nodes at small scales to 2049 at large ones)
     against SciPy's adaptive quadrature, split where the logistic turns, at scales from 0.02
-    to 60 and k up to 16."""
+    to 60 and k up to 16 (and k = 1 alone)."""
     from bayeval.models.logit_normal import normal_expectation
 
     rng = np.random.default_rng(0)
@@ -666,6 +666,9 @@ def test_observed_cluster_expectation_matches_direct_quadrature(metric):
             ref = sum(integrate.quad(integrand, a, b, epsabs=1e-14, epsrel=1e-13, limit=400)[0]
                       for a, b in ((-12, turn), (turn, 12)))
             assert ours[i, j] == pytest.approx(ref, abs=1e-12)
+    # k = 1 alone takes the kernel's one-exponential route
+    np.testing.assert_allclose(normal_expectation(loc, scale, metric, [1])[:, 0], ours[:, 0],
+                               rtol=0, atol=1e-13)
 
 
 def _dense_conditional(eta, c, n, sigma_e, sigma_v, points=241):
