@@ -112,6 +112,12 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     return "hierarchical", f"{why}: the hierarchical model"
 
 
+#: Whether a task-latent fit of ``logit_normal`` that diverged is replaced by the collapsed
+#: form's fit of the same data (the same posterior, its cluster effects held as the data
+#: suggest rather than centred).
+REFIT_DIVERGENT_TASK_LATENT = True
+
+
 def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None,
         sampler: str = "auto", *, tune: int = 1000, priors: dict | None = None,
         progress: bool | None = None, strict: bool = False, task_draws="auto",
@@ -234,6 +240,19 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
                                  else logit_normal.sampling_form(ds))
         posterior, sample_stats = _nuts(data, model, priors, draws, chains, tune, seed, engine,
                                         progress, bounds, form)
+        diverged = 0 if sample_stats is None else int(sample_stats["diverging"].sum())
+        if form == "task-latent" and diverged and REFIT_DIVERGENT_TASK_LATENT:
+            # its cluster effects are centred: where the clusters' spread is small against
+            # what their tasks say of it, a funnel (simulated: a chain stuck at sigma_cluster
+            # 0.03); the collapsed form, the same posterior, holds them as the data suggest
+            form, form_choice = "collapsed", (
+                f"{form_choice}; its fit diverged {diverged} times, so the collapsed form "
+                "(task effects integrated out) was sampled instead")
+            if progress:
+                print(f"the task-latent fit diverged {diverged} times: sampling the collapsed "
+                      "form instead", file=sys.stderr)
+            posterior, sample_stats = _nuts(data, model, priors, draws, chains, tune, seed,
+                                            engine, progress, bounds, form)
     if bounds is None and "missing_bound" in posterior.dims:
         posterior = posterior.isel(missing_bound=0, drop=True)
     elif bounds is not None and "missing_bound" in posterior.dims:

@@ -1,6 +1,7 @@
 """Which form of the paired model NUTS samples: collapsed (quadrature), full-latent or
 task-latent."""
 
+import importlib
 import warnings
 
 import numpy as np
@@ -8,7 +9,12 @@ import pytest
 
 import bayeval as be
 from bayeval.models import logit_normal
-from bayeval.models.logit_normal import LATENT_CELLS, TASK_LATENT_SYSTEMS, sampling_form
+from bayeval.models.logit_normal import (
+    LATENT_CELLS,
+    TASK_LATENT_CLUSTER_TASKS,
+    TASK_LATENT_SYSTEMS,
+    sampling_form,
+)
 
 
 def _forced_fit(monkeypatch, data, setting, value, **kwargs):
@@ -73,6 +79,27 @@ def test_many_systems_with_few_trials_take_the_task_latent_form():
     assert sampling_form(be.from_counts(rng.binomial(n, 0.5), n).dataset)[0] == "collapsed"
 
 
+@pytest.mark.parametrize("tasks, clusters, form", [
+    (100, 10, "collapsed"),  # 10 tasks a cluster: centred cluster effects, a funnel
+    (3 * TASK_LATENT_CLUSTER_TASKS, 3, "task-latent"),  # exactly the threshold
+    (3 * TASK_LATENT_CLUSTER_TASKS - 3, 3, "collapsed"),  # one task a cluster fewer
+    (100, None, "task-latent"),
+])
+def test_the_task_latent_form_needs_clusters_of_many_tasks(tasks, clusters, form):
+    """The task-latent form samples the cluster effects centred: with few tasks a cluster
+    the data pin them loosely and the centred form is a funnel (simulated: a chain stuck at
+    sigma_cluster 0.03), so such data keep the collapsed form, which says why."""
+    data = _counts(TASK_LATENT_SYSTEMS, tasks, 1)
+    if clusters is not None:
+        labels = [f"c{j * clusters // tasks}" for j in range(tasks)]
+        data = be.from_counts(data.dataset["successes"].values, data.dataset["trials"].values,
+                              clusters=labels)
+    chosen, why = sampling_form(data.dataset)
+    assert chosen == form
+    if form == "collapsed":
+        assert f"tasks a cluster, under {TASK_LATENT_CLUSTER_TASKS}" in why
+
+
 def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     """Forced onto small data, the full-latent route records its form and gives the same
     posterior groups and readouts as the collapsed one; both estimate the same variance
@@ -133,6 +160,11 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
     c = rng.binomial(1, 1 / (1 + np.exp(-logit)))
     data = be.from_counts(c, np.ones_like(c), clusters=clusters)
     fits = {}
+    # 20 tasks a cluster: fit itself would keep these collapsed (TASK_LATENT_CLUSTER_TASKS),
+    # and replace a task-latent fit that diverged (this one does, a few times)
+    monkeypatch.setattr(logit_normal, "TASK_LATENT_CLUSTER_TASKS", 0)
+    monkeypatch.setattr(importlib.import_module("bayeval.fit"), "REFIT_DIVERGENT_TASK_LATENT",
+                        False)
     for form, threshold in (("task-latent", TASK_LATENT_SYSTEMS), ("collapsed", 10**9)):
         fits[form] = _forced_fit(monkeypatch, data, "TASK_LATENT_SYSTEMS", threshold,
                                  draws=400, tune=400, chains=2, seed=4)
@@ -295,3 +327,35 @@ def test_clusters_of_unequal_size_shift_the_intercepts_by_the_task_weighted_leve
         res = be.fit(data, model="logit_normal", draws=100, chains=1, tune=100, seed=1)
     assert res.tree.attrs["form"] == "collapsed"
     assert res.tree.attrs["intercept_level"] == "task-weighted"
+
+
+def test_a_task_latent_fit_that_diverges_is_sampled_again_collapsed(monkeypatch):
+    """A task-latent fit with a divergence (its centred cluster effects can be a funnel) is
+    replaced by the collapsed form's fit of the same data, and the choice says so; one
+    without keeps its form."""
+    fit_module = importlib.import_module("bayeval.fit")
+    real = fit_module._nuts
+    forms = []
+
+    def diverging(*args):
+        forms.append(args[-1])
+        posterior, stats = real(*args)
+        if args[-1] == "task-latent":
+            diverging = stats["diverging"].values.copy()
+            diverging[0, 0] = 1
+            stats = stats.assign(diverging=(stats["diverging"].dims, diverging))
+        return posterior, stats
+
+    data = _counts(TASK_LATENT_SYSTEMS, 40, 1)
+    settings = {"model": "logit_normal", "draws": 60, "tune": 60, "chains": 2, "seed": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)  # short fits
+        kept = be.fit(data, **settings)
+        monkeypatch.setattr(fit_module, "_nuts", diverging)
+        res = be.fit(data, **settings)
+    assert kept.tree.attrs["form"] == "task-latent"
+    assert forms == ["task-latent", "collapsed"]
+    assert res.tree.attrs["form"] == "collapsed"
+    assert "diverged 1 times, so the collapsed form" in res.tree.attrs["form_choice"]
+    assert res.diagnostics["divergences"] == int(res.tree["sample_stats"]["diverging"].sum())
+    assert "task_effects" not in res.tree.children

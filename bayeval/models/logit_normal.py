@@ -255,6 +255,15 @@ def task_parametrisation(ds: xr.Dataset) -> bool:
 #: before the table reads were written out in one loop, which took a third off a gradient).
 TASK_LATENT_SYSTEMS = 12
 
+#: With clusters, the fewest tasks a cluster holds on average for which ``fit`` samples the
+#: task-latent form (:func:`sampling_form`), whose cluster effects are centred. Simulated
+#: (12 systems, one trial a task, cluster sd 0.7, 2 chains x 500 draws;
+#: ``benchmarks/results/task_latent_coverage.txt``): with 10 tasks a cluster 19 of 60 fits
+#: diverged, one with a chain stuck at ``sigma_cluster`` 0.03 (494 divergences, bulk ESS 3),
+#: where the collapsed form, its cluster effects non-centred, had none in 25 of the same
+#: data; with 40 a cluster one of six fits diverged once. SWE-bench has 42.
+TASK_LATENT_CLUSTER_TASKS = 30
+
 
 #: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
 #: patterns) for which ``fit`` samples the full-latent form of several systems
@@ -284,7 +293,8 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     the tasks have more than two trials for some system and those tasks hold at least
     :data:`LATENT_CELLS` system-task cells (smaller data were not measured); one system and
     data with one or two trials per task keep the collapsed form, whose integrals also remove
-    the funnel of few tasks, unless there are at least :data:`TASK_LATENT_SYSTEMS` systems:
+    the funnel of few tasks, unless there are at least :data:`TASK_LATENT_SYSTEMS` systems
+    and, with clusters, at least :data:`TASK_LATENT_CLUSTER_TASKS` tasks a cluster on average:
     then each pattern's integral multiplies every system's terms at every grid node, and the
     task-latent form (task effects sampled, centred; each cell's task-by-system effect
     integrated out by the grid's inner rule; the intercepts, cluster effects and task
@@ -316,12 +326,18 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
         return "full-latent", (f"{int(multi.sum())} of {n.shape[1]} tasks have more than "
                                f"{LOW_TRIALS} trials ({cells} system-task cells): the full-latent "
                                "form, cheaper than a quadrature per task")
-    if not multi.any() and n.shape[0] >= TASK_LATENT_SYSTEMS:
+    _, labels = cluster_codes(ds)
+    per_cluster = n.shape[1] / (1 if labels is None else len(labels))
+    if (not multi.any() and n.shape[0] >= TASK_LATENT_SYSTEMS
+            and per_cluster >= TASK_LATENT_CLUSTER_TASKS):
         return "task-latent", (f"{n.shape[0]} systems with at most {LOW_TRIALS} trials a task: "
                                "the task-latent form (task effects sampled, each cell's "
                                "task-by-system effect integrated out), cheaper than a "
                                "quadrature over every system")
-    if not multi.any():
+    if not multi.any() and n.shape[0] >= TASK_LATENT_SYSTEMS:
+        why = (f"{per_cluster:.0f} tasks a cluster, under {TASK_LATENT_CLUSTER_TASKS} (the "
+               "task-latent form's centred cluster effects would be a funnel)")
+    elif not multi.any():
         why = f"every task has at most {LOW_TRIALS} trials"
     elif not paired:
         why = "one system (no integral over task-by-system effects)"
