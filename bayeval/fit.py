@@ -483,6 +483,9 @@ def _warn_single_trial(data, model):
         message = ("with one trial per task a system's own task-to-task spread is identified "
                    "only through the other systems: the task-by-system spread and pass@k, pass^k "
                    "for k > 1 lean on their priors")
+        if model == "logit_normal":
+            message += (", and intervals over these tasks (estimand='tasks') covered 0.90-0.92 "
+                        "at 95% in simulations of 12 systems (models/logit_normal.md)")
     else:
         message = ("with one trial per task the spread of rates between tasks is not "
                    "identified: pass@1 of the population is, but pass@k and pass^k for k > 1 "
