@@ -8,7 +8,7 @@ the default model (``fit(data)``: ``logit_normal``, in the form ``sampling_form`
 times ``Results.ranks``, ``Results.rank_groups`` and ``Results.compare_all`` for the
 population estimand (a new task) and the tasks estimand (these tasks), each first call (which
 computes the estimand's draws) and again (cached), beside the fit's own time, and the
-bootstrap twin ``bootstrap.rank_sets``. Writes ``benchmarks/results/rank_timing.txt``.
+bootstrap twin ``bootstrap.rank_sets``. Appends to ``benchmarks/results/rank_timing.txt``.
 """
 
 from __future__ import annotations
@@ -69,7 +69,8 @@ def main():
         _, boot = _timed(be.bootstrap.rank_sets, data, unit=unit)
         lines.append(f"{'bootstrap.rank_sets, ' + unit:<36} {boot:8.2f}")
         print(lines[-1], flush=True)
-    args.out.write_text("\n".join(lines) + "\n")
+    with args.out.open("a") as out:  # the file keeps earlier runs with their readings
+        out.write("\n" + "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
