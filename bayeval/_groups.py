@@ -118,8 +118,12 @@ def replicated_successes(tree, seed) -> xr.DataArray | None:
     # drawn exactly, a task at a time: about 3 ms a draw at 25 systems x 500 tasks)
     p = get_model(model).task_rates(tree).transpose("chain", "draw", "system", "task").values
     rng = np.random.default_rng([int(seed), 5])
-    trials = n[0][None, None]
-    counts = rng.binomial(trials, np.nan_to_num(np.clip(p, 0.0, 1.0)))
+    trials = n[0][None, None].astype(np.int64)
+    p = np.nan_to_num(np.clip(p, 0.0, 1.0))
+    if trials.max() <= 1:  # one trial a cell: a uniform under p (a tenth of binomial's time)
+        counts = (rng.random(p.shape) < p) * trials
+    else:
+        counts = rng.binomial(trials, p)
     return xr.DataArray(counts.astype(np.int64), dims=("chain", "draw", "system", "task"),
                         coords={"chain": post["chain"].values, "draw": post["draw"].values,
                                 "system": obs["system"].values, "task": obs["task"].values},

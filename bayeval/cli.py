@@ -302,8 +302,10 @@ def _model_options(func):
                      help="Posterior draws per chain."),
         click.option("--chains", type=click.IntRange(min=1), default=4, show_default=True,
                      help="Chains (the grid and conjugate engines fill the same layout)."),
-        click.option("--tune", type=click.IntRange(min=0), default=1000, show_default=True,
-                     help="NUTS warm-up draws per chain (NUTS engines only)."),
+        click.option("--tune", type=click.IntRange(min=0), default=None,
+                     help="NUTS warm-up draws per chain (NUTS engines only). [default: 300 "
+                          "where logit_normal integrates its latent effects out (collapsed "
+                          "and task-latent forms), 1000 otherwise]"),
         click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
                      help="Seed of the fit and of every bootstrap."),
         click.option("--n-boot", type=click.IntRange(min=2), default=10_000, show_default=True,
@@ -741,7 +743,7 @@ def _echo_notes(notes, start: int = 0):
         click.echo(f"note: {note}", err=True)
 
 
-def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1000,
+def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int | None = None,
          pairs=None):
     """Fit ``data`` (only the systems of ``pairs`` when given: a comparison fits what it
     needs), saying on stderr what is fitted before a sampler runs."""
@@ -757,13 +759,18 @@ def _fit(data, model, sampler, draws, chains, seed, notes: _Notes, tune: int = 1
         ds = data.dataset
         paired = chosen in ("logit_normal", "zoib")
         how = "paired" if paired else "unpaired"
+        form = None
         if chosen == "logit_normal" and sampler in ("auto", "nutpie", "pymc"):
             from bayeval.models.logit_normal import sampling_form
 
-            how += f", {sampling_form(ds)[0]} form"
+            form = sampling_form(ds)[0]
+            how += f", {form} form"
+        from bayeval.fit import default_tune
+
+        warm_up = default_tune(chosen, form) if tune is None else tune
         status(f"fitting {chosen} ({how}) "
                f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
-               f"{chains} chain(s) x {draws} draws after {tune} warm-up, seed {seed} ...")
+               f"{chains} chain(s) x {draws} draws after {warm_up} warm-up, seed {seed} ...")
     setting = _progress_setting()
     with notes:
         return be.fit(data, model=model, draws=draws, chains=chains, seed=seed,

@@ -359,3 +359,31 @@ def test_a_task_latent_fit_that_diverges_is_sampled_again_collapsed(monkeypatch)
     assert "diverged 1 times, so the collapsed form" in res.tree.attrs["form_choice"]
     assert res.diagnostics["divergences"] == int(res.tree["sample_stats"]["diverging"].sum())
     assert "task_effects" not in res.tree.children
+
+
+def test_the_default_warm_up_follows_the_sampled_form(monkeypatch):
+    """Without ``tune``, fit warms up 300 draws where logit_normal integrates its latent
+    effects out (collapsed, task-latent) and 1000 for the full-latent form and the other
+    models; a ``tune`` given is used as given."""
+    fit_module = importlib.import_module("bayeval.fit")
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def record(data, model, priors, draws, chains, tune, *rest):
+        seen.append((model, rest[-1], tune))
+        raise Stop
+
+    monkeypatch.setattr(fit_module, "_nuts", record)
+    cases = [(_counts(2, 40, 1), {}, ("logit_normal", "collapsed", 300)),
+             (_counts(TASK_LATENT_SYSTEMS, 40, 1), {}, ("logit_normal", "task-latent", 300)),
+             (_counts(13, 80, 5), {}, ("logit_normal", "full-latent", 1000)),
+             (_counts(2, 40, 1), {"model": "hierarchical", "sampler": "nutpie"},
+              ("hierarchical", None, 1000)),
+             (_counts(2, 40, 1), {"tune": 75}, ("logit_normal", "collapsed", 75))]
+    for data, options, expected in cases:
+        with pytest.raises(Stop), warnings.catch_warnings():
+            warnings.simplefilter("ignore", be.BayevalWarning)  # one trial a task
+            be.fit(data, draws=10, chains=1, seed=0, **options)
+        assert seen[-1] == expected
