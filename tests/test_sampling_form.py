@@ -387,3 +387,19 @@ def test_the_default_warm_up_follows_the_sampled_form(monkeypatch):
             warnings.simplefilter("ignore", be.BayevalWarning)  # one trial a task
             be.fit(data, draws=10, chains=1, seed=0, **options)
         assert seen[-1] == expected
+
+
+def test_few_systems_sample_their_contrasts_non_centred():
+    """The system level's parametrisation on the bundled data: centred where the systems'
+    spread is many times their standard errors (SWE-bench's 25 systems, Terminal-Bench,
+    LangChain), non-centred for Multi-SWE-bench Java (ratio 2.5), whose centred fits
+    diverged at small sigma_system, and none for two systems."""
+    from bayeval.models.logit_normal import system_parametrisation
+
+    swe = be.datasets.load("swebench_verified")
+    assert system_parametrisation(swe.dataset) == 1
+    assert system_parametrisation(be.datasets.load("terminal_bench", missing="fail").dataset) == 1
+    assert system_parametrisation(be.datasets.load("langchain_tool_use").dataset) == 1
+    assert system_parametrisation(be.datasets.load("swebench_java", missing="fail").dataset) == 2
+    assert system_parametrisation(swe.sel(system=swe.systems[:5]).dataset) == 2
+    assert system_parametrisation(swe.sel(system=swe.systems[:2]).dataset) == 0
