@@ -2029,27 +2029,31 @@ _LOW_COUNTS = np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 2.0]])
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _integrated_cells(y, c, n, sigma_v, u, lam):
-    """The task-latent form's log likelihood of the counts given the logits ``y = eta + e``
-    ``(J, S)``, each cell's task-by-system effect integrated out (every cell has at most
-    :data:`LOW_TRIALS` trials): ``log g_{c,n}(y; sigma_v)`` by the fixed inner rule of the
-    collapsed form's grid (:func:`_fixed_cell`), tabulated per counts over the range of
-    ``|y|`` and read by the cubic Hermite interpolant of :func:`_table_at` (counts with fewer
-    successes than failures read their mirror at ``-y``, since the effect is symmetric;
-    beyond the grid, the tangent at its end). Returns the sum, the gradient in the
-    predictors ``(J, S)``, in the task effects ``(J,)`` and in ``sigma_v``: those of the
-    interpolant, whose cells are exact functions of ``sigma_v``. Binomial coefficients are
-    left out, as in :func:`_latent_cells`. The reads are written out in one loop (a call per
-    cell cost three times as much), each a Horner evaluation of the step's polynomial
-    (:func:`_hermite_coefficients`: 0.7 of the time of weighting the Hermite basis)."""
-    J, S = y.shape
+def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
+    """The task-latent form's log likelihood of the counts given the logits ``y[j, s] =
+    base[cluster[j], stratum[j], s] + e[j]`` (``base (G, H, S)`` from :func:`_forward`, ``e
+    (J,)`` the task effects the likelihood sees), each cell's task-by-system effect
+    integrated out (every cell has at most :data:`LOW_TRIALS` trials): ``log g_{c,n}(y;
+    sigma_v)`` by the fixed inner rule of the collapsed form's grid (:func:`_fixed_cell`),
+    tabulated per counts over the range of ``|y|`` and read by the cubic Hermite interpolant
+    of :func:`_table_at` (counts with fewer successes than failures read their mirror at
+    ``-y``, since the effect is symmetric; beyond the grid, the tangent at its end). Returns
+    the sum, the gradient in ``base`` (summed over each row's tasks: what
+    :func:`_backward_rows` takes), in the task effects ``(J,)`` and in ``sigma_v``: those of
+    the interpolant, whose cells are exact functions of ``sigma_v``. Binomial coefficients
+    are left out, as in :func:`_latent_cells`. The reads are written out in one loop (a call
+    per cell cost three times as much), each a Horner evaluation of the step's polynomial
+    (:func:`_hermite_coefficients`: 0.7 of the time of weighting the Hermite basis), and
+    the logits are formed as the cells are read, never held whole."""
+    J, S = c.shape
     reach = 0.0
     used = np.zeros(3, dtype=np.bool_)
     for j in range(J):
+        row = base[cluster[j], stratum[j]]
         for s in range(S):
             nn = n[j, s]
             if nn > 0.0:
-                reach = max(reach, abs(y[j, s]))
+                reach = max(reach, abs(row[s] + e[j]))
                 cc = c[j, s]
                 used[_LOW_TABLE[int(nn * (nn + 1.0) / 2.0 + max(cc, nn - cc))]] = True
     top = min(int((reach - TABLE_LOW) / TABLE_STEP) + 1, TABLE_SIZE - 1)
@@ -2066,10 +2070,12 @@ def _integrated_cells(y, c, n, sigma_v, u, lam):
     h = TABLE_STEP
     inv_h = 1.0 / TABLE_STEP
     total, g_sv = 0.0, 0.0
-    g_eta = np.zeros((J, S))
+    g_base = np.zeros(base.shape)
     g_e = np.zeros(J)
     for j in range(J):
         acc = 0.0
+        row = base[cluster[j], stratum[j]]
+        g_row = g_base[cluster[j], stratum[j]]
         for s in range(S):
             nn = n[j, s]
             if nn == 0.0:  # not run
@@ -2078,7 +2084,7 @@ def _integrated_cells(y, c, n, sigma_v, u, lam):
             # fewer successes than failures: the mirror's table, at -y
             sg = 1.0 if cc >= nn - cc else -1.0
             q = _LOW_TABLE[int(nn * (nn + 1.0) / 2.0 + max(cc, nn - cc))]
-            yy = sg * y[j, s]
+            yy = sg * (row[s] + e[j])
             t = (yy - TABLE_LOW) * inv_h
             if t <= 0.0 or t >= TABLE_SIZE - 1:  # beyond the grid: the tangent at its end
                 i = 0 if t <= 0.0 else TABLE_SIZE - 1
@@ -2093,11 +2099,11 @@ def _integrated_cells(y, c, n, sigma_v, u, lam):
                 dv = k[4] + t * (k[5] + t * (k[6] + t * k[7]))
             d1 *= sg
             total += f
-            g_eta[j, s] = d1
+            g_row[s] += d1
             acc += d1
             g_sv += dv
         g_e[j] = acc
-    return total, g_eta, g_e, g_sv
+    return total, g_base, g_e, g_sv
 
 
 @numba.njit(cache=True)
@@ -2314,8 +2320,10 @@ def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad, centre
 @numba.njit(cache=True)
 def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
     """The log prior of ``theta`` (log-Jacobians included) with its gradient, and every
-    pattern's linear predictor ``eta (P, S)``; returns those and the state :func:`_backward`
-    needs: ``(logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys)``. The cluster
+    pattern's linear predictor ``eta (P, S)`` (none with ``P`` negative: read ``base``
+    instead); returns those and the state :func:`_backward` needs: ``(logp, grad, eta, sig,
+    d_u, d_w, d_shift, sig_sys, d_sig_sys, base)``, ``base (G, H, S)`` the predictors of
+    each (cluster, stratum). The cluster
     effects' zero-sum coordinates are normal about ``centre_u``, whose gradient adds to
     ``g_centre_u``."""
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
@@ -2419,10 +2427,10 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
             for s in range(S):
                 base[g, h, s] = (identified[s, h] + a_u * (d_u[g] - level_u)
                                  + a_w * (d_w[s, g] - level_w[s]))
-    eta = np.empty((P, S))
+    eta = np.empty((max(P, 0), S))
     for p in range(P):
         eta[p] = base[p_cluster[p], p_stratum[p]]
-    return logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
+    return logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, base
 
 
 @numba.njit(cache=True)
@@ -2435,6 +2443,22 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
      i_za, i_tail, centred) = _kernel_layout(spec, const)
     P = g_eta.shape[0]
+    # the patterns' gradients summed per (cluster, stratum) row by row (contiguous)
+    by_gh = np.zeros((G, H, S))
+    for p in range(P):
+        by_gh[p_cluster[p], p_stratum[p]] += g_eta[p]
+    _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift,
+                   sig_sys, d_sig_sys)
+
+
+@numba.njit(cache=True)
+def _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift,
+                   sig_sys, d_sig_sys):
+    """:func:`_backward` from the likelihood's gradient summed per (cluster, stratum),
+    ``by_gh (G, H, S)``."""
+    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
+     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
+     i_za, i_tail, centred) = _kernel_layout(spec, const)
     sig_u = sig[2] if clusters else 0.0
     sig_w = sig[3] if clusters and paired else 0.0
     centred_w = centred and spec[10] == 1
@@ -2444,11 +2468,7 @@ def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad,
     grad[i_sig[0]] += sig[0] * g_se
     if paired:
         grad[i_sig[1]] += sig[1] * g_sv
-    # the patterns' gradients summed per (cluster, stratum) row by row (contiguous), then
     # split into the cluster effects', the cluster-by-system effects' and the intercepts'
-    by_gh = np.zeros((G, H, S))
-    for p in range(P):
-        by_gh[p_cluster[p], p_stratum[p]] += g_eta[p]
     g_u = np.zeros(G)
     g_w = np.zeros((S, G))
     g_id = np.zeros((S, H))  # gradient in the identified intercepts, rotated once below
@@ -2537,8 +2557,14 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
             for i in range(r):
                 acc += fold_map[a, i] * theta[i_tail + i]
             centre_u[a] = s_t * acc
-    logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys = _forward(
-        theta, spec, const, p_cluster, p_stratum, c.shape[0], centre_u, g_centre_u)
+    # the task-latent form integrates each cell's task-by-system effect out, reading the
+    # predictors per (cluster, stratum) as it goes
+    integrated = latent and paired and spec.shape[0] > 14 and spec[14] != 0
+    logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, base = _forward(
+        theta, spec, const, p_cluster, p_stratum, -1 if integrated else c.shape[0], centre_u,
+        g_centre_u)
+    g_base = np.zeros((0, 0, 0))
+    g_eta = np.zeros((0, 0))
     if latent:  # the patterns are the tasks, their effects the tail of theta
         J = c.shape[0]
         tail = theta[i_tail:]
@@ -2550,12 +2576,11 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
             seen = e.copy()
             for j in range(J):
                 seen[j] -= d_fold[p_cluster[j]]
-        # the task-latent form integrates each cell's task-by-system effect out
-        integrated = paired and spec.shape[0] > 14 and spec[14] != 0
-        y = _latent_y(seen, tail, eta, sig[1], paired and not integrated)
         if integrated:
-            total, g_eta, g_e, g_sv = _integrated_cells(y, c, n, sig[1], u, lam)
+            total, g_base, g_e, g_sv = _integrated_cells(base, p_cluster, p_stratum, seen, c,
+                                                         n, sig[1], u, lam)
         else:
+            y = _latent_y(seen, tail, eta, sig[1], paired)
             small, log_term = _softplus_parts(y)
             total, g_eta, g_e, g_sv = _latent_cells(tail, y, small, log_term, c, n, sig[1],
                                                     paired, grad[i_tail:])
@@ -2577,8 +2602,12 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     else:
         total, g_eta, g_se, g_sv = loglik_and_grad(eta, c, n, mult, sig[0], sig[1], paired, x,
                                                    logw, z, log_omega, u, lam)
-    _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u, d_w,
-              d_shift, sig_sys, d_sig_sys)
+    if integrated:
+        _backward_rows(theta, spec, const, g_base, g_se, g_sv, grad, sig, d_u, d_w, d_shift,
+                       sig_sys, d_sig_sys)
+    else:
+        _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u,
+                  d_w, d_shift, sig_sys, d_sig_sys)
     if kappa != 1.0:
         logp += _attenuation_adjoint(attenuated, grad, kappa, scaled, shifted, i_sig, paired,
                                      1 if latent else 0)
