@@ -79,8 +79,9 @@ def test_groups_arviz_uses(pair):
 
 
 def test_replicated_single_trials_are_bernoulli_draws_of_the_task_rates():
-    """One trial a cell takes the uniform route: counts 0 or 1, and each cell's replicated mean is its task rate's posterior mean within Monte Carlo error
-    (1,000 draws: sd at most 0.016; the bound is 5 sd)."""
+    """One trial a cell takes the uniform route: counts 0 or 1, and each cell's replicated
+    mean is its task rate's posterior mean within Monte Carlo error (1,000 draws: sd at
+    most 0.016; the bound is 5 sd)."""
     rng = np.random.default_rng(8)
     p = stats.beta(0.6, 0.5).rvs(30, random_state=rng)
     c = rng.binomial(1, np.stack([p, np.clip(p + 0.1, 0, 1)]))

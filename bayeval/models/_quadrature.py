@@ -1977,13 +1977,14 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
 
 @numba.njit(cache=True, fastmath={"contract"})
 def _fixed_cell(i, q, cq, nq, sigma_v, u, lam, tab, at):
-    """Fill cell ``i`` (at row ``at`` of ``tab``) of table ``q`` for the low-trial counts ``(cq, nq)`` by the fixed
-    inner rule of the collapsed form's grid: ``g = sum_m lam_m p_m^c (1 - p_m)^(n - c)``,
-    ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite on the standardised task-by-system
-    effect), with ``log g``, its derivatives in ``y`` and ``sigma_v`` and their cross
-    derivative, those of the rule itself (the layout of :func:`_table_cell`, without its
-    ready flag: :func:`_integrated_cells` fills every cell it reads first). Each node's
-    ``p`` and ``1 - p`` come from one exponential, ``exp(-|y|)``."""
+    """Fill cell ``i`` (at row ``at`` of ``tab``) of table ``q`` for the low-trial counts
+    ``(cq, nq)`` by the fixed inner rule of the collapsed form's grid: ``g = sum_m lam_m
+    p_m^c (1 - p_m)^(n - c)``, ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite on the
+    standardised task-by-system effect), with ``log g``, its derivatives in ``y`` and
+    ``sigma_v`` and their cross derivative, those of the rule itself (the layout of
+    :func:`_table_cell`, without its ready flag: :func:`_integrated_cells` fills every cell
+    it reads first). Each node's ``p`` and ``1 - p`` come from one exponential,
+    ``exp(-|y|)``."""
     y = TABLE_LOW + i * TABLE_STEP
     a_pow, b_pow = int(cq), int(nq - cq)
     g, gy, gs, gys = 0.0, 0.0, 0.0, 0.0
