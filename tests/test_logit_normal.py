@@ -959,3 +959,24 @@ def test_a_systems_draws_do_not_depend_on_the_systems_read_beside_it():
                                       + pair_first.pass_at_k(**options).sel(system="A"))
     np.testing.assert_array_equal(fitted.task_rates(system="C").sel(system="C"),
                                   fitted.task_rates().sel(system="C"))
+
+
+def test_per_pattern_values_equal_the_gradient_paths():
+    """The per-pattern log-likelihoods (``pattern_logliks``, the ``log_likelihood`` group)
+    read only the tables' values and skip the gradient pass; each equals, to the last bit,
+    what the gradient path (``loglik_and_grad``) sums for it: tasks with more than two trials
+    (the adaptive rule, one-sided and two-sided) and with at most two (the grid)."""
+    rng = np.random.default_rng(11)
+    rules = quad.Rules()
+    S, P = 4, 12
+    n = rng.choice([1.0, 3.0, 5.0], size=(P, S))
+    n[:3] = rng.choice([0.0, 1.0, 2.0], size=(3, S))  # grid patterns
+    c = rng.binomial(n.astype(int), 0.5).astype(float)
+    c[3] = 0.0  # one-sided: nothing solved
+    c[4] = n[4]  # and everything
+    eta = rng.normal(0.0, 1.5, (P, S))
+    for p in range(P):
+        single = quad.loglik_and_grad(eta[p:p + 1], c[p:p + 1], n[p:p + 1], np.ones(1), 1.3,
+                                      0.7, True, *rules.arrays())[0]
+        assert quad.pattern_logliks(eta[p:p + 1], c[p:p + 1], n[p:p + 1], 1.3, 0.7, True,
+                                    *rules.arrays())[0] == single

@@ -752,24 +752,56 @@ def _table_read(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
 
 
 @numba.njit(cache=True)
-def _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
-    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` from table ``q``: the cubic Hermite
-    interpolant through the two cells around ``y`` (computed if not yet), its derivatives,
-    and the ``sigma_v`` derivative by its own Hermite interpolant; beyond the grid, the
-    tangent at its end."""
+def _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """The cells of table ``q`` around ``y``, computed if not yet: ``(i, t)``, ``y`` at ``t``
+    of the way from cell ``i`` to ``i + 1``, or beyond the grid ``(edge cell, -1)``."""
     top = TABLE_LOW + (TABLE_SIZE - 1) * TABLE_STEP
     if y <= TABLE_LOW or y >= top:
         i = 0 if y <= TABLE_LOW else TABLE_SIZE - 1
         if tab[q, i, 3] == 0.0:
             _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
-        edge = TABLE_LOW + i * TABLE_STEP
-        return (tab[q, i, 0] + tab[q, i, 1] * (y - edge), tab[q, i, 1], 0.0, tab[q, i, 2])
+        return i, -1.0
     t = (y - TABLE_LOW) / TABLE_STEP
     i = min(int(t), TABLE_SIZE - 2)
     t -= i
     for j in (i, i + 1):
         if tab[q, j, 3] == 0.0:
             _table_cell(j, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    return i, t
+
+
+@numba.njit(cache=True)
+def _table_value(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """``log g`` at ``y`` from table ``q``, as :func:`_table_at` reads it, without the
+    derivatives."""
+    i, t = _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    if t < 0.0:
+        return tab[q, i, 0] + tab[q, i, 1] * (y - (TABLE_LOW + i * TABLE_STEP))
+    h = TABLE_STEP
+    f0, d0, f1, d1 = tab[q, i, 0], tab[q, i, 1], tab[q, i + 1, 0], tab[q, i + 1, 1]
+    t2, t3 = t * t, t * t * t
+    return ((2 * t3 - 3 * t2 + 1) * f0 + (t3 - 2 * t2 + t) * h * d0
+            + (-2 * t3 + 3 * t2) * f1 + (t3 - t2) * h * d1)
+
+
+@numba.njit(cache=True)
+def _table_read_value(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """``log g`` as :func:`_table_read` reads it, without the derivatives."""
+    if q >= 0:
+        return _table_value(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    return _table_value(-y, -1 - q, nq - cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+
+
+@numba.njit(cache=True)
+def _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
+    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` from table ``q``: the cubic Hermite
+    interpolant through the two cells around ``y`` (computed if not yet), its derivatives,
+    and the ``sigma_v`` derivative by its own Hermite interpolant; beyond the grid, the
+    tangent at its end."""
+    i, t = _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    if t < 0.0:
+        edge = TABLE_LOW + i * TABLE_STEP
+        return (tab[q, i, 0] + tab[q, i, 1] * (y - edge), tab[q, i, 1], 0.0, tab[q, i, 2])
     h = TABLE_STEP
     f0, d0, f1, d1 = tab[q, i, 0], tab[q, i, 1], tab[q, i + 1, 0], tab[q, i + 1, 1]
     t2, t3 = t * t, t * t * t
@@ -807,6 +839,23 @@ def _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired,
         slope += d1
         curve += d2
     return value, slope, curve
+
+
+@numba.njit(cache=True)
+def _marginal_value(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw,
+                    tab, terms):
+    """The log marginal density of :func:`_marginal_e`, without its derivatives."""
+    value = -0.5 * prec_e * e * e
+    for s in range(eta_p.shape[0]):
+        if n_p[s] == 0.0:
+            continue
+        y = eta_p[s] + e
+        if paired:
+            value += _table_read_value(y, slot_p[s], c_p[s], n_p[s], prec_v, log_sigma_v, x,
+                                       logw, tab, terms)
+        else:
+            value += c_p[s] * y - n_p[s] * _softplus(y)
+    return value
 
 
 @numba.njit(cache=True)
@@ -857,8 +906,8 @@ def _trapezoid_nodes(e, value, s_e, sigma_e, eta_p, slot_p, c_p, n_p, prec_e, pr
                     fits = False
                     break
                 point = e + side * j * step
-                level = _marginal_e(point, eta_p, slot_p, c_p, n_p, prec_e, prec_v,
-                                    log_sigma_v, paired, x, logw, tab, terms)[0]
+                level = _marginal_value(point, eta_p, slot_p, c_p, n_p, prec_e, prec_v,
+                                        log_sigma_v, paired, x, logw, tab, terms)
                 e_k[count] = point
                 log_f[count] = level
                 count += 1
@@ -881,7 +930,8 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
                     e_k, log_f, g_eta):
     """One adaptive-rule pattern from the tables: the outer Gauss-Hermite rule centred and
     scaled at the mode of the task effect's marginal; adds ``m`` times its gradient in
-    ``eta`` to ``g_eta[p]`` and returns ``(log L, d/dsigma_e, d/dsigma_v)`` (times ``m``)."""
+    ``eta`` to ``g_eta[p]`` and returns ``(log L, d/dsigma_e, d/dsigma_v)`` (times ``m``);
+    with ``g_eta`` empty, only ``(m log L, 0, 0)``."""
     S = eta.shape[1]
     K = x.shape[0]
     prec_e = 1.0 / sigma_e**2
@@ -903,14 +953,16 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
         offset = math.log(_SQRT2 * s_e) - math.log(sigma_e) - _LOG_SQRT_2PI
         for k in range(K):
             e_k[k] = e + _SQRT2 * s_e * x[k]
-            log_f[k] = logw[k] + offset + _marginal_e(e_k[k], eta[p], slot[p], c[p], n[p],
-                                                     prec_e, prec_v, log_sigma_v, paired, x,
-                                                     logw, tab, terms)[0]
+            log_f[k] = logw[k] + offset + _marginal_value(e_k[k], eta[p], slot[p], c[p],
+                                                         n[p], prec_e, prec_v, log_sigma_v,
+                                                         paired, x, logw, tab, terms)
     else:
         Kn = _trapezoid_nodes(e, value, s_e, sigma_e, eta[p], slot[p], c[p], n[p], prec_e,
                               prec_v, log_sigma_v, paired, x, logw, tab, terms, e_k, log_f)
     log_l = _logsumexp(log_f[:Kn])
     d_se, d_sv = 0.0, 0.0
+    if g_eta.shape[0] == 0:  # the value only (pattern_logliks)
+        return m * log_l, d_se, d_sv
     for k in range(Kn):
         if log_f[k] < log_l - 45.0:  # below 1e-19 of the total
             continue
@@ -976,7 +1028,8 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
 def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
             per_pattern):
     """``sum_p mult_p log L_p`` and its gradient in ``eta (P, S)``, ``sigma_e``, ``sigma_v``;
-    with a ``(P,)`` array ``per_pattern``, also each pattern's ``log L_p``.
+    with a ``(P,)`` array ``per_pattern``, instead each pattern's ``log L_p`` (the adaptive
+    rule's gradient then left out: its second pass over the nodes).
 
     Grid patterns (every n <= 2) share, within a cluster and stratum, the rates at the nodes and
     the inner integrals of each system's counts; their gradient is the exact derivative of the
@@ -1016,6 +1069,7 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
     slot = np.zeros((0, S), dtype=np.int64)
     total, g_se, g_sv = 0.0, 0.0, 0.0
     g_eta = np.zeros((P, S))
+    no_gradient = np.zeros((0, S))
     for p in range(P):
         m = mult[p]
         if _is_low(n[p]):
@@ -1059,7 +1113,8 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
             tab = np.zeros((max(n_tables, 1), TABLE_SIZE, 5)) if paired else np.zeros(
                 (1, 1, 5))
         log_l, d_se, d_sv = _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x,
-                                            logw, tab, terms, e_k, trap_f, g_eta)
+                                            logw, tab, terms, e_k, trap_f,
+                                            no_gradient if per_pattern.shape[0] else g_eta)
         total += log_l
         if per_pattern.shape[0]:
             per_pattern[p] = log_l / m
