@@ -25,7 +25,7 @@ from bayeval.models._beta_family import counts_by_bound
 
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 REPLICATE_LIMIT = 4_000_000  # replicated counts (chain x draw x system x task) kept by default
-_CHUNK_NUMBERS = 4_000_000  # linear predictors (draws x patterns x systems) held at once
+_CHUNK_NUMBERS = 4_000_000  # linear predictors (draws x rows x systems) held at once
 
 
 def _log_binomial_coefficients(c, n):
@@ -83,13 +83,17 @@ def log_likelihood(tree) -> xr.Dataset | None:
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(D)
         arrays = Rules().arrays()
         pc, pn = np.ascontiguousarray(pat.c), np.ascontiguousarray(pat.n)
-        chunk = max(1, _CHUNK_NUMBERS // max(pc.size, 1))  # eta's memory stays bounded
+        # the predictors per (cluster, stratum), not per pattern: the patterns share them
+        keys, row = np.unique(np.stack([pat.cluster, pat.stratum], axis=1), axis=0,
+                              return_inverse=True)
+        g, h = keys[:, 0], keys[:, 1]
+        chunk = max(1, _CHUNK_NUMBERS // max(keys.shape[0] * S, 1))  # memory stays bounded
         for start in range(0, D, chunk):
             d = slice(start, min(start + chunk, D))
-            eta = (prm["alpha"][d][:, :, pat.stratum].transpose(0, 2, 1)
-                   + prm["u"][d][:, pat.cluster][:, :, None]
-                   + prm["w"][d][:, :, pat.cluster].transpose(0, 2, 1))  # (draws, P, S)
-            values = all_pattern_logliks(np.ascontiguousarray(eta), pc, pn,
+            rows = (prm["alpha"][d][:, :, h].transpose(0, 2, 1) + prm["u"][d][:, g][:, :, None]
+                    + prm["w"][d][:, :, g].transpose(0, 2, 1))  # (draws, rows, S)
+            values = all_pattern_logliks(np.ascontiguousarray(rows, float),
+                                         np.ascontiguousarray(row.ravel(), np.int64), pc, pn,
                                          np.ascontiguousarray(prm["sigma_task"][d], float),
                                          np.ascontiguousarray(sigma_v[d], float),
                                          layout.paired, *arrays)

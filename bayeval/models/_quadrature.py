@@ -1028,8 +1028,9 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
 def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
             per_pattern):
     """``sum_p mult_p log L_p`` and its gradient in ``eta (P, S)``, ``sigma_e``, ``sigma_v``;
-    with a ``(P,)`` array ``per_pattern``, instead each pattern's ``log L_p`` (the adaptive
-    rule's gradient then left out: its second pass over the nodes).
+    with a ``(P,)`` array ``per_pattern``, instead each pattern's ``log L_p`` (the gradient
+    then left out: the grid's node sums and the adaptive rule's second pass over its
+    nodes).
 
     Grid patterns (every n <= 2) share, within a cluster and stratum, the rates at the nodes and
     the inner integrals of each system's counts; their gradient is the exact derivative of the
@@ -1102,8 +1103,9 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
                     ready[row] = True
             log_l = _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f)
             total += m * log_l
-            if per_pattern.shape[0]:
+            if per_pattern.shape[0]:  # the value only (pattern_logliks)
                 per_pattern[p] = log_l
+                continue
             d_se, d_sv = _grid_gradient(rows, f_k, f_z, z, g_e, g_v, m, g_eta[p])
             g_se += d_se
             g_sv += d_sv
@@ -2730,12 +2732,18 @@ def kernel_symbol() -> str:
 
 
 @numba.njit(cache=True, parallel=True)
-def all_pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam):
-    """:func:`pattern_logliks` for every draw ``eta (D, P, S)``, ``sigma_e``, ``sigma_v``
-    ``(D,)``: ``(D, P)``, the draws spread over threads."""
-    out = np.empty((eta.shape[0], eta.shape[1]))
-    for d in numba.prange(eta.shape[0]):
-        out[d] = pattern_logliks(eta[d], c, n, sigma_e[d], sigma_v[d], paired, x, logw, z,
+def all_pattern_logliks(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
+                        u, lam):
+    """:func:`pattern_logliks` for every draw ``(D, P)``, the draws spread over threads: the
+    linear predictors ``eta_rows (D, R, S)`` of each (cluster, stratum) row, pattern ``p``
+    reading row ``row[p]``, and ``sigma_e``, ``sigma_v (D,)``."""
+    D, P, S = eta_rows.shape[0], c.shape[0], c.shape[1]
+    out = np.empty((D, P))
+    for d in numba.prange(D):
+        eta = np.empty((P, S))
+        for p in range(P):
+            eta[p] = eta_rows[d, row[p]]
+        out[d] = pattern_logliks(eta, c, n, sigma_e[d], sigma_v[d], paired, x, logw, z,
                                  log_omega, u, lam)
     return out
 
