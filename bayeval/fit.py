@@ -33,6 +33,7 @@ import json
 import os
 import sys
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 from importlib.metadata import version
 
@@ -339,24 +340,30 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         groups["sample_stats"] = sample_stats
     tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
     tree.attrs = attrs
-    if sample_stats is not None:
-        names = [v for v in POSTERIOR_VARS[model] if v in posterior.data_vars]
-        diag = convergence(posterior[names], sample_stats)
-        tree.attrs["diagnostics"] = json.dumps(diag)
-        _check_gates(diag, chains, strict)
-    rates = get_model(model)
-    predictive = xr.Dataset()
-    if "population" in rates.estimands:
-        predictive = rates.predictive(tree)
-    if model not in ("beta_binomial", "zoib"):  # count-based checks: not for scores
-        replicated = _groups.replicated_successes(tree, seed)
-        if replicated is not None:
-            predictive = predictive.assign(successes=replicated)
-        affordable = _groups.log_likelihood_cost(tree) <= _groups.LOG_LIKELIHOOD_SECONDS
-        if log_likelihood is True or (log_likelihood == "auto" and affordable):
-            loglik = _groups.log_likelihood(tree)
-            if loglik is not None:
-                tree["log_likelihood"] = xr.DataTree(loglik)
+    counts = model not in ("beta_binomial", "zoib")  # count-based groups: not for scores
+    wanted = counts and (log_likelihood is True or (
+        log_likelihood == "auto"
+        and _groups.log_likelihood_cost(tree) <= _groups.LOG_LIKELIHOOD_SECONDS))
+    with ThreadPoolExecutor(max_workers=1) as background:
+        # the log_likelihood group's kernel releases the GIL: it runs beside the diagnostics
+        # and the predictive checks, which hold it (arviz_stats loops over the quantities)
+        loglik = background.submit(_groups.log_likelihood, tree) if wanted else None
+        if sample_stats is not None:
+            names = [v for v in POSTERIOR_VARS[model] if v in posterior.data_vars]
+            diag = convergence(posterior[names], sample_stats)
+            tree.attrs["diagnostics"] = json.dumps(diag)
+            _check_gates(diag, chains, strict)
+        rates = get_model(model)
+        predictive = xr.Dataset()
+        if "population" in rates.estimands:
+            predictive = rates.predictive(tree)
+        if counts:
+            replicated = _groups.replicated_successes(tree, seed)
+            if replicated is not None:
+                predictive = predictive.assign(successes=replicated)
+        loglik = loglik.result() if loglik is not None else None
+    if loglik is not None:
+        tree["log_likelihood"] = xr.DataTree(loglik)
     if predictive.data_vars:
         tree["posterior_predictive"] = xr.DataTree(predictive)
     results = Results(tree)

@@ -120,3 +120,25 @@ def test_summary_and_compare_carry_mcse_and_ess(pair):
     assert 3000 < float(cmp["effect_ess"]) < 5500
     assert float(cmp["effect_mcse"]) == pytest.approx(float(cmp["effect"].std()) / 63.2,
                                                       rel=0.2)
+
+
+def test_log_likelihood_beside_the_diagnostics_equals_it_on_demand(pair):
+    """fit computes the group on a thread beside the diagnostics, in blocks of draws over
+    numba's threads: the same numbers as computed alone afterwards, on one thread."""
+    import numba
+
+    from bayeval.models import _quadrature
+
+    assert 2 * 130 > 2 * _quadrature.LOGLIK_BLOCK  # several blocks
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)  # tiny fits: gates may fail
+        res = be.fit(pair, model="logit_normal", draws=130, chains=2, tune=50, seed=3)
+        alone = be.fit(pair, model="logit_normal", draws=130, chains=2, tune=50, seed=3,
+                       log_likelihood=False)
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        later = alone.with_log_likelihood().tree["log_likelihood"]["successes"]
+    finally:
+        numba.set_num_threads(threads)
+    np.testing.assert_array_equal(res.tree["log_likelihood"]["successes"].values, later.values)

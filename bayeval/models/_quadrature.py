@@ -2731,20 +2731,39 @@ def kernel_symbol() -> str:
     return _SYMBOL
 
 
-@numba.njit(cache=True, parallel=True)
-def all_pattern_logliks(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
-                        u, lam):
-    """:func:`pattern_logliks` for every draw ``(D, P)``, the draws spread over threads: the
-    linear predictors ``eta_rows (D, R, S)`` of each (cluster, stratum) row, pattern ``p``
-    reading row ``row[p]``, and ``sigma_e``, ``sigma_v (D,)``."""
-    D, P, S = eta_rows.shape[0], c.shape[0], c.shape[1]
-    out = np.empty((D, P))
-    for d in numba.prange(D):
-        eta = np.empty((P, S))
+@numba.njit(cache=True, nogil=True)
+def _pattern_logliks_block(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z,
+                           log_omega, u, lam, first, last, out):
+    """Rows ``first:last`` of :func:`all_pattern_logliks`' ``out``, without the GIL."""
+    P, S = c.shape
+    eta = np.empty((P, S))
+    for d in range(first, last):
         for p in range(P):
             eta[p] = eta_rows[d, row[p]]
         out[d] = pattern_logliks(eta, c, n, sigma_e[d], sigma_v[d], paired, x, logw, z,
                                  log_omega, u, lam)
+
+
+#: Draws a thread takes at a time in :func:`all_pattern_logliks`.
+LOGLIK_BLOCK = 100
+
+
+def all_pattern_logliks(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
+                        u, lam):
+    """:func:`pattern_logliks` for every draw ``(D, P)``: the linear predictors ``eta_rows
+    (D, R, S)`` of each (cluster, stratum) row, pattern ``p`` reading row ``row[p]``, and
+    ``sigma_e``, ``sigma_v (D,)``. Blocks of :data:`LOGLIK_BLOCK` draws run on numba's
+    number of threads; the kernel releases the GIL, so a caller can compute them beside
+    other work (as :func:`bayeval.fit` does beside the convergence diagnostics)."""
+    D = eta_rows.shape[0]
+    out = np.empty((D, c.shape[0]))
+
+    def block(first):
+        _pattern_logliks_block(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z,
+                               log_omega, u, lam, first, min(D, first + LOGLIK_BLOCK), out)
+
+    with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
+        list(pool.map(block, range(0, D, LOGLIK_BLOCK)))
     return out
 
 
