@@ -324,7 +324,7 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     integrated out by the grid's inner rule; the intercepts, cluster effects and task
     effects held over ``kappa = sqrt(1 + (pi / 8) sigma_task_system^2)`` as the collapsed
     form holds them) costs one table read per cell. On the 25 SWE-bench systems
-    (``benchmarks/results/fit_speed_logit_normal.txt``) a fit took 29.5 s against 64.5 s in
+    (``benchmarks/results/fit_speed_logit_normal.txt``) a fit took 21.3 s against 55.3 s in
     one run, with no divergences against 2 and a smallest bulk ESS of 575 against 533.
     Both forms are the same posterior (``benchmarks/logit_normal_agreement.py``) and ``fit``
     keeps the same quantities of both.
