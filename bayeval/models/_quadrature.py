@@ -775,6 +775,13 @@ def _table_value(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
     """``log g`` at ``y`` from table ``q``, as :func:`_table_at` reads it, without the
     derivatives."""
     i, t = _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    return _cell_value(y, q, i, t, tab)
+
+
+@numba.njit(cache=True)
+def _cell_value(y, q, i, t, tab):
+    """``log g`` at ``y`` located at ``(i, t)`` (:func:`_table_locate`) in table ``q``: the
+    cubic Hermite interpolant, or beyond the grid the tangent at its end."""
     if t < 0.0:
         return tab[q, i, 0] + tab[q, i, 1] * (y - (TABLE_LOW + i * TABLE_STEP))
     h = TABLE_STEP
@@ -799,14 +806,13 @@ def _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
     and the ``sigma_v`` derivative by its own Hermite interpolant; beyond the grid, the
     tangent at its end."""
     i, t = _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
+    value = _cell_value(y, q, i, t, tab)
     if t < 0.0:
-        edge = TABLE_LOW + i * TABLE_STEP
-        return (tab[q, i, 0] + tab[q, i, 1] * (y - edge), tab[q, i, 1], 0.0, tab[q, i, 2])
+        return value, tab[q, i, 1], 0.0, tab[q, i, 2]
     h = TABLE_STEP
     f0, d0, f1, d1 = tab[q, i, 0], tab[q, i, 1], tab[q, i + 1, 0], tab[q, i + 1, 1]
-    t2, t3 = t * t, t * t * t
-    value = ((2 * t3 - 3 * t2 + 1) * f0 + (t3 - 2 * t2 + t) * h * d0
-             + (-2 * t3 + 3 * t2) * f1 + (t3 - t2) * h * d1)
+    t2 = t * t
+    t3 = t2 * t
     slope = ((6 * t2 - 6 * t) / h * f0 + (3 * t2 - 4 * t + 1) * d0
              + (-6 * t2 + 6 * t) / h * f1 + (3 * t2 - 2 * t) * d1)
     curve = ((12 * t - 6) / (h * h) * f0 + (6 * t - 4) / h * d0
