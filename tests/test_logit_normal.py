@@ -266,6 +266,9 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
     off = coord.offsets
+    log_jacobian = 0.0
+    if coord.cluster_pairs:  # the sampler's coordinates, mapped to the plain ones
+        theta, log_jacobian = _unpaired_reference(theta, coord, layout)
     # attenuated (the collapsed form), theta holds some coordinates divided by kappa and some
     # log spreads less log kappa: the density is the model's at the plain coordinates times
     # the scaled coordinates' Jacobian (the log spreads' shift has a unit one)
@@ -364,7 +367,63 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
             continue
         total += _reference_log_marginal(eta, c[:, j], n[:, j], values["sigma_task"], sigma_v,
                                          e_nodes, v_nodes)
-    return total
+    return total + log_jacobian
+
+
+def _unpaired_reference(theta, coord, layout):
+    """The plain full-latent coordinates of the sampler's where it pairs the clusters, and
+    the map's log-Jacobian, written densely from the definitions: ``theta`` holds ``log rho``
+    and ``log(sigma_task / sigma_cluster)`` for the two spreads; each cluster's effect and
+    its tasks' mean effect, ``sigma_cluster z_u[g] + sigma_task zeta[g] / sqrt(n_g)``, as
+    their sum ``A[g]`` (normal with variance ``rho[g]^2``, the sum of the two) and a standard
+    normal partner orthogonal to it; each system's cluster-by-system effect and its
+    task-by-system effects' mean likewise, the sum standardised."""
+    off = coord.offsets
+    x = np.array(theta, dtype=float)
+    G, S = coord.G, coord.S
+    cluster = layout.cluster
+    J = len(cluster)
+
+    def at(name):
+        start, size = off[name]
+        return slice(start, start + size)
+
+    i_t, i_c = off["sigma_task"][0], off["sigma_cluster"][0]
+    angle = np.arctan(np.exp(x[i_c]))  # tan = sigma_task / sigma_cluster
+    x[i_t], x[i_c] = x[i_t] + np.log(np.sin(angle)), x[i_t] + np.log(np.cos(angle))
+    basis = _collapsed.zero_sum_basis(G)
+    root = np.sqrt(np.bincount(cluster, minlength=G))
+    # zeta[g]: sqrt(n_g) times the mean over g's tasks of H[:, :G] z, per unit of z
+    to_zeta = np.eye(G)[cluster].T @ _reflection_matrix(layout)[:, :G] / root[:, None]
+
+    def turn(small, large, sums, partner):
+        """The pair (large-spread effect, small-spread mean) from (standardised sum,
+        partner), rotated back."""
+        rho = np.hypot(large, small / root)
+        cos, sin = large / rho, small / rho / root
+        return cos * sums - sin * partner, sin * sums + cos * partner
+
+    sigma_t, sigma_c = np.exp(x[i_t]), np.exp(x[i_c])
+    rho = np.hypot(sigma_c, sigma_t / root)
+    sums = (x[at("m_u")] + basis @ x[at("f_u")]) / rho  # centred: A / rho
+    z_e = x[at("z_e")]
+    z_u, zeta = turn(sigma_t, sigma_c, sums, to_zeta @ z_e[:G])
+    x[at("m_u")], x[at("f_u")] = z_u.mean(), basis.T @ z_u
+    x[off["z_e"][0]:off["z_e"][0] + G] = to_zeta.T @ zeta
+    if coord.paired:
+        sigma_ts = np.exp(x[off["sigma_task_system"][0]])
+        sigma_cs = np.exp(x[off["sigma_cluster_system"][0]])
+        z_v = x[at("z_v")].reshape(J, S)
+        f_w = x[at("f_w")].reshape(S, G - 1)
+        m_w = x[at("m_w")]
+        for s in range(S):
+            sums = m_w[s] + basis @ f_w[s]
+            means = np.bincount(cluster, z_v[:, s], minlength=G) / root
+            z_w, xi = turn(sigma_ts, sigma_cs, sums, means)
+            z_v[:, s] += ((xi - means) / root)[cluster]
+            m_w[s], f_w[s] = z_w.mean(), basis.T @ z_w
+        x[at("z_v")], x[at("f_w")], x[at("m_w")] = z_v.ravel(), f_w.ravel(), m_w
+    return x, -np.log(rho).sum()
 
 
 def _reflection_matrix(layout):
@@ -458,7 +517,8 @@ def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strat
     (3, True, True, 2, None, True, False), (2, True, False, 0, "rr", True, False),
     (2, True, True, 0, None, False, True), (3, True, True, 2, None, True, True),
     (2, False, False, 0, None, False, True), (1, True, False, 0, None, False, True),
-    (2, True, False, 1, None, True, True), (1, True, True, 0, None, True, True)])
+    (2, True, False, 1, None, True, True), (1, True, True, 0, None, True, True),
+    (2, True, False, 0, None, False, True), (3, True, False, 2, "rqr", False, True)])
 def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, clusters, strata,
                                                                  level, recipes, centred,
                                                                  tasks, monkeypatch):
@@ -467,12 +527,17 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     standard normal task-by-system effects and the binomial at them; the gradient by finite
     differences through every coordinate. ``centred``: the cluster effects centred;
     ``tasks``: the task effects centred (their cluster and stratum means non-centred; with
-    the cluster effects centred too, the task effects' cluster components folded into them)."""
+    the cluster effects centred too, the task effects' cluster components folded into them;
+    with them not and no strata across the clusters, the cluster pairs rotated and the task
+    and cluster spreads polar: :func:`_unpaired_reference`)."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
     monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
+    coord = logit_normal.coordinates(logit_normal.Layout.from_dataset(data.dataset),
+                                     latent_tasks=c.shape[1])
+    assert coord.cluster_pairs == (clusters and tasks and not centred and not strata)
     model = build_logit_normal_model(data, marginal=False, kernel=True)
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     size = model.initial_point()["theta"].size
@@ -851,22 +916,25 @@ def test_vectorised_exponentials_match_the_math_library():
 
 
 @pytest.mark.parametrize("form", ["collapsed", "full-latent", "full-latent centred",
-                                  "full-latent folded", "task-latent"])
+                                  "full-latent folded", "full-latent pairs", "task-latent"])
 def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     """The C log density and expansion nutpie calls from its threads (through the addresses
-    in their user data) give the kernel's value, gradient and kept values exactly."""
+    in their user data) give the kernel's value, gradient and kept values exactly; where the
+    sampler holds the cluster pairs rotated, the kept values are the plain coordinates
+    (:func:`_unpaired_reference`)."""
     import ctypes
 
     from bayeval.models import _nutpie_kernel
     from bayeval.models._beta_family import counts_by_bound
 
-    centred = form.endswith(("centred", "folded", "task-latent"))
+    centred = form.endswith(("centred", "folded", "pairs", "task-latent"))
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
     monkeypatch.setattr(logit_normal, "cluster_parametrisation",
                         lambda ds: form.endswith("folded"))
     # the task-latent form (task effects centred, cluster components folded, attenuated)
     integrated = form == "task-latent"
-    data, c, n = _collapsed_case(3, True, True, most=2 if integrated else 4)
+    pairs = form.endswith("pairs")  # no strata across the clusters
+    data, c, n = _collapsed_case(3, True, not pairs, most=2 if integrated else 4)
     c, n, _ = counts_by_bound(data.dataset)
     layout = logit_normal.Layout.from_dataset(data.dataset, form)
     latent = form.startswith("full-latent") or integrated
@@ -875,6 +943,7 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     assert coord.task_centred == centred
     assert coord.task_fold == form.endswith(("folded", "task-latent"))
     assert coord.attenuated == (not form.startswith("full-latent"))
+    assert coord.cluster_pairs == pairs
     tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
     model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)
@@ -895,7 +964,14 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
                            x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                            model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
-    np.testing.assert_array_equal(out[:kept], x[:kept])
+    if pairs:  # kept in the plain coordinates, as the Python route keeps them
+        np.testing.assert_array_equal(out[:kept], quad.unpaired(x, v["spec"], v["const"],
+                                                                v["index"][0])[:kept])
+        assert np.abs(out[:kept] - x[:kept]).max() > 0.01  # not the sampler's coordinates
+        x = _unpaired_reference(x, coord, layout)[0]
+        np.testing.assert_allclose(out[:kept], x[:kept], rtol=1e-12, atol=1e-13)
+    else:
+        np.testing.assert_array_equal(out[:kept], x[:kept])
     x = coord.plain(x)  # the task-latent form holds its task coordinates over kappa
     tail = np.exp(x[0]) * x[kept:kept + tasks]
     if centred:  # e = H (sigma z_r, y)

@@ -141,6 +141,39 @@ def reflect(reflections: np.ndarray, x: np.ndarray, transpose: bool = False) -> 
     return out
 
 
+def cluster_pair_map(cluster, reflections) -> np.ndarray | None:
+    """``Q (G, G)``: the task effects' standardised cluster components per unit of the first
+    ``r`` coordinates of :func:`task_reflections`, or None where those span more than the
+    clusters' indicators (strata across clusters).
+
+    Where they span exactly the clusters' indicators, ``H[:, :r] = I_c D^(-1/2) Q`` with ``D``
+    the tasks per cluster and ``Q`` orthogonal: cluster g's mean task effect is ``sigma_task
+    (Q z)[g] / sqrt(n_g)``. The full-latent form pairs it with the cluster effect and samples
+    the pair rotated onto the sum the data see
+    (:func:`bayeval.models._quadrature._unpair`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayeval.models._collapsed import cluster_pair_map, task_reflections
+    >>> cluster, stratum = np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int)
+    >>> Q = cluster_pair_map(cluster, task_reflections(cluster, stratum))
+    >>> bool(np.allclose(Q @ Q.T, np.eye(2)))
+    True
+    >>> across = np.array([0, 1, 0, 1, 0])  # strata across the clusters: no such map
+    >>> cluster_pair_map(cluster, task_reflections(cluster, across)) is None
+    True
+    """
+    cluster = np.asarray(cluster)
+    r, J, G = int(reflections[0]), len(cluster), int(cluster.max()) + 1
+    if r != G:
+        return None
+    basis = reflect(reflections, np.eye(J)[:r])  # rows: H's first r columns
+    sizes = np.bincount(cluster, minlength=G)
+    return np.ascontiguousarray((np.eye(G)[cluster] / np.sqrt(sizes[cluster])[:, None]).T
+                                @ basis.T)
+
+
 def task_cluster_fold(cluster, stratum, reflections) -> np.ndarray:
     """``(G - 1, r)``: the zero-sum cluster coordinates of the task effects' cluster
     components, per unit of the ``r`` standardised coordinates of :func:`task_reflections`.
@@ -189,6 +222,7 @@ class Coordinates:
     level_weights: tuple = ()  # the clusters' task shares: the intercepts' level (see unpack)
     cells_integrated: bool = False  # task-latent: the task-by-system effects integrated out
     task_rank: int = 0  # centred task effects: how many lead coordinates stay non-centred
+    cluster_pairs: bool = False  # full-latent: cluster pairs rotated (cluster_pair_map)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -228,7 +262,8 @@ class Coordinates:
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
                          rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
                          self.centring_code,
-                         2 if self.task_fold else int(self.task_centred),
+                         (3 if self.cluster_pairs else 2 if self.task_fold
+                          else int(self.task_centred)),
                          self.attenuated, bool(self.level_weights), self.cells_integrated],
                         dtype=np.int64)
 

@@ -1920,7 +1920,8 @@ def _task_rotation(spec, const):
     that subspace as its first ``r`` columns (stored after the quadrature rules); with
     ``spec[11] == 2`` the task effects' cluster components are folded into the centred
     cluster coordinates, through the map ``(G - 1, r)`` stored next
-    (:func:`bayeval.models._collapsed.task_cluster_fold`)."""
+    (:func:`bayeval.models._collapsed.task_cluster_fold`); with ``spec[11] == 3`` they are
+    paired with the cluster effects instead (:func:`_unpair`)."""
     J = spec[9]
     if spec.shape[0] < 12 or spec[11] == 0 or J == 0:
         return False, 0, np.zeros((0, max(J, 1))), False, np.zeros((0, 0))
@@ -2586,6 +2587,260 @@ def _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d
             grad[i_sig[3]] += sig_w * d_sig_w
 
 
+# -- the full-latent form's cluster pairs, rotated onto what the data see -----------------------
+@numba.njit(cache=True)
+def _pair_matrix(spec, const):
+    """``Q (G, G)`` where the full-latent form rotates its cluster pairs (``spec[11] == 3``,
+    :func:`_unpair`), else ``(0, 0)``: ``Q z`` are the task effects' standardised cluster
+    components (cluster g's mean effect is ``sigma_task (Q z)[g] / sqrt(n_g)``) for the first
+    ``r = G`` task coordinates ``z``, stored after the task reflections
+    (:func:`bayeval.models._collapsed.cluster_pair_map`)."""
+    if spec.shape[0] < 12 or spec[11] != 3:
+        return np.zeros((0, 0))
+    S, G, J = spec[0], spec[2], spec[9]
+    k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
+    r = int(const[k])
+    k += 1 + r * J
+    return const[k:k + G * r].reshape((G, r))
+
+
+@numba.njit(cache=True)
+def _pair_parts(theta, i_small, i_large, inv_root):
+    """Each cluster's rotation ``(cos, sin)`` of a pair: the cluster-level effect (spread
+    ``exp(theta[i_large])``) and its tasks' standardised mean (``exp(theta[i_small]) /
+    sqrt(n_g)``, ``inv_root`` the ``1 / sqrt(n_g)``), the sum the data see."""
+    small, large = math.exp(theta[i_small]), math.exp(theta[i_large])
+    G = inv_root.shape[0]
+    cos, sin = np.empty(G), np.empty(G)
+    for g in range(G):
+        b = small * inv_root[g]
+        scale = 1.0 / math.sqrt(large * large + b * b)
+        cos[g], sin[g] = large * scale, b * scale
+    return cos, sin
+
+
+@numba.njit(cache=True)
+def _pair_layout(spec, const, cluster):
+    """What :func:`_unpair` reads: the systems and clusters, whether paired, one over the
+    root of each cluster's tasks, the log spreads' indices ``(task, task-by-system, cluster,
+    cluster-by-system)`` and the cluster and task coordinates' starts."""
+    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale,
+     scale_sys, rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw,
+     i_fw, i_ss, i_za, i_tail, centred) = _kernel_layout(spec, const)
+    size = np.zeros(G)
+    for j in range(cluster.shape[0]):
+        size[cluster[j]] += 1.0
+    inv_root = np.empty(G)
+    for g in range(G):
+        inv_root[g] = 1.0 / math.sqrt(size[g])
+    return S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail
+
+
+@numba.njit(cache=True)
+def _unpair(theta, spec, const, cluster, Q):
+    """The full-latent form's coordinates (and the map's log-Jacobian) from the sampler's,
+    which hold each cluster's pairs rotated onto the sums the data see.
+
+    The likelihood sees a cluster's effect ``u[g] = sigma_cluster z_u[g]`` only through its
+    sum with its tasks' mean effect, ``sigma_task zeta[g] / sqrt(n_g)`` (``zeta = Q z``, the
+    task effects' standardised cluster components), and a system's ``w[s, g] =
+    sigma_cluster_system z_w[s, g]`` only with its task-by-system effects' mean,
+    ``sigma_task_system xi[s, g] / sqrt(n_g)`` (``xi[s, g]`` the sum of ``z_v[j, s]`` over the
+    cluster's tasks over ``sqrt(n_g)``). With many one-task clusters the split of each sum
+    between the two spreads is barely identified, and sampled as they are the pairs must
+    turn with every move of the split (Terminal-Bench's 70 families of 80 tasks: a bulk ESS
+    near 100 for the spreads, r-hat 1.04). So the sampler holds each pair rotated by the
+    angle ``atan2(sigma_small / sqrt(n_g), sigma_large)``: the first coordinate is the pair's
+    standardised sum, the second the direction the data do not see, standard normal. The
+    rotation is orthonormal at every value of the spreads: the prior is unchanged and its
+    Jacobian is one. The cluster sums, each pinned by its tasks' trials, are held centred
+    (``A[g] = rho[g] a[g]``, ``rho[g]^2 = sigma_cluster^2 + sigma_task^2 / n_g``; log-Jacobian
+    ``-sum log rho``), their standard normal values zero-sum and mean coordinates as the
+    cluster effects' (:func:`_zero_sum`); the cluster-by-system sums, each seen through a few
+    trials, stay standardised.
+    """
+    S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(spec, const,
+                                                                                cluster)
+    out = theta.copy()
+    J = cluster.shape[0]
+    a = np.empty(G)
+    zs = np.empty(G)
+    # the cluster effects and the task effects' cluster components
+    cos, sin = _pair_parts(theta, i_sig[0], i_sig[2], inv_root)
+    _zero_sum(theta[i_fu:i_fu + G - 1], a)
+    inv_large = math.exp(-theta[i_sig[2]])
+    log_jacobian = 0.0
+    for g in range(G):  # a = A / rho, 1 / rho = cos / sigma_cluster
+        a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
+        log_jacobian += math.log(cos[g] * inv_large)
+    b = _times(Q, theta[i_tail:i_tail + G], False)
+    for g in range(G):
+        zs[g] = cos[g] * a[g] - sin[g] * b[g]
+        b[g] = sin[g] * a[g] + cos[g] * b[g]
+    out[i_tail:i_tail + G] = _times(Q, b, True)
+    _from_cluster_vector(zs, out, i_mu, i_fu)
+    if not paired:
+        return out, log_jacobian
+    cos, sin = _pair_parts(theta, i_sig[1], i_sig[3], inv_root)
+    tail_v = i_tail + J
+    for s in range(S):
+        _zero_sum(theta[i_fw + s * (G - 1):i_fw + (s + 1) * (G - 1)], a)
+        for g in range(G):
+            a[g] += theta[i_mw + s]
+            b[g] = 0.0
+        for j in range(J):
+            b[cluster[j]] += theta[tail_v + j * S + s]
+        for g in range(G):
+            b[g] *= inv_root[g]
+            zs[g] = cos[g] * a[g] - sin[g] * b[g]
+            a[g] = (sin[g] * a[g] + cos[g] * b[g] - b[g]) * inv_root[g]  # the change
+        for j in range(J):
+            out[tail_v + j * S + s] += a[cluster[j]]
+        _from_cluster_vector(zs, out, i_mw + s, i_fw + s * (G - 1))
+    return out, log_jacobian
+
+
+@numba.njit(cache=True)
+def _from_cluster_vector(z, out, i_m, i_f):
+    """``out[i_m] = mean(z)``, ``out[i_f:i_f + G - 1] = B' z`` (:func:`_zero_sum`)."""
+    G = z.shape[0]
+    total = 0.0
+    for g in range(G):
+        total += z[g]
+    out[i_m] = total / G
+    for k in range(G - 1):
+        out[i_f + k] = 0.0
+    _zero_sum_adjoint(z, 1.0, out[i_f:i_f + G - 1])
+
+
+@numba.njit(cache=True)
+def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
+    """The gradient in the sampler's coordinates (:func:`_unpair`) from ``grad``, that in
+    the unrotated ones (overwritten), the log-Jacobian's included."""
+    S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(spec, const,
+                                                                                cluster)
+    J = cluster.shape[0]
+    a = np.empty(G)
+    g_z, g_a = np.empty(G), np.empty(G)
+    cos, sin = _pair_parts(theta, i_sig[0], i_sig[2], inv_root)
+    _zero_sum(theta[i_fu:i_fu + G - 1], a)
+    inv_large = math.exp(-theta[i_sig[2]])
+    for g in range(G):
+        a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
+    b = _times(Q, theta[i_tail:i_tail + G], False)
+    _zero_sum(grad[i_fu:i_fu + G - 1], g_z)
+    for g in range(G):
+        g_z[g] += grad[i_mu] / G
+    g_zeta = _times(Q, grad[i_tail:i_tail + G], False)
+    turn = d_small = d_large = 0.0
+    for g in range(G):
+        z_g = cos[g] * a[g] - sin[g] * b[g]
+        zeta_g = sin[g] * a[g] + cos[g] * b[g]
+        turn += cos[g] * sin[g] * (g_zeta[g] * z_g - g_z[g] * zeta_g)
+        g_a[g] = cos[g] * g_z[g] + sin[g] * g_zeta[g]
+        g_zeta[g] = -sin[g] * g_z[g] + cos[g] * g_zeta[g]  # now the rotated partner's
+        # through a = A / rho and the log-Jacobian, -sum log rho
+        d_small -= (g_a[g] * a[g] + 1.0) * sin[g] * sin[g]
+        d_large -= (g_a[g] * a[g] + 1.0) * cos[g] * cos[g]
+        g_a[g] *= cos[g] * inv_large
+    grad[i_tail:i_tail + G] = _times(Q, g_zeta, True)
+    _to_cluster_gradient(g_a, grad, i_mu, i_fu)
+    grad[i_sig[0]] += turn + d_small
+    grad[i_sig[2]] += d_large - turn
+    if not paired:
+        return grad
+    cos, sin = _pair_parts(theta, i_sig[1], i_sig[3], inv_root)
+    tail_v = i_tail + J
+    turn = 0.0
+    g_xi = np.empty(G)
+    for s in range(S):
+        _zero_sum(theta[i_fw + s * (G - 1):i_fw + (s + 1) * (G - 1)], a)
+        _zero_sum(grad[i_fw + s * (G - 1):i_fw + (s + 1) * (G - 1)], g_z)
+        for g in range(G):
+            a[g] += theta[i_mw + s]
+            g_z[g] += grad[i_mw + s] / G
+            b[g] = 0.0
+            g_xi[g] = 0.0
+        for j in range(J):
+            b[cluster[j]] += theta[tail_v + j * S + s]
+            g_xi[cluster[j]] += grad[tail_v + j * S + s]
+        for g in range(G):
+            b[g] *= inv_root[g]
+            g_xi[g] *= inv_root[g]
+            z_g = cos[g] * a[g] - sin[g] * b[g]
+            xi_g = sin[g] * a[g] + cos[g] * b[g]
+            turn += cos[g] * sin[g] * (g_xi[g] * z_g - g_z[g] * xi_g)
+            g_a[g] = cos[g] * g_z[g] + sin[g] * g_xi[g]
+            g_xi[g] = (-sin[g] * g_z[g] + cos[g] * g_xi[g] - g_xi[g]) * inv_root[g]  # change
+        for j in range(J):
+            grad[tail_v + j * S + s] += g_xi[cluster[j]]
+        _to_cluster_gradient(g_a, grad, i_mw + s, i_fw + s * (G - 1))
+    grad[i_sig[1]] += turn
+    grad[i_sig[3]] -= turn
+    return grad
+
+
+@numba.njit(cache=True)
+def _to_cluster_gradient(g_a, grad, i_m, i_f):
+    """The gradient in a cluster vector's coordinates ``a = m + B f`` from that in ``a``:
+    ``grad[i_m] = sum(g_a)``, ``grad[i_f:i_f + G - 1] = B' g_a``."""
+    G = g_a.shape[0]
+    total = 0.0
+    for g in range(G):
+        total += g_a[g]
+    grad[i_m] = total
+    for k in range(G - 1):
+        grad[i_f + k] = 0.0
+    _zero_sum_adjoint(g_a, 1.0, grad[i_f:i_f + G - 1])
+
+
+@numba.njit(cache=True)
+def _times(Q, x, transpose):
+    """``Q x`` (or ``Q' x``) for square ``Q``."""
+    G = Q.shape[0]
+    out = np.zeros(G)
+    for i in range(G):
+        for k in range(G):
+            if transpose:
+                out[k] += Q[i, k] * x[i]
+            else:
+                out[i] += Q[i, k] * x[k]
+    return out
+
+
+@numba.njit(cache=True)
+def _spread_indices(spec, const):
+    """The indices of the log task and cluster spreads in ``theta``."""
+    i_sig = _kernel_layout(spec, const)[22]
+    return i_sig[0], i_sig[2]
+
+
+@numba.njit(cache=True)
+def _from_polar(x, spec, const):
+    """The log task and cluster spreads from the polar coordinates the sampler holds with
+    the cluster pairs (:func:`_unpair`): ``log rho = log sqrt(sigma_task^2 +
+    sigma_cluster^2)`` and ``phi = log(sigma_task / sigma_cluster)``. The data pin the total
+    better than the split: in the log spreads themselves that is a curved ridge. The map's
+    Jacobian is one in absolute value."""
+    i_t, i_c = _spread_indices(spec, const)
+    out = x.copy()
+    ell, phi = x[i_t], x[i_c]
+    out[i_t] = ell - 0.5 * math.log1p(math.exp(-2.0 * phi)) if phi > -20.0 else ell + phi
+    out[i_c] = ell - 0.5 * math.log1p(math.exp(2.0 * phi)) if phi < 20.0 else ell - phi
+    return out
+
+
+@numba.njit(cache=True)
+def _polar_adjoint(x, spec, const, grad):
+    """The gradient in the polar coordinates (:func:`_from_polar`) from that in the log
+    spreads, in place."""
+    i_t, i_c = _spread_indices(spec, const)
+    sin2 = 1.0 / (1.0 + math.exp(-2.0 * x[i_c]))
+    g_t, g_c = grad[i_t], grad[i_c]
+    grad[i_t] = g_t + g_c
+    grad[i_c] = (1.0 - sin2) * g_t - sin2 * g_c
+
+
 @numba.njit(cache=True)
 def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     """Log density of ``theta`` (prior, log-Jacobians, collapsed likelihood) and its gradient.
@@ -2597,8 +2852,25 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     (:func:`_task_effects`, :func:`_latent_cells`) in place of the quadrature. With
     ``spec[12]`` the collapsed form's ``theta`` is attenuated (:func:`_attenuation`): the
     density is computed at its plain coordinates (:func:`_plain_theta`) and the gradient
-    taken back, the log-Jacobian added.
+    taken back, the log-Jacobian added. With ``spec[11] == 3`` the full-latent form's ``theta``
+    holds its task and cluster spreads in polar coordinates (:func:`_from_polar`) and its
+    cluster pairs rotated (:func:`_unpair`): the density is that of the plain coordinates
+    plus the map's log-Jacobian.
     """
+    Q = _pair_matrix(spec, const)
+    if Q.shape[0] == 0:
+        return _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult)
+    x = _from_polar(attenuated, spec, const)
+    theta, log_jacobian = _unpair(x, spec, const, p_cluster, Q)
+    logp, grad = _logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult)
+    grad = _unpair_adjoint(x, spec, const, p_cluster, Q, grad)
+    _polar_adjoint(attenuated, spec, const, grad)
+    return logp + log_jacobian, grad
+
+
+@numba.njit(cache=True)
+def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
+    """:func:`logp_and_grad` in the unrotated coordinates (see :func:`_unpair`)."""
     (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
      rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
      i_za, i_tail, centred) = _kernel_layout(spec, const)
@@ -2851,13 +3123,24 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
         return -1
     x = numba.carray(x_p, (D,))
     out = numba.carray(out_p, (kept + J,))
-    for i in range(kept):
-        out[i] = x[i]
-    if J > 0:
+    if J > 0:  # in the unrotated coordinates (:func:`_unpair`)
         spec = numba.carray(_as_i64_pointer(meta[5]), (meta[3],))
         const = numba.carray(_as_f64_pointer(meta[6]), (meta[4],))
+        x = unpaired(x, spec, const, numba.carray(_as_i64_pointer(meta[7]), (2, meta[1]))[0])
         out[kept:] = latent_task_effects(x, spec, const, kept, J, meta[13])
+    for i in range(kept):
+        out[i] = x[i]
     return 0
+
+
+@numba.njit(cache=True)
+def unpaired(x, spec, const, cluster):
+    """``x`` in the unrotated coordinates: :func:`_unpair` where the form rotates its cluster
+    pairs, else ``x`` itself."""
+    Q = _pair_matrix(spec, const)
+    if Q.shape[0] == 0:
+        return x
+    return _unpair(_from_polar(x, spec, const), spec, const, cluster, Q)[0]
 
 
 @numba.njit(cache=True)

@@ -92,6 +92,7 @@ from bayeval.models._collapsed import (
     CollapsedLogp,
     Coordinates,
     block_rotation,
+    cluster_pair_map,
     reflect,
     task_cluster_fold,
     task_reflections,
@@ -552,6 +553,15 @@ ATTENUATED_INTERCEPTS = True
 WEIGHTED_LEVEL = True
 
 
+#: Whether the full-latent form samples each cluster's pairs rotated onto the sums the data
+#: see (:func:`bayeval.models._quadrature._unpair`): the cluster effect with its tasks' mean
+#: effect, and each system's cluster-by-system effect with its task-by-system effects' mean.
+#: Where its task effects are centred and its cluster effects are not (many small clusters).
+#: Terminal-Bench (70 families of 80 tasks; 4 chains x 1000 draws, seeds 1-2): the smallest
+#: bulk ESS of the spreads went from 109 to 311-390 and their r-hat from 1.038 to 1.009-1.014.
+ROTATED_CLUSTER_PAIRS = True
+
+
 def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     """The collapsed model's parameter coordinates for a layout (with ``latent_tasks`` = J,
     those of the compiled full-latent form, or with ``layout.cells_integrated`` of the
@@ -569,10 +579,14 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     rank = 0
     if task_centred:
         rank = int(task_reflections(layout.cluster, layout.pops.code)[0])
+    fold = folds_clusters(layout) and latent_tasks > 0
+    pairs = (ROTATED_CLUSTER_PAIRS and task_centred and layout.has_clusters and not fold
+             and not integrated and rank == G)
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
                        layout.system_level, blocks, latent_tasks, layout.cluster_centred,
-                       not integrated, task_centred, folds_clusters(layout) and latent_tasks > 0,
-                       ATTENUATED_INTERCEPTS and like_collapsed, weights, integrated, rank)
+                       not integrated, task_centred, fold,
+                       ATTENUATED_INTERCEPTS and like_collapsed, weights, integrated, rank,
+                       pairs)
 
 
 def folds_clusters(layout: Layout) -> bool:
@@ -635,6 +649,8 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     if coord.task_centred:
         reflections, fold_map = _task_constants(layout, coord.task_fold)
         extra = np.concatenate([reflections, fold_map.ravel()])
+        if coord.cluster_pairs:
+            extra = np.concatenate([extra, cluster_pair_map(layout.cluster, reflections).ravel()])
     const = coord.constants(priors, rules, extra)
     values = (coord.spec(rules), const, index,
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
