@@ -373,7 +373,8 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
 def _unpaired_reference(theta, coord, layout):
     """The plain full-latent coordinates of the sampler's where it pairs the clusters, and
     the map's log-Jacobian, written densely from the definitions: ``theta`` holds ``log rho``
-    and ``log(sigma_task / sigma_cluster)`` for the two spreads; each cluster's effect and
+    and ``log(sigma_task / sigma_cluster)`` for the two spreads (and likewise for the
+    task-by-system and cluster-by-system spreads); each cluster's effect and
     its tasks' mean effect, ``sigma_cluster z_u[g] + sigma_task zeta[g] / sqrt(n_g)``, as
     their sum ``A[g]`` (normal with variance ``rho[g]^2``, the sum of the two) and a standard
     normal partner orthogonal to it; each system's cluster-by-system effect and its
@@ -388,9 +389,13 @@ def _unpaired_reference(theta, coord, layout):
         start, size = off[name]
         return slice(start, start + size)
 
-    i_t, i_c = off["sigma_task"][0], off["sigma_cluster"][0]
-    angle = np.arctan(np.exp(x[i_c]))  # tan = sigma_task / sigma_cluster
-    x[i_t], x[i_c] = x[i_t] + np.log(np.sin(angle)), x[i_t] + np.log(np.cos(angle))
+    polar = [("sigma_task", "sigma_cluster")]
+    if coord.paired:
+        polar.append(("sigma_task_system", "sigma_cluster_system"))
+    for small, large in polar:
+        i_s, i_l = off[small][0], off[large][0]
+        angle = np.arctan(np.exp(x[i_l]))  # tan = sigma_small / sigma_large
+        x[i_s], x[i_l] = x[i_s] + np.log(np.sin(angle)), x[i_s] + np.log(np.cos(angle))
     basis = _collapsed.zero_sum_basis(G)
     root = np.sqrt(np.bincount(cluster, minlength=G))
     # zeta[g]: sqrt(n_g) times the mean over g's tasks of H[:, :G] z, per unit of z
@@ -403,7 +408,7 @@ def _unpaired_reference(theta, coord, layout):
         cos, sin = large / rho, small / rho / root
         return cos * sums - sin * partner, sin * sums + cos * partner
 
-    sigma_t, sigma_c = np.exp(x[i_t]), np.exp(x[i_c])
+    sigma_t, sigma_c = np.exp(x[off["sigma_task"][0]]), np.exp(x[off["sigma_cluster"][0]])
     rho = np.hypot(sigma_c, sigma_t / root)
     sums = (x[at("m_u")] + basis @ x[at("f_u")]) / rho  # centred: A / rho
     z_e = x[at("z_e")]

@@ -2657,7 +2657,8 @@ def _unpair(theta, spec, const, cluster, Q):
     (``A[g] = rho[g] a[g]``, ``rho[g]^2 = sigma_cluster^2 + sigma_task^2 / n_g``; log-Jacobian
     ``-sum log rho``), their standard normal values zero-sum and mean coordinates as the
     cluster effects' (:func:`_zero_sum`); the cluster-by-system sums, each seen through a few
-    trials, stay standardised.
+    trials, stay standardised. The spreads of each pair are held in polar coordinates
+    (:func:`_from_polar`), the map applied before this one.
     """
     S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(spec, const,
                                                                                 cluster)
@@ -2809,24 +2810,31 @@ def _times(Q, x, transpose):
 
 
 @numba.njit(cache=True)
-def _spread_indices(spec, const):
-    """The indices of the log task and cluster spreads in ``theta``."""
+def _spread_pairs(spec, const):
+    """The indices ``(small, large)`` of the log spreads held in polar coordinates: the task
+    and cluster spreads, and with several systems the task-by-system and cluster-by-system
+    ones."""
     i_sig = _kernel_layout(spec, const)[22]
-    return i_sig[0], i_sig[2]
+    if i_sig[1] >= 0 and i_sig[3] >= 0:
+        return np.array([[i_sig[0], i_sig[2]], [i_sig[1], i_sig[3]]])
+    return np.array([[i_sig[0], i_sig[2]]])
 
 
 @numba.njit(cache=True)
 def _from_polar(x, spec, const):
-    """The log task and cluster spreads from the polar coordinates the sampler holds with
-    the cluster pairs (:func:`_unpair`): ``log rho = log sqrt(sigma_task^2 +
-    sigma_cluster^2)`` and ``phi = log(sigma_task / sigma_cluster)``. The data pin the total
-    better than the split: in the log spreads themselves that is a curved ridge. The map's
-    Jacobian is one in absolute value."""
-    i_t, i_c = _spread_indices(spec, const)
+    """The log spreads from the polar coordinates the sampler holds with the cluster pairs
+    (:func:`_unpair`): of each pair of spreads (task and cluster, task-by-system and
+    cluster-by-system), ``log rho = log sqrt(sigma_small^2 + sigma_large^2)`` and ``phi =
+    log(sigma_small / sigma_large)``. The data pin the total better than the split: in the
+    log spreads themselves that is a curved ridge. The map's Jacobian is one in absolute
+    value."""
     out = x.copy()
-    ell, phi = x[i_t], x[i_c]
-    out[i_t] = ell - 0.5 * math.log1p(math.exp(-2.0 * phi)) if phi > -20.0 else ell + phi
-    out[i_c] = ell - 0.5 * math.log1p(math.exp(2.0 * phi)) if phi < 20.0 else ell - phi
+    pairs = _spread_pairs(spec, const)
+    for k in range(pairs.shape[0]):
+        i_s, i_l = pairs[k, 0], pairs[k, 1]
+        ell, phi = x[i_s], x[i_l]
+        out[i_s] = ell - 0.5 * math.log1p(math.exp(-2.0 * phi)) if phi > -20.0 else ell + phi
+        out[i_l] = ell - 0.5 * math.log1p(math.exp(2.0 * phi)) if phi < 20.0 else ell - phi
     return out
 
 
@@ -2834,11 +2842,13 @@ def _from_polar(x, spec, const):
 def _polar_adjoint(x, spec, const, grad):
     """The gradient in the polar coordinates (:func:`_from_polar`) from that in the log
     spreads, in place."""
-    i_t, i_c = _spread_indices(spec, const)
-    sin2 = 1.0 / (1.0 + math.exp(-2.0 * x[i_c]))
-    g_t, g_c = grad[i_t], grad[i_c]
-    grad[i_t] = g_t + g_c
-    grad[i_c] = (1.0 - sin2) * g_t - sin2 * g_c
+    pairs = _spread_pairs(spec, const)
+    for k in range(pairs.shape[0]):
+        i_s, i_l = pairs[k, 0], pairs[k, 1]
+        sin2 = 1.0 / (1.0 + math.exp(-2.0 * x[i_l]))
+        g_s, g_l = grad[i_s], grad[i_l]
+        grad[i_s] = g_s + g_l
+        grad[i_l] = (1.0 - sin2) * g_s - sin2 * g_l
 
 
 @numba.njit(cache=True)

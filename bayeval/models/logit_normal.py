@@ -554,11 +554,14 @@ WEIGHTED_LEVEL = True
 
 
 #: Whether the full-latent form samples each cluster's pairs rotated onto the sums the data
-#: see (:func:`bayeval.models._quadrature._unpair`): the cluster effect with its tasks' mean
-#: effect, and each system's cluster-by-system effect with its task-by-system effects' mean.
-#: Where its task effects are centred and its cluster effects are not (many small clusters).
-#: Terminal-Bench (70 families of 80 tasks; 4 chains x 1000 draws, seeds 1-2): the smallest
-#: bulk ESS of the spreads went from 109 to 311-390 and their r-hat from 1.038 to 1.009-1.014.
+#: see (:func:`bayeval.models._quadrature._unpair`: the cluster effect with its tasks' mean
+#: effect, centred; each system's cluster-by-system effect with its task-by-system effects'
+#: mean, standardised) and the spreads of each pair in polar coordinates
+#: (:func:`bayeval.models._quadrature._from_polar`), where its task effects are centred and
+#: its cluster effects are not (many small clusters) and no stratum spans two clusters.
+#: Terminal-Bench (70 families of 80 tasks; be.fit defaults, seeds 1-8): the smallest bulk ESS
+#: 523-619 and the largest r-hat 1.006-1.012, against 82-135 and 1.023-1.048 (seeds 1-2)
+#: without; 24-28 s a fit against 21-22 s (``benchmarks/results/fit_speed_logit_normal.txt``).
 ROTATED_CLUSTER_PAIRS = True
 
 
