@@ -321,6 +321,10 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         if form == "full-latent" and engine == "nutpie":
             attrs["task_effects"] = ("centred" if logit_normal.task_parametrisation(ds)
                                      else "non-centred")
+            layout = logit_normal.Layout.from_dataset(ds)
+            if logit_normal.coordinates(layout, latent_tasks=ds.sizes["task"]).cluster_pairs:
+                attrs["cluster_effects"] = ("rotated with their tasks' mean effects: the sums "
+                                            "centred, the spreads polar")
         if form == "task-latent":
             attrs["task_effects"] = "centred"
             if "cluster" in ds.coords:

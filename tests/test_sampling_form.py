@@ -128,6 +128,8 @@ def test_rotated_cluster_pairs_keep_the_posterior(monkeypatch):
         gap = np.abs(means[True][name] - means[False][name]).values
         allowed = 4 * np.hypot(errors[True][name], errors[False][name]).values
         assert np.all(gap < allowed), name
+    assert fits[True].tree.attrs["cluster_effects"].startswith("rotated")
+    assert fits[False].tree.attrs["cluster_effects"] == "non-centred"
     # the rotation changes the sampler's path, not the model: the draws differ
     assert not np.allclose(fits[True].tree["posterior"]["sigma_task"],
                            fits[False].tree["posterior"]["sigma_task"])
