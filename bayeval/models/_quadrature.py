@@ -2795,17 +2795,22 @@ def _to_cluster_gradient(g_a, grad, i_m, i_f):
     _zero_sum_adjoint(g_a, 1.0, grad[i_f:i_f + G - 1])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _times(Q, x, transpose):
-    """``Q x`` (or ``Q' x``) for square ``Q``."""
+    """``Q x`` (or ``Q' x``) for square ``Q``, along its rows either way."""
     G = Q.shape[0]
     out = np.zeros(G)
+    if transpose:
+        for i in range(G):
+            xi = x[i]
+            for k in range(G):
+                out[k] += Q[i, k] * xi
+        return out
     for i in range(G):
+        acc = 0.0
         for k in range(G):
-            if transpose:
-                out[k] += Q[i, k] * x[i]
-            else:
-                out[i] += Q[i, k] * x[k]
+            acc += Q[i, k] * x[k]
+        out[i] = acc
     return out
 
 
