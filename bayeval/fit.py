@@ -323,8 +323,9 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
                                      else "non-centred")
             layout = logit_normal.Layout.from_dataset(ds)
             if logit_normal.coordinates(layout, latent_tasks=ds.sizes["task"]).cluster_pairs:
-                attrs["cluster_effects"] = ("rotated with their tasks' mean effects: the sums "
-                                            "centred, the spreads polar")
+                sums = "centred" if layout.task_centred else "standardised"
+                attrs["cluster_effects"] = (f"rotated with their tasks' mean effects: the sums "
+                                            f"{sums}, the spreads polar")
         if form == "task-latent":
             attrs["task_effects"] = "centred"
             if "cluster" in ds.coords:

@@ -377,8 +377,9 @@ def _unpaired_reference(theta, coord, layout):
     task-by-system and cluster-by-system spreads); each cluster's effect and
     its tasks' mean effect, ``sigma_cluster z_u[g] + sigma_task zeta[g] / sqrt(n_g)``, as
     their sum ``A[g]`` (normal with variance ``rho[g]^2``, the sum of the two) and a standard
-    normal partner orthogonal to it; each system's cluster-by-system effect and its
-    task-by-system effects' mean likewise, the sum standardised."""
+    normal partner orthogonal to it (standardised task effects: the sum standardised too);
+    each system's cluster-by-system effect and its task-by-system effects' mean likewise, the
+    sum standardised."""
     off = coord.offsets
     x = np.array(theta, dtype=float)
     G, S = coord.G, coord.S
@@ -398,8 +399,8 @@ def _unpaired_reference(theta, coord, layout):
         x[i_s], x[i_l] = x[i_s] + np.log(np.sin(angle)), x[i_s] + np.log(np.cos(angle))
     basis = _collapsed.zero_sum_basis(G)
     root = np.sqrt(np.bincount(cluster, minlength=G))
-    # zeta[g]: sqrt(n_g) times the mean over g's tasks of H[:, :G] z, per unit of z
-    to_zeta = np.eye(G)[cluster].T @ _reflection_matrix(layout)[:, :G] / root[:, None]
+    if coord.task_centred:  # zeta[g]: sqrt(n_g) times g's tasks' mean of H[:, :G] z, per z
+        to_zeta = np.eye(G)[cluster].T @ _reflection_matrix(layout)[:, :G] / root[:, None]
 
     def turn(small, large, sums, partner):
         """The pair (large-spread effect, small-spread mean) from (standardised sum,
@@ -409,12 +410,19 @@ def _unpaired_reference(theta, coord, layout):
         return cos * sums - sin * partner, sin * sums + cos * partner
 
     sigma_t, sigma_c = np.exp(x[off["sigma_task"][0]]), np.exp(x[off["sigma_cluster"][0]])
-    rho = np.hypot(sigma_c, sigma_t / root)
-    sums = (x[at("m_u")] + basis @ x[at("f_u")]) / rho  # centred: A / rho
+    sums = x[at("m_u")] + basis @ x[at("f_u")]
     z_e = x[at("z_e")]
-    z_u, zeta = turn(sigma_t, sigma_c, sums, to_zeta @ z_e[:G])
-    x[at("m_u")], x[at("f_u")] = z_u.mean(), basis.T @ z_u
-    x[off["z_e"][0]:off["z_e"][0] + G] = to_zeta.T @ zeta
+    if coord.task_centred:  # the sums centred: A / rho
+        rho = np.hypot(sigma_c, sigma_t / root)
+        z_u, zeta = turn(sigma_t, sigma_c, sums / rho, to_zeta @ z_e[:G])
+        z_e[:G] = to_zeta.T @ zeta
+        log_jacobian = -np.log(rho).sum()
+    else:  # standardised task effects: their clusters' sums over sqrt(n_g)
+        means = np.bincount(cluster, z_e, minlength=G) / root
+        z_u, zeta = turn(sigma_t, sigma_c, sums, means)
+        z_e += ((zeta - means) / root)[cluster]
+        log_jacobian = 0.0
+    x[at("m_u")], x[at("f_u")], x[at("z_e")] = z_u.mean(), basis.T @ z_u, z_e
     if coord.paired:
         sigma_ts = np.exp(x[off["sigma_task_system"][0]])
         sigma_cs = np.exp(x[off["sigma_cluster_system"][0]])
@@ -428,7 +436,7 @@ def _unpaired_reference(theta, coord, layout):
             z_v[:, s] += ((xi - means) / root)[cluster]
             m_w[s], f_w[s] = z_w.mean(), basis.T @ z_w
         x[at("z_v")], x[at("f_w")], x[at("m_w")] = z_v.ravel(), f_w.ravel(), m_w
-    return x, -np.log(rho).sum()
+    return x, log_jacobian
 
 
 def _reflection_matrix(layout):
@@ -533,8 +541,9 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     differences through every coordinate. ``centred``: the cluster effects centred;
     ``tasks``: the task effects centred (their cluster and stratum means non-centred; with
     the cluster effects centred too, the task effects' cluster components folded into them;
-    with them not and no strata across the clusters, the cluster pairs rotated and the task
-    and cluster spreads polar: :func:`_unpaired_reference`)."""
+    with them not and no strata across the clusters, the cluster pairs rotated and the
+    spreads polar, as with standardised task effects and clusters:
+    :func:`_unpaired_reference`)."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
     monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
@@ -542,7 +551,7 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     data = _with_recipes(data, recipes)
     coord = logit_normal.coordinates(logit_normal.Layout.from_dataset(data.dataset),
                                      latent_tasks=c.shape[1])
-    assert coord.cluster_pairs == (clusters and tasks and not centred and not strata)
+    assert coord.cluster_pairs == (clusters and not centred and not (tasks and strata))
     model = build_logit_normal_model(data, marginal=False, kernel=True)
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     size = model.initial_point()["theta"].size
@@ -938,8 +947,11 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
                         lambda ds: form.endswith("folded"))
     # the task-latent form (task effects centred, cluster components folded, attenuated)
     integrated = form == "task-latent"
-    pairs = form.endswith("pairs")  # no strata across the clusters
-    data, c, n = _collapsed_case(3, True, not pairs, most=2 if integrated else 4)
+    # the cluster pairs rotated: standardised task effects, or centred ones with no strata
+    # across the clusters
+    pairs = form in ("full-latent", "full-latent pairs")
+    data, c, n = _collapsed_case(3, True, form != "full-latent pairs",
+                                 most=2 if integrated else 4)
     c, n, _ = counts_by_bound(data.dataset)
     layout = logit_normal.Layout.from_dataset(data.dataset, form)
     latent = form.startswith("full-latent") or integrated

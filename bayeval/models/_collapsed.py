@@ -222,7 +222,7 @@ class Coordinates:
     level_weights: tuple = ()  # the clusters' task shares: the intercepts' level (see unpack)
     cells_integrated: bool = False  # task-latent: the task-by-system effects integrated out
     task_rank: int = 0  # centred task effects: how many lead coordinates stay non-centred
-    cluster_pairs: bool = False  # full-latent: cluster pairs rotated (cluster_pair_map)
+    cluster_pairs: bool = False  # full-latent: cluster pairs rotated (see logit_normal)
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -262,7 +262,8 @@ class Coordinates:
         return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
                          rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
                          self.centring_code,
-                         (3 if self.cluster_pairs else 2 if self.task_fold
+                         ((3 if self.task_centred else 4) if self.cluster_pairs
+                          else 2 if self.task_fold
                           else int(self.task_centred)),
                          self.attenuated, bool(self.level_weights), self.cells_integrated],
                         dtype=np.int64)

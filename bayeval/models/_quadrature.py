@@ -1921,9 +1921,10 @@ def _task_rotation(spec, const):
     ``spec[11] == 2`` the task effects' cluster components are folded into the centred
     cluster coordinates, through the map ``(G - 1, r)`` stored next
     (:func:`bayeval.models._collapsed.task_cluster_fold`); with ``spec[11] == 3`` they are
-    paired with the cluster effects instead (:func:`_unpair`)."""
+    paired with the cluster effects instead (:func:`_unpair`; 4: the same, the task effects
+    standardised)."""
     J = spec[9]
-    if spec.shape[0] < 12 or spec[11] == 0 or J == 0:
+    if spec.shape[0] < 12 or spec[11] == 0 or spec[11] == 4 or J == 0:
         return False, 0, np.zeros((0, max(J, 1))), False, np.zeros((0, 0))
     S, Gm = spec[0], spec[2] - 1
     k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
@@ -2590,13 +2591,27 @@ def _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d
 # -- the full-latent form's cluster pairs, rotated onto what the data see -----------------------
 @numba.njit(cache=True)
 def _pair_matrix(spec, const):
-    """``Q (G, G)`` where the full-latent form rotates its cluster pairs (``spec[11] == 3``,
-    :func:`_unpair`), else ``(0, 0)``: ``Q z`` are the task effects' standardised cluster
-    components (cluster g's mean effect is ``sigma_task (Q z)[g] / sqrt(n_g)``) for the first
+    """``Q (G, G)`` where the full-latent form rotates its cluster pairs with centred task
+    effects (``spec[11] == 3``, :func:`_unpair`), else ``(0, 0)``: ``Q z`` are the task
+    effects' standardised cluster components (cluster g's mean effect is ``sigma_task (Q
+    z)[g] / sqrt(n_g)``) for the first
     ``r = G`` task coordinates ``z``, stored after the task reflections
     (:func:`bayeval.models._collapsed.cluster_pair_map`)."""
     if spec.shape[0] < 12 or spec[11] != 3:
         return np.zeros((0, 0))
+    return _pair_matrix_stored(spec, const)
+
+
+@numba.njit(cache=True)
+def _pairs(spec):
+    """Whether the full-latent form holds its cluster pairs rotated (``spec[11]`` 3: task
+    effects centred, 4: standardised; :func:`_unpair`)."""
+    return spec.shape[0] >= 12 and (spec[11] == 3 or spec[11] == 4)
+
+
+@numba.njit(cache=True)
+def _pair_matrix_stored(spec, const):
+    """The stored ``Q`` of :func:`_pair_matrix`."""
     S, G, J = spec[0], spec[2], spec[9]
     k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
     r = int(const[k])
@@ -2656,49 +2671,92 @@ def _unpair(theta, spec, const, cluster, Q):
     Jacobian is one. The cluster sums, each pinned by its tasks' trials, are held centred
     (``A[g] = rho[g] a[g]``, ``rho[g]^2 = sigma_cluster^2 + sigma_task^2 / n_g``; log-Jacobian
     ``-sum log rho``), their standard normal values zero-sum and mean coordinates as the
-    cluster effects' (:func:`_zero_sum`); the cluster-by-system sums, each seen through a few
-    trials, stay standardised. The spreads of each pair are held in polar coordinates
+    cluster effects' (:func:`_zero_sum`), where the task effects are centred (each pinned by
+    its trials), else standardised like the task effects (:func:`_turn_sums`, the partner in
+    the tasks' own coordinates); the cluster-by-system sums, each seen through a few trials,
+    stay standardised. The spreads of each pair are held in polar coordinates
     (:func:`_from_polar`), the map applied before this one.
     """
     S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(spec, const,
                                                                                 cluster)
     out = theta.copy()
     J = cluster.shape[0]
-    a = np.empty(G)
-    zs = np.empty(G)
     # the cluster effects and the task effects' cluster components
     cos, sin = _pair_parts(theta, i_sig[0], i_sig[2], inv_root)
-    _zero_sum(theta[i_fu:i_fu + G - 1], a)
-    inv_large = math.exp(-theta[i_sig[2]])
     log_jacobian = 0.0
-    for g in range(G):  # a = A / rho, 1 / rho = cos / sigma_cluster
-        a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
-        log_jacobian += math.log(cos[g] * inv_large)
-    b = _times(Q, theta[i_tail:i_tail + G], False)
-    for g in range(G):
-        zs[g] = cos[g] * a[g] - sin[g] * b[g]
-        b[g] = sin[g] * a[g] + cos[g] * b[g]
-    out[i_tail:i_tail + G] = _times(Q, b, True)
-    _from_cluster_vector(zs, out, i_mu, i_fu)
+    if Q.shape[0] == 0:  # task effects standardised: the sums too
+        _turn_sums(theta, out, i_mu, i_fu, i_tail, 1, cos, sin, inv_root, cluster)
+    else:
+        a = np.empty(G)
+        zs = np.empty(G)
+        _zero_sum(theta[i_fu:i_fu + G - 1], a)
+        inv_large = math.exp(-theta[i_sig[2]])
+        for g in range(G):  # a = A / rho, 1 / rho = cos / sigma_cluster
+            a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
+            log_jacobian += math.log(cos[g] * inv_large)
+        b = _times(Q, theta[i_tail:i_tail + G], False)
+        for g in range(G):
+            zs[g] = cos[g] * a[g] - sin[g] * b[g]
+            b[g] = sin[g] * a[g] + cos[g] * b[g]
+        out[i_tail:i_tail + G] = _times(Q, b, True)
+        _from_cluster_vector(zs, out, i_mu, i_fu)
     if not paired:
         return out, log_jacobian
     cos, sin = _pair_parts(theta, i_sig[1], i_sig[3], inv_root)
-    tail_v = i_tail + J
     for s in range(S):
-        _zero_sum(theta[i_fw + s * (G - 1):i_fw + (s + 1) * (G - 1)], a)
-        for g in range(G):
-            a[g] += theta[i_mw + s]
-            b[g] = 0.0
-        for j in range(J):
-            b[cluster[j]] += theta[tail_v + j * S + s]
-        for g in range(G):
-            b[g] *= inv_root[g]
-            zs[g] = cos[g] * a[g] - sin[g] * b[g]
-            a[g] = (sin[g] * a[g] + cos[g] * b[g] - b[g]) * inv_root[g]  # the change
-        for j in range(J):
-            out[tail_v + j * S + s] += a[cluster[j]]
-        _from_cluster_vector(zs, out, i_mw + s, i_fw + s * (G - 1))
+        _turn_sums(theta, out, i_mw + s, i_fw + s * (G - 1), i_tail + J + s, S, cos, sin,
+                   inv_root, cluster)
     return out, log_jacobian
+
+
+@numba.njit(cache=True)
+def _turn_sums(theta, out, i_m, i_f, first, stride, cos, sin, inv_root, cluster):
+    """One set of standardised pairs turned back (:func:`_unpair`): the cluster-level
+    coordinates at ``i_m`` (mean) and ``i_f`` (zero-sum part) hold the sums, and the
+    task-level coordinates ``theta[first + j * stride]`` hold, in their clusters' mean
+    directions, the partners; written into ``out``."""
+    G = inv_root.shape[0]
+    a, b, zs = np.empty(G), np.zeros(G), np.empty(G)
+    _zero_sum(theta[i_f:i_f + G - 1], a)
+    for j in range(cluster.shape[0]):
+        b[cluster[j]] += theta[first + j * stride]
+    for g in range(G):
+        a[g] += theta[i_m]
+        b[g] *= inv_root[g]
+        zs[g] = cos[g] * a[g] - sin[g] * b[g]
+        a[g] = (sin[g] * a[g] + cos[g] * b[g] - b[g]) * inv_root[g]  # the change
+    for j in range(cluster.shape[0]):
+        out[first + j * stride] += a[cluster[j]]
+    _from_cluster_vector(zs, out, i_m, i_f)
+
+
+@numba.njit(cache=True)
+def _turn_sums_adjoint(theta, grad, i_m, i_f, first, stride, cos, sin, inv_root, cluster):
+    """The gradient through :func:`_turn_sums`, in place; returns its part in the pair's
+    angle."""
+    G = inv_root.shape[0]
+    a, b = np.empty(G), np.zeros(G)
+    g_z, g_xi, g_a = np.empty(G), np.zeros(G), np.empty(G)
+    _zero_sum(theta[i_f:i_f + G - 1], a)
+    _zero_sum(grad[i_f:i_f + G - 1], g_z)
+    for j in range(cluster.shape[0]):
+        b[cluster[j]] += theta[first + j * stride]
+        g_xi[cluster[j]] += grad[first + j * stride]
+    turn = 0.0
+    for g in range(G):
+        a[g] += theta[i_m]
+        g_z[g] += grad[i_m] / G
+        b[g] *= inv_root[g]
+        g_xi[g] *= inv_root[g]
+        z_g = cos[g] * a[g] - sin[g] * b[g]
+        xi_g = sin[g] * a[g] + cos[g] * b[g]
+        turn += cos[g] * sin[g] * (g_xi[g] * z_g - g_z[g] * xi_g)
+        g_a[g] = cos[g] * g_z[g] + sin[g] * g_xi[g]
+        g_xi[g] = (-sin[g] * g_z[g] + cos[g] * g_xi[g] - g_xi[g]) * inv_root[g]  # the change
+    for j in range(cluster.shape[0]):
+        grad[first + j * stride] += g_xi[cluster[j]]
+    _to_cluster_gradient(g_a, grad, i_m, i_f)
+    return turn
 
 
 @numba.njit(cache=True)
@@ -2721,61 +2779,46 @@ def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
     S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(spec, const,
                                                                                 cluster)
     J = cluster.shape[0]
-    a = np.empty(G)
-    g_z, g_a = np.empty(G), np.empty(G)
     cos, sin = _pair_parts(theta, i_sig[0], i_sig[2], inv_root)
-    _zero_sum(theta[i_fu:i_fu + G - 1], a)
-    inv_large = math.exp(-theta[i_sig[2]])
-    for g in range(G):
-        a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
-    b = _times(Q, theta[i_tail:i_tail + G], False)
-    _zero_sum(grad[i_fu:i_fu + G - 1], g_z)
-    for g in range(G):
-        g_z[g] += grad[i_mu] / G
-    g_zeta = _times(Q, grad[i_tail:i_tail + G], False)
-    turn = d_small = d_large = 0.0
-    for g in range(G):
-        z_g = cos[g] * a[g] - sin[g] * b[g]
-        zeta_g = sin[g] * a[g] + cos[g] * b[g]
-        turn += cos[g] * sin[g] * (g_zeta[g] * z_g - g_z[g] * zeta_g)
-        g_a[g] = cos[g] * g_z[g] + sin[g] * g_zeta[g]
-        g_zeta[g] = -sin[g] * g_z[g] + cos[g] * g_zeta[g]  # now the rotated partner's
-        # through a = A / rho and the log-Jacobian, -sum log rho
-        d_small -= (g_a[g] * a[g] + 1.0) * sin[g] * sin[g]
-        d_large -= (g_a[g] * a[g] + 1.0) * cos[g] * cos[g]
-        g_a[g] *= cos[g] * inv_large
-    grad[i_tail:i_tail + G] = _times(Q, g_zeta, True)
-    _to_cluster_gradient(g_a, grad, i_mu, i_fu)
-    grad[i_sig[0]] += turn + d_small
-    grad[i_sig[2]] += d_large - turn
+    if Q.shape[0] == 0:  # task effects standardised: the sums too
+        turn = _turn_sums_adjoint(theta, grad, i_mu, i_fu, i_tail, 1, cos, sin, inv_root,
+                                  cluster)
+        grad[i_sig[0]] += turn
+        grad[i_sig[2]] -= turn
+    else:
+        a = np.empty(G)
+        g_z, g_a = np.empty(G), np.empty(G)
+        _zero_sum(theta[i_fu:i_fu + G - 1], a)
+        inv_large = math.exp(-theta[i_sig[2]])
+        for g in range(G):
+            a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
+        b = _times(Q, theta[i_tail:i_tail + G], False)
+        _zero_sum(grad[i_fu:i_fu + G - 1], g_z)
+        for g in range(G):
+            g_z[g] += grad[i_mu] / G
+        g_zeta = _times(Q, grad[i_tail:i_tail + G], False)
+        turn = d_small = d_large = 0.0
+        for g in range(G):
+            z_g = cos[g] * a[g] - sin[g] * b[g]
+            zeta_g = sin[g] * a[g] + cos[g] * b[g]
+            turn += cos[g] * sin[g] * (g_zeta[g] * z_g - g_z[g] * zeta_g)
+            g_a[g] = cos[g] * g_z[g] + sin[g] * g_zeta[g]
+            g_zeta[g] = -sin[g] * g_z[g] + cos[g] * g_zeta[g]  # now the rotated partner's
+            # through a = A / rho and the log-Jacobian, -sum log rho
+            d_small -= (g_a[g] * a[g] + 1.0) * sin[g] * sin[g]
+            d_large -= (g_a[g] * a[g] + 1.0) * cos[g] * cos[g]
+            g_a[g] *= cos[g] * inv_large
+        grad[i_tail:i_tail + G] = _times(Q, g_zeta, True)
+        _to_cluster_gradient(g_a, grad, i_mu, i_fu)
+        grad[i_sig[0]] += turn + d_small
+        grad[i_sig[2]] += d_large - turn
     if not paired:
         return grad
     cos, sin = _pair_parts(theta, i_sig[1], i_sig[3], inv_root)
-    tail_v = i_tail + J
     turn = 0.0
-    g_xi = np.empty(G)
     for s in range(S):
-        _zero_sum(theta[i_fw + s * (G - 1):i_fw + (s + 1) * (G - 1)], a)
-        _zero_sum(grad[i_fw + s * (G - 1):i_fw + (s + 1) * (G - 1)], g_z)
-        for g in range(G):
-            a[g] += theta[i_mw + s]
-            g_z[g] += grad[i_mw + s] / G
-            b[g] = 0.0
-            g_xi[g] = 0.0
-        for j in range(J):
-            b[cluster[j]] += theta[tail_v + j * S + s]
-            g_xi[cluster[j]] += grad[tail_v + j * S + s]
-        for g in range(G):
-            b[g] *= inv_root[g]
-            g_xi[g] *= inv_root[g]
-            z_g = cos[g] * a[g] - sin[g] * b[g]
-            xi_g = sin[g] * a[g] + cos[g] * b[g]
-            turn += cos[g] * sin[g] * (g_xi[g] * z_g - g_z[g] * xi_g)
-            g_a[g] = cos[g] * g_z[g] + sin[g] * g_xi[g]
-            g_xi[g] = (-sin[g] * g_z[g] + cos[g] * g_xi[g] - g_xi[g]) * inv_root[g]  # change
-        for j in range(J):
-            grad[tail_v + j * S + s] += g_xi[cluster[j]]
-        _to_cluster_gradient(g_a, grad, i_mw + s, i_fw + s * (G - 1))
+        turn += _turn_sums_adjoint(theta, grad, i_mw + s, i_fw + s * (G - 1), i_tail + J + s, S,
+                                   cos, sin, inv_root, cluster)
     grad[i_sig[1]] += turn
     grad[i_sig[3]] -= turn
     return grad
@@ -2867,14 +2910,14 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     (:func:`_task_effects`, :func:`_latent_cells`) in place of the quadrature. With
     ``spec[12]`` the collapsed form's ``theta`` is attenuated (:func:`_attenuation`): the
     density is computed at its plain coordinates (:func:`_plain_theta`) and the gradient
-    taken back, the log-Jacobian added. With ``spec[11] == 3`` the full-latent form's ``theta``
+    taken back, the log-Jacobian added. With ``spec[11]`` 3 or 4 the full-latent form's ``theta``
     holds its task and cluster spreads in polar coordinates (:func:`_from_polar`) and its
     cluster pairs rotated (:func:`_unpair`): the density is that of the plain coordinates
     plus the map's log-Jacobian.
     """
-    Q = _pair_matrix(spec, const)
-    if Q.shape[0] == 0:
+    if not _pairs(spec):
         return _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult)
+    Q = _pair_matrix(spec, const)
     x = _from_polar(attenuated, spec, const)
     theta, log_jacobian = _unpair(x, spec, const, p_cluster, Q)
     logp, grad = _logp_and_grad(theta, spec, const, p_cluster, p_stratum, c, n, mult)
@@ -3152,10 +3195,10 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
 def unpaired(x, spec, const, cluster):
     """``x`` in the unrotated coordinates: :func:`_unpair` where the form rotates its cluster
     pairs, else ``x`` itself."""
-    Q = _pair_matrix(spec, const)
-    if Q.shape[0] == 0:
+    if not _pairs(spec):
         return x
-    return _unpair(_from_polar(x, spec, const), spec, const, cluster, Q)[0]
+    return _unpair(_from_polar(x, spec, const), spec, const, cluster,
+                   _pair_matrix(spec, const))[0]
 
 
 @numba.njit(cache=True)

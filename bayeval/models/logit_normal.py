@@ -555,13 +555,15 @@ WEIGHTED_LEVEL = True
 
 #: Whether the full-latent form samples each cluster's pairs rotated onto the sums the data
 #: see (:func:`bayeval.models._quadrature._unpair`: the cluster effect with its tasks' mean
-#: effect, centred; each system's cluster-by-system effect with its task-by-system effects'
-#: mean, standardised) and the spreads of each pair in polar coordinates
-#: (:func:`bayeval.models._quadrature._from_polar`), where its task effects are centred and
-#: its cluster effects are not (many small clusters) and no stratum spans two clusters.
-#: Terminal-Bench (70 families of 80 tasks; be.fit defaults, seeds 1-8): the smallest bulk ESS
-#: 523-619 and the largest r-hat 1.006-1.012, against 82-135 and 1.023-1.048 (seeds 1-2)
-#: without; 24-28 s a fit against 21-22 s (``benchmarks/results/fit_speed_logit_normal.txt``).
+#: effect, the sum centred where the task effects are; each system's cluster-by-system effect
+#: with its task-by-system effects' mean, standardised) and the spreads of each pair in polar
+#: coordinates (:func:`bayeval.models._quadrature._from_polar`), where its cluster effects are
+#: not centred (few tasks a cluster) and, with centred task effects, no stratum spans two
+#: clusters. Terminal-Bench (70 families of 80 tasks; be.fit defaults): its 13 systems (seeds
+#: 1-8) smallest bulk ESS 523-619 and largest r-hat 1.006-1.012, against 82-135 and
+#: 1.023-1.048 (seeds 1-2) without, in 24-28 s against 21-22 s; its first two systems (seeds
+#: 0-3) 441-797 and 1.005-1.014, against 91-121 and 1.026-1.049 (seeds 0-1), 12-14 s either
+#: way (``benchmarks/results/fit_speed_logit_normal.txt``).
 ROTATED_CLUSTER_PAIRS = True
 
 
@@ -583,8 +585,9 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     if task_centred:
         rank = int(task_reflections(layout.cluster, layout.pops.code)[0])
     fold = folds_clusters(layout) and latent_tasks > 0
-    pairs = (ROTATED_CLUSTER_PAIRS and task_centred and layout.has_clusters and not fold
-             and not integrated and rank == G)
+    pairs = (ROTATED_CLUSTER_PAIRS and latent_tasks > 0 and layout.has_clusters and not fold
+             and not integrated and not layout.cluster_centred
+             and (rank == G or not task_centred))
     return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
                        layout.system_level, blocks, latent_tasks, layout.cluster_centred,
                        not integrated, task_centred, fold,
