@@ -1926,14 +1926,21 @@ def _task_rotation(spec, const):
     J = spec[9]
     if spec.shape[0] < 12 or spec[11] == 0 or spec[11] == 4 or J == 0:
         return False, 0, np.zeros((0, max(J, 1))), False, np.zeros((0, 0))
-    S, Gm = spec[0], spec[2] - 1
-    k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
-    r = int(const[k])
+    k, r = _reflections_at(spec, const)
     vectors = const[k + 1:k + 1 + r * J].reshape((r, J))
     if spec[11] != 2:
         return True, r, vectors, False, np.zeros((0, 0))
     k += 1 + r * J
-    return True, r, vectors, True, const[k:k + Gm * r].reshape((Gm, r))
+    return True, r, vectors, True, const[k:k + (spec[2] - 1) * r].reshape((spec[2] - 1, r))
+
+
+@numba.njit(cache=True)
+def _reflections_at(spec, const):
+    """Where the centred task effects' constants start in ``const`` (their rank ``r``, then
+    the reflections and what follows them), and ``r``."""
+    S = spec[0]
+    k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
+    return k, int(const[k])
 
 
 @numba.njit(cache=True)
@@ -2590,19 +2597,6 @@ def _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d
 
 # -- the full-latent form's cluster pairs, rotated onto what the data see -----------------------
 @numba.njit(cache=True)
-def _pair_matrix(spec, const):
-    """``Q (G, G)`` where the full-latent form rotates its cluster pairs with centred task
-    effects (``spec[11] == 3``, :func:`_unpair`), else ``(0, 0)``: ``Q z`` are the task
-    effects' standardised cluster components (cluster g's mean effect is ``sigma_task (Q
-    z)[g] / sqrt(n_g)``) for the first
-    ``r = G`` task coordinates ``z``, stored after the task reflections
-    (:func:`bayeval.models._collapsed.cluster_pair_map`)."""
-    if spec.shape[0] < 12 or spec[11] != 3:
-        return np.zeros((0, 0))
-    return _pair_matrix_stored(spec, const)
-
-
-@numba.njit(cache=True)
 def _pairs(spec):
     """Whether the full-latent form holds its cluster pairs rotated (``spec[11]`` 3: task
     effects centred, 4: standardised; :func:`_unpair`)."""
@@ -2610,11 +2604,16 @@ def _pairs(spec):
 
 
 @numba.njit(cache=True)
-def _pair_matrix_stored(spec, const):
-    """The stored ``Q`` of :func:`_pair_matrix`."""
-    S, G, J = spec[0], spec[2], spec[9]
-    k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
-    r = int(const[k])
+def _pair_matrix(spec, const):
+    """``Q (G, G)`` where the full-latent form rotates its cluster pairs with centred task
+    effects (``spec[11] == 3``, :func:`_unpair`), else ``(0, 0)``: ``Q z`` are the task
+    effects' standardised cluster components (cluster g's mean effect is ``sigma_task (Q
+    z)[g] / sqrt(n_g)``) for the first ``r = G`` task coordinates ``z``, stored after the
+    task reflections (:func:`bayeval.models._collapsed.cluster_pair_map`)."""
+    if spec.shape[0] < 12 or spec[11] != 3:
+        return np.zeros((0, 0))
+    G, J = spec[2], spec[9]
+    k, r = _reflections_at(spec, const)
     k += 1 + r * J
     return const[k:k + G * r].reshape((G, r))
 
@@ -2699,7 +2698,7 @@ def _unpair(theta, spec, const, cluster, Q):
             zs[g] = cos[g] * a[g] - sin[g] * b[g]
             b[g] = sin[g] * a[g] + cos[g] * b[g]
         out[i_tail:i_tail + G] = _times(Q, b, True)
-        _from_cluster_vector(zs, out, i_mu, i_fu)
+        _from_cluster_vector(zs, out, i_mu, i_fu, True)
     if not paired:
         return out, log_jacobian
     cos, sin = _pair_parts(theta, i_sig[1], i_sig[3], inv_root)
@@ -2727,7 +2726,7 @@ def _turn_sums(theta, out, i_m, i_f, first, stride, cos, sin, inv_root, cluster)
         a[g] = (sin[g] * a[g] + cos[g] * b[g] - b[g]) * inv_root[g]  # the change
     for j in range(cluster.shape[0]):
         out[first + j * stride] += a[cluster[j]]
-    _from_cluster_vector(zs, out, i_m, i_f)
+    _from_cluster_vector(zs, out, i_m, i_f, True)
 
 
 @numba.njit(cache=True)
@@ -2755,18 +2754,20 @@ def _turn_sums_adjoint(theta, grad, i_m, i_f, first, stride, cos, sin, inv_root,
         g_xi[g] = (-sin[g] * g_z[g] + cos[g] * g_xi[g] - g_xi[g]) * inv_root[g]  # the change
     for j in range(cluster.shape[0]):
         grad[first + j * stride] += g_xi[cluster[j]]
-    _to_cluster_gradient(g_a, grad, i_m, i_f)
+    _from_cluster_vector(g_a, grad, i_m, i_f, False)
     return turn
 
 
 @numba.njit(cache=True)
-def _from_cluster_vector(z, out, i_m, i_f):
-    """``out[i_m] = mean(z)``, ``out[i_f:i_f + G - 1] = B' z`` (:func:`_zero_sum`)."""
+def _from_cluster_vector(z, out, i_m, i_f, mean):
+    """``out[i_m] = mean(z)`` (with ``mean``, else ``sum(z)``) and ``out[i_f:i_f + G - 1] =
+    B' z`` (:func:`_zero_sum`): the coordinates ``m, f`` of a cluster vector ``z = m + B f``,
+    or without ``mean`` the gradient in them from that in ``z``."""
     G = z.shape[0]
     total = 0.0
     for g in range(G):
         total += z[g]
-    out[i_m] = total / G
+    out[i_m] = total / G if mean else total
     for k in range(G - 1):
         out[i_f + k] = 0.0
     _zero_sum_adjoint(z, 1.0, out[i_f:i_f + G - 1])
@@ -2809,7 +2810,7 @@ def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
             d_large -= (g_a[g] * a[g] + 1.0) * cos[g] * cos[g]
             g_a[g] *= cos[g] * inv_large
         grad[i_tail:i_tail + G] = _times(Q, g_zeta, True)
-        _to_cluster_gradient(g_a, grad, i_mu, i_fu)
+        _from_cluster_vector(g_a, grad, i_mu, i_fu, False)
         grad[i_sig[0]] += turn + d_small
         grad[i_sig[2]] += d_large - turn
     if not paired:
@@ -2822,20 +2823,6 @@ def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
     grad[i_sig[1]] += turn
     grad[i_sig[3]] -= turn
     return grad
-
-
-@numba.njit(cache=True)
-def _to_cluster_gradient(g_a, grad, i_m, i_f):
-    """The gradient in a cluster vector's coordinates ``a = m + B f`` from that in ``a``:
-    ``grad[i_m] = sum(g_a)``, ``grad[i_f:i_f + G - 1] = B' g_a``."""
-    G = g_a.shape[0]
-    total = 0.0
-    for g in range(G):
-        total += g_a[g]
-    grad[i_m] = total
-    for k in range(G - 1):
-        grad[i_f + k] = 0.0
-    _zero_sum_adjoint(g_a, 1.0, grad[i_f:i_f + G - 1])
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
