@@ -265,6 +265,8 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     latent = latent or integrated
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
+    if latent and not integrated:  # which cells' effects it samples depends on the counts
+        coord = logit_normal._latent_inputs(c, n, layout, priors, 9)[0]
     off = coord.offsets
     log_jacobian = 0.0
     if coord.cluster_pairs:  # the sampler's coordinates, mapped to the plain ones
@@ -339,8 +341,13 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     S, J = c.shape
     if latent:
         z_e = part("z_e")
-        z_v = (part("z_v").reshape(J, S).T if layout.paired and not integrated
-               else np.zeros((S, J)))
+        z_v = np.zeros((S, J))
+        sampled = np.ones((S, J), dtype=bool)
+        if coord.one_sided:  # z_v of the two-sided cells only, task-major
+            sampled = (c > 0) & (c < n)
+            z_v.T[sampled.T] = part("z_v")
+        elif layout.paired and not integrated:
+            z_v = part("z_v").reshape(J, S).T
         total += stats.norm.logpdf(part("z_v")).sum()
         sigma_e = values["sigma_task"]
         if coord.task_centred:  # e = H (sigma z_r, y) with H orthogonal: e ~ N(0, sigma^2 I)
@@ -363,7 +370,12 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
             continue
         if latent:
             y = eta + effects[j] + (sigma_v or 0.0) * z_v[:, j]
-            total += stats.binom.logpmf(c[:, j], n[:, j], special.expit(y)).sum()
+            total += stats.binom.logpmf(c[:, j], n[:, j], special.expit(y))[sampled[:, j]].sum()
+            for s in np.flatnonzero(~sampled[:, j]):  # one-sided: integrated over v
+                total += np.log(integrate.quad(
+                    lambda v, s=s: stats.norm.pdf(v, 0, sigma_v) * stats.binom.pmf(
+                        c[s, j], n[s, j], special.expit(y[s] + v)),
+                    -12 * sigma_v, 12 * sigma_v, epsabs=0, epsrel=1e-12, limit=200)[0])
             continue
         total += _reference_log_marginal(eta, c[:, j], n[:, j], values["sigma_task"], sigma_v,
                                          e_nodes, v_nodes)
@@ -552,6 +564,37 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     coord = logit_normal.coordinates(logit_normal.Layout.from_dataset(data.dataset),
                                      latent_tasks=c.shape[1])
     assert coord.cluster_pairs == (clusters and not centred and not (tasks and strata))
+    _check_full_latent_density(data, c, n, atol=1e-9)
+
+
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred, tasks", [
+    (3, True, True, 2, None, True, True), (3, True, False, 1, None, True, False),
+    (2, False, True, 0, None, False, True), (3, False, False, 2, "rqr", False, False)])
+def test_full_latent_one_sided_cells_integrated(systems, clusters, strata, level, recipes,
+                                                centred, tasks, monkeypatch):
+    """With many one-sided cells (here forced from one: ``ONE_SIDED_CELLS``) the full-latent
+    form integrates each cell of no success or of all successes over its task-by-system
+    effect (bicubic tables in ``y`` and ``log sigma_v``) and samples only the two-sided
+    cells' effects: against SciPy's adaptive quadrature of those cells and the binomial at
+    the others (within the tables' interpolation error), and the gradient by finite
+    differences."""
+    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
+    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
+    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
+    monkeypatch.setattr(logit_normal, "ONE_SIDED_CELLS", 1)
+    data, c, n = _collapsed_case(systems, clusters, strata)
+    data = _with_recipes(data, recipes)
+    coord = logit_normal._latent_inputs(c, n, logit_normal.Layout.from_dataset(data.dataset),
+                                        logit_normal.validate_priors(None), 9)[0]
+    two_sided = (c > 0) & (c < n)
+    assert coord.one_sided == tuple(np.unique(n[~two_sided]).tolist())
+    assert coord.offsets["z_v"][1] == two_sided.sum() < c.size
+    _check_full_latent_density(data, c, n, atol=1e-6)
+
+
+def _check_full_latent_density(data, c, n, atol):
+    """The compiled full-latent density against :func:`_reference_log_density` at three
+    points (differences: constants are left out), and its gradient by finite differences."""
     model = build_logit_normal_model(data, marginal=False, kernel=True)
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     size = model.initial_point()["theta"].size
@@ -559,7 +602,7 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     points = [rng.normal(0, 0.8, size) for _ in range(3)]
     ours = np.array([float(logp({"theta": p})) for p in points])
     ref = np.array([_reference_log_density(p, data, c, n, latent=True) for p in points])
-    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-9)
+    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=atol)
     h = 1e-6
     numeric = np.array([float(logp({"theta": points[1] + h * e})
                               - logp({"theta": points[1] - h * e})) / (2 * h)

@@ -137,6 +137,34 @@ def test_rotated_cluster_pairs_keep_the_posterior(centred, monkeypatch):
                            fits[False].tree["posterior"]["sigma_task"])
 
 
+def test_integrated_one_sided_cells_keep_the_posterior(monkeypatch):
+    """Three systems on 40 tasks of 8 trials, half the cells with no success or all: the
+    full-latent fit that integrates those cells over their task-by-system effects (tables,
+    ``ONE_SIDED_CELLS`` forced down to one) gives the posterior of the fit that samples every
+    cell's effect (every spread, intercept and task effect within four Monte Carlo standard
+    errors), and records which it did."""
+    import arviz_stats as azs
+
+    rng = np.random.default_rng(3)
+    logit = rng.normal(-1.0, 3.0, 40)[None, :] + np.array([[-0.5], [0.0], [0.6]]) \
+        + rng.normal(0, 1.0, (3, 40))
+    data = be.from_counts(rng.binomial(8, 1 / (1 + np.exp(-logit))), np.full((3, 40), 8),
+                          systems=["A", "B", "C"])
+    c = data.dataset["successes"].values
+    assert ((c == 0) | (c == 8)).mean() > 0.4
+    assert sampling_form(data.dataset)[0] == "full-latent"
+    fits = {on: _forced_fit(monkeypatch, data, "ONE_SIDED_CELLS", 1 if on else 10**9,
+                            draws=500, tune=500, chains=4, seed=2) for on in (True, False)}
+    names = ["alpha", *[n for n in logit_normal.SIGMAS if n in fits[True].tree["posterior"]]]
+    for group, name in [*[("posterior", n) for n in names], ("task_effects", "task_effect")]:
+        a, b = (fit.tree[group].to_dataset()[name] for fit in (fits[True], fits[False]))
+        gap = np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw"))).values
+        allowed = 4 * np.hypot(azs.mcse(a), azs.mcse(b)).values
+        assert np.all(gap < allowed), name
+    assert fits[True].tree.attrs["task_system_effects"].startswith("integrated where")
+    assert fits[False].tree.attrs["task_system_effects"] == "sampled"
+
+
 def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     """Forced onto small data, the full-latent route records its form and gives the same
     posterior groups and readouts as the collapsed one; both estimate the same variance

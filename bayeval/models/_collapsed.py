@@ -223,6 +223,8 @@ class Coordinates:
     cells_integrated: bool = False  # task-latent: the task-by-system effects integrated out
     task_rank: int = 0  # centred task effects: how many lead coordinates stay non-centred
     cluster_pairs: bool = False  # full-latent: cluster pairs rotated (see logit_normal)
+    one_sided: tuple = ()  # full-latent: the trials of the integrated one-sided cells' tables
+    sampled_cells: int = -1  # full-latent with one_sided: the cells whose effects it samples
 
     @property
     def rotation(self) -> tuple[np.ndarray, np.ndarray]:
@@ -240,7 +242,8 @@ class Coordinates:
                  ("f_w", S * (G - 1) * (self.clusters and self.paired)),
                  ("sigma_system", int(self.system_level > 0)), ("z_alpha", S * H),
                  ("z_e", self.latent_tasks),
-                 ("z_v", S * self.latent_tasks * (self.paired and not self.cells_integrated))]
+                 ("z_v", (S * self.latent_tasks if self.sampled_cells < 0
+                          else self.sampled_cells) * (self.paired and not self.cells_integrated))]
         out, start = {}, 0
         for name, size in sizes:
             out[name] = (start, size)
@@ -265,7 +268,8 @@ class Coordinates:
                          ((3 if self.task_centred else 4) if self.cluster_pairs
                           else 2 if self.task_fold
                           else int(self.task_centred)),
-                         self.attenuated, bool(self.level_weights), self.cells_integrated],
+                         self.attenuated, bool(self.level_weights), self.cells_integrated,
+                         bool(self.one_sided)],
                         dtype=np.int64)
 
     @property

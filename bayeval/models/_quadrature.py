@@ -2047,6 +2047,217 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
     return total, g_eta, g_e, g_sv
 
 
+#: The full-latent form's tables of one-sided cells (:func:`one_sided_tables`): ``log
+#: sigma_v`` from ``log 0.03`` in steps of 0.02 to ``log 20`` (:data:`ONE_SIDED_SIZE`
+#: columns), ``y`` on :data:`TABLE_LOW`'s grid. In steps of 0.1 the interpolant in ``log
+#: sigma_v`` erred by up to 1e-4 where ``log g > -30`` (``y`` up to 12 at ``sigma_v`` near
+#: one: ``log g`` falls as ``-y^2 / (2 sigma_v^2)`` there); the error falls as the step's
+#: fourth power.
+ONE_SIDED_LOW = math.log(0.03)
+ONE_SIDED_STEP = 0.02
+ONE_SIDED_SIZE = 326
+
+
+@numba.njit(cache=True)
+def one_sided_tables(trials, x, logw):
+    """``(T, ONE_SIDED_SIZE, TABLE_SIZE, 4)``: for no success in ``trials[q]`` trials, ``log
+    g = log int N(v; 0, sigma_v) (1 - expit(y + v))^n dv`` on a grid of ``(log sigma_v, y)``,
+    with its derivatives in ``y``, in ``log sigma_v`` and in both (the adaptive rule's
+    trapezoid, :func:`_table_cell`: within 1e-7): the corners of a bicubic Hermite
+    interpolant (:func:`_one_sided_slice`). All successes read the same table at ``-y``."""
+    T = trials.shape[0]
+    out = np.empty((T, ONE_SIDED_SIZE, TABLE_SIZE, 4))
+    tab = np.zeros((1, TABLE_SIZE, 5))
+    terms = np.zeros((2, INNER_NODES))
+    for q in range(T):
+        for k in range(ONE_SIDED_SIZE):
+            log_sigma = ONE_SIDED_LOW + k * ONE_SIDED_STEP
+            sigma = math.exp(log_sigma)
+            for i in range(TABLE_SIZE):
+                _table_cell(i, 0, 0.0, trials[q], 1.0 / (sigma * sigma), log_sigma, x, logw,
+                            tab, terms)
+                out[q, k, i, 0] = tab[0, i, 0]
+                out[q, k, i, 1] = tab[0, i, 1]
+                out[q, k, i, 2] = sigma * tab[0, i, 2]
+                out[q, k, i, 3] = sigma * tab[0, i, 4]
+    return out
+
+
+@numba.njit(cache=True)
+def _one_sided_block(spec, const):
+    """The one-sided tables ``(T, ONE_SIDED_SIZE, TABLE_SIZE, 4)`` and their trials ``(T,)``,
+    stored last in ``const`` (then ``T``) where the full-latent form integrates its
+    one-sided cells (``spec[15]``), else empty."""
+    if spec.shape[0] < 16 or spec[15] == 0:
+        return np.zeros((0, ONE_SIDED_SIZE, TABLE_SIZE, 4)), np.zeros(0)
+    end = const.shape[0] - 1
+    T = int(const[end])
+    size = T * ONE_SIDED_SIZE * TABLE_SIZE * 4
+    block = const[end - T - size:end - T].reshape((T, ONE_SIDED_SIZE, TABLE_SIZE, 4))
+    return block, const[end - T:end]
+
+
+@numba.njit(cache=True)
+def _one_sided_slice(block, q, trials, sigma_v, lo, hi, x, logw, out):
+    """Rows ``lo..hi`` of one-sided table ``q`` at ``sigma_v``, into ``out[q, :rows]``: the
+    value and its slope in ``y``, and their derivatives in ``log sigma_v``. Within the
+    tabulated spreads, the cubic Hermite interpolant between two columns; beyond, the
+    integrals themselves at ``sigma_v`` (:func:`_table_cell`)."""
+    log_sigma = math.log(sigma_v)
+    t = (log_sigma - ONE_SIDED_LOW) / ONE_SIDED_STEP
+    k = int(math.floor(t))
+    if k < 0 or k >= ONE_SIDED_SIZE - 1:
+        tab = np.zeros((1, TABLE_SIZE, 5))
+        terms = np.zeros((2, INNER_NODES))
+        for i in range(lo, hi + 1):
+            _table_cell(i, 0, 0.0, trials[q], 1.0 / (sigma_v * sigma_v), log_sigma, x, logw,
+                        tab, terms)
+            out[q, i - lo, 0] = tab[0, i, 0]
+            out[q, i - lo, 1] = tab[0, i, 1]
+            out[q, i - lo, 2] = sigma_v * tab[0, i, 2]
+            out[q, i - lo, 3] = sigma_v * tab[0, i, 4]
+        return
+    t -= k
+    h = ONE_SIDED_STEP
+    t2 = t * t
+    t3 = t2 * t
+    h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1, (t3 - 2 * t2 + t) * h, -2 * t3 + 3 * t2, (
+        t3 - t2) * h
+    d00, d10, d01, d11 = (6 * t2 - 6 * t) / h, 3 * t2 - 4 * t + 1, (-6 * t2 + 6 * t) / h, (
+        3 * t2 - 2 * t)
+    for i in range(lo, hi + 1):
+        a0, a1, a2, a3 = block[q, k, i, 0], block[q, k, i, 1], block[q, k, i, 2], block[
+            q, k, i, 3]
+        b0, b1, b2, b3 = block[q, k + 1, i, 0], block[q, k + 1, i, 1], block[
+            q, k + 1, i, 2], block[q, k + 1, i, 3]
+        out[q, i - lo, 0] = h00 * a0 + h10 * a2 + h01 * b0 + h11 * b2
+        out[q, i - lo, 1] = h00 * a1 + h10 * a3 + h01 * b1 + h11 * b3
+        out[q, i - lo, 2] = d00 * a0 + d10 * a2 + d01 * b0 + d11 * b2
+        out[q, i - lo, 3] = d00 * a1 + d10 * a3 + d01 * b1 + d11 * b3
+
+
+@numba.njit(cache=True)
+def _one_sided_row(y):
+    """Where a read at ``y`` falls on :data:`TABLE_LOW`'s grid: ``(i, t)``, ``y`` at ``t``
+    of the way from row ``i`` to ``i + 1``, or beyond the grid ``(end row, -1 - dy)`` with
+    ``dy`` the distance from it."""
+    u = (y - TABLE_LOW) * (1.0 / TABLE_STEP)
+    if u <= 0.0:
+        return 0, -1.0 - (y - TABLE_LOW)
+    if u >= TABLE_SIZE - 1:
+        return TABLE_SIZE - 1, -1.0 - (y - (TABLE_LOW + (TABLE_SIZE - 1) * TABLE_STEP))
+    i = min(int(u), TABLE_SIZE - 2)
+    return i, u - i
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _one_sided_read(i, t, rows, q, lo):
+    """``(log g, d/dy, d/dlog sigma_v)`` at the point ``(i, t)`` (:func:`_one_sided_row`)
+    from the slice ``rows[q]`` (:func:`_one_sided_slice`, its first row ``lo``): the cubic
+    Hermite interpolant in ``y``, and beyond the grid the tangent at its end (and that
+    tangent's derivative in ``log sigma_v``)."""
+    r = i - lo
+    if t < 0.0:
+        dy = -1.0 - t
+        return (rows[q, r, 0] + rows[q, r, 1] * dy, rows[q, r, 1],
+                rows[q, r, 2] + rows[q, r, 3] * dy)
+    h = TABLE_STEP
+    t2 = t * t
+    t3 = t2 * t
+    h01 = 3 * t2 - 2 * t3
+    h00 = 1.0 - h01
+    h10 = (t3 - 2 * t2 + t) * h
+    h11 = (t3 - t2) * h
+    d01 = (6 * t - 6 * t2) * (1.0 / h)
+    d10 = 3 * t2 - 4 * t + 1
+    d11 = 3 * t2 - 2 * t
+    f0, s0, v0, w0 = rows[q, r, 0], rows[q, r, 1], rows[q, r, 2], rows[q, r, 3]
+    f1, s1, v1, w1 = rows[q, r + 1, 0], rows[q, r + 1, 1], rows[q, r + 1, 2], rows[q, r + 1, 3]
+    return (f0 + h01 * (f1 - f0) + h10 * s0 + h11 * s1,
+            d01 * (f1 - f0) + d10 * s0 + d11 * s1,
+            v0 + h01 * (v1 - v0) + h10 * w0 + h11 * w1)
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail):
+    """The full-latent form's cells where its one-sided cells (no success, or all) are
+    integrated over their task-by-system effects: those read their table
+    (:func:`one_sided_tables`) at ``y = eta + e`` (all successes: no success at ``-y``); the
+    two-sided cells add ``c y - n softplus(y)`` at ``y = eta + e + sigma_v z`` as in
+    :func:`_latent_cells`, their ``z`` the tail's coordinates after the ``J`` task effects,
+    in task-major order of the two-sided cells. Returns what :func:`_latent_cells`
+    returns, and adds to ``g_tail`` likewise."""
+    J, S = eta.shape
+    K = tail.shape[0] - J
+    T = trials.shape[0]
+    ys = np.empty(K)
+    row = np.empty(J * S, dtype=np.int64)  # a one-sided cell's read (_one_sided_row)
+    frac = np.empty(J * S)
+    kind = np.empty(J * S, dtype=np.int64)  # -2 not run, -1 two-sided, else its table
+    lo = np.full(T, TABLE_SIZE, dtype=np.int64)
+    hi = np.full(T, -1, dtype=np.int64)
+    k = 0
+    for j in range(J):
+        for s in range(S):
+            m = j * S + s
+            nn, cc = n[j, s], c[j, s]
+            if nn == 0.0:
+                kind[m] = -2
+            elif 0.0 < cc < nn:
+                kind[m] = -1
+                ys[k] = eta[j, s] + e[j] + sigma_v * tail[J + k]
+                k += 1
+            else:
+                q = 0
+                while trials[q] != nn:
+                    q += 1
+                kind[m] = q
+                i, t = _one_sided_row(eta[j, s] + e[j] if cc == 0.0 else -(eta[j, s] + e[j]))
+                row[m], frac[m] = i, t
+                lo[q] = min(lo[q], i)
+                hi[q] = max(hi[q], i + 1 if t >= 0.0 else i)
+    small, log_term = _softplus_parts(ys)
+    width = 1
+    for q in range(T):
+        width = max(width, hi[q] - lo[q] + 1)
+    rows = np.empty((T, width, 4))
+    for q in range(T):
+        if hi[q] >= lo[q]:
+            _one_sided_slice(block, q, trials, sigma_v, lo[q], hi[q], x, logw, rows)
+    total, g_log = 0.0, 0.0
+    g_sv = 0.0
+    g_eta = np.zeros((J, S))
+    g_e = np.zeros(J)
+    k = 0
+    for j in range(J):
+        acc = 0.0
+        for s in range(S):
+            m = j * S + s
+            q = kind[m]
+            if q == -2:
+                continue
+            if q == -1:
+                nn, cc = n[j, s], c[j, s]
+                yy = ys[k]
+                zv = tail[J + k]
+                total += cc * yy - nn * (max(yy, 0.0) + log_term[k]) - 0.5 * zv * zv
+                rate = (1.0 if yy >= 0.0 else small[k]) / (1.0 + small[k])
+                d = cc - nn * rate
+                g_tail[J + k] += sigma_v * d - zv
+                g_sv += zv * d
+                k += 1
+            else:
+                value, d, d_log = _one_sided_read(row[m], frac[m], rows, q, lo[q])
+                if c[j, s] != 0.0:  # read at -y
+                    d = -d
+                total += value
+                g_log += d_log
+            g_eta[j, s] = d
+            acc += d
+        g_e[j] = acc
+    return total, g_eta, g_e, g_sv + g_log / sigma_v
+
+
 @numba.njit(cache=True, fastmath={"contract"})
 def _fixed_cell(i, q, cq, nq, sigma_v, u, lam, tab, at):
     """Fill cell ``i`` (at row ``at`` of ``tab``) of table ``q`` for the low-trial counts
@@ -2961,10 +3172,8 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
             total, g_base, g_e, g_sv = _integrated_cells(base, p_cluster, p_stratum, seen, c,
                                                          n, sig[1], u, lam)
         else:
-            y = _latent_y(seen, tail, eta, sig[1], paired)
-            small, log_term = _softplus_parts(y)
-            total, g_eta, g_e, g_sv = _latent_cells(tail, y, small, log_term, c, n, sig[1],
-                                                    paired, grad[i_tail:])
+            total, g_eta, g_e, g_sv = _sampled_cells(spec, const, tail, eta, seen, c, n,
+                                                     sig[1], paired, x, logw, grad[i_tail:])
         prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors,
                                     grad[i_tail:])
         total += prior_e
@@ -2995,6 +3204,18 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     return logp + total, grad
 
 
+@numba.njit(cache=True)
+def _sampled_cells(spec, const, tail, eta, e, c, n, sigma_v, paired, x, logw, g_tail):
+    """The full-latent form's cells: every cell's task-by-system effect sampled
+    (:func:`_latent_cells`), or the one-sided cells' integrated (:func:`_hybrid_cells`)."""
+    block, trials = _one_sided_block(spec, const)
+    if trials.shape[0] > 0:
+        return _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail)
+    y = _latent_y(e, tail, eta, sigma_v, paired)
+    small, log_term = _softplus_parts(y)
+    return _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail)
+
+
 @numba.njit(cache=True, nogil=True)
 def kernel_logp(theta, spec, const, index, c, n, mult):
     """:func:`logp_and_grad` in one compiled call that releases the GIL, with the patterns'
@@ -3020,7 +3241,7 @@ _C_SIG = numba.types.void(
 )
 _SYMBOL = f"bayeval_collapsed_logp_{KERNEL_HASH}"
 #: The kernel's integer constants (:meth:`bayeval.models._collapsed.Coordinates.spec`).
-SPEC_SIZE = 15
+SPEC_SIZE = 16
 _symbol_ready = False
 
 

@@ -74,6 +74,7 @@ covariances.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from dataclasses import dataclass
@@ -106,6 +107,7 @@ from bayeval.models._quadrature import (
     exact_task_sums,
     grid_expectations,
     latent_task_draws,
+    one_sided_tables,
     task_sums,
 )
 
@@ -566,6 +568,13 @@ WEIGHTED_LEVEL = True
 #: way (``benchmarks/results/fit_speed_logit_normal.txt``).
 ROTATED_CLUSTER_PAIRS = True
 
+#: One-sided cells (no success, or all) from which the full-latent form integrates them over
+#: their task-by-system effects (bicubic tables in ``y`` and ``log sigma_v``, built per fit:
+#: :func:`bayeval.models._quadrature.one_sided_tables`) instead of sampling those effects;
+#: the two-sided cells keep theirs. Not with the cluster pairs rotated
+#: (:data:`ROTATED_CLUSTER_PAIRS`), whose map reads every cell's effect.
+ONE_SIDED_CELLS = 2000
+
 
 def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     """The collapsed model's parameter coordinates for a layout (with ``latent_tasks`` = J,
@@ -657,11 +666,47 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
         extra = np.concatenate([reflections, fold_map.ravel()])
         if coord.cluster_pairs:
             extra = np.concatenate([extra, cluster_pair_map(layout.cluster, reflections).ravel()])
+    one_sided = _one_sided_cells(c, n, coord)
+    if one_sided is not None:
+        trials = np.unique(n[one_sided]).astype(float)
+        coord = dataclasses.replace(coord, one_sided=tuple(trials.tolist()),
+                                    sampled_cells=int(((c > 0) & (c < n)).sum()))
+        tables = one_sided_tables(trials, rules.x, rules.logw)
+        extra = np.concatenate([extra, tables.ravel(), trials, [len(trials)]])
     const = coord.constants(priors, rules, extra)
     values = (coord.spec(rules), const, index,
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
               np.ones(J))
     return coord, dict(zip(COLLAPSED_DATA, values))
+
+
+def _one_sided_cells(c, n, coord) -> np.ndarray | None:
+    """The cells ``(S, J)`` the full-latent form integrates over their task-by-system
+    effects (no success, or all: :data:`ONE_SIDED_CELLS`), or None where it samples every
+    cell's."""
+    one_sided = (n > 0) & ((c == 0) | (c == n))
+    if (coord.paired and not coord.cells_integrated and not coord.cluster_pairs
+            and one_sided.sum() >= ONE_SIDED_CELLS):
+        return one_sided
+    return None
+
+
+def integrates_one_sided(ds: xr.Dataset) -> bool:
+    """Whether the full-latent form integrates the one-sided cells of ``ds`` (of either
+    missing-outcome bound) over their task-by-system effects (:data:`ONE_SIDED_CELLS`).
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal import integrates_one_sided
+    >>> integrates_one_sided(be.datasets.load("livecodebench").dataset)  # 15,813 such cells
+    True
+    >>> integrates_one_sided(be.datasets.load("terminal_bench", missing="fail").dataset)
+    False
+    """
+    c, n, _ = counts_by_bound(ds)
+    coord = coordinates(Layout.from_dataset(ds), latent_tasks=ds.sizes["task"])
+    return any(_one_sided_cells(cb, nb, coord) is not None for cb, nb in zip(c, n))
 
 
 def _kernel_model(coord, values: dict, coords: dict):
