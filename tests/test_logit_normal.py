@@ -1,5 +1,6 @@
 """Logit-normal model: quadrature against SciPy, collapsed against full-latent NUTS, pairing."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -265,8 +266,10 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     latent = latent or integrated
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
-    if latent and not integrated:  # which cells' effects it samples depends on the counts
-        coord = logit_normal._latent_inputs(c, n, layout, priors, 9)[0]
+    one_sided = None if integrated or not latent else logit_normal._one_sided_cells(c, n, coord)
+    if one_sided is not None:  # which cells' effects it samples depends on the counts
+        coord = dataclasses.replace(coord, one_sided=tuple(np.unique(n[one_sided]).tolist()),
+                                    sampled_cells=int(((c > 0) & (c < n)).sum()))
     off = coord.offsets
     log_jacobian = 0.0
     if coord.cluster_pairs:  # the sampler's coordinates, mapped to the plain ones
