@@ -2017,6 +2017,14 @@ def _latent_y(e, tail, eta, sigma_v, paired):
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _binomial_cell(cc, nn, yy, small, log_term):
+    """A cell's ``c y - n softplus(y)`` and its derivative in ``y``, ``small = exp(-|y|)``
+    and ``log_term = log1p(small)`` given (:func:`_softplus_parts`)."""
+    rate = (1.0 if yy >= 0.0 else small) / (1.0 + small)
+    return cc * yy - nn * (max(yy, 0.0) + log_term), cc - nn * rate
+
+
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
     """The full-latent form's log density of the task-by-system effects and of the counts
     given the logits: each cell adds ``c y - n softplus(y)`` (binomial coefficients left out),
@@ -2033,10 +2041,8 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
         acc = 0.0
         for s in range(S):  # no branch on n: a cell not run has c = n = 0 and adds nothing
             zv = tail[J + j * S + s] if paired else 0.0
-            yy = y[j, s]
-            total += c[j, s] * yy - n[j, s] * (max(yy, 0.0) + log_term[j, s])
-            rate = (1.0 if yy >= 0.0 else small[j, s]) / (1.0 + small[j, s])
-            d = c[j, s] - n[j, s] * rate
+            value, d = _binomial_cell(c[j, s], n[j, s], y[j, s], small[j, s], log_term[j, s])
+            total += value
             g_eta[j, s] = d
             acc += d
             if paired:
@@ -2071,16 +2077,37 @@ def one_sided_tables(trials, x, logw):
     terms = np.zeros((2, INNER_NODES))
     for q in range(T):
         for k in range(ONE_SIDED_SIZE):
-            log_sigma = ONE_SIDED_LOW + k * ONE_SIDED_STEP
-            sigma = math.exp(log_sigma)
             for i in range(TABLE_SIZE):
-                _table_cell(i, 0, 0.0, trials[q], 1.0 / (sigma * sigma), log_sigma, x, logw,
-                            tab, terms)
-                out[q, k, i, 0] = tab[0, i, 0]
-                out[q, k, i, 1] = tab[0, i, 1]
-                out[q, k, i, 2] = sigma * tab[0, i, 2]
-                out[q, k, i, 3] = sigma * tab[0, i, 4]
+                _one_sided_node(i, trials[q], ONE_SIDED_LOW + k * ONE_SIDED_STEP, x, logw,
+                                tab, terms, out[q, k, i])
     return out
+
+
+@numba.njit(cache=True)
+def _one_sided_node(i, nn, log_sigma, x, logw, tab, terms, out):
+    """``out (4,)``: at row ``i`` of :data:`TABLE_LOW`'s grid, no success in ``nn`` trials,
+    ``log g`` and its derivatives in ``y``, in ``log sigma_v`` and in both, from the
+    adaptive rule's cell (:func:`_table_cell`, whose ``sigma_v`` derivatives are per unit
+    of ``sigma_v``)."""
+    sigma = math.exp(log_sigma)
+    _table_cell(i, 0, 0.0, nn, 1.0 / (sigma * sigma), log_sigma, x, logw, tab, terms)
+    out[0] = tab[0, i, 0]
+    out[1] = tab[0, i, 1]
+    out[2] = sigma * tab[0, i, 2]
+    out[3] = sigma * tab[0, i, 4]
+
+
+@numba.njit(cache=True)
+def _hermite_basis(t, h):
+    """The cubic Hermite basis on a step of length ``h`` at ``t`` in [0, 1], for values
+    ``(h00, h10, h01, h11)`` and their derivatives along the step ``(d00, d10, d01, d11)``:
+    ``f = h00 f0 + h10 f0' + h01 f1 + h11 f1'`` (the slopes' factor ``h`` included)."""
+    t2 = t * t
+    t3 = t2 * t
+    h01 = 3.0 * t2 - 2.0 * t3
+    return (1.0 - h01, (t3 - 2.0 * t2 + t) * h, h01, (t3 - t2) * h,
+            (6.0 * t2 - 6.0 * t) / h, 3.0 * t2 - 4.0 * t + 1.0, (6.0 * t - 6.0 * t2) / h,
+            3.0 * t2 - 2.0 * t)
 
 
 @numba.njit(cache=True)
@@ -2110,21 +2137,9 @@ def _one_sided_slice(block, q, trials, sigma_v, lo, hi, x, logw, out):
         tab = np.zeros((1, TABLE_SIZE, 5))
         terms = np.zeros((2, INNER_NODES))
         for i in range(lo, hi + 1):
-            _table_cell(i, 0, 0.0, trials[q], 1.0 / (sigma_v * sigma_v), log_sigma, x, logw,
-                        tab, terms)
-            out[q, i - lo, 0] = tab[0, i, 0]
-            out[q, i - lo, 1] = tab[0, i, 1]
-            out[q, i - lo, 2] = sigma_v * tab[0, i, 2]
-            out[q, i - lo, 3] = sigma_v * tab[0, i, 4]
+            _one_sided_node(i, trials[q], log_sigma, x, logw, tab, terms, out[q, i - lo])
         return
-    t -= k
-    h = ONE_SIDED_STEP
-    t2 = t * t
-    t3 = t2 * t
-    h00, h10, h01, h11 = 2 * t3 - 3 * t2 + 1, (t3 - 2 * t2 + t) * h, -2 * t3 + 3 * t2, (
-        t3 - t2) * h
-    d00, d10, d01, d11 = (6 * t2 - 6 * t) / h, 3 * t2 - 4 * t + 1, (-6 * t2 + 6 * t) / h, (
-        3 * t2 - 2 * t)
+    h00, h10, h01, h11, d00, d10, d01, d11 = _hermite_basis(t - k, ONE_SIDED_STEP)
     for i in range(lo, hi + 1):
         a0, a1, a2, a3 = block[q, k, i, 0], block[q, k, i, 1], block[q, k, i, 2], block[
             q, k, i, 3]
@@ -2161,16 +2176,7 @@ def _one_sided_read(i, t, rows, q, lo):
         dy = -1.0 - t
         return (rows[q, r, 0] + rows[q, r, 1] * dy, rows[q, r, 1],
                 rows[q, r, 2] + rows[q, r, 3] * dy)
-    h = TABLE_STEP
-    t2 = t * t
-    t3 = t2 * t
-    h01 = 3 * t2 - 2 * t3
-    h00 = 1.0 - h01
-    h10 = (t3 - 2 * t2 + t) * h
-    h11 = (t3 - t2) * h
-    d01 = (6 * t - 6 * t2) * (1.0 / h)
-    d10 = 3 * t2 - 4 * t + 1
-    d11 = 3 * t2 - 2 * t
+    _, h10, h01, h11, _, d10, d01, d11 = _hermite_basis(t, TABLE_STEP)
     f0, s0, v0, w0 = rows[q, r, 0], rows[q, r, 1], rows[q, r, 2], rows[q, r, 3]
     f1, s1, v1, w1 = rows[q, r + 1, 0], rows[q, r + 1, 1], rows[q, r + 1, 2], rows[q, r + 1, 3]
     return (f0 + h01 * (f1 - f0) + h10 * s0 + h11 * s1,
@@ -2237,12 +2243,9 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail):
             if q == -2:
                 continue
             if q == -1:
-                nn, cc = n[j, s], c[j, s]
-                yy = ys[k]
                 zv = tail[J + k]
-                total += cc * yy - nn * (max(yy, 0.0) + log_term[k]) - 0.5 * zv * zv
-                rate = (1.0 if yy >= 0.0 else small[k]) / (1.0 + small[k])
-                d = cc - nn * rate
+                value, d = _binomial_cell(c[j, s], n[j, s], ys[k], small[k], log_term[k])
+                total += value - 0.5 * zv * zv
                 g_tail[J + k] += sigma_v * d - zv
                 g_sv += zv * d
                 k += 1
