@@ -258,28 +258,46 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
 def test_latent_task_draws_follow_the_conditional_given_the_task_effect():
     """Given a sampled task effect, a system's rate is drawn from the one-dimensional
     conditional of its task-by-system effect: moments and quantiles against dense
-    integration of ``N(v; 0, sigma_v) Bin(c | n, expit(y + v))``."""
+    integration of ``N(v; 0, sigma_v) Bin(c | n, expit(y + v))``. The cells of a row are
+    drawn together (first proposals judged over the row, refusals drawn afresh), so one row
+    mixes cells that the squeeze keeps, that need the full test, whose proposal is mostly
+    refused (a wide spread, counts far from the predictor) and that fall to the hull."""
     from scipy import special, stats
 
     from bayeval.models._quadrature import latent_task_draws
 
-    D, y, sigma_v = 20_000, 0.8, 1.2
-    for c, n in ((3, 10), (0, 10), (1, 1)):
+    D = 20_000
+    cells = [  # (task effect y, successes, trials)
+        (0.8, 3, 10), (0.8, 0, 10), (0.8, 1, 1), (-2.5, 0, 1), (3.0, 40, 40), (-6.0, 40, 40),
+        (1.5, 7, 200), (-4.0, 1, 1)]
+    y = np.array([cell[0] for cell in cells])
+    c = np.array([[cell[1] for cell in cells]], float)
+    n = np.array([[cell[2] for cell in cells]], float)
+    J = len(cells)
+    for sigma_v in (1.2, 6.0):
         rates = latent_task_draws(np.full((D, 1, 1), 0.3), np.zeros((D, 1)),
-                                  np.zeros((D, 1, 1)), np.full((D, 1), 0.5),
-                                  np.full(D, sigma_v), np.zeros(1, int), np.zeros(1, int),
-                                  np.array([[c]], float), np.array([[n]], float), True,
-                                  np.random.default_rng(0))[:, 0, 0]
-        v = np.linspace(-12, 12, 20001)
-        density = stats.norm.pdf(v, 0, sigma_v) * stats.binom.pmf(c, n, special.expit(y + v))
-        density /= density.sum()
-        p = special.expit(y + v)
-        mean = (density * p).sum()
-        sd = np.sqrt((density * (p - mean) ** 2).sum())
-        assert abs(rates.mean() - mean) < 4 * sd / np.sqrt(D)
-        assert abs(rates.std() / sd - 1) < 0.03
-        for q in (0.1, 0.5, 0.9):
-            assert abs(np.mean(rates <= p[np.searchsorted(np.cumsum(density), q)]) - q) < 0.012
+                                  np.zeros((D, 1, 1)), np.tile(y - 0.3, (D, 1)),
+                                  np.full(D, sigma_v), np.zeros(J, int), np.zeros(J, int), c, n,
+                                  True, np.random.default_rng(0))[:, 0]
+        v = np.linspace(-60, 60, 240_001)
+        for j, (y_j, c_j, n_j) in enumerate(cells):
+            log_density = (stats.norm.logpdf(v, 0, sigma_v)
+                           + stats.binom.logpmf(c_j, n_j, special.expit(y_j + v)))
+            density = np.exp(log_density - log_density.max())
+            density /= density.sum()
+            p = special.expit(y_j + v)
+            mean = (density * p).sum()
+            sd = np.sqrt((density * (p - mean) ** 2).sum())
+            kurtosis = (density * (p - mean) ** 4).sum() / sd**4
+            draws = rates[:, j]
+            assert abs(draws.mean() - mean) < 4 * sd / np.sqrt(D), (sigma_v, cells[j])
+            # the standard error of a sample sd over the true sd: sqrt((kurtosis - 1) / 4 D)
+            assert abs(draws.std() / sd - 1) < 4 * np.sqrt((kurtosis - 1) / (4 * D)), (
+                sigma_v, cells[j])
+            cdf = np.cumsum(density)
+            for q in (0.1, 0.5, 0.9):
+                assert abs(np.mean(draws <= p[np.searchsorted(cdf, q)]) - q) < 0.012, (
+                    sigma_v, cells[j], q)
 
 
 def _fits_by_form(data, rule, attr, monkeypatch):

@@ -83,6 +83,12 @@ def _sigmoid(y):
 
 
 @numba.njit(cache=True)
+def _sigmoid_of(y, small):
+    """:func:`_sigmoid` from ``small = exp(-|y|)``, when a caller has it already."""
+    return 1.0 / (1.0 + small) if y >= 0.0 else small / (1.0 + small)
+
+
+@numba.njit(cache=True)
 def _softplus(y):
     return max(y, 0.0) + math.log1p(math.exp(-abs(y)))
 
@@ -1380,26 +1386,9 @@ def _v_log_density(v, eta_e, c, n, prec_v):
 
 
 @numba.njit(cache=True)
-def _tangent(eta_e, c, n, prec_v):
-    """The tangent envelope of :func:`_v_draw_from` at ``v0``, one Newton step from 0: ``v0``,
-    ``l(v0)``, the slope ``b`` and the envelope normal's centre ``sigma_v^2 b``."""
-    p0 = _sigmoid(eta_e)
-    v0 = _clip((c - n * p0) / (prec_v + n * p0 * (1.0 - p0)))
-    y0 = eta_e + v0
-    b = c - n * _sigmoid(y0)
-    return v0, c * y0 - n * _softplus(y0), b, b / prec_v
-
-
-@numba.njit(cache=True)
-def _tangent_log_keep(v, eta_e, c, n, v0, l0, b):
-    """The log-probability that the tangent envelope's proposal ``v`` is kept."""
-    y = eta_e + v
-    return c * y - n * _softplus(y) - l0 - b * (v - v0)
-
-
-@numba.njit(cache=True)
 def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
-    """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))``.
+    """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))``, and its rate
+    ``expit(eta_e + v)``.
 
     First up to ``TANGENT_TRIES`` proposals from the prior tilted by the tangent of the
     log-likelihood ``l(v)`` at ``v0`` (one Newton step from 0): ``l`` is concave, so
@@ -1408,20 +1397,40 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
     ``exp(l(v) - l(v0) - b (v - v0))`` (rejection sampling: a kept proposal is an exact
     draw). Near the mode the proposal is centred where the conditional is, and it keeps
     about ``1 / sqrt(1 + n p (1 - p) sigma_v^2)`` of its proposals: nearly all for single
-    trials. If none is kept, adaptive rejection sampling of the log-concave density
-    (:func:`_v_hull`). Either way the draw is exact: the first route changes the cost only.
-    The proposals come from ``rng``, a NumPy Generator (ziggurat normals and exponentials:
-    a third of the cost of numba's legacy normals); the hull, rarely reached (under 1% of
-    the cells of the 25-system SWE-bench fit), draws from the legacy generator with its own
-    buffers, so that a call passes scalars only."""
-    v0, l0, b, centre = _tangent(eta_e, c, n, prec_v)
+    trials. A squeeze decides most proposals without ``l(v)``: ``l'' = -n p (1 - p) >= -n /
+    4``, so the log-probability of keeping is at least ``-n (v - v0)^2 / 8``, and a proposal
+    whose exponential draw clears that is kept (the same decision as the full test, which
+    runs only where the squeeze does not decide). One exponential ``exp(-|y|)`` serves a
+    point's logistic and softplus alike. If no proposal is kept, adaptive rejection sampling
+    of the log-concave density (:func:`_v_hull`). Either way the draw is exact: the first
+    route changes the cost only. The proposals come from ``rng``, a NumPy Generator
+    (ziggurat normals and exponentials: a third of the cost of numba's legacy normals); the
+    hull, rarely reached (under 1% of the cells of the 25-system SWE-bench fit), draws from
+    the legacy generator with its own buffers, so that a call passes scalars only."""
+    p0 = _sigmoid(eta_e)
+    v0 = _clip((c - n * p0) / (prec_v + n * p0 * (1.0 - p0)))
+    y0 = eta_e + v0
+    small0 = math.exp(-abs(y0))
+    b = c - n * _sigmoid_of(y0, small0)
+    centre = b / prec_v
+    squeeze = 0.125 * n
+    l0 = math.nan  # l(v0), computed when the squeeze first leaves a proposal undecided
     for _ in range(TANGENT_TRIES):
         v = centre + sigma_v * rng.standard_normal()
-        if -rng.standard_exponential() <= _tangent_log_keep(v, eta_e, c, n, v0, l0, b):
-            return v
+        gap = -rng.standard_exponential()
+        y = eta_e + v
+        small = math.exp(-abs(y))
+        step = v - v0
+        if gap > -squeeze * step * step:
+            if math.isnan(l0):
+                l0 = c * y0 - n * (max(y0, 0.0) + math.log1p(small0))
+            if gap > c * y - n * (max(y, 0.0) + math.log1p(small)) - l0 - b * step:
+                continue
+        return v, _sigmoid_of(y, small)
     M = HULL_POINTS
-    return _v_hull(eta_e, c, n, prec_v, np.empty(M), np.empty(M), np.empty(M), np.empty(M),
-                   np.empty(M))
+    v = _v_hull(eta_e, c, n, prec_v, np.empty(M), np.empty(M), np.empty(M), np.empty(M),
+                np.empty(M))
+    return v, _sigmoid(eta_e + v)
 
 
 @numba.njit(cache=True)
@@ -1585,8 +1594,8 @@ def _exact_task_sums(rng, eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x
                     k = _hull_insert(ex, eh, ed, k, e, h, d)
                 for s in range(S):
                     if weight[j, s] != 0.0 and paired:
-                        v[s] = _v_draw_from(rng, eta[p, s] + e, c[p, s], n[p, s], prec_v,
-                                            sigma_v)
+                        v[s], _ = _v_draw_from(rng, eta[p, s] + e, c[p, s], n[p, s], prec_v,
+                                               sigma_v)
             for s in range(S):
                 ws = weight[j, s]
                 if ws == 0.0:
@@ -1654,31 +1663,90 @@ def _exact_block(rng, seed, first, last, eta, rows, c, n, slot, n_tables, guess,
 LATENT_BLOCK = 250
 
 
+@numba.njit(cache=True)
+def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
+    """:func:`_v_draw_from`'s rates for a row of cells at once: ``rate[i] = expit(y[i] +
+    v[i])``, each ``v[i]`` an exact draw from its cell's conditional given ``y[i]`` (``c``,
+    ``n`` the cells' counts). The first tangent proposal of every cell is made and judged in
+    straight-line arithmetic over the row, which the compiler vectorises (the exponentials by
+    :func:`_neg_abs_exp`), where one cell's chain of scalar exponentials and divisions costs
+    its latency; the proposals' normal and exponential draws come from ``rng`` cell by cell.
+    A proposal the squeeze leaves undecided gets the full test, and a cell whose proposal is
+    refused draws afresh from :func:`_v_draw_from` (given a refusal, any exact draw keeps the
+    mixture exact). ``work (6, m)`` and ``bits (m,)`` are buffers of the row's length."""
+    m = y.shape[0]
+    prec_v = 1.0 / sigma_v**2
+    small, v0, b, z, gap, y1 = work[0], work[1], work[2], work[3], work[4], work[5]
+    _neg_abs_exp(y, small, bits)
+    for i in range(m):
+        p0 = _sigmoid_of(y[i], small[i])
+        v0[i] = min(max((c[i] - n[i] * p0) / (prec_v + n[i] * p0 * (1.0 - p0)), -MAX_STEP),
+                    MAX_STEP)
+        y1[i] = y[i] + v0[i]
+    _neg_abs_exp(y1, small, bits)  # y1: the tangent points y + v0, for now
+    for i in range(m):
+        b[i] = c[i] - n[i] * _sigmoid_of(y1[i], small[i])
+    for i in range(m):
+        z[i] = rng.standard_normal()
+        gap[i] = -rng.standard_exponential()
+    for i in range(m):
+        v = b[i] / prec_v + sigma_v * z[i]
+        z[i] = v - v0[i]  # z: the step from the tangent point
+        y1[i] = y[i] + v  # y1: the proposals
+    _neg_abs_exp(y1, small, bits)
+    for i in range(m):
+        rate[i] = _sigmoid_of(y1[i], small[i])
+    for i in range(m):
+        step = z[i]
+        if gap[i] <= -0.125 * n[i] * step * step:  # the squeeze keeps it
+            continue
+        y0 = y[i] + v0[i]
+        keep = (c[i] * y1[i] - n[i] * (max(y1[i], 0.0) + math.log1p(small[i]))
+                - c[i] * y0 + n[i] * _softplus(y0) - b[i] * step)
+        if gap[i] > keep:
+            _, rate[i] = _v_draw_from(rng, y[i], c[i], n[i], prec_v, sigma_v)
+
+
 @numba.njit(cache=True, nogil=True)
 def _latent_block(rng, seed, s, first, last, alpha, u, w, e, sigma_v, cluster, stratum, c, n,
                   paired, ks, code, needed, weight, out, rates):
     """System ``s``'s draws ``first`` to ``last`` (one stream: ``rng``, and the legacy
     generator seeded with ``seed`` for the hull): every task's rate given the draw's sampled
-    task effect; ``out (D, S, Q) += weight[j, s] f(p[s, j])``, or with a non-empty ``rates (D,
-    S, J)``, the rates themselves (NaN where the system did not run the task)."""
+    task effect, the task-by-system effects drawn exactly from their one-dimensional
+    conditionals a row of tasks at a time (:func:`_v_rates`); ``out (D, S, Q) += weight[j, s]
+    f(p[s, j])``, or with a non-empty ``rates (D, S, J)``, the rates themselves (NaN where
+    the system did not run the task)."""
     np.random.seed(seed)
+    J = c.shape[0]
+    keep = np.zeros(J, dtype=np.bool_)
+    for j in range(J):
+        keep[j] = n[j, s] > 0.0 and (weight[j, s] != 0.0 or rates.shape[0] > 0)
+    cells = np.flatnonzero(keep)
+    m = cells.shape[0]
+    cs, ns, ws = np.empty(m), np.empty(m), np.empty(m)
+    for i in range(m):
+        cs[i], ns[i], ws[i] = c[cells[i], s], n[cells[i], s], weight[cells[i], s]
+    groups, strata = cluster[cells], stratum[cells]
+    y, rate = np.empty(m), np.empty(m)
+    work, bits = np.empty((6, m)), np.empty(m, dtype=np.int64)
     for d in range(first, last):
-        prec_v = 1.0 / sigma_v[d] ** 2 if paired else 0.0
-        for j in range(c.shape[0]):
-            ws = weight[j, s]
-            if (ws == 0.0 and not rates.shape[0]) or n[j, s] == 0.0:
-                continue
-            # the task-by-system effect drawn exactly from its one-dimensional conditional
-            g = cluster[j]
-            y = alpha[d, s, stratum[j]] + u[d, g] + w[d, s, g] + e[d, j]
-            if paired:
-                y += _v_draw_from(rng, y, c[j, s], n[j, s], prec_v, sigma_v[d])
-            rate = _sigmoid(y)
-            if rates.shape[0]:
-                rates[d, s, j] = rate
-                continue
-            for q in range(ks.shape[0]):
-                out[d, s, q] += ws * _f(rate, ks[q], code, needed[q])
+        for i in range(m):
+            g = groups[i]
+            y[i] = alpha[d, s, strata[i]] + u[d, g] + w[d, s, g] + e[d, cells[i]]
+        if paired:
+            _v_rates(rng, y, cs, ns, sigma_v[d], rate, work, bits)
+        else:
+            for i in range(m):
+                rate[i] = _sigmoid(y[i])
+        if rates.shape[0]:
+            for i in range(m):
+                rates[d, s, cells[i]] = rate[i]
+            continue
+        for q in range(ks.shape[0]):
+            total = 0.0
+            for i in range(m):
+                total += ws[i] * _f(rate[i], ks[q], code, needed[q])
+            out[d, s, q] += total
 
 
 def latent_task_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, rng, ks=None,
@@ -1866,6 +1934,35 @@ _INV_LN2 = 1.44269504088896338700e+00
 
 
 @numba.njit(cache=True, fastmath={"contract"})
+def _neg_abs_exp(x, out, bits):
+    """``out = exp(-|x|)`` for a vector ``x``, in straight-line arithmetic that the compiler
+    vectorises (:func:`_softplus_parts` says how); ``bits`` is an int64 buffer of the same
+    length."""
+    m = x.shape[0]
+    for i in range(m):
+        z = max(-abs(x[i]), -700.0)
+        k = math.floor(z * _INV_LN2 + 0.5)
+        r = z - k * _LN2_HI - k * _LN2_LO
+        p = 1.0 / 479001600.0
+        p = 1.0 / 39916800.0 + r * p
+        p = 1.0 / 3628800.0 + r * p
+        p = 1.0 / 362880.0 + r * p
+        p = 1.0 / 40320.0 + r * p
+        p = 1.0 / 5040.0 + r * p
+        p = 1.0 / 720.0 + r * p
+        p = 1.0 / 120.0 + r * p
+        p = 1.0 / 24.0 + r * p
+        p = 1.0 / 6.0 + r * p
+        p = 0.5 + r * p
+        p = 1.0 + r * p
+        out[i] = 1.0 + r * p
+        bits[i] = (np.int64(k) + 1023) << 52
+    scale = bits.view(np.float64)
+    for i in range(m):
+        out[i] *= scale[i]
+
+
+@numba.njit(cache=True, fastmath={"contract"})
 def _softplus_parts(y):
     """``small = exp(-|y|)`` and ``log1p(small)`` for every element of ``y (J, S)``, in
     straight-line arithmetic that the compiler vectorises, where each scalar call to the math
@@ -1880,29 +1977,9 @@ def _softplus_parts(y):
     m = flat.shape[0]
     small = np.empty(m)
     log_term = np.empty(m)
-    bits = np.empty(m, dtype=np.int64)
+    _neg_abs_exp(flat, small, np.empty(m, dtype=np.int64))
     for i in range(m):
-        x = max(-abs(flat[i]), -700.0)
-        k = math.floor(x * _INV_LN2 + 0.5)
-        r = x - k * _LN2_HI - k * _LN2_LO
-        p = 1.0 / 479001600.0
-        p = 1.0 / 39916800.0 + r * p
-        p = 1.0 / 3628800.0 + r * p
-        p = 1.0 / 362880.0 + r * p
-        p = 1.0 / 40320.0 + r * p
-        p = 1.0 / 5040.0 + r * p
-        p = 1.0 / 720.0 + r * p
-        p = 1.0 / 120.0 + r * p
-        p = 1.0 / 24.0 + r * p
-        p = 1.0 / 6.0 + r * p
-        p = 0.5 + r * p
-        p = 1.0 + r * p
-        small[i] = 1.0 + r * p
-        bits[i] = (np.int64(k) + 1023) << 52
-    scale = bits.view(np.float64)
-    for i in range(m):
-        e = small[i] * scale[i]
-        small[i] = e
+        e = small[i]
         t = e / (2.0 + e)
         z = t * t
         q = 1.0 / 35.0
