@@ -255,26 +255,40 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
     assert close(a, b) and abs(a.std() / b.std() - 1) < 0.25
 
 
-def test_latent_task_draws_follow_the_conditional_given_the_task_effect():
+#: rows of cells ``(task effect y, successes, trials)`` and the spreads each is drawn at
+_CONDITIONAL_ROWS = [
+    # several trials: the squeeze leaves most proposals to the full test over the row; cells
+    # whose proposal is mostly refused (a wide spread, counts far from the predictor), that
+    # fall to the hull, and that are drawn from their likelihood (successes and failures, a
+    # narrow likelihood against the spread: both routes are taken at each spread)
+    ([(0.8, 3, 10), (0.8, 0, 10), (0.8, 1, 1), (-2.5, 0, 1), (3.0, 40, 40), (-6.0, 40, 40),
+      (1.5, 7, 200), (-4.0, 1, 1), (0.0, 5, 10), (-3.0, 5, 10)], (1.2, 6.0)),
+    # single trials: the squeeze keeps most proposals, the rest are tested cell by cell
+    ([(0.8, 1, 1), (-2.5, 0, 1), (-4.0, 1, 1), (2.0, 0, 1), (0.0, 1, 1), (1.0, 1, 1),
+      (-1.0, 0, 1), (3.0, 1, 1), (-0.5, 1, 1), (0.3, 0, 1)], (0.4, 1.0)),
+]
+
+
+@pytest.mark.parametrize("row", range(len(_CONDITIONAL_ROWS)))
+def test_latent_task_draws_follow_the_conditional_given_the_task_effect(row):
     """Given a sampled task effect, a system's rate is drawn from the one-dimensional
     conditional of its task-by-system effect: moments and quantiles against dense
     integration of ``N(v; 0, sigma_v) Bin(c | n, expit(y + v))``. The cells of a row are
-    drawn together (first proposals judged over the row, refusals drawn afresh), so one row
-    mixes cells that the squeeze keeps, that need the full test, whose proposal is mostly
-    refused (a wide spread, counts far from the predictor) and that fall to the hull."""
+    drawn together (first proposals judged over the row, refusals drawn again), each row
+    taking its own routes (``_CONDITIONAL_ROWS``)."""
     from scipy import special, stats
 
-    from bayeval.models._quadrature import latent_task_draws
+    from bayeval.models._quadrature import _likelihood_route, latent_task_draws
 
     D = 20_000
-    cells = [  # (task effect y, successes, trials)
-        (0.8, 3, 10), (0.8, 0, 10), (0.8, 1, 1), (-2.5, 0, 1), (3.0, 40, 40), (-6.0, 40, 40),
-        (1.5, 7, 200), (-4.0, 1, 1)]
+    cells, spreads = _CONDITIONAL_ROWS[row]
     y = np.array([cell[0] for cell in cells])
     c = np.array([[cell[1] for cell in cells]], float)
     n = np.array([[cell[2] for cell in cells]], float)
     J = len(cells)
-    for sigma_v in (1.2, 6.0):
+    for sigma_v in spreads:
+        routes = [_likelihood_route(*cell, 1 / sigma_v**2) for cell in cells]
+        assert (any(routes) and not all(routes)) if row == 0 else not any(routes)
         rates = latent_task_draws(np.full((D, 1, 1), 0.3), np.zeros((D, 1)),
                                   np.zeros((D, 1, 1)), np.tile(y - 0.3, (D, 1)),
                                   np.full(D, sigma_v), np.zeros(J, int), np.zeros(J, int), c, n,
