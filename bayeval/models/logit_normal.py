@@ -58,8 +58,9 @@ Estimands (f is the metric of a rate: pass@k, pass^k, G-pass@k or consistency):
   their conditional: the shared task effect from its marginal (log-concave; read from the
   likelihood kernel's tables of inner integrals, drawn by adaptive rejection sampling), then
   each system's task-by-system effect given it (exactly: rejection from its prior tilted by
-  the log-likelihood's tangent, which keeps nearly every proposal for single trials, else
-  adaptive rejection sampling), so the pairing between systems is kept
+  the log-likelihood's tangent, which keeps nearly every proposal for single trials, or from
+  the likelihood itself where it is narrow against the spread, else adaptive rejection
+  sampling), so the pairing between systems is kept
   and no normal approximation enters, however few the tasks. Tasks
   with identical counts (a pattern) of more than ``EXACT_TASKS`` (100) are summed through the
   normal of their conditional moments from the quadrature instead (the sum of many independent
