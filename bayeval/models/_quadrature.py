@@ -1442,8 +1442,8 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
 
     A cell with successes and failures whose likelihood is narrow against the prior (a
     spread of 4.7 on LiveCodeBench, where the tangent keeps 4% of its proposals there) is
-    drawn from the likelihood instead (:func:`_v_from_likelihood`), where that route keeps
-    more (:func:`_likelihood_route`)."""
+    drawn from the likelihood instead, where that route keeps more: up to
+    ``LIKELIHOOD_TRIES`` proposals, then the tangent (:func:`_likelihood_route`)."""
     if _likelihood_route(eta_e, c, n, prec_v):
         for _ in range(LIKELIHOOD_TRIES):
             x = math.log(rng.gamma(c)) - math.log(rng.gamma(n - c))
