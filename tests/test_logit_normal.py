@@ -1046,6 +1046,45 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     np.testing.assert_allclose(out[kept:], tail, rtol=1e-13, atol=1e-14)
 
 
+@pytest.mark.parametrize("form", ["collapsed", "full-latent", "task-latent"])
+def test_the_c_log_density_rejects_a_diverged_point_with_a_code(form):
+    """A trajectory that diverges reaches coordinates that are not numbers, or so large that
+    the logits are not: the C log density returns a nonzero code (the sampler rejects the
+    point) instead of raising inside the C function, whose exception nutpie cannot see (a
+    task-latent fit of SWE-bench once had a chain stuck that way, every draw divergent)."""
+    import ctypes
+
+    from bayeval.models import _nutpie_kernel
+    from bayeval.models._beta_family import counts_by_bound
+
+    integrated = form == "task-latent"
+    data, _, _ = _collapsed_case(3, True, True, most=2 if integrated else 4)
+    c, n, _ = counts_by_bound(data.dataset)
+    layout = logit_normal.Layout.from_dataset(data.dataset, form)
+    latent = form != "collapsed"
+    inputs = logit_normal._latent_inputs if latent else logit_normal._collapsed_inputs
+    coord, values = inputs(c[0], n[0], layout, logit_normal.validate_priors(None), 9)
+    tasks = c.shape[2] if latent else 0
+    kept = coord.hyper_size if tasks else coord.size
+    model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)
+    logp_c, _ = quad.nutpie_functions()
+    pointer = ctypes.POINTER(ctypes.c_double)
+    grad, logp = np.empty(coord.size), np.empty(1)
+
+    def code(x):
+        x = np.ascontiguousarray(x, dtype=float)
+        return logp_c.ctypes(coord.size, x.ctypes.data_as(pointer), grad.ctypes.data_as(pointer),
+                             logp.ctypes.data_as(pointer),
+                             model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)))
+
+    x = np.random.default_rng(1).normal(0, 0.7, coord.size)
+    assert code(x) == 0 and np.isfinite(logp[0])
+    for bad in (np.nan, np.inf, 1e300, -1e300, 800.0):
+        point = x.copy()
+        point[: coord.size // 2] = bad
+        assert code(point) != 0, bad
+
+
 @pytest.mark.parametrize("centred", [False, True])
 def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred, monkeypatch):
     """A nutpie without the internal classes the C route uses: the same kernel through

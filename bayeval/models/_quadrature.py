@@ -2440,34 +2440,42 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail):
 
 
 @numba.njit(cache=True, fastmath={"contract"})
-def _fixed_cell(i, q, cq, nq, sigma_v, u, lam, tab, at):
-    """Fill cell ``i`` (at row ``at`` of ``tab``) of table ``q`` for the low-trial counts
-    ``(cq, nq)`` by the fixed inner rule of the collapsed form's grid: ``g = sum_m lam_m
-    p_m^c (1 - p_m)^(n - c)``, ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite on the
-    standardised task-by-system effect), with ``log g``, its derivatives in ``y`` and
+def _fixed_rows(first, top, q, cq, nq, sigma_v, u, lam, tab):
+    """Fill cells ``first`` to ``top`` (at rows 0, 1, ... of ``tab``) of table ``q`` for the
+    low-trial counts ``(cq, nq)`` by the fixed inner rule of the collapsed form's grid: ``g =
+    sum_m lam_m p_m^c (1 - p_m)^(n - c)``, ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite
+    on the standardised task-by-system effect), with ``log g``, its derivatives in ``y`` and
     ``sigma_v`` and their cross derivative, those of the rule itself (the layout of
     :func:`_table_cell`, without its ready flag: :func:`_integrated_cells` fills every cell
     it reads first). Each node's ``p`` and ``1 - p`` come from one exponential,
-    ``exp(-|y|)``."""
-    y = TABLE_LOW + i * TABLE_STEP
+    ``exp(-|y|)``, taken over every row and node at once (:func:`_neg_abs_exp`)."""
+    M = u.shape[0]
+    rows = top - first + 1
+    ys = np.empty(rows * M)
+    small = np.empty(rows * M)
+    for r in range(rows):
+        y = TABLE_LOW + (first + r) * TABLE_STEP
+        for m in range(M):
+            ys[r * M + m] = y + sigma_v * u[m]
+    _neg_abs_exp(ys, small, np.empty(rows * M, dtype=np.int64))
     a_pow, b_pow = int(cq), int(nq - cq)
-    g, gy, gs, gys = 0.0, 0.0, 0.0, 0.0
-    for m in range(u.shape[0]):
-        yy = y + sigma_v * u[m]
-        small = math.exp(-abs(yy))
-        inv = 1.0 / (1.0 + small)
-        p, q_m = (inv, small * inv) if yy >= 0.0 else (small * inv, inv)
-        like = lam[m] * _power(p, q_m, a_pow, b_pow)
-        sc = cq - nq * p
-        g += like
-        gy += like * sc
-        gs += like * sc * u[m]
-        gys += like * (sc * sc - nq * p * q_m) * u[m]
-    d_y, d_v = gy / g, gs / g
-    tab[q, at, 0] = math.log(g)
-    tab[q, at, 1] = d_y
-    tab[q, at, 2] = d_v
-    tab[q, at, 4] = gys / g - d_y * d_v
+    for r in range(rows):
+        g, gy, gs, gys = 0.0, 0.0, 0.0, 0.0
+        for m in range(M):
+            k = r * M + m
+            inv = 1.0 / (1.0 + small[k])
+            p, q_m = (inv, small[k] * inv) if ys[k] >= 0.0 else (small[k] * inv, inv)
+            like = lam[m] * _power(p, q_m, a_pow, b_pow)
+            sc = cq - nq * p
+            g += like
+            gy += like * sc
+            gs += like * sc * u[m]
+            gys += like * (sc * sc - nq * p * q_m) * u[m]
+        d_y, d_v = gy / g, gs / g
+        tab[q, r, 0] = math.log(g)
+        tab[q, r, 1] = d_y
+        tab[q, r, 2] = d_v
+        tab[q, r, 4] = gys / g - d_y * d_v
 
 
 @numba.njit(cache=True)
@@ -2487,9 +2495,8 @@ def _hermite_coefficients(tab, q, first, last, coef):
             coef[q, i, at + 3] = 2.0 * (f0 - f1) + s0 + s1
 
 
-#: The task-latent form's tables by ``n (n + 1) / 2 + c`` of the counts or, with fewer
-#: successes than failures, of their mirror ``(n - c, n)``: (1, 1), (1, 2) and (2, 2).
-_LOW_TABLE = np.array([-1, -1, 0, -1, 1, 2], dtype=np.int64)
+#: The task-latent form's tables' counts: (1, 1), (1, 2) and (2, 2); counts with fewer
+#: successes than failures read their mirror ``(n - c, n)``.
 _LOW_COUNTS = np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 2.0]])
 
 
@@ -2499,7 +2506,7 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
     base[cluster[j], stratum[j], s] + e[j]`` (``base (G, H, S)`` from :func:`_forward`, ``e
     (J,)`` the task effects the likelihood sees), each cell's task-by-system effect
     integrated out (every cell has at most :data:`LOW_TRIALS` trials): ``log g_{c,n}(y;
-    sigma_v)`` by the fixed inner rule of the collapsed form's grid (:func:`_fixed_cell`),
+    sigma_v)`` by the fixed inner rule of the collapsed form's grid (:func:`_fixed_rows`),
     tabulated per counts over the range of ``|y|`` and read by the cubic Hermite interpolant
     of :func:`_table_at` (counts with fewer successes than failures read their mirror at
     ``-y``, since the effect is symmetric; beyond the grid, the tangent at its end). Returns
@@ -2511,26 +2518,28 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
     (:func:`_hermite_coefficients`: 0.7 of the time of weighting the Hermite basis), and
     the logits are formed as the cells are read, never held whole."""
     J, S = c.shape
-    reach = 0.0
-    used = np.zeros(3, dtype=np.bool_)
+    reach = 0.0  # the largest |y| read, in a loop the compiler vectorises
     for j in range(J):
         row = base[cluster[j], stratum[j]]
+        ej = e[j]
         for s in range(S):
-            nn = n[j, s]
-            if nn > 0.0:
-                reach = max(reach, abs(row[s] + e[j]))
-                cc = c[j, s]
-                used[_LOW_TABLE[int(nn * (nn + 1.0) / 2.0 + max(cc, nn - cc))]] = True
+            reach = max(reach, abs(row[s] + ej) if n[j, s] > 0.0 else 0.0)
+    if not reach <= -TABLE_LOW:  # beyond the grid, or not a number (a diverging trajectory)
+        reach = -TABLE_LOW
+    used = 0  # the tables read, as bits: 1 for (1, 1), 2 for (1, 2), 4 for (2, 2)
+    for j in range(J):
+        for s in range(S):
+            nn, cc = n[j, s], c[j, s]
+            used |= (nn == 1.0) * 1 + (nn == 2.0) * ((cc == 1.0) * 2 + (cc != 1.0) * 4)
     top = min(int((reach - TABLE_LOW) / TABLE_STEP) + 1, TABLE_SIZE - 1)
     first = TABLE_SIZE - 1 - top  # the cells read, from first to top, held from row 0
     rows = top - first + 1
     tab = np.empty((3, rows, 5))
     coef = np.empty((3, rows, 8))
     for q in range(3):
-        if used[q]:
-            for i in range(first, top + 1):
-                _fixed_cell(i, q, _LOW_COUNTS[q, 0], _LOW_COUNTS[q, 1], sigma_v, u, lam, tab,
-                            i - first)
+        if used & (1 << q):
+            _fixed_rows(first, top, q, _LOW_COUNTS[q, 0], _LOW_COUNTS[q, 1], sigma_v, u, lam,
+                        tab)
             _hermite_coefficients(tab, q, 0, rows - 1, coef)
     h = TABLE_STEP
     inv_h = 1.0 / TABLE_STEP
@@ -2548,10 +2557,10 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
             cc = c[j, s]
             # fewer successes than failures: the mirror's table, at -y
             sg = 1.0 if cc >= nn - cc else -1.0
-            q = _LOW_TABLE[int(nn * (nn + 1.0) / 2.0 + max(cc, nn - cc))]
+            q = (nn == 2.0) * (1 + (cc != 1.0))  # the table: (1, 1), (1, 2) or (2, 2)
             yy = sg * (row[s] + e[j])
             t = (yy - TABLE_LOW) * inv_h
-            if t <= 0.0 or t >= TABLE_SIZE - 1:  # beyond the grid: the tangent at its end
+            if not 0.0 < t < TABLE_SIZE - 1:  # beyond the grid (or NaN): the tangent at its end
                 i = 0 if t <= 0.0 else TABLE_SIZE - 1
                 f = tab[q, i - first, 0] + tab[q, i - first, 1] * (yy - (TABLE_LOW + i * h))
                 d1, dv = tab[q, i - first, 1], tab[q, i - first, 2]
@@ -3541,13 +3550,20 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     D, P, S = meta[0], meta[1], meta[2]
     if dim != D:
         return -1
+    x = numba.carray(x_p, (D,))
+    for i in range(D):
+        if not math.isfinite(x[i]):  # a diverged trajectory: no density there (as code 4)
+            return 4
     spec = numba.carray(_as_i64_pointer(meta[5]), (meta[3],))
     const = numba.carray(_as_f64_pointer(meta[6]), (meta[4],))
     index = numba.carray(_as_i64_pointer(meta[7]), (2, P))
-    logp, grad = logp_and_grad(numba.carray(x_p, (D,)), spec, const, index[0], index[1],
-                               numba.carray(_as_f64_pointer(meta[8]), (P, S)),
-                               numba.carray(_as_f64_pointer(meta[9]), (P, S)),
-                               numba.carray(_as_f64_pointer(meta[10]), (P,)))
+    try:  # as nutpie's own C functions: an error is code 1, a point the sampler rejects
+        logp, grad = logp_and_grad(x, spec, const, index[0], index[1],
+                                   numba.carray(_as_f64_pointer(meta[8]), (P, S)),
+                                   numba.carray(_as_f64_pointer(meta[9]), (P, S)),
+                                   numba.carray(_as_f64_pointer(meta[10]), (P,)))
+    except Exception:  # noqa: BLE001
+        return 1
     out = numba.carray(grad_p, (D,))
     ok = True
     for i in range(D):
