@@ -1445,22 +1445,48 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
     drawn from the likelihood instead, where that route keeps more: up to
     ``LIKELIHOOD_TRIES`` proposals, then the tangent (:func:`_likelihood_route`)."""
     if _likelihood_route(eta_e, c, n, prec_v):
-        for _ in range(LIKELIHOOD_TRIES):
-            x = math.log(rng.gamma(c)) - math.log(rng.gamma(n - c))
-            step = x - eta_e
-            if rng.standard_exponential() >= 0.5 * prec_v * step * step:
-                return step, _sigmoid(x)
-    v0 = 0.0
-    for _ in range(TANGENT_NEWTON):
-        p0 = _sigmoid(eta_e + v0)
-        step = _clip((c - n * p0 - prec_v * v0) / (prec_v + n * p0 * (1.0 - p0)))
-        v0 += step
-        if abs(step) <= NEWTON_ENOUGH:
-            break
+        found, v, rate = _v_from_likelihood(rng, eta_e, c, n, prec_v)
+        if found:
+            return v, rate
+    v0 = _newton_steps(eta_e, c, n, prec_v, 0.0, math.inf, TANGENT_NEWTON)
     y0 = eta_e + v0
     small0 = math.exp(-abs(y0))
     b = c - n * _sigmoid_of(y0, small0)
     return _v_tangent_tries(rng, eta_e, c, n, prec_v, sigma_v, v0, b, math.nan, TANGENT_TRIES)
+
+
+@numba.njit(cache=True)
+def _v_from_likelihood(rng, eta_e, c, n, prec_v):
+    """Up to ``LIKELIHOOD_TRIES`` proposals from a cell's likelihood
+    (:func:`_likelihood_route`): ``(kept, v, expit(eta_e + v))``."""
+    for _ in range(LIKELIHOOD_TRIES):
+        x = math.log(rng.gamma(c)) - math.log(rng.gamma(n - c))
+        step = x - eta_e
+        if rng.standard_exponential() >= 0.5 * prec_v * step * step:
+            return True, step, _sigmoid(x)
+    return False, 0.0, 0.0
+
+
+@numba.njit(cache=True)
+def _newton_steps(eta_e, c, n, prec_v, v0, step, steps):
+    """Up to ``steps`` more Newton steps from ``v0`` towards the mode of :func:`_v_draw_from`'s
+    conditional, each clipped to ``MAX_STEP``, until one (``step``: the last taken) is
+    shorter than ``NEWTON_ENOUGH``: the tangent point."""
+    for _ in range(steps):
+        if abs(step) <= NEWTON_ENOUGH:
+            break
+        p0 = _sigmoid(eta_e + v0)
+        step = _clip((c - n * p0 - prec_v * v0) / (prec_v + n * p0 * (1.0 - p0)))
+        v0 += step
+    return v0
+
+
+@numba.njit(cache=True)
+def _tangent_keeps(gap, c, n, y, small, l0, b, step):
+    """The full test of a tangent proposal at ``y`` (``small = exp(-|y|)``), ``step`` from
+    the tangent point, whose ``l(v0)`` is ``l0`` and slope ``b``: whether ``gap``, an
+    exponential draw's negative, is within ``l(v) - l(v0) - b (v - v0)``."""
+    return gap <= _binomial_cell(c, n, y, small, math.log1p(small))[0] - l0 - b * step
 
 
 @numba.njit(cache=True)
@@ -1478,8 +1504,8 @@ def _v_tangent_tries(rng, eta_e, c, n, prec_v, sigma_v, v0, b, l0, tries):
         step = v - v0
         if gap > -squeeze * step * step:
             if math.isnan(l0):
-                l0 = c * (eta_e + v0) - n * _softplus(eta_e + v0)
-            if gap > c * y - n * (max(y, 0.0) + math.log1p(small)) - l0 - b * step:
+                l0 = _conditional_log_density(eta_e, c, n, v0, 0.0)
+            if not _tangent_keeps(gap, c, n, y, small, l0, b, step):
                 continue
         return v, _sigmoid_of(y, small)
     M = HULL_POINTS
@@ -1730,8 +1756,9 @@ def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
     the full test runs over the row too (the softplus by :func:`_log1p_small`). A cell
     whose proposal is refused gets more proposals at its tangent, then the hull (given a
     refusal, any exact draw keeps the mixture exact). Cells better drawn from their
-    likelihood (:func:`_likelihood_route`) are drawn by :func:`_v_draw_from` alone. ``work
-    (7, m)`` and ``bits (m,)`` are buffers of the row's length."""
+    likelihood (:func:`_likelihood_route`) are drawn from it, and join the row's tangent
+    proposals only if none of those proposals is kept. ``work (7, m)`` and ``bits (m,)``
+    are buffers of the row's length."""
     m = y.shape[0]
     prec_v = 1.0 / sigma_v**2
     small, v0, b, z, gap, y1, route = (work[0], work[1], work[2], work[3], work[4], work[5],
@@ -1739,25 +1766,18 @@ def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
     _neg_abs_exp(y, small, bits)
     for i in range(m):  # the first Newton step, over the row
         p0 = _sigmoid_of(y[i], small[i])
-        v0[i] = min(max((c[i] - n[i] * p0) / (prec_v + n[i] * p0 * (1.0 - p0)), -MAX_STEP),
-                    MAX_STEP)
+        v0[i] = _clip((c[i] - n[i] * p0) / (prec_v + n[i] * p0 * (1.0 - p0)))
     for i in range(m):  # the few cells whose first step was long take more, one by one
-        step = v0[i]
-        for _ in range(TANGENT_NEWTON - 1):
-            if abs(step) <= NEWTON_ENOUGH:
-                break
-            p0 = _sigmoid(y[i] + v0[i])
-            step = _clip((c[i] - n[i] * p0 - prec_v * v0[i])
-                         / (prec_v + n[i] * p0 * (1.0 - p0)))
-            v0[i] += step
+        v0[i] = _newton_steps(y[i], c[i], n[i], prec_v, v0[i], v0[i], TANGENT_NEWTON - 1)
         y1[i] = y[i] + v0[i]  # y1: the tangent points y + v0, for now
     _neg_abs_exp(y1, small, bits)
     for i in range(m):
         b[i] = c[i] - n[i] * _sigmoid_of(y1[i], small[i])
     for i in range(m):
-        route[i] = _likelihood_route(y[i], c[i], n[i], prec_v)
+        route[i] = False
+        if _likelihood_route(y[i], c[i], n[i], prec_v):
+            route[i], _, rate[i] = _v_from_likelihood(rng, y[i], c[i], n[i], prec_v)
         if route[i]:
-            _, rate[i] = _v_draw_from(rng, y[i], c[i], n[i], prec_v, sigma_v)
             z[i], gap[i] = 0.0, 0.0
             continue
         z[i] = rng.standard_normal()
@@ -1777,9 +1797,8 @@ def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
         for i in range(m):
             if route[i] or gap[i] <= -0.125 * n[i] * z[i] * z[i]:
                 continue
-            l0 = c[i] * (y[i] + v0[i]) - n[i] * _softplus(y[i] + v0[i])
-            if gap[i] > (c[i] * y1[i] - n[i] * (max(y1[i], 0.0) + math.log1p(small[i])) - l0
-                         - b[i] * z[i]):
+            l0 = _conditional_log_density(y[i], c[i], n[i], v0[i], 0.0)
+            if not _tangent_keeps(gap[i], c[i], n[i], y1[i], small[i], l0, b[i], z[i]):
                 _, rate[i] = _v_tangent_tries(rng, y[i], c[i], n[i], prec_v, sigma_v, v0[i],
                                               b[i], l0, TANGENT_TRIES - 1)
         return
@@ -2500,6 +2519,12 @@ def _hermite_coefficients(tab, q, first, last, coef):
 _LOW_COUNTS = np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 2.0]])
 
 
+@numba.njit(cache=True)
+def _low_table(cc, nn):
+    """The task-latent table of a cell's counts (:data:`_LOW_COUNTS`; 0 where not run)."""
+    return (nn == 2.0) * (1 + (cc != 1.0))
+
+
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
     """The task-latent form's log likelihood of the counts given the logits ``y[j, s] =
@@ -2526,11 +2551,10 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
             reach = max(reach, abs(row[s] + ej) if n[j, s] > 0.0 else 0.0)
     if not reach <= -TABLE_LOW:  # beyond the grid, or not a number (a diverging trajectory)
         reach = -TABLE_LOW
-    used = 0  # the tables read, as bits: 1 for (1, 1), 2 for (1, 2), 4 for (2, 2)
+    used = 0  # the tables read, as bits
     for j in range(J):
         for s in range(S):
-            nn, cc = n[j, s], c[j, s]
-            used |= (nn == 1.0) * 1 + (nn == 2.0) * ((cc == 1.0) * 2 + (cc != 1.0) * 4)
+            used |= (n[j, s] > 0.0) << _low_table(c[j, s], n[j, s])
     top = min(int((reach - TABLE_LOW) / TABLE_STEP) + 1, TABLE_SIZE - 1)
     first = TABLE_SIZE - 1 - top  # the cells read, from first to top, held from row 0
     rows = top - first + 1
@@ -2557,7 +2581,7 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
             cc = c[j, s]
             # fewer successes than failures: the mirror's table, at -y
             sg = 1.0 if cc >= nn - cc else -1.0
-            q = (nn == 2.0) * (1 + (cc != 1.0))  # the table: (1, 1), (1, 2) or (2, 2)
+            q = _low_table(cc, nn)
             yy = sg * (row[s] + e[j])
             t = (yy - TABLE_LOW) * inv_h
             if not 0.0 < t < TABLE_SIZE - 1:  # beyond the grid (or NaN): the tangent at its end
