@@ -274,6 +274,10 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     log_jacobian = 0.0
     if coord.cluster_pairs:  # the sampler's coordinates, mapped to the plain ones
         theta, log_jacobian = _unpaired_reference(theta, coord, layout)
+    if integrated:  # guided (the kernel's own coordinates are what the reference reads)
+        coord = dataclasses.replace(coord, guided=2 * logit_normal.guides_task_means(coord)
+                                    + logit_normal.guides_cluster_system(coord))
+        theta, log_jacobian = _unguided_reference(theta, coord, layout, c, n)
     # attenuated (the collapsed form), theta holds some coordinates divided by kappa and some
     # log spreads less log kappa: the density is the model's at the plain coordinates times
     # the scaled coordinates' Jacobian (the log spreads' shift has a unit one)
@@ -454,6 +458,76 @@ def _unpaired_reference(theta, coord, layout):
     return x, log_jacobian
 
 
+def _unguided_reference(theta, coord, layout, c, n):
+    """The kernel's coordinates of the task-latent form's guided ones, written densely from
+    the definitions, and the map's log-Jacobian as the log determinant of its Jacobian taken
+    by finite differences (not the kernel's formula). Each system's zero-sum
+    cluster-by-system coordinates: ``f = V (sigma b + sqrt(q) eps) / q``, ``q = 1 + sigma^2
+    l``. The task effects' ``r`` cluster means: ``z`` given the folded cluster coordinates
+    ``c`` and the spreads is normal with precision ``P = 1 + a^2 F'F`` (``a = sigma_task /
+    sigma_cluster``) and mean ``P^-1 (sigma_task / sigma_cluster^2) F'c`` (solved densely);
+    ``z`` is that mean plus ``W diag(p)^-1/2 eps`` (``W``, ``p`` the eigenvectors and
+    eigenvalues of ``P``, those of ``F'F`` with ``p = 1 + a^2 d``)."""
+    off = coord.offsets
+    S, Gm = coord.S, coord.G - 1
+    x0 = np.array(theta, dtype=float)
+    moved = []
+
+    def at(name):
+        start, size = off[name]
+        return slice(start, start + size)
+
+    maps = []
+    if coord.guided & 2:
+        reflections = _collapsed.task_reflections(layout.cluster, layout.pops.code)
+        r = int(reflections[0])
+        fold = _collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
+        first = off["z_e"][0]
+        # the eigenbasis of F'F (of P too): where F has a null space of several dimensions
+        # any basis of it serves, so the reference takes the kernel's
+        d, W = np.linalg.eigh(fold.T @ fold)
+
+        def task_means(x, out):
+            s_t, s_c = np.exp(x[off["sigma_task"][0]]), np.exp(x[off["sigma_cluster"][0]])
+            precision = np.eye(r) + (s_t / s_c) ** 2 * fold.T @ fold
+            mean = np.linalg.solve(precision, s_t / s_c**2 * fold.T @ x[at("f_u")])
+            p = 1.0 + (s_t / s_c) ** 2 * d
+            out[first:first + r] = mean + W @ (x[first:first + r] / np.sqrt(p))
+
+        maps.append(task_means)
+        moved += [off["sigma_task"][0], off["sigma_cluster"][0], *range(*at("f_u").indices(
+            len(x0))), *range(first, first + r)]
+    if coord.guided & 1:
+        guide = _collapsed.cluster_system_guide(c, n, layout.cluster, layout.pops.code,
+                                                coord.level_weights)
+        vectors = guide[:S * Gm * Gm].reshape(S, Gm, Gm)
+        values = guide[S * Gm * Gm:S * Gm * (Gm + 1)].reshape(S, Gm)
+        score = guide[S * Gm * (Gm + 1):].reshape(S, Gm)
+
+        def cluster_system(x, out):
+            sigma = np.exp(x[off["sigma_cluster_system"][0]])
+            q = 1.0 + sigma**2 * values
+            eps = x[at("f_w")].reshape(S, Gm)
+            f = np.einsum("sik,sk->si", vectors, (sigma * score + np.sqrt(q) * eps) / q)
+            out[at("f_w")] = f.ravel()
+
+        maps.append(cluster_system)
+        moved += [off["sigma_cluster_system"][0], *range(*at("f_w").indices(len(x0)))]
+
+    def mapped(x):
+        out = np.array(x, dtype=float)
+        for each in maps:
+            each(x, out)
+        return out
+
+    if not moved:
+        return x0, 0.0
+    h = 1e-6
+    jacobian = np.column_stack([(mapped(x0 + h * e)[moved] - mapped(x0 - h * e)[moved])
+                                / (2 * h) for e in np.eye(len(x0))[moved]])
+    return mapped(x0), np.linalg.slogdet(jacobian)[1]
+
+
 def _reflection_matrix(layout):
     """The dense ``H = H_1 ... H_r`` of the centred task effects' reflections."""
     out = _collapsed.task_reflections(layout.cluster, layout.pops.code)
@@ -629,6 +703,8 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(systems, cluster
     coord, v = logit_normal._latent_inputs(c, n, layout, logit_normal.validate_priors(None), 9)
     assert coord.cells_integrated and coord.attenuated and coord.task_centred
     assert coord.task_fold == (clusters and systems > 1)
+    # both guides where there are clusters and several systems (the reference maps them)
+    assert coord.guided == (3 if clusters and systems > 1 else 2 if clusters else 0)
     assert "z_v" not in coord.offsets or coord.offsets["z_v"][1] == 0
     with pytest.raises(ValueError, match="at most 2 trials a cell; these data have up to 3"):
         logit_normal._latent_inputs(c, n + 1, layout, logit_normal.validate_priors(None), 9)
@@ -647,6 +723,67 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(systems, cluster
     numeric = np.array([(kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
                         for e in np.eye(coord.size)])
     np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
+
+
+def test_additive_logits_recover_known_intercepts_and_task_effects():
+    """A simulation with known truth: 6 systems x 300 tasks in two strata, 200 trials a cell,
+    a few cells without trials; the estimated logits lie within a few binomial standard
+    errors of the true ones (the task effects' shrinkage is small at 1,200 trials a task),
+    and the task effects' spread is recovered."""
+    rng = np.random.default_rng(5)
+    S, J = 6, 300
+    stratum = rng.integers(0, 2, J)
+    alpha = rng.normal(0, 1.0, (S, 2))
+    effects = rng.normal(0, 1.5, J)
+    logit = alpha[:, stratum] + effects
+    n = np.full((S, J), 200.0)
+    n[rng.random((S, J)) < 0.05] = 0.0
+    c = rng.binomial(n.astype(int), special.expit(logit)).astype(float)
+    rates, spread = _collapsed.additive_logits(c, n, stratum)
+    err = special.logit(rates) - logit
+    se = 1.0 / np.sqrt(200 * special.expit(logit) * special.expit(-logit))
+    assert np.abs(err / se)[n > 0].max() < 5.0
+    assert np.abs(err).mean() < 0.1
+    assert spread == pytest.approx(effects.std(), rel=0.1)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cluster_system_guide_is_the_binomial_score_and_information(weighted):
+    """The guide's constants against finite differences of SciPy's binomial log-likelihood at
+    the additive rates, each system's cluster-by-system effects set to ``B f`` (less their
+    task-weighted mean where ``weighted``): the eigenvectors and eigenvalues rebuild the
+    Hessian's negative, and the rotated score its gradient, at ``f = 0``."""
+    rng = np.random.default_rng(8)
+    S, J, G = 3, 40, 4
+    cluster = np.repeat(np.arange(G), [20, 10, 6, 4])
+    stratum = np.zeros(J, dtype=int)
+    n = rng.integers(1, 3, (S, J)).astype(float)
+    c = rng.binomial(n.astype(int), 0.5).astype(float)
+    weights = tuple(np.bincount(cluster) / J) if weighted else ()
+    guide = _collapsed.cluster_system_guide(c, n, cluster, stratum, weights)
+    Gm = G - 1
+    vectors = guide[:S * Gm * Gm].reshape(S, Gm, Gm)
+    values = guide[S * Gm * Gm:S * Gm * (Gm + 1)].reshape(S, Gm)
+    score = guide[S * Gm * (Gm + 1):].reshape(S, Gm)
+    logit = special.logit(_collapsed.additive_logits(c, n, stratum)[0])
+    basis = _collapsed.zero_sum_basis(G)
+
+    def loglik(s, f):
+        w = basis @ f
+        if weighted:
+            w = w - np.dot(weights, w)
+        return stats.binom.logpmf(c[s], n[s], special.expit(logit[s] + w[cluster])).sum()
+
+    h = 1e-4
+    steps = np.eye(Gm) * h
+    for s in range(S):
+        grad = np.array([(loglik(s, e) - loglik(s, -e)) / (2 * h) for e in steps])
+        hess = np.array([[(loglik(s, a + b) - loglik(s, a - b) - loglik(s, b - a)
+                           + loglik(s, -a - b)) / (4 * h * h) for b in steps] for a in steps])
+        np.testing.assert_allclose(vectors[s] @ score[s], grad, atol=1e-6)
+        np.testing.assert_allclose(vectors[s] @ np.diag(values[s]) @ vectors[s].T, -hess,
+                                   atol=1e-4)
+        np.testing.assert_allclose(vectors[s].T @ vectors[s], np.eye(Gm), atol=1e-12)
 
 
 def test_collapsed_coordinates_give_the_model_prior():
@@ -1030,11 +1167,13 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
                            x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                            model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
-    if pairs:  # kept in the plain coordinates, as the Python route keeps them
-        np.testing.assert_array_equal(out[:kept], quad.unpaired(x, v["spec"], v["const"],
+    if pairs or integrated:  # kept in the kernel's coordinates, as the Python route keeps
+        # them (the pairs unrotated; the task-latent form's guide undone)
+        np.testing.assert_array_equal(out[:kept], quad.unmapped(x, v["spec"], v["const"],
                                                                 v["index"][0])[:kept])
         assert np.abs(out[:kept] - x[:kept]).max() > 0.01  # not the sampler's coordinates
-        x = _unpaired_reference(x, coord, layout)[0]
+        x = (_unguided_reference(x, coord, layout, c[0], n[0]) if integrated
+             else _unpaired_reference(x, coord, layout))[0]
         np.testing.assert_allclose(out[:kept], x[:kept], rtol=1e-12, atol=1e-13)
     else:
         np.testing.assert_array_equal(out[:kept], x[:kept])

@@ -160,7 +160,7 @@ def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: 
         names, shapes = ["hyper", "task_effect"], [(kept,), (tasks,)]
 
         def expand(x, **_):
-            x = _quadrature.unpaired(x, data["spec"], data["const"], data["index"][0])
+            x = _quadrature.unmapped(x, data["spec"], data["const"], data["index"][0])
             return {"hyper": x[:kept].copy(),
                     "task_effect": _quadrature.latent_task_effects(
                         x, data["spec"], data["const"], kept, tasks, log_sigma_task)}

@@ -95,6 +95,7 @@ from bayeval.models._collapsed import (
     Coordinates,
     block_rotation,
     cluster_pair_map,
+    cluster_system_guide,
     reflect,
     task_cluster_fold,
     task_reflections,
@@ -284,13 +285,16 @@ TASK_LATENT_SYSTEMS = 12
 #: With clusters, the fewest tasks a cluster holds on average for which ``fit`` samples the
 #: task-latent form (:func:`sampling_form`), whose cluster effects are centred. Simulated
 #: (12 systems, one trial a task, cluster sd 0.7, 2 chains x 500 draws;
-#: ``benchmarks/results/task_latent_coverage.txt``): with 10 tasks a cluster 19 of 60 fits
-#: diverged, one with a chain stuck at ``sigma_cluster`` 0.03 (494 divergences, bulk ESS 3),
-#: where the collapsed form, its cluster effects non-centred, had none in the first 30 of
-#: the same data; with 40 a cluster 8 of 40 diverged (one stuck, bulk ESS 5) against the
-#: collapsed form's 4 (none stuck), so ``fit`` samples the collapsed form when a task-latent
-#: fit diverges (:data:`bayeval.fit.REFIT_DIVERGENT_TASK_LATENT`). SWE-bench has 42.
-TASK_LATENT_CLUSTER_TASKS = 30
+#: ``benchmarks/results/task_latent_coverage.txt``): before the form's coordinates were guided
+#: (:func:`bayeval.models._quadrature._unguide`), with 10 tasks a cluster 19 of 60 fits
+#: diverged, one with a chain stuck at ``sigma_cluster`` 0.03 (bulk ESS 3), and with 40 a
+#: cluster 8 of 40 (one stuck); guided, none of 40 diverged in either (smallest bulk ESS 105
+#: and 110 at worst), and fits of 12 x 100 in 10 clusters took 2.0-2.7 s against the
+#: collapsed form's 9.3-9.8 s (4 chains x 1000 draws). Fewer tasks a cluster were not
+#: simulated at that scale (2 a cluster, two fits: 8.2-8.5 s against 36-38 s, no
+#: divergences). ``fit`` still samples the collapsed form when a task-latent fit diverges
+#: (:data:`bayeval.fit.REFIT_DIVERGENT_TASK_LATENT`). SWE-bench has 42.
+TASK_LATENT_CLUSTER_TASKS = 10
 
 
 #: The fewest system-task cells in tasks with more than two trials (the adaptive rule's
@@ -363,8 +367,8 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
                                "task-by-system effect integrated out), cheaper than a "
                                "quadrature over every system")
     if not multi.any() and n.shape[0] >= TASK_LATENT_SYSTEMS:
-        why = (f"{per_cluster:.0f} tasks a cluster, under {TASK_LATENT_CLUSTER_TASKS} (the "
-               "task-latent form's centred cluster effects would be a funnel)")
+        why = (f"{per_cluster:.0f} tasks a cluster, under {TASK_LATENT_CLUSTER_TASKS} (fewer "
+               "than the task-latent form was simulated with)")
     elif not multi.any():
         why = f"every task has at most {LOW_TRIALS} trials"
     elif not paired:
@@ -662,11 +666,23 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     rules = Rules(n_nodes)
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
     extra = np.zeros(0)
+    fold_map = np.zeros((0, 0))
     if coord.task_centred:
         reflections, fold_map = _task_constants(layout, coord.task_fold)
         extra = np.concatenate([reflections, fold_map.ravel()])
         if coord.cluster_pairs:
             extra = np.concatenate([extra, cluster_pair_map(layout.cluster, reflections).ravel()])
+    guided = 0
+    if guides_task_means(coord):  # the eigenbasis of F'F, F the fold map
+        values, vectors = np.linalg.eigh(fold_map.T @ fold_map)
+        extra = np.concatenate([extra, vectors.ravel(), np.maximum(values, 0.0)])
+        guided += 2
+    if guides_cluster_system(coord):
+        extra = np.concatenate([extra, cluster_system_guide(c, n, layout.cluster,
+                                                            layout.pops.code,
+                                                            coord.level_weights)])
+        guided += 1
+    coord = dataclasses.replace(coord, guided=guided)
     one_sided = _one_sided_cells(c, n, coord)
     if one_sided is not None:
         trials = np.unique(n[one_sided]).astype(float)
@@ -679,6 +695,53 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
               np.ones(J))
     return coord, dict(zip(COLLAPSED_DATA, values))
+
+
+#: Whether the task-latent form samples its cluster-by-system coordinates guided by the
+#: data's score and information at zero effects (:func:`bayeval.models._quadrature._unguide`,
+#: :func:`bayeval.models._collapsed.cluster_system_guide`).
+GUIDED_CLUSTER_SYSTEM = True
+
+
+def guides_cluster_system(coord) -> bool:
+    """Whether the form of ``coord`` holds its cluster-by-system coordinates guided
+    (:data:`GUIDED_CLUSTER_SYSTEM`): the task-latent form, with clusters and several
+    systems.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal import Layout, coordinates, guides_cluster_system
+    >>> ds = be.datasets.load("swebench_verified").dataset
+    >>> guides_cluster_system(coordinates(Layout.from_dataset(ds, "task-latent"), 500))
+    True
+    >>> guides_cluster_system(coordinates(Layout.from_dataset(ds)))  # the collapsed form
+    False
+    """
+    return bool(GUIDED_CLUSTER_SYSTEM and coord.cells_integrated and coord.clusters
+                and coord.paired and coord.G > 1 and not coord.w_centred)
+
+
+#: Whether the task-latent form samples its task effects' cluster means guided by their
+#: conditional given the folded cluster coordinates and the spreads
+#: (:func:`bayeval.models._quadrature._unguide`).
+GUIDED_TASK_MEANS = True
+
+
+def guides_task_means(coord) -> bool:
+    """Whether the form of ``coord`` holds its task effects' cluster means guided
+    (:data:`GUIDED_TASK_MEANS`): the task-latent form, its cluster components folded.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal import Layout, coordinates, guides_task_means
+    >>> ds = be.datasets.load("swebench_verified").dataset
+    >>> guides_task_means(coordinates(Layout.from_dataset(ds, "task-latent"), 500))
+    True
+    """
+    return bool(GUIDED_TASK_MEANS and coord.cells_integrated and coord.task_fold
+                and coord.G > 1)
 
 
 def _one_sided_cells(c, n, coord) -> np.ndarray | None:
