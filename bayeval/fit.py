@@ -324,8 +324,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
             layout = logit_normal.Layout.from_dataset(ds)
             if layout.paired:
                 attrs["task_system_effects"] = (
-                    "integrated where a cell is one-sided (tables), sampled elsewhere"
-                    if logit_normal.integrates_one_sided(ds) else "sampled")
+                    "integrated (tables of the most common counts), sampled elsewhere"
+                    if logit_normal.integrates_cells(ds) else "sampled")
             if logit_normal.coordinates(layout, latent_tasks=ds.sizes["task"]).cluster_pairs:
                 sums = "centred" if layout.task_centred else "standardised"
                 attrs["cluster_effects"] = (f"rotated with their tasks' mean effects: the sums "

@@ -111,6 +111,36 @@ def test_one_sided_inner_integrals_match_dense_integration(cq, nq, sigma_v):
         assert d_y == pytest.approx(ref_dy, abs=1e-6)
 
 
+def test_cell_tables_read_the_integral_between_their_nodes():
+    """The full-latent form's cell tables (bicubic in ``y`` and ``log sigma_v``), read
+    between their nodes in both, for counts of every kind (no success, one, half, and the
+    mirrored counts at ``-y``), against a dense trapezoid of the integral and its ``y``
+    derivative."""
+    counts = np.array([[0.0, 10.0], [3.0, 10.0], [5.0, 10.0], [0.0, 1.0]])
+    rules = quad.Rules(quad.CELL_TABLE_NODES)
+    tables = quad.cell_tables(counts, rules.x, rules.logw)
+    rows = np.empty((len(counts), quad.TABLE_SIZE, 4))
+    coef = np.empty((len(counts), quad.TABLE_SIZE, 8))
+    for sigma_v in (0.05, 0.61, 2.37, 9.0):  # between the tables' columns
+        for q in range(len(counts)):
+            quad._cell_table_slice(tables, q, sigma_v, 0, quad.TABLE_SIZE - 1, rows)
+            quad._cell_table_coefficients(rows, q, quad.TABLE_SIZE, coef)
+        v = np.linspace(-12 * sigma_v - 40, 12 * sigma_v + 40, 200001)
+        for (cq, nq), mirrored in [((0, 10), False), ((3, 10), False), ((7, 10), True),
+                                   ((5, 10), False), ((10, 10), True), ((1, 1), True)]:
+            q = next(k for k, (a, b) in enumerate(counts) if b == nq and a == min(cq, nq - cq))
+            for y in (-9.97, -2.43, 0.0, 0.77, 5.55):  # between the rows too
+                value, d_y, _ = quad._cell_table_at(-y if mirrored else y, q, 0, rows, coef)
+                d_y = -d_y if mirrored else d_y
+                log_f = (stats.norm.logpdf(v, 0, sigma_v) + cq * (y + v)
+                         - nq * np.logaddexp(0, y + v))
+                ref = _log_trapezoid(log_f, v)
+                ref_dy = integrate.trapezoid(
+                    np.exp(log_f - ref) * (cq - nq * special.expit(y + v)), v)
+                assert value == pytest.approx(ref, abs=1e-6), (cq, nq, sigma_v, y)
+                assert d_y == pytest.approx(ref_dy, abs=1e-5), (cq, nq, sigma_v, y)
+
+
 @pytest.mark.parametrize("cq, nq, sigma_v", [(1.0, 4.0, 0.8), (0.0, 1.0, 0.3), (2.0, 10.0, 2.0)])
 def test_mirrored_table_reads_equal_the_mirrored_counts_own_table(cq, nq, sigma_v):
     """A cell reads the table of its mirrored counts at -y (``g(y; c, n) = g(-y; n - c, n)``):
@@ -266,10 +296,10 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     latent = latent or integrated
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
-    one_sided = None if integrated or not latent else logit_normal._one_sided_cells(c, n, coord)
-    if one_sided is not None:  # which cells' effects it samples depends on the counts
-        coord = dataclasses.replace(coord, one_sided=tuple(np.unique(n[one_sided]).tolist()),
-                                    sampled_cells=int(((c > 0) & (c < n)).sum()))
+    tabled = None if integrated or not latent else logit_normal._tabled_cells(c, n, coord)
+    if tabled is not None:  # which cells' effects it samples depends on the counts
+        coord = dataclasses.replace(coord, cell_tables=tuple(map(tuple, tabled[1].tolist())),
+                                    sampled_cells=int((~tabled[0]).sum()))
     off = coord.offsets
     log_jacobian = 0.0
     if coord.cluster_pairs:  # the sampler's coordinates, mapped to the plain ones
@@ -350,8 +380,8 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         z_e = part("z_e")
         z_v = np.zeros((S, J))
         sampled = np.ones((S, J), dtype=bool)
-        if coord.one_sided:  # z_v of the two-sided cells only, task-major
-            sampled = (c > 0) & (c < n)
+        if coord.cell_tables:  # z_v of the cells without a table only, task-major
+            sampled = ~tabled[0]
             z_v.T[sampled.T] = part("z_v")
         elif layout.paired and not integrated:
             z_v = part("z_v").reshape(J, S).T
@@ -378,7 +408,7 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         if latent:
             y = eta + effects[j] + (sigma_v or 0.0) * z_v[:, j]
             total += stats.binom.logpmf(c[:, j], n[:, j], special.expit(y))[sampled[:, j]].sum()
-            for s in np.flatnonzero(~sampled[:, j]):  # one-sided: integrated over v
+            for s in np.flatnonzero(~sampled[:, j]):  # tabled: integrated over v
                 total += np.log(integrate.quad(
                     lambda v, s=s: stats.norm.pdf(v, 0, sigma_v) * stats.binom.pmf(
                         c[s, j], n[s, j], special.expit(y[s] + v)),
@@ -644,28 +674,40 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     _check_full_latent_density(data, c, n, atol=1e-9)
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred, tasks", [
-    (3, True, True, 2, None, True, True), (3, True, False, 1, None, True, False),
-    (2, False, True, 0, None, False, True), (3, False, False, 2, "rqr", False, False)])
-def test_full_latent_one_sided_cells_integrated(systems, clusters, strata, level, recipes,
-                                                centred, tasks, monkeypatch):
-    """With many one-sided cells (here forced from one: ``ONE_SIDED_CELLS``) the full-latent
-    form integrates each cell of no success or of all successes over its task-by-system
-    effect (bicubic tables in ``y`` and ``log sigma_v``) and samples only the two-sided
-    cells' effects: against SciPy's adaptive quadrature of those cells and the binomial at
-    the others (within the tables' interpolation error), and the gradient by finite
-    differences."""
+@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred, tasks, tables", [
+    (3, True, True, 2, None, True, True, 12), (3, True, False, 1, None, True, False, 2),
+    (2, False, True, 0, None, False, True, 12), (3, False, False, 2, "rqr", False, False, 2),
+    (3, True, True, 1, None, False, True, 1)])
+def test_full_latent_cells_integrated(systems, clusters, strata, level, recipes, centred,
+                                      tasks, tables, monkeypatch):
+    """With many cells (here forced from one: ``TABLED_CELLS``) the full-latent form
+    integrates the cells of the ``CELL_TABLES`` most common pairs of counts over their
+    task-by-system effects (bicubic tables in ``y`` and ``log sigma_v``; ``(c, n)`` and ``(n
+    - c, n)`` one table) and samples the others' effects: against SciPy's adaptive
+    quadrature of the integrated cells and the binomial at the others (within the tables'
+    interpolation error), and the gradient by finite differences."""
     monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
     monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
-    monkeypatch.setattr(logit_normal, "ONE_SIDED_CELLS", 1)
+    monkeypatch.setattr(logit_normal, "TABLED_CELLS", 1)
+    monkeypatch.setattr(logit_normal, "CELL_TABLES", tables)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
     coord = logit_normal._latent_inputs(c, n, logit_normal.Layout.from_dataset(data.dataset),
                                         logit_normal.validate_priors(None), 9)[0]
-    two_sided = (c > 0) & (c < n)
-    assert coord.one_sided == tuple(np.unique(n[~two_sided]).tolist())
-    assert coord.offsets["z_v"][1] == two_sided.sum() < c.size
+    low = np.minimum(c, n - c)
+    pairs, size = np.unique(np.stack([low.ravel(), n.ravel()], axis=1), axis=0,
+                            return_counts=True)
+    common = {tuple(p): k for p, k in zip(pairs.tolist(), size)}
+    assert len(coord.cell_tables) == min(tables, len(pairs))
+    tabled = np.zeros(c.shape, dtype=bool)
+    for cq, nq in coord.cell_tables:
+        assert cq <= nq - cq
+        tabled |= (low == cq) & (n == nq)
+    # the most common pairs take the tables
+    assert min(common[p] for p in coord.cell_tables) >= max(
+        [k for p, k in common.items() if p not in coord.cell_tables], default=0)
+    assert coord.offsets["z_v"][1] == (~tabled).sum()
     _check_full_latent_density(data, c, n, atol=1e-6)
 
 

@@ -137,12 +137,13 @@ def test_rotated_cluster_pairs_keep_the_posterior(centred, monkeypatch):
                            fits[False].tree["posterior"]["sigma_task"])
 
 
-def test_integrated_one_sided_cells_keep_the_posterior(monkeypatch):
+def test_integrated_cells_keep_the_posterior(monkeypatch):
     """Three systems on 40 tasks of 8 trials, half the cells with no success or all: the
-    full-latent fit that integrates those cells over their task-by-system effects (tables,
-    ``ONE_SIDED_CELLS`` forced down to one) gives the posterior of the fit that samples every
-    cell's effect (every spread, intercept and task effect within four Monte Carlo standard
-    errors), and records which it did."""
+    full-latent fit that integrates the cells over their task-by-system effects (a table per
+    pair of counts, ``TABLED_CELLS`` forced down to one; one pair of counts left sampled by
+    ``CELL_TABLES``) gives the posterior of the fit that samples every cell's effect (every
+    spread, intercept and task effect within four Monte Carlo standard errors), and records
+    which it did."""
     import arviz_stats as azs
 
     rng = np.random.default_rng(3)
@@ -153,7 +154,8 @@ def test_integrated_one_sided_cells_keep_the_posterior(monkeypatch):
     c = data.dataset["successes"].values
     assert ((c == 0) | (c == 8)).mean() > 0.4
     assert sampling_form(data.dataset)[0] == "full-latent"
-    fits = {on: _forced_fit(monkeypatch, data, "ONE_SIDED_CELLS", 1 if on else 10**9,
+    monkeypatch.setattr(logit_normal, "CELL_TABLES", 4)  # of the 5 pairs of counts
+    fits = {on: _forced_fit(monkeypatch, data, "TABLED_CELLS", 1 if on else 10**9,
                             draws=500, tune=500, chains=4, seed=2) for on in (True, False)}
     names = ["alpha", *[n for n in logit_normal.SIGMAS if n in fits[True].tree["posterior"]]]
     for group, name in [*[("posterior", n) for n in names], ("task_effects", "task_effect")]:
@@ -161,7 +163,7 @@ def test_integrated_one_sided_cells_keep_the_posterior(monkeypatch):
         gap = np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw"))).values
         allowed = 4 * np.hypot(azs.mcse(a), azs.mcse(b)).values
         assert np.all(gap < allowed), name
-    assert fits[True].tree.attrs["task_system_effects"].startswith("integrated where")
+    assert fits[True].tree.attrs["task_system_effects"].startswith("integrated (tables")
     assert fits[False].tree.attrs["task_system_effects"] == "sampled"
 
 

@@ -313,8 +313,8 @@ class Coordinates:
     cells_integrated: bool = False  # task-latent: the task-by-system effects integrated out
     task_rank: int = 0  # centred task effects: how many lead coordinates stay non-centred
     cluster_pairs: bool = False  # full-latent: cluster pairs rotated (see logit_normal)
-    one_sided: tuple = ()  # full-latent: the trials of the integrated one-sided cells' tables
-    sampled_cells: int = -1  # full-latent with one_sided: the cells whose effects it samples
+    cell_tables: tuple = ()  # full-latent: the counts (c, n) of the integrated cells' tables
+    sampled_cells: int = -1  # full-latent with cell_tables: the cells whose effects it samples
     guided: int = 0  # task-latent: 1 cluster-by-system coordinates, 2 task cluster means
     # guided, 3 both (_unguide)
 
@@ -361,7 +361,7 @@ class Coordinates:
                           else 2 if self.task_fold
                           else int(self.task_centred)),
                          self.attenuated, bool(self.level_weights), self.cells_integrated,
-                         bool(self.one_sided), int(self.guided)],
+                         bool(self.cell_tables), int(self.guided)],
                         dtype=np.int64)
 
     @property

@@ -2250,44 +2250,49 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
     return total, g_eta, g_e, g_sv
 
 
-#: The full-latent form's tables of one-sided cells (:func:`one_sided_tables`): ``log
-#: sigma_v`` from ``log 0.03`` in steps of 0.02 to ``log 20`` (:data:`ONE_SIDED_SIZE`
+#: The full-latent form's cell tables (:func:`cell_tables`): ``log
+#: sigma_v`` from ``log 0.03`` in steps of 0.02 to ``log 20`` (:data:`CELL_TABLE_SIZE`
 #: columns), ``y`` on :data:`TABLE_LOW`'s grid. In steps of 0.1 the interpolant in ``log
 #: sigma_v`` erred by up to 1e-4 where ``log g > -30`` (``y`` up to 12 at ``sigma_v`` near
 #: one: ``log g`` falls as ``-y^2 / (2 sigma_v^2)`` there); the error falls as the step's
 #: fourth power.
-ONE_SIDED_LOW = math.log(0.03)
-ONE_SIDED_STEP = 0.02
-ONE_SIDED_SIZE = 326
+CELL_TABLE_LOW = math.log(0.03)
+CELL_TABLE_STEP = 0.02
+CELL_TABLE_SIZE = 326
+#: The Gauss-Hermite nodes about the mode with which :func:`cell_tables` integrates counts of
+#: at least two successes and two failures (the fits' nine nodes erred by up to 1.2e-4 in
+#: ``log g`` at 3 of 10; 31 by under 1e-8). Fewer successes or failures take the trapezoid.
+CELL_TABLE_NODES = 31
 
 
-@numba.njit(cache=True)
-def one_sided_tables(trials, x, logw):
-    """``(T, ONE_SIDED_SIZE, TABLE_SIZE, 4)``: for no success in ``trials[q]`` trials, ``log
-    g = log int N(v; 0, sigma_v) (1 - expit(y + v))^n dv`` on a grid of ``(log sigma_v, y)``,
-    with its derivatives in ``y``, in ``log sigma_v`` and in both (the adaptive rule's
-    trapezoid, :func:`_table_cell`: within 1e-7): the corners of a bicubic Hermite
-    interpolant (:func:`_one_sided_slice`). All successes read the same table at ``-y``."""
-    T = trials.shape[0]
-    out = np.empty((T, ONE_SIDED_SIZE, TABLE_SIZE, 4))
-    tab = np.zeros((1, TABLE_SIZE, 5))
-    terms = np.zeros((2, INNER_NODES))
-    for q in range(T):
-        for k in range(ONE_SIDED_SIZE):
-            for i in range(TABLE_SIZE):
-                _one_sided_node(i, trials[q], ONE_SIDED_LOW + k * ONE_SIDED_STEP, x, logw,
-                                tab, terms, out[q, k, i])
+@numba.njit(cache=True, parallel=True)
+def cell_tables(counts, x, logw):
+    """``(T, CELL_TABLE_SIZE, TABLE_SIZE, 4)``: for ``c`` successes in ``n`` trials (``counts[q]
+    = (c, n)``, ``c <= n - c``), ``log g = log int N(v; 0, sigma_v) expit(y + v)^c (1 - expit(y
+    + v))^(n - c) dv`` on a grid of ``(log sigma_v, y)``, with its derivatives in ``y``, in
+    ``log sigma_v`` and in both (the adaptive rule, :func:`_table_cell`: within 1e-7): the
+    corners of a bicubic Hermite interpolant (:func:`_cell_table_slice`). The mirrored counts
+    ``(n - c, n)`` read the same table at ``-y``, since ``v`` is symmetric about zero."""
+    T = counts.shape[0]
+    out = np.empty((T, CELL_TABLE_SIZE, TABLE_SIZE, 4))
+    for m in numba.prange(T * CELL_TABLE_SIZE):  # a column of a table per thread at a time
+        q, k = m // CELL_TABLE_SIZE, m % CELL_TABLE_SIZE
+        tab = np.zeros((1, TABLE_SIZE, 5))
+        terms = np.zeros((2, INNER_NODES))
+        for i in range(TABLE_SIZE):
+            _cell_table_node(i, counts[q, 0], counts[q, 1], CELL_TABLE_LOW + k * CELL_TABLE_STEP,
+                             x, logw, tab, terms, out[q, k, i])
     return out
 
 
 @numba.njit(cache=True)
-def _one_sided_node(i, nn, log_sigma, x, logw, tab, terms, out):
-    """``out (4,)``: at row ``i`` of :data:`TABLE_LOW`'s grid, no success in ``nn`` trials,
-    ``log g`` and its derivatives in ``y``, in ``log sigma_v`` and in both, from the
+def _cell_table_node(i, cq, nq, log_sigma, x, logw, tab, terms, out):
+    """``out (4,)``: at row ``i`` of :data:`TABLE_LOW`'s grid, ``cq`` successes in ``nq``
+    trials, ``log g`` and its derivatives in ``y``, in ``log sigma_v`` and in both, from the
     adaptive rule's cell (:func:`_table_cell`, whose ``sigma_v`` derivatives are per unit
     of ``sigma_v``)."""
     sigma = math.exp(log_sigma)
-    _table_cell(i, 0, 0.0, nn, 1.0 / (sigma * sigma), log_sigma, x, logw, tab, terms)
+    _table_cell(i, 0, cq, nq, 1.0 / (sigma * sigma), log_sigma, x, logw, tab, terms)
     out[0] = tab[0, i, 0]
     out[1] = tab[0, i, 1]
     out[2] = sigma * tab[0, i, 2]
@@ -2308,35 +2313,40 @@ def _hermite_basis(t, h):
 
 
 @numba.njit(cache=True)
-def _one_sided_block(spec, const):
-    """The one-sided tables ``(T, ONE_SIDED_SIZE, TABLE_SIZE, 4)`` and their trials ``(T,)``,
-    stored last in ``const`` (then ``T``) where the full-latent form integrates its
-    one-sided cells (``spec[15]``), else empty."""
+def _cell_table_block(spec, const):
+    """The cell tables ``(T, CELL_TABLE_SIZE, TABLE_SIZE, 4)`` and their counts ``(T, 2)``
+    (:func:`cell_tables`), stored last in ``const`` (then ``T``) where the full-latent form
+    integrates cells over their task-by-system effects (``spec[15]``), else empty."""
     if spec.shape[0] < 16 or spec[15] == 0:
-        return np.zeros((0, ONE_SIDED_SIZE, TABLE_SIZE, 4)), np.zeros(0)
+        return np.zeros((0, CELL_TABLE_SIZE, TABLE_SIZE, 4)), np.zeros((0, 2))
     end = const.shape[0] - 1
     T = int(const[end])
-    size = T * ONE_SIDED_SIZE * TABLE_SIZE * 4
-    block = const[end - T - size:end - T].reshape((T, ONE_SIDED_SIZE, TABLE_SIZE, 4))
-    return block, const[end - T:end]
+    size = T * CELL_TABLE_SIZE * TABLE_SIZE * 4
+    block = const[end - 2 * T - size:end - 2 * T].reshape((T, CELL_TABLE_SIZE, TABLE_SIZE, 4))
+    return block, const[end - 2 * T:end].reshape((T, 2))
 
 
 @numba.njit(cache=True)
-def _one_sided_slice(block, q, trials, sigma_v, lo, hi, x, logw, out):
-    """Rows ``lo..hi`` of one-sided table ``q`` at ``sigma_v``, into ``out[q, :rows]``: the
+def _cell_table_slice(block, q, sigma_v, lo, hi, out):
+    """Rows ``lo..hi`` of cell table ``q`` at ``sigma_v``, into ``out[q, :rows]``: the
     value and its slope in ``y``, and their derivatives in ``log sigma_v``. Within the
     tabulated spreads, the cubic Hermite interpolant between two columns; beyond, the
-    integrals themselves at ``sigma_v`` (:func:`_table_cell`)."""
+    tangent in ``log sigma_v`` at the nearest column (below 0.03 the integral hardly moves
+    with ``sigma_v``; above 20 the prior leaves no mass: computing the integrals there
+    instead cost a warm-up trajectory that strayed out tens of milliseconds a gradient)."""
     log_sigma = math.log(sigma_v)
-    t = (log_sigma - ONE_SIDED_LOW) / ONE_SIDED_STEP
-    k = int(math.floor(t))
-    if k < 0 or k >= ONE_SIDED_SIZE - 1:
-        tab = np.zeros((1, TABLE_SIZE, 5))
-        terms = np.zeros((2, INNER_NODES))
+    t = (log_sigma - CELL_TABLE_LOW) / CELL_TABLE_STEP
+    k = int(math.floor(t)) if t == t else 0  # NaN (a diverging trajectory): the first column
+    if k < 0 or k >= CELL_TABLE_SIZE - 1:
+        edge = 0 if k < 0 else CELL_TABLE_SIZE - 1
+        dl = log_sigma - (CELL_TABLE_LOW + edge * CELL_TABLE_STEP)
         for i in range(lo, hi + 1):
-            _one_sided_node(i, trials[q], log_sigma, x, logw, tab, terms, out[q, i - lo])
+            out[q, i - lo, 0] = block[q, edge, i, 0] + block[q, edge, i, 2] * dl
+            out[q, i - lo, 1] = block[q, edge, i, 1] + block[q, edge, i, 3] * dl
+            out[q, i - lo, 2] = block[q, edge, i, 2]
+            out[q, i - lo, 3] = block[q, edge, i, 3]
         return
-    h00, h10, h01, h11, d00, d10, d01, d11 = _hermite_basis(t - k, ONE_SIDED_STEP)
+    h00, h10, h01, h11, d00, d10, d01, d11 = _hermite_basis(t - k, CELL_TABLE_STEP)
     for i in range(lo, hi + 1):
         a0, a1, a2, a3 = block[q, k, i, 0], block[q, k, i, 1], block[q, k, i, 2], block[
             q, k, i, 3]
@@ -2348,85 +2358,102 @@ def _one_sided_slice(block, q, trials, sigma_v, lo, hi, x, logw, out):
         out[q, i - lo, 3] = d00 * a1 + d10 * a3 + d01 * b1 + d11 * b3
 
 
-@numba.njit(cache=True)
-def _one_sided_row(y):
-    """Where a read at ``y`` falls on :data:`TABLE_LOW`'s grid: ``(i, t)``, ``y`` at ``t``
-    of the way from row ``i`` to ``i + 1``, or beyond the grid ``(end row, -1 - dy)`` with
-    ``dy`` the distance from it."""
-    u = (y - TABLE_LOW) * (1.0 / TABLE_STEP)
-    if u <= 0.0:
-        return 0, -1.0 - (y - TABLE_LOW)
-    if u >= TABLE_SIZE - 1:
-        return TABLE_SIZE - 1, -1.0 - (y - (TABLE_LOW + (TABLE_SIZE - 1) * TABLE_STEP))
-    i = min(int(u), TABLE_SIZE - 2)
-    return i, u - i
+@numba.njit(cache=True, fastmath={"reassoc", "contract"})
+def _cell_table_coefficients(rows, q, count, coef):
+    """The cubic Hermite interpolants of the slice ``rows[q, :count]``
+    (:func:`_cell_table_slice`) between its rows, as polynomials in ``t`` in [0, 1] for
+    Horner's rule: ``coef[q, r, :4]`` those of ``log g`` (from its values and slopes in
+    ``y``), ``coef[q, r, 4:]`` those of its derivative in ``log sigma_v`` (from its values and
+    their slopes in ``y``)."""
+    h = TABLE_STEP
+    for r in range(count - 1):
+        for value, slope, at in ((0, 1, 0), (2, 3, 4)):
+            f0, s0 = rows[q, r, value], h * rows[q, r, slope]
+            f1, s1 = rows[q, r + 1, value], h * rows[q, r + 1, slope]
+            coef[q, r, at] = f0
+            coef[q, r, at + 1] = s0
+            coef[q, r, at + 2] = 3.0 * (f1 - f0) - 2.0 * s0 - s1
+            coef[q, r, at + 3] = 2.0 * (f0 - f1) + s0 + s1
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _one_sided_read(i, t, rows, q, lo):
-    """``(log g, d/dy, d/dlog sigma_v)`` at the point ``(i, t)`` (:func:`_one_sided_row`)
-    from the slice ``rows[q]`` (:func:`_one_sided_slice`, its first row ``lo``): the cubic
-    Hermite interpolant in ``y``, and beyond the grid the tangent at its end (and that
-    tangent's derivative in ``log sigma_v``)."""
-    r = i - lo
-    if t < 0.0:
-        dy = -1.0 - t
+def _cell_table_at(y, q, first, rows, coef):
+    """``(log g, d/dy, d/dlog sigma_v)`` at ``y`` from table ``q``'s slice, its first row
+    ``first`` of :data:`TABLE_LOW`'s grid (:func:`_cell_table_slice`,
+    :func:`_cell_table_coefficients`): the cubic Hermite interpolant in ``y`` by Horner's
+    rule, and beyond the grid (or at a NaN) the tangent at its end, with that tangent's
+    derivative in ``log sigma_v``. The slice must hold the rows around ``y``."""
+    t = (y - TABLE_LOW) * (1.0 / TABLE_STEP)
+    if not 0.0 < t < TABLE_SIZE - 1:
+        i = 0 if t <= 0.0 else TABLE_SIZE - 1
+        r = i - first
+        dy = y - (TABLE_LOW + i * TABLE_STEP)
         return (rows[q, r, 0] + rows[q, r, 1] * dy, rows[q, r, 1],
                 rows[q, r, 2] + rows[q, r, 3] * dy)
-    _, h10, h01, h11, _, d10, d01, d11 = _hermite_basis(t, TABLE_STEP)
-    f0, s0, v0, w0 = rows[q, r, 0], rows[q, r, 1], rows[q, r, 2], rows[q, r, 3]
-    f1, s1, v1, w1 = rows[q, r + 1, 0], rows[q, r + 1, 1], rows[q, r + 1, 2], rows[q, r + 1, 3]
-    return (f0 + h01 * (f1 - f0) + h10 * s0 + h11 * s1,
-            d01 * (f1 - f0) + d10 * s0 + d11 * s1,
-            v0 + h01 * (v1 - v0) + h10 * w0 + h11 * w1)
+    i = min(int(t), TABLE_SIZE - 2)
+    t -= i
+    k = coef[q, i - first]
+    return (k[0] + t * (k[1] + t * (k[2] + t * k[3])),
+            (k[1] + t * (2.0 * k[2] + 3.0 * t * k[3])) * (1.0 / TABLE_STEP),
+            k[4] + t * (k[5] + t * (k[6] + t * k[7])))
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail):
-    """The full-latent form's cells where its one-sided cells (no success, or all) are
-    integrated over their task-by-system effects: those read their table
-    (:func:`one_sided_tables`) at ``y = eta + e`` (all successes: no success at ``-y``); the
-    two-sided cells add ``c y - n softplus(y)`` at ``y = eta + e + sigma_v z`` as in
-    :func:`_latent_cells`, their ``z`` the tail's coordinates after the ``J`` task effects,
-    in task-major order of the two-sided cells. Returns what :func:`_latent_cells`
-    returns, and adds to ``g_tail`` likewise."""
+def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail):
+    """The full-latent form's cells where those whose counts have a table (``counts (T,
+    2)``, :func:`cell_tables`) are integrated over their task-by-system effects: such a
+    cell reads its table at ``y = eta + e`` (more successes than failures: the mirrored
+    counts' table at ``-y``); the other cells add ``c y - n softplus(y)`` at ``y = eta + e +
+    sigma_v z`` as in :func:`_latent_cells`, their ``z`` the tail's coordinates after the
+    ``J`` task effects, in task-major order of those cells. The tables are sliced at
+    ``sigma_v`` over the rows of the largest ``|y|`` read, and each read is a Horner
+    evaluation (:func:`_cell_table_at`). Returns what :func:`_latent_cells` returns, and
+    adds to ``g_tail`` likewise."""
     J, S = eta.shape
     K = tail.shape[0] - J
-    T = trials.shape[0]
+    T = counts.shape[0]
+    # each pair of counts' table (-1 none), looked up at c + (most + 1) n where that is small
+    most = 0
+    for q in range(T):
+        most = max(most, int(counts[q, 1]))
+    look = (most + 1) * (most + 1) <= 1 << 16
+    lut = np.full((most + 1) * (most + 1) if look else 0, -1, dtype=np.int64)
+    for q in range(T if look else 0):
+        lut[int(counts[q, 0]) + (most + 1) * int(counts[q, 1])] = q
+    kind = np.empty(J * S, dtype=np.int64)  # -2 not run, -1 sampled, else its table
     ys = np.empty(K)
-    row = np.empty(J * S, dtype=np.int64)  # a one-sided cell's read (_one_sided_row)
-    frac = np.empty(J * S)
-    kind = np.empty(J * S, dtype=np.int64)  # -2 not run, -1 two-sided, else its table
-    lo = np.full(T, TABLE_SIZE, dtype=np.int64)
-    hi = np.full(T, -1, dtype=np.int64)
+    reach = 0.0  # the largest |y| read
     k = 0
     for j in range(J):
         for s in range(S):
-            m = j * S + s
             nn, cc = n[j, s], c[j, s]
-            if nn == 0.0:
-                kind[m] = -2
-            elif 0.0 < cc < nn:
-                kind[m] = -1
-                ys[k] = eta[j, s] + e[j] + sigma_v * tail[J + k]
-                k += 1
-            else:
-                q = 0
-                while trials[q] != nn:
-                    q += 1
-                kind[m] = q
-                i, t = _one_sided_row(eta[j, s] + e[j] if cc == 0.0 else -(eta[j, s] + e[j]))
-                row[m], frac[m] = i, t
-                lo[q] = min(lo[q], i)
-                hi[q] = max(hi[q], i + 1 if t >= 0.0 else i)
+            q = -2
+            if nn > 0.0:
+                low = min(cc, nn - cc)
+                if look:
+                    q = lut[int(low) + (most + 1) * int(nn)] if nn <= most else -1
+                else:
+                    q = 0
+                    while q < T and not (counts[q, 0] == low and counts[q, 1] == nn):
+                        q += 1
+                    q = q if q < T else -1
+                if q == -1:
+                    ys[k] = eta[j, s] + e[j] + sigma_v * tail[J + k]
+                    k += 1
+                else:
+                    reach = max(reach, abs(eta[j, s] + e[j]))
+            kind[j * S + s] = q
+    if not reach <= -TABLE_LOW:  # beyond the grid, or not a number (a diverging trajectory)
+        reach = -TABLE_LOW
+    last = min(int((reach - TABLE_LOW) / TABLE_STEP) + 1, TABLE_SIZE - 1)
+    first = TABLE_SIZE - 1 - last
+    count = last - first + 1
+    rows = np.empty((T, count, 4))
+    coef = np.empty((T, count, 8))
+    for q in range(T):
+        _cell_table_slice(block, q, sigma_v, first, last, rows)
+        _cell_table_coefficients(rows, q, count, coef)
     small, log_term = _softplus_parts(ys)
-    width = 1
-    for q in range(T):
-        width = max(width, hi[q] - lo[q] + 1)
-    rows = np.empty((T, width, 4))
-    for q in range(T):
-        if hi[q] >= lo[q]:
-            _one_sided_slice(block, q, trials, sigma_v, lo[q], hi[q], x, logw, rows)
     total, g_log = 0.0, 0.0
     g_sv = 0.0
     g_eta = np.zeros((J, S))
@@ -2435,8 +2462,7 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail):
     for j in range(J):
         acc = 0.0
         for s in range(S):
-            m = j * S + s
-            q = kind[m]
+            q = kind[j * S + s]
             if q == -2:
                 continue
             if q == -1:
@@ -2446,10 +2472,10 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail):
                 g_tail[J + k] += sigma_v * d - zv
                 g_sv += zv * d
                 k += 1
-            else:
-                value, d, d_log = _one_sided_read(row[m], frac[m], rows, q, lo[q])
-                if c[j, s] != 0.0:  # read at -y
-                    d = -d
+            else:  # more successes than failures: the mirrored counts' table at -y
+                sg = -1.0 if c[j, s] > n[j, s] - c[j, s] else 1.0
+                value, d, d_log = _cell_table_at(sg * (eta[j, s] + e[j]), q, first, rows, coef)
+                d *= sg
                 total += value
                 g_log += d_log
             g_eta[j, s] = d
@@ -3586,7 +3612,7 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
                                                          n, sig[1], u, lam)
         else:
             total, g_eta, g_e, g_sv = _sampled_cells(spec, const, tail, eta, seen, c, n,
-                                                     sig[1], paired, x, logw, grad[i_tail:])
+                                                     sig[1], paired, grad[i_tail:])
         prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors,
                                     grad[i_tail:])
         total += prior_e
@@ -3618,12 +3644,12 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
 
 
 @numba.njit(cache=True)
-def _sampled_cells(spec, const, tail, eta, e, c, n, sigma_v, paired, x, logw, g_tail):
+def _sampled_cells(spec, const, tail, eta, e, c, n, sigma_v, paired, g_tail):
     """The full-latent form's cells: every cell's task-by-system effect sampled
-    (:func:`_latent_cells`), or the one-sided cells' integrated (:func:`_hybrid_cells`)."""
-    block, trials = _one_sided_block(spec, const)
-    if trials.shape[0] > 0:
-        return _hybrid_cells(tail, eta, e, c, n, sigma_v, block, trials, x, logw, g_tail)
+    (:func:`_latent_cells`), or the cells with a table integrated (:func:`_hybrid_cells`)."""
+    block, counts = _cell_table_block(spec, const)
+    if counts.shape[0] > 0:
+        return _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail)
     y = _latent_y(e, tail, eta, sigma_v, paired)
     small, log_term = _softplus_parts(y)
     return _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail)

@@ -75,6 +75,7 @@ covariances.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import json
@@ -101,15 +102,16 @@ from bayeval.models._collapsed import (
     task_reflections,
 )
 from bayeval.models._quadrature import (
+    CELL_TABLE_NODES,
     EXACT_TASKS,
     LOW_TRIALS,
     N_NODES,
     Rules,
+    cell_tables,
     exact_task_rates,
     exact_task_sums,
     grid_expectations,
     latent_task_draws,
-    one_sided_tables,
     task_sums,
 )
 
@@ -573,12 +575,22 @@ WEIGHTED_LEVEL = True
 #: way (``benchmarks/results/fit_speed_logit_normal.txt``).
 ROTATED_CLUSTER_PAIRS = True
 
-#: One-sided cells (no success, or all) from which the full-latent form integrates them over
-#: their task-by-system effects (bicubic tables in ``y`` and ``log sigma_v``, built per fit:
-#: :func:`bayeval.models._quadrature.one_sided_tables`) instead of sampling those effects;
-#: the two-sided cells keep theirs. Not with the cluster pairs rotated
-#: (:data:`ROTATED_CLUSTER_PAIRS`), whose map reads every cell's effect.
-ONE_SIDED_CELLS = 2000
+#: Cells from which the full-latent form integrates them over their task-by-system effects
+#: (bicubic tables in ``y`` and ``log sigma_v`` per pair of counts ``(c, n)``, the mirrored
+#: ``(n - c, n)`` read at ``-y``: :func:`bayeval.models._quadrature.cell_tables`) instead of
+#: sampling those effects; the cells of counts without a table (beyond the
+#: :data:`CELL_TABLES` most common) keep theirs. Not with the cluster pairs rotated
+#: (:data:`ROTATED_CLUSTER_PAIRS`), whose map reads every cell's effect. LiveCodeBench (45 x
+#: 400 x 10 samples, 18,000 cells; 15,813 with no success or all): with its one-sided cells
+#: integrated a fit took 157-160 leapfrog steps a draw; with every cell integrated (seven
+#: tables), 31 (``benchmarks/results/fit_speed_logit_normal.txt``).
+TABLED_CELLS = 2000
+#: At most this many tables (one per pair of counts, the most common first): each is 12.5
+#: MB and about 0.65 s of one core to build, then kept for later fits (:data:`TABLE_CACHE`).
+CELL_TABLES = 12
+#: Tables kept in this process for later fits (by counts).
+TABLE_CACHE = 16
+_tables: collections.OrderedDict = collections.OrderedDict()
 
 
 def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
@@ -683,13 +695,13 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
                                                             coord.level_weights)])
         guided += 1
     coord = dataclasses.replace(coord, guided=guided)
-    one_sided = _one_sided_cells(c, n, coord)
-    if one_sided is not None:
-        trials = np.unique(n[one_sided]).astype(float)
-        coord = dataclasses.replace(coord, one_sided=tuple(trials.tolist()),
-                                    sampled_cells=int(((c > 0) & (c < n)).sum()))
-        tables = one_sided_tables(trials, rules.x, rules.logw)
-        extra = np.concatenate([extra, tables.ravel(), trials, [len(trials)]])
+    tabled = _tabled_cells(c, n, coord)
+    if tabled is not None:
+        cells, counts = tabled
+        coord = dataclasses.replace(coord, cell_tables=tuple(map(tuple, counts.tolist())),
+                                    sampled_cells=int(((n > 0) & ~cells).sum()))
+        tables = _cell_table_stack(counts)
+        extra = np.concatenate([extra, tables.ravel(), counts.ravel(), [len(counts)]])
     const = coord.constants(priors, rules, extra)
     values = (coord.spec(rules), const, index,
               np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
@@ -744,33 +756,60 @@ def guides_task_means(coord) -> bool:
                 and coord.G > 1)
 
 
-def _one_sided_cells(c, n, coord) -> np.ndarray | None:
+def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
     """The cells ``(S, J)`` the full-latent form integrates over their task-by-system
-    effects (no success, or all: :data:`ONE_SIDED_CELLS`), or None where it samples every
-    cell's."""
-    one_sided = (n > 0) & ((c == 0) | (c == n))
-    if (coord.paired and not coord.cells_integrated and not coord.cluster_pairs
-            and one_sided.sum() >= ONE_SIDED_CELLS):
-        return one_sided
-    return None
+    effects and the counts of their tables ``(T, 2)``, rows ``(c, n)`` with ``c <= n - c``
+    (the :data:`CELL_TABLES` most common, ties to the fewer trials; at least
+    :data:`TABLED_CELLS` cells), or None where it samples every cell's."""
+    if not coord.paired or coord.cells_integrated or coord.cluster_pairs:
+        return None
+    run = n > 0
+    low = np.minimum(c, n - c)
+    pairs, size = np.unique(np.stack([low[run], n[run]], axis=1), axis=0, return_counts=True)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0], -size))[:CELL_TABLES]
+    counts = pairs[np.sort(order)].astype(float)
+    base = np.max(n) + 1  # a pair's code: c base + n
+    cells = run & np.isin(low * base + n, counts[:, 0] * base + counts[:, 1])
+    if cells.sum() < TABLED_CELLS:
+        return None
+    return cells, counts
 
 
-def integrates_one_sided(ds: xr.Dataset) -> bool:
-    """Whether the full-latent form integrates the one-sided cells of ``ds`` (of either
-    missing-outcome bound) over their task-by-system effects (:data:`ONE_SIDED_CELLS`).
+def _cell_table_stack(counts) -> np.ndarray:
+    """The tables of ``counts (T, 2)`` (:func:`bayeval.models._quadrature.cell_tables`, by
+    the rule of ``CELL_TABLE_NODES``), those built for an earlier fit in this process taken
+    from :data:`TABLE_CACHE`."""
+    keys = [(float(cq), float(nq)) for cq, nq in counts]
+    missing = [i for i, key in enumerate(keys) if key not in _tables]
+    if missing:
+        rule = Rules(CELL_TABLE_NODES)
+        built = cell_tables(np.ascontiguousarray(counts[missing]), rule.x, rule.logw)
+        for i, table in zip(missing, built):
+            _tables[keys[i]] = table
+    stack = np.stack([_tables[key] for key in keys])
+    for key in keys:
+        _tables.move_to_end(key)
+    while len(_tables) > max(TABLE_CACHE, len(keys)):
+        _tables.popitem(last=False)
+    return stack
+
+
+def integrates_cells(ds: xr.Dataset) -> bool:
+    """Whether the full-latent form integrates cells of ``ds`` (of either missing-outcome
+    bound) over their task-by-system effects (:data:`TABLED_CELLS`).
 
     Examples
     --------
     >>> import bayeval as be
-    >>> from bayeval.models.logit_normal import integrates_one_sided
-    >>> integrates_one_sided(be.datasets.load("livecodebench").dataset)  # 15,813 such cells
+    >>> from bayeval.models.logit_normal import integrates_cells
+    >>> integrates_cells(be.datasets.load("livecodebench").dataset)  # 18,000 cells
     True
-    >>> integrates_one_sided(be.datasets.load("terminal_bench", missing="fail").dataset)
+    >>> integrates_cells(be.datasets.load("terminal_bench", missing="fail").dataset)
     False
     """
     c, n, _ = counts_by_bound(ds)
     coord = coordinates(Layout.from_dataset(ds), latent_tasks=ds.sizes["task"])
-    return any(_one_sided_cells(cb, nb, coord) is not None for cb, nb in zip(c, n))
+    return any(_tabled_cells(cb, nb, coord) is not None for cb, nb in zip(c, n))
 
 
 def _kernel_model(coord, values: dict, coords: dict):
