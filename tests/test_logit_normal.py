@@ -124,7 +124,7 @@ def test_cell_tables_read_the_integral_between_their_nodes():
     for sigma_v in (0.05, 0.61, 2.37, 9.0):  # between the tables' columns
         for q in range(len(counts)):
             quad._cell_table_slice(tables, q, sigma_v, 0, quad.TABLE_SIZE - 1, rows)
-            quad._cell_table_coefficients(rows, q, quad.TABLE_SIZE, coef)
+            quad._hermite_coefficients(rows, q, 0, quad.TABLE_SIZE - 1, coef, 3)
         v = np.linspace(-12 * sigma_v - 40, 12 * sigma_v + 40, 200001)
         for (cq, nq), mirrored in [((0, 10), False), ((3, 10), False), ((7, 10), True),
                                    ((5, 10), False), ((10, 10), True), ((1, 1), True)]:

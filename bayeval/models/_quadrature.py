@@ -2359,28 +2359,10 @@ def _cell_table_slice(block, q, sigma_v, lo, hi, out):
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
-def _cell_table_coefficients(rows, q, count, coef):
-    """The cubic Hermite interpolants of the slice ``rows[q, :count]``
-    (:func:`_cell_table_slice`) between its rows, as polynomials in ``t`` in [0, 1] for
-    Horner's rule: ``coef[q, r, :4]`` those of ``log g`` (from its values and slopes in
-    ``y``), ``coef[q, r, 4:]`` those of its derivative in ``log sigma_v`` (from its values and
-    their slopes in ``y``)."""
-    h = TABLE_STEP
-    for r in range(count - 1):
-        for value, slope, at in ((0, 1, 0), (2, 3, 4)):
-            f0, s0 = rows[q, r, value], h * rows[q, r, slope]
-            f1, s1 = rows[q, r + 1, value], h * rows[q, r + 1, slope]
-            coef[q, r, at] = f0
-            coef[q, r, at + 1] = s0
-            coef[q, r, at + 2] = 3.0 * (f1 - f0) - 2.0 * s0 - s1
-            coef[q, r, at + 3] = 2.0 * (f0 - f1) + s0 + s1
-
-
-@numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _cell_table_at(y, q, first, rows, coef):
     """``(log g, d/dy, d/dlog sigma_v)`` at ``y`` from table ``q``'s slice, its first row
-    ``first`` of :data:`TABLE_LOW`'s grid (:func:`_cell_table_slice`,
-    :func:`_cell_table_coefficients`): the cubic Hermite interpolant in ``y`` by Horner's
+    ``first`` of :data:`TABLE_LOW`'s grid (:func:`_cell_table_slice`, and
+    :func:`_hermite_coefficients` of its rows): the cubic Hermite interpolant in ``y`` by Horner's
     rule, and beyond the grid (or at a NaN) the tangent at its end, with that tangent's
     derivative in ``log sigma_v``. The slice must hold the rows around ``y``."""
     t = (y - TABLE_LOW) * (1.0 / TABLE_STEP)
@@ -2452,7 +2434,7 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail):
     coef = np.empty((T, count, 8))
     for q in range(T):
         _cell_table_slice(block, q, sigma_v, first, last, rows)
-        _cell_table_coefficients(rows, q, count, coef)
+        _hermite_coefficients(rows, q, 0, count - 1, coef, 3)
     small, log_term = _softplus_parts(ys)
     total, g_log = 0.0, 0.0
     g_sv = 0.0
@@ -2524,14 +2506,15 @@ def _fixed_rows(first, top, q, cq, nq, sigma_v, u, lam, tab):
 
 
 @numba.njit(cache=True)
-def _hermite_coefficients(tab, q, first, last, coef):
+def _hermite_coefficients(tab, q, first, last, coef, cross=4):
     """The cubic Hermite interpolants of table ``q`` between its rows ``first`` and
     ``last`` as polynomials in ``t`` in [0, 1] on each step, for Horner's rule: ``coef[q,
-    i, :4]`` those of ``log g`` (from its values and slopes in ``y``), ``coef[q, i, 4:]``
-    those of its derivative in ``sigma_v`` (from its values and its cross derivative)."""
+    i, :4]`` those of ``log g`` (from its values and slopes in ``y``, columns 0 and 1),
+    ``coef[q, i, 4:]`` those of its derivative in ``sigma_v`` (from its values, column 2,
+    and its cross derivative, column ``cross``)."""
     h = TABLE_STEP
     for i in range(first, last):
-        for value, slope, at in ((0, 1, 0), (2, 4, 4)):
+        for value, slope, at in ((0, 1, 0), (2, cross, 4)):
             f0, s0 = tab[q, i, value], h * tab[q, i, slope]
             f1, s1 = tab[q, i + 1, value], h * tab[q, i + 1, slope]
             coef[q, i, at] = f0
