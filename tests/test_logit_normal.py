@@ -111,6 +111,28 @@ def test_one_sided_inner_integrals_match_dense_integration(cq, nq, sigma_v):
         assert d_y == pytest.approx(ref_dy, abs=1e-6)
 
 
+def test_cell_tables_are_kept_for_later_fits(monkeypatch):
+    """A fit's tables are built once per process: a later fit builds only the counts it has
+    not met, and the least recently used tables beyond ``TABLE_CACHE`` are let go."""
+    import collections
+
+    built = []
+    real = logit_normal.cell_tables
+
+    def counted(counts, x, logw):
+        built.append(counts.tolist())
+        return real(counts, x, logw)
+
+    monkeypatch.setattr(logit_normal, "cell_tables", counted)
+    monkeypatch.setattr(logit_normal, "_tables", collections.OrderedDict())
+    monkeypatch.setattr(logit_normal, "TABLE_CACHE", 2)
+    first = logit_normal._cell_table_stack(np.array([[0.0, 1.0], [1.0, 2.0]]))
+    second = logit_normal._cell_table_stack(np.array([[1.0, 2.0], [0.0, 3.0]]))
+    assert built == [[[0.0, 1.0], [1.0, 2.0]], [[0.0, 3.0]]]
+    np.testing.assert_array_equal(second[0], first[1])
+    assert list(logit_normal._tables) == [(1.0, 2.0), (0.0, 3.0)]
+
+
 def test_cell_tables_read_the_integral_between_their_nodes():
     """The full-latent form's cell tables (bicubic in ``y`` and ``log sigma_v``), read
     between their nodes in both, for counts of every kind (no success, one, half, and the

@@ -79,6 +79,7 @@ import collections
 import dataclasses
 import functools
 import json
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -586,11 +587,13 @@ ROTATED_CLUSTER_PAIRS = True
 #: tables), 31 (``benchmarks/results/fit_speed_logit_normal.txt``).
 TABLED_CELLS = 2000
 #: At most this many tables (one per pair of counts, the most common first): each is 12.5
-#: MB and about 0.65 s of one core to build, then kept for later fits (:data:`TABLE_CACHE`).
+#: MB and 0.2-0.5 s to build on two cores (LiveCodeBench's seven: 2.2 s), then kept for later
+#: fits (:data:`TABLE_CACHE`).
 CELL_TABLES = 12
 #: Tables kept in this process for later fits (by counts).
 TABLE_CACHE = 16
 _tables: collections.OrderedDict = collections.OrderedDict()
+_tables_lock = threading.Lock()  # fits in several threads share the kept tables
 
 
 def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
@@ -780,17 +783,18 @@ def _cell_table_stack(counts) -> np.ndarray:
     the rule of ``CELL_TABLE_NODES``), those built for an earlier fit in this process taken
     from :data:`TABLE_CACHE`."""
     keys = [(float(cq), float(nq)) for cq, nq in counts]
-    missing = [i for i, key in enumerate(keys) if key not in _tables]
-    if missing:
-        rule = Rules(CELL_TABLE_NODES)
-        built = cell_tables(np.ascontiguousarray(counts[missing]), rule.x, rule.logw)
-        for i, table in zip(missing, built):
-            _tables[keys[i]] = table
-    stack = np.stack([_tables[key] for key in keys])
-    for key in keys:
-        _tables.move_to_end(key)
-    while len(_tables) > max(TABLE_CACHE, len(keys)):
-        _tables.popitem(last=False)
+    with _tables_lock:
+        missing = [i for i, key in enumerate(keys) if key not in _tables]
+        if missing:
+            rule = Rules(CELL_TABLE_NODES)
+            built = cell_tables(np.ascontiguousarray(counts[missing]), rule.x, rule.logw)
+            for i, table in zip(missing, built):
+                _tables[keys[i]] = table
+        stack = np.stack([_tables[key] for key in keys])
+        for key in keys:
+            _tables.move_to_end(key)
+        while len(_tables) > max(TABLE_CACHE, len(keys)):
+            _tables.popitem(last=False)
     return stack
 
 
