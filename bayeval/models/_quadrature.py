@@ -2263,6 +2263,8 @@ CELL_TABLE_SIZE = 326
 #: at least two successes and two failures (the fits' nine nodes erred by up to 1.2e-4 in
 #: ``log g`` at 3 of 10; 31 by under 1e-8). Fewer successes or failures take the trapezoid.
 CELL_TABLE_NODES = 31
+#: The most trials a cell table is built for (cells with more keep their sampled effects).
+CELL_TABLE_TRIALS = 255
 
 
 @numba.njit(cache=True, parallel=True)
@@ -2394,13 +2396,13 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail):
     J, S = eta.shape
     K = tail.shape[0] - J
     T = counts.shape[0]
-    # each pair of counts' table (-1 none), looked up at c + (most + 1) n where that is small
+    # each pair of counts' table (-1 none), looked up at c + (most + 1) n (the tables' trials
+    # are at most CELL_TABLE_TRIALS, so the lookup stays small)
     most = 0
     for q in range(T):
         most = max(most, int(counts[q, 1]))
-    look = (most + 1) * (most + 1) <= 1 << 16
-    lut = np.full((most + 1) * (most + 1) if look else 0, -1, dtype=np.int64)
-    for q in range(T if look else 0):
+    lut = np.full((most + 1) * (most + 1), -1, dtype=np.int64)
+    for q in range(T):
         lut[int(counts[q, 0]) + (most + 1) * int(counts[q, 1])] = q
     kind = np.empty(J * S, dtype=np.int64)  # -2 not run, -1 sampled, else its table
     ys = np.empty(K)
@@ -2412,13 +2414,7 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail):
             q = -2
             if nn > 0.0:
                 low = min(cc, nn - cc)
-                if look:
-                    q = lut[int(low) + (most + 1) * int(nn)] if nn <= most else -1
-                else:
-                    q = 0
-                    while q < T and not (counts[q, 0] == low and counts[q, 1] == nn):
-                        q += 1
-                    q = q if q < T else -1
+                q = lut[int(low) + (most + 1) * int(nn)] if nn <= most else -1
                 if q == -1:
                     ys[k] = eta[j, s] + e[j] + sigma_v * tail[J + k]
                     k += 1

@@ -104,6 +104,7 @@ from bayeval.models._collapsed import (
 )
 from bayeval.models._quadrature import (
     CELL_TABLE_NODES,
+    CELL_TABLE_TRIALS,
     EXACT_TASKS,
     LOW_TRIALS,
     N_NODES,
@@ -762,11 +763,12 @@ def guides_task_means(coord) -> bool:
 def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
     """The cells ``(S, J)`` the full-latent form integrates over their task-by-system
     effects and the counts of their tables ``(T, 2)``, rows ``(c, n)`` with ``c <= n - c``
-    (the :data:`CELL_TABLES` most common, ties to the fewer trials; at least
-    :data:`TABLED_CELLS` cells), or None where it samples every cell's."""
+    (the :data:`CELL_TABLES` most common of at most ``CELL_TABLE_TRIALS`` trials, ties to
+    the fewer trials; at least :data:`TABLED_CELLS` cells), or None where it samples every
+    cell's."""
     if not coord.paired or coord.cells_integrated or coord.cluster_pairs:
         return None
-    run = n > 0
+    run = (n > 0) & (n <= CELL_TABLE_TRIALS)
     low = np.minimum(c, n - c)
     pairs, size = np.unique(np.stack([low[run], n[run]], axis=1), axis=0, return_counts=True)
     order = np.lexsort((pairs[:, 1], pairs[:, 0], -size))[:CELL_TABLES]
