@@ -158,6 +158,82 @@ def test_zoib_loglik_matches_scipy_and_the_pymc_model():
     assert float(fn(point)) == pytest.approx(expected, rel=1e-8)
 
 
+def _kernel_point(model, x, spec):
+    """The PyMC model's value variables (and their names) at the kernel's vector ``x``."""
+    from bayeval.models import _zoib_kernel
+
+    S, J, G, paired, clusters = (int(v) for v in spec[:5])
+    off = _zoib_kernel.offsets(S, J, G, bool(paired), bool(clusters))
+    point = {"alpha": x[:S], "delta": x[S:2 * S], "gamma": x[2 * S:3 * S],
+             "log_phi": x[3 * S:4 * S]}
+    for q, name in enumerate(("sigma_task", "sigma_task_system", "sigma_cluster",
+                              "sigma_cluster_system", "sigma_zoi")):
+        if off[q] >= 0:
+            point[f"{name}_log__"] = x[off[q]]
+    for q, (name, shape) in enumerate((("task_effect_z", (J,)),
+                                       ("task_system_effect_z", (S, J)),
+                                       ("cluster_effect_z", (G,)),
+                                       ("cluster_system_effect_z", (S, G)),
+                                       ("zoi_task_effect_z", (J,)))):
+        if off[5 + q] >= 0:
+            point[name] = x[off[5 + q]:off[5 + q] + int(np.prod(shape))].reshape(shape)
+    assert set(point) == {v.name for v in model.value_vars}
+    return point
+
+
+@pytest.mark.parametrize("systems, cluster", [(("A", "B"), "cluster"), (("A", "B"), None),
+                                               (("A",), "cluster"), (("A", "B", "C"), "cluster")])
+def test_compiled_kernel_is_the_pymc_models_density(systems, cluster):
+    from bayeval.models import _zoib_kernel
+
+    df = _frame(seed=5, n_task=9, systems=systems)
+    data = be.from_frame(df, score="score", cluster=cluster)
+    model = zoib.build_zoib_model(data)
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    inputs = zoib.kernel_inputs(data)
+    args = [inputs[name] for name in ("spec", "const", "cluster", "n0", "n1", "nmid",
+                                      "interior", "sumlog", "sumlog1m")]
+    spec = inputs["spec"]
+    dim = _zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10]
+    assert dim == sum(np.size(v) for v in model.initial_point().values())
+    rng = np.random.default_rng(2)
+    points = [rng.normal(0, 1.0, dim) for _ in range(4)]
+    got = [_zoib_kernel.logp_and_grad(x, *args) for x in points]
+    ref = [logp(_kernel_point(model, x, spec)) for x in points]
+    # the same density up to its normalising constants
+    for (value, _), expected in zip(got[1:], ref[1:]):
+        assert value - got[0][0] == pytest.approx(expected - ref[0], rel=1e-10, abs=1e-8)
+    # and the same gradient, coordinate by coordinate (PyMC's in its value variables' order)
+    names = [v.name for v in model.value_vars]
+    for x, (_, grad) in zip(points, got):
+        flat = np.concatenate([np.ravel(_kernel_point(model, grad, spec)[name])
+                               for name in names])
+        # (PyTensor's digamma is good to about 1e-9)
+        np.testing.assert_allclose(flat, dlogp(_kernel_point(model, x, spec)), rtol=1e-7,
+                                   atol=1e-9)
+    # the kept values are the model's named quantities at that point
+    x = points[0]
+    out = np.empty(_zoib_kernel.kept_size(*spec[:3], bool(spec[3]), bool(spec[4])))
+    _zoib_kernel.expand(x, spec, out)
+    post = zoib.split_values(out[None, None], zoib.Layout.from_dataset(data.dataset))
+    named = [name for name in (*zoib.POSTERIOR_VARS, *zoib.LATENT_VARS)
+             if name in model.named_vars]
+    assert sorted(post.data_vars) == sorted(named)
+    outputs = model.replace_rvs_by_values([model[name] for name in named])
+    values = model.compile_fn(outputs, inputs=model.value_vars,
+                              on_unused_input="ignore")(_kernel_point(model, x, spec))
+    for name, value in zip(named, values):
+        np.testing.assert_allclose(post[name].values[0, 0], value, rtol=1e-12, err_msg=name)
+
+
+def test_kernel_digamma_matches_scipy():
+    from bayeval.models import _zoib_kernel
+
+    x = np.concatenate([np.geomspace(1e-8, 1e4, 400), np.linspace(0.5, 12, 101)])
+    got = np.array([_zoib_kernel.digamma(v) for v in x])
+    np.testing.assert_allclose(got, special.digamma(x), rtol=1e-12, atol=1e-11)
+
+
 # -- estimands from a fake posterior -----------------------------------------------------------
 def _fake_tree(data, draws=40, seed=0):
     rng = np.random.default_rng(seed)
@@ -280,24 +356,37 @@ def test_binary_metrics_are_refused_on_scores(score_fit):
         grid.summary(metrics=("mean",))
 
 
-def test_fits_are_reproducible_and_the_compiled_model_cache_swaps_data(score_fit):
+def test_fits_are_reproducible(score_fit):
     data, res = score_fit
-    again = be.fit(data, seed=11, **FIT)  # from the cache
+    again = be.fit(data, seed=11, **FIT)
     xr.testing.assert_equal(again.tree["posterior"].to_dataset(),
                             res.tree["posterior"].to_dataset())
-    # a model compiled on other data of the same shape, its data swapped for these, gives
-    # the fit compiled on these (convergence is not the point here: its gates may fail)
-    other = be.from_frame(_frame(seed=7, n_task=10), score="score", cluster="cluster")
-    # with interior scores in other cells (the Beta part is gathered on those cells)
-    assert not np.array_equal(other.dataset["score_nmid"].values > 0,
-                              data.dataset["score_nmid"].values > 0)
+
+
+def test_without_the_kernel_route_the_pymc_model_is_compiled_once_per_shape(monkeypatch):
+    from bayeval.models import _nutpie_kernel
+
+    # an installed nutpie without the internals the kernel needs: the PyMC model's route
+    monkeypatch.setattr(_nutpie_kernel, "available", lambda: False)
+    small = {"draws": 200, "chains": 1, "tune": 200}
+    data = be.from_frame(_frame(n_task=10), score="score", cluster="cluster")
     zoib._compiled.clear()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BayevalWarning)
+        warnings.simplefilter("ignore", BayevalWarning)  # 200 draws: the gates may fail
+        first = be.fit(data, seed=11, **small)
+        assert len(zoib._compiled) == 1
+        # a model compiled on other data of the same shape, with interior scores in other
+        # cells, its data swapped for these, gives the fit compiled on these
+        other = be.from_frame(_frame(seed=7, n_task=10), score="score", cluster="cluster")
+        assert not np.array_equal(other.dataset["score_nmid"].values > 0,
+                                  data.dataset["score_nmid"].values > 0)
+        zoib._compiled.clear()
         be.fit(other, seed=3, draws=50, chains=1, tune=50)
-    swapped = be.fit(data, seed=11, **FIT)
+        swapped = be.fit(data, seed=11, **small)
+    assert len(zoib._compiled) == 1
     xr.testing.assert_equal(swapped.tree["posterior"].to_dataset(),
-                            res.tree["posterior"].to_dataset())
+                            first.tree["posterior"].to_dataset())
+    assert first.mean_score("population").shape == (1, 200, 2)
 
 
 def test_binary_data_agree_with_logit_normal():

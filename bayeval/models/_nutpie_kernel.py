@@ -81,6 +81,9 @@ class KernelModel(_Base):
     tasks: int = 0
     log_sigma_task: int = 0
     meta: Any = None
+    #: The C log density and expansion, a function of nothing (the collapsed kernel's by
+    #: default; :mod:`bayeval.models._zoib_kernel` has its own).
+    functions: Any = None
 
     @classmethod
     def build(cls, values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
@@ -111,7 +114,7 @@ class KernelModel(_Base):
     def _make_model(self, init_mean):
         from nutpie import _lib
 
-        logp_c, expand_c = _quadrature.nutpie_functions()
+        logp_c, expand_c = (self.functions or _quadrature.nutpie_functions)()
         address = self.meta.ctypes.data
         expand = _lib.ExpandFunc(self.dim, self.kept + self.tasks, expand_c.address, address,
                                  self)

@@ -29,10 +29,12 @@ there is no system level here). One system drops ``v`` and ``w``; data without c
 ``u`` and ``w``. Strata are not supported.
 
 Inference: the likelihood of a cell is a function of its sufficient statistics (counts at 0,
-at 1 and between; sums of ``log y`` and ``log(1 - y)`` over the interior scores), vectorised
-over cells (the Beta part over the cells with interior scores only); every effect is a latent
-variable (non-centred), sampled by NUTS (nutpie). The compiled model is kept per data shape,
-so fits of same-shaped data recompile nothing.
+at 1 and between; sums of ``log y`` and ``log(1 - y)`` over the interior scores); every effect
+is a latent variable (non-centred), sampled by NUTS (nutpie). nutpie samples the compiled log
+density of :mod:`bayeval.models._zoib_kernel` (the same density with its gradient written out,
+called from nutpie's threads as a C function), so a fit builds and compiles no model; where the
+installed nutpie lacks that route, the PyMC model (:func:`build_zoib_model`) is compiled for it
+instead and kept per data shape, so fits of same-shaped data recompile nothing.
 
 Estimands (the mean score, :meth:`bayeval.Results.mean_score`):
 
@@ -76,11 +78,16 @@ POSTERIOR_VARS = ("alpha", "delta", "gamma", "phi", *SIGMAS, "sigma_zoi")
 LATENT_VARS = ("task_effect", "task_system_effect", "cluster_effect", "cluster_system_effect",
                "zoi_task_effect")
 STATS = ("n0", "n1", "nmid", "sumlog", "sumlog1m")
-#: NUTS target acceptance: the full-latent variance components are funnel-shaped; at
-#: nutpie's default 0.8 fits of 10 tasks had 1-2 divergences on average (none in 8 fits at
-#: 0.95, at about the same cost), and a LiveBench-like fit of 360 tasks with one attempt each
-#: had 9 and 37 divergences in two runs (none at 0.95, which took 1.5-2 times as long).
-TARGET_ACCEPT = 0.95
+#: NUTS target acceptance, by the number of tasks (:func:`target_accept`). The variance
+#: components are funnel-shaped. With fewer than :data:`FEW_TASKS` tasks (two systems, two
+#: attempts, 20 simulated benchmarks each) divergences appeared in 11 of 20 fits of ten tasks
+#: at 0.9, 6 at 0.95 and 2 at 0.98, at the same cost; with 50 tasks in none at 0.9 or 0.95.
+#: On LiveBench-like data (360 tasks, one attempt) 0.9 had no divergences in four seeds and
+#: mixed as 0.95 did (bulk ESS of the slowest parameter 37-71 against 37-98) in half the time
+#: (7.5-9.8 s against 13.2-16.0 s); 0.85 and 0.8 had divergences there.
+TARGET_ACCEPT = 0.9
+TARGET_ACCEPT_FEW = 0.98
+FEW_TASKS = 50
 #: Further options of ``nutpie.sample`` (a low-rank mass matrix was 10-20 times slower on
 #: 360 tasks, with no better mixing).
 NUTPIE_OPTIONS: dict = {}
@@ -285,18 +292,122 @@ def build_zoib_model(data, priors=None, missing_bound=None):
     return model
 
 
-def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie",
-           missing_bound=None) -> xr.Dataset:
-    """NUTS on the zoib model; the posterior of :data:`POSTERIOR_VARS` and the latent effects.
+def target_accept(n_tasks: int) -> float:
+    """NUTS target acceptance for ``n_tasks`` tasks (:data:`TARGET_ACCEPT`).
 
-    With nutpie the compiled model is cached per data shape (and priors) and only its data
-    are replaced, so repeated fits of same-shaped data skip the compilation.
+    Examples
+    --------
+    >>> from bayeval.models.zoib import target_accept
+    >>> target_accept(10), target_accept(360)
+    (0.98, 0.9)
     """
-    import pymc as pm
+    return TARGET_ACCEPT_FEW if n_tasks < FEW_TASKS else TARGET_ACCEPT
+
+
+def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
+    """The compiled kernel's data (:mod:`bayeval.models._zoib_kernel`), by the names of its
+    ``FIELDS``: ``spec``, the prior constants and the cells' statistics, C-contiguous,
+    int64 or float64 and read-only (nutpie is handed their addresses)."""
+    from bayeval.models import _zoib_kernel
 
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
-    target_accept = TARGET_ACCEPT
+    stats = _model_data(score_arrays(data, missing_bound))
+    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    const = [v for name in _zoib_kernel.PRIOR_CONSTANTS for v in np.atleast_1d(priors[name])]
+    values = {"spec": [layout.n_systems, layout.n_tasks, G, layout.paired,
+                       layout.has_clusters, stats["interior"].size],
+              "const": const, "cluster": layout.cluster,
+              "n0": stats["n0"].ravel(), "n1": stats["n1"].ravel(),
+              "nmid": stats["nmid"].ravel(), "interior": stats["interior"],
+              "sumlog": stats["interior_sumlog"], "sumlog1m": stats["interior_sumlog1m"]}
+    out = {}
+    for name, value in values.items():
+        dtype = np.int64 if name in ("spec", "cluster", "interior") else np.float64
+        array = np.array(value, dtype=dtype, order="C", copy=True)
+        array.flags.writeable = False
+        out[name] = array
+    return out
+
+
+def kernel_model(inputs: dict):
+    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes: the compiled kernel called as
+    C functions from nutpie's threads; each draw keeps ``values`` (:func:`split_values`)."""
+    from bayeval.models import _nutpie_kernel, _zoib_kernel
+
+    spec = inputs["spec"]
+    dim = int(_zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10])
+    kept = int(_zoib_kernel.kept_size(*spec[:3], bool(spec[3]), bool(spec[4])))
+    fields = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist()))}
+    fields.update({name: inputs[name].ctypes.data for name in _zoib_kernel.FIELDS[8:]})
+    meta = np.array([fields[name] for name in _zoib_kernel.FIELDS], dtype=np.int64)
+    return _nutpie_kernel.KernelModel(dims={}, values=inputs, dim=dim, names=("values",),
+                                      shapes_=((kept,),), kept=kept, tasks=0, meta=meta,
+                                      functions=_zoib_kernel.nutpie_functions)
+
+
+def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
+    """The named posterior (:data:`POSTERIOR_VARS`, :data:`LATENT_VARS`) from the kernel's kept
+    values ``(chain, draw, kept)``."""
+    S, J = layout.n_systems, layout.n_tasks
+    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    lead = values.shape[:2]
+    out, i = {}, 0
+
+    def take(name, dims, shape):
+        nonlocal i
+        size = int(np.prod(shape))
+        out[name] = (("chain", "draw", *dims), values[..., i:i + size].reshape(lead + shape))
+        i += size
+
+    for name in ("alpha", "delta", "gamma", "phi"):
+        take(name, ("system",), (S,))
+    present = {"sigma_task": True, "sigma_task_system": layout.paired,
+               "sigma_cluster": layout.has_clusters,
+               "sigma_cluster_system": layout.paired and layout.has_clusters, "sigma_zoi": True}
+    for name, here in present.items():
+        take(name, (), ())
+        if not here:
+            del out[name]
+    take("task_effect", ("task",), (J,))
+    if layout.paired:
+        take("task_system_effect", ("system", "task"), (S, J))
+    if layout.has_clusters:
+        take("cluster_effect", ("cluster",), (G,))
+        if layout.paired:
+            take("cluster_system_effect", ("system", "cluster"), (S, G))
+    take("zoi_task_effect", ("task",), (J,))
+    return xr.Dataset(out)
+
+
+def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie",
+           missing_bound=None) -> xr.DataTree:
+    """NUTS on the zoib model: a DataTree whose posterior holds :data:`POSTERIOR_VARS` and the
+    latent effects, and its sampler statistics.
+
+    With nutpie the compiled kernel (:mod:`bayeval.models._zoib_kernel`) is sampled: nothing
+    is built or compiled per fit. Where the installed nutpie lacks the route the kernel needs,
+    the PyMC model is compiled for nutpie instead (kept per data shape and priors, with only
+    its data replaced by later fits).
+    """
+    import pymc as pm
+
+    from bayeval.models import _nutpie_kernel
+
+    priors = validate_priors(priors)
+    layout = Layout.from_dataset(data.dataset)
+    accept = target_accept(layout.n_tasks)
+    if engine == "nutpie" and _nutpie_kernel.available():
+        import nutpie
+
+        model = kernel_model(kernel_inputs(data, priors, missing_bound))
+        trace = nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains,
+                              cores=cores, seed=seed, progress_bar=progress, save_warmup=False,
+                              target_accept=accept, **NUTPIE_OPTIONS)
+        post = split_values(trace["posterior"]["values"].transpose("chain", "draw", ...).values,
+                            layout)
+        return xr.DataTree.from_dict({"posterior": post,
+                                      "sample_stats": trace["sample_stats"].to_dataset()})
     if engine == "nutpie":
         import nutpie
 
@@ -305,13 +416,13 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
                                  lambda: _model_data(score_arrays(data, missing_bound)))
         trace = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains,
                               cores=cores, seed=seed, progress_bar=progress,
-                              target_accept=target_accept, **NUTPIE_OPTIONS)
+                              target_accept=accept, **NUTPIE_OPTIONS)
     else:
         with build_zoib_model(data, priors, missing_bound):
             trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
                               progressbar=progress, quiet=not progress,
                               compute_convergence_checks=False, cores=cores,
-                              target_accept=target_accept,
+                              target_accept=accept,
                               mp_ctx="forkserver")
     return trace
 
