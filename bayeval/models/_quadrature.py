@@ -3779,9 +3779,8 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     if dim != D:
         return -1
     x = numba.carray(x_p, (D,))
-    for i in range(D):
-        if not math.isfinite(x[i]):  # a diverged trajectory: no density there (as code 4)
-            return 4
+    if not finite(x):  # a diverged trajectory: no density there (as code 4)
+        return 4
     spec = numba.carray(_as_i64_pointer(meta[5]), (meta[3],))
     const = numba.carray(_as_f64_pointer(meta[6]), (meta[4],))
     index = numba.carray(_as_i64_pointer(meta[7]), (2, P))
@@ -3793,12 +3792,25 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     except Exception:  # noqa: BLE001
         return 1
     out = numba.carray(grad_p, (D,))
-    ok = True
-    for i in range(D):
-        out[i] = grad[i]
-        ok = ok and math.isfinite(grad[i])
+    out[:] = grad
     numba.carray(logp_p, (1,))[0] = logp
-    if not ok:
+    return nutpie_status(logp, out)
+
+
+@numba.njit(cache=True)
+def finite(x):
+    """Whether every value of ``x`` is finite."""
+    for value in x:
+        if not math.isfinite(value):
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def nutpie_status(logp, grad):
+    """nutpie's return code for a log density and its gradient: 0, or 3 for a gradient that
+    is not finite, 4 for a log density that is not (a point the sampler rejects)."""
+    if not finite(grad):
         return 3
     if not math.isfinite(logp):
         return 4

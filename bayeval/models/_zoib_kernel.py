@@ -14,8 +14,8 @@ standard normals of the task effects (J), the task-by-system effects (S x J, pai
 cluster effects (G, clusters), the cluster-by-system effects (S x G, both) and the grading
 tendencies (J). Normalising constants are left out.
 
-Every compiled function lives in this one file (numba's disk cache is invalidated by a change
-of the function's own file only).
+The kernel's compiled functions live in this one file (numba's disk cache is invalidated by a
+change of the function's own file only).
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ import math
 import numba
 import numpy as np
 
-from bayeval.models._quadrature import _as_f64_pointer, _as_i64_pointer
+# (small helpers shared with the collapsed kernel's C functions; a change to them needs the
+# disk cache of this file cleared too)
+from bayeval.models._quadrature import (_as_f64_pointer, _as_i64_pointer, _sigmoid, finite,
+                                         nutpie_status)
 
 #: The kernel's integer constants: systems, tasks, clusters (1 without), paired, clustered,
 #: the number of cells with an interior score.
@@ -82,19 +85,6 @@ def kept_size(S, J, G, paired, clusters):
     """Values kept per draw (:func:`expand`): 4 S parameters, 5 spreads, the effects."""
     return (4 * S + 5 + 2 * J + (S * J if paired else 0) + (G if clusters else 0)
             + (S * G if (paired and clusters) else 0))
-
-
-@numba.njit(cache=True)
-def _softplus(y):
-    return max(y, 0.0) + math.log1p(math.exp(-abs(y)))
-
-
-@numba.njit(cache=True)
-def _expit(y):
-    if y >= 0:
-        return 1.0 / (1.0 + math.exp(-y))
-    t = math.exp(y)
-    return t / (1.0 + t)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -181,7 +171,7 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
             gz = (a0 + a1) * (1.0 - q) - am * q
             if i < n_interior and interior[i] == k:  # the Beta density of its interior scores
                 m, sl, sl1 = nmid[k], sumlog[i], sumlog1m[i]
-                mu = _expit(eta + x[S + s])
+                mu = _sigmoid(eta + x[S + s])
                 clipped = mu < 1e-12 or mu > 1.0 - 1e-12
                 mu = min(max(mu, 1e-12), 1.0 - 1e-12)
                 a = mu * phi[s]
@@ -272,9 +262,8 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     if dim != D:
         return -1
     x = numba.carray(x_p, (D,))
-    for i in range(D):
-        if not math.isfinite(x[i]):  # a diverged trajectory: no density there
-            return 4
+    if not finite(x):  # a diverged trajectory: no density there
+        return 4
     spec = meta[2:8]
     out = numba.carray(grad_p, (D,))
     try:  # as nutpie's own C functions: an error is code 1, a point the sampler rejects
@@ -289,15 +278,8 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
             numba.carray(_as_f64_pointer(meta[15]), (I,)), out)
     except Exception:  # noqa: BLE001
         return 1
-    ok = True
-    for i in range(D):
-        ok = ok and math.isfinite(out[i])
     numba.carray(logp_p, (1,))[0] = logp
-    if not ok:
-        return 3
-    if not math.isfinite(logp):
-        return 4
-    return 0
+    return nutpie_status(logp, out)
 
 
 def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
