@@ -312,6 +312,8 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     attrs = _attrs(data, model, engine, sampler, seed, draws, chains, tune, priors)
     attrs["model_requested"] = requested_model
     attrs["model_choice"] = choice or f"model={model!r} as requested"
+    if model == "zoib":
+        attrs["target_accept"] = zoib.target_accept(ds.sizes["task"])
     if model == "logit_normal":
         attrs["form"], attrs["form_choice"] = form, form_choice
         attrs["target_accept"] = logit_normal.target_accept(form, ds.sizes["task"])

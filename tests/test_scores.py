@@ -313,6 +313,7 @@ def test_auto_picks_zoib_and_results_serve_the_mean_score(score_fit, tmp_path):
     model, reason = choose_model(data)
     assert model == "zoib" and "score" in reason
     assert res.model == "zoib" and res.tree.attrs["model_choice"] == reason
+    assert res.tree.attrs["target_accept"] == zoib.TARGET_ACCEPT_FEW  # ten tasks
     for estimand in ("tasks", "population"):
         mean = res.mean_score(estimand=estimand)
         assert mean.dims == ("chain", "draw", "system")
