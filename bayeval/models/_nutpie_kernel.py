@@ -49,12 +49,12 @@ def _meta(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int) ->
     return np.array([fields[name] for name in _quadrature.NUTPIE_FIELDS], dtype=np.int64)
 
 
-def kernel_data(values: dict) -> dict:
-    """The kernel's data as the C functions read them: C-contiguous, int64 or float64, and
-    read-only (their addresses are handed to nutpie)."""
+def kernel_data(values: dict, integers=("spec", "index")) -> dict:
+    """The kernel's data as the C functions read them: C-contiguous, int64 (the arrays named
+    in ``integers``) or float64, and read-only (their addresses are handed to nutpie)."""
     out = {}
     for name, value in values.items():
-        dtype = np.int64 if name in ("spec", "index") else np.float64
+        dtype = np.int64 if name in integers else np.float64
         array = np.array(value, dtype=dtype, order="C", copy=True)
         array.flags.writeable = False
         out[name] = array

@@ -311,7 +311,7 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
     """The compiled kernel's data (:mod:`bayeval.models._zoib_kernel`), by the names of its
     ``FIELDS``: ``spec``, the prior constants and the cells' statistics, C-contiguous,
     int64 or float64 and read-only (nutpie is handed their addresses)."""
-    from bayeval.models import _zoib_kernel
+    from bayeval.models import _nutpie_kernel, _zoib_kernel
 
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
@@ -324,13 +324,7 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
               "n0": stats["n0"].ravel(), "n1": stats["n1"].ravel(),
               "nmid": stats["nmid"].ravel(), "interior": stats["interior"],
               "sumlog": stats["interior_sumlog"], "sumlog1m": stats["interior_sumlog1m"]}
-    out = {}
-    for name, value in values.items():
-        dtype = np.int64 if name in ("spec", "cluster", "interior") else np.float64
-        array = np.array(value, dtype=dtype, order="C", copy=True)
-        array.flags.writeable = False
-        out[name] = array
-    return out
+    return _nutpie_kernel.kernel_data(values, integers=("spec", "cluster", "interior"))
 
 
 def kernel_model(inputs: dict):
@@ -339,11 +333,12 @@ def kernel_model(inputs: dict):
     from bayeval.models import _nutpie_kernel, _zoib_kernel
 
     spec = inputs["spec"]
-    dim = int(_zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10])
-    kept = int(_zoib_kernel.kept_size(*spec[:3], bool(spec[3]), bool(spec[4])))
+    shape = (*spec[:3], bool(spec[3]), bool(spec[4]))
+    dim = int(_zoib_kernel.offsets(*shape)[10])
+    kept = int(_zoib_kernel.kept_size(*shape))
     fields = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist()))}
-    fields.update({name: inputs[name].ctypes.data for name in _zoib_kernel.FIELDS[8:]})
-    meta = np.array([fields[name] for name in _zoib_kernel.FIELDS], dtype=np.int64)
+    meta = np.array([fields[name] if name in fields else inputs[name].ctypes.data
+                     for name in _zoib_kernel.FIELDS], dtype=np.int64)
     return _nutpie_kernel.KernelModel(dims={}, values=inputs, dim=dim, names=("values",),
                                       shapes_=((kept,),), kept=kept, tasks=0, meta=meta,
                                       functions=_zoib_kernel.nutpie_functions)
