@@ -579,7 +579,8 @@ def _score_role(frame, opts: dict, trials_flag: str, lines: list) -> str | None:
     column = given or "score"
     lines.append(f"scores: column {column!r} holds partial-credit scores in [0, 1]"
                  + (" (detected; --success COLUMN names 0/1 outcomes instead)" if detected
-                    else "") + ": the mean score, zoib model")
+                    else "") + ": the mean score (zoib model; scores all 0 or 1 are 0/1 "
+                 "outcomes, fitted by the binomial models)")
     return column
 
 
@@ -987,7 +988,8 @@ def _header(data, lines, res=None, err=False):
 @click.option("--score", "score_column", metavar="COLUMN",
               help="Column of partial-credit scores in [0, 1], one per attempt (row), instead "
               "of 0/1 outcomes [detected: score, when no success column is named or present]: "
-              "each system's mean score from the zero-one-inflated Beta model (zoib) beside "
+              "each system's mean score from the zero-one-inflated Beta model (zoib; scores "
+              "that are all 0 or 1 get the binomial models) beside "
               "the task bootstrap, and with --compare the paired effect on the mean score "
               "beside the paired task bootstrap. Not with --success/--successes, --k or "
               "--compare-k other than 1, --metric pass^k, --cost, --runs, --by or --flagged.")

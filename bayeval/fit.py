@@ -76,7 +76,10 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     cluster effects: comparisons are paired); one system, or systems without two shared tasks,
     get ``hierarchical``. A sampler that only one model has decides it: ``"grid"`` is the
     hierarchical model's, ``"conjugate"`` the beta-binomial's. Partial-credit scores
-    (``from_frame(..., score=)``) get the zero-one-inflated Beta model ``zoib``.
+    (``from_frame(..., score=)`` with some score strictly between 0 and 1) get the
+    zero-one-inflated Beta model ``zoib``. Scores that are all 0 or 1 are 0/1 outcomes and get
+    the binomial models as above (their mean score is pass@1): ``zoib`` gives the same answer
+    on them but mixes far worse with many systems of one attempt each (``models/zoib.md``).
 
     Parameters
     ----------
@@ -96,9 +99,17 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     >>> choose_model(be.from_counts([3, 5, 1], trials=10))[0]
     'hierarchical'
     """
-    if getattr(data, "has_scores", False) and sampler not in ("grid", "conjugate"):
+    if getattr(data, "has_partial_credit", False) and sampler not in ("grid", "conjugate"):
         return "zoib", ("scores in [0, 1] (score=): the zero-one-inflated Beta model, with "
                         "shared task and cluster effects")
+    model, why = _choose_binary_model(data, sampler)
+    if getattr(data, "has_scores", False):
+        why = f"scores all 0 or 1 (0/1 outcomes; the mean score is pass@1); {why}"
+    return model, why
+
+
+def _choose_binary_model(data, sampler: str) -> tuple[str, str]:
+    """:func:`choose_model` for 0/1 outcomes."""
     if sampler == "grid":
         return "hierarchical", "sampler='grid' runs the hierarchical model"
     if sampler == "conjugate":
@@ -162,8 +173,9 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         ``"auto"`` picks it for several systems on shared tasks and ``hierarchical`` otherwise
         (:func:`choose_model`), and records the choice in ``attrs["model_choice"]``.
         ``zoib`` models partial-credit scores in [0, 1] (the ``"auto"`` choice for data
-        built with ``score=``; binary data fit it too); the binary models refuse scores
-        strictly between 0 and 1.
+        built with ``score=`` where some score lies strictly between 0 and 1; scores that
+        are all 0 or 1 get the binomial models, and binary data fit ``zoib`` too when asked);
+        the binary models refuse scores strictly between 0 and 1.
     draws, chains : int, default 1000 and 4
         Posterior draws per chain, and chains (the grid and conjugate engines fill the same
         ``(chain, draw)`` layout).

@@ -186,7 +186,7 @@ def _bootstrap_designs(results, estimand: str) -> list[dict]:
     its population twin (tasks, or clusters) under either estimand: under ``"tasks"`` no
     design is the twin (``twin=False``).
     """
-    if results.model == "zoib":  # the mean score: no trial bootstrap (see _score_twin)
+    if results.data.has_scores:  # the mean score: no trial bootstrap (see _score_twin)
         twin = _score_twin(results, "population")
         designs = [dict(twin, twin=estimand == "population")]
         if twin["unit"] != "task":
@@ -398,7 +398,7 @@ def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dic
 
 
 def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand) -> list[dict]:
-    if results.model == "zoib":
+    if results.data.has_scores:
         return _score_metrics_section(results, n_boot, seed, ci_prob, estimand)
     data = results.data
     n_clusters, _ = _resampled_clusters(data)
@@ -816,7 +816,8 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
     k : int or list of int, default 1
         The k of the per-system table (pass@1 is always included; pass^k for each k > 1).
     metric : {"pass@k", "pass^k", "mean"}, default "pass@k"
-        Metric of the comparisons. A ``zoib`` fit (partial-credit scores) reports the mean
+        Metric of the comparisons. A fit of scores (data built with ``score=``: ``zoib``, or
+        a binomial model where every score is 0 or 1) reports the mean
         score (``"mean"``; ``"pass@k"`` reads the same) in the per-system table and the
         comparisons, at k = 1 only, beside :func:`bayeval.bootstrap.mean_score` and the
         paired ``bootstrap.compare(..., metric="mean")``; its tasks estimand has no bootstrap
@@ -899,17 +900,18 @@ def report_data(results, comparisons=(), k=1, metric: str = "pass@k", estimand=N
         raise TypeError(f"results must be a bayeval Results; got {type(results).__name__}")
     ks, _ = validate_k(k)
     ks = sorted({1, *ks.tolist()})
-    if results.model == "zoib":  # partial-credit scores: the mean score, at k = 1 only
+    if results.data.has_scores:  # scores (score=): the mean score, at k = 1 only
         if ks != [1] or (compare_k is not None and compare_k != 1):
-            raise ValueError(f"a zoib fit (partial-credit scores) reports the mean score, "
-                             f"which has no k: leave k and compare_k at 1; got k={k!r}"
+            raise ValueError(f"a fit of scores (data built with score=) reports the mean "
+                             f"score, which has no k: leave k and compare_k at 1; got k={k!r}"
                              + ("" if compare_k is None else f", compare_k={compare_k!r}"))
         if metric not in ("mean", "pass@k"):
-            raise ValueError(f"a zoib fit (partial-credit scores) reports metric='mean' (the "
-                             f"mean score); {metric!r} is a metric of 0/1 outcomes")
+            raise ValueError(f"a fit of scores (data built with score=) reports metric='mean' "
+                             f"(the mean score); {metric!r} is a metric of 0/1 outcomes")
         if cost is not None:
-            raise ValueError("the cost table is one of 0/1 outcomes (cost per success); a zoib "
-                             "fit of partial-credit scores has no successes to price")
+            raise ValueError("the cost table is one of 0/1 outcomes (cost per success); the "
+                             "report of scores (data built with score=) is of the mean score: "
+                             "give the outcomes as success= to price successes")
         metric = "mean"
     elif metric == "mean":
         raise ValueError(f"metric='mean' is the mean of partial-credit scores, reported for "

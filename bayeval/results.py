@@ -144,9 +144,15 @@ class Results:
 
     def _validate_metric(self, metric, tau, k=1):
         """``(metric, tau)`` checked against what this model estimates: a model of scores
-        (``metrics`` attribute) estimates the mean score only; the others binary metrics."""
+        (``metrics`` attribute) estimates the mean score only; the others binary metrics, and
+        the mean score of data whose scores are all 0 or 1 (pass@1, which it is)."""
         own = getattr(self._model, "metrics", None)
         if own is None:
+            if metric == "mean" and self.data.has_scores:
+                if tau is not None or not np.array_equal(np.ravel(k), [1]):
+                    raise ValueError(f"metric='mean' has no k or tau (leave them at their "
+                                     f"defaults); got k={k!r}, tau={tau!r}")
+                return "pass@k", None
             if metric == "mean":
                 raise ValueError(f"metric 'mean' is the mean of partial-credit scores, "
                                  f"estimated by model='zoib' (data built with score=); this "
@@ -168,6 +174,7 @@ class Results:
     def _metric(self, metric: str, k, estimand: str, clusters=None,
                 weighting: str = "task", shared=None, tau=None, systems=None) -> xr.DataArray:
         """Draws of ``metric``; of the ``systems`` asked for (default all), in that order."""
+        asked = metric
         metric, tau = self._validate_metric(metric, tau, k)
         self._check_estimand(estimand)
         options = self._cluster_options(estimand, clusters, weighting)
@@ -203,9 +210,9 @@ class Results:
         values = cached.copy(deep=False)
         if systems is not None or len(wanted) != cached.sizes["system"]:
             values = values.sel(system=wanted)
-        values.attrs = {"metric": metric, "estimand": estimand, "model": self.model, **options,
+        values.attrs = {"metric": asked, "estimand": estimand, "model": self.model, **options,
                         **({} if tau is None else {"tau": tau})}
-        values.name = metric
+        values.name = asked
         return values.isel(k=0) if scalar else values
 
     @property
@@ -438,6 +445,7 @@ class Results:
         >>> out["effect_interval"].dims
         ('ci_bound',)
         """
+        asked = metric
         metric, tau = self._validate_metric(metric, tau, k)
         ci_prob = validate_prob("ci_prob", ci_prob)
         if not isinstance(margin, (int, float)) or margin < 0:
@@ -506,7 +514,7 @@ class Results:
         })
         out["effect_mcse"], out["effect_ess"] = mcse_and_ess(effect)
         out.attrs = {
-            "candidate": candidate, "baseline": baseline, "metric": metric,
+            "candidate": candidate, "baseline": baseline, "metric": asked,
             "estimand": estimand, "margin": float(margin), "ci_prob": ci_prob,
             "ci_kind": "eti", "model": self.model,
             "paired": self._paired,

@@ -127,6 +127,23 @@ def test_the_report_shows_the_mean_score(analysis):
             f"{row['bootstrap_estimate']:.3f}") in text
 
 
+def test_scores_all_0_or_1_are_fitted_by_the_paired_binomial_model(tmp_path):
+    frame = _scores_frame()
+    frame["score"] = (frame["score"] >= 0.5).astype(float)
+    path = tmp_path / "graded.csv"
+    frame.to_csv(path, index=False)
+    result = invoke("analyze", path, "--score", "score", *TINY, "--json", tmp_path / "o.json")
+    assert result.exit_code == 0, result.output
+    assert "fit: model logit_normal" in result.stdout
+    report = json.loads((tmp_path / "o.json").read_text())
+    assert report["estimand"]["model"] == "logit_normal"
+    assert {r["metric"] for r in report["metrics"]} == {"mean"}
+    expected = _task_means(path)
+    printed = _printed_table(result.stdout)
+    for system in SYSTEMS:
+        assert printed[system][1] == float(f"{expected[system]:.3f}")
+
+
 def test_compare_gives_the_paired_posterior_beside_the_paired_task_bootstrap(table):
     result = invoke("analyze", table, *TINY, "--compare", "C", "A", "--json", "-")
     assert result.exit_code == 0, result.output

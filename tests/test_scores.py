@@ -413,6 +413,51 @@ def test_binary_data_agree_with_logit_normal():
                                               effects["logit_normal"]["effect_mcse"]))
 
 
+def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_1():
+    # zoib on many one-attempt systems of 0/1 scores fails its gates (models/zoib.md): such
+    # scores are 0/1 outcomes and go to the model the same outcomes given as success= get
+    df = _frame(n_task=10)
+    df["score"] = (df["score"] >= 0.5).astype(float)
+    df["success"] = df["score"].astype(int)
+    scores = be.from_frame(df, score="score", cluster="cluster")
+    binary = be.from_frame(df.drop(columns="score"), success="success", cluster="cluster")
+    assert scores.has_scores and not scores.has_partial_credit
+    model, reason = choose_model(scores)
+    assert model == choose_model(binary)[0] == "logit_normal"
+    assert reason.startswith("scores all 0 or 1") and reason.endswith(choose_model(binary)[1])
+    small = {"draws": 300, "chains": 2, "seed": 5}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)  # 300 draws: the gates may fail
+        res, ref = be.fit(scores, **small), be.fit(binary, **small)
+    assert res.model == "logit_normal" and res.tree.attrs["model_choice"] == reason
+    for estimand in ("tasks", "population"):
+        mean = res.mean_score(estimand=estimand)
+        assert mean.name == mean.attrs["metric"] == "mean"
+        np.testing.assert_array_equal(mean.values, ref.pass_at_k(1, estimand=estimand).values)
+        out = res.compare("B", "A", metric="mean", estimand=estimand)
+        assert out.attrs["metric"] == "mean"
+        np.testing.assert_array_equal(
+            out["effect"].values, ref.compare("B", "A", estimand=estimand)["effect"].values)
+    table = res.summary(metrics=("mean",))
+    assert set(table["metric"]) == {"mean"}
+    with pytest.raises(ValueError, match="no k or tau"):
+        res.compare("B", "A", metric="mean", k=2)
+    # the same outcomes as success= are not scores: the mean score is still refused there
+    with pytest.raises(ValueError, match="model='zoib'"):
+        ref.summary(metrics=("mean",))
+    # the report of scores: the mean score, the binomial model named
+    from bayeval.report import build_report, report_data
+
+    rows = report_data(res, comparisons=[("B", "A")], metric="mean")["metrics"]
+    assert {r["metric"] for r in rows} == {"mean"}
+    text = build_report(res, fmt="markdown", plots=False, comparisons=[("B", "A")],
+                        metric="mean")
+    assert "fitted by the binomial model `logit_normal`" in text
+    assert "zero-one-inflated" not in text
+    # zoib stays the model for scores with partial credit, and may still be asked for
+    assert choose_model(be.from_frame(_frame(n_task=10), score="score"))[0] == "zoib"
+
+
 # -- bootstrap ---------------------------------------------------------------------------------
 def test_mean_score_bootstrap_is_the_task_resampling_of_task_means():
     df = _frame(n_task=12)
