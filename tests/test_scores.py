@@ -158,13 +158,18 @@ def test_zoib_loglik_matches_scipy_and_the_pymc_model():
     assert float(fn(point)) == pytest.approx(expected, rel=1e-8)
 
 
-def _kernel_point(model, x, spec):
-    """The PyMC model's value variables (and their names) at the kernel's vector ``x``."""
+def _kernel_point(model, x, spec, cluster):
+    """The PyMC model's value variables (and their names) at the kernel's vector ``x``: its
+    first S coordinates are ``alpha`` plus the mean over the tasks of the shared effects
+    (``sigma_task e[j] + sigma_cluster u[g(j)]``); complex ``x`` for complex-step derivatives."""
     from bayeval.models import _zoib_kernel
 
     S, J, G, paired, clusters = (int(v) for v in spec[:5])
     off = _zoib_kernel.offsets(S, J, G, bool(paired), bool(clusters))
-    point = {"alpha": x[:S], "delta": x[S:2 * S], "gamma": x[2 * S:3 * S],
+    shared = np.exp(x[off[0]]) * x[off[5]:off[5] + J]
+    if clusters:
+        shared = shared + np.exp(x[off[2]]) * x[off[7] + np.asarray(cluster)]
+    point = {"alpha": x[:S] - shared.mean(), "delta": x[S:2 * S], "gamma": x[2 * S:3 * S],
              "log_phi": x[3 * S:4 * S]}
     for q, name in enumerate(("sigma_task", "sigma_task_system", "sigma_cluster",
                               "sigma_cluster_system", "sigma_zoi")):
@@ -196,32 +201,40 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster):
     spec = inputs["spec"]
     dim = _zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10]
     assert dim == sum(np.size(v) for v in model.initial_point().values())
+    cluster = inputs["cluster"]
+    names = [v.name for v in model.value_vars]
+
+    def to_model(x):  # the kernel's vector as PyMC's flat vector, in its value variables' order
+        point = _kernel_point(model, x, spec, cluster)
+        return np.concatenate([np.ravel(point[name]) for name in names])
+
     rng = np.random.default_rng(2)
     points = [rng.normal(0, 1.0, dim) for _ in range(4)]
     got = [_zoib_kernel.logp_and_grad(x, *args) for x in points]
-    ref = [logp(_kernel_point(model, x, spec)) for x in points]
-    # the same density up to its normalising constants
+    ref = [logp(_kernel_point(model, x, spec, cluster)) for x in points]
+    # the same density up to its normalising constants (the map has Jacobian one)
     for (value, _), expected in zip(got[1:], ref[1:]):
         assert value - got[0][0] == pytest.approx(expected - ref[0], rel=1e-10, abs=1e-8)
-    # and the same gradient, coordinate by coordinate (PyMC's in its value variables' order)
-    names = [v.name for v in model.value_vars]
+    # and the same gradient: PyMC's, carried back through the map's Jacobian (complex step)
     for x, (_, grad) in zip(points, got):
-        flat = np.concatenate([np.ravel(_kernel_point(model, grad, spec)[name])
-                               for name in names])
+        jac = np.stack([to_model(x + 1e-30j * np.eye(dim)[i]).imag / 1e-30
+                        for i in range(dim)], axis=1)
+        assert abs(abs(np.linalg.det(jac)) - 1.0) < 1e-12  # (a reordering, a shear)
+        expected = jac.T @ dlogp(_kernel_point(model, x, spec, cluster))
         # (PyTensor's digamma is good to about 1e-9)
-        np.testing.assert_allclose(flat, dlogp(_kernel_point(model, x, spec)), rtol=1e-7,
-                                   atol=1e-9)
+        np.testing.assert_allclose(grad, expected, rtol=1e-7, atol=1e-9)
     # the kept values are the model's named quantities at that point
     x = points[0]
     out = np.empty(_zoib_kernel.kept_size(*spec[:3], bool(spec[3]), bool(spec[4])))
-    _zoib_kernel.expand(x, spec, out)
+    _zoib_kernel.expand(x, spec, cluster, out)
     post = zoib.split_values(out[None, None], zoib.Layout.from_dataset(data.dataset))
     named = [name for name in (*zoib.POSTERIOR_VARS, *zoib.LATENT_VARS)
              if name in model.named_vars]
     assert sorted(post.data_vars) == sorted(named)
     outputs = model.replace_rvs_by_values([model[name] for name in named])
     values = model.compile_fn(outputs, inputs=model.value_vars,
-                              on_unused_input="ignore")(_kernel_point(model, x, spec))
+                              on_unused_input="ignore")(_kernel_point(model, x, spec,
+                                                                      cluster))
     for name, value in zip(named, values):
         np.testing.assert_allclose(post[name].values[0, 0], value, rtol=1e-12, err_msg=name)
 
