@@ -4,7 +4,7 @@ binary data through zoib against the binomial logit_normal model.
     python benchmarks/score_coverage.py [--sims 100] [--seed 20261203]
                                         [--out benchmarks/results/score_coverage.txt]
 
-Three parts, one run:
+Four parts, one run:
 
 1. Coverage. Two systems on N = 10 and N = 50 tasks, two attempts per (system, task), from
    two generators with known truth:
@@ -32,7 +32,11 @@ Three parts, one run:
    paired logit_normal model, twice each (the first fit compiles); wall-clock seconds, the
    ratios, diagnostics and the effective sample size of the effect.
 
-3. Binary agreement: binary data (2 systems x 40 tasks x 4 attempts, 4 clusters) through
+3. Many systems: the same LiveBench-like design with 25 systems, three data seeds, zoib
+   beside the paired model on the data thresholded at full credit: seconds, diagnostics and
+   the bulk ESS of the mean score's estimands and of the slowest parameters.
+
+4. Binary agreement: binary data (2 systems x 40 tasks x 4 attempts, 4 clusters) through
    zoib and logit_normal, eight fits of each (4 chains x 1000 draws each): posterior means of
    the mean score / pass@1 and of the effect, for both estimands, averaged over the fits, and
    their difference in units of the standard error from the spread between the fits (a
@@ -182,7 +186,8 @@ def coverage(sims, seed, lines):
     print("\n".join(lines[-len(timing) - 2:]), flush=True)
 
 
-def livebench_like(seed):
+def livebench_like(seed, alphas=(("A", -0.1), ("B", 0.2))):
+    """LiveBench-like scores of the systems ``alphas`` (label, intercept), one attempt each."""
     rng = np.random.default_rng([seed, 7])
     n_clusters, per_cluster = 18, 20
     cluster = np.repeat(np.arange(n_clusters), per_cluster)
@@ -190,7 +195,7 @@ def livebench_like(seed):
     u = rng.normal(0, 0.8, n_clusters)
     e = rng.normal(0, 1.2, len(cluster))
     rows = []
-    for s, (system, alpha) in enumerate((("A", -0.1), ("B", 0.2))):
+    for system, alpha in alphas:
         eta = alpha + u[cluster] + e + rng.normal(0, 0.4, len(cluster))
         partial = partial_cluster[cluster]
         y = draw_scores("zoib", eta[None], partial[None], rng)[0]
@@ -252,6 +257,62 @@ def timing(seed, lines):
     print("\n".join(lines[-len(out) - 10:]), flush=True)
 
 
+MANY_SYSTEMS, MANY_SEEDS = 25, 3
+
+
+def many_systems(seed, lines):
+    """zoib at leaderboard width: LiveBench-like data of 25 systems (intercepts evenly from
+    -1.5 to 1.5), default settings, against the paired model on the same data thresholded."""
+    alphas = [(f"s{s:02d}", a) for s, a in enumerate(np.linspace(-1.5, 1.5, MANY_SYSTEMS))]
+    rows = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for data_seed in range(seed, seed + MANY_SEEDS):
+            df = livebench_like(data_seed, alphas)
+            scores = be.from_frame(df, score="score", cluster="category")
+            binary = be.from_frame(df.assign(success=(df["score"] == 1).astype(int)),
+                                   cluster="category")
+            for name, data, metric in (("zoib (scores)", scores, "mean"),
+                                       ("logit_normal (thresholded at 1)", binary, "pass@k")):
+                start = time.perf_counter()
+                res = be.fit(data, seed=data_seed)
+                secs = time.perf_counter() - start
+                table = res.summary(metrics=(metric,))
+                ess = table.groupby("estimand")["ess_bulk"].min()
+                post = res.tree["posterior"]
+                names = [v for v in ("alpha", "sigma_task_system", "phi") if v in post]
+                slowest = {v: float(res.tree["posterior"][v].pipe(_bulk_ess)) for v in names}
+                steps = float(res.tree["sample_stats"]["n_steps"].mean())
+                rows.append((data_seed, name, res.model, secs, steps, res.diagnostics,
+                             ess["population"], ess["tasks"], slowest,
+                             int(scores.dataset["score_nmid"].sum())))
+    lines += ["", "## Many systems", "",
+              f"LiveBench-like data as above with {MANY_SYSTEMS} systems (intercepts evenly from "
+              "-1.5 to 1.5), 360 tasks, 1 attempt; default settings (4 chains x 1000 draws), "
+              "one fit each, data seeds in a row. ESS: bulk ESS; 'population' and 'tasks' the "
+              "smallest over the systems of their mean score (pass@1 thresholded).", "",
+              "| data seed | fit | model | interior scores | seconds | steps a draw | "
+              "divergences | max r-hat | min bulk ESS (parameters) | min BFMI | population ESS | "
+              "tasks ESS | ESS alpha / sigma_task_system / phi |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for seed_, name, model, secs, steps, diag, pop, tasks, slowest, n_mid in rows:
+        parts = " / ".join(f"{slowest[v]:.0f}" if v in slowest else "-"
+                           for v in ("alpha", "sigma_task_system", "phi"))
+        lines.append(f"| {seed_} | {name} | {model} | {n_mid} | {secs:.1f} | {steps:.0f} | "
+                     f"{diag.get('divergences', 0)} | {diag.get('max_rhat', float('nan')):.3f} "
+                     f"| {diag.get('min_ess_bulk', float('nan')):.0f} | "
+                     f"{diag.get('min_bfmi', float('nan')):.2f} | {pop:.0f} | {tasks:.0f} | "
+                     f"{parts} |")
+    print("\n".join(lines[-len(rows) - 2:]), flush=True)
+
+
+def _bulk_ess(values):
+    """The smallest bulk ESS over a posterior variable's entries."""
+    from arviz_stats import ess
+
+    return float(np.min(ess(values.to_dataset())[values.name].values))
+
+
 AGREEMENT_SEEDS = 8
 
 
@@ -305,7 +366,7 @@ def main(argv=None):
     parser.add_argument("--sims", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261203)
     parser.add_argument("--out", default="benchmarks/results/score_coverage.txt")
-    parser.add_argument("--parts", default="coverage,timing,agreement")
+    parser.add_argument("--parts", default="coverage,timing,many,agreement")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     lines = [f"# python benchmarks/score_coverage.py --sims {args.sims} --seed {args.seed}   "
@@ -315,6 +376,8 @@ def main(argv=None):
         coverage(args.sims, args.seed, lines)
     if "timing" in parts:
         timing(args.seed, lines)
+    if "many" in parts:
+        many_systems(args.seed, lines)
     if "agreement" in parts:
         agreement(args.seed, lines)
     lines += ["", f"Wall time {(time.perf_counter() - start) / 60:.1f} min."]

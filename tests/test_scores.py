@@ -159,9 +159,10 @@ def test_zoib_loglik_matches_scipy_and_the_pymc_model():
 
 
 def _kernel_point(model, x, spec, cluster):
-    """The PyMC model's value variables (and their names) at the kernel's vector ``x``: its
-    first S coordinates are ``alpha`` plus the mean over the tasks of the shared effects
-    (``sigma_task e[j] + sigma_cluster u[g(j)]``); complex ``x`` for complex-step derivatives."""
+    """The PyMC model's value variables (and their names) at the kernel's vector ``x``: with
+    ``spec``'s level field set its first S coordinates are ``alpha`` plus the mean over the
+    tasks of the shared effects (``sigma_task e[j] + sigma_cluster u[g(j)]``), else ``alpha``;
+    complex ``x`` for complex-step derivatives."""
     from bayeval.models import _zoib_kernel
 
     S, J, G, paired, clusters = (int(v) for v in spec[:5])
@@ -169,7 +170,8 @@ def _kernel_point(model, x, spec, cluster):
     shared = np.exp(x[off[0]]) * x[off[5]:off[5] + J]
     if clusters:
         shared = shared + np.exp(x[off[2]]) * x[off[7] + np.asarray(cluster)]
-    point = {"alpha": x[:S] - shared.mean(), "delta": x[S:2 * S], "gamma": x[2 * S:3 * S],
+    level = shared.mean() if spec[6] else 0.0
+    point = {"alpha": x[:S] - level, "delta": x[S:2 * S], "gamma": x[2 * S:3 * S],
              "log_phi": x[3 * S:4 * S]}
     for q, name in enumerate(("sigma_task", "sigma_task_system", "sigma_cluster",
                               "sigma_cluster_system", "sigma_zoi")):
@@ -186,9 +188,10 @@ def _kernel_point(model, x, spec, cluster):
     return point
 
 
+@pytest.mark.parametrize("level", [False, True])
 @pytest.mark.parametrize("systems, cluster", [(("A", "B"), "cluster"), (("A", "B"), None),
                                                (("A",), "cluster"), (("A", "B", "C"), "cluster")])
-def test_compiled_kernel_is_the_pymc_models_density(systems, cluster):
+def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
     from bayeval.models import _zoib_kernel
 
     df = _frame(seed=5, n_task=9, systems=systems)
@@ -196,9 +199,11 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster):
     model = zoib.build_zoib_model(data)
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     inputs = zoib.kernel_inputs(data)
-    args = [inputs[name] for name in ("spec", "const", "cluster", "n0", "n1", "nmid",
-                                      "interior", "sumlog", "sumlog1m")]
-    spec = inputs["spec"]
+    assert inputs["spec"][6] == 0  # nine tasks: alpha is the coordinate
+    spec = inputs["spec"].copy()
+    spec[6] = level  # the systems' levels instead (from 50 tasks on)
+    args = [spec, *(inputs[name] for name in ("const", "cluster", "n0", "n1", "nmid",
+                                              "interior", "sumlog", "sumlog1m"))]
     dim = _zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10]
     assert dim == sum(np.size(v) for v in model.initial_point().values())
     cluster = inputs["cluster"]
@@ -237,6 +242,14 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster):
                                                                       cluster))
     for name, value in zip(named, values):
         np.testing.assert_allclose(post[name].values[0, 0], value, rtol=1e-12, err_msg=name)
+
+
+def test_the_kernel_samples_the_levels_from_fifty_tasks():
+    from bayeval.models import _zoib_kernel
+
+    for n_task in (_zoib_kernel.LEVEL_TASKS - 1, _zoib_kernel.LEVEL_TASKS):
+        data = be.from_frame(_frame(n_task=n_task, n_trial=1), score="score")
+        assert zoib.kernel_inputs(data)["spec"][6] == (n_task >= 50)
 
 
 def test_kernel_digamma_matches_scipy():

@@ -14,13 +14,16 @@ standard normals of the task effects (J), the task-by-system effects (S x J, pai
 cluster effects (G, clusters), the cluster-by-system effects (S x G, both) and the grading
 tendencies (J). Normalising constants are left out.
 
-The first S coordinates are each system's level on these tasks, not ``alpha`` itself:
+From :data:`LEVEL_TASKS` tasks on (``spec`` field ``level``) the first S coordinates are
+each system's level on these tasks, not ``alpha`` itself:
 ``alpha[s] = x[s] - level``, with ``level`` the mean over the tasks of the shared effects
 (``sigma_task e[j] + sigma_cluster u[g(j)]``). The map has Jacobian one, so the density is the
 model's; it takes away the ridge along which every system's ``alpha`` and every shared effect
 trade a common shift, which NUTS with a diagonal mass matrix crosses slowly when many systems
 share the tasks (25 systems x 360 tasks, three seeds: bulk ESS of the population mean score
-202-361 against 27-126 with ``alpha`` as the coordinate; ``models/zoib.md``).
+202-361 against 27-126 with ``alpha`` as the coordinate; ``models/zoib.md``). With few tasks
+the level is itself uncertain and couples ``alpha`` to ``sigma_task``: in 100 simulated
+benchmarks of ten tasks divergences went from 13 to 27, so ``alpha`` stays the coordinate there.
 
 The kernel's compiled functions live in this one file (numba's disk cache is invalidated by a
 change of the function's own file only).
@@ -39,17 +42,20 @@ from bayeval.models._quadrature import (_as_f64_pointer, _as_i64_pointer, _sigmo
                                          nutpie_status)
 
 #: The kernel's integer constants: systems, tasks, clusters (1 without), paired, clustered,
-#: the number of cells with an interior score.
-SPEC = ("S", "J", "G", "paired", "clusters", "I")
+#: the number of cells with an interior score, and whether the first S coordinates are the
+#: systems' levels (module docstring) rather than ``alpha``.
+SPEC = ("S", "J", "G", "paired", "clusters", "I", "level")
 #: The prior constants, in order (Normal mean and sd, then the HalfNormal scales).
 PRIOR_CONSTANTS = ("alpha", "delta", "gamma", "log_phi", "sigma_task", "sigma_task_system",
                    "sigma_cluster", "sigma_cluster_system", "sigma_zoi")
 #: Their number: four (mean, sd) pairs and five scales.
 N_CONST = 2 * 4 + 5
 #: The user data of the C functions: sizes, then the addresses of the data arrays.
-FIELDS = ("dim", "n_kept", "S", "J", "G", "paired", "clusters", "I", "const", "cluster", "n0",
-          "n1", "nmid", "interior", "sumlog", "sumlog1m")
+FIELDS = ("dim", "n_kept", "S", "J", "G", "paired", "clusters", "I", "level", "const",
+          "cluster", "n0", "n1", "nmid", "interior", "sumlog", "sumlog1m")
 _EULER_TERMS = (1 / 12, 1 / 120, 1 / 252, 1 / 240, 1 / 132)
+#: From this many tasks the kernel samples the systems' levels (module docstring).
+LEVEL_TASKS = 50
 
 
 @numba.njit(cache=True)
@@ -129,7 +135,7 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
     shared = np.empty(J)  # the effects systems share: task and cluster
     for j in range(J):
         shared[j] = sig[0] * x[e0 + j] + (sig[2] * x[u0 + cluster[j]] if clusters else 0.0)
-    level = shared.mean()  # alpha = x[:S] - level (module docstring)
+    level = shared.mean() if spec[6] != 0 else 0.0  # alpha = x[:S] - level (module docstring)
     for k in range(4):  # alpha, delta, gamma, log phi ~ Normal(mean, sd)
         mean, sd = const[2 * k], const[2 * k + 1]
         for s in range(S):
@@ -218,11 +224,12 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
     g_b = 0.0
     # alpha = x[:S] - level: the derivative in the level (minus that in every alpha) goes back
     # to the shared effects, of which it is the mean
-    g_level = 0.0
-    for s in range(S):
-        g_level -= grad[s]
-    for j in range(J):
-        g_task[j] += g_level / J
+    if spec[6] != 0:
+        g_level = 0.0
+        for s in range(S):
+            g_level -= grad[s]
+        for j in range(J):
+            g_task[j] += g_level / J
     for j in range(J):
         grad[e0 + j] += sig[0] * g_task[j]
         g_e += g_task[j] * x[e0 + j]
@@ -253,10 +260,11 @@ def expand(x, spec, cluster, out):
             sig[q] = math.exp(x[off[q]])
         out[4 * S + q] = sig[q]
     level = 0.0
-    for j in range(J):
-        level += sig[0] * x[off[5] + j] + (sig[2] * x[off[7] + cluster[j]] if clusters
-                                           else 0.0)
-    level /= J
+    if spec[6] != 0:
+        for j in range(J):
+            level += sig[0] * x[off[5] + j] + (sig[2] * x[off[7] + cluster[j]] if clusters
+                                               else 0.0)
+        level /= J
     for i in range(3 * S):
         out[i] = x[i] - (level if i < S else 0.0)
     for s in range(S):
@@ -286,18 +294,18 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     x = numba.carray(x_p, (D,))
     if not finite(x):  # a diverged trajectory: no density there
         return 4
-    spec = meta[2:8]
+    spec = meta[2:9]
     out = numba.carray(grad_p, (D,))
     try:  # as nutpie's own C functions: an error is code 1, a point the sampler rejects
         logp = logp_into(
-            x, spec, numba.carray(_as_f64_pointer(meta[8]), (N_CONST,)),
-            numba.carray(_as_i64_pointer(meta[9]), (J,)),
-            numba.carray(_as_f64_pointer(meta[10]), (S * J,)),
+            x, spec, numba.carray(_as_f64_pointer(meta[9]), (N_CONST,)),
+            numba.carray(_as_i64_pointer(meta[10]), (J,)),
             numba.carray(_as_f64_pointer(meta[11]), (S * J,)),
             numba.carray(_as_f64_pointer(meta[12]), (S * J,)),
-            numba.carray(_as_i64_pointer(meta[13]), (I,)),
-            numba.carray(_as_f64_pointer(meta[14]), (I,)),
-            numba.carray(_as_f64_pointer(meta[15]), (I,)), out)
+            numba.carray(_as_f64_pointer(meta[13]), (S * J,)),
+            numba.carray(_as_i64_pointer(meta[14]), (I,)),
+            numba.carray(_as_f64_pointer(meta[15]), (I,)),
+            numba.carray(_as_f64_pointer(meta[16]), (I,)), out)
     except Exception:  # noqa: BLE001
         return 1
     numba.carray(logp_p, (1,))[0] = logp
@@ -309,8 +317,8 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
     D, kept = meta[0], meta[1]
     if dim != D or n_expanded != kept:
         return -1
-    expand(numba.carray(x_p, (D,)), meta[2:8],
-           numba.carray(_as_i64_pointer(meta[9]), (meta[3],)), numba.carray(out_p, (kept,)))
+    expand(numba.carray(x_p, (D,)), meta[2:9],
+           numba.carray(_as_i64_pointer(meta[10]), (meta[3],)), numba.carray(out_p, (kept,)))
     return 0
 
 

@@ -319,7 +319,8 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     const = [v for name in _zoib_kernel.PRIOR_CONSTANTS for v in np.atleast_1d(priors[name])]
     values = {"spec": [layout.n_systems, layout.n_tasks, G, layout.paired,
-                       layout.has_clusters, stats["interior"].size],
+                       layout.has_clusters, stats["interior"].size,
+                       layout.n_tasks >= _zoib_kernel.LEVEL_TASKS],
               "const": const, "cluster": layout.cluster,
               "n0": stats["n0"].ravel(), "n1": stats["n1"].ravel(),
               "nmid": stats["nmid"].ravel(), "interior": stats["interior"],
