@@ -22,8 +22,10 @@ model's; it takes away the ridge along which every system's ``alpha`` and every 
 trade a common shift, which NUTS with a diagonal mass matrix crosses slowly when many systems
 share the tasks (25 systems x 360 tasks, three seeds: bulk ESS of the population mean score
 202-361 against 27-126 with ``alpha`` as the coordinate; ``models/zoib.md``). With few tasks
-the level is itself uncertain and couples ``alpha`` to ``sigma_task``: in 100 simulated
-benchmarks of ten tasks divergences went from 13 to 27, so ``alpha`` stays the coordinate there.
+the level is itself uncertain and ties ``alpha`` to ``sigma_task``'s funnel; no gain was
+measured there and 100 simulated benchmarks of ten tasks had more divergences with it (27 and
+243 under the two generators of ``benchmarks/score_coverage.py``, against 13-21 and 133-164
+with ``alpha``), so ``alpha`` stays the coordinate below :data:`LEVEL_TASKS` tasks.
 
 The kernel's compiled functions live in this one file (numba's disk cache is invalidated by a
 change of the function's own file only).
