@@ -479,6 +479,9 @@ def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_
     text = build_report(res, fmt="markdown", plots=False, comparisons=[("B", "A")],
                         metric="mean")
     assert "fitted by the binomial model `logit_normal`" in text
+    assert "given as success= get the trial bootstrap" in text
+    html = build_report(res, fmt="html", plots=False, comparisons=[("B", "A")], metric="mean")
+    assert "the binomial model\n<code>logit_normal</code>" in html
     assert "zero-one-inflated" not in text
     # zoib stays the model for scores with partial credit, and may still be asked for
     assert choose_model(be.from_frame(_frame(n_task=10), score="score"))[0] == "zoib"
