@@ -38,15 +38,20 @@ def available() -> bool:
                                                                       "from_pymc")
 
 
+def meta_array(names, sizes: dict, arrays: dict) -> np.ndarray:
+    """The user data of a kernel's C functions: for each of ``names`` in order, its integer
+    from ``sizes`` or else the address of its array in ``arrays`` (kept alive by the caller)."""
+    return np.array([sizes[name] if name in sizes else arrays[name].ctypes.data
+                     for name in names], dtype=np.int64)
+
+
 def _meta(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int) -> np.ndarray:
     """The user data of the C functions (:data:`bayeval.models._quadrature.NUTPIE_FIELDS`)."""
     c = values["c"]
-    fields = {"dim": dim, "P": c.shape[0], "S": c.shape[1], "n_spec": values["spec"].size,
-              "n_const": values["const"].size, "n_kept": kept, "J": tasks,
-              "log_sigma_task": log_sigma_task}
-    fields.update({name: values[name].ctypes.data for name in
-                   ("spec", "const", "index", "c", "n", "mult")})
-    return np.array([fields[name] for name in _quadrature.NUTPIE_FIELDS], dtype=np.int64)
+    sizes = {"dim": dim, "P": c.shape[0], "S": c.shape[1], "n_spec": values["spec"].size,
+             "n_const": values["const"].size, "n_kept": kept, "J": tasks,
+             "log_sigma_task": log_sigma_task}
+    return meta_array(_quadrature.NUTPIE_FIELDS, sizes, values)
 
 
 def kernel_data(values: dict, integers=("spec", "index")) -> dict:

@@ -104,6 +104,18 @@ def kept_size(S, J, G, paired, clusters):
 
 
 @numba.njit(cache=True, nogil=True)
+def shared_effects(x, off, sig, cluster, clusters):
+    """Each task's effect that the systems share, ``sigma_task e[j] + sigma_cluster u[g(j)]``
+    (``off`` from :func:`offsets`, ``sig`` the five spreads)."""
+    J = cluster.shape[0]
+    out = np.empty(J)
+    for j in range(J):
+        out[j] = sig[0] * x[off[5] + j] + (sig[2] * x[off[7] + cluster[j]] if clusters
+                                           else 0.0)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
 def logp_and_grad(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m):
     """The log density at ``x`` (normalising constants omitted) and its gradient.
 
@@ -134,9 +146,7 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
             logp += x[i] - 0.5 * r * r
             grad[i] = 1.0 - r * r
     e0, v0, u0, w0, b0 = off[5], off[6], off[7], off[8], off[9]
-    shared = np.empty(J)  # the effects systems share: task and cluster
-    for j in range(J):
-        shared[j] = sig[0] * x[e0 + j] + (sig[2] * x[u0 + cluster[j]] if clusters else 0.0)
+    shared = shared_effects(x, off, sig, cluster, clusters)
     level = shared.mean() if spec[6] != 0 else 0.0  # alpha = x[:S] - level (module docstring)
     for k in range(4):  # alpha, delta, gamma, log phi ~ Normal(mean, sd)
         mean, sd = const[2 * k], const[2 * k + 1]
@@ -261,12 +271,7 @@ def expand(x, spec, cluster, out):
         if off[q] >= 0:
             sig[q] = math.exp(x[off[q]])
         out[4 * S + q] = sig[q]
-    level = 0.0
-    if spec[6] != 0:
-        for j in range(J):
-            level += sig[0] * x[off[5] + j] + (sig[2] * x[off[7] + cluster[j]] if clusters
-                                               else 0.0)
-        level /= J
+    level = shared_effects(x, off, sig, cluster, clusters).mean() if spec[6] != 0 else 0.0
     for i in range(3 * S):
         out[i] = x[i] - (level if i < S else 0.0)
     for s in range(S):

@@ -337,9 +337,8 @@ def kernel_model(inputs: dict):
     shape = (*spec[:3], bool(spec[3]), bool(spec[4]))
     dim = int(_zoib_kernel.offsets(*shape)[10])
     kept = int(_zoib_kernel.kept_size(*shape))
-    fields = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist()))}
-    meta = np.array([fields[name] if name in fields else inputs[name].ctypes.data
-                     for name in _zoib_kernel.FIELDS], dtype=np.int64)
+    sizes = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist()))}
+    meta = _nutpie_kernel.meta_array(_zoib_kernel.FIELDS, sizes, inputs)
     return _nutpie_kernel.KernelModel(dims={}, values=inputs, dim=dim, names=("values",),
                                       shapes_=((kept,),), kept=kept, tasks=0, meta=meta,
                                       functions=_zoib_kernel.nutpie_functions)
