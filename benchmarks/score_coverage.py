@@ -59,6 +59,7 @@ import pandas as pd
 from scipy import special
 
 import bayeval as be
+from bayeval._arviz import mcse_and_ess
 from bayeval.models import _nutpie_kernel
 
 ALPHA = {"A": -0.2, "B": 0.3}
@@ -281,7 +282,7 @@ def many_systems(seed, lines):
                 ess = table.groupby("estimand")["ess_bulk"].min()
                 post = res.tree["posterior"]
                 names = [v for v in ("alpha", "sigma_task_system", "phi") if v in post]
-                slowest = {v: float(res.tree["posterior"][v].pipe(_bulk_ess)) for v in names}
+                slowest = {v: float(mcse_and_ess(post[v])[1].min()) for v in names}
                 steps = float(res.tree["sample_stats"]["n_steps"].mean())
                 rows.append((data_seed, name, res.model, secs, steps, res.diagnostics,
                              ess["population"], ess["tasks"], slowest,
@@ -304,13 +305,6 @@ def many_systems(seed, lines):
                      f"{diag.get('min_bfmi', float('nan')):.2f} | {pop:.0f} | {tasks:.0f} | "
                      f"{parts} |")
     print("\n".join(lines[-len(rows) - 2:]), flush=True)
-
-
-def _bulk_ess(values):
-    """The smallest bulk ESS over a posterior variable's entries."""
-    from arviz_stats import ess
-
-    return float(np.min(ess(values.to_dataset())[values.name].values))
 
 
 AGREEMENT_SEEDS = 8
