@@ -24,16 +24,30 @@ def _min(ds: xr.Dataset) -> float:
     return float(values.min()) if values.size else float("nan")
 
 
+def _where(ds: xr.Dataset, value: float) -> str | None:
+    """The first parameter of ``ds`` (``name`` or ``name[label, ...]``) at ``value``."""
+    for name, array in ds.data_vars.items():
+        hits = np.argwhere(np.asarray(array.values) == value)
+        if len(hits):
+            labels = [str(array[dim].values[i]) if dim in array.coords else str(i)
+                      for dim, i in zip(array.dims, hits[0])]
+            return f"{name}[{', '.join(labels)}]" if labels else str(name)
+    return None
+
+
 def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
-    """Worst r-hat, bulk and tail ESS over all variables, divergences and the lowest BFMI."""
-    out = {
-        "max_rhat": _max(arviz_stats.rhat(posterior, sample_dims=["chain", "draw"],
-                                          method="rank")),
-        "min_ess_bulk": _min(arviz_stats.ess(posterior, sample_dims=["chain", "draw"],
-                                             method="bulk")),
-        "min_ess_tail": _min(arviz_stats.ess(posterior, sample_dims=["chain", "draw"],
-                                             method="tail")),
-    }
+    """Worst r-hat, bulk and tail ESS over all variables (and, as ``*_parameter``, the
+    parameter that has it), divergences and the lowest BFMI."""
+    rhat = arviz_stats.rhat(posterior, sample_dims=["chain", "draw"], method="rank")
+    ess = {kind: arviz_stats.ess(posterior, sample_dims=["chain", "draw"], method=kind)
+           for kind in ("bulk", "tail")}
+    out = {"max_rhat": _max(rhat), "min_ess_bulk": _min(ess["bulk"]),
+           "min_ess_tail": _min(ess["tail"])}
+    for key, ds in (("max_rhat", rhat), ("min_ess_bulk", ess["bulk"]),
+                    ("min_ess_tail", ess["tail"])):
+        where = _where(ds, out[key])
+        if where is not None:
+            out[f"{key}_parameter"] = where
     if sample_stats is not None and "diverging" in sample_stats:
         out["divergences"] = int(sample_stats["diverging"].sum())
     if sample_stats is not None and "energy" in sample_stats:

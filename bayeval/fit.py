@@ -563,13 +563,17 @@ def _check_gates(diag: dict, chains: int, strict: bool):
     problems = []
     if diag.get("divergences", 0) > 0:
         problems.append(f"{diag['divergences']} divergent transitions")
+    def at(key):  # the parameter that has the worst value
+        return f" in {diag[key + '_parameter']}" if key + "_parameter" in diag else ""
+
     if diag["max_rhat"] > GATES["max_rhat"]:
-        problems.append(f"r-hat up to {diag['max_rhat']:.3f} (gate {GATES['max_rhat']})")
+        problems.append(f"r-hat up to {diag['max_rhat']:.3f}{at('max_rhat')} "
+                        f"(gate {GATES['max_rhat']})")
     min_ess = GATES["min_ess_per_chain"] * chains
     for kind in ("bulk", "tail"):
         if diag[f"min_ess_{kind}"] < min_ess:
-            problems.append(f"{kind} ESS down to {diag[f'min_ess_{kind}']:.0f} "
-                            f"(gate {min_ess})")
+            problems.append(f"{kind} ESS down to {diag[f'min_ess_{kind}']:.0f}"
+                            f"{at('min_ess_' + kind)} (gate {min_ess})")
     if diag.get("min_bfmi", 1.0) < GATES["min_bfmi"]:
         problems.append(f"BFMI down to {diag['min_bfmi']:.2f} (gate {GATES['min_bfmi']})")
     if not problems:

@@ -736,8 +736,12 @@ def _diagnostics_section(results) -> dict:
     from bayeval.fit import GATES
 
     attrs = results.tree.attrs
-    out = {"engine": attrs["sampler"], "mcmc": {k: _num(v) if not isinstance(v, str) else v
-                                                for k, v in results.diagnostics.items()},
+    diag = results.diagnostics
+    out = {"engine": attrs["sampler"],
+           "mcmc": {k: _num(v) for k, v in diag.items() if not k.endswith("_parameter")},
+           # the parameter that has each worst value
+           "parameter": {k.removesuffix("_parameter"): v for k, v in diag.items()
+                         if k.endswith("_parameter")},
            "gates": dict(GATES), "ppc": []}
     if "posterior_predictive" in results.tree.children:
         ppc = results.ppc()

@@ -152,6 +152,37 @@ def test_bad_fits_warn_and_strict_raises():
             be.fit(data, draws=15, chains=2, tune=15, seed=0, sampler="pymc", strict=True, model="hierarchical")
 
 
+def test_the_gate_warning_names_the_parameter_that_fails():
+    """A fake posterior whose chains disagree on one parameter (phi of system B) only: the
+    diagnostics and the warning name it, at the values ArviZ gives for it alone."""
+    import arviz_stats
+    import xarray as xr
+
+    from bayeval._arviz import convergence
+    from bayeval.fit import _check_gates
+
+    rng = np.random.default_rng(0)
+    phi = rng.normal(size=(4, 400, 2))
+    phi[:, :, 1] += np.array([0.0, 0.0, 3.0, 3.0])[:, None]  # two chains apart
+    post = xr.Dataset({"sigma_task": (("chain", "draw"), rng.normal(size=(4, 400))),
+                       "phi": (("chain", "draw", "system"), phi)},
+                      coords={"system": ["A", "B"]})
+    diag = convergence(post, None)
+    alone = post["phi"].sel(system="B").rename("x").to_dataset()
+    rhat = float(arviz_stats.rhat(alone, sample_dims=["chain", "draw"], method="rank")["x"])
+    ess = float(arviz_stats.ess(alone, sample_dims=["chain", "draw"], method="bulk")["x"])
+    assert diag["max_rhat"] == pytest.approx(rhat) and rhat > 1.5
+    assert diag["min_ess_bulk"] == pytest.approx(ess) and ess < 400
+    assert diag["max_rhat_parameter"] == diag["min_ess_bulk_parameter"] == "phi[B]"
+    with pytest.warns(BayevalWarning, match=r"r-hat up to .* in phi\[B\] \(gate 1.01\); "
+                                            r"bulk ESS down to \d+ in phi\[B\]"):
+        _check_gates(diag, chains=4, strict=False)
+    # a scalar is named without brackets
+    post["phi"] = post["phi"].sel(system="A")
+    post["sigma_task"][2:] += 3.0
+    assert convergence(post, None)["max_rhat_parameter"] == "sigma_task"
+
+
 def test_ppc_flags_a_prior_that_cannot_be_u_shaped():
     rng = np.random.default_rng(8)
     data = be.from_counts(rng.binomial(16, rng.beta(0.3, 0.3, size=40)), 16)
