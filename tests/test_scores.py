@@ -521,3 +521,18 @@ def test_mean_score_bootstrap_of_binary_data_is_the_pass_at_1_bootstrap():
         a = be.bootstrap.compare(data, "B", "A", metric="mean", unit=unit, n_boot=300, seed=1)
         b = be.bootstrap.compare(data, "B", "A", unit=unit, n_boot=300, seed=1)
         np.testing.assert_allclose(a["effect"].values, b["effect"].values)
+
+
+def test_one_attempt_scores_are_told_that_tau_and_phi_are_confounded():
+    """zoib on one attempt per (system, task) gets its own note (the task-by-system spread
+    against the Beta precision), not the binomial models' pass@k one; more attempts, none."""
+    from bayeval.fit import _warn_single_trial
+
+    one = be.from_frame(_frame(n_trial=1), score="score", cluster="cluster")
+    with pytest.warns(BayevalWarning, match=r"phi are told apart only by the shape") as got:
+        _warn_single_trial(one, "zoib")
+    assert "pass@k" not in str(got[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_single_trial(be.from_frame(_frame(n_trial=2), score="score", cluster="cluster"),
+                           "zoib")
