@@ -109,7 +109,11 @@ class Results:
 
     @property
     def diagnostics(self) -> dict:
-        """Convergence summary of MCMC fits (empty for the grid and conjugate engines)."""
+        """Convergence summary of MCMC fits (empty for the grid and conjugate engines): the
+        worst r-hat, bulk and tail ESS over the sampled parameters, each with the parameter
+        that has it (``max_rhat_parameter``, ``min_ess_bulk_parameter``,
+        ``min_ess_tail_parameter``: a name, with its labels in brackets where it has
+        dimensions), the divergences and the lowest BFMI."""
         return json.loads(self._tree.attrs.get("diagnostics", "{}"))
 
     # -- estimands -----------------------------------------------------------------------------
