@@ -567,6 +567,7 @@ def _check_gates(diag: dict, chains: int, strict: bool):
     problems = []
     if diag.get("divergences", 0) > 0:
         problems.append(f"{diag['divergences']} divergent transitions")
+
     def at(key):  # the parameter that has the worst value
         return f" in {diag[key + '_parameter']}" if key + "_parameter" in diag else ""
 

@@ -213,6 +213,26 @@ def test_html_is_self_contained_with_plots(res, out):
     assert "Holm" in text or "holm" in text
 
 
+def test_diagnostics_table_names_the_parameter_of_each_worst_value(monkeypatch, res, out):
+    """An MCMC fit's worst values come with the parameter that has them (Results.diagnostics'
+    ``*_parameter`` keys): a column of the table in both formats, kept out of the numbers."""
+    diag = {"max_rhat": 1.072, "min_ess_bulk": 78.7, "min_ess_tail": 51.1,
+            "max_rhat_parameter": "sigma_task_system", "min_ess_bulk_parameter": "phi[B]",
+            "min_ess_tail_parameter": "phi[B]", "divergences": 0, "min_bfmi": 0.27}
+    monkeypatch.setattr(type(res), "diagnostics", property(lambda self: diag))
+    section = report._diagnostics_section(res)
+    assert section["mcmc"] == {k: v for k, v in diag.items() if "parameter" not in k}
+    assert section["parameter"] == {"max_rhat": "sigma_task_system", "min_ess_bulk": "phi[B]",
+                                    "min_ess_tail": "phi[B]"}
+    data = {**out, "diagnostics": section}
+    markdown = build_report(res, fmt="markdown", plots=False, data=data)
+    assert "| max_rhat | 1.072 | `sigma_task_system` |" in markdown
+    assert "| min_ess_bulk | 78.700 | `phi[B]` |" in markdown
+    assert "| divergences | 0 |  |" in markdown
+    html = build_report(res, plots=False, data=data)
+    assert "<th>min_ess_tail</th><td class=\"n\">51.100</td><td>phi[B]</td>" in html
+
+
 def test_markdown_file_gets_its_plots_beside_it(tmp_path, bounded):
     pytest.importorskip("matplotlib")
     a, b, _ = bounded.systems
