@@ -198,9 +198,10 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
             logp += x[i] - 0.5 * r * r
             grad[i] = 1.0 - r * r
     e0, v0, u0, w0, b0 = off[5], off[6], off[7], off[8], off[9]
-    ze, zu = task_and_cluster_normals(x, off, J, G, spec[6] != 0)
+    levels = spec[6] != 0  # alpha = x[:S] - level, rotated task and cluster blocks (docstring)
+    ze, zu = task_and_cluster_normals(x, off, J, G, levels)
     shared = shared_effects(ze, zu, sig, cluster, clusters)
-    level = shared.mean() if spec[6] != 0 else 0.0  # alpha = x[:S] - level (module docstring)
+    level = shared.mean() if levels else 0.0
     for k in range(4):  # alpha, delta, gamma, log phi ~ Normal(mean, sd)
         mean, sd = const[2 * k], const[2 * k + 1]
         for s in range(S):
@@ -289,7 +290,7 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
     g_b = 0.0
     # alpha = x[:S] - level: the derivative in the level (minus that in every alpha) goes back
     # to the shared effects, of which it is the mean
-    if spec[6] != 0:
+    if levels:
         g_level = 0.0
         for s in range(S):
             g_level -= grad[s]
@@ -297,9 +298,8 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
             g_task[j] += g_level / J
     # the derivatives in the task and cluster effects' standard normals: into the gradient,
     # or (with the levels) first into g_ze, g_zu and then back through H' (helmert_add)
-    helmert = spec[6] != 0
-    g_ze = np.zeros(J) if helmert else grad[e0:e0 + J]
-    g_zu = np.zeros(G) if helmert or not clusters else grad[u0:u0 + G]
+    g_ze = np.zeros(J) if levels else grad[e0:e0 + J]
+    g_zu = np.zeros(G) if levels or not clusters else grad[u0:u0 + G]
     for j in range(J):
         g_ze[j] += sig[0] * g_task[j]
         g_e += g_task[j] * ze[j]
@@ -308,7 +308,7 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
         if clusters:
             g_zu[cluster[j]] += sig[2] * g_task[j]
             g_u += g_task[j] * zu[cluster[j]]
-    if helmert:
+    if levels:
         helmert_add(g_ze, grad[e0:e0 + J])
         if clusters:
             helmert_add(g_zu, grad[u0:u0 + G])
@@ -333,8 +333,9 @@ def expand(x, spec, cluster, out):
         if off[q] >= 0:
             sig[q] = math.exp(x[off[q]])
         out[4 * S + q] = sig[q]
-    ze, zu = task_and_cluster_normals(x, off, J, G, spec[6] != 0)
-    level = shared_effects(ze, zu, sig, cluster, clusters).mean() if spec[6] != 0 else 0.0
+    levels = spec[6] != 0
+    ze, zu = task_and_cluster_normals(x, off, J, G, levels)
+    level = shared_effects(ze, zu, sig, cluster, clusters).mean() if levels else 0.0
     for i in range(3 * S):
         out[i] = x[i] - (level if i < S else 0.0)
     for s in range(S):
