@@ -19,18 +19,35 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree wi
 
 #: Public name -> the module that defines it (``None``: the name is that submodule).
 _LAZY = {
-    "bootstrap": None, "datasets": None, "readers": None, "report": None, "simulate": None,
-    "monitor": None, "harness": None, "contamination": None, "noise": None,
+    "bootstrap": None,
+    "datasets": None,
+    "readers": None,
+    "report": None,
+    "simulate": None,
+    "monitor": None,
+    "harness": None,
+    "contamination": None,
+    "noise": None,
     "fit_many": "bayeval.many",
-    "STATUSES": "bayeval.data", "EvalData": "bayeval.data", "from_counts": "bayeval.data",
-    "from_frame": "bayeval.data", "read_csv": "bayeval.data",
-    "design_effect": "bayeval.estimators", "pass_at_k": "bayeval.estimators",
-    "g_pass_at_k": "bayeval.estimators", "consistency": "bayeval.estimators",
-    "pass_hat_k": "bayeval.estimators", "wilson_interval": "bayeval.estimators",
-    "adjust_pvalues": "bayeval.planning", "noninferiority": "bayeval.planning",
-    "required_units": "bayeval.planning", "selection_bias": "bayeval.planning",
-    "split_tasks": "bayeval.splits", "frontier": "bayeval._cost",
-    "Results": "bayeval.results", "load": "bayeval.results",
+    "STATUSES": "bayeval.data",
+    "EvalData": "bayeval.data",
+    "from_counts": "bayeval.data",
+    "from_frame": "bayeval.data",
+    "read_csv": "bayeval.data",
+    "design_effect": "bayeval.estimators",
+    "pass_at_k": "bayeval.estimators",
+    "g_pass_at_k": "bayeval.estimators",
+    "consistency": "bayeval.estimators",
+    "pass_hat_k": "bayeval.estimators",
+    "wilson_interval": "bayeval.estimators",
+    "adjust_pvalues": "bayeval.planning",
+    "noninferiority": "bayeval.planning",
+    "required_units": "bayeval.planning",
+    "selection_bias": "bayeval.planning",
+    "split_tasks": "bayeval.splits",
+    "frontier": "bayeval._cost",
+    "Results": "bayeval.results",
+    "load": "bayeval.results",
     "fit": "bayeval.fit",
     "crosscheck": "bayeval.crosscheck",
 }
@@ -42,8 +59,9 @@ def __getattr__(name):
     if name not in _LAZY:
         raise AttributeError(f"module 'bayeval' has no attribute {name!r}")
     module = _LAZY[name]
-    value = import_module(f"bayeval.{name}") if module is None else getattr(
-        import_module(module), name)
+    value = (
+        import_module(f"bayeval.{name}") if module is None else getattr(import_module(module), name)
+    )
     globals()[name] = value
     return value
 

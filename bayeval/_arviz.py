@@ -29,8 +29,10 @@ def _where(ds: xr.Dataset, value: float) -> str | None:
     for name, array in ds.data_vars.items():
         hits = np.argwhere(np.asarray(array.values) == value)
         if len(hits):
-            labels = [str(array[dim].values[i]) if dim in array.coords else str(i)
-                      for dim, i in zip(array.dims, hits[0])]
+            labels = [
+                str(array[dim].values[i]) if dim in array.coords else str(i)
+                for dim, i in zip(array.dims, hits[0])
+            ]
             return f"{name}[{', '.join(labels)}]" if labels else str(name)
     return None
 
@@ -39,12 +41,20 @@ def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
     """Worst r-hat, bulk and tail ESS over all variables (and, as ``*_parameter``, the
     parameter that has it), divergences and the lowest BFMI."""
     rhat = arviz_stats.rhat(posterior, sample_dims=["chain", "draw"], method="rank")
-    ess = {kind: arviz_stats.ess(posterior, sample_dims=["chain", "draw"], method=kind)
-           for kind in ("bulk", "tail")}
-    out = {"max_rhat": _max(rhat), "min_ess_bulk": _min(ess["bulk"]),
-           "min_ess_tail": _min(ess["tail"])}
-    for key, ds in (("max_rhat", rhat), ("min_ess_bulk", ess["bulk"]),
-                    ("min_ess_tail", ess["tail"])):
+    ess = {
+        kind: arviz_stats.ess(posterior, sample_dims=["chain", "draw"], method=kind)
+        for kind in ("bulk", "tail")
+    }
+    out = {
+        "max_rhat": _max(rhat),
+        "min_ess_bulk": _min(ess["bulk"]),
+        "min_ess_tail": _min(ess["tail"]),
+    }
+    for key, ds in (
+        ("max_rhat", rhat),
+        ("min_ess_bulk", ess["bulk"]),
+        ("min_ess_tail", ess["tail"]),
+    ):
         where = _where(ds, out[key])
         if where is not None:
             out[f"{key}_parameter"] = where

@@ -53,12 +53,22 @@ from bayeval._validate import (
     validate_seed,
 )
 
-__all__ = ["cost", "evidence", "frontier", "latency", "latency_table", "posterior_cost",
-           "posterior_latency"]
+__all__ = [
+    "cost",
+    "evidence",
+    "frontier",
+    "latency",
+    "latency_table",
+    "posterior_cost",
+    "posterior_latency",
+]
 
 RATE_STATUSES = ("timeout", "error", "invalid")
-STATISTICS = (("cost_per_attempt", "cost_per_success") + tuple(f"{s}_rate" for s in RATE_STATUSES)
-              + ("pass_at_1",))
+STATISTICS = (
+    ("cost_per_attempt", "cost_per_success")
+    + tuple(f"{s}_rate" for s in RATE_STATUSES)
+    + ("pass_at_1",)
+)
 #: Statistics on the ``k`` dim (``k=[...]``): the budget curve.
 K_STATISTICS = ("pass_at_k", "cost_of_k", "expected_spend", "cost_per_success_at_k")
 
@@ -71,10 +81,14 @@ def _check_column(data, column) -> None:
         raise TypeError(f"data must be an EvalData (from be.from_frame); got {type(data).__name__}")
     _refuse_scores(data, "cost per success")
     if column not in data.covariates:
-        have = (f"this data has {describe_values(data.covariates)}" if data.covariates else
-                "this data has none")
-        raise ValueError(f"no covariate {column!r}: pass covariates=[{column!r}] to "
-                         f"be.from_frame ({have})")
+        have = (
+            f"this data has {describe_values(data.covariates)}"
+            if data.covariates
+            else "this data has none"
+        )
+        raise ValueError(
+            f"no covariate {column!r}: pass covariates=[{column!r}] to be.from_frame ({have})"
+        )
 
 
 def _task_totals(data, column) -> tuple[np.ndarray, list]:
@@ -94,8 +108,7 @@ def _ratios(totals: np.ndarray) -> np.ndarray:
     """Statistics from summed totals ``(..., system, quantity)`` -> ``(..., system, stat)``."""
     cost, attempts, successes = totals[..., 0], totals[..., 1], totals[..., 2]
     with np.errstate(invalid="ignore", divide="ignore"):
-        per_success = np.where(successes > 0, cost / np.where(successes > 0, successes, 1),
-                               np.inf)
+        per_success = np.where(successes > 0, cost / np.where(successes > 0, successes, 1), np.inf)
         out = [cost / attempts, per_success]
         out += [totals[..., 3 + i] / attempts for i in range(len(RATE_STATUSES))]
         out.append(successes / attempts)
@@ -167,15 +180,18 @@ def _observed_k_parts(per_task, ks, systems, tasks) -> dict:
             f"task(s) have fewer for some system (as few as {fewest}): "
             f"{describe_values(names, 5)} (systems "
             f"{describe_values(sorted({str(systems[s]) for s in s_idx}), 5)}); the bootstrap "
-            f"uses each task's own attempts: give k <= {fewest}")
+            f"uses each task's own attempts: give k <= {fewest}"
+        )
     cbar, ran_f = _mean_attempt_cost(per_task)
     powers = _fail_powers(np.where(ran, attempts, 0), successes, int(ks.max()))
     powers = np.where(ran[..., None], powers, 0.0)
     cum = np.cumsum(powers, axis=-1)  # sum_{j<=i} (1-p)^j
-    return {"ran": ran_f,
-            "pass": np.stack([ran_f - powers[..., k] * ran_f for k in ks], -1),
-            "spend": np.stack([cbar * cum[..., k - 1] for k in ks], -1),
-            "budget": np.stack([k * cbar for k in ks], -1)}
+    return {
+        "ran": ran_f,
+        "pass": np.stack([ran_f - powers[..., k] * ran_f for k in ks], -1),
+        "spend": np.stack([cbar * cum[..., k - 1] for k in ks], -1),
+        "budget": np.stack([k * cbar for k in ks], -1),
+    }
 
 
 def _percentiles(replicates: np.ndarray, ci_prob: float) -> np.ndarray:
@@ -188,8 +204,7 @@ def _percentiles(replicates: np.ndarray, ci_prob: float) -> np.ndarray:
     return np.moveaxis(q, 0, -1)
 
 
-def _dataset(estimate, draws, interval, systems, sample_dims, attrs,
-             k_parts=None) -> xr.Dataset:
+def _dataset(estimate, draws, interval, systems, sample_dims, attrs, k_parts=None) -> xr.Dataset:
     out = {}
     for i, name in enumerate(STATISTICS):
         out[name] = xr.DataArray(estimate[:, i], dims=("system",))
@@ -201,17 +216,16 @@ def _dataset(estimate, draws, interval, systems, sample_dims, attrs,
         coords["k"] = np.asarray(ks, dtype=np.int64)
         for i, name in enumerate(K_STATISTICS):
             out[name] = xr.DataArray(k_estimate[..., i], dims=("system", "k"))
-            out[f"{name}_interval"] = xr.DataArray(k_interval[..., i, :],
-                                                   dims=("system", "k", "ci_bound"))
-            out[f"{name}_draws"] = xr.DataArray(k_draws[..., i],
-                                                dims=sample_dims + ("system", "k"))
+            out[f"{name}_interval"] = xr.DataArray(
+                k_interval[..., i, :], dims=("system", "k", "ci_bound")
+            )
+            out[f"{name}_draws"] = xr.DataArray(k_draws[..., i], dims=sample_dims + ("system", "k"))
     ds = xr.Dataset(out, coords=coords)
     ds.attrs = attrs
     return ds
 
 
-def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
-         k=None) -> xr.Dataset:
+def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, k=None) -> xr.Dataset:
     """Bootstrap cost per attempt, cost per success, the status rates and the budget curve.
 
     Per system, from the per-``(system, task, status)`` sums of covariate ``column``:
@@ -284,8 +298,10 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
     _check_column(data, column)
     validate_choice("unit", unit, ("task", "cluster"))
     if unit == "cluster" and not data.has_clusters:
-        raise ValueError("unit='cluster' needs task clusters; this data has none (pass "
-                         "cluster= when building it)")
+        raise ValueError(
+            "unit='cluster' needs task clusters; this data has none (pass "
+            "cluster= when building it)"
+        )
     ci_prob = validate_prob("ci_prob", ci_prob)
     n_boot = validate_positive_int("n_boot", n_boot, 2)
     seed = validate_seed(seed)
@@ -314,12 +330,30 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
     k_parts = None
     if ks is not None:
         k_reps = _k_ratios(totals[..., n_q:], len(ks))
-        k_parts = (ks, _k_ratios(per_task.sum(0)[..., n_q:], len(ks)), k_reps,
-                   _percentiles(k_reps, ci_prob))
-    attrs = {"method": "bootstrap", "unit": unit, "column": column, "n_boot": n_boot,
-             "ci_prob": ci_prob, "seed": seed, "missing_policy": data.missing or "none"}
-    return _dataset(estimate, replicates, _percentiles(replicates, ci_prob), systems,
-                    ("replicate",), attrs, k_parts)
+        k_parts = (
+            ks,
+            _k_ratios(per_task.sum(0)[..., n_q:], len(ks)),
+            k_reps,
+            _percentiles(k_reps, ci_prob),
+        )
+    attrs = {
+        "method": "bootstrap",
+        "unit": unit,
+        "column": column,
+        "n_boot": n_boot,
+        "ci_prob": ci_prob,
+        "seed": seed,
+        "missing_policy": data.missing or "none",
+    }
+    return _dataset(
+        estimate,
+        replicates,
+        _percentiles(replicates, ci_prob),
+        systems,
+        ("replicate",),
+        attrs,
+        k_parts,
+    )
 
 
 #: Models of the cost side of :func:`posterior_cost` (``Results.cost``).
@@ -335,29 +369,39 @@ def _positive_cost_stats(data, column) -> dict:
     def summed(name):
         return ds[name].sum("status").transpose("system", "task").values.astype(float)
 
-    n_pos, logsum, logsumsq = (summed(v) for v in ("covariate_positive", "covariate_logsum",
-                                                   "covariate_logsumsq"))
+    n_pos, logsum, logsumsq = (
+        summed(v) for v in ("covariate_positive", "covariate_logsum", "covariate_logsumsq")
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         ybar = np.where(n_pos > 0, logsum / np.where(n_pos > 0, n_pos, 1), 0.0)
     within = np.clip(logsumsq - n_pos * ybar**2, 0.0, None)
     zeros = (summed("covariate_count") - n_pos).sum(axis=1)
-    return {"n": n_pos, "ybar": ybar, "within": within, "logsum": logsum,
-            "logsumsq": logsumsq, "zeros": zeros}
+    return {
+        "n": n_pos,
+        "ybar": ybar,
+        "within": within,
+        "logsum": logsum,
+        "logsumsq": logsumsq,
+        "zeros": zeros,
+    }
 
 
 def _check_lognormal_cost(data, column, stats) -> None:
     """Refuse a system with fewer than 2 positive costs or positive costs on fewer than 2
     tasks: the log-normal's spreads would rest on the prior alone."""
-    few = [(str(system), int(stats["n"][s].sum()), int((stats["n"][s] > 0).sum()))
-           for s, system in enumerate(data.systems)
-           if stats["n"][s].sum() < 2 or (stats["n"][s] > 0).sum() < 2]
+    few = [
+        (str(system), int(stats["n"][s].sum()), int((stats["n"][s] > 0).sum()))
+        for s, system in enumerate(data.systems)
+        if stats["n"][s].sum() < 2 or (stats["n"][s] > 0).sum() < 2
+    ]
     if few:
         listed = "; ".join(f"{name}: {n} positive cost(s) on {t} task(s)" for name, n, t in few)
         raise ValueError(
             f"the log-normal cost model of covariate {column!r} needs at least 2 positive "
             f"costs on at least 2 tasks per system (its log-scale spread and task spread are "
             f"estimated from them); system(s) {listed}: use model='bayesian_bootstrap' (no "
-            "shape assumed) or drop those systems")
+            "shape assumed) or drop those systems"
+        )
 
 
 def _lognormal_cost_draws(data, column, n_draws, rng, seed=0):
@@ -372,24 +416,29 @@ def _lognormal_cost_draws(data, column, n_draws, rng, seed=0):
     stats = _positive_cost_stats(data, column)
     _check_lognormal_cost(data, column, stats)
     arr = _cost_lognormal.cell_arrays(
-        stats, data.dataset["cluster"].values if data.has_clusters else None)
+        stats, data.dataset["cluster"].values if data.has_clusters else None
+    )
     params = _cost_lognormal.sample(arr, data.has_clusters, n_draws, seed)
     effects = _cost_lognormal.effect_draws(arr, params, rng)
     positives = stats["n"].sum(axis=1)
-    params["zero_share"] = rng.beta(1.0 + stats["zeros"], 1.0 + positives,
-                                    size=(n_draws, len(positives)))
+    params["zero_share"] = rng.beta(
+        1.0 + stats["zeros"], 1.0 + positives, size=(n_draws, len(positives))
+    )
     keep = 1.0 - params["zero_share"]
     half_var = 0.5 * params["sigma"] ** 2
-    spread = (params["loading"] ** 2 * (1.0 + params["sigma_cluster"] ** 2)[:, None]
-              + params["omega"] ** 2)
+    spread = (
+        params["loading"] ** 2 * (1.0 + params["sigma_cluster"] ** 2)[:, None]
+        + params["omega"] ** 2
+    )
     with np.errstate(over="ignore"):
         params["new_task"] = keep * np.exp(params["mu"] + half_var + 0.5 * spread)
         per_task = keep[..., None] * np.exp((params["mu"] + half_var)[..., None] + effects)
     return per_task, params
 
 
-def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
-                   k=None, model="bayesian_bootstrap") -> xr.Dataset:
+def posterior_cost(
+    results, column, ci_prob=0.95, n_draws=1000, seed=0, k=None, model="bayesian_bootstrap"
+) -> xr.Dataset:
     """Posterior cost per attempt, cost per success, status rates and budget curve; see
     :meth:`bayeval.Results.cost`.
 
@@ -425,9 +474,11 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     seed = validate_seed(seed)
     ks = _check_ks(k)
     if data.missing == "bounds":
-        raise ValueError("Results.cost needs one success count per attempt; under "
-                         "missing='bounds' the successes have two extremes: refit with "
-                         "missing='fail' or 'exclude'")
+        raise ValueError(
+            "Results.cost needs one success count per attempt; under "
+            "missing='bounds' the successes have two extremes: refit with "
+            "missing='fail' or 'exclude'"
+        )
     if model == "lognormal":  # refuse before the per-task readouts
         _check_lognormal_cost(data, column, _positive_cost_stats(data, column))
     per_task, systems = _task_totals(data, column)  # (task, system, quantity)
@@ -458,8 +509,7 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
     if ks is not None:
         attempts = per_task[..., 1].T
         with np.errstate(invalid="ignore", divide="ignore"):
-            per_attempt = np.where(attempts > 0, trials / np.where(attempts > 0, attempts, 1),
-                                   0.0)
+            per_attempt = np.where(attempts > 0, trials / np.where(attempts > 0, attempts, 1), 0.0)
         fail = 1.0 - np.clip(rates * per_attempt[None], 0.0, 1.0)  # (draw, system, task)
         k_totals = np.zeros((n_draws, len(systems), 1 + 3 * len(ks)))
         k_totals[..., 0] = weights @ ran
@@ -475,13 +525,23 @@ def posterior_cost(results, column, ci_prob=0.95, n_draws=1000, seed=0,
         k_draws = _k_ratios(k_totals, len(ks))
         k_parts = (ks, _mean(k_draws), k_draws, _percentiles(k_draws, ci_prob))
     if model == "lognormal":
-        method = ("posterior (crossed hurdle log-normal cost with task effects shared by the "
-                  "systems, model task rates, both under Bayesian bootstrap task weights)")
+        method = (
+            "posterior (crossed hurdle log-normal cost with task effects shared by the "
+            "systems, model task rates, both under Bayesian bootstrap task weights)"
+        )
     else:
         method = "posterior (Bayesian bootstrap over tasks, model task rates)"
-    attrs = {"method": method, "model": results.model, "cost_model": model, "column": column,
-             "n_draws": n_draws, "ci_prob": ci_prob, "seed": seed,
-             "missing_policy": data.missing or "none", **extra}
+    attrs = {
+        "method": method,
+        "model": results.model,
+        "cost_model": model,
+        "column": column,
+        "n_draws": n_draws,
+        "ci_prob": ci_prob,
+        "seed": seed,
+        "missing_policy": data.missing or "none",
+        **extra,
+    }
     return _dataset(estimate, draws, interval, systems, ("draw",), attrs, k_parts)
 
 
@@ -491,29 +551,37 @@ def _mean(draws: np.ndarray) -> np.ndarray:
         return draws.mean(axis=0)
 
 
-COST_AXES = ("cost_per_attempt", "cost_per_success", "cost_of_k", "expected_spend",
-             "cost_per_success_at_k")
+COST_AXES = (
+    "cost_per_attempt",
+    "cost_per_success",
+    "cost_of_k",
+    "expected_spend",
+    "cost_per_success_at_k",
+)
 SUCCESS_AXES = ("pass_at_1", "pass_at_k")
 
 
 def _dominates(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """``out[..., a, b]``: a succeeds at least as often as b and costs at most as much
     (systems on the last axis of both inputs)."""
-    return ((success[..., :, None] >= success[..., None, :])
-            & (cost[..., :, None] <= cost[..., None, :]))
+    return (success[..., :, None] >= success[..., None, :]) & (
+        cost[..., :, None] <= cost[..., None, :]
+    )
 
 
 def _undominated(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """Systems no other system dominates strictly (at least as good on both axes, better on
     one), on the last axis."""
     weak = _dominates(success, cost)
-    strict = weak & ((success[..., :, None] > success[..., None, :])
-                     | (cost[..., :, None] < cost[..., None, :]))
+    strict = weak & (
+        (success[..., :, None] > success[..., None, :]) | (cost[..., :, None] < cost[..., None, :])
+    )
     return ~strict.any(axis=-2)
 
 
-def frontier(result: xr.Dataset, cost: str = "cost_per_attempt", success: str = "pass_at_1",
-             k=None) -> xr.Dataset:
+def frontier(
+    result: xr.Dataset, cost: str = "cost_per_attempt", success: str = "pass_at_1", k=None
+) -> xr.Dataset:
     """Cost-success Pareto frontier and the probability that one system dominates another.
 
     System A dominates B when it succeeds at least as often and costs at most as much. The
@@ -562,14 +630,15 @@ def frontier(result: xr.Dataset, cost: str = "cost_per_attempt", success: str = 
     1.0
     """
     if not isinstance(result, xr.Dataset) or "cost_per_attempt_draws" not in result:
-        raise TypeError("result must be the Dataset of bayeval.bootstrap.cost or "
-                        "Results.cost")
+        raise TypeError("result must be the Dataset of bayeval.bootstrap.cost or Results.cost")
     validate_choice("cost", cost, COST_AXES)
     validate_choice("success", success, SUCCESS_AXES)
     needs_k = cost in K_STATISTICS or success in K_STATISTICS
     if needs_k and k is None:
-        raise ValueError(f"cost={cost!r} with success={success!r} is on the budget curve: "
-                         "give k (one of the result's k)")
+        raise ValueError(
+            f"cost={cost!r} with success={success!r} is on the budget curve: "
+            "give k (one of the result's k)"
+        )
     if needs_k:
         if "k" not in result.coords:
             raise ValueError("this result has no budget curve: compute it with k=[...]")
@@ -577,9 +646,11 @@ def frontier(result: xr.Dataset, cost: str = "cost_per_attempt", success: str = 
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or int(k) not in have:
             raise ValueError(f"k must be one of the result's k {have}; got {k!r}")
     elif k is not None:
-        raise ValueError(f"k applies to the budget-curve axes (pass_at_k, "
-                         f"{', '.join(K_STATISTICS[1:])}); got k={k!r} with cost={cost!r} "
-                         f"and success={success!r}")
+        raise ValueError(
+            f"k applies to the budget-curve axes (pass_at_k, "
+            f"{', '.join(K_STATISTICS[1:])}); got k={k!r} with cost={cost!r} "
+            f"and success={success!r}"
+        )
 
     def pick(name):
         est, draws = result[name], result[f"{name}_draws"]
@@ -597,13 +668,23 @@ def frontier(result: xr.Dataset, cost: str = "cost_per_attempt", success: str = 
     order = sorted((i for i in range(len(systems)) if on[i]), key=lambda i: (c_est[i], -s_est[i]))
     label = np.asarray(result["system"].values, dtype=object)
     out = xr.Dataset(
-        {"on_frontier": ("system", on), "prob_on_frontier": ("system", prob_on),
-         "prob_dominates": (("candidate", "baseline"), prob),
-         "success": ("system", s_est), "cost": ("system", c_est)},
-        coords={"system": label, "candidate": label, "baseline": label})
-    out.attrs = {"cost": cost, "success": success, "k": None if k is None else int(k),
-                 "frontier": [systems[i] for i in order], "method": result.attrs.get("method"),
-                 "column": result.attrs.get("column")}
+        {
+            "on_frontier": ("system", on),
+            "prob_on_frontier": ("system", prob_on),
+            "prob_dominates": (("candidate", "baseline"), prob),
+            "success": ("system", s_est),
+            "cost": ("system", c_est),
+        },
+        coords={"system": label, "candidate": label, "baseline": label},
+    )
+    out.attrs = {
+        "cost": cost,
+        "success": success,
+        "k": None if k is None else int(k),
+        "frontier": [systems[i] for i in order],
+        "method": result.attrs.get("method"),
+        "column": result.attrs.get("column"),
+    }
     return out
 
 
@@ -619,8 +700,11 @@ def _triple(ds, name, prefix, **sel) -> dict:
     est = ds[name].sel(sel) if sel else ds[name]
     low, high = (ds[f"{name}_interval"].sel(sel) if sel else ds[f"{name}_interval"]).values
     key = "mean" if prefix == "bayes" else "estimate"
-    return {f"{prefix}_{key}": _json(est), f"{prefix}_lower": _json(low),
-            f"{prefix}_upper": _json(high)}
+    return {
+        f"{prefix}_{key}": _json(est),
+        f"{prefix}_lower": _json(low),
+        f"{prefix}_upper": _json(high),
+    }
 
 
 def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -> dict:
@@ -630,8 +714,12 @@ def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -
     diff = (draws.sel(system=system) - draws.sel(system=reference)).values
     low, high = _percentiles(diff[:, None], ci_prob)[0]
     key = "mean" if prefix == "bayes" else "estimate"
-    return {f"{prefix}_{key}": _json(point), f"{prefix}_lower": _json(low),
-            f"{prefix}_upper": _json(high), f"{prefix}_prob_positive": _json(np.mean(diff > 0))}
+    return {
+        f"{prefix}_{key}": _json(point),
+        f"{prefix}_lower": _json(low),
+        f"{prefix}_upper": _json(high),
+        f"{prefix}_prob_positive": _json(np.mean(diff > 0)),
+    }
 
 
 def _apart(post: xr.Dataset, boot: xr.Dataset, name: str) -> np.ndarray:
@@ -653,8 +741,18 @@ def _cost_misfit(post: xr.Dataset, boot: xr.Dataset) -> np.ndarray:
     return _apart(post, boot, "cost_per_attempt")
 
 
-def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=None,
-             unit="task", n_draws=1000, model="bayesian_bootstrap") -> dict:
+def evidence(
+    results,
+    column,
+    k=1,
+    n_boot=2000,
+    seed=0,
+    ci_prob=0.95,
+    reference=None,
+    unit="task",
+    n_draws=1000,
+    model="bayesian_bootstrap",
+) -> dict:
     """The cost-success evidence table of the report card, as a JSON-ready ``dict``.
 
     Per system, posterior (:meth:`bayeval.Results.cost`) next to bootstrap
@@ -704,26 +802,31 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
     attempts = per_task[..., 1]
     fewest = int(attempts[attempts > 0].min()) if (attempts > 0).any() else 0
     boot_ks = [v for v in ks if v <= fewest]
-    post = posterior_cost(results, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=ks,
-                          model=model)
+    post = posterior_cost(
+        results, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=ks, model=model
+    )
     boot = cost(data, column, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed, k=boot_ks)
     labels = [str(s) for s in systems]
     if reference is None:
         reference = systems[int(np.nanargmax(post["pass_at_1"].values))]
     elif reference not in list(systems):
-        raise ValueError(f"reference must be one of the systems {describe_values(labels)}; "
-                         f"got {reference!r}")
+        raise ValueError(
+            f"reference must be one of the systems {describe_values(labels)}; got {reference!r}"
+        )
     fronts = {"bayes": frontier(post), "bootstrap": frontier(boot)}
-    misfit = (_cost_misfit(post, boot) if model == "lognormal"
-              else np.zeros(len(systems), dtype=bool))
+    misfit = (
+        _cost_misfit(post, boot) if model == "lognormal" else np.zeros(len(systems), dtype=bool)
+    )
     k_top = ks[-1]
     rows = []
     for system in systems:
         row = {"system": str(system)}
         for prefix, ds in (("bayes", post), ("bootstrap", boot)):
-            for name, out_name in (("pass_at_1", "pass_at_1"),
-                                   ("cost_per_attempt", "cost_per_attempt"),
-                                   ("cost_per_success", "cost_per_success")):
+            for name, out_name in (
+                ("pass_at_1", "pass_at_1"),
+                ("cost_per_attempt", "cost_per_attempt"),
+                ("cost_per_success", "cost_per_success"),
+            ):
                 part = _triple(ds.sel(system=system), name, prefix)
                 row.update({f"{out_name}_{key}": v for key, v in part.items()})
             if k_top > 1 and k_top in ds.coords.get("k", xr.DataArray([])).values:
@@ -731,16 +834,16 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
             else:
                 part = dict.fromkeys(_triple(ds.sel(system=system), "pass_at_1", prefix), None)
             row.update({f"pass_at_k_{key}": v for key, v in part.items()})
-            point = float(ds["pass_at_1"].sel(system=system) - ds["pass_at_1"].sel(
-                system=reference))
+            point = float(
+                ds["pass_at_1"].sel(system=system) - ds["pass_at_1"].sel(system=reference)
+            )
             part = _paired_effect(ds, "pass_at_1", system, reference, prefix, ci_prob, point)
             if system == reference:
                 part = dict.fromkeys(part, None)
             row.update({f"effect_{key}": v for key, v in part.items()})
             front = fronts[prefix]
             row[f"on_frontier_{prefix}"] = bool(front["on_frontier"].sel(system=system))
-            row[f"prob_on_frontier_{prefix}"] = _json(
-                front["prob_on_frontier"].sel(system=system))
+            row[f"prob_on_frontier_{prefix}"] = _json(front["prob_on_frontier"].sel(system=system))
         for status in RATE_STATUSES:
             row[f"{status}_rate"] = _json(boot[f"{status}_rate"].sel(system=system))
         against = fronts["bayes"]["prob_dominates"].sel(baseline=system)
@@ -750,39 +853,62 @@ def evidence(results, column, k=1, n_boot=2000, seed=0, ci_prob=0.95, reference=
             row["dominated_by"] = str(other)
             row["prob_dominated_bayes"] = _json(against.values[best])
             row["prob_dominated_bootstrap"] = _json(
-                fronts["bootstrap"]["prob_dominates"].sel(candidate=other, baseline=system))
+                fronts["bootstrap"]["prob_dominates"].sel(candidate=other, baseline=system)
+            )
         else:
             row["dominated_by"] = row["prob_dominated_bayes"] = None
             row["prob_dominated_bootstrap"] = None
         rows.append(row)
-    dominance = [{"candidate": str(a), "baseline": str(b),
-                  "bayes": _json(fronts["bayes"]["prob_dominates"].sel(candidate=a, baseline=b)),
-                  "bootstrap": _json(fronts["bootstrap"]["prob_dominates"].sel(
-                      candidate=a, baseline=b))}
-                 for a in systems for b in systems if a != b]
+    dominance = [
+        {
+            "candidate": str(a),
+            "baseline": str(b),
+            "bayes": _json(fronts["bayes"]["prob_dominates"].sel(candidate=a, baseline=b)),
+            "bootstrap": _json(fronts["bootstrap"]["prob_dominates"].sel(candidate=a, baseline=b)),
+        }
+        for a in systems
+        for b in systems
+        if a != b
+    ]
     budget = []
     for system in systems:
         for kk in ks:
             entry = {"system": str(system), "k": int(kk)}
             for name in K_STATISTICS:
-                entry.update({f"{name}_{key}": v for key, v in _triple(
-                    post.sel(system=system), name, "bayes", k=kk).items()})
+                entry.update(
+                    {
+                        f"{name}_{key}": v
+                        for key, v in _triple(post.sel(system=system), name, "bayes", k=kk).items()
+                    }
+                )
                 if kk in boot_ks:
                     part = _triple(boot.sel(system=system), name, "bootstrap", k=kk)
                 else:
-                    part = dict.fromkeys(("bootstrap_estimate", "bootstrap_lower",
-                                          "bootstrap_upper"), None)
+                    part = dict.fromkeys(
+                        ("bootstrap_estimate", "bootstrap_lower", "bootstrap_upper"), None
+                    )
                 entry.update({f"{name}_{key}": v for key, v in part.items()})
             budget.append(entry)
-    return {"column": column, "cost_model": post.attrs["cost_model"],
-            "reference": str(reference), "k": [int(v) for v in ks],
-            "pass_k": int(k_top), "bootstrap_k": [int(v) for v in boot_ks],
-            "unit": unit, "n_draws": int(post.attrs["n_draws"]),
-            "cost_misfit": [str(s) for s, bad in zip(systems, misfit) if bad],
-            "frontier": {"cost": "cost_per_attempt", "success": "pass_at_1",
-                         "bayes": fronts["bayes"].attrs["frontier"],
-                         "bootstrap": fronts["bootstrap"].attrs["frontier"]},
-            "rows": rows, "dominance": dominance, "budget": budget}
+    return {
+        "column": column,
+        "cost_model": post.attrs["cost_model"],
+        "reference": str(reference),
+        "k": [int(v) for v in ks],
+        "pass_k": int(k_top),
+        "bootstrap_k": [int(v) for v in boot_ks],
+        "unit": unit,
+        "n_draws": int(post.attrs["n_draws"]),
+        "cost_misfit": [str(s) for s, bad in zip(systems, misfit) if bad],
+        "frontier": {
+            "cost": "cost_per_attempt",
+            "success": "pass_at_1",
+            "bayes": fronts["bayes"].attrs["frontier"],
+            "bootstrap": fronts["bootstrap"].attrs["frontier"],
+        },
+        "rows": rows,
+        "dominance": dominance,
+        "budget": budget,
+    }
 
 
 # -- latency -----------------------------------------------------------------------------------
@@ -796,8 +922,9 @@ def _check_quantiles(q) -> np.ndarray:
     if not values:
         raise ValueError("q must give at least one quantile level")
     for v in values:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
-                                                                 np.floating)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(
+            v, (int, float, np.integer, np.floating)
+        ):
             raise TypeError(f"q must hold quantile levels in [0, 1] (numbers); got {v!r}")
         if not 0.0 <= float(v) <= 1.0:
             raise ValueError(f"q must hold quantile levels in [0, 1]; got {v!r}")
@@ -813,11 +940,14 @@ def _latency_inputs(data, statuses):
     from bayeval.data import STATUSES, EvalData
 
     if not isinstance(data, EvalData):
-        raise TypeError(f"data must be an EvalData (from be.from_frame) or Results; got "
-                        f"{type(data).__name__}")
+        raise TypeError(
+            f"data must be an EvalData (from be.from_frame) or Results; got {type(data).__name__}"
+        )
     if not data.has_latency:
-        raise ValueError("this data has no per-attempt durations: pass latency='seconds' or "
-                         "latency=('start', 'end') to be.from_frame")
+        raise ValueError(
+            "this data has no per-attempt durations: pass latency='seconds' or "
+            "latency=('start', 'end') to be.from_frame"
+        )
     attempted = [s for s in STATUSES if s != "not_run"]
     if statuses is None:
         statuses = attempted
@@ -918,12 +1048,25 @@ def _latency_replicates(per_system, totals, unit_weights, task_unit, qs):
     return quant, rates
 
 
-def _latency_dataset(estimate, draws, qs, rate_est, rate_draws, ci_prob, systems, n_used,
-                     sample_dim, attrs, check=None) -> xr.Dataset:
-    out = {"latency": (("system", "quantile"), estimate),
-           "latency_interval": (("system", "quantile", "ci_bound"), _percentiles(draws, ci_prob)),
-           "latency_draws": ((sample_dim, "system", "quantile"), draws),
-           "n_latency": (("system",), np.asarray(n_used, dtype=np.int64))}
+def _latency_dataset(
+    estimate,
+    draws,
+    qs,
+    rate_est,
+    rate_draws,
+    ci_prob,
+    systems,
+    n_used,
+    sample_dim,
+    attrs,
+    check=None,
+) -> xr.Dataset:
+    out = {
+        "latency": (("system", "quantile"), estimate),
+        "latency_interval": (("system", "quantile", "ci_bound"), _percentiles(draws, ci_prob)),
+        "latency_draws": ((sample_dim, "system", "quantile"), draws),
+        "n_latency": (("system",), np.asarray(n_used, dtype=np.int64)),
+    }
     rate_interval = _percentiles(rate_draws, ci_prob)
     for i, status in enumerate(LATENCY_RATES):
         out[f"{status}_rate"] = (("system",), rate_est[:, i])
@@ -931,8 +1074,14 @@ def _latency_dataset(estimate, draws, qs, rate_est, rate_draws, ci_prob, systems
         out[f"{status}_rate_draws"] = ((sample_dim, "system"), rate_draws[..., i])
     if check is not None:
         out["lognormal_check"] = (("system",), check)
-    ds = xr.Dataset(out, coords={"system": np.asarray(systems, dtype=object), "quantile": qs,
-                                 "ci_bound": ["lower", "upper"]})
+    ds = xr.Dataset(
+        out,
+        coords={
+            "system": np.asarray(systems, dtype=object),
+            "quantile": qs,
+            "ci_bound": ["lower", "upper"],
+        },
+    )
     ds.attrs = attrs
     return ds
 
@@ -946,14 +1095,25 @@ def _latency_setup(data, q, unit, ci_prob, seed, statuses, n, n_name):
     validate_choice("unit", unit, ("task", "cluster"))
     per_system, totals, used = _latency_inputs(data, statuses)
     if unit == "cluster" and not data.has_clusters:
-        raise ValueError("unit='cluster' needs task clusters; this data has none (pass "
-                         "cluster= when building it)")
-    return (data, qs, validate_prob("ci_prob", ci_prob), validate_seed(seed), per_system,
-            totals, used, validate_positive_int(n_name, n, 2))
+        raise ValueError(
+            "unit='cluster' needs task clusters; this data has none (pass "
+            "cluster= when building it)"
+        )
+    return (
+        data,
+        qs,
+        validate_prob("ci_prob", ci_prob),
+        validate_seed(seed),
+        per_system,
+        totals,
+        used,
+        validate_positive_int(n_name, n, 2),
+    )
 
 
-def latency(data, q=(0.5, 0.95), unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
-            statuses=None) -> xr.Dataset:
+def latency(
+    data, q=(0.5, 0.95), unit="task", n_boot=10_000, ci_prob=0.95, seed=0, statuses=None
+) -> xr.Dataset:
     """Bootstrap quantiles of attempt latency per system, with the timeout and error rates.
 
     Per system, the ``q`` quantiles of the durations of its attempts, pooled over tasks
@@ -1006,20 +1166,39 @@ def latency(data, q=(0.5, 0.95), unit="task", n_boot=10_000, ci_prob=0.95, seed=
     ('system', 'quantile', 'ci_bound')
     """
     data, qs, ci_prob, seed, per_system, totals, used, n_boot = _latency_setup(
-        data, q, unit, ci_prob, seed, statuses, n_boot, "n_boot")
+        data, q, unit, ci_prob, seed, statuses, n_boot, "n_boot"
+    )
     rng = np.random.default_rng(seed)
     weights, task_unit = _latency_unit_weights(data, unit, n_boot, rng, "bootstrap")
     draws, rate_draws = _latency_replicates(per_system, totals, weights, task_unit, qs)
-    estimate = np.array([np.quantile(v, qs) if v.size else np.full(len(qs), np.nan)
-                         for v, _ in per_system]).reshape(len(per_system), len(qs))
+    estimate = np.array(
+        [np.quantile(v, qs) if v.size else np.full(len(qs), np.nan) for v, _ in per_system]
+    ).reshape(len(per_system), len(qs))
     summed = totals.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         rate_est = summed[:, 1:] / summed[:, :1]
-    attrs = {"method": "bootstrap", "unit": unit, "n_boot": n_boot, "ci_prob": ci_prob,
-             "seed": seed, "statuses": list(used), "units": "seconds",
-             "latency_columns": data.dataset.attrs.get("latency_columns", "null")}
-    return _latency_dataset(estimate, draws, qs, rate_est, rate_draws, ci_prob, data.systems,
-                            [v.size for v, _ in per_system], "replicate", attrs)
+    attrs = {
+        "method": "bootstrap",
+        "unit": unit,
+        "n_boot": n_boot,
+        "ci_prob": ci_prob,
+        "seed": seed,
+        "statuses": list(used),
+        "units": "seconds",
+        "latency_columns": data.dataset.attrs.get("latency_columns", "null"),
+    }
+    return _latency_dataset(
+        estimate,
+        draws,
+        qs,
+        rate_est,
+        rate_draws,
+        ci_prob,
+        data.systems,
+        [v.size for v, _ in per_system],
+        "replicate",
+        attrs,
+    )
 
 
 #: Posterior models of the latency quantiles (:func:`posterior_latency`).
@@ -1037,13 +1216,17 @@ def _lognormal_log_posterior(log_s, log_t, n, ybar, within, df_within):
     out = np.empty(sigma.size)
     step = max(1, _LN_CELLS // max(len(n), 1))
     for a in range(0, sigma.size, step):
-        s2, t2 = sigma[a:a + step] ** 2, tau[a:a + step] ** 2
+        s2, t2 = sigma[a : a + step] ** 2, tau[a : a + step] ** 2
         prec = 1.0 / (t2[:, None] + s2[:, None] / n[None, :])  # 1 / var of a task's mean
         total = prec.sum(axis=1)
         centre = (prec * ybar).sum(axis=1) / total
-        out[a:a + step] = (-0.5 * df_within * np.log(s2) - within / (2 * s2)
-                           + 0.5 * np.log(prec).sum(axis=1) - 0.5 * np.log(total)
-                           - 0.5 * (prec * (ybar[None, :] - centre[:, None]) ** 2).sum(axis=1))
+        out[a : a + step] = (
+            -0.5 * df_within * np.log(s2)
+            - within / (2 * s2)
+            + 0.5 * np.log(prec).sum(axis=1)
+            - 0.5 * np.log(total)
+            - 0.5 * (prec * (ybar[None, :] - centre[:, None]) ** 2).sum(axis=1)
+        )
     for x in (sigma, tau):  # half-Cauchy priors, and the Jacobian of the log scale
         out += -np.log1p((x / _LN_PRIOR_SCALE) ** 2) + np.log(x)
     return out
@@ -1087,9 +1270,11 @@ def _lognormal_grid(n, ybar, within, spread, n_draws, rng):
         prob /= prob.sum()
         width_s, width_t = np.diff(bounds_s)[0], np.diff(bounds_t)[0]
         grown = False
-        for mass, bounds, side, width in ((prob[0].sum(), bounds_s, 0, width_s),
-                                          (prob[-1].sum(), bounds_s, 1, width_s),
-                                          (prob[:, -1].sum(), bounds_t, 1, width_t)):
+        for mass, bounds, side, width in (
+            (prob[0].sum(), bounds_s, 0, width_s),
+            (prob[-1].sum(), bounds_s, 1, width_s),
+            (prob[:, -1].sum(), bounds_t, 1, width_t),
+        ):
             if mass > 1e-4:
                 bounds[side] += width / 2 if side else -width / 2
                 grown = True
@@ -1131,12 +1316,19 @@ def _lognormal_misfit(post: xr.Dataset, boot: xr.Dataset) -> np.ndarray:
     (measured in ``benchmarks/latency_coverage.py``: a time limit shows as the first, a
     second mode of tasks as both)."""
     with np.errstate(invalid="ignore"):
-        return (_apart(post, boot, "latency").any(axis=1)
-                | (post["lognormal_check"].values < 0.01))
+        return _apart(post, boot, "latency").any(axis=1) | (post["lognormal_check"].values < 0.01)
 
 
-def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.95, seed=0,
-                      statuses=None, model="lognormal") -> xr.Dataset:
+def posterior_latency(
+    data,
+    q=(0.5, 0.95),
+    unit="task",
+    n_draws=4000,
+    ci_prob=0.95,
+    seed=0,
+    statuses=None,
+    model="lognormal",
+) -> xr.Dataset:
     """Posterior of the attempt-latency quantiles per system, with the timeout and error
     rates: the twin of :func:`bayeval.bootstrap.latency`.
 
@@ -1206,22 +1398,30 @@ def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.
     """
     validate_choice("model", model, LATENCY_MODELS)
     data, qs, ci_prob, seed, per_system, totals, used, n_draws = _latency_setup(
-        data, q, unit, ci_prob, seed, statuses, n_draws, "n_draws")
+        data, q, unit, ci_prob, seed, statuses, n_draws, "n_draws"
+    )
     if model == "lognormal":
         if unit != "task":
-            raise ValueError("the log-normal latency model has task effects, not cluster "
-                             "effects: use unit='task', or model='bayesian_bootstrap' for "
-                             "unit='cluster'")
+            raise ValueError(
+                "the log-normal latency model has task effects, not cluster "
+                "effects: use unit='task', or model='bayesian_bootstrap' for "
+                "unit='cluster'"
+            )
         if ((qs <= 0) | (qs >= 1)).any():
-            raise ValueError(f"the log-normal latency model needs quantile levels strictly "
-                             f"between 0 and 1 (its 0 and 1 quantiles are 0 and infinity); "
-                             f"got q={qs.tolist()}")
-        zero = [str(system) for system, (v, _) in zip(data.systems, per_system)
-                if v.size and v[0] <= 0]
+            raise ValueError(
+                f"the log-normal latency model needs quantile levels strictly "
+                f"between 0 and 1 (its 0 and 1 quantiles are 0 and infinity); "
+                f"got q={qs.tolist()}"
+            )
+        zero = [
+            str(system) for system, (v, _) in zip(data.systems, per_system) if v.size and v[0] <= 0
+        ]
         if zero:
-            raise ValueError(f"the log-normal latency model needs positive durations; "
-                             f"system(s) {describe_values(zero)} have durations of 0 s: use "
-                             "model='bayesian_bootstrap', or record the durations finer")
+            raise ValueError(
+                f"the log-normal latency model needs positive durations; "
+                f"system(s) {describe_values(zero)} have durations of 0 s: use "
+                "model='bayesian_bootstrap', or record the durations finer"
+            )
     rng = np.random.default_rng(seed)
     weights, task_unit = _latency_unit_weights(data, unit, n_draws, rng, "bayes")
     draws, rate_draws = _latency_replicates(per_system, totals, weights, task_unit, qs)
@@ -1233,20 +1433,49 @@ def posterior_latency(data, q=(0.5, 0.95), unit="task", n_draws=4000, ci_prob=0.
             if values.size:
                 draws[:, s], params = _lognormal_draws(values, tasks, qs, n_draws, rng)
                 check[s] = _lognormal_check(params)
-        method = ("posterior (log-normal with task effects per system; rates by the Bayesian "
-                  "bootstrap over tasks)")
+        method = (
+            "posterior (log-normal with task effects per system; rates by the Bayesian "
+            "bootstrap over tasks)"
+        )
     else:
         method = "posterior (Bayesian bootstrap over tasks; not a parametric model)"
-    attrs = {"method": method, "model": model, "unit": unit, "n_draws": n_draws,
-             "ci_prob": ci_prob, "seed": seed, "statuses": list(used), "units": "seconds",
-             "latency_columns": data.dataset.attrs.get("latency_columns", "null")}
-    return _latency_dataset(_mean(draws), draws, qs, _mean(rate_draws), rate_draws, ci_prob,
-                            data.systems, [v.size for v, _ in per_system], "draw", attrs,
-                            check)
+    attrs = {
+        "method": method,
+        "model": model,
+        "unit": unit,
+        "n_draws": n_draws,
+        "ci_prob": ci_prob,
+        "seed": seed,
+        "statuses": list(used),
+        "units": "seconds",
+        "latency_columns": data.dataset.attrs.get("latency_columns", "null"),
+    }
+    return _latency_dataset(
+        _mean(draws),
+        draws,
+        qs,
+        _mean(rate_draws),
+        rate_draws,
+        ci_prob,
+        data.systems,
+        [v.size for v, _ in per_system],
+        "draw",
+        attrs,
+        check,
+    )
 
 
-def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="task",
-                  n_draws=4000, statuses=None, model="lognormal") -> dict:
+def latency_table(
+    data,
+    q=(0.5, 0.95),
+    n_boot=2000,
+    seed=0,
+    ci_prob=0.95,
+    unit="task",
+    n_draws=4000,
+    statuses=None,
+    model="lognormal",
+) -> dict:
     """The latency table of the report card, as a JSON-ready ``dict``.
 
     Per system, each quantile of attempt latency (seconds) from :func:`posterior_latency`
@@ -1274,10 +1503,19 @@ def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="
 
     if isinstance(data, Results):
         data = data.data
-    boot = latency(data, q=q, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed,
-                   statuses=statuses)
-    post = posterior_latency(data, q=q, unit=unit, n_draws=n_draws, ci_prob=ci_prob,
-                             seed=seed, statuses=statuses, model=model)
+    boot = latency(
+        data, q=q, unit=unit, n_boot=n_boot, ci_prob=ci_prob, seed=seed, statuses=statuses
+    )
+    post = posterior_latency(
+        data,
+        q=q,
+        unit=unit,
+        n_draws=n_draws,
+        ci_prob=ci_prob,
+        seed=seed,
+        statuses=statuses,
+        model=model,
+    )
     attempts = data.dataset["status_counts"].drop_sel(status="not_run").sum(("task", "status"))
     misfit = _lognormal_misfit(post, boot) if model == "lognormal" else None
     rows = []
@@ -1287,24 +1525,43 @@ def latency_table(data, q=(0.5, 0.95), n_boot=2000, seed=0, ci_prob=0.95, unit="
         for level in boot["quantile"].values:
             bl, bh = b["latency_interval"].sel(quantile=level).values
             pl, ph = p["latency_interval"].sel(quantile=level).values
-            quantiles.append({
-                "q": float(level),
-                "bayes_mean": _json(p["latency"].sel(quantile=level)),
-                "bayes_lower": _json(pl), "bayes_upper": _json(ph),
-                "bootstrap_estimate": _json(b["latency"].sel(quantile=level)),
-                "bootstrap_lower": _json(bl), "bootstrap_upper": _json(bh)})
-        row = {"system": str(system), "n_latency": int(b["n_latency"]),
-               "n_attempts": int(attempts.sel(system=system)), "quantiles": quantiles,
-               "lognormal_check": None}
+            quantiles.append(
+                {
+                    "q": float(level),
+                    "bayes_mean": _json(p["latency"].sel(quantile=level)),
+                    "bayes_lower": _json(pl),
+                    "bayes_upper": _json(ph),
+                    "bootstrap_estimate": _json(b["latency"].sel(quantile=level)),
+                    "bootstrap_lower": _json(bl),
+                    "bootstrap_upper": _json(bh),
+                }
+            )
+        row = {
+            "system": str(system),
+            "n_latency": int(b["n_latency"]),
+            "n_attempts": int(attempts.sel(system=system)),
+            "quantiles": quantiles,
+            "lognormal_check": None,
+        }
         if model == "lognormal" and row["n_latency"]:
-            row["lognormal_check"] = {"task_means_p": _json(p["lognormal_check"]),
-                                      "misfit": bool(misfit[data.systems.index(system)])}
+            row["lognormal_check"] = {
+                "task_means_p": _json(p["lognormal_check"]),
+                "misfit": bool(misfit[data.systems.index(system)]),
+            }
         for status in LATENCY_RATES:
             name = f"{status}_rate"
             row[name] = {**_triple(p, name, "bayes"), **_triple(b, name, "bootstrap")}
         rows.append(row)
-    return {"columns": json.loads(data.dataset.attrs.get("latency_columns", "null")),
-            "units": "seconds", "q": [float(v) for v in boot["quantile"].values],
-            "unit": unit, "statuses": list(boot.attrs["statuses"]), "n_boot": int(n_boot),
-            "n_draws": int(post.attrs["n_draws"]), "ci_prob": float(boot.attrs["ci_prob"]),
-            "bayes_model": model, "bayes_method": post.attrs["method"], "rows": rows}
+    return {
+        "columns": json.loads(data.dataset.attrs.get("latency_columns", "null")),
+        "units": "seconds",
+        "q": [float(v) for v in boot["quantile"].values],
+        "unit": unit,
+        "statuses": list(boot.attrs["statuses"]),
+        "n_boot": int(n_boot),
+        "n_draws": int(post.attrs["n_draws"]),
+        "ci_prob": float(boot.attrs["ci_prob"]),
+        "bayes_model": model,
+        "bayes_method": post.attrs["method"],
+        "rows": rows,
+    }

@@ -19,8 +19,7 @@ SAMPLE_DIMS = ("chain", "draw")
 CONTRIBUTION_DRAWS = 400  # draws behind each task's posterior contribution to a curve
 
 
-def observed_scores(successes: np.ndarray, trials: np.ndarray, k: int, metric: str,
-                    systems=None):
+def observed_scores(successes: np.ndarray, trials: np.ndarray, k: int, metric: str, systems=None):
     """Per system, the mean over its valid tasks (``trials >= k``) of the unbiased estimator.
 
     ``successes`` and ``trials`` are ``(system, task)``; returns ``(scores (S,), per_task
@@ -30,29 +29,46 @@ def observed_scores(successes: np.ndarray, trials: np.ndarray, k: int, metric: s
     valid = trials >= k
     per_task = np.full(trials.shape, np.nan)
     if valid.any():
-        per_task[valid] = _unbiased(trials[valid], np.asarray(successes)[valid],
-                                    np.full(valid.sum(), k), metric)
+        per_task[valid] = _unbiased(
+            trials[valid], np.asarray(successes)[valid], np.full(valid.sum(), k), metric
+        )
     empty = ~valid.any(axis=1)
     if empty.any():
-        names = np.flatnonzero(empty).tolist() if systems is None else [
-            systems[s] for s in np.flatnonzero(empty)]
-        raise ValueError(f"system(s) {names} have no task with at least k={k} valid trials: "
-                         "their observed score is undefined")
+        names = (
+            np.flatnonzero(empty).tolist()
+            if systems is None
+            else [systems[s] for s in np.flatnonzero(empty)]
+        )
+        raise ValueError(
+            f"system(s) {names} have no task with at least k={k} valid trials: "
+            "their observed score is undefined"
+        )
     return np.nanmean(per_task, axis=1), per_task
 
 
 def _counts(results):
     obs = results.tree["observed_data"]
     if "missing_bound" in obs["successes"].dims:
-        raise ValueError("winner and compare_curve take data without missing bounds (fit with "
-                         "missing='fail' or 'exclude', or compare the bounds of one pair)")
+        raise ValueError(
+            "winner and compare_curve take data without missing bounds (fit with "
+            "missing='fail' or 'exclude', or compare the bounds of one pair)"
+        )
     c = obs["successes"].transpose("system", "task").values
     n = obs["trials"].transpose("system", "task").values
     return c, n
 
 
-def winner(results, metric="pass@k", k=1, estimand="population", ci_prob=0.95,
-           n_replicates=200, seed=None, clusters=None, weighting="task") -> xr.Dataset:
+def winner(
+    results,
+    metric="pass@k",
+    k=1,
+    estimand="population",
+    ci_prob=0.95,
+    n_replicates=200,
+    seed=None,
+    clusters=None,
+    weighting="task",
+) -> xr.Dataset:
     """The system picked by the observed score and what the pick is worth.
 
     See :meth:`bayeval.Results.winner`.
@@ -69,37 +85,53 @@ def winner(results, metric="pass@k", k=1, estimand="population", ci_prob=0.95,
     scores, _ = observed_scores(c, n, k, metric, systems)
     pick = int(np.argmax(scores))
     # equal scores summed in a different order can differ in the last bits
-    tied = [systems[s] for s in np.flatnonzero(np.isclose(scores, scores[pick], rtol=0,
-                                                          atol=1e-12)) if s != pick]
+    tied = [
+        systems[s]
+        for s in np.flatnonzero(np.isclose(scores, scores[pick], rtol=0, atol=1e-12))
+        if s != pick
+    ]
     values = results._single_metric("winner", metric, k, estimand, clusters, weighting)
     draws = values.transpose("chain", "draw", "system").values.reshape(-1, len(systems))
     value = draws[:, pick]
     alpha = 1 - ci_prob
     best = draws.argmax(axis=1)
-    out = xr.Dataset({
-        "naive_score": scores[pick],
-        "value": (("sample",), value),
-        "value_mean": value.mean(),
-        "value_interval": (("ci_bound",), np.quantile(value, [alpha / 2, 1 - alpha / 2])),
-        "prob_pick_is_best": float((best == pick).mean()),
-        "observed_score": (("system",), scores),
-        "posterior_mean": (("system",), draws.mean(axis=0)),
-    }, coords={"system": np.asarray(systems, dtype=object), "ci_bound": ["lower", "upper"]})
+    out = xr.Dataset(
+        {
+            "naive_score": scores[pick],
+            "value": (("sample",), value),
+            "value_mean": value.mean(),
+            "value_interval": (("ci_bound",), np.quantile(value, [alpha / 2, 1 - alpha / 2])),
+            "prob_pick_is_best": float((best == pick).mean()),
+            "observed_score": (("system",), scores),
+            "posterior_mean": (("system",), draws.mean(axis=0)),
+        },
+        coords={"system": np.asarray(systems, dtype=object), "ci_bound": ["lower", "upper"]},
+    )
     rep = replicate_selection(results, metric, k, n_replicates, seed)
     out["tasks_mean"] = (("system",), rep["tasks_mean"])
     out["optimism"] = scores[pick] - rep["tasks_mean"][pick]
     out["expected_optimism"] = rep["optimism"].mean()
     out["expected_optimism_sd"] = rep["optimism"].std(ddof=1)
     out["replicate_prob_best_picked"] = rep["best_picked"].mean()
-    out.attrs = {"pick": systems[pick], "tied_with": tied, "metric": metric, "k": k,
-                 "estimand": estimand, "ci_prob": ci_prob, "model": results.model,
-                 "n_replicates": n_replicates,
-                 "optimism": ("naive score of the pick minus the posterior mean of its mean "
-                              "over these tasks (the naive score's own target)"),
-                 "expected_optimism": (
-                     "replicate benchmarks on these tasks drawn from the posterior (task rates "
-                     "per draw, binomial trials as observed): the mean of the picked system's "
-                     "naive score minus its true mean over these tasks")}
+    out.attrs = {
+        "pick": systems[pick],
+        "tied_with": tied,
+        "metric": metric,
+        "k": k,
+        "estimand": estimand,
+        "ci_prob": ci_prob,
+        "model": results.model,
+        "n_replicates": n_replicates,
+        "optimism": (
+            "naive score of the pick minus the posterior mean of its mean "
+            "over these tasks (the naive score's own target)"
+        ),
+        "expected_optimism": (
+            "replicate benchmarks on these tasks drawn from the posterior (task rates "
+            "per draw, binomial trials as observed): the mean of the picked system's "
+            "naive score minus its true mean over these tasks"
+        ),
+    }
     return out
 
 
@@ -133,8 +165,12 @@ def replicate_selection(results, metric: str, k: int, n_replicates: int, seed=No
     metric's mean over these tasks, from the same draws).
     """
     c, n = _counts(results)
-    rates = thinned(results, n_replicates).task_rates().transpose("chain", "draw", "system",
-                                                                  "task").values
+    rates = (
+        thinned(results, n_replicates)
+        .task_rates()
+        .transpose("chain", "draw", "system", "task")
+        .values
+    )
     rates = rates.reshape(-1, *rates.shape[2:])  # (draw, S, J)
     take = np.unique(np.linspace(0, len(rates) - 1, min(n_replicates, len(rates))).astype(int))
     seed = int(results.tree.attrs["seed"]) if seed is None else seed
@@ -182,8 +218,9 @@ def crossing_points(effect: np.ndarray, ks: np.ndarray) -> np.ndarray:
     return out
 
 
-def compare_curve(results, candidate, baseline, k, metric="pass@k", estimand="tasks",
-                  ci_prob=0.95, top_tasks=10) -> xr.Dataset:
+def compare_curve(
+    results, candidate, baseline, k, metric="pass@k", estimand="tasks", ci_prob=0.95, top_tasks=10
+) -> xr.Dataset:
     """See :meth:`bayeval.Results.compare_curve`."""
     ci_prob = validate_prob("ci_prob", ci_prob)
     ks, scalar = validate_k(k)
@@ -191,8 +228,9 @@ def compare_curve(results, candidate, baseline, k, metric="pass@k", estimand="ta
         raise ValueError(f"compare_curve needs a list of at least two ks; got {k!r}")
     if np.any(np.diff(ks) <= 0):
         raise ValueError(f"compare_curve needs increasing ks; got {ks.tolist()}")
-    cmp = results.compare(candidate, baseline, metric=metric, k=ks.tolist(), estimand=estimand,
-                          ci_prob=ci_prob)
+    cmp = results.compare(
+        candidate, baseline, metric=metric, k=ks.tolist(), estimand=estimand, ci_prob=ci_prob
+    )
     effect = cmp["effect"]
     if "missing_bound" in effect.dims:
         raise ValueError("compare_curve takes data without missing bounds")
@@ -201,21 +239,34 @@ def compare_curve(results, candidate, baseline, k, metric="pass@k", estimand="ta
     cross = crossing_points(draws, ks)
     alpha = 1 - ci_prob
     crossed = cross[np.isfinite(cross)]
-    out = xr.Dataset({
-        "effect_mean": (("k",), draws.mean(axis=0)),
-        "effect_interval": (("k", "ci_bound"), np.quantile(draws, [alpha / 2, 1 - alpha / 2],
-                                                           axis=0).T),
-        "effect_band": (("k", "ci_bound"), band),
-        "prob_positive": (("k",), (draws > 0).mean(axis=0)),
-        "prob_cross": float(np.isfinite(cross).mean()),
-        "crossing_k": (("sample",), cross),
-        "crossing_interval": (("ci_bound",), np.quantile(crossed, [alpha / 2, 1 - alpha / 2])
-                              if crossed.size else np.full(2, np.nan)),
-    }, coords={"k": ks, "ci_bound": ["lower", "upper"]})
+    out = xr.Dataset(
+        {
+            "effect_mean": (("k",), draws.mean(axis=0)),
+            "effect_interval": (
+                ("k", "ci_bound"),
+                np.quantile(draws, [alpha / 2, 1 - alpha / 2], axis=0).T,
+            ),
+            "effect_band": (("k", "ci_bound"), band),
+            "prob_positive": (("k",), (draws > 0).mean(axis=0)),
+            "prob_cross": float(np.isfinite(cross).mean()),
+            "crossing_k": (("sample",), cross),
+            "crossing_interval": (
+                ("ci_bound",),
+                np.quantile(crossed, [alpha / 2, 1 - alpha / 2])
+                if crossed.size
+                else np.full(2, np.nan),
+            ),
+        },
+        coords={"k": ks, "ci_bound": ["lower", "upper"]},
+    )
     contributions = task_contributions(results, candidate, baseline, ks, metric)
     out = out.merge(contributions)
-    out.attrs = {**cmp.attrs, "k": ks.tolist(), "band": "sup-t (max over k of |z|)",
-                 "band_critical_value": q}
+    out.attrs = {
+        **cmp.attrs,
+        "k": ks.tolist(),
+        "band": "sup-t (max over k of |z|)",
+        "band_critical_value": q,
+    }
     out.attrs.pop("margin", None)
     return out
 
@@ -232,8 +283,12 @@ def task_contributions(results, candidate, baseline, ks, metric) -> xr.Dataset:
     J = int(both.sum())
     # posterior means: 400 evenly thinned draws suffice, and per-task readouts of a large
     # paired fit cost in proportion to the draws
-    rates = thinned(results, CONTRIBUTION_DRAWS).task_rates([candidate, baseline]).transpose(
-        "chain", "draw", "system", "task").values
+    rates = (
+        thinned(results, CONTRIBUTION_DRAWS)
+        .task_rates([candidate, baseline])
+        .transpose("chain", "draw", "system", "task")
+        .values
+    )
     rates = rates.reshape(-1, 2, rates.shape[-1])
     posterior, observed = [], []
     for k in ks:
@@ -242,10 +297,13 @@ def task_contributions(results, candidate, baseline, ks, metric) -> xr.Dataset:
         _, per = observed_scores(c[[i, j]], n[[i, j]], int(k), metric)
         observed.append(np.where(both, per[0] - per[1], np.nan) / J)
     tasks = results.tree["observed_data"]["task"].values
-    return xr.Dataset({
-        "task_contribution": (("task", "k"), np.array(posterior).T),
-        "task_contribution_observed": (("task", "k"), np.array(observed).T),
-    }, coords={"task": tasks})
+    return xr.Dataset(
+        {
+            "task_contribution": (("task", "k"), np.array(posterior).T),
+            "task_contribution_observed": (("task", "k"), np.array(observed).T),
+        },
+        coords={"task": tasks},
+    )
 
 
 def reversal_tasks(curve: xr.Dataset, top: int = 10, by: str = "posterior") -> pd.DataFrame:
@@ -269,16 +327,24 @@ def reversal_tasks(curve: xr.Dataset, top: int = 10, by: str = "posterior") -> p
         raise ValueError(f"by must be 'posterior' or 'observed'; got {by!r}")
     first, last = curve["task_contribution"].isel(k=0), curve["task_contribution"].isel(k=-1)
     change = (last - first).to_series().dropna()
-    obs = (curve["task_contribution_observed"].isel(k=-1)
-           - curve["task_contribution_observed"].isel(k=0)).to_series()
+    obs = (
+        curve["task_contribution_observed"].isel(k=-1)
+        - curve["task_contribution_observed"].isel(k=0)
+    ).to_series()
     key = change if by == "posterior" else obs.reindex(change.index)
     order = key.abs().sort_values(ascending=False, kind="stable").index[:top]
-    return pd.DataFrame({"task": order, "change": change[order].to_numpy(),
-                         "change_observed": obs.reindex(order).to_numpy()})
+    return pd.DataFrame(
+        {
+            "task": order,
+            "change": change[order].to_numpy(),
+            "change_observed": obs.reindex(order).to_numpy(),
+        }
+    )
 
 
-def curve_bootstrap(data, candidate, baseline, k, metric="pass@k", unit="task", n_boot=2000,
-                    ci_prob=0.95, seed=0) -> xr.Dataset:
+def curve_bootstrap(
+    data, candidate, baseline, k, metric="pass@k", unit="task", n_boot=2000, ci_prob=0.95, seed=0
+) -> xr.Dataset:
     """Paired bootstrap of the effect curve over k: pointwise percentile intervals and a
     simultaneous sup-t band, resampling tasks (or whole clusters with ``unit="cluster"``).
 
@@ -331,8 +397,10 @@ def curve_bootstrap(data, candidate, baseline, k, metric="pass@k", unit="task", 
     keep = (n >= ks.max()).all(axis=0)
     if not keep.any():
         raise ValueError(f"no task has at least k={int(ks.max())} trials for both systems")
-    diff = np.stack([np.subtract(*observed_scores(c[:, keep], n[:, keep], int(k), metric)[1])
-                     for k in ks], axis=1)  # (J, K)
+    diff = np.stack(
+        [np.subtract(*observed_scores(c[:, keep], n[:, keep], int(k), metric)[1]) for k in ks],
+        axis=1,
+    )  # (J, K)
     if unit == "cluster":
         if "cluster" not in ds.coords:
             raise ValueError("unit='cluster' needs task clusters")
@@ -350,22 +418,47 @@ def curve_bootstrap(data, candidate, baseline, k, metric="pass@k", unit="task", 
     band, q = _sup_t_band(boot, ci_prob)
     shift = estimate - boot.mean(axis=0)  # centre the band on the estimate
     alpha = 1 - ci_prob
-    out = xr.Dataset({
-        "effect": (("k",), estimate),
-        "effect_interval": (("k", "ci_bound"), np.quantile(boot, [alpha / 2, 1 - alpha / 2],
-                                                           axis=0).T),
-        "effect_band": (("k", "ci_bound"), band + shift[:, None]),
-    }, coords={"k": ks, "ci_bound": ["lower", "upper"]})
-    out.attrs = {"candidate": candidate, "baseline": baseline, "metric": metric, "unit": unit,
-                 "n_boot": n_boot, "ci_prob": ci_prob, "seed": seed,
-                 "n_tasks": int(keep.sum()), "band": "sup-t (max over k of |z|)",
-                 "band_critical_value": q, "paired": "yes"}
+    out = xr.Dataset(
+        {
+            "effect": (("k",), estimate),
+            "effect_interval": (
+                ("k", "ci_bound"),
+                np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0).T,
+            ),
+            "effect_band": (("k", "ci_bound"), band + shift[:, None]),
+        },
+        coords={"k": ks, "ci_bound": ["lower", "upper"]},
+    )
+    out.attrs = {
+        "candidate": candidate,
+        "baseline": baseline,
+        "metric": metric,
+        "unit": unit,
+        "n_boot": n_boot,
+        "ci_prob": ci_prob,
+        "seed": seed,
+        "n_tasks": int(keep.sum()),
+        "band": "sup-t (max over k of |z|)",
+        "band_critical_value": q,
+        "paired": "yes",
+    }
     return out
 
 
-def rank_summary(results, data, metric="pass@k", k=1, estimand="population", prob=0.95,
-                 top=3, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
-                 n_replicates=200) -> dict:
+def rank_summary(
+    results,
+    data,
+    metric="pass@k",
+    k=1,
+    estimand="population",
+    prob=0.95,
+    top=3,
+    unit="task",
+    n_boot=10_000,
+    ci_prob=0.95,
+    seed=0,
+    n_replicates=200,
+) -> dict:
     """Everything ``bayeval rank`` prints, as plain data (JSON-ready).
 
     One record per system, best first by posterior mean: the posterior rank (mean and
@@ -389,32 +482,46 @@ def rank_summary(results, data, metric="pass@k", k=1, estimand="population", pro
 
     ranks = results.ranks(metric=metric, k=k, estimand=estimand, top=top, ci_prob=ci_prob)
     groups = results.rank_groups(prob=prob, metric=metric, k=k, estimand=estimand)
-    sets = bootstrap.rank_sets(data.sel(system=results.systems), metric=metric, k=k, unit=unit,
-                               ci_prob=ci_prob, n_boot=n_boot, seed=seed)
-    win = results.winner(metric=metric, k=k, estimand=estimand, ci_prob=ci_prob,
-                         n_replicates=n_replicates, seed=seed)
+    sets = bootstrap.rank_sets(
+        data.sel(system=results.systems),
+        metric=metric,
+        k=k,
+        unit=unit,
+        ci_prob=ci_prob,
+        n_boot=n_boot,
+        seed=seed,
+    )
+    win = results.winner(
+        metric=metric, k=k, estimand=estimand, ci_prob=ci_prob, n_replicates=n_replicates, seed=seed
+    )
     group_of = groups.set_index("system")
     rows = []
     for system in group_of.index:
         interval = ranks["rank_interval"].sel(system=system).values
-        rows.append({
-            "system": system,
-            "mean": float(group_of.loc[system, "mean"]),
-            "observed": float(win["observed_score"].sel(system=system)),
-            "rank_mean": float(ranks["rank_mean"].sel(system=system)),
-            "rank_lower": int(interval[0]), "rank_upper": int(interval[1]),
-            "prob_best": float(ranks["prob_best"].sel(system=system)),
-            "prob_top": float(ranks["prob_top"].sel(system=system)),
-            "group": int(group_of.loc[system, "group"]),
-            "bootstrap_rank_lower": int(sets["rank_lower"].sel(system=system)),
-            "bootstrap_rank_upper": int(sets["rank_upper"].sel(system=system)),
-        })
+        rows.append(
+            {
+                "system": system,
+                "mean": float(group_of.loc[system, "mean"]),
+                "observed": float(win["observed_score"].sel(system=system)),
+                "rank_mean": float(ranks["rank_mean"].sel(system=system)),
+                "rank_lower": int(interval[0]),
+                "rank_upper": int(interval[1]),
+                "prob_best": float(ranks["prob_best"].sel(system=system)),
+                "prob_top": float(ranks["prob_top"].sel(system=system)),
+                "group": int(group_of.loc[system, "group"]),
+                "bootstrap_rank_lower": int(sets["rank_lower"].sel(system=system)),
+                "bootstrap_rank_upper": int(sets["rank_upper"].sel(system=system)),
+            }
+        )
     winner_record = {
-        "pick": win.attrs["pick"], "tied_with": list(win.attrs["tied_with"]),
-        "naive_score": float(win["naive_score"]), "value_mean": float(win["value_mean"]),
+        "pick": win.attrs["pick"],
+        "tied_with": list(win.attrs["tied_with"]),
+        "naive_score": float(win["naive_score"]),
+        "value_mean": float(win["value_mean"]),
         "value_lower": float(win["value_interval"][0]),
         "value_upper": float(win["value_interval"][1]),
-        "optimism": float(win["optimism"]), "prob_pick_is_best": float(win["prob_pick_is_best"]),
+        "optimism": float(win["optimism"]),
+        "prob_pick_is_best": float(win["prob_pick_is_best"]),
     }
     winner_record["expected_optimism"] = float(win["expected_optimism"])
     winner_record["replicate_prob_best_picked"] = float(win["replicate_prob_best_picked"])
@@ -422,12 +529,25 @@ def rank_summary(results, data, metric="pass@k", k=1, estimand="population", pro
 
     return {
         "schema_version": SCHEMA_VERSION,
-        "settings": {"metric": metric, "k": int(k), "estimand": estimand, "prob": prob,
-                     "top": top, "ci_prob": ci_prob, "unit": unit, "n_boot": n_boot,
-                     "seed": seed, "model": results.model, "paired": results._paired},
+        "settings": {
+            "metric": metric,
+            "k": int(k),
+            "estimand": estimand,
+            "prob": prob,
+            "top": top,
+            "ci_prob": ci_prob,
+            "unit": unit,
+            "n_boot": n_boot,
+            "seed": seed,
+            "model": results.model,
+            "paired": results._paired,
+        },
         "group_rule": groups.attrs["rule"],
-        "bootstrap": {"construction": sets.attrs.get("construction"),
-                      "critical_value": float(sets.attrs["critical_value"]), "unit": unit},
+        "bootstrap": {
+            "construction": sets.attrs.get("construction"),
+            "critical_value": float(sets.attrs["critical_value"]),
+            "unit": unit,
+        },
         "systems": rows,
         "winner": winner_record,
     }

@@ -84,27 +84,42 @@ def log_likelihood(tree) -> xr.Dataset | None:
         arrays = Rules().arrays()
         pc, pn = np.ascontiguousarray(pat.c), np.ascontiguousarray(pat.n)
         # the predictors per (cluster, stratum), not per pattern: the patterns share them
-        keys, row = np.unique(np.stack([pat.cluster, pat.stratum], axis=1), axis=0,
-                              return_inverse=True)
+        keys, row = np.unique(
+            np.stack([pat.cluster, pat.stratum], axis=1), axis=0, return_inverse=True
+        )
         g, h = keys[:, 0], keys[:, 1]
         chunk = max(1, _CHUNK_NUMBERS // max(keys.shape[0] * S, 1))  # memory stays bounded
         for start in range(0, D, chunk):
             d = slice(start, min(start + chunk, D))
-            rows = (prm["alpha"][d][:, :, h].transpose(0, 2, 1) + prm["u"][d][:, g][:, :, None]
-                    + prm["w"][d][:, :, g].transpose(0, 2, 1))  # (draws, rows, S)
-            values = all_pattern_logliks(np.ascontiguousarray(rows, float),
-                                         np.ascontiguousarray(row.ravel(), np.int64), pc, pn,
-                                         np.ascontiguousarray(prm["sigma_task"][d], float),
-                                         np.ascontiguousarray(sigma_v[d], float),
-                                         layout.paired, *arrays)
+            rows = (
+                prm["alpha"][d][:, :, h].transpose(0, 2, 1)
+                + prm["u"][d][:, g][:, :, None]
+                + prm["w"][d][:, :, g].transpose(0, 2, 1)
+            )  # (draws, rows, S)
+            values = all_pattern_logliks(
+                np.ascontiguousarray(rows, float),
+                np.ascontiguousarray(row.ravel(), np.int64),
+                pc,
+                pn,
+                np.ascontiguousarray(prm["sigma_task"][d], float),
+                np.ascontiguousarray(sigma_v[d], float),
+                layout.paired,
+                *arrays,
+            )
             total[d] = values[:, pat.inverse]
     total += np.where(n > 0, _log_binomial_coefficients(c, n), 0.0).sum(axis=0)
     return xr.Dataset(
         {"successes": (("chain", "draw", "task"), total.reshape(n_chain, n_draw, J))},
-        coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                "task": obs["task"].values},
-        attrs={"unit": "task (joint over the systems that ran it)",
-               "binomial_coefficients": "included"})
+        coords={
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
+            "task": obs["task"].values,
+        },
+        attrs={
+            "unit": "task (joint over the systems that ran it)",
+            "binomial_coefficients": "included",
+        },
+    )
 
 
 def replicated_successes(tree, seed) -> xr.DataArray | None:
@@ -128,7 +143,14 @@ def replicated_successes(tree, seed) -> xr.DataArray | None:
         counts = (rng.random(p.shape) < p) * trials
     else:
         counts = rng.binomial(trials, p)
-    return xr.DataArray(counts.astype(np.int64), dims=("chain", "draw", "system", "task"),
-                        coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                                "system": obs["system"].values, "task": obs["task"].values},
-                        name="successes")
+    return xr.DataArray(
+        counts.astype(np.int64),
+        dims=("chain", "draw", "system", "task"),
+        coords={
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
+            "system": obs["system"].values,
+            "task": obs["task"].values,
+        },
+        name="successes",
+    )

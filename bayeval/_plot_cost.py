@@ -20,8 +20,12 @@ FRONTIER_COLOR, POINT_COLOR = "#d1603d", "#4c72b0"
 
 #: Parts of leaderboard labels that tell no two systems apart in a plot: a leading date, a
 #: scaffold version tag (``mini-v1.16.0_``) and a trailing date.
-_NOISE = (re.compile(r"^\d{8}[_-]"), re.compile(r"(?:^|(?<=[_-]))[A-Za-z]+-v\d+(?:\.\d+){2,}[_-]"),
-          re.compile(r"[_-]\d{8}$"), re.compile(r"[_-]\d{4}-\d{2}-\d{2}$"))
+_NOISE = (
+    re.compile(r"^\d{8}[_-]"),
+    re.compile(r"(?:^|(?<=[_-]))[A-Za-z]+-v\d+(?:\.\d+){2,}[_-]"),
+    re.compile(r"[_-]\d{8}$"),
+    re.compile(r"[_-]\d{4}-\d{2}-\d{2}$"),
+)
 
 
 def compact_names(labels, max_length: int = 28) -> list[str]:
@@ -69,8 +73,15 @@ def _place_labels(ax, xs, ys, names, fontsize, priority):
         return max(w, 0) * max(h, 0)
 
     for i in priority:
-        text = ax.annotate(names[i], (xs[i], ys[i]), xytext=(0, 0), textcoords="offset points",
-                           fontsize=fontsize, va="center", ha="left")
+        text = ax.annotate(
+            names[i],
+            (xs[i], ys[i]),
+            xytext=(0, 0),
+            textcoords="offset points",
+            fontsize=fontsize,
+            va="center",
+            ha="left",
+        )
         ext = text.get_window_extent(renderer)
         w, h = ext.width, ext.height
         best, best_score = None, np.inf
@@ -84,8 +95,12 @@ def _place_labels(ax, xs, ys, names, fontsize, priority):
             box = (x0, y0, x0 + w, y0 + h)
             score = sum(overlap(box, b) for b in placed)
             score += sum(overlap(box, b) for b in point_boxes) - overlap(box, own)
-            outside = (max(frame.x0 - box[0], 0) + max(box[2] - frame.x1, 0)
-                       + max(frame.y0 - box[1], 0) + max(box[3] - frame.y1, 0))
+            outside = (
+                max(frame.x0 - box[0], 0)
+                + max(box[2] - frame.x1, 0)
+                + max(frame.y0 - box[1], 0)
+                + max(box[3] - frame.y1, 0)
+            )
             score += outside * h * 4 + 1e-3 * (abs(dx) + abs(dy))
             if score < best_score:
                 best, best_score = (dx, dy, box), score
@@ -93,15 +108,32 @@ def _place_labels(ax, xs, ys, names, fontsize, priority):
         text.remove()
         ha = "left" if dx > 0 else ("right" if dx < 0 else "center")
         va = "center" if dy == 0 else ("bottom" if dy > 0 else "top")
-        texts.append(ax.annotate(names[i], (xs[i], ys[i]), xytext=(dx, dy),
-                                 textcoords="offset points", fontsize=fontsize, ha=ha, va=va,
-                                 color="0.15"))
+        texts.append(
+            ax.annotate(
+                names[i],
+                (xs[i], ys[i]),
+                xytext=(dx, dy),
+                textcoords="offset points",
+                fontsize=fontsize,
+                ha=ha,
+                va=va,
+                color="0.15",
+            )
+        )
         placed.append(box)
     return texts
 
 
-def plot_cost_success(cost_result, cost: str = "cost_per_attempt", labels=None, log=None,
-                      frontier_line: bool = True, ax=None, figsize=None, fontsize=None):
+def plot_cost_success(
+    cost_result,
+    cost: str = "cost_per_attempt",
+    labels=None,
+    log=None,
+    frontier_line: bool = True,
+    ax=None,
+    figsize=None,
+    fontsize=None,
+):
     """Success against cost per system, with intervals and the cost-success frontier.
 
     Each system is a point at its cost (x) and pass@1 per attempt (y) with the intervals of
@@ -144,8 +176,7 @@ def plot_cost_success(cost_result, cost: str = "cost_per_attempt", labels=None, 
     from bayeval.plots import _pyplot, _single_ax
 
     if not isinstance(cost_result, xr.Dataset) or "cost_per_attempt_draws" not in cost_result:
-        raise TypeError("cost_result must be the Dataset of bayeval.bootstrap.cost or "
-                        "Results.cost")
+        raise TypeError("cost_result must be the Dataset of bayeval.bootstrap.cost or Results.cost")
     validate_choice("cost", cost, ("cost_per_attempt", "cost_per_success"))
     systems = [str(s) for s in cost_result["system"].values]
     n = len(systems)
@@ -175,20 +206,36 @@ def plot_cost_success(cost_result, cost: str = "cost_per_attempt", labels=None, 
     on = front["on_frontier"].values
     colors = np.where(on, FRONTIER_COLOR, POINT_COLOR)
     for i in np.flatnonzero(finite):
-        xerr = np.array([[x[i] - xi[i, 0]], [(xi[i, 1] if np.isfinite(xi[i, 1]) else x[i])
-                                             - x[i]]])
+        xerr = np.array([[x[i] - xi[i, 0]], [(xi[i, 1] if np.isfinite(xi[i, 1]) else x[i]) - x[i]]])
         yerr = np.array([[y[i] - yi[i, 0]], [yi[i, 1] - y[i]]])
-        ax.errorbar(x[i], y[i], xerr=np.clip(xerr, 0, None), yerr=np.clip(yerr, 0, None),
-                    fmt="o", color=colors[i], ms=5, elinewidth=0.8, alpha=0.9, capsize=0,
-                    zorder=3 if on[i] else 2)
+        ax.errorbar(
+            x[i],
+            y[i],
+            xerr=np.clip(xerr, 0, None),
+            yerr=np.clip(yerr, 0, None),
+            fmt="o",
+            color=colors[i],
+            ms=5,
+            elinewidth=0.8,
+            alpha=0.9,
+            capsize=0,
+            zorder=3 if on[i] else 2,
+        )
     order = [systems.index(s) for s in front.attrs["frontier"] if finite[systems.index(s)]]
     if frontier_line and len(order) > 1:
         sx, sy = [x[order[0]]], [y[order[0]]]
         for i in order[1:]:
             sx += [x[i], x[i]]
             sy += [sy[-1], y[i]]
-        ax.plot(sx, sy, color=FRONTIER_COLOR, lw=1.2, alpha=0.7, zorder=1,
-                label="frontier (no system succeeds as often for less)")
+        ax.plot(
+            sx,
+            sy,
+            color=FRONTIER_COLOR,
+            lw=1.2,
+            alpha=0.7,
+            zorder=1,
+            label="frontier (no system succeeds as often for less)",
+        )
         ax.legend(loc="lower right", fontsize=fontsize, frameon=False)
     if log:
         from matplotlib.ticker import FuncFormatter, LogLocator
@@ -205,8 +252,10 @@ def plot_cost_success(cost_result, cost: str = "cost_per_attempt", labels=None, 
     ci = cost_result.attrs.get("ci_prob")
     method = str(cost_result.attrs.get("method", ""))
     kind = "posterior" if method.startswith("posterior") else "bootstrap"
-    ax.set_title(f"Success against cost ({kind}" + (f", {ci:.0%} intervals)" if ci else ")"),
-                 fontsize=fontsize + 2)
+    ax.set_title(
+        f"Success against cost ({kind}" + (f", {ci:.0%} intervals)" if ci else ")"),
+        fontsize=fontsize + 2,
+    )
     ax.grid(alpha=0.25, which="both" if log else "major")
     idx = np.flatnonzero(finite)
     priority = sorted(idx, key=lambda i: (not on[i], -y[i]))

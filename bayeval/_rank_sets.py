@@ -72,10 +72,10 @@ def _critical_values(deviation, se, ci_prob):
     max_row = np.empty((n_boot, n_sys))
     step = max(1, _MAX_CELLS // max(n_sys * n_sys, 1))
     for start in range(0, n_boot, step):
-        d = deviation[start:start + step]
+        d = deviation[start : start + step]
         t = np.abs(d[:, :, None] - d[:, None, :]) * inv[None]
-        max_row[start:start + step] = t.max(axis=2)
-        max_all[start:start + step] = max_row[start:start + step].max(axis=1)
+        max_row[start : start + step] = t.max(axis=2)
+        max_all[start : start + step] = max_row[start : start + step].max(axis=1)
     # the inverted-CDF quantile: the smallest value whose bootstrap CDF reaches ci_prob
     c_all = float(np.quantile(max_all, ci_prob, method="inverted_cdf"))
     c_sys = np.quantile(max_row, ci_prob, axis=0, method="inverted_cdf")
@@ -125,20 +125,39 @@ def _rank_set_arrays(estimate, replicates, ci_prob, kind):
         p_holm[iu[::-1]] = upper
     # single-step max-|t| adjusted p-value: the share of replicate maxima at or above |t|
     exceed = n_boot - np.searchsorted(sorted_max, np.where(off, abs_t, 0.0), side="left")
-    p_maxt = np.where(off, np.where(known, np.where(np.abs(diff) > tol, 0.0, 1.0),
-                                    exceed / n_boot), np.nan)
+    p_maxt = np.where(
+        off, np.where(known, np.where(np.abs(diff) > tol, 0.0, 1.0), exceed / n_boot), np.nan
+    )
     rank_observed = 1 + (estimate[None, :] > estimate[:, None]).sum(axis=1)
     return {
-        "estimate": estimate, "rank_observed": rank_observed, "rank_lower": rank_lower,
-        "rank_upper": rank_upper, "critical_value": c_col, "diff": np.where(off, diff, np.nan),
-        "se": np.where(off, se, np.nan), "t": t,
-        "diff_interval": np.stack([lower_diff, upper_diff], axis=-1), "reject": reject,
-        "p_value": p_wald, "p_value_holm": p_holm, "p_value_maxt": p_maxt,
+        "estimate": estimate,
+        "rank_observed": rank_observed,
+        "rank_lower": rank_lower,
+        "rank_upper": rank_upper,
+        "critical_value": c_col,
+        "diff": np.where(off, diff, np.nan),
+        "se": np.where(off, se, np.nan),
+        "t": t,
+        "diff_interval": np.stack([lower_diff, upper_diff], axis=-1),
+        "reject": reject,
+        "p_value": p_wald,
+        "p_value_holm": p_holm,
+        "p_value_maxt": p_maxt,
     }, c_all
 
 
-def rank_sets(data, metric="pass@k", k=1, unit="task", ci_prob=0.95, n_boot=10_000, seed=0,
-              kind="simultaneous", weighting="task", clusters=None) -> xr.Dataset:
+def rank_sets(
+    data,
+    metric="pass@k",
+    k=1,
+    unit="task",
+    ci_prob=0.95,
+    n_boot=10_000,
+    seed=0,
+    kind="simultaneous",
+    weighting="task",
+    clusters=None,
+) -> xr.Dataset:
     """Rank confidence sets for every system, with multiplicity-adjusted pairwise tests.
 
     The max-|t| construction of Mogstad, Romano, Shaikh & Wilhelm (2024) on the paired
@@ -202,22 +221,27 @@ def rank_sets(data, metric="pass@k", k=1, unit="task", ci_prob=0.95, n_boot=10_0
     # bayeval.bootstrap re-exports this function: import it here, not at module level
     from bayeval.bootstrap import ESTIMAND_OF_UNIT, _run, _status_vars, _validate_common
 
-    ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, "percentile",
-                                             ci_prob, n_boot, seed, metric)
+    ci_prob, n_boot, seed = _validate_common(
+        data, unit, weighting, clusters, "percentile", ci_prob, n_boot, seed, metric
+    )
     validate_choice("kind", kind, KINDS)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be one positive integer (rank sets take one k); got {k!r}")
     if data.missing == "bounds":
-        raise ValueError("rank_sets needs one count per cell; this data has missing='bounds'. "
-                         "Choose a policy first: data.with_missing('fail') or "
-                         "data.with_missing('exclude') (or compute the sets under each)")
+        raise ValueError(
+            "rank_sets needs one count per cell; this data has missing='bounds'. "
+            "Choose a policy first: data.with_missing('fail') or "
+            "data.with_missing('exclude') (or compute the sets under each)"
+        )
     systems = data.systems
     if len(systems) < 2:
         raise ValueError(f"rank_sets needs at least two systems; got {len(systems)}")
     shared = (data.dataset["trials"].values > 0).all(axis=0)
     if not shared.any():
-        raise ValueError("no task has valid trials for every system; rank sets compare all "
-                         "systems on shared tasks")
+        raise ValueError(
+            "no task has valid trials for every system; rank sets compare all "
+            "systems on shared tasks"
+        )
     subset = data if shared.all() else data.sel(task=data.tasks[shared].tolist())
     ks = np.array([int(k)], dtype=np.int64)
     res, _, _ = _run(subset, systems, ks, metric, unit, weighting, clusters, n_boot, seed)
@@ -225,40 +249,62 @@ def rank_sets(data, metric="pass@k", k=1, unit="task", ci_prob=0.95, n_boot=10_0
     one_trial = (subset.dataset["trials"].values == 1).all()
     if res.valid is not None and not res.valid.all() and not one_trial:
         reason = next(r for r in res.reason.ravel() if r)
-        warnings.warn(f"the rank sets rest on a trial bootstrap that does not hold here: "
-                      f"{reason}", BayevalWarning, stacklevel=2)
+        warnings.warn(
+            f"the rank sets rest on a trial bootstrap that does not hold here: {reason}",
+            BayevalWarning,
+            stacklevel=2,
+        )
     estimate = res.estimate[:, 0]
     replicates = res.replicates[:, :, 0]
     finite = np.isfinite(replicates).all(axis=1)
     if not finite.all():
-        warnings.warn(f"{int((~finite).sum())} of {n_boot} bootstrap replicates are undefined "
-                      "(a resampled group had no valid task) and were left out",
-                      BayevalWarning, stacklevel=2)
+        warnings.warn(
+            f"{int((~finite).sum())} of {n_boot} bootstrap replicates are undefined "
+            "(a resampled group had no valid task) and were left out",
+            BayevalWarning,
+            stacklevel=2,
+        )
         replicates = replicates[finite]
     arrays, c_all = _rank_set_arrays(estimate, replicates, ci_prob, kind)
 
     pair = ("candidate", "baseline")
     ds = xr.Dataset(
-        {name: (("system",), arrays[name]) for name in
-         ("estimate", "rank_observed", "rank_lower", "rank_upper", "critical_value")}
-        | {name: (pair, arrays[name]) for name in
-           ("diff", "se", "t", "reject", "p_value", "p_value_holm", "p_value_maxt")}
+        {
+            name: (("system",), arrays[name])
+            for name in ("estimate", "rank_observed", "rank_lower", "rank_upper", "critical_value")
+        }
+        | {
+            name: (pair, arrays[name])
+            for name in ("diff", "se", "t", "reject", "p_value", "p_value_holm", "p_value_maxt")
+        }
         | {"diff_interval": (pair + ("ci_bound",), arrays["diff_interval"])},
-        coords={"system": np.asarray(systems, dtype=object),
-                "candidate": np.asarray(systems, dtype=object),
-                "baseline": np.asarray(systems, dtype=object),
-                "ci_bound": ["lower", "upper"]},
+        coords={
+            "system": np.asarray(systems, dtype=object),
+            "candidate": np.asarray(systems, dtype=object),
+            "baseline": np.asarray(systems, dtype=object),
+            "ci_bound": ["lower", "upper"],
+        },
     )
     ds = ds.assign(_status_vars(data, systems))
     ds.attrs = {
-        "metric": metric, "k": int(k), "unit": unit, "estimand": ESTIMAND_OF_UNIT[unit],
-        "weighting": weighting, "clusters": clusters or "none", "kind": kind,
-        "ci_prob": ci_prob, "n_boot": n_boot, "n_boot_used": int(finite.sum()), "seed": seed,
-        "critical_value": c_all, "n_tasks": int(shared.sum()),
-        "n_unshared_tasks": int((~shared).sum()), "missing_policy": data.missing or "none",
+        "metric": metric,
+        "k": int(k),
+        "unit": unit,
+        "estimand": ESTIMAND_OF_UNIT[unit],
+        "weighting": weighting,
+        "clusters": clusters or "none",
+        "kind": kind,
+        "ci_prob": ci_prob,
+        "n_boot": n_boot,
+        "n_boot_used": int(finite.sum()),
+        "seed": seed,
+        "critical_value": c_all,
+        "n_tasks": int(shared.sum()),
+        "n_unshared_tasks": int((~shared).sum()),
+        "missing_policy": data.missing or "none",
         "paired": "yes",
         "construction": "max-|t| over pairwise differences (Mogstad, Romano, Shaikh & "
-                        "Wilhelm 2024); rank 1 = best; rank set = [1 + #surely better, "
-                        "p - #surely worse]",
+        "Wilhelm 2024); rank 1 = best; rank set = [1 + #surely better, "
+        "p - #surely worse]",
     }
     return ds

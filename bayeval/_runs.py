@@ -24,8 +24,10 @@ def recipes_of(results) -> np.ndarray:
     """Each system's recipe, or a clear refusal for data without runs."""
     obs = results.tree["observed_data"]
     if "recipe" not in obs.coords:
-        raise ValueError("runs= compares recipes: read the data with from_frame(..., run=...) "
-                         "so that each system is a (recipe, run) checkpoint")
+        raise ValueError(
+            "runs= compares recipes: read the data with from_frame(..., run=...) "
+            "so that each system is a (recipe, run) checkpoint"
+        )
     return np.asarray(obs["recipe"].values, dtype=object)
 
 
@@ -35,47 +37,66 @@ def check_recipes(results, candidate, baseline) -> list:
     known = list(dict.fromkeys(recipes.tolist()))
     for role, label in (("candidate", candidate), ("baseline", baseline)):
         if label not in known:
-            raise ValueError(f"{role} {label!r} is not a recipe of these results; recipes: "
-                             f"{describe_values(known)}")
+            raise ValueError(
+                f"{role} {label!r} is not a recipe of these results; recipes: "
+                f"{describe_values(known)}"
+            )
     if candidate == baseline:
         raise ValueError("candidate and baseline must be different recipes")
     systems = np.asarray(results.systems, dtype=object)
     return systems[np.isin(recipes, [candidate, baseline])].tolist()
 
 
-def recipe_values(results, metric, k, estimand, clusters, weighting, runs, shared=None,
-                  tau=None) -> xr.DataArray:
+def recipe_values(
+    results, metric, k, estimand, clusters, weighting, runs, shared=None, tau=None
+) -> xr.DataArray:
     """Draws of each recipe's metric, over a ``system`` dim holding the recipes."""
     validate_choice("runs", runs, RUNS)
     recipes = recipes_of(results)
     if runs == "observed":
-        values = results._metric(metric, k, estimand, clusters, weighting, shared=shared,
-                                 tau=tau)
-        grouped = values.assign_coords(recipe=("system", recipes)).groupby("recipe").mean(
-            "system")
+        values = results._metric(metric, k, estimand, clusters, weighting, shared=shared, tau=tau)
+        grouped = values.assign_coords(recipe=("system", recipes)).groupby("recipe").mean("system")
         order = list(dict.fromkeys(recipes.tolist()))
         out = grouped.sel(recipe=order).rename(recipe="system")
         out.attrs = values.attrs
         return out
     if results.model != "logit_normal" or "sigma_run" not in results.tree["posterior"]:
-        raise ValueError("runs='new' needs the logit_normal model with a run level (a recipe "
-                         "with two or more runs): it is about new training seeds, whose "
-                         "spread only that level estimates; runs='observed' compares these "
-                         "checkpoints under any model")
+        raise ValueError(
+            "runs='new' needs the logit_normal model with a run level (a recipe "
+            "with two or more runs): it is about new training seeds, whose "
+            "spread only that level estimates; runs='observed' compares these "
+            "checkpoints under any model"
+        )
     if estimand != "population" or clusters not in (None, "new"):
-        raise ValueError("runs='new' takes estimand='population' with new clusters: a new "
-                         "run is a new checkpoint, with no per-task posterior of its own")
+        raise ValueError(
+            "runs='new' takes estimand='population' with new clusters: a new "
+            "run is a new checkpoint, with no per-task posterior of its own"
+        )
     from bayeval.estimators import metric_ks
 
     ks, scalar = metric_ks(metric, k)
     values = results._model.new_run_population(results.tree, metric, ks, tau=tau)
-    values.attrs = {"metric": metric, "estimand": estimand, "model": results.model,
-                    "clusters": "new", "runs": "new"}
+    values.attrs = {
+        "metric": metric,
+        "estimand": estimand,
+        "model": results.model,
+        "clusters": "new",
+        "runs": "new",
+    }
     return values.isel(k=0) if scalar else values
 
 
-def bootstrap_recipe_effect(data, candidate, baseline, runs="observed", k=1, unit="task",
-                            n_boot=10_000, seed=0, ci_prob=0.95) -> dict:
+def bootstrap_recipe_effect(
+    data,
+    candidate,
+    baseline,
+    runs="observed",
+    k=1,
+    unit="task",
+    n_boot=10_000,
+    seed=0,
+    ci_prob=0.95,
+) -> dict:
     """Bootstrap twin of ``Results.compare(candidate, baseline, runs=...)`` for pass@k.
 
     Each checkpoint's per-task value is the unbiased pass@k of its counts (:func:`bayeval.
@@ -113,18 +134,24 @@ def bootstrap_recipe_effect(data, candidate, baseline, runs="observed", k=1, uni
     members = {r: np.flatnonzero(recipes == r) for r in (candidate, baseline)}
     for role, label in (("candidate", candidate), ("baseline", baseline)):
         if not len(members[label]):
-            raise ValueError(f"{role} {label!r} is not a recipe of the data; recipes: "
-                             f"{describe_values(list(dict.fromkeys(recipes.tolist())))}")
+            raise ValueError(
+                f"{role} {label!r} is not a recipe of the data; recipes: "
+                f"{describe_values(list(dict.fromkeys(recipes.tolist())))}"
+            )
     c = ds["successes"].values
     n = ds["trials"].values
     if c.ndim == 3:
-        raise ValueError("the recipe bootstrap takes one success count per cell; under "
-                         "missing='bounds' compare each bound's data")
+        raise ValueError(
+            "the recipe bootstrap takes one success count per cell; under "
+            "missing='bounds' compare each bound's data"
+        )
     rows = np.concatenate([members[candidate], members[baseline]])
     valid = (n[rows] >= k).all(axis=0)
     if not valid.any():
-        raise ValueError(f"no task has at least k={k} valid trials in every checkpoint of "
-                         f"{candidate!r} and {baseline!r}")
+        raise ValueError(
+            f"no task has at least k={k} valid trials in every checkpoint of "
+            f"{candidate!r} and {baseline!r}"
+        )
     # the compared checkpoints' per-task values, (checkpoint, task); members as their rows
     values = np.asarray(pass_at_k(n[rows][:, valid], c[rows][:, valid], k), dtype=float)
     n_cand = len(members[candidate])
@@ -140,19 +167,28 @@ def bootstrap_recipe_effect(data, candidate, baseline, runs="observed", k=1, uni
 
     def effect(task_index, run_pick):
         means = values[:, task_index].mean(axis=1)  # each checkpoint's mean over the tasks
-        return (means[run_pick[candidate]].mean() - means[run_pick[baseline]].mean())
+        return means[run_pick[candidate]].mean() - means[run_pick[baseline]].mean()
 
     estimate = effect(np.arange(values.shape[1]), members)
     reps = np.empty(n_boot)
     for b in range(n_boot):
         picked = rng.integers(len(groups), size=len(groups))
         task_index = np.concatenate([groups[g] for g in picked])
-        pick = members if runs == "observed" else {
-            r: rng.choice(members[r], size=len(members[r]), replace=True) for r in members}
+        pick = (
+            members
+            if runs == "observed"
+            else {r: rng.choice(members[r], size=len(members[r]), replace=True) for r in members}
+        )
         reps[b] = effect(task_index, pick)
     tail = (1 - ci_prob) / 2
     lower, upper = np.quantile(reps, [tail, 1 - tail])
-    return {"estimate": float(estimate), "lower": float(lower), "upper": float(upper),
-            "prob_positive": float((reps > 0).mean()), "n_tasks": int(valid.sum()),
-            "runs": {str(r): int(len(members[r])) for r in members}, "unit": unit,
-            "n_boot": int(n_boot)}
+    return {
+        "estimate": float(estimate),
+        "lower": float(lower),
+        "upper": float(upper),
+        "prob_positive": float((reps > 0).mean()),
+        "n_tasks": int(valid.sum()),
+        "runs": {str(r): int(len(members[r])) for r in members},
+        "unit": unit,
+        "n_boot": int(n_boot),
+    }

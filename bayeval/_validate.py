@@ -100,7 +100,9 @@ def merge_priors(priors, defaults: dict, model: str) -> dict:
     if priors is not None:
         unknown = set(priors) - set(defaults)
         if unknown:
-            raise ValueError(f"unknown prior(s) {sorted(unknown)} for the {model} model; "
-                             f"allowed: {sorted(defaults)}")
+            raise ValueError(
+                f"unknown prior(s) {sorted(unknown)} for the {model} model; "
+                f"allowed: {sorted(defaults)}"
+            )
         merged.update(priors)
     return merged

@@ -170,7 +170,7 @@ def _resample_values(values, valid, metric, layout: _Layout, n_boot, rng) -> _Re
     for g, w in enumerate(layout.weight):
         patterns, mult = np.unique(rows[group_of_unit == g], axis=0, return_counts=True)
         pV = patterns[:, : n_col * n_k].reshape(-1, n_col, n_k)
-        pS = patterns[:, n_col * n_k:]
+        pS = patterns[:, n_col * n_k :]
         tot_V, tot_S = mult @ pV.reshape(len(pV), -1), mult @ pS
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = tot_V.reshape(n_col, n_k) / tot_S[:, None]
@@ -192,8 +192,12 @@ def _resample_values(values, valid, metric, layout: _Layout, n_boot, rng) -> _Re
             left_out = (tot_V[None] - pV) / (tot_S[None, :, None] - pS[..., None])
         jack_dev.append(w * (left_out - ratio[None]))
         jack_mult.append(mult)
-    return _Resampled(clip_metric(estimate, metric), clip_metric(replicates, metric),
-                      np.concatenate(jack_dev), np.concatenate(jack_mult))
+    return _Resampled(
+        clip_metric(estimate, metric),
+        clip_metric(replicates, metric),
+        np.concatenate(jack_dev),
+        np.concatenate(jack_mult),
+    )
 
 
 def _trial_weights(n, layout: _Layout) -> np.ndarray:
@@ -239,8 +243,10 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng, tau=None) -
         for (nn, cc, w), m in zip(patterns, mult):
             nn, cc = int(nn), int(cc)
             if nn not in tables:
-                tables[nn] = (unbiased_table(nn, ks, metric, tau),
-                              unbiased_square_table(nn, ks, metric, tau))
+                tables[nn] = (
+                    unbiased_table(nn, ks, metric, tau),
+                    unbiased_square_table(nn, ks, metric, tau),
+                )
             table, square = tables[nn]
             estimate[col] += m * w * table[cc]
             g, h2 = table[cc], square[cc]
@@ -277,26 +283,41 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng, tau=None) -
         valid[col] = ~too_few & ~negative
         n_min = int(n[col, used].min()) if used.any() else 0
         for i in np.flatnonzero(too_few):
-            what = ("consistency compares two attempts, and 2 is" if metric == "consistency"
-                    else f"k={int(ks[i])} is")
-            advice = ("n >= 4 trials per task" if metric == "consistency" else "k <= n/2")
+            what = (
+                "consistency compares two attempts, and 2 is"
+                if metric == "consistency"
+                else f"k={int(ks[i])} is"
+            )
+            advice = "n >= 4 trials per task" if metric == "consistency" else "k <= n/2"
             reason[col, i] = (
                 f"{what} more than half the fewest trials of a task (n={n_min}): "
                 f"the variance of the unbiased {metric} estimator cannot be estimated from the "
                 "trials, so the interval is the trial bootstrap recentred at the estimate and "
-                f"under-covers (use {advice}, unit='task', or a Bayesian fit)")
+                f"under-covers (use {advice}, unit='task', or a Bayesian fit)"
+            )
         for i in np.flatnonzero(negative):
-            reason[col, i] = ("the unbiased variance estimate is negative (too few tasks with "
-                              "mixed outcomes); the interval is the trial bootstrap recentred at "
-                              "the estimate")
+            reason[col, i] = (
+                "the unbiased variance estimate is negative (too few tasks with "
+                "mixed outcomes); the interval is the trial bootstrap recentred at "
+                "the estimate"
+            )
         with np.errstate(invalid="ignore", divide="ignore"):
-            scale = np.where(valid[col] & (boot_var[col] > 0),
-                             np.sqrt(np.maximum(unbiased_var[col], 0.0) / boot_var[col]), 1.0)
+            scale = np.where(
+                valid[col] & (boot_var[col] > 0),
+                np.sqrt(np.maximum(unbiased_var[col], 0.0) / boot_var[col]),
+                1.0,
+            )
         replicates[:, col] = estimate[col] + (replicates[:, col] - boot_mean[col]) * scale
     if not jack_dev:
         jack_dev, jack_mult = [np.full((n_col, n_k), np.nan)], [1]
-    return _Resampled(clip_metric(estimate, metric), clip_metric(replicates, metric),
-                      np.stack(jack_dev), np.asarray(jack_mult), valid, reason)
+    return _Resampled(
+        clip_metric(estimate, metric),
+        clip_metric(replicates, metric),
+        np.stack(jack_dev),
+        np.asarray(jack_mult),
+        valid,
+        reason,
+    )
 
 
 # -- intervals ---------------------------------------------------------------------------------
@@ -334,13 +355,16 @@ def _intervals(estimate, replicates, jack_dev, jack_mult, method, ci_prob):
 
 
 # -- public API --------------------------------------------------------------------------------
-def _validate_common(data, unit, weighting, clusters, method, ci_prob, n_boot, seed, metric,
-                     tau=None):
+def _validate_common(
+    data, unit, weighting, clusters, method, ci_prob, n_boot, seed, metric, tau=None
+):
     from bayeval.data import EvalData
 
     if not isinstance(data, EvalData):
-        raise TypeError(f"data must be an EvalData (from be.from_frame / be.from_counts); "
-                        f"got {type(data).__name__}")
+        raise TypeError(
+            f"data must be an EvalData (from be.from_frame / be.from_counts); "
+            f"got {type(data).__name__}"
+        )
     validate_choice("unit", unit, UNITS)
     validate_choice("weighting", weighting, WEIGHTINGS)
     validate_choice("method", method, METHODS)
@@ -354,12 +378,17 @@ def _validate_common(data, unit, weighting, clusters, method, ci_prob, n_boot, s
             "this data has none (pass cluster= when building it)"
         )
     if unit == "task" and weighting == "cluster" and clusters != "observed":
-        raise ValueError("weighting='cluster' with unit='task' needs clusters='observed' "
-                         "(tasks resampled within their clusters); or use unit='cluster'")
+        raise ValueError(
+            "weighting='cluster' with unit='task' needs clusters='observed' "
+            "(tasks resampled within their clusters); or use unit='cluster'"
+        )
     if clusters == "observed" and unit != "task":
         raise ValueError(f"clusters='observed' applies to unit='task'; got unit={unit!r}")
-    return (validate_prob("ci_prob", ci_prob), validate_positive_int("n_boot", n_boot, 2),
-            validate_seed(seed))
+    return (
+        validate_prob("ci_prob", ci_prob),
+        validate_positive_int("n_boot", n_boot, 2),
+        validate_seed(seed),
+    )
 
 
 def _arrays(data, systems):
@@ -387,7 +416,8 @@ def _check_k(data, systems, c, n, ks, metric):
     if metric == "consistency":
         raise ValueError(
             "consistency compares two attempts and needs at least 2 valid trials in every "
-            f"task; system {system!r} has fewer in tasks {describe_values(offenders, limit=6)}")
+            f"task; system {system!r} has fewer in tasks {describe_values(offenders, limit=6)}"
+        )
     raise ValueError(
         f"{metric} at k={int(ks.max())} needs at least {int(ks.max())} valid trials in every "
         f"task; system {system!r} has fewer in tasks {describe_values(offenders, limit=6)} "
@@ -397,11 +427,13 @@ def _check_k(data, systems, c, n, ks, metric):
 
 def _refuse_scores(data, metric):
     if data.has_partial_credit:
-        raise ValueError(f"{metric} is a metric of 0/1 outcomes, but this data holds "
-                         f"{int(data.dataset['score_nmid'].sum())} score(s) strictly between "
-                         "0 and 1: bootstrap the mean score (bayeval.bootstrap.mean_score, "
-                         "compare(..., metric='mean')), or threshold the scores into a "
-                         "success= column first if full credit is what counts")
+        raise ValueError(
+            f"{metric} is a metric of 0/1 outcomes, but this data holds "
+            f"{int(data.dataset['score_nmid'].sum())} score(s) strictly between "
+            "0 and 1: bootstrap the mean score (bayeval.bootstrap.mean_score, "
+            "compare(..., metric='mean')), or threshold the scores into a "
+            "success= column first if full credit is what counts"
+        )
 
 
 def _mean_run(data, systems, unit, weighting, clusters, n_boot, seed):
@@ -409,9 +441,11 @@ def _mean_run(data, systems, unit, weighting, clusters, n_boot, seed):
     from bayeval.data import require_valid_outcomes
 
     if unit == "trial":
-        raise ValueError("the mean score is bootstrapped over tasks or clusters (unit='task' "
-                         "or 'cluster', twins of estimand='population'); a trial bootstrap "
-                         "needs each attempt's score, which the data keep only as sums")
+        raise ValueError(
+            "the mean score is bootstrapped over tasks or clusters (unit='task' "
+            "or 'cluster', twins of estimand='population'); a trial bootstrap "
+            "needs each attempt's score, which the data keep only as sums"
+        )
     require_valid_outcomes(data, systems)
     stats = data.sel(system=systems).score_statistics()
     bounds = stats["missing_bound"].values.tolist() if "missing_bound" in stats.dims else None
@@ -424,13 +458,22 @@ def _mean_run(data, systems, unit, weighting, clusters, n_boot, seed):
     with np.errstate(invalid="ignore", divide="ignore"):
         values = np.where(trials > 0, total / trials, 0.0)[..., None]  # (col, task, 1)
     layout = _layout(data, unit, weighting, clusters)
-    res = _resample_values(values, trials > 0, "pass@k", layout, n_boot,
-                           np.random.default_rng(seed))
+    res = _resample_values(
+        values, trials > 0, "pass@k", layout, n_boot, np.random.default_rng(seed)
+    )
     return res, shape, bounds
 
 
-def mean_score(data, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, method="percentile",
-               weighting="task", clusters=None) -> xr.Dataset:
+def mean_score(
+    data,
+    unit="task",
+    n_boot=10_000,
+    ci_prob=0.95,
+    seed=0,
+    method="percentile",
+    weighting="task",
+    clusters=None,
+) -> xr.Dataset:
     """Bootstrap interval for each system's benchmark mean score (scores in [0, 1]).
 
     A task's value is the mean of its valid attempts' scores (under ``missing="fail"`` a
@@ -466,8 +509,9 @@ def mean_score(data, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, method="p
     >>> res["interval"].dims
     ('system', 'ci_bound')
     """
-    ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
-                                             n_boot, seed, "pass@k")
+    ci_prob, n_boot, seed = _validate_common(
+        data, unit, weighting, clusters, method, ci_prob, n_boot, seed, "pass@k"
+    )
     systems = data.systems
     res, shape, bounds = _mean_run(data, systems, unit, weighting, clusters, n_boot, seed)
     est = _reshape(res.estimate, (), shape, 1)
@@ -478,15 +522,19 @@ def mean_score(data, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, method="p
     _warn_fallback(fallback, method)
 
     def da(values, lead_dims, trail_dims=()):
-        out = xr.DataArray(values[..., 0, :] if trail_dims else values[..., 0],
-                           dims=lead_dims + ("missing_bound", "system") + trail_dims)
+        out = xr.DataArray(
+            values[..., 0, :] if trail_dims else values[..., 0],
+            dims=lead_dims + ("missing_bound", "system") + trail_dims,
+        )
         return out if bounds else out.isel(missing_bound=0, drop=True)
 
-    ds = xr.Dataset({
-        "estimate": da(est, ()),
-        "replicates": da(reps, ("replicate",)),
-        "interval": da(interval, (), ("ci_bound",)),
-    })
+    ds = xr.Dataset(
+        {
+            "estimate": da(est, ()),
+            "replicates": da(reps, ("replicate",)),
+            "interval": da(interval, (), ("ci_bound",)),
+        }
+    )
     if method == "bca":
         ds["bca_fallback"] = da(fallback, ())
     ds["interval_valid"] = xr.ones_like(ds["estimate"], dtype=bool)
@@ -517,7 +565,9 @@ def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed, tau
         warnings.warn(
             "with one trial per task the trial bootstrap has zero width: it resamples each "
             "task's single outcome onto itself. Use unit='task' (tasks like these) or a Bayesian "
-            "fit for honest uncertainty.", BayevalWarning, stacklevel=3,
+            "fit for honest uncertainty.",
+            BayevalWarning,
+            stacklevel=3,
         )
     return res, shape, bounds
 
@@ -538,13 +588,18 @@ def _status_vars(data, systems):
     return {"status_counts": counts, "coverage": counts.sel(status="ok") / counts.sum("status")}
 
 
-def _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data,
-              tau=None):
+def _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data, tau=None):
     out = {
-        "unit": unit, "estimand": ESTIMAND_OF_UNIT[unit],
+        "unit": unit,
+        "estimand": ESTIMAND_OF_UNIT[unit],
         "clusters": {"cluster": "new", "task": clusters or "ignored"}.get(unit, "fixed tasks"),
-        "weighting": weighting, "method": method, "ci_prob": ci_prob, "n_boot": n_boot,
-        "seed": seed, "metric": metric, "missing_policy": data.missing or "none",
+        "weighting": weighting,
+        "method": method,
+        "ci_prob": ci_prob,
+        "n_boot": n_boot,
+        "seed": seed,
+        "metric": metric,
+        "missing_policy": data.missing or "none",
     }
     if tau is not None:
         out["tau"] = tau
@@ -554,9 +609,13 @@ def _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, 
 def _warn_nan(replicates, what):
     n_nan = int(np.isnan(replicates).any(axis=tuple(range(1, replicates.ndim))).sum())
     if n_nan:
-        warnings.warn(f"{n_nan} of {len(replicates)} bootstrap replicates of {what} are "
-                      "undefined (a resampled group had no valid task) and were left out of the "
-                      "interval", BayevalWarning, stacklevel=4)
+        warnings.warn(
+            f"{n_nan} of {len(replicates)} bootstrap replicates of {what} are "
+            "undefined (a resampled group had no valid task) and were left out of the "
+            "interval",
+            BayevalWarning,
+            stacklevel=4,
+        )
 
 
 def _warn_fallback(fallback, method):
@@ -565,19 +624,23 @@ def _warn_fallback(fallback, method):
             f"BCa is undefined for {int(fallback.sum())} of {fallback.size} statistics (no "
             "spread in the jackknife or all replicates on one side, as with all-0 or all-1 "
             "data); the percentile interval was used there (see variable 'bca_fallback')",
-            BayevalWarning, stacklevel=4,
+            BayevalWarning,
+            stacklevel=4,
         )
 
 
-def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weighting, clusters,
-                    tau=None):
-    ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
-                                             n_boot, seed, metric, tau)
+def _metric_dataset(
+    data, k, metric, unit, n_boot, ci_prob, seed, method, weighting, clusters, tau=None
+):
+    ci_prob, n_boot, seed = _validate_common(
+        data, unit, weighting, clusters, method, ci_prob, n_boot, seed, metric, tau
+    )
     _, tau = validate_metric(metric, tau)
     ks, scalar_k = metric_ks(metric, k)
     systems = data.systems
-    res, shape, bounds = _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed,
-                              tau)
+    res, shape, bounds = _run(
+        data, systems, ks, metric, unit, weighting, clusters, n_boot, seed, tau
+    )
     n_k = len(ks)
     est = _reshape(res.estimate, (), shape, n_k)
     reps = _reshape(res.replicates, (n_boot,), shape, n_k)
@@ -591,11 +654,13 @@ def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weight
         out = xr.DataArray(values, dims=dims)
         return out if bounds else out.isel(missing_bound=0, drop=True)
 
-    ds = xr.Dataset({
-        "estimate": da(est, ()),
-        "replicates": da(reps, ("replicate",)),
-        "interval": da(interval, (), ("ci_bound",)),
-    })
+    ds = xr.Dataset(
+        {
+            "estimate": da(est, ()),
+            "replicates": da(reps, ("replicate",)),
+            "interval": da(interval, (), ("ci_bound",)),
+        }
+    )
     if method == "bca":
         ds["bca_fallback"] = da(fallback, ())
     valid, reason = _validity(res, shape, n_k)
@@ -609,13 +674,23 @@ def _metric_dataset(data, k, metric, unit, n_boot, ci_prob, seed, method, weight
         ds = ds.isel(k=0)
     ds = ds.transpose("replicate", "system", ...)
     ds = ds.assign(_status_vars(data, systems))
-    ds.attrs = _settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data,
-                         tau)
+    ds.attrs = _settings(
+        unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data, tau
+    )
     return ds
 
 
-def pass_at_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
-              method="percentile", weighting="task", clusters=None) -> xr.Dataset:
+def pass_at_k(
+    data,
+    k=1,
+    unit="task",
+    n_boot=10_000,
+    ci_prob=0.95,
+    seed=0,
+    method="percentile",
+    weighting="task",
+    clusters=None,
+) -> xr.Dataset:
     """Bootstrap interval for each system's benchmark pass@k.
 
     Parameters
@@ -654,12 +729,22 @@ def pass_at_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
     >>> res["interval"].dims
     ('system', 'ci_bound')
     """
-    return _metric_dataset(data, k, "pass@k", unit, n_boot, ci_prob, seed, method, weighting,
-                           clusters)
+    return _metric_dataset(
+        data, k, "pass@k", unit, n_boot, ci_prob, seed, method, weighting, clusters
+    )
 
 
-def pass_hat_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
-               method="percentile", weighting="task", clusters=None) -> xr.Dataset:
+def pass_hat_k(
+    data,
+    k=1,
+    unit="task",
+    n_boot=10_000,
+    ci_prob=0.95,
+    seed=0,
+    method="percentile",
+    weighting="task",
+    clusters=None,
+) -> xr.Dataset:
     """Bootstrap interval for each system's benchmark pass^k (all k trials succeed).
 
     Parameters are those of :func:`pass_at_k`.
@@ -672,12 +757,23 @@ def pass_hat_k(data, k=1, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
     >>> res["estimate"].values.round(3).tolist()
     [[0.562, 0.417]]
     """
-    return _metric_dataset(data, k, "pass^k", unit, n_boot, ci_prob, seed, method, weighting,
-                           clusters)
+    return _metric_dataset(
+        data, k, "pass^k", unit, n_boot, ci_prob, seed, method, weighting, clusters
+    )
 
 
-def g_pass_at_k(data, k, tau, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
-                method="percentile", weighting="task", clusters=None) -> xr.Dataset:
+def g_pass_at_k(
+    data,
+    k,
+    tau,
+    unit="task",
+    n_boot=10_000,
+    ci_prob=0.95,
+    seed=0,
+    method="percentile",
+    weighting="task",
+    clusters=None,
+) -> xr.Dataset:
     """Bootstrap interval for each system's benchmark G-pass@k (at least ``ceil(tau k)`` of k
     trials succeed; :func:`bayeval.estimators.g_pass_at_k`).
 
@@ -692,12 +788,21 @@ def g_pass_at_k(data, k, tau, unit="task", n_boot=10_000, ci_prob=0.95, seed=0,
     >>> res["estimate"].values.round(3).tolist()
     [[0.708, 0.75]]
     """
-    return _metric_dataset(data, k, "g-pass@k", unit, n_boot, ci_prob, seed, method, weighting,
-                           clusters, tau)
+    return _metric_dataset(
+        data, k, "g-pass@k", unit, n_boot, ci_prob, seed, method, weighting, clusters, tau
+    )
 
 
-def consistency(data, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, method="percentile",
-                weighting="task", clusters=None) -> xr.Dataset:
+def consistency(
+    data,
+    unit="task",
+    n_boot=10_000,
+    ci_prob=0.95,
+    seed=0,
+    method="percentile",
+    weighting="task",
+    clusters=None,
+) -> xr.Dataset:
     """Bootstrap interval for each system's benchmark outcome consistency, the mean over tasks
     of ``(2p - 1)^2`` (:func:`bayeval.estimators.consistency`; no ``k`` dim).
 
@@ -712,13 +817,27 @@ def consistency(data, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, method="
     >>> round(float(res["estimate"].item()), 3)
     0.417
     """
-    return _metric_dataset(data, 2, "consistency", unit, n_boot, ci_prob, seed, method,
-                           weighting, clusters)
+    return _metric_dataset(
+        data, 2, "consistency", unit, n_boot, ci_prob, seed, method, weighting, clusters
+    )
 
 
-def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
-            metric="pass@k", margin=0.0, ci_prob=0.95, method="percentile", weighting="task",
-            clusters=None, tau=None) -> xr.Dataset:
+def compare(
+    data,
+    candidate,
+    baseline,
+    k=1,
+    unit="task",
+    n_boot=10_000,
+    seed=0,
+    metric="pass@k",
+    margin=0.0,
+    ci_prob=0.95,
+    method="percentile",
+    weighting="task",
+    clusters=None,
+    tau=None,
+) -> xr.Dataset:
     """Paired bootstrap of the effect ``metric(candidate) - metric(baseline)``.
 
     Both systems are resampled together on their shared tasks (and clusters), so the interval
@@ -762,14 +881,26 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     is_mean = metric == "mean"
     if is_mean and (tau is not None or k != 1):
         raise ValueError(f"metric='mean' has no k or tau; got k={k!r}, tau={tau!r}")
-    ci_prob, n_boot, seed = _validate_common(data, unit, weighting, clusters, method, ci_prob,
-                                             n_boot, seed, "pass@k" if is_mean else metric, tau)
+    ci_prob, n_boot, seed = _validate_common(
+        data,
+        unit,
+        weighting,
+        clusters,
+        method,
+        ci_prob,
+        n_boot,
+        seed,
+        "pass@k" if is_mean else metric,
+        tau,
+    )
     _, tau = validate_metric("pass@k" if is_mean else metric, tau)
     ks, scalar_k = metric_ks("pass@k" if is_mean else metric, k)
     for role, label in (("candidate", candidate), ("baseline", baseline)):
         if label not in data.systems:
-            raise ValueError(f"{role} {label!r} is not a system of this data; systems: "
-                             f"{describe_values(data.systems)}")
+            raise ValueError(
+                f"{role} {label!r} is not a system of this data; systems: "
+                f"{describe_values(data.systems)}"
+            )
     if candidate == baseline:
         raise ValueError("candidate and baseline must be different systems")
     if not isinstance(margin, (int, float)) or margin < 0:
@@ -779,15 +910,18 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     trials = subset.dataset["trials"].values
     shared = (trials > 0).all(axis=0)
     if not shared.any():
-        raise ValueError(f"{candidate!r} and {baseline!r} share no task with valid trials; "
-                         "a paired comparison needs shared tasks")
+        raise ValueError(
+            f"{candidate!r} and {baseline!r} share no task with valid trials; "
+            "a paired comparison needs shared tasks"
+        )
     if not shared.all():
         subset = subset.sel(task=subset.tasks[shared].tolist())
     if is_mean:
         res, shape, bounds = _mean_run(subset, pair, unit, weighting, clusters, n_boot, seed)
     else:
-        res, shape, bounds = _run(subset, pair, ks, metric, unit, weighting, clusters, n_boot,
-                                  seed, tau)
+        res, shape, bounds = _run(
+            subset, pair, ks, metric, unit, weighting, clusters, n_boot, seed, tau
+        )
     n_k = len(ks)
     est = _reshape(res.estimate, (), shape, n_k)  # (bound, system, k)
     reps = _reshape(res.replicates, (n_boot,), shape, n_k)
@@ -805,8 +939,10 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
     _warn_fallback(fallback, method)
     valid = ~np.isnan(eff_reps)
     n_valid = valid.sum(0)
-    share = {name: np.where(valid, eff_reps > thr, False).sum(0) / n_valid
-             for name, thr in (("pos", 0.0), ("margin", margin), ("noninf", -margin))}
+    share = {
+        name: np.where(valid, eff_reps > thr, False).sum(0) / n_valid
+        for name, thr in (("pos", 0.0), ("margin", margin), ("noninf", -margin))
+    }
     at_or_below = np.where(valid, eff_reps <= 0, False).sum(0) / n_valid
     p_value = np.minimum(1.0, 2 * np.minimum(share["pos"], at_or_below))
 
@@ -814,17 +950,20 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
         out = xr.DataArray(values, dims=lead + ("missing_bound", "k") + trail)
         return out if bounds else out.isel(missing_bound=0, drop=True)
 
-    ds = xr.Dataset({
-        "effect": da(eff_reps, ("replicate",)),
-        "effect_estimate": da(eff_est),
-        "effect_interval": da(interval, (), ("ci_bound",)),
-        "prob_positive": da(share["pos"]),
-        "prob_above_margin": da(share["margin"]),
-        "prob_noninferior": da(share["noninf"]),
-        "p_value": da(p_value),
-        "estimate": xr.DataArray(est, dims=("missing_bound", "system", "k")).pipe(
-            lambda x: x if bounds else x.isel(missing_bound=0, drop=True)),
-    })
+    ds = xr.Dataset(
+        {
+            "effect": da(eff_reps, ("replicate",)),
+            "effect_estimate": da(eff_est),
+            "effect_interval": da(interval, (), ("ci_bound",)),
+            "prob_positive": da(share["pos"]),
+            "prob_above_margin": da(share["margin"]),
+            "prob_noninferior": da(share["noninf"]),
+            "p_value": da(p_value),
+            "estimate": xr.DataArray(est, dims=("missing_bound", "system", "k")).pipe(
+                lambda x: x if bounds else x.isel(missing_bound=0, drop=True)
+            ),
+        }
+    )
     if method == "bca":
         ds["bca_fallback"] = da(fallback)
     valid, reason = _validity(res, shape, n_k)  # (bound, system, k): an effect needs both
@@ -840,10 +979,12 @@ def compare(data, candidate, baseline, k=1, unit="task", n_boot=10_000, seed=0,
         ds = ds.isel(k=0)
     ds = ds.assign(_status_vars(data, pair))
     ds.attrs = {
-        **_settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data,
-                    tau),
-        "candidate": candidate, "baseline": baseline, "margin": float(margin),
-        "n_shared_tasks": int(shared.sum()), "n_unshared_tasks": int((~shared).sum()),
+        **_settings(unit, method, ci_prob, n_boot, seed, weighting, clusters, metric, data, tau),
+        "candidate": candidate,
+        "baseline": baseline,
+        "margin": float(margin),
+        "n_shared_tasks": int(shared.sum()),
+        "n_unshared_tasks": int((~shared).sum()),
         "paired": "yes",
     }
     return ds

@@ -36,13 +36,23 @@ import xarray as xr
 
 from bayeval._validate import describe_values, validate_choice, validate_prob
 
-__all__ = ["METHODS", "NORMALIZATION", "LIMITS", "normalize", "shingles", "overlap",
-           "compare_subsets", "leakage_audit"]
+__all__ = [
+    "METHODS",
+    "NORMALIZATION",
+    "LIMITS",
+    "normalize",
+    "shingles",
+    "overlap",
+    "compare_subsets",
+    "leakage_audit",
+]
 
 METHODS = ("exact", "normalized", "shingle", "minhash")
-NORMALIZATION = ("Unicode NFKC, case folded; every character that is not a letter, a digit or "
-                 "whitespace (punctuation, symbols, underscores) becomes a space; runs of "
-                 "whitespace become one space; leading and trailing whitespace removed")
+NORMALIZATION = (
+    "Unicode NFKC, case folded; every character that is not a letter, a digit or "
+    "whitespace (punctuation, symbols, underscores) becomes a space; runs of "
+    "whitespace become one space; leading and trailing whitespace removed"
+)
 LIMITS = (
     "No overlap found is not proof of absence: only the corpus given was searched, and only "
     "for surface overlap of words (a translation, a paraphrase in other words or a rewritten "
@@ -53,8 +63,10 @@ LIMITS = (
     "much longer document (the exact shingle containment does not)."
 )
 _NOT_WORD = re.compile(r"[^\w\s]|_")
-_EXTRA_HELP = ("MinHash needs the datasketch package: pip install 'bayeval[contamination]'; "
-               "the methods 'exact', 'normalized' and 'shingle' work without it")
+_EXTRA_HELP = (
+    "MinHash needs the datasketch package: pip install 'bayeval[contamination]'; "
+    "the methods 'exact', 'normalized' and 'shingle' work without it"
+)
 
 
 def normalize(text: str) -> str:
@@ -80,7 +92,7 @@ def shingles(text: str, n: int = 3) -> set:
     ['cat sat on', 'on the mat', 'sat on the', 'the cat sat']
     """
     words = normalize(text).split()
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def _threshold(name: str, value) -> float:
@@ -95,8 +107,10 @@ def _items(items) -> tuple[list, list]:
     elif isinstance(items, Mapping):
         ids, texts = list(items.keys()), list(items.values())
     elif isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
-        raise TypeError("items must be a mapping of id -> text, a pandas Series (indexed by "
-                        f"item id) or a list of texts; got {type(items).__name__}")
+        raise TypeError(
+            "items must be a mapping of id -> text, a pandas Series (indexed by "
+            f"item id) or a list of texts; got {type(items).__name__}"
+        )
     else:
         texts = list(items)
         ids = list(range(len(texts)))
@@ -107,8 +121,10 @@ def _items(items) -> tuple[list, list]:
         raise TypeError(f"items must be texts (str); items {describe_values(bad)} are not")
     empty = [i for i, t in zip(ids, texts) if not t.strip()]
     if empty:
-        raise ValueError(f"items {describe_values(empty)} are empty: an empty text has no "
-                         "evidence to give; remove them or give their text")
+        raise ValueError(
+            f"items {describe_values(empty)} are empty: an empty text has no "
+            "evidence to give; remove them or give their text"
+        )
     if len(set(map(repr, ids))) != len(ids):
         raise ValueError("item ids must be distinct")
     return ids, texts
@@ -117,8 +133,10 @@ def _items(items) -> tuple[list, list]:
 def _documents(corpus):
     """``(doc_id, text)`` pairs, one at a time (the corpus is never held whole)."""
     if isinstance(corpus, (str, bytes)):
-        raise TypeError("corpus must be an iterable of documents, not one string (iterating a "
-                        "string gives characters); wrap one document in a list")
+        raise TypeError(
+            "corpus must be an iterable of documents, not one string (iterating a "
+            "string gives characters); wrap one document in a list"
+        )
     if isinstance(corpus, (pd.Series, Mapping)):
         source = iter(corpus.items())
         keyed = True
@@ -126,17 +144,21 @@ def _documents(corpus):
         source = iter(corpus)
         keyed = None
     else:
-        raise TypeError("corpus must be an iterable of texts or of (doc_id, text) pairs; got "
-                        f"{type(corpus).__name__}")
+        raise TypeError(
+            "corpus must be an iterable of texts or of (doc_id, text) pairs; got "
+            f"{type(corpus).__name__}"
+        )
     for position, doc in enumerate(source):
         if keyed or (isinstance(doc, tuple) and len(doc) == 2):
             doc_id, text = doc
         else:
             doc_id, text = position, doc
         if not isinstance(text, str):
-            raise TypeError(f"corpus document {doc_id!r} (position {position}) is a "
-                            f"{type(text).__name__}, not a text (str); give texts or "
-                            "(doc_id, text) pairs")
+            raise TypeError(
+                f"corpus document {doc_id!r} (position {position}) is a "
+                f"{type(text).__name__}, not a text (str); give texts or "
+                "(doc_id, text) pairs"
+            )
         yield doc_id, text
 
 
@@ -150,8 +172,13 @@ class _MinHashIndex:
             raise ImportError(_EXTRA_HELP) from None
         self._ds = datasketch
         template = datasketch.MinHash(num_perm=num_perm, seed=seed)
-        self._options = dict(num_perm=num_perm, seed=seed, permutations=template.permutations,
-                             scheme=template.scheme, hashfunc=zlib.crc32)
+        self._options = dict(
+            num_perm=num_perm,
+            seed=seed,
+            permutations=template.permutations,
+            scheme=template.scheme,
+            hashfunc=zlib.crc32,
+        )
         self.lsh = datasketch.MinHashLSH(threshold=threshold, num_perm=num_perm)
         self.signatures = {}
         for i, grams in enumerate(shingle_sets):
@@ -170,10 +197,19 @@ class _MinHashIndex:
         return [(i, m.jaccard(self.signatures[i])) for i in self.lsh.query(m)]
 
 
-def overlap(items, corpus, methods=METHODS, *, ngram: int = 3,
-            confirmed_containment: float = 0.8, suspected_containment: float = 0.5,
-            minhash_threshold: float = 0.5, num_perm: int = 128, seed: int = 1,
-            chunk_size: int = 1000) -> pd.DataFrame:
+def overlap(
+    items,
+    corpus,
+    methods=METHODS,
+    *,
+    ngram: int = 3,
+    confirmed_containment: float = 0.8,
+    suspected_containment: float = 0.5,
+    minhash_threshold: float = 0.5,
+    num_perm: int = 128,
+    seed: int = 1,
+    chunk_size: int = 1000,
+) -> pd.DataFrame:
     """Per evaluation item, the evidence that it overlaps a training corpus.
 
     The items are indexed once; the corpus is read one document at a time (``chunk_size``
@@ -257,8 +293,10 @@ def overlap(items, corpus, methods=METHODS, *, ngram: int = 3,
     suspected_containment = _threshold("suspected_containment", suspected_containment)
     minhash_threshold = _threshold("minhash_threshold", minhash_threshold)
     if suspected_containment > confirmed_containment:
-        raise ValueError(f"suspected_containment ({suspected_containment}) must not exceed "
-                         f"confirmed_containment ({confirmed_containment})")
+        raise ValueError(
+            f"suspected_containment ({suspected_containment}) must not exceed "
+            f"confirmed_containment ({confirmed_containment})"
+        )
     for name, value in (("num_perm", num_perm), ("chunk_size", chunk_size)):
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
             raise ValueError(f"{name} must be a positive integer; got {value!r}")
@@ -266,8 +304,11 @@ def overlap(items, corpus, methods=METHODS, *, ngram: int = 3,
     n_items = len(ids)
     normalized = [normalize(t) for t in texts]
     grams = [_grams(t.split(), ngram) for t in normalized]
-    minhash = (_MinHashIndex(grams, minhash_threshold, int(num_perm), seed)
-               if "minhash" in methods else None)
+    minhash = (
+        _MinHashIndex(grams, minhash_threshold, int(num_perm), seed)
+        if "minhash" in methods
+        else None
+    )
 
     exact_index, norm_index = {}, {}
     for i, (text, norm) in enumerate(zip(texts, normalized)):
@@ -275,8 +316,9 @@ def overlap(items, corpus, methods=METHODS, *, ngram: int = 3,
         if norm:
             norm_index.setdefault(norm, []).append(i)
     item_size = np.array([len(g) for g in grams], dtype=np.int64)
-    keys = np.fromiter((hash(g) for gs in grams for g in gs), dtype=np.int64,
-                       count=int(item_size.sum()))
+    keys = np.fromiter(
+        (hash(g) for gs in grams for g in gs), dtype=np.int64, count=int(item_size.sum())
+    )
     owner = np.repeat(np.arange(n_items, dtype=np.int64), item_size)
     order = np.argsort(keys, kind="stable")
     keys, owner = keys[order], owner[order]
@@ -308,11 +350,24 @@ def overlap(items, corpus, methods=METHODS, *, ngram: int = 3,
                     if estimate > best["minhash"][i]:
                         best["minhash"][i], best_doc["minhash"][i] = estimate, doc_id
     state.flush()
-    return _overlap_frame(ids, methods, found, best, best_doc, item_size, minhash, n_docs,
-                          dict(ngram=int(ngram), confirmed_containment=confirmed_containment,
-                               suspected_containment=suspected_containment,
-                               minhash_threshold=minhash_threshold, num_perm=int(num_perm),
-                               seed=seed))
+    return _overlap_frame(
+        ids,
+        methods,
+        found,
+        best,
+        best_doc,
+        item_size,
+        minhash,
+        n_docs,
+        dict(
+            ngram=int(ngram),
+            confirmed_containment=confirmed_containment,
+            suspected_containment=suspected_containment,
+            minhash_threshold=minhash_threshold,
+            num_perm=int(num_perm),
+            seed=seed,
+        ),
+    )
 
 
 def _methods(methods) -> tuple:
@@ -327,7 +382,7 @@ def _methods(methods) -> tuple:
 
 
 def _grams(words: list, n: int) -> set:
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 class _ShingleState:
@@ -340,8 +395,7 @@ class _ShingleState:
 
     def add(self, doc_id, grams) -> None:
         self.docs.append(doc_id)
-        self.hashes.append(np.fromiter((hash(g) for g in grams), dtype=np.int64,
-                                       count=len(grams)))
+        self.hashes.append(np.fromiter((hash(g) for g in grams), dtype=np.int64, count=len(grams)))
         self.sizes.append(len(grams))
 
     def flush(self) -> None:
@@ -362,8 +416,10 @@ class _ShingleState:
             pairs = np.repeat(doc, count) * n_items + self.owner[rows]
             pairs, inter = np.unique(pairs, return_counts=True)
             d, i = pairs // n_items, pairs % n_items
-            scores = {"containment": inter / self.item_size[i],
-                      "jaccard": inter / (self.item_size[i] + sizes[d] - inter)}
+            scores = {
+                "containment": inter / self.item_size[i],
+                "jaccard": inter / (self.item_size[i] + sizes[d] - inter),
+            }
             for name, score in scores.items():
                 order = np.lexsort((-d, score, i))  # per item: largest score, first document
                 last = np.r_[i[order][1:] != i[order][:-1], True]
@@ -386,8 +442,9 @@ def _overlap_frame(ids, methods, found, best, best_doc, item_size, minhash, n_do
         if name in methods:
             hit = np.array([f is not None for f in found[name]])
             frame[name] = hit
-            frame[f"{name}_doc"] = pd.Series([f[0] if f else None for f in found[name]],
-                                             index=frame.index, dtype=object)
+            frame[f"{name}_doc"] = pd.Series(
+                [f[0] if f else None for f in found[name]], index=frame.index, dtype=object
+            )
             confirmed |= hit
             for i in np.flatnonzero(hit):
                 evidence[i].append(name)
@@ -404,8 +461,9 @@ def _overlap_frame(ids, methods, found, best, best_doc, item_size, minhash, n_do
         for i in np.flatnonzero(weak):
             evidence[i].append(f"containment {containment[i]:.2f}")
     if minhash is not None:
-        values = np.array([best["minhash"][i] if best_doc["minhash"][i] is not None else np.nan
-                           for i in range(n)])
+        values = np.array(
+            [best["minhash"][i] if best_doc["minhash"][i] is not None else np.nan for i in range(n)]
+        )
         frame["minhash_jaccard"] = values
         frame["minhash_doc"] = pd.Series(best_doc["minhash"], index=frame.index, dtype=object)
         high = np.nan_to_num(values) >= settings["minhash_threshold"]
@@ -416,8 +474,11 @@ def _overlap_frame(ids, methods, found, best, best_doc, item_size, minhash, n_do
     frame.insert(0, "label", label)
     frame.insert(1, "evidence", ["; ".join(e) for e in evidence])
     frame.attrs = {
-        "methods": list(methods), **settings, "normalization": NORMALIZATION,
-        "n_documents": n_docs, "n_items_without_shingles": int((~has_grams).sum()),
+        "methods": list(methods),
+        **settings,
+        "normalization": NORMALIZATION,
+        "n_documents": n_docs,
+        "n_items_without_shingles": int((~has_grams).sum()),
         "limits": LIMITS,
     }
     if minhash is not None:
@@ -433,32 +494,42 @@ def _flagged(mask, tasks: pd.Index, name: str = "mask") -> np.ndarray:
     """A boolean array over ``tasks`` from a mask, a list of flagged tasks or an overlap frame."""
     if isinstance(mask, pd.DataFrame):
         if "label" not in mask.columns:
-            raise ValueError(f"{name} as a DataFrame must be an overlap() result with a "
-                             "'label' column (indexed by task)")
+            raise ValueError(
+                f"{name} as a DataFrame must be an overlap() result with a "
+                "'label' column (indexed by task)"
+            )
         mask = mask["label"] != "none"
     if isinstance(mask, pd.Series):
         if not pd.api.types.is_bool_dtype(mask.dtype):
-            raise TypeError(f"{name} as a Series must hold booleans (True: flagged) indexed by "
-                            f"task; got dtype {mask.dtype}")
+            raise TypeError(
+                f"{name} as a Series must hold booleans (True: flagged) indexed by "
+                f"task; got dtype {mask.dtype}"
+            )
         if mask.index.has_duplicates:
             dup = mask.index[mask.index.duplicated()].unique().tolist()
             raise ValueError(f"{name} names tasks {describe_values(dup)} more than once")
         absent = [t for t in tasks if t not in mask.index]
         extra = [t for t in mask.index if t not in tasks]
         if absent or extra:
-            raise ValueError(f"{name} must give every task of the results exactly once: "
-                             f"missing {describe_values(absent)}, unknown "
-                             f"{describe_values(extra)}")
+            raise ValueError(
+                f"{name} must give every task of the results exactly once: "
+                f"missing {describe_values(absent)}, unknown "
+                f"{describe_values(extra)}"
+            )
         return mask.reindex(tasks).to_numpy(dtype=bool)
     if isinstance(mask, np.ndarray) and mask.dtype == bool:
         if mask.shape != (len(tasks),):
-            raise ValueError(f"{name} as a boolean array must have one value per task "
-                             f"({len(tasks)}); got shape {mask.shape}")
+            raise ValueError(
+                f"{name} as a boolean array must have one value per task "
+                f"({len(tasks)}); got shape {mask.shape}"
+            )
         return mask.copy()
     if isinstance(mask, (str, bytes)) or not isinstance(mask, Iterable):
-        raise TypeError(f"{name} must be a boolean Series indexed by task, a boolean array "
-                        "over the tasks, an overlap() frame or a list of flagged task ids; got "
-                        f"{type(mask).__name__}")
+        raise TypeError(
+            f"{name} must be a boolean Series indexed by task, a boolean array "
+            "over the tasks, an overlap() frame or a list of flagged task ids; got "
+            f"{type(mask).__name__}"
+        )
     flagged = list(mask)
     unknown = [t for t in flagged if t not in tasks]
     if unknown:
@@ -468,13 +539,20 @@ def _flagged(mask, tasks: pd.Index, name: str = "mask") -> np.ndarray:
 
 def _metric_of_rate(p, metric: str, k: int):
     if metric == "pass^k":
-        return p ** k
+        return p**k
     return 1 - (1 - p) ** k
 
 
-def compare_subsets(results, mask, metric: str = "pass@k", k: int = 1, estimand: str = "tasks",
-                    ci_prob: float = 0.95, refit: bool = True,
-                    **fit_options) -> xr.Dataset:
+def compare_subsets(
+    results,
+    mask,
+    metric: str = "pass@k",
+    k: int = 1,
+    estimand: str = "tasks",
+    ci_prob: float = 0.95,
+    refit: bool = True,
+    **fit_options,
+) -> xr.Dataset:
     """Score on clean versus flagged tasks, their difference and the clean-only estimate.
 
     Tasks are the random units, and each subset is fitted alone (``refit=True``, the default)
@@ -538,8 +616,9 @@ def compare_subsets(results, mask, metric: str = "pass@k", k: int = 1, estimand:
     from bayeval.results import Results
 
     if not isinstance(results, Results):
-        raise TypeError(f"results must be a Results (from bayeval.fit); "
-                        f"got {type(results).__name__}")
+        raise TypeError(
+            f"results must be a Results (from bayeval.fit); got {type(results).__name__}"
+        )
     validate_choice("metric", metric, ("pass@k", "pass^k"))
     validate_choice("estimand", estimand, ("tasks", "population"))
     ci_prob = validate_prob("ci_prob", ci_prob)
@@ -548,58 +627,81 @@ def compare_subsets(results, mask, metric: str = "pass@k", k: int = 1, estimand:
     if not isinstance(refit, bool):
         raise TypeError(f"refit must be True or False; got {refit!r}")
     if estimand == "population" and not refit:
-        raise ValueError("the population of a subset needs a fit of that subset alone: "
-                         "estimand='population' implies refit=True")
+        raise ValueError(
+            "the population of a subset needs a fit of that subset alone: "
+            "estimand='population' implies refit=True"
+        )
     if fit_options and not refit:
         raise TypeError(f"fit options {sorted(fit_options)} apply only with refit=True")
     data = results.data
     flagged = _flagged(mask, data.tasks)
     if flagged.all() or not flagged.any():
-        raise ValueError(f"mask flags {int(flagged.sum())} of {len(flagged)} tasks; both the "
-                         "clean and the flagged subset need at least one task")
+        raise ValueError(
+            f"mask flags {int(flagged.sum())} of {len(flagged)} tasks; both the "
+            "clean and the flagged subset need at least one task"
+        )
     trials = data.dataset["trials"]
     if "missing_bound" in trials.dims:
         trials = trials.min("missing_bound")
     valid = trials > 0
     subsets = {"all": np.ones_like(flagged), "clean": ~flagged, "flagged": flagged}
-    n_tasks = xr.concat([(valid & xr.DataArray(m, dims="task")).sum("task")
-                         for m in subsets.values()], dim=pd.Index(_SUBSETS, name="subset"))
+    n_tasks = xr.concat(
+        [(valid & xr.DataArray(m, dims="task")).sum("task") for m in subsets.values()],
+        dim=pd.Index(_SUBSETS, name="subset"),
+    )
     if (n_tasks == 0).any():
         empty = n_tasks.where(n_tasks == 0, drop=True)
-        raise ValueError(f"a subset has no task with a valid trial for some system: "
-                         f"{empty.to_series().index.tolist()}")
+        raise ValueError(
+            f"a subset has no task with a valid trial for some system: "
+            f"{empty.to_series().index.tolist()}"
+        )
     if not refit:
         rates = results.task_rates()
         per_task = _metric_of_rate(rates, metric, int(k))
-        scores = [(per_task.where(valid & xr.DataArray(m, dims="task"))).mean("task")
-                  for m in subsets.values()]
+        scores = [
+            (per_task.where(valid & xr.DataArray(m, dims="task"))).mean("task")
+            for m in subsets.values()
+        ]
         score = xr.concat(scores, dim=pd.Index(_SUBSETS, name="subset"))
         fits = None
     else:
-        score, fits = _refit_scores(results, data, subsets, metric, int(k), estimand,
-                                    fit_options)
+        score, fits = _refit_scores(results, data, subsets, metric, int(k), estimand, fit_options)
     score = score.transpose("chain", "draw", "system", ..., "subset")
     sample = ["chain", "draw"]
     difference = score.sel(subset="flagged", drop=True) - score.sel(subset="clean", drop=True)
     inflation = score.sel(subset="all", drop=True) - score.sel(subset="clean", drop=True)
-    out = xr.Dataset({
-        "score": score, "score_mean": score.mean(sample),
-        "score_interval": _interval(score, ci_prob),
-        "difference": difference, "difference_mean": difference.mean(sample),
-        "difference_interval": _interval(difference, ci_prob),
-        "prob_flagged_higher": (difference > 0).mean(sample),
-        "inflation": inflation, "inflation_mean": inflation.mean(sample),
-        "inflation_interval": _interval(inflation, ci_prob),
-        "n_tasks": n_tasks.transpose("system", "subset"),
-    })
+    out = xr.Dataset(
+        {
+            "score": score,
+            "score_mean": score.mean(sample),
+            "score_interval": _interval(score, ci_prob),
+            "difference": difference,
+            "difference_mean": difference.mean(sample),
+            "difference_interval": _interval(difference, ci_prob),
+            "prob_flagged_higher": (difference > 0).mean(sample),
+            "inflation": inflation,
+            "inflation_mean": inflation.mean(sample),
+            "inflation_interval": _interval(inflation, ci_prob),
+            "n_tasks": n_tasks.transpose("system", "subset"),
+        }
+    )
     out.attrs = {
-        "metric": metric, "k": int(k), "estimand": estimand, "ci_prob": ci_prob,
-        "ci_kind": "eti", "model": results.model, "refit": int(bool(refit)),
-        "n_flagged": int(flagged.sum()), "n_clean": int((~flagged).sum()),
+        "metric": metric,
+        "k": int(k),
+        "estimand": estimand,
+        "ci_prob": ci_prob,
+        "ci_kind": "eti",
+        "model": results.model,
+        "refit": int(bool(refit)),
+        "n_flagged": int(flagged.sum()),
+        "n_clean": int((~flagged).sum()),
         "flagged_tasks": json.dumps([_plain(t) for t in data.tasks[flagged]]),
         "random_units": "tasks",
-        "reading": ("these tasks: per-task rate draws averaged over each subset" if not refit
-                    else f"each subset fitted alone ({estimand} estimand)"),
+        "reading": (
+            "these tasks: per-task rate draws averaged over each subset"
+            if not refit
+            else f"each subset fitted alone ({estimand} estimand)"
+        ),
     }
     if fits is not None:
         out.attrs["refit_seeds"] = json.dumps(fits)
@@ -614,8 +716,12 @@ def _refit_scores(results, data, subsets, metric, k, estimand, fit_options):
     from bayeval.fit import fit
 
     attrs = results.tree.attrs
-    options = {"model": results.model, "draws": int(attrs["draws"]),
-               "chains": int(attrs["chains"]), "seed": int(attrs["seed"])}
+    options = {
+        "model": results.model,
+        "draws": int(attrs["draws"]),
+        "chains": int(attrs["chains"]),
+        "seed": int(attrs["seed"]),
+    }
     if "tune" in attrs:
         options["tune"] = int(attrs["tune"])
     options.update(fit_options)
@@ -626,27 +732,48 @@ def _refit_scores(results, data, subsets, metric, k, estimand, fit_options):
         res = fit(part, **options)
         seeds.append(int(res.tree.attrs["seed"]))
         scores[name] = getattr(res, reader)(k=k, estimand=estimand)
-    unchanged = all(options[key] == value for key, value in (
-        ("model", results.model), ("draws", int(attrs["draws"])),
-        ("chains", int(attrs["chains"]))))
+    unchanged = all(
+        options[key] == value
+        for key, value in (
+            ("model", results.model),
+            ("draws", int(attrs["draws"])),
+            ("chains", int(attrs["chains"])),
+        )
+    )
     whole = results if unchanged else fit(data, **options)  # 'all' on the same draws
     scores["all"] = getattr(whole, reader)(k=k, estimand=estimand)
-    score = xr.concat([scores[s].drop_vars([c for c in scores[s].coords
-                                            if c not in scores[s].dims]).assign_coords(
-        system=scores[s]["system"].values) for s in _SUBSETS],
-        dim=pd.Index(_SUBSETS, name="subset"), join="exact")
+    score = xr.concat(
+        [
+            scores[s]
+            .drop_vars([c for c in scores[s].coords if c not in scores[s].dims])
+            .assign_coords(system=scores[s]["system"].values)
+            for s in _SUBSETS
+        ],
+        dim=pd.Index(_SUBSETS, name="subset"),
+        join="exact",
+    )
     return score, seeds
 
 
 def _interval(draws: xr.DataArray, ci_prob: float) -> xr.DataArray:
     alpha = 1 - ci_prob
     q = draws.quantile([alpha / 2, 1 - alpha / 2], dim=["chain", "draw"])
-    return q.rename(quantile="ci_bound").assign_coords(ci_bound=["lower", "upper"]).transpose(
-        ..., "ci_bound")
+    return (
+        q.rename(quantile="ci_bound")
+        .assign_coords(ci_bound=["lower", "upper"])
+        .transpose(..., "ci_bound")
+    )
 
 
-def leakage_audit(results, channels: Mapping, metric: str = "pass@k", k: int = 1,
-                  estimand: str = "tasks", ci_prob: float = 0.95, **options) -> pd.DataFrame:
+def leakage_audit(
+    results,
+    channels: Mapping,
+    metric: str = "pass@k",
+    k: int = 1,
+    estimand: str = "tasks",
+    ci_prob: float = 0.95,
+    **options,
+) -> pd.DataFrame:
     """For each declared channel of leakage, whether its tasks move the number.
 
     Each channel is a mask over the tasks (as in :func:`compare_subsets`): the tasks exposed
@@ -676,30 +803,46 @@ def leakage_audit(results, channels: Mapping, metric: str = "pass@k", k: int = 1
     rows = []
     for channel, mask in channels.items():
         try:
-            out = compare_subsets(results, mask, metric=metric, k=k, estimand=estimand,
-                                  ci_prob=ci_prob, **options)
+            out = compare_subsets(
+                results, mask, metric=metric, k=k, estimand=estimand, ci_prob=ci_prob, **options
+            )
         except (TypeError, ValueError) as error:
             raise type(error)(f"channel {channel!r}: {error}") from None
         if "missing_bound" in out.dims:
-            raise ValueError("leakage_audit reads one number per channel and system; under "
-                             "missing='bounds' use compare_subsets, which keeps both bounds")
+            raise ValueError(
+                "leakage_audit reads one number per channel and system; under "
+                "missing='bounds' use compare_subsets, which keeps both bounds"
+            )
         for system in out["system"].values.tolist():
             sel = out.sel(system=system)
             means = sel["score_mean"]
             lo_d, hi_d = sel["difference_interval"].values
             lo_i, hi_i = sel["inflation_interval"].values
-            rows.append({
-                "channel": channel, "system": system, "n_flagged": out.attrs["n_flagged"],
-                "n_clean": out.attrs["n_clean"],
-                "all": float(means.sel(subset="all")), "clean": float(means.sel(subset="clean")),
-                "flagged": float(means.sel(subset="flagged")),
-                "difference": float(sel["difference_mean"]), "difference_lower": float(lo_d),
-                "difference_upper": float(hi_d),
-                "prob_flagged_higher": float(sel["prob_flagged_higher"]),
-                "inflation": float(sel["inflation_mean"]), "inflation_lower": float(lo_i),
-                "inflation_upper": float(hi_i), "moves": bool(lo_i > 0 or hi_i < 0),
-            })
+            rows.append(
+                {
+                    "channel": channel,
+                    "system": system,
+                    "n_flagged": out.attrs["n_flagged"],
+                    "n_clean": out.attrs["n_clean"],
+                    "all": float(means.sel(subset="all")),
+                    "clean": float(means.sel(subset="clean")),
+                    "flagged": float(means.sel(subset="flagged")),
+                    "difference": float(sel["difference_mean"]),
+                    "difference_lower": float(lo_d),
+                    "difference_upper": float(hi_d),
+                    "prob_flagged_higher": float(sel["prob_flagged_higher"]),
+                    "inflation": float(sel["inflation_mean"]),
+                    "inflation_lower": float(lo_i),
+                    "inflation_upper": float(hi_i),
+                    "moves": bool(lo_i > 0 or hi_i < 0),
+                }
+            )
     frame = pd.DataFrame(rows)
-    frame.attrs = {"metric": metric, "k": int(k), "estimand": estimand, "ci_prob": ci_prob,
-                   "moves_rule": f"the {ci_prob:g} interval of all - clean excludes 0"}
+    frame.attrs = {
+        "metric": metric,
+        "k": int(k),
+        "estimand": estimand,
+        "ci_prob": ci_prob,
+        "moves_rule": f"the {ci_prob:g} interval of all - clean excludes 0",
+    }
     return frame

@@ -44,8 +44,9 @@ def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) ->
     """
     if estimand == "tasks":
         return {"unit": "trial"}
-    clustered = (results.model in ("logit_normal", "zoib")
-                 and "cluster" in results.data.dataset.coords)
+    clustered = (
+        results.model in ("logit_normal", "zoib") and "cluster" in results.data.dataset.coords
+    )
     if not clustered:
         return {"unit": "task"}
     if clusters == "observed":
@@ -53,10 +54,19 @@ def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) ->
     return {"unit": "cluster", "weighting": "cluster"}
 
 
-def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
-               n_boot: int = 10_000, seed=0, ci_prob: float = 0.95,
-               method: str = "percentile", fmt: str = "dataset", clusters=None,
-               weighting: str = "task"):
+def crosscheck(
+    results: Results,
+    k=1,
+    metric: str = "pass@k",
+    estimands=None,
+    n_boot: int = 10_000,
+    seed=0,
+    ci_prob: float = 0.95,
+    method: str = "percentile",
+    fmt: str = "dataset",
+    clusters=None,
+    weighting: str = "task",
+):
     """Bayesian and bootstrap intervals side by side, estimand by estimand.
 
     Parameters
@@ -108,15 +118,18 @@ def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
         draws = results._metric(metric, k, estimand, **options)
         twin = twins[estimand] = bootstrap_twin(results, estimand, clusters, weighting)
         unit = twin["unit"]
-        boot = boot_func(data, k=k, n_boot=n_boot, ci_prob=ci_prob, seed=seed, method=method,
-                         **twin)
+        boot = boot_func(
+            data, k=k, n_boot=n_boot, ci_prob=ci_prob, seed=seed, method=method, **twin
+        )
         bayes_interval = _interval(draws, ci_prob, ["chain", "draw"])
-        part = xr.Dataset({
-            "bayes_mean": draws.mean(["chain", "draw"]),
-            "bayes_interval": bayes_interval,
-            "bootstrap_estimate": boot["estimate"],
-            "bootstrap_interval": boot["interval"],
-        })
+        part = xr.Dataset(
+            {
+                "bayes_mean": draws.mean(["chain", "draw"]),
+                "bayes_interval": bayes_interval,
+                "bootstrap_estimate": boot["estimate"],
+                "bootstrap_interval": boot["interval"],
+            }
+        )
         width = part.sel(ci_bound="upper") - part.sel(ci_bound="lower")
         part["bayes_width"] = width["bayes_interval"]
         part["bootstrap_width"] = width["bootstrap_interval"]
@@ -126,10 +139,16 @@ def crosscheck(results: Results, k=1, metric: str = "pass@k", estimands=None,
         part = part.assign_coords(bootstrap_unit=unit)
         parts.append(part.expand_dims(estimand=[estimand]))
     out = xr.concat(parts, dim="estimand", coords="different", compat="equals")
-    out.attrs = {"twins": repr(twins),
-                 "metric": metric, "ci_prob": ci_prob, "ci_kind": "eti",
-                 "bootstrap_method": method, "n_boot": n_boot, "seed": seed,
-                 "model": results.model}
+    out.attrs = {
+        "twins": repr(twins),
+        "metric": metric,
+        "ci_prob": ci_prob,
+        "ci_kind": "eti",
+        "bootstrap_method": method,
+        "n_boot": n_boot,
+        "seed": seed,
+        "model": results.model,
+    }
     if fmt == "dataset":
         return out
     frame = out.drop_dims("ci_bound").to_dataframe()

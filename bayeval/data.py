@@ -45,11 +45,24 @@ __all__ = ["STATUSES", "MISSING_POLICIES", "EvalData", "from_frame", "from_count
 STATUSES = ("ok", "invalid", "timeout", "error", "no_verdict", "not_run")
 MISSING_POLICIES = ("fail", "exclude", "bounds")
 _MAX_COUNT = 1e12
-_COVARIATE_VARS = ("covariate_count", "covariate_sum", "covariate_sumsq", "covariate_positive",
-                   "covariate_logsum", "covariate_logsumsq")
+_COVARIATE_VARS = (
+    "covariate_count",
+    "covariate_sum",
+    "covariate_sumsq",
+    "covariate_positive",
+    "covariate_logsum",
+    "covariate_logsumsq",
+)
 #: Per ``(system, task)`` sufficient statistics of the ``ok`` attempts' scores (``score=``).
-SCORE_VARS = ("score_n0", "score_n1", "score_nmid", "score_sum", "score_sumsq",
-              "score_sumlog", "score_sumlog1m")
+SCORE_VARS = (
+    "score_n0",
+    "score_n1",
+    "score_nmid",
+    "score_sum",
+    "score_sumsq",
+    "score_sumlog",
+    "score_sumlog1m",
+)
 #: Per-attempt durations (``latency=``): seconds and status code over ``(system, task, attempt)``,
 #: NaN and -1 where a cell has fewer attempts than the longest cell (or no duration recorded).
 LATENCY_VARS = ("latency", "latency_status")
@@ -182,11 +195,15 @@ class EvalData:
         seconds = ds["latency"].transpose("system", "task", "attempt").values
         codes = ds["latency_status"].transpose("system", "task", "attempt").values
         s_idx, t_idx, a_idx = np.nonzero(~np.isnan(seconds))
-        return pd.DataFrame({
-            "system": ds["system"].values[s_idx], "task": ds["task"].values[t_idx],
-            "attempt": a_idx.astype(np.int64),
-            "status": np.asarray(STATUSES, dtype=object)[codes[s_idx, t_idx, a_idx]],
-            "seconds": seconds[s_idx, t_idx, a_idx]})
+        return pd.DataFrame(
+            {
+                "system": ds["system"].values[s_idx],
+                "task": ds["task"].values[t_idx],
+                "attempt": a_idx.astype(np.int64),
+                "status": np.asarray(STATUSES, dtype=object)[codes[s_idx, t_idx, a_idx]],
+                "seconds": seconds[s_idx, t_idx, a_idx],
+            }
+        )
 
     @property
     def has_scores(self) -> bool:
@@ -222,12 +239,18 @@ class EvalData:
         ds = self._ds
         ok = ds["status_counts"].sel(status="ok", drop=True)
         if self.has_scores:
-            base = {name[len("score_"):]: ds[name] for name in SCORE_VARS}
+            base = {name[len("score_") :]: ds[name] for name in SCORE_VARS}
         else:
             c = self.ok_successes()
-            base = {"n0": ok - c, "n1": c, "nmid": xr.zeros_like(c), "sum": c.astype(float),
-                    "sumsq": c.astype(float), "sumlog": xr.zeros_like(c, dtype=float),
-                    "sumlog1m": xr.zeros_like(c, dtype=float)}
+            base = {
+                "n0": ok - c,
+                "n1": c,
+                "nmid": xr.zeros_like(c),
+                "sum": c.astype(float),
+                "sumsq": c.astype(float),
+                "sumlog": xr.zeros_like(c, dtype=float),
+                "sumlog1m": xr.zeros_like(c, dtype=float),
+            }
         missing = ds["status_counts"].sum("status") - ok
         policy = self.missing
         if policy == "fail":
@@ -242,7 +265,8 @@ class EvalData:
         out["trials"] = out["n0"] + out["n1"] + out["nmid"]
         if policy == "bounds":
             out = out.assign_coords(missing_bound=["lower", "upper"]).transpose(
-                "missing_bound", ...)
+                "missing_bound", ...
+            )
         return out
 
     @property
@@ -339,11 +363,16 @@ class EvalData:
         other = "upper" if bound == "lower" else "lower"
         ds = self.sel(system=[candidate, baseline]).dataset
         c = ds["successes"].transpose("missing_bound", "system", "task")
-        values = np.stack([c.sel(missing_bound=bound).values[0],
-                           c.sel(missing_bound=other).values[1]])
+        values = np.stack(
+            [c.sel(missing_bound=bound).values[0], c.sel(missing_bound=other).values[1]]
+        )
         out = ds.drop_vars("missing_bound").assign(successes=(("system", "task"), values))
-        out.attrs = {**ds.attrs, "missing_policy": "fail", "crossed_bound": bound,
-                     "crossed_candidate": str(candidate)}
+        out.attrs = {
+            **ds.attrs,
+            "missing_policy": "fail",
+            "crossed_bound": bound,
+            "crossed_candidate": str(candidate),
+        }
         return EvalData(out)
 
     def sel(self, system=None, task=None) -> EvalData:
@@ -379,16 +408,19 @@ class EvalData:
         frame = self._ds[["successes", "trials", "attempts"]].to_dataframe()
         if "missing_bound" in self._ds["successes"].dims:
             frame = frame.unstack("missing_bound")
-            frame.columns = [
-                f"successes_{b}" if c == "successes" else c for c, b in frame.columns
-            ]
+            frame.columns = [f"successes_{b}" if c == "successes" else c for c, b in frame.columns]
             frame = frame.loc[:, ~frame.columns.duplicated()]
         status = self._ds["status_counts"].to_dataframe()["status_counts"].unstack("status")
         status.columns = [f"n_{s}" for s in status.columns]
         frame = frame.join(status)
         if self.has_latency:  # recorded durations per cell (per attempt: latency_frame)
-            frame = frame.join(self._ds["latency"].notnull().sum("attempt").rename(
-                "n_latency").to_dataframe()["n_latency"])
+            frame = frame.join(
+                self._ds["latency"]
+                .notnull()
+                .sum("attempt")
+                .rename("n_latency")
+                .to_dataframe()["n_latency"]
+            )
         return frame.reset_index()
 
     def __repr__(self) -> str:
@@ -450,13 +482,19 @@ def require_valid_outcomes(data: EvalData, systems=None) -> None:
     if not empty:
         return
     counts = data.status_counts
-    detail = "; ".join(f"{s}: {({k: int(v) for k, v in counts.loc[s].items() if v})}"
-                       for s in empty[:5])
-    who = ("no system has a valid outcome" if len(empty) == len(labels)
-           else f"system(s) {empty} have no valid outcome")
-    raise ValueError(f"under missing={data.missing!r} {who}: every attempt is not ok ({detail}"
-                     f"{'; ...' if len(empty) > 5 else ''}); leave them out with "
-                     "data.sel(system=[...]) or choose missing='fail' or 'bounds'")
+    detail = "; ".join(
+        f"{s}: { ({k: int(v) for k, v in counts.loc[s].items() if v}) }" for s in empty[:5]
+    )
+    who = (
+        "no system has a valid outcome"
+        if len(empty) == len(labels)
+        else f"system(s) {empty} have no valid outcome"
+    )
+    raise ValueError(
+        f"under missing={data.missing!r} {who}: every attempt is not ok ({detail}"
+        f"{'; ...' if len(empty) > 5 else ''}); leave them out with "
+        "data.sel(system=[...]) or choose missing='fail' or 'bounds'"
+    )
 
 
 def from_frame(
@@ -631,12 +669,16 @@ def from_frame(
     count_rows = successes is not None or trials is not None
     if score is not None:
         if count_rows:
-            raise TypeError("score= gives one score per attempt (row); it does not combine with "
-                            "count rows (successes=, trials=)")
+            raise TypeError(
+                "score= gives one score per attempt (row); it does not combine with "
+                "count rows (successes=, trials=)"
+            )
         if success not in (None, "success"):
-            raise TypeError(f"score= and success= are mutually exclusive: give 0/1 outcomes "
-                            f"(success={success!r}) or scores in [0, 1] (score={score!r}), "
-                            "not both")
+            raise TypeError(
+                f"score= and success= are mutually exclusive: give 0/1 outcomes "
+                f"(success={success!r}) or scores in [0, 1] (score={score!r}), "
+                "not both"
+            )
         success = score
     if count_rows:
         if successes is None or trials is None:
@@ -658,8 +700,17 @@ def from_frame(
     else:
         names["score" if score is not None else "success"] = success
     names.update(
-        {k: v for k, v in (("trial", trial), ("cluster", cluster), ("stratum", stratum),
-                           ("status", status), ("harness", harness)) if v is not None}
+        {
+            k: v
+            for k, v in (
+                ("trial", trial),
+                ("cluster", cluster),
+                ("stratum", stratum),
+                ("status", status),
+                ("harness", harness),
+            )
+            if v is not None
+        }
     )
     _check_columns(df, names)
     if len(df) == 0:
@@ -690,8 +741,7 @@ def from_frame(
         status_counts[:, _OK] = np.bincount(cell, weights=n, minlength=n_sys * n_task)
         ok_successes = np.bincount(cell, weights=c, minlength=n_sys * n_task)
     else:
-        outcome = (_score_column(df, score) if score is not None
-                   else _outcome_column(df, success))
+        outcome = _score_column(df, score) if score is not None else _outcome_column(df, success)
         if trial is not None:
             _check_not_missing(df, trial)
             _check_unique(df, [*system_key, task, trial], "outcome rows")
@@ -700,15 +750,20 @@ def from_frame(
             cell * n_status + codes, minlength=n_sys * n_task * n_status
         ).reshape(n_sys * n_task, n_status)
         ok = codes == _OK
-        ok_successes = np.bincount(cell[ok], weights=outcome[ok] == 1 if score is not None
-                                   else outcome[ok], minlength=n_sys * n_task)
+        ok_successes = np.bincount(
+            cell[ok],
+            weights=outcome[ok] == 1 if score is not None else outcome[ok],
+            minlength=n_sys * n_task,
+        )
         if score is not None:
             score_vars = _score_stats(outcome[ok], cell[ok], (n_sys, n_task))
-        covariate_vars = _covariate_stats(df, covariates, cell * n_status + codes,
-                                          (n_sys, n_task, n_status))
+        covariate_vars = _covariate_stats(
+            df, covariates, cell * n_status + codes, (n_sys, n_task, n_status)
+        )
         if latency_columns is not None:
-            latency_vars = _latency_arrays(_latency_seconds(df, latency_columns), codes, cell,
-                                           (n_sys, n_task))
+            latency_vars = _latency_arrays(
+                _latency_seconds(df, latency_columns), codes, cell, (n_sys, n_task)
+            )
 
     status_counts = status_counts.reshape(n_sys, n_task, n_status).astype(np.int64)
     ok_successes = np.rint(ok_successes).astype(np.int64).reshape(n_sys, n_task)
@@ -750,26 +805,55 @@ def _with_runs(df, system, task, success, run, arguments) -> EvalData:
         _check_labels(df[column], column, df.index)
     recipes, runs = df[system].to_numpy(dtype=object), df[run].to_numpy(dtype=object)
     labels = np.array([f"{a}/{b}" for a, b in zip(recipes, runs)], dtype=object)
-    pairs = pd.DataFrame({"label": labels, "recipe": [_label_key(v) for v in recipes],
-                          "run": [_label_key(v) for v in runs]}).drop_duplicates()
+    pairs = pd.DataFrame(
+        {
+            "label": labels,
+            "recipe": [_label_key(v) for v in recipes],
+            "run": [_label_key(v) for v in runs],
+        }
+    ).drop_duplicates()
     clash = pairs["label"].duplicated(keep=False)
     if clash.any():
-        raise ValueError(f"columns {system!r} and {run!r} give the same checkpoint label "
-                         f"{pairs['label'][clash].iloc[0]!r} to different (recipe, run) pairs; "
-                         "rename recipes or runs so that '{recipe}/{run}' is unique")
-    options = {k: arguments[k] for k in (
-        "system_name", "successes", "trials", "trial", "cluster", "stratum", "status",
-        "status_map", "missing", "planned_trials", "stratum_weights", "harness", "covariates",
-        "score", "latency")}
-    data = from_frame(df.assign(**{_CHECKPOINT: labels}), system=_CHECKPOINT, task=task,
-                      success=success, **options)
+        raise ValueError(
+            f"columns {system!r} and {run!r} give the same checkpoint label "
+            f"{pairs['label'][clash].iloc[0]!r} to different (recipe, run) pairs; "
+            "rename recipes or runs so that '{recipe}/{run}' is unique"
+        )
+    options = {
+        k: arguments[k]
+        for k in (
+            "system_name",
+            "successes",
+            "trials",
+            "trial",
+            "cluster",
+            "stratum",
+            "status",
+            "status_map",
+            "missing",
+            "planned_trials",
+            "stratum_weights",
+            "harness",
+            "covariates",
+            "score",
+            "latency",
+        )
+    }
+    data = from_frame(
+        df.assign(**{_CHECKPOINT: labels}),
+        system=_CHECKPOINT,
+        task=task,
+        success=success,
+        **options,
+    )
     first = {}
     for label, recipe, seed in zip(labels, recipes, runs):
         first.setdefault(label, (recipe, seed))
     order = data.dataset["system"].values
     ds = data.dataset.assign_coords(
         recipe=("system", np.array([first[v][0] for v in order], dtype=object)),
-        run=("system", np.array([first[v][1] for v in order], dtype=object)))
+        run=("system", np.array([first[v][1] for v in order], dtype=object)),
+    )
     ds.attrs["run_column"] = str(run)
     return EvalData(ds)
 
@@ -778,17 +862,23 @@ def _check_system_name(df: pd.DataFrame, system, system_name) -> None:
     """``system=None`` (one system, named ``system_name``) or a system column, not both."""
     if system is not None:
         if system_name is not None:
-            raise TypeError(f"system_name= names the one system of a table without a system "
-                            f"column (system=None); here the systems come from column "
-                            f"{system!r} (got system_name={system_name!r})")
+            raise TypeError(
+                f"system_name= names the one system of a table without a system "
+                f"column (system=None); here the systems come from column "
+                f"{system!r} (got system_name={system_name!r})"
+            )
         return
     if not isinstance(system_name, str) or not system_name.strip():
-        raise TypeError("system=None reads the table as one system: name it with "
-                        f"system_name= (a non-empty str); got system_name={system_name!r}")
+        raise TypeError(
+            "system=None reads the table as one system: name it with "
+            f"system_name= (a non-empty str); got system_name={system_name!r}"
+        )
     if "system" in df.columns:
-        raise ValueError("system=None reads the table as one system, but the frame has a "
-                         "'system' column, whose rows may belong to several systems; give "
-                         "system='system', or drop the column first")
+        raise ValueError(
+            "system=None reads the table as one system, but the frame has a "
+            "'system' column, whose rows may belong to several systems; give "
+            "system='system', or drop the column first"
+        )
 
 
 def _harness_column(df, column, sys_codes, systems) -> tuple[np.ndarray, dict]:
@@ -802,8 +892,10 @@ def _harness_column(df, column, sys_codes, systems) -> tuple[np.ndarray, dict]:
     for i, v in enumerate(values):
         if isinstance(v, str):
             if not v.strip():
-                raise ValueError(f"column {column!r} has an empty harness digest in "
-                                 f"{describe_rows(df.index[[i]])}")
+                raise ValueError(
+                    f"column {column!r} has an empty harness digest in "
+                    f"{describe_rows(df.index[[i]])}"
+                )
             row_digest[i] = v
         elif isinstance(v, Mapping):
             if id(v) not in by_id:
@@ -824,8 +916,10 @@ def _harness_column(df, column, sys_codes, systems) -> tuple[np.ndarray, dict]:
         parts = []
         for s in several[:3]:
             rows = sys_codes == s
-            groups = [f"{d!r} ({describe_rows(df.index[rows & (row_digest == d)])})"
-                      for d in pd.unique(row_digest[rows])]
+            groups = [
+                f"{d!r} ({describe_rows(df.index[rows & (row_digest == d)])})"
+                for d in pd.unique(row_digest[rows])
+            ]
             parts.append(f"system {systems[s]!r} has {len(groups)}: {', '.join(groups)}")
         raise ValueError(
             f"column {column!r} must give each system one harness, but {len(several)} "
@@ -838,8 +932,9 @@ def _harness_column(df, column, sys_codes, systems) -> tuple[np.ndarray, dict]:
     return per_system, configs
 
 
-def from_counts(successes, trials, tasks=None, systems=None, clusters=None, strata=None,
-                stratum_weights=None) -> EvalData:
+def from_counts(
+    successes, trials, tasks=None, systems=None, clusters=None, strata=None, stratum_weights=None
+) -> EvalData:
     """Build :class:`EvalData` from count arrays (all outcomes valid).
 
     Parameters
@@ -863,8 +958,10 @@ def from_counts(successes, trials, tasks=None, systems=None, clusters=None, stra
     """
     c = _rectangular("successes", successes)
     if c.ndim not in (1, 2) or c.size == 0:
-        raise ValueError(f"successes must be a non-empty array of shape (task,) or (system, task); "
-                         f"got shape {c.shape}")
+        raise ValueError(
+            f"successes must be a non-empty array of shape (task,) or (system, task); "
+            f"got shape {c.shape}"
+        )
     if c.ndim == 1:
         c = c[None, :]
         default_systems = ["system"]
@@ -874,8 +971,9 @@ def from_counts(successes, trials, tasks=None, systems=None, clusters=None, stra
     try:
         n = np.broadcast_to(n, c.shape)
     except ValueError:
-        raise ValueError(f"trials (shape {n.shape}) does not broadcast to successes "
-                         f"(shape {c.shape})") from None
+        raise ValueError(
+            f"trials (shape {n.shape}) does not broadcast to successes (shape {c.shape})"
+        ) from None
     c = _whole_numbers("successes", c)
     n = _whole_numbers("trials", n)
     if (n < 1).any():
@@ -883,33 +981,46 @@ def from_counts(successes, trials, tasks=None, systems=None, clusters=None, stra
     bad = (c < 0) | (c > n)
     if bad.any():
         where = [tuple(int(i) for i in ix) for ix in np.argwhere(bad)]
-        raise ValueError(f"successes must lie in 0..trials; cells (system, task) {where[:5]} do not")
+        raise ValueError(
+            f"successes must lie in 0..trials; cells (system, task) {where[:5]} do not"
+        )
     systems = default_systems if systems is None else list(systems)
     tasks = list(range(c.shape[1])) if tasks is None else list(tasks)
     for name, labels, size in (("systems", systems, c.shape[0]), ("tasks", tasks, c.shape[1])):
-        _check_labels(pd.Series(labels, dtype=object), name, pd.RangeIndex(len(labels)),
-                      what=f"{name}=")
+        _check_labels(
+            pd.Series(labels, dtype=object), name, pd.RangeIndex(len(labels)), what=f"{name}="
+        )
         if len(labels) != size or len(set(labels)) != size:
-            raise ValueError(f"{name} must hold {size} distinct labels; got {len(labels)} "
-                             f"({len(set(labels))} distinct)")
+            raise ValueError(
+                f"{name} must hold {size} distinct labels; got {len(labels)} "
+                f"({len(set(labels))} distinct)"
+            )
     task_coords = {}
-    for name, plural, values in (("cluster", "clusters", clusters),
-                                 ("stratum", "strata", strata)):
+    for name, plural, values in (("cluster", "clusters", clusters), ("stratum", "strata", strata)):
         if values is not None:
             # check the labels as given: NumPy would turn [1, True] into [1, 1] silently
             given = values
             values = _rectangular(plural, values)
             if values.shape != (c.shape[1],) or pd.isna(values).any():
-                raise ValueError(f"{plural} must hold one label per task ({c.shape[1]}), "
-                                 f"none missing; got shape {values.shape}")
+                raise ValueError(
+                    f"{plural} must hold one label per task ({c.shape[1]}), "
+                    f"none missing; got shape {values.shape}"
+                )
             labels = pd.Series(list(given), dtype=object)
             _check_labels(labels, plural, pd.RangeIndex(len(labels)), what=f"{plural}=")
             task_coords[name] = values
     status_counts = np.zeros(c.shape + (len(STATUSES),), dtype=np.int64)
     status_counts[..., _OK] = n
     attrs = {"stratum_weights": _stratum_weights(task_coords.get("stratum"), stratum_weights)}
-    ds = _assemble(c.astype(np.int64), status_counts, None, np.asarray(systems, dtype=object),
-                   np.asarray(tasks), task_coords, attrs)
+    ds = _assemble(
+        c.astype(np.int64),
+        status_counts,
+        None,
+        np.asarray(systems, dtype=object),
+        np.asarray(tasks),
+        task_coords,
+        attrs,
+    )
     return EvalData(ds)
 
 
@@ -924,8 +1035,10 @@ def _rectangular(name: str, value) -> np.ndarray:
                 lengths.append(len(row))
             except TypeError:
                 lengths.append("scalar")
-        raise ValueError(f"{name} must be a rectangular array (every row the same length); "
-                         f"its rows have lengths {describe_values(lengths)}") from None
+        raise ValueError(
+            f"{name} must be a rectangular array (every row the same length); "
+            f"its rows have lengths {describe_values(lengths)}"
+        ) from None
 
 
 def read_csv(path, **columns) -> EvalData:
@@ -942,22 +1055,26 @@ def read_csv(path, **columns) -> EvalData:
 
 
 # -- helpers -----------------------------------------------------------------------------------
-def _assemble(ok_successes, status_counts, policy, systems, tasks, task_coords, attrs) -> xr.Dataset:
+def _assemble(
+    ok_successes, status_counts, policy, systems, tasks, task_coords, attrs
+) -> xr.Dataset:
     """Apply a missing-outcome policy and build the dataset."""
     ok_trials = status_counts[..., _OK]
     planned = status_counts.sum(-1)
     dims = ("system", "task")
     if policy == "bounds":
         upper = ok_successes + (planned - ok_trials)
-        successes = xr.DataArray(np.stack([ok_successes, upper]),
-                                 dims=("missing_bound",) + dims)
+        successes = xr.DataArray(np.stack([ok_successes, upper]), dims=("missing_bound",) + dims)
         trials = planned
     elif policy == "fail":
         successes, trials = xr.DataArray(ok_successes, dims=dims), planned
     else:
         successes, trials = xr.DataArray(ok_successes, dims=dims), ok_trials
-    coords = {"system": np.asarray(systems, dtype=object), "task": np.asarray(tasks),
-              "status": list(STATUSES)}
+    coords = {
+        "system": np.asarray(systems, dtype=object),
+        "task": np.asarray(tasks),
+        "status": list(STATUSES),
+    }
     if policy == "bounds":
         coords["missing_bound"] = ["lower", "upper"]
     coords.update({name: ("task", values) for name, values in task_coords.items()})
@@ -979,11 +1096,11 @@ def _check_policy(status_counts: np.ndarray, missing) -> None:
         validate_choice("missing", missing, MISSING_POLICIES)
         return
     totals = status_counts.sum(axis=(0, 1))
-    if totals[_OK + 1:].sum() == 0:
+    if totals[_OK + 1 :].sum() == 0:
         return
     listed = ", ".join(f"{s}: {int(t)}" for s, t in zip(STATUSES, totals) if t)
     raise ValueError(
-        f"{int(totals[_OK + 1:].sum())} of {int(totals.sum())} planned attempts are not 'ok' "
+        f"{int(totals[_OK + 1 :].sum())} of {int(totals.sum())} planned attempts are not 'ok' "
         f"({listed}); choose a missing-outcome policy with missing=: {_POLICY_HELP}"
     )
 
@@ -998,21 +1115,26 @@ def _check_columns(df: pd.DataFrame, names: dict) -> None:
             where = df.columns.get_loc(column)
             if not isinstance(where, (int, np.integer)):
                 count = int(np.sum(df.columns == column)) if df.columns.nlevels == 1 else None
-                how = (f"appears {count} times" if count and count > 1 else
-                       "names several columns")
-                raise ValueError(f"column name {column!r} ({role}=) {how} in the frame; "
-                                 "each column used must be unique (rename the duplicates)")
+                how = f"appears {count} times" if count and count > 1 else "names several columns"
+                raise ValueError(
+                    f"column name {column!r} ({role}=) {how} in the frame; "
+                    "each column used must be unique (rename the duplicates)"
+                )
     if absent:
         listed = ", ".join(f"{role}={col!r}" for role, col in absent.items())
-        raise ValueError(f"column(s) not found: {listed}; the frame has columns "
-                         f"{describe_values(df.columns, limit=20)}")
+        raise ValueError(
+            f"column(s) not found: {listed}; the frame has columns "
+            f"{describe_values(df.columns, limit=20)}"
+        )
 
 
 def _check_not_missing(df: pd.DataFrame, column: str) -> None:
     missing = df[column].isna().to_numpy()
     if missing.any():
-        raise ValueError(f"column {column!r} has missing values in "
-                         f"{describe_rows(df.index[missing])}; every row needs a {column}")
+        raise ValueError(
+            f"column {column!r} has missing values in "
+            f"{describe_rows(df.index[missing])}; every row needs a {column}"
+        )
 
 
 def _check_hashable(series: pd.Series, column: str, index, what: str | None = None) -> None:
@@ -1052,15 +1174,21 @@ def _check_labels(series: pd.Series, column: str, index, what: str | None = None
     what = what or f"column {column!r}"
     if series.isna().any():
         missing = series.isna().to_numpy()
-        raise ValueError(f"{what} has missing values in "
-                         f"{describe_rows(index[missing])}; every row needs a {column}")
+        raise ValueError(
+            f"{what} has missing values in "
+            f"{describe_rows(index[missing])}; every row needs a {column}"
+        )
     if series.dtype != object or pd.api.types.infer_dtype(series, skipna=True) in (
-            "string", "bytes", "integer"):
+        "string",
+        "bytes",
+        "integer",
+    ):
         return
     values = series.to_numpy()
     codes = pd.factorize(values, sort=False)[0]
-    keys = pd.factorize(np.fromiter((_label_key(v) for v in values), dtype=object,
-                                    count=len(values)), sort=False)[0]
+    keys = pd.factorize(
+        np.fromiter((_label_key(v) for v in values), dtype=object, count=len(values)), sort=False
+    )[0]
     if keys.max() == codes.max():
         _check_one_label_type(values, what, index)
         return
@@ -1070,8 +1198,9 @@ def _check_labels(series: pd.Series, column: str, index, what: str | None = None
     for code in merged[:3]:
         rows = np.flatnonzero(codes == code)
         firsts = pd.Series(keys[rows]).drop_duplicates().index
-        groups.append(f"{' == '.join(repr(values[rows[i]]) for i in firsts)} "
-                      f"({describe_rows(index[rows])})")
+        groups.append(
+            f"{' == '.join(repr(values[rows[i]]) for i in firsts)} ({describe_rows(index[rows])})"
+        )
     raise ValueError(
         f"{what} holds labels that differ but compare equal, so they would merge "
         f"into one: {'; '.join(groups)}; make the labels distinct (for example as "
@@ -1102,8 +1231,9 @@ def _check_one_label_type(values: np.ndarray, what: str, index) -> None:
     parts = []
     for name in names:
         rows = np.flatnonzero(kinds == name)
-        parts.append(f"{name}: {describe_values(pd.unique(values[rows]))} "
-                     f"({describe_rows(index[rows])})")
+        parts.append(
+            f"{name}: {describe_values(pd.unique(values[rows]))} ({describe_rows(index[rows])})"
+        )
     raise TypeError(
         f"{what} mixes label types ({'; '.join(parts)}); the labels of one column must "
         "share one type, so that they stay distinct and can be saved: convert the column, "
@@ -1127,8 +1257,10 @@ def _check_unique(df: pd.DataFrame, columns: list, what: str) -> None:
         )
 
 
-_ALLOWED_NUMBERS = ("int, float, bool, fractions.Fraction or decimal.Decimal (NumPy and pandas "
-                    "numeric types included)")
+_ALLOWED_NUMBERS = (
+    "int, float, bool, fractions.Fraction or decimal.Decimal (NumPy and pandas "
+    "numeric types included)"
+)
 
 
 def _real_values(values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1148,8 +1280,11 @@ def _real_values(values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if kind == "b":
         return values.astype(float), np.zeros(values.shape, bool), np.ones(values.shape, bool)
     if kind != "O":
-        return (np.full(values.shape, np.nan), np.ones(values.shape, bool),
-                np.zeros(values.shape, bool))
+        return (
+            np.full(values.shape, np.nan),
+            np.ones(values.shape, bool),
+            np.zeros(values.shape, bool),
+        )
     flat = values.ravel()
     out = np.full(flat.shape, np.nan)
     wrong = np.zeros(flat.shape, bool)
@@ -1167,8 +1302,12 @@ def _real_values(values) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _real_cell(v) -> tuple[float, str]:
     if v is None or v is pd.NA:
         return np.nan, "missing"
-    if isinstance(v, (np.datetime64, np.timedelta64, datetime.date, datetime.time,
-                      datetime.timedelta)) or v is pd.NaT:
+    if (
+        isinstance(
+            v, (np.datetime64, np.timedelta64, datetime.date, datetime.time, datetime.timedelta)
+        )
+        or v is pd.NaT
+    ):
         return np.nan, "wrong"
     if isinstance(v, np.generic):
         v = v.item()
@@ -1204,8 +1343,9 @@ def _column_values(series: pd.Series) -> np.ndarray:
 def _wrong_type(column: str, series_values, wrong: np.ndarray, rows, what: str) -> TypeError:
     array = np.asarray(series_values)
     found = list(array.astype(object).ravel()[wrong.ravel()])
-    types = ([array.dtype.name] if array.dtype != object else
-             sorted({type(v).__name__ for v in found}))
+    types = (
+        [array.dtype.name] if array.dtype != object else sorted({type(v).__name__ for v in found})
+    )
     return TypeError(
         f"{column} must hold {what}; found {describe_values(found)} in {describe_rows(rows)} "
         f"(type {', '.join(types)}); allowed types: {_ALLOWED_NUMBERS}, "
@@ -1221,9 +1361,13 @@ def _outcome_column(df: pd.DataFrame, column: str) -> np.ndarray:
         raw = series.to_numpy(dtype=object)
     outcome, wrong, _ = _real_values(raw)
     if wrong.any():
-        raise _wrong_type(f"column {column!r}", series.to_numpy(dtype=object), wrong,
-                          df.index[wrong],
-                          "0/1 (or True/False) outcomes, with empty cells for missing outcomes")
+        raise _wrong_type(
+            f"column {column!r}",
+            series.to_numpy(dtype=object),
+            wrong,
+            df.index[wrong],
+            "0/1 (or True/False) outcomes, with empty cells for missing outcomes",
+        )
     bad = ~np.isnan(outcome) & (outcome != 0) & (outcome != 1)
     if bad.any():
         raise ValueError(
@@ -1242,17 +1386,26 @@ def _score_column(df: pd.DataFrame, column: str) -> np.ndarray:
     allowed = "scores in [0, 1] (real numbers), with empty cells for missing scores"
     values, wrong, is_bool = _real_values(raw)
     if wrong.any():
-        raise _wrong_type(f"score column {column!r}", series.to_numpy(dtype=object), wrong,
-                          df.index[wrong], allowed)
+        raise _wrong_type(
+            f"score column {column!r}",
+            series.to_numpy(dtype=object),
+            wrong,
+            df.index[wrong],
+            allowed,
+        )
     if is_bool.any():
-        raise TypeError(f"score column {column!r} must hold {allowed}, not True/False; found "
-                        f"booleans in {describe_rows(df.index[is_bool])} (give pass/fail "
-                        "outcomes with success=, or the scores as numbers)")
+        raise TypeError(
+            f"score column {column!r} must hold {allowed}, not True/False; found "
+            f"booleans in {describe_rows(df.index[is_bool])} (give pass/fail "
+            "outcomes with success=, or the scores as numbers)"
+        )
     with np.errstate(invalid="ignore"):
         bad = ~np.isnan(values) & ~((values >= 0) & (values <= 1))
     if bad.any():
-        raise ValueError(f"score column {column!r} must hold {allowed}; found "
-                         f"{describe_values(values[bad])} in {describe_rows(df.index[bad])}")
+        raise ValueError(
+            f"score column {column!r} must hold {allowed}; found "
+            f"{describe_values(values[bad])} in {describe_rows(df.index[bad])}"
+        )
     return values
 
 
@@ -1261,14 +1414,24 @@ def _score_stats(y: np.ndarray, cell: np.ndarray, shape) -> dict:
     size = int(np.prod(shape))
     mid = (y > 0) & (y < 1)
     inner = np.where(mid, y, 0.5)
-    weights = {"score_n0": y == 0, "score_n1": y == 1, "score_nmid": mid, "score_sum": y,
-               "score_sumsq": y**2, "score_sumlog": np.where(mid, np.log(inner), 0.0),
-               "score_sumlog1m": np.where(mid, np.log1p(-inner), 0.0)}
+    weights = {
+        "score_n0": y == 0,
+        "score_n1": y == 1,
+        "score_nmid": mid,
+        "score_sum": y,
+        "score_sumsq": y**2,
+        "score_sumlog": np.where(mid, np.log(inner), 0.0),
+        "score_sumlog1m": np.where(mid, np.log1p(-inner), 0.0),
+    }
     out = {}
     for name, w in weights.items():
         total = np.bincount(cell, weights=w.astype(float), minlength=size).reshape(shape)
-        out[name] = (("system", "task"), np.rint(total).astype(np.int64)
-                     if name in ("score_n0", "score_n1", "score_nmid") else total)
+        out[name] = (
+            ("system", "task"),
+            np.rint(total).astype(np.int64)
+            if name in ("score_n0", "score_n1", "score_nmid")
+            else total,
+        )
     return out
 
 
@@ -1280,36 +1443,49 @@ def _whole_numbers(column: str, values, index=None, original=None) -> np.ndarray
     def rows(mask):  # frame rows, or array cells (system, task) for from_counts
         if index is not None:
             return index[mask]
-        return [tuple(int(i) for i in ix) if len(ix) > 1 else int(ix[0])
-                for ix in np.argwhere(mask)]
+        return [
+            tuple(int(i) for i in ix) if len(ix) > 1 else int(ix[0]) for ix in np.argwhere(mask)
+        ]
 
     if wrong.any():
         shown = values if original is None else original
         raise _wrong_type(column, shown, wrong, rows(wrong), "integer counts")
     if is_bool.any():
-        raise TypeError(f"{column} must hold integer counts, not True/False; found booleans in "
-                        f"{describe_rows(rows(is_bool))}")
+        raise TypeError(
+            f"{column} must hold integer counts, not True/False; found booleans in "
+            f"{describe_rows(rows(is_bool))}"
+        )
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(real) | (real != np.round(real)) | (np.abs(real) > _MAX_COUNT)
     if bad.any():
-        raise ValueError(f"{column} must hold whole, non-missing counts below {_MAX_COUNT:.0e}; "
-                         f"found {describe_values(real[bad])} in {describe_rows(rows(bad))}")
+        raise ValueError(
+            f"{column} must hold whole, non-missing counts below {_MAX_COUNT:.0e}; "
+            f"found {describe_values(real[bad])} in {describe_rows(rows(bad))}"
+        )
     return real.astype(np.int64)
 
 
 def _count_columns(df: pd.DataFrame, successes: str, trials: str):
     index = df.index
-    c = _whole_numbers(f"column {successes!r}", _column_values(df[successes]), index,
-                       df[successes].to_numpy(dtype=object))
-    n = _whole_numbers(f"column {trials!r}", _column_values(df[trials]), index,
-                       df[trials].to_numpy(dtype=object))
+    c = _whole_numbers(
+        f"column {successes!r}",
+        _column_values(df[successes]),
+        index,
+        df[successes].to_numpy(dtype=object),
+    )
+    n = _whole_numbers(
+        f"column {trials!r}", _column_values(df[trials]), index, df[trials].to_numpy(dtype=object)
+    )
     if (n < 1).any():
-        raise ValueError(f"column {trials!r} must be >= 1; found {describe_values(n[n < 1])} in "
-                         f"{describe_rows(index[n < 1])}")
+        raise ValueError(
+            f"column {trials!r} must be >= 1; found {describe_values(n[n < 1])} in "
+            f"{describe_rows(index[n < 1])}"
+        )
     bad = (c < 0) | (c > n)
     if bad.any():
-        raise ValueError(f"column {successes!r} must lie in 0..{trials}; "
-                         f"{describe_rows(index[bad])} are outside")
+        raise ValueError(
+            f"column {successes!r} must lie in 0..{trials}; {describe_rows(index[bad])} are outside"
+        )
     return c, n
 
 
@@ -1320,12 +1496,15 @@ def _covariate_names(df: pd.DataFrame, covariates, count_rows: bool) -> list:
     if isinstance(covariates, str):
         covariates = [covariates]
     if not isinstance(covariates, (list, tuple)):
-        raise TypeError("covariates= must be a list of column names (str); "
-                        f"got {type(covariates).__name__}")
+        raise TypeError(
+            f"covariates= must be a list of column names (str); got {type(covariates).__name__}"
+        )
     covariates = list(covariates)
     if count_rows and covariates:
-        raise TypeError("covariates= applies to outcome rows (success=), one row per attempt; "
-                        "count rows (successes=, trials=) carry no per-attempt values")
+        raise TypeError(
+            "covariates= applies to outcome rows (success=), one row per attempt; "
+            "count rows (successes=, trials=) carry no per-attempt values"
+        )
     duplicated = sorted({c for c in covariates if covariates.count(c) > 1}, key=str)
     if duplicated:
         raise ValueError(f"covariates= names {describe_values(duplicated)} more than once")
@@ -1333,15 +1512,18 @@ def _covariate_names(df: pd.DataFrame, covariates, count_rows: bool) -> list:
     return covariates
 
 
-def _refuse_non_numbers(where: str, series, raw, wrong, is_bool, index, allowed: str,
-                        hint: str = ""):
+def _refuse_non_numbers(
+    where: str, series, raw, wrong, is_bool, index, allowed: str, hint: str = ""
+):
     """Refuse a per-attempt numeric column's non-numbers and booleans, naming the rows."""
     if wrong.any():
         raise _wrong_type(where, series.to_numpy(dtype=object), wrong, index[wrong], allowed)
     if is_bool.any() or raw.dtype.kind == "b":
         rows = index[is_bool] if is_bool.any() else index
-        raise TypeError(f"{where} must hold {allowed}, not True/False; found booleans in "
-                        f"{describe_rows(rows)}{hint}")
+        raise TypeError(
+            f"{where} must hold {allowed}, not True/False; found booleans in "
+            f"{describe_rows(rows)}{hint}"
+        )
 
 
 def _covariate_stats(df: pd.DataFrame, covariates: list, slot: np.ndarray, shape) -> dict:
@@ -1360,23 +1542,39 @@ def _covariate_stats(df: pd.DataFrame, covariates: list, slot: np.ndarray, shape
         values, wrong, is_bool = _real_values(raw)
         where = f"covariate column {column!r}"
         allowed = "finite, non-negative numbers, one per attempt (row)"
-        _refuse_non_numbers(where, series, raw, wrong, is_bool, df.index, allowed,
-                            " (give 0/1 as numbers if that is meant)")
+        _refuse_non_numbers(
+            where,
+            series,
+            raw,
+            wrong,
+            is_bool,
+            df.index,
+            allowed,
+            " (give 0/1 as numbers if that is meant)",
+        )
         missing = np.isnan(values)
         if missing.any():
-            raise ValueError(f"{where} has empty cells in {describe_rows(df.index[missing])}; "
-                             f"it must hold {allowed}: an unrecorded value is not a zero, so "
-                             "fill it explicitly or drop those rows")
+            raise ValueError(
+                f"{where} has empty cells in {describe_rows(df.index[missing])}; "
+                f"it must hold {allowed}: an unrecorded value is not a zero, so "
+                "fill it explicitly or drop those rows"
+            )
         bad = ~np.isfinite(values) | (values < 0)
         if bad.any():
-            raise ValueError(f"{where} must hold {allowed}; found "
-                             f"{describe_values(values[bad])} in {describe_rows(df.index[bad])}")
+            raise ValueError(
+                f"{where} must hold {allowed}; found "
+                f"{describe_values(values[bad])} in {describe_rows(df.index[bad])}"
+            )
         positive = values > 0
         logs = np.log(np.where(positive, values, 1.0))
-        for name, weights in (("covariate_count", np.ones_like(values)),
-                              ("covariate_sum", values), ("covariate_sumsq", values**2),
-                              ("covariate_positive", positive.astype(float)),
-                              ("covariate_logsum", logs), ("covariate_logsumsq", logs**2)):
+        for name, weights in (
+            ("covariate_count", np.ones_like(values)),
+            ("covariate_sum", values),
+            ("covariate_sumsq", values**2),
+            ("covariate_positive", positive.astype(float)),
+            ("covariate_logsum", logs),
+            ("covariate_logsumsq", logs**2),
+        ):
             out[name][i] = np.bincount(slot, weights=weights, minlength=size).reshape(shape)
     for name in ("covariate_count", "covariate_positive"):
         out[name] = np.rint(out[name]).astype(np.int64)
@@ -1384,8 +1582,9 @@ def _covariate_stats(df: pd.DataFrame, covariates: list, slot: np.ndarray, shape
     return {name: (dims, values) for name, values in out.items()}
 
 
-_LATENCY_HELP = ("latency= takes a column of seconds (str) or a pair of timestamp columns "
-                 "(start, end)")
+_LATENCY_HELP = (
+    "latency= takes a column of seconds (str) or a pair of timestamp columns (start, end)"
+)
 
 
 def _latency_names(df: pd.DataFrame, latency, count_rows: bool):
@@ -1401,10 +1600,15 @@ def _latency_names(df: pd.DataFrame, latency, count_rows: bool):
     else:
         raise TypeError(f"{_LATENCY_HELP}; got {latency!r}")
     if count_rows:
-        raise TypeError("latency= applies to outcome rows (success=), one row per attempt; "
-                        "count rows (successes=, trials=) carry no per-attempt durations")
-    roles = ({"latency": columns[0]} if len(columns) == 1 else
-             {"latency[0] (start)": columns[0], "latency[1] (end)": columns[1]})
+        raise TypeError(
+            "latency= applies to outcome rows (success=), one row per attempt; "
+            "count rows (successes=, trials=) carry no per-attempt durations"
+        )
+    roles = (
+        {"latency": columns[0]}
+        if len(columns) == 1
+        else {"latency[0] (start)": columns[0], "latency[1] (end)": columns[1]}
+    )
     _check_columns(df, roles)
     return columns
 
@@ -1420,14 +1624,16 @@ def _latency_seconds(df: pd.DataFrame, columns: tuple) -> np.ndarray:
         raise ValueError(
             f"latency columns {columns[0]!r} and {columns[1]!r}: {describe_rows(df.index[half])} "
             "record one timestamp without the other; a duration needs both (empty both when "
-            "none was recorded)")
+            "none was recorded)"
+        )
     both = ~start_missing & ~end_missing
     clash = both & (start_aware != end_aware)
     if clash.any():
         raise ValueError(
             f"latency columns {columns[0]!r} and {columns[1]!r}: in {describe_rows(df.index[clash])} "
             "one timestamp has a UTC offset and the other has none, so their difference is "
-            "undefined; give both with an offset (or both without)")
+            "undefined; give both with an offset (or both without)"
+        )
     seconds = np.full(len(df), np.nan)
     seconds[both] = (end[both] - start[both]) / 1e9
     early = both & (seconds < 0)
@@ -1435,7 +1641,8 @@ def _latency_seconds(df: pd.DataFrame, columns: tuple) -> np.ndarray:
         raise ValueError(
             f"latency: {describe_rows(df.index[early])} end before they start (column "
             f"{columns[1]!r} earlier than {columns[0]!r} by "
-            f"{describe_values(-seconds[early])} s)")
+            f"{describe_values(-seconds[early])} s)"
+        )
     return seconds
 
 
@@ -1450,17 +1657,20 @@ def _timestamps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
 
     series = df[column]
     where = f"latency timestamp column {column!r}"
-    allowed = ("datetimes or ISO 8601 strings (for example 2025-07-11T20:35:11+00:00), with "
-               "empty cells where no duration was recorded")
+    allowed = (
+        "datetimes or ISO 8601 strings (for example 2025-07-11T20:35:11+00:00), with "
+        "empty cells where no duration was recorded"
+    )
     if isinstance(series.dtype, pd.DatetimeTZDtype):
         values = series.dt.tz_convert("UTC").dt.tz_localize(None)
         return values.to_numpy(dtype="datetime64[ns]").view(np.int64), np.ones(len(df), bool)
     if series.dtype.kind == "M":
-        return (series.to_numpy(dtype="datetime64[ns]").view(np.int64),
-                np.zeros(len(df), bool))
+        return (series.to_numpy(dtype="datetime64[ns]").view(np.int64), np.zeros(len(df), bool))
     if series.dtype.kind != "O" and not pd.api.types.is_string_dtype(series.dtype):
-        raise TypeError(f"{where} must hold {allowed}; it holds {series.dtype} values (for "
-                        "durations in seconds give one column: latency='seconds')")
+        raise TypeError(
+            f"{where} must hold {allowed}; it holds {series.dtype} values (for "
+            "durations in seconds give one column: latency='seconds')"
+        )
     raw = series.to_numpy(dtype=object)
     missing = pd.isna(series).to_numpy()
     is_text = np.array([isinstance(v, str) for v in raw])
@@ -1468,13 +1678,17 @@ def _timestamps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     wrong = ~missing & ~is_text & ~is_time
     if wrong.any():
         types = sorted({type(v).__name__ for v in raw[wrong]})
-        raise TypeError(f"{where} must hold {allowed}; found {describe_values(raw[wrong])} "
-                        f"in {describe_rows(df.index[wrong])} (type {', '.join(types)}; for "
-                        "durations in seconds give one column: latency='seconds')")
+        raise TypeError(
+            f"{where} must hold {allowed}; found {describe_values(raw[wrong])} "
+            f"in {describe_rows(df.index[wrong])} (type {', '.join(types)}; for "
+            "durations in seconds give one column: latency='seconds')"
+        )
     blank = is_text & np.array([isinstance(v, str) and not v.strip() for v in raw])
     if blank.any():
-        raise ValueError(f"{where} has blank text in {describe_rows(df.index[blank])}; leave "
-                         "the cell empty (missing) when no timestamp was recorded")
+        raise ValueError(
+            f"{where} has blank text in {describe_rows(df.index[blank])}; leave "
+            "the cell empty (missing) when no timestamp was recorded"
+        )
     out = np.full(len(df), _NO_TIME, dtype=np.int64)
     aware = np.zeros(len(df), bool)
     if is_text.any():
@@ -1485,11 +1699,12 @@ def _timestamps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
         bad = parsed.isna().to_numpy()
         if bad.any():
             rows = df.index[np.flatnonzero(is_text)[bad]]
-            raise ValueError(f"{where} holds text that is not an ISO 8601 timestamp: "
-                             f"{describe_values(text[bad].tolist())} in {describe_rows(rows)}; "
-                             f"it must hold {allowed}")
-        out[is_text] = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]").view(
-            np.int64)
+            raise ValueError(
+                f"{where} holds text that is not an ISO 8601 timestamp: "
+                f"{describe_values(text[bad].tolist())} in {describe_rows(rows)}; "
+                f"it must hold {allowed}"
+            )
+        out[is_text] = parsed.dt.tz_localize(None).to_numpy(dtype="datetime64[ns]").view(np.int64)
         aware[is_text] = text.str.contains(_OFFSET, regex=True).to_numpy()
     for i in np.flatnonzero(is_time):
         stamp = pd.Timestamp(raw[i])
@@ -1498,10 +1713,12 @@ def _timestamps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
     mixed = ~missing
     if aware[mixed].any() and not aware[mixed].all():
         rows_with, rows_without = df.index[mixed & aware], df.index[mixed & ~aware]
-        raise ValueError(f"{where} mixes timestamps with a UTC offset "
-                         f"({describe_rows(rows_with)}) and without one "
-                         f"({describe_rows(rows_without)}); give every timestamp an offset "
-                         "(or none)")
+        raise ValueError(
+            f"{where} mixes timestamps with a UTC offset "
+            f"({describe_rows(rows_with)}) and without one "
+            f"({describe_rows(rows_without)}); give every timestamp an offset "
+            "(or none)"
+        )
     return out, aware
 
 
@@ -1509,8 +1726,10 @@ def _seconds_column(df: pd.DataFrame, column: str) -> np.ndarray:
     """A column of durations: seconds (numbers) or timedeltas, NaN where empty."""
     series = df[column]
     where = f"latency column {column!r}"
-    allowed = ("durations: finite, non-negative seconds (numbers) or timedeltas, with empty "
-               "cells where none was recorded")
+    allowed = (
+        "durations: finite, non-negative seconds (numbers) or timedeltas, with empty "
+        "cells where none was recorded"
+    )
     if series.dtype.kind == "m":
         values = series.dt.total_seconds().to_numpy(dtype=float)
     else:
@@ -1518,8 +1737,12 @@ def _seconds_column(df: pd.DataFrame, column: str) -> np.ndarray:
         if raw.dtype.kind not in "biufO":
             raw = series.to_numpy(dtype=object)
         if raw.dtype.kind == "O":
-            deltas = np.array([isinstance(v, (datetime.timedelta, np.timedelta64))
-                               and not pd.isna(v) for v in raw])
+            deltas = np.array(
+                [
+                    isinstance(v, (datetime.timedelta, np.timedelta64)) and not pd.isna(v)
+                    for v in raw
+                ]
+            )
             if deltas.any():
                 raw = raw.copy()
                 raw[deltas] = [pd.Timedelta(v).total_seconds() for v in raw[deltas]]
@@ -1528,8 +1751,10 @@ def _seconds_column(df: pd.DataFrame, column: str) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         bad = ~np.isnan(values) & ~(np.isfinite(values) & (values >= 0))
     if bad.any():
-        raise ValueError(f"{where} must hold {allowed}; found {describe_values(values[bad])} "
-                         f"in {describe_rows(df.index[bad])}")
+        raise ValueError(
+            f"{where} must hold {allowed}; found {describe_values(values[bad])} "
+            f"in {describe_rows(df.index[bad])}"
+        )
     return values
 
 
@@ -1567,12 +1792,15 @@ def _status_codes(df, status, status_map, recorded: np.ndarray) -> np.ndarray:
         mapping = {}
     else:
         if not isinstance(status_map, Mapping):
-            raise TypeError(f"status_map must be a mapping of raw status -> bayeval status; "
-                            f"got {type(status_map).__name__}")
+            raise TypeError(
+                f"status_map must be a mapping of raw status -> bayeval status; "
+                f"got {type(status_map).__name__}"
+            )
         bad = {k: v for k, v in status_map.items() if v not in known}
         if bad:
-            raise ValueError(f"status_map maps onto unknown statuses {bad}; "
-                             f"allowed: {list(STATUSES)}")
+            raise ValueError(
+                f"status_map maps onto unknown statuses {bad}; allowed: {list(STATUSES)}"
+            )
         mapping = dict(status_map)
     mapped = raw.map(lambda v: mapping.get(v, v if v in known else None))
     explicit = mapped.notna().to_numpy()
@@ -1665,8 +1893,10 @@ def _stratum_weights(strata, declared) -> str:
         missing = [s for s in labels if s not in declared]
         extra = [s for s in declared if s not in labels]
         if missing or extra:
-            raise ValueError(f"stratum_weights must give a weight to each stratum {labels}; "
-                             f"missing {missing}, unknown {extra}")
+            raise ValueError(
+                f"stratum_weights must give a weight to each stratum {labels}; "
+                f"missing {missing}, unknown {extra}"
+            )
         values = np.array([declared[s] for s in labels], dtype=float)
         if (values <= 0).any() or not np.isfinite(values).all():
             raise ValueError(f"stratum_weights must be positive; got {dict(declared)}")

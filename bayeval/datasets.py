@@ -22,30 +22,41 @@ DATASETS: dict[str, dict] = {
     "swebench_verified": {
         "file": "swebench_verified_mini_swe_agent.csv",
         "description": "SWE-bench Verified, mini-SWE-agent: 25 systems x 500 tasks x 1 trial, "
-                       "12 repository clusters",
+        "12 repository clusters",
         "columns": {"cluster": "cluster"},
     },
     "terminal_bench": {
         "file": "terminal_bench_core_0.1.1.csv",
         "description": "Terminal-Bench core 0.1.1: 13 systems x 80 tasks x 5 trials, 70 task "
-                       "families, 428 attempts not ok: 418 outcomes without a verdict and 10 "
-                       "recorded failures under an agent error (needs missing=)",
+        "families, 428 attempts not ok: 418 outcomes without a verdict and 10 "
+        "recorded failures under an agent error (needs missing=)",
         # Rows with a recorded verdict stay valid whatever their raw status (a timed-out agent
         # whose tests ran has a verdict), except under the two agent-error statuses: an agent
         # that failed to install or crashed was not measured, so its 10 recorded failures are
         # marked 'error' with the 104 such rows that have no verdict.
-        "columns": {"trial": "trial", "cluster": "cluster", "status": "status",
-                    "status_map": {"parse_error": "invalid", "test_timeout": "timeout",
-                                   "unknown_agent_error": "error",
-                                   "agent_installation_failed": "error"}},
+        "columns": {
+            "trial": "trial",
+            "cluster": "cluster",
+            "status": "status",
+            "status_map": {
+                "parse_error": "invalid",
+                "test_timeout": "timeout",
+                "unknown_agent_error": "error",
+                "agent_installation_failed": "error",
+            },
+        },
     },
     "livecodebench": {
         "file": "livecodebench_codegen_2024-04-17.csv",
         "description": "LiveCodeBench code generation: 45 systems x 400 problems as counts "
-                       "(10 samples for 43 systems, 1 for 2), platform clusters, difficulty "
-                       "strata",
-        "columns": {"successes": "n_correct", "trials": "n_samples", "cluster": "cluster",
-                    "stratum": "difficulty"},
+        "(10 samples for 43 systems, 1 for 2), platform clusters, difficulty "
+        "strata",
+        "columns": {
+            "successes": "n_correct",
+            "trials": "n_samples",
+            "cluster": "cluster",
+            "stratum": "difficulty",
+        },
     },
     "tau_bench_airline": {
         "file": "tau_bench_gpt4o_airline.csv",
@@ -55,11 +66,14 @@ DATASETS: dict[str, dict] = {
     "swebench_java": {
         "file": "swebench_java_verified_statuses.csv",
         "description": "Multi-SWE-bench Java Verified: 5 systems x 91 tasks x 1 trial with "
-                       "explicit statuses, 6 repository clusters (needs missing=)",
+        "explicit statuses, 6 repository clusters (needs missing=)",
         # empty_patch keeps its recorded failure unless mapped (e.g. to "invalid"): whether an
         # empty patch is a failure or a missing outcome is the user's modelling choice.
-        "columns": {"cluster": "cluster", "status": "status",
-                    "status_map": {"incomplete": "not_run"}},
+        "columns": {
+            "cluster": "cluster",
+            "status": "status",
+            "status_map": {"incomplete": "not_run"},
+        },
     },
     "langchain_tool_use": {
         "file": "langchain_tool_use_typewriter_small.csv",

@@ -130,12 +130,16 @@ def _unbiased(n, c, k, metric: str, tau=None) -> np.ndarray:
 def validate_tau(tau) -> float:
     """tau as a float in (0, 1]: the share of the k attempts that must succeed."""
     if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
-        raise TypeError("tau must be a number in (0, 1] (the share of the k attempts that must "
-                        f"succeed); got {tau!r}")
+        raise TypeError(
+            "tau must be a number in (0, 1] (the share of the k attempts that must "
+            f"succeed); got {tau!r}"
+        )
     tau = float(tau)
     if not 0.0 < tau <= 1.0:
-        raise ValueError("tau must lie in (0, 1] (the share of the k attempts that must "
-                         f"succeed; tau = 1 is pass^k); got {tau}")
+        raise ValueError(
+            "tau must lie in (0, 1] (the share of the k attempts that must "
+            f"succeed; tau = 1 is pass^k); got {tau}"
+        )
     return tau
 
 
@@ -143,13 +147,17 @@ def _taus(tau) -> np.ndarray:
     """An array of tau values, each in (0, 1]."""
     values = np.asarray(tau)
     if values.dtype == bool or not np.issubdtype(values.dtype, np.number):
-        raise TypeError("tau must be a number in (0, 1] (the share of the k attempts that must "
-                        f"succeed) or an array of them; got {tau!r}")
+        raise TypeError(
+            "tau must be a number in (0, 1] (the share of the k attempts that must "
+            f"succeed) or an array of them; got {tau!r}"
+        )
     values = values.astype(float)
     bad = ~((values > 0.0) & (values <= 1.0))
     if bad.any():
-        raise ValueError("tau must lie in (0, 1] (the share of the k attempts that must "
-                         f"succeed; tau = 1 is pass^k); got {values[bad].ravel()[0]}")
+        raise ValueError(
+            "tau must lie in (0, 1] (the share of the k attempts that must "
+            f"succeed; tau = 1 is pass^k); got {values[bad].ravel()[0]}"
+        )
     return values
 
 
@@ -165,12 +173,15 @@ def validate_metric(metric, tau=None, allowed=ALL_METRICS) -> tuple[str, float |
     validate_choice("metric", metric, allowed)
     if metric == "g-pass@k":
         if tau is None:
-            raise ValueError("metric='g-pass@k' needs tau, the share of the k attempts that "
-                             "must succeed, in (0, 1]; got none")
+            raise ValueError(
+                "metric='g-pass@k' needs tau, the share of the k attempts that "
+                "must succeed, in (0, 1]; got none"
+            )
         return metric, validate_tau(tau)
     if tau is not None:
-        raise ValueError(f"tau applies to metric='g-pass@k' only; got tau={tau!r} with "
-                         f"metric={metric!r}")
+        raise ValueError(
+            f"tau applies to metric='g-pass@k' only; got tau={tau!r} with metric={metric!r}"
+        )
     return metric, None
 
 
@@ -191,8 +202,10 @@ def metric_ks(metric: str, k) -> tuple[np.ndarray, bool]:
         return np.array([2], dtype=np.int64), True
     if isinstance(k, (list, tuple, np.ndarray)) and np.array_equal(np.asarray(k), [2]):
         return np.array([2], dtype=np.int64), False
-    raise ValueError("metric='consistency' has no k of its own (it compares two attempts: "
-                     f"E[(2p - 1)^2]); leave k at its default; got k={k!r}")
+    raise ValueError(
+        "metric='consistency' has no k of its own (it compares two attempts: "
+        f"E[(2p - 1)^2]); leave k at its default; got k={k!r}"
+    )
 
 
 def success_threshold(k, tau) -> np.ndarray:
@@ -270,8 +283,9 @@ def _g_pass(n, c, k, tau) -> np.ndarray:
     n, c, k, tau = np.broadcast_arrays(n, c, k, np.asarray(tau, dtype=float))
     m = success_threshold(k, tau)
     shape = n.shape
-    keys, inverse = np.unique(np.stack([n.ravel(), c.ravel(), k.ravel(), m.ravel()], axis=1),
-                              axis=0, return_inverse=True)
+    keys, inverse = np.unique(
+        np.stack([n.ravel(), c.ravel(), k.ravel(), m.ravel()], axis=1), axis=0, return_inverse=True
+    )
     un, uc, uk, um = keys.T
     values = np.full(len(keys), np.nan)
     every = um == uk
@@ -339,8 +353,9 @@ def unbiased_table(n: int, ks, metric: str, tau=None) -> np.ndarray:
     ks = np.asarray(ks, dtype=np.int64)
     if metric in RELIABILITY_METRICS:
         c = np.arange(n + 1)[:, None]
-        return np.asarray(_unbiased(np.full_like(c, n), c, ks[None, :], metric, tau),
-                          dtype=float).reshape(n + 1, -1) * np.ones((1, len(ks)))
+        return np.asarray(
+            _unbiased(np.full_like(c, n), c, ks[None, :], metric, tau), dtype=float
+        ).reshape(n + 1, -1) * np.ones((1, len(ks)))
     i = np.arange(n, dtype=float)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         factors = np.clip((n - ks[None, :] - i) / (n - i), 0.0, 1.0)
@@ -489,8 +504,7 @@ def consistency(n, c):
     return _unbiased(n, c, 2, "consistency")
 
 
-def task_metric(successes: xr.DataArray, trials: xr.DataArray, k, metric: str = "pass@k",
-                tau=None):
+def task_metric(successes: xr.DataArray, trials: xr.DataArray, k, metric: str = "pass@k", tau=None):
     """Per-task unbiased estimates with a ``k`` dim appended at the end.
 
     ``metric`` is one of :data:`ALL_METRICS`; ``tau`` goes with ``"g-pass@k"``, and
@@ -672,15 +686,22 @@ def design_effect(data) -> xr.Dataset:
     """
     ds = data.dataset
     icc, mean_trials = xr.apply_ufunc(
-        icc_anova, ds["successes"], ds["trials"],
-        input_core_dims=[["task"], ["task"]], output_core_dims=[[], []], vectorize=True,
+        icc_anova,
+        ds["successes"],
+        ds["trials"],
+        input_core_dims=[["task"], ["task"]],
+        output_core_dims=[[], []],
+        vectorize=True,
     )
     deff = 1 + (mean_trials - 1) * icc
     total = ds["trials"].sum("task")
     out = xr.Dataset(
-        {"icc": icc, "design_effect": deff, "mean_trials": mean_trials,
-         "effective_trials": total / deff}
+        {
+            "icc": icc,
+            "design_effect": deff,
+            "mean_trials": mean_trials,
+            "effective_trials": total / deff,
+        }
     )
     out.attrs["method"] = "one-way ANOVA (method of moments), tasks as groups"
     return out
-

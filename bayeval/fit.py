@@ -59,12 +59,14 @@ SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc", "numpyro")
 ENGINES = {
     "beta_binomial": {"auto": "conjugate", "conjugate": "conjugate"},
     "hierarchical": {"auto": "grid", "grid": "grid", "nutpie": "nutpie", "pymc": "pymc"},
-    "logit_normal": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc",
-                     "numpyro": "numpyro"},
+    "logit_normal": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc", "numpyro": "numpyro"},
     "zoib": {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc"},
 }
-POSTERIOR_VARS = {"hierarchical": ("mu", "kappa"), "logit_normal": logit_normal.POSTERIOR_VARS,
-                  "zoib": zoib.POSTERIOR_VARS}
+POSTERIOR_VARS = {
+    "hierarchical": ("mu", "kappa"),
+    "logit_normal": logit_normal.POSTERIOR_VARS,
+    "zoib": zoib.POSTERIOR_VARS,
+}
 GATES = {"max_rhat": 1.01, "min_ess_per_chain": 100, "min_bfmi": 0.3}
 TASK_DRAWS_LIMIT = 4_000_000  # stored per-task draws (chain x draw x system x task x bound)
 
@@ -100,8 +102,10 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     'hierarchical'
     """
     if getattr(data, "has_partial_credit", False) and sampler not in ("grid", "conjugate"):
-        return "zoib", ("scores in [0, 1] (score=): the zero-one-inflated Beta model, with "
-                        "shared task and cluster effects")
+        return "zoib", (
+            "scores in [0, 1] (score=): the zero-one-inflated Beta model, with "
+            "shared task and cluster effects"
+        )
     model, why = _choose_binary_model(data, sampler)
     if getattr(data, "has_scores", False):
         why = f"scores all 0 or 1 (0/1 outcomes; the mean score is pass@1); {why}"
@@ -118,8 +122,10 @@ def _choose_binary_model(data, sampler: str) -> tuple[str, str]:
     n_systems = n.shape[1]
     shared = int(((n[0] > 0).sum(axis=0) >= 2).sum())
     if n_systems >= 2 and shared >= 2:
-        return "logit_normal", (f"{n_systems} systems share {shared} tasks: the paired "
-                                "logit_normal model (shared task and cluster effects)")
+        return "logit_normal", (
+            f"{n_systems} systems share {shared} tasks: the paired "
+            "logit_normal model (shared task and cluster effects)"
+        )
     why = "one system" if n_systems < 2 else f"the systems share {shared} task(s)"
     return "hierarchical", f"{why}: the hierarchical model"
 
@@ -159,10 +165,21 @@ def default_tune(model: str, form: str | None = None) -> int:
     return INTEGRATED_TUNE if integrated else DEFAULT_TUNE
 
 
-def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None,
-        sampler: str = "auto", *, tune: int | None = None, priors: dict | None = None,
-        progress: bool | None = None, strict: bool = False, task_draws="auto",
-        log_likelihood="auto") -> Results:
+def fit(
+    data,
+    model: str = "auto",
+    draws: int = 1000,
+    chains: int = 4,
+    seed=None,
+    sampler: str = "auto",
+    *,
+    tune: int | None = None,
+    priors: dict | None = None,
+    progress: bool | None = None,
+    strict: bool = False,
+    task_draws="auto",
+    log_likelihood="auto",
+) -> Results:
     """Fit a Bayesian model to evaluation counts.
 
     Parameters
@@ -222,8 +239,10 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     from bayeval.data import EvalData
 
     if not isinstance(data, EvalData):
-        raise TypeError(f"data must be an EvalData (from be.from_frame / be.from_counts); "
-                        f"got {type(data).__name__}")
+        raise TypeError(
+            f"data must be an EvalData (from be.from_frame / be.from_counts); "
+            f"got {type(data).__name__}"
+        )
     require_valid_outcomes(data)
     validate_choice("model", model, ("auto", *ENGINES))
     validate_choice("sampler", sampler, SAMPLERS)
@@ -231,14 +250,17 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     if model == "auto":
         model, choice = choose_model(data, sampler)
     if sampler not in ENGINES[model]:
-        raise ValueError(f"model {model!r} runs with sampler in {sorted(ENGINES[model])}; "
-                         f"got {sampler!r}")
+        raise ValueError(
+            f"model {model!r} runs with sampler in {sorted(ENGINES[model])}; got {sampler!r}"
+        )
     if model != "zoib" and data.has_partial_credit:
         n_mid = int(data.dataset["score_nmid"].sum())
-        raise ValueError(f"model {model!r} is a model of 0/1 outcomes, but {n_mid} valid "
-                         "score(s) lie strictly between 0 and 1: fit model='zoib' (the mean "
-                         "score), or threshold the scores into a success= column first if "
-                         "full credit is what counts")
+        raise ValueError(
+            f"model {model!r} is a model of 0/1 outcomes, but {n_mid} valid "
+            "score(s) lie strictly between 0 and 1: fit model='zoib' (the mean "
+            "score), or threshold the scores into a success= column first if "
+            "full credit is what counts"
+        )
     draws = validate_positive_int("draws", draws)
     chains = validate_positive_int("chains", chains)
     if tune is not None:
@@ -278,29 +300,41 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
             posterior = posterior.isel(stratum=0, drop=True)
         posterior = posterior.transpose("chain", "draw", "system", ...)
     else:
-        priors = {"hierarchical": hierarchical, "logit_normal": logit_normal,
-                  "zoib": zoib}[model].validate_priors(priors)
+        priors = {"hierarchical": hierarchical, "logit_normal": logit_normal, "zoib": zoib}[
+            model
+        ].validate_priors(priors)
         if model == "logit_normal":  # the collapsed kernel is numba code: JAX takes the latent
-            form, form_choice = (("full-latent", "sampler='numpyro': the full-latent form, "
-                                  "which JAX compiles") if engine == "numpyro"
-                                 else logit_normal.sampling_form(ds))
+            form, form_choice = (
+                ("full-latent", "sampler='numpyro': the full-latent form, which JAX compiles")
+                if engine == "numpyro"
+                else logit_normal.sampling_form(ds)
+            )
         if tune is None:
             tune = default_tune(model, form)
-        posterior, sample_stats = _nuts(data, model, priors, draws, chains, tune, seed, engine,
-                                        progress, bounds, form)
+        posterior, sample_stats = _nuts(
+            data, model, priors, draws, chains, tune, seed, engine, progress, bounds, form
+        )
         diverged = 0 if sample_stats is None else int(sample_stats["diverging"].sum())
         if form == "task-latent" and diverged and REFIT_DIVERGENT_TASK_LATENT:
             # its cluster effects are centred: where the clusters' spread is small against
             # what their tasks say of it, a funnel (simulated: a chain stuck at sigma_cluster
             # 0.03); the collapsed form, the same posterior, holds them as the data suggest
-            form, form_choice = "collapsed", (
-                f"{form_choice}; its fit diverged {diverged} times, so the collapsed form "
-                "(task effects integrated out) was sampled instead")
+            form, form_choice = (
+                "collapsed",
+                (
+                    f"{form_choice}; its fit diverged {diverged} times, so the collapsed form "
+                    "(task effects integrated out) was sampled instead"
+                ),
+            )
             if progress:
-                print(f"the task-latent fit diverged {diverged} times: sampling the collapsed "
-                      "form instead", file=sys.stderr)
-            posterior, sample_stats = _nuts(data, model, priors, draws, chains, tune, seed,
-                                            engine, progress, bounds, form)
+                print(
+                    f"the task-latent fit diverged {diverged} times: sampling the collapsed "
+                    "form instead",
+                    file=sys.stderr,
+                )
+            posterior, sample_stats = _nuts(
+                data, model, priors, draws, chains, tune, seed, engine, progress, bounds, form
+            )
     if bounds is None and "missing_bound" in posterior.dims:
         posterior = posterior.isel(missing_bound=0, drop=True)
     elif bounds is not None and "missing_bound" in posterior.dims:
@@ -315,8 +349,9 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     small = task_draws == "auto" and size <= TASK_DRAWS_LIMIT and model != "logit_normal"
     rates_group = None
     if task_draws is True or small:
-        p = _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds,
-                             effects)
+        p = _task_rate_draws(
+            model, data, priors, draws, chains, seed, posterior, ds, bounds, effects
+        )
         if model == "beta_binomial":  # the conjugate model's parameters are the task rates
             posterior = posterior.assign(p=p)
         else:  # a group of their own keeps summaries of the posterior small
@@ -330,31 +365,38 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
         attrs["form"], attrs["form_choice"] = form, form_choice
         attrs["target_accept"] = logit_normal.target_accept(form, ds.sizes["task"])
         if "cluster" in ds.coords:
-            attrs["cluster_effects"] = ("centred" if logit_normal.cluster_parametrisation(ds)
-                                        else "non-centred")
+            attrs["cluster_effects"] = (
+                "centred" if logit_normal.cluster_parametrisation(ds) else "non-centred"
+            )
         if form == "full-latent" and engine == "nutpie":
-            attrs["task_effects"] = ("centred" if logit_normal.task_parametrisation(ds)
-                                     else "non-centred")
+            attrs["task_effects"] = (
+                "centred" if logit_normal.task_parametrisation(ds) else "non-centred"
+            )
             layout = logit_normal.Layout.from_dataset(ds)
             if layout.paired:
                 attrs["task_system_effects"] = (
                     "integrated (tables of the most common counts), sampled elsewhere"
-                    if logit_normal.integrates_cells(ds) else "sampled")
+                    if logit_normal.integrates_cells(ds)
+                    else "sampled"
+                )
             if logit_normal.coordinates(layout, latent_tasks=ds.sizes["task"]).cluster_pairs:
                 sums = "centred" if layout.task_centred else "standardised"
-                attrs["cluster_effects"] = (f"rotated with their tasks' mean effects: the sums "
-                                            f"{sums}, the spreads polar")
+                attrs["cluster_effects"] = (
+                    f"rotated with their tasks' mean effects: the sums {sums}, the spreads polar"
+                )
         if form == "task-latent":
             attrs["task_effects"] = "centred"
             if "cluster" in ds.coords:
                 attrs["cluster_effects"] = "centred (cluster-by-system non-centred)"
         if form in ("collapsed", "task-latent"):
-            attrs["intercepts"] = ("attenuated" if logit_normal.ATTENUATED_INTERCEPTS
-                                   else "plain")
+            attrs["intercepts"] = "attenuated" if logit_normal.ATTENUATED_INTERCEPTS else "plain"
             if logit_normal.coordinates(logit_normal.Layout.from_dataset(ds)).level_weights:
                 attrs["intercept_level"] = "task-weighted"
-    groups = {"posterior": posterior, "observed_data": ds.copy(),
-              "constant_data": ds[["trials", "attempts"]].copy()}
+    groups = {
+        "posterior": posterior,
+        "observed_data": ds.copy(),
+        "constant_data": ds[["trials", "attempts"]].copy(),
+    }
     if rates_group is not None:
         groups["task_rates"] = rates_group
     if effects is not None:
@@ -364,9 +406,13 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
     tree.attrs = attrs
     counts = model not in ("beta_binomial", "zoib")  # count-based groups: not for scores
-    wanted = counts and (log_likelihood is True or (
-        log_likelihood == "auto"
-        and _groups.log_likelihood_cost(tree) <= _groups.LOG_LIKELIHOOD_SECONDS))
+    wanted = counts and (
+        log_likelihood is True
+        or (
+            log_likelihood == "auto"
+            and _groups.log_likelihood_cost(tree) <= _groups.LOG_LIKELIHOOD_SECONDS
+        )
+    )
     with ThreadPoolExecutor(max_workers=1) as background:
         # the log_likelihood group's kernel releases the GIL: it runs beside the diagnostics
         # and the predictive checks, which hold it (arviz_stats loops over the quantities)
@@ -395,17 +441,25 @@ def fit(data, model: str = "auto", draws: int = 1000, chains: int = 4, seed=None
     return results
 
 
-def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds,
-                     effects=None):
+def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bounds, effects=None):
     if model == "beta_binomial":
         p = beta_binomial.conjugate_task_rates(data, priors, draws, chains, seed)
-        da = xr.DataArray(p, dims=("chain", "draw", "missing_bound", "system", "task"),
-                          coords={"chain": posterior["chain"].values,
-                                  "draw": posterior["draw"].values,
-                                  "system": ds["system"].values, "task": ds["task"].values})
+        da = xr.DataArray(
+            p,
+            dims=("chain", "draw", "missing_bound", "system", "task"),
+            coords={
+                "chain": posterior["chain"].values,
+                "draw": posterior["draw"].values,
+                "system": ds["system"].values,
+                "task": ds["task"].values,
+            },
+        )
         da = da.transpose("chain", "draw", "system", "task", "missing_bound")
-        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
-            missing_bound=bounds)
+        return (
+            da.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else da.assign_coords(missing_bound=bounds)
+        )
     groups = {"/posterior": posterior, "/observed_data": ds}
     if effects is not None:
         groups["/task_effects"] = effects
@@ -414,8 +468,7 @@ def _task_rate_draws(model, data, priors, draws, chains, seed, posterior, ds, bo
     return get_model(model).task_rates(tree)
 
 
-def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress, bounds,
-          form=None):
+def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress, bounds, form=None):
     """NUTS on the marginal model, once per missing-outcome bound; ``form`` is the
     ``logit_normal`` form sampled (:func:`bayeval.models.logit_normal.sampling_form`)."""
     import pymc as pm
@@ -424,12 +477,23 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
     for i, bound in enumerate(bounds or [None]):
         cores = min(chains, os.cpu_count() or 1)
         if model_name == "zoib":
-            trace = zoib.sample(data, priors, draws, tune, chains, seed + i, progress, cores,
-                                engine, missing_bound=bound)
+            trace = zoib.sample(
+                data,
+                priors,
+                draws,
+                tune,
+                chains,
+                seed + i,
+                progress,
+                cores,
+                engine,
+                missing_bound=bound,
+            )
             post = trace["posterior"].to_dataset()
             names = [v for v in (*zoib.POSTERIOR_VARS, *zoib.LATENT_VARS) if v in post]
-            posteriors.append(post[names].drop_vars([c for c in ("task", "cluster")
-                                                      if c in post.coords]))
+            posteriors.append(
+                post[names].drop_vars([c for c in ("task", "cluster") if c in post.coords])
+            )
             stats.append(_kept_stats(trace))
             continue
         collapsed = model_name == "logit_normal" and form == "collapsed"
@@ -438,24 +502,49 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         if engine == "numpyro":
             _check_jax()
         if compiled:
-            trace = logit_normal.sample_kernel(data, priors, draws, tune, chains, seed + i,
-                                               progress, cores, form=form, missing_bound=bound)
+            trace = logit_normal.sample_kernel(
+                data,
+                priors,
+                draws,
+                tune,
+                chains,
+                seed + i,
+                progress,
+                cores,
+                form=form,
+                missing_bound=bound,
+            )
         else:
             if model_name == "hierarchical":
                 model = hierarchical.build_hierarchical_model(
-                    data, priors, marginal=True, missing_bound=bound, compress=True)
+                    data, priors, marginal=True, missing_bound=bound, compress=True
+                )
             else:
-                model = logit_normal.build_logit_normal_model(data, priors, missing_bound=bound,
-                                                              marginal=collapsed)
+                model = logit_normal.build_logit_normal_model(
+                    data, priors, missing_bound=bound, marginal=collapsed
+                )
             with model:
-                trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed + i,
-                                  nuts_sampler=engine, progressbar=progress,
-                                  quiet=not progress, compute_convergence_checks=False,
-                                  cores=cores,
-                                  **({"mp_ctx": "forkserver"} if engine == "pymc" else {}),
-                                  **({"target_accept": logit_normal.target_accept(
-                                      form, data.dataset.sizes["task"])}
-                                     if model_name == "logit_normal" else {}))
+                trace = pm.sample(
+                    draws=draws,
+                    tune=tune,
+                    chains=chains,
+                    random_seed=seed + i,
+                    nuts_sampler=engine,
+                    progressbar=progress,
+                    quiet=not progress,
+                    compute_convergence_checks=False,
+                    cores=cores,
+                    **({"mp_ctx": "forkserver"} if engine == "pymc" else {}),
+                    **(
+                        {
+                            "target_accept": logit_normal.target_accept(
+                                form, data.dataset.sizes["task"]
+                            )
+                        }
+                        if model_name == "logit_normal"
+                        else {}
+                    ),
+                )
         post = trace["posterior"].to_dataset()
         if compiled:
             sampled = post
@@ -463,11 +552,13 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
             if not collapsed:
                 effect = sampled["task_effect"]
                 effect = effect.rename({effect.dims[-1]: "task"})
-            post = logit_normal.collapsed_posterior(post["theta" if collapsed else "hyper"],
-                                                    data, priors, task_effect=effect, form=form)
+            post = logit_normal.collapsed_posterior(
+                post["theta" if collapsed else "hyper"], data, priors, task_effect=effect, form=form
+            )
             if not collapsed:  # the full-latent form's task effects: the tasks estimand's
                 post["task_effect"] = effect.drop_vars(
-                    [name for name in effect.coords if name not in ("chain", "draw")])
+                    [name for name in effect.coords if name not in ("chain", "draw")]
+                )
         names = [v for v in (*POSTERIOR_VARS[model_name], "task_effect") if v in post.data_vars]
         posteriors.append(post[names])
         stats.append(_kept_stats(trace))
@@ -476,13 +567,15 @@ def _nuts(data, model_name, priors, draws, chains, tune, seed, engine, progress,
         sample_stats = xr.concat(stats, dim="missing_bound").assign_coords(missing_bound=bounds)
     else:
         posterior, sample_stats = posteriors[0], stats[0]
-    posterior = posterior.assign_coords(system=data.dataset["system"].values,
-                                        chain=np.arange(chains), draw=np.arange(draws))
+    posterior = posterior.assign_coords(
+        system=data.dataset["system"].values, chain=np.arange(chains), draw=np.arange(draws)
+    )
     if model_name == "zoib" or "task_effect" in posterior:  # latent task effects: the labels
         posterior = posterior.assign_coords(task=data.dataset["task"].values)
     if model_name == "zoib" and "cluster" in posterior.dims:
-        posterior = posterior.assign_coords(cluster=np.asarray(
-            zoib.Layout.from_dataset(data.dataset).cluster_labels, dtype=object))
+        posterior = posterior.assign_coords(
+            cluster=np.asarray(zoib.Layout.from_dataset(data.dataset).cluster_labels, dtype=object)
+        )
     sample_stats = sample_stats.assign(diverging=sample_stats["diverging"].astype(np.int8))
     sample_stats = sample_stats.assign_coords(chain=np.arange(chains), draw=np.arange(draws))
     return posterior, sample_stats
@@ -499,8 +592,9 @@ def _check_jax():
         import jax  # noqa: F401
         import numpyro  # noqa: F401
     except ImportError as err:
-        raise ImportError("sampler='numpyro' needs JAX and NumPyro: pip install "
-                          "'bayeval[jax]'") from err
+        raise ImportError(
+            "sampler='numpyro' needs JAX and NumPyro: pip install 'bayeval[jax]'"
+        ) from err
 
 
 def interactive() -> bool:
@@ -521,10 +615,17 @@ def _attrs(data, model, engine, requested, seed, draws, chains, tune, priors) ->
     except Exception:  # a source tree without install
         versions["bayeval"] = "unknown"
     attrs = {
-        "model": model, "sampler": engine, "sampler_requested": requested, "seed": seed,
-        "draws": draws, "chains": chains, "tune": tune if engine in ("nutpie", "pymc") else 0,
-        "priors": json.dumps(priors), "estimands": list(get_model(model).estimands),
-        "missing_policy": data.missing or "none", "input_hash": data.fingerprint(),
+        "model": model,
+        "sampler": engine,
+        "sampler_requested": requested,
+        "seed": seed,
+        "draws": draws,
+        "chains": chains,
+        "tune": tune if engine in ("nutpie", "pymc") else 0,
+        "priors": json.dumps(priors),
+        "estimands": list(get_model(model).estimands),
+        "missing_policy": data.missing or "none",
+        "input_hash": data.fingerprint(),
         "created_at": datetime.now(timezone.utc).isoformat(),
         "library_versions": json.dumps(versions),
         "inference_library": engine if engine in ("nutpie", "pymc") else "bayeval",
@@ -541,26 +642,37 @@ def _warn_single_trial(data, model):
     if not single:
         return
     if model == "beta_binomial":
-        message = ("with one trial per task the beta_binomial task rates lean on the prior "
-                   "(Beta(1, 1) pulls a system solving 74% of tasks to about 58%); fit "
-                   "model='hierarchical', which learns the task population from the data")
+        message = (
+            "with one trial per task the beta_binomial task rates lean on the prior "
+            "(Beta(1, 1) pulls a system solving 74% of tasks to about 58%); fit "
+            "model='hierarchical', which learns the task population from the data"
+        )
     elif model == "zoib" and len(data.systems) > 1:
-        message = ("with one attempt per task the task-by-system spread and the Beta precision "
-                   "phi are told apart only by the shape of the interior scores: they mix slowly "
-                   "and, on LiveBench-like data, fail the MCMC gates; read the mean score's own "
-                   "ESS in summary() before relying on it (models/zoib.md)")
+        message = (
+            "with one attempt per task the task-by-system spread and the Beta precision "
+            "phi are told apart only by the shape of the interior scores: they mix slowly "
+            "and, on LiveBench-like data, fail the MCMC gates; read the mean score's own "
+            "ESS in summary() before relying on it (models/zoib.md)"
+        )
     elif model == "logit_normal" and len(data.systems) > 1:
-        message = ("with one trial per task a system's own task-to-task spread is identified "
-                   "only through the other systems: the task-by-system spread and pass@k, pass^k "
-                   "for k > 1 lean on their priors, and intervals over these tasks "
-                   "(estimand='tasks') covered 0.90-0.92 at 95% in simulations of 12 systems "
-                   "(models/logit_normal.md)")
+        message = (
+            "with one trial per task a system's own task-to-task spread is identified "
+            "only through the other systems: the task-by-system spread and pass@k, pass^k "
+            "for k > 1 lean on their priors, and intervals over these tasks "
+            "(estimand='tasks') covered 0.90-0.92 at 95% in simulations of 12 systems "
+            "(models/logit_normal.md)"
+        )
     else:
-        message = ("with one trial per task the spread of rates between tasks is not "
-                   "identified: pass@1 of the population is, but pass@k and pass^k for k > 1 "
-                   "and the 'tasks' estimand lean on the concentration prior")
-    warnings.warn(f"{message} (systems: {single[:3]}{' ...' if len(single) > 3 else ''})",
-                  BayevalWarning, stacklevel=3)
+        message = (
+            "with one trial per task the spread of rates between tasks is not "
+            "identified: pass@1 of the population is, but pass@k and pass^k for k > 1 "
+            "and the 'tasks' estimand lean on the concentration prior"
+        )
+    warnings.warn(
+        f"{message} (systems: {single[:3]}{' ...' if len(single) > 3 else ''})",
+        BayevalWarning,
+        stacklevel=3,
+    )
 
 
 def _check_gates(diag: dict, chains: int, strict: bool):
@@ -572,19 +684,24 @@ def _check_gates(diag: dict, chains: int, strict: bool):
         return f" in {diag[key + '_parameter']}" if key + "_parameter" in diag else ""
 
     if diag["max_rhat"] > GATES["max_rhat"]:
-        problems.append(f"r-hat up to {diag['max_rhat']:.3f}{at('max_rhat')} "
-                        f"(gate {GATES['max_rhat']})")
+        problems.append(
+            f"r-hat up to {diag['max_rhat']:.3f}{at('max_rhat')} (gate {GATES['max_rhat']})"
+        )
     min_ess = GATES["min_ess_per_chain"] * chains
     for kind in ("bulk", "tail"):
         if diag[f"min_ess_{kind}"] < min_ess:
-            problems.append(f"{kind} ESS down to {diag[f'min_ess_{kind}']:.0f}"
-                            f"{at('min_ess_' + kind)} (gate {min_ess})")
+            problems.append(
+                f"{kind} ESS down to {diag[f'min_ess_{kind}']:.0f}"
+                f"{at('min_ess_' + kind)} (gate {min_ess})"
+            )
     if diag.get("min_bfmi", 1.0) < GATES["min_bfmi"]:
         problems.append(f"BFMI down to {diag['min_bfmi']:.2f} (gate {GATES['min_bfmi']})")
     if not problems:
         return
-    message = ("the MCMC diagnostics fail their gates: " + "; ".join(problems) + ". Increase "
-               "draws and tune, check the priors, or use sampler='grid' where the model allows")
+    message = (
+        "the MCMC diagnostics fail their gates: " + "; ".join(problems) + ". Increase "
+        "draws and tune, check the priors, or use sampler='grid' where the model allows"
+    )
     if strict:
         raise RuntimeError(message)
     warnings.warn(message, BayevalWarning, stacklevel=3)
@@ -595,11 +712,16 @@ def _warn_ppc(results: Results):
     flagged = check["flagged"]
     if not bool(flagged.any()):
         return
-    systems = flagged["system"].values[flagged.any(
-        [d for d in flagged.dims if d != "system"]).values].tolist()
+    systems = (
+        flagged["system"]
+        .values[flagged.any([d for d in flagged.dims if d != "system"]).values]
+        .tolist()
+    )
     warnings.warn(
         "posterior predictive check: the share of tasks that are always or never solved "
         f"falls outside what the fitted population predicts for {systems[:3]} (see "
         "Results.ppc()). The population cannot take the shape of the data: check the "
-        "concentration prior", BayevalWarning, stacklevel=3,
+        "concentration prior",
+        BayevalWarning,
+        stacklevel=3,
     )

@@ -55,8 +55,9 @@ def _evaluate(logdensity, x, y):
     return np.where(np.isfinite(lp), lp, -np.inf)
 
 
-def adaptive_grid(logdensity, box, n_grid: int = 200, n_coarse: int = 48, tail: float = 25.0,
-                  max_zoom: int = 12) -> GridPosterior:
+def adaptive_grid(
+    logdensity, box, n_grid: int = 200, n_coarse: int = 48, tail: float = 25.0, max_zoom: int = 12
+) -> GridPosterior:
     """Grid posterior of a two-parameter log density.
 
     Parameters
@@ -96,12 +97,18 @@ def adaptive_grid(logdensity, box, n_grid: int = 200, n_coarse: int = 48, tail: 
         keep = lp > lp.max() - tail
         ix, iy = np.nonzero(keep.any(axis=1))[0], np.nonzero(keep.any(axis=0))[0]
         dx, dy = x[1] - x[0], y[1] - y[0]
-        new = np.array([
-            max(x[ix.min()] - 2.5 * dx, outer[0]), min(x[ix.max()] + 2.5 * dx, outer[1]),
-            max(y[iy.min()] - 2.5 * dy, outer[2]), min(y[iy.max()] + 2.5 * dy, outer[3]),
-        ])
-        shrink = min((new[1] - new[0]) / (current[1] - current[0]),
-                     (new[3] - new[2]) / (current[3] - current[2]))
+        new = np.array(
+            [
+                max(x[ix.min()] - 2.5 * dx, outer[0]),
+                min(x[ix.max()] + 2.5 * dx, outer[1]),
+                max(y[iy.min()] - 2.5 * dy, outer[2]),
+                min(y[iy.max()] + 2.5 * dy, outer[3]),
+            ]
+        )
+        shrink = min(
+            (new[1] - new[0]) / (current[1] - current[0]),
+            (new[3] - new[2]) / (current[3] - current[2]),
+        )
         current = new
         if shrink > 0.5:
             break

@@ -38,13 +38,23 @@ import xarray as xr
 
 from bayeval._validate import describe_values, validate_choice, validate_prob
 
-__all__ = ["MISSING", "HarnessCheck", "digest", "digest_file", "diff", "check_comparable",
-           "canary", "reward_gap"]
+__all__ = [
+    "MISSING",
+    "HarnessCheck",
+    "digest",
+    "digest_file",
+    "diff",
+    "check_comparable",
+    "canary",
+    "reward_gap",
+]
 
-_SAFE_INTEGER = 2 ** 53 - 1
+_SAFE_INTEGER = 2**53 - 1
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-_ALLOWED = ("mappings with str keys, lists, tuples (written as JSON arrays), str, int (at most "
-            "2**53 - 1 in magnitude), finite float, bool and None (NumPy scalars included)")
+_ALLOWED = (
+    "mappings with str keys, lists, tuples (written as JSON arrays), str, int (at most "
+    "2**53 - 1 in magnitude), finite float, bool and None (NumPy scalars included)"
+)
 
 
 class _Missing:
@@ -81,12 +91,15 @@ def _canonical(value, path: str = "", _stack=None):
             raise ValueError(
                 f"{_where(path)} is the integer {int(value)}, beyond 2**53 - 1: RFC 8785 "
                 "canonical JSON holds numbers as IEEE doubles and would not keep it exactly; "
-                "write it as a string")
+                "write it as a string"
+            )
         return int(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"{_where(path)} is {value!r}: RFC 8785 canonical JSON has no NaN "
-                             "or infinity; write it as a string or leave the field out")
+            raise ValueError(
+                f"{_where(path)} is {value!r}: RFC 8785 canonical JSON has no NaN "
+                "or infinity; write it as a string or leave the field out"
+            )
         return value
     _stack = set() if _stack is None else _stack
     if isinstance(value, (Mapping, list, tuple)):
@@ -100,7 +113,8 @@ def _canonical(value, path: str = "", _stack=None):
                     raise TypeError(
                         f"{_where(path)} has keys that are not strings: {describe_values(bad)}; "
                         "JSON object keys are strings (write them as strings: 1 and '1' would "
-                        "otherwise be one key)")
+                        "otherwise be one key)"
+                    )
                 return {k: _canonical(v, _join(path, k), _stack) for k, v in value.items()}
             return [_canonical(v, _join(path, i), _stack) for i, v in enumerate(value)]
         finally:
@@ -109,13 +123,15 @@ def _canonical(value, path: str = "", _stack=None):
     if isinstance(value, (bytes, bytearray, memoryview)):
         hint = "; hash the bytes (hashlib.sha256(b).hexdigest()) and include the hex string"
     elif isinstance(value, os.PathLike):
-        hint = ("; include digest_file(path) for the file's content, or str(path) for its name")
+        hint = "; include digest_file(path) for the file's content, or str(path) for its name"
     elif isinstance(value, (set, frozenset)):
         hint = "; sets have no order: write a sorted list"
     elif isinstance(value, np.ndarray):
         hint = "; write array.tolist()"
-    raise TypeError(f"{_where(path)} has type {type(value).__name__}, which JSON cannot hold; "
-                    f"allowed: {_ALLOWED}{hint}")
+    raise TypeError(
+        f"{_where(path)} has type {type(value).__name__}, which JSON cannot hold; "
+        f"allowed: {_ALLOWED}{hint}"
+    )
 
 
 def _dumps(value) -> bytes:
@@ -172,8 +188,10 @@ def digest_file(path, chunk_size: int = 1 << 20) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike; got {type(path).__name__}")
     if os.path.isdir(path):
-        raise ValueError(f"path {os.fspath(path)!r} is a directory; digest each file and "
-                         "include the hashes in the configuration")
+        raise ValueError(
+            f"path {os.fspath(path)!r} is a directory; digest each file and "
+            "include the hashes in the configuration"
+        )
     h = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(chunk_size), b""):
@@ -213,8 +231,12 @@ def _diff(a, b, path, out) -> None:
             _diff(a.get(key, MISSING), b.get(key, MISSING), _join(path, key), out)
     elif isinstance(a, list) and isinstance(b, list):
         for i in range(max(len(a), len(b))):
-            _diff(a[i] if i < len(a) else MISSING, b[i] if i < len(b) else MISSING,
-                  _join(path, i), out)
+            _diff(
+                a[i] if i < len(a) else MISSING,
+                b[i] if i < len(b) else MISSING,
+                _join(path, i),
+                out,
+            )
     elif a is MISSING or b is MISSING or _dumps(a) != _dumps(b):
         out[path or "<root>"] = (a, b)
 
@@ -257,8 +279,11 @@ class HarnessCheck:
     @property
     def attrs(self) -> dict:
         """String attributes for an output (``harness_status``, ``harness_note``, digests)."""
-        return {"harness_status": self.status, "harness_note": self.note,
-                "harness_digests": json.dumps({str(s): d for s, d in self.digests.items()})}
+        return {
+            "harness_status": self.status,
+            "harness_note": self.note,
+            "harness_digests": json.dumps({str(s): d for s, d in self.digests.items()}),
+        }
 
 
 def _describe_change(digests: dict, fields: dict | None) -> str:
@@ -267,8 +292,9 @@ def _describe_change(digests: dict, fields: dict | None) -> str:
         groups.setdefault(d, []).append(system)
     text = "; ".join(f"{describe_values(s)} under {d}" for d, s in groups.items())
     if fields:
-        shown = ", ".join(f"{p}: {_show(x)} -> {_show(y)}" for p, (x, y) in
-                          list(fields.items())[:10])
+        shown = ", ".join(
+            f"{p}: {_show(x)} -> {_show(y)}" for p, (x, y) in list(fields.items())[:10]
+        )
         more = f" and {len(fields) - 10} more" if len(fields) > 10 else ""
         text += f"; differing fields: {shown}{more}"
     elif fields is not None:
@@ -298,8 +324,10 @@ def _known_configs(data, configs) -> dict:
     if configs is None:
         return known
     if not isinstance(configs, Mapping):
-        raise TypeError(f"configs must be a mapping (system or digest -> configuration); "
-                        f"got {type(configs).__name__}")
+        raise TypeError(
+            f"configs must be a mapping (system or digest -> configuration); "
+            f"got {type(configs).__name__}"
+        )
     recorded = data.harness or {}
     for key, config in configs.items():
         d = digest(config)
@@ -307,16 +335,20 @@ def _known_configs(data, configs) -> dict:
             if recorded[key] != d:
                 raise ValueError(
                     f"configs[{key!r}] has digest {d}, but system {key!r} was evaluated under "
-                    f"{recorded[key]}: that is not its configuration")
+                    f"{recorded[key]}: that is not its configuration"
+                )
         elif key != d:
-            raise ValueError(f"configs key {key!r} is neither a system of the data nor the "
-                             f"digest of its configuration ({d})")
+            raise ValueError(
+                f"configs key {key!r} is neither a system of the data nor the "
+                f"digest of its configuration ({d})"
+            )
         known[d] = _canonical(config)
     return known
 
 
-def check_comparable(data, systems, allow_harness_change: bool = False,
-                     configs: Mapping | None = None) -> HarnessCheck:
+def check_comparable(
+    data, systems, allow_harness_change: bool = False, configs: Mapping | None = None
+) -> HarnessCheck:
     """Check that systems were evaluated under one harness digest before comparing them.
 
     One call at the top of every comparison: ``check = check_comparable(res, [cand, base],
@@ -364,20 +396,24 @@ def check_comparable(data, systems, allow_harness_change: bool = False,
     """
     data = _eval_data(data)
     if not isinstance(allow_harness_change, bool):
-        raise TypeError(f"allow_harness_change must be True or False; "
-                        f"got {allow_harness_change!r}")
+        raise TypeError(f"allow_harness_change must be True or False; got {allow_harness_change!r}")
     systems = [systems] if isinstance(systems, str) or np.ndim(systems) == 0 else list(systems)
     unknown = [s for s in systems if s not in data.systems]
     if unknown:
-        raise ValueError(f"unknown system(s) {describe_values(unknown)}; systems: "
-                         f"{describe_values(data.systems)}")
+        raise ValueError(
+            f"unknown system(s) {describe_values(unknown)}; systems: "
+            f"{describe_values(data.systems)}"
+        )
     recorded = data.harness
     if recorded is None:
         if configs is not None:
-            raise ValueError("configs= needs data that records each system's harness "
-                             "(from_frame(..., harness=column))")
-        return HarnessCheck(tuple(systems), {s: None for s in systems}, "unrecorded",
-                            allow_harness_change)
+            raise ValueError(
+                "configs= needs data that records each system's harness "
+                "(from_frame(..., harness=column))"
+            )
+        return HarnessCheck(
+            tuple(systems), {s: None for s in systems}, "unrecorded", allow_harness_change
+        )
     digests = {s: recorded[s] for s in systems}
     distinct = list(dict.fromkeys(digests.values()))
     if len(distinct) == 1:
@@ -392,12 +428,18 @@ def check_comparable(data, systems, allow_harness_change: bool = False,
         for s, d in digests.items():
             groups.setdefault(d, []).append(s)
         who = " and ".join(describe_values(g) for g in groups.values())
-        hint = "" if fields is not None or len(distinct) > 2 else (
-            "; pass configs= (system or digest -> configuration) to name the differing fields")
+        hint = (
+            ""
+            if fields is not None or len(distinct) > 2
+            else (
+                "; pass configs= (system or digest -> configuration) to name the differing fields"
+            )
+        )
         raise ValueError(
             f"systems {who} were evaluated under different harnesses: "
             f"{_describe_change(digests, fields)}{hint}. Their numbers are not comparable; pass "
-            "allow_harness_change=True to compare them anyway (every output then says so)")
+            "allow_harness_change=True to compare them anyway (every output then says so)"
+        )
     return check
 
 
@@ -411,15 +453,18 @@ def _stack(parts, what: str):
     pieces = []
     for label, data, system in parts:
         if data.missing != first.missing:
-            raise ValueError(f"{what}: the missing-outcome policies differ ({first.missing!r} "
-                             f"and {data.missing!r}); build both with the same missing=")
+            raise ValueError(
+                f"{what}: the missing-outcome policies differ ({first.missing!r} "
+                f"and {data.missing!r}); build both with the same missing="
+            )
         only_here = [t for t in data.tasks if t not in set(tasks)]
         only_first = [t for t in tasks if t not in set(data.tasks)]
         if only_here or only_first:
             raise ValueError(
                 f"{what}: the paired comparison needs the same tasks; {parts[0][0]!r} lacks "
                 f"{describe_values(only_here)} and {label!r} lacks {describe_values(only_first)}"
-                " (select the shared tasks with EvalData.sel(task=...))")
+                " (select the shared tasks with EvalData.sel(task=...))"
+            )
         ds = data.sel(system=system, task=tasks).dataset
         ds = ds.drop_vars([c for c in ("harness",) if c in ds.coords])
         pieces.append(ds.assign_coords(system=[label]))
@@ -427,8 +472,9 @@ def _stack(parts, what: str):
         values = [p[name].values.tolist() if name in p.coords else None for p in pieces]
         if any(v != values[0] for v in values):
             raise ValueError(f"{what}: the tasks' {name} labels differ between the parts")
-    ds = xr.concat(pieces, dim="system", coords="minimal", compat="override",
-                   combine_attrs="override")
+    ds = xr.concat(
+        pieces, dim="system", coords="minimal", compat="override", combine_attrs="override"
+    )
     ds.attrs = {k: v for k, v in first.dataset.attrs.items() if k != "harness_configs"}
     return EvalData(ds)
 
@@ -442,10 +488,15 @@ def _verdict(lower: float, upper: float, margin: float) -> str:
 
 
 def _validate_margin(margin) -> float:
-    if isinstance(margin, bool) or not isinstance(margin, numbers.Real) or not (
-            0 < float(margin) < 1):
-        raise ValueError(f"margin must be a number strictly between 0 and 1 (an absolute "
-                         f"change in the score); got {margin!r}")
+    if (
+        isinstance(margin, bool)
+        or not isinstance(margin, numbers.Real)
+        or not (0 < float(margin) < 1)
+    ):
+        raise ValueError(
+            f"margin must be a number strictly between 0 and 1 (an absolute "
+            f"change in the score); got {margin!r}"
+        )
     return float(margin)
 
 
@@ -456,9 +507,19 @@ def _fit_paired(data, fit_options):
     return fit(data, **options)
 
 
-def canary(data, canary, baseline, candidate, margin: float, *, metric: str = "pass@k",
-           k: int = 1, estimand: str = "tasks", ci_prob: float = 0.95,
-           **fit_options) -> xr.Dataset:
+def canary(
+    data,
+    canary,
+    baseline,
+    candidate,
+    margin: float,
+    *,
+    metric: str = "pass@k",
+    k: int = 1,
+    estimand: str = "tasks",
+    ci_prob: float = 0.95,
+    **fit_options,
+) -> xr.Dataset:
     """Score change of a fixed reference policy between two harnesses, and a verdict.
 
     A canary is a policy that does not change (scripted, or a frozen checkpoint): when its score
@@ -519,82 +580,134 @@ def canary(data, canary, baseline, candidate, margin: float, *, metric: str = "p
     if isinstance(data, Mapping):
         for role, key in (("baseline", baseline), ("candidate", candidate)):
             if key not in data:
-                raise ValueError(f"{role} {key!r} is not a key of data; keys: "
-                                 f"{describe_values(list(data))}")
+                raise ValueError(
+                    f"{role} {key!r} is not a key of data; keys: {describe_values(list(data))}"
+                )
             part = _eval_data(data[key], f"data[{key!r}]")
             if canary not in part.systems:
-                raise ValueError(f"canary {canary!r} is not a system of data[{key!r}]; its "
-                                 f"systems: {describe_values(part.systems)}")
+                raise ValueError(
+                    f"canary {canary!r} is not a system of data[{key!r}]; its "
+                    f"systems: {describe_values(part.systems)}"
+                )
             digests[role] = (part.harness or {}).get(canary)
         base_label, cand_label = str(baseline), str(candidate)
         if base_label == cand_label:
             raise ValueError("baseline and candidate must be different harnesses")
-        combined = _stack([(base_label, _eval_data(data[baseline]), canary),
-                           (cand_label, _eval_data(data[candidate]), canary)], "canary")
+        combined = _stack(
+            [
+                (base_label, _eval_data(data[baseline]), canary),
+                (cand_label, _eval_data(data[candidate]), canary),
+            ],
+            "canary",
+        )
     elif isinstance(data, EvalData):
         for role, label in (("baseline", baseline), ("candidate", candidate)):
             if label not in data.systems:
-                raise ValueError(f"{role} {label!r} is not a system of data (with one EvalData, "
-                                 "baseline and candidate are the canary's two runs); systems: "
-                                 f"{describe_values(data.systems)}")
+                raise ValueError(
+                    f"{role} {label!r} is not a system of data (with one EvalData, "
+                    "baseline and candidate are the canary's two runs); systems: "
+                    f"{describe_values(data.systems)}"
+                )
             digests[role] = (data.harness or {}).get(label)
         if baseline == candidate:
             raise ValueError("baseline and candidate must be different systems")
         combined = data.sel(system=[baseline, candidate])
         base_label, cand_label = baseline, candidate
     else:
-        raise TypeError(f"data must be a mapping of harness -> EvalData or an EvalData; "
-                        f"got {type(data).__name__}")
+        raise TypeError(
+            f"data must be a mapping of harness -> EvalData or an EvalData; "
+            f"got {type(data).__name__}"
+        )
     res = _fit_paired(combined, fit_options)
-    out = res.compare(cand_label, base_label, metric=metric, k=k, estimand=estimand,
-                      margin=margin, ci_prob=ci_prob)
+    out = res.compare(
+        cand_label,
+        base_label,
+        metric=metric,
+        k=k,
+        estimand=estimand,
+        margin=margin,
+        ci_prob=ci_prob,
+    )
     effect = out["effect"]
     out["prob_within_margin"] = (abs(effect) <= margin).mean(["chain", "draw"])
     lower = float(out["effect_interval"].sel(ci_bound="lower").min())
     upper = float(out["effect_interval"].sel(ci_bound="upper").max())
-    out.attrs.update({
-        "canary": str(canary), "baseline_harness": str(baseline),
-        "candidate_harness": str(candidate),
-        "baseline_digest": digests["baseline"] or "", "candidate_digest": digests["candidate"]
-        or "",
-        "verdict": _verdict(lower, upper, margin),
-        "verdict_rule": (f"stable: the {ci_prob:g} interval of the change lies inside "
-                         f"[-{margin:g}, {margin:g}]; moved: it lies wholly outside; "
-                         "inconclusive: otherwise (under missing='bounds': the outer bounds)"),
-        "fit_model": res.model, "fit_seed": int(res.tree.attrs["seed"]),
-    })
+    out.attrs.update(
+        {
+            "canary": str(canary),
+            "baseline_harness": str(baseline),
+            "candidate_harness": str(candidate),
+            "baseline_digest": digests["baseline"] or "",
+            "candidate_digest": digests["candidate"] or "",
+            "verdict": _verdict(lower, upper, margin),
+            "verdict_rule": (
+                f"stable: the {ci_prob:g} interval of the change lies inside "
+                f"[-{margin:g}, {margin:g}]; moved: it lies wholly outside; "
+                "inconclusive: otherwise (under missing='bounds': the outer bounds)"
+            ),
+            "fit_model": res.model,
+            "fit_seed": int(res.tree.attrs["seed"]),
+        }
+    )
     return out
 
 
 def _same_episodes(train, heldout) -> None:
     """Refuse two outcome sets that are not for the same episodes, saying exactly what differs."""
     problems = []
-    for name, a, b in (("systems", train.systems, heldout.systems),
-                       ("tasks", list(train.tasks), list(heldout.tasks))):
+    for name, a, b in (
+        ("systems", train.systems, heldout.systems),
+        ("tasks", list(train.tasks), list(heldout.tasks)),
+    ):
         only_a = [x for x in a if x not in set(b)]
         only_b = [x for x in b if x not in set(a)]
         if only_a or only_b:
-            problems.append(f"{name} only in data_train: {describe_values(only_a)}, only in "
-                            f"data_heldout: {describe_values(only_b)}")
+            problems.append(
+                f"{name} only in data_train: {describe_values(only_a)}, only in "
+                f"data_heldout: {describe_values(only_b)}"
+            )
     if not problems:
         planned_a = train.dataset["status_counts"].sum("status")
-        planned_b = heldout.dataset["status_counts"].sum("status").sel(
-            system=train.systems, task=list(train.tasks))
-        differ = (planned_a.values != planned_b.values)
+        planned_b = (
+            heldout.dataset["status_counts"]
+            .sum("status")
+            .sel(system=train.systems, task=list(train.tasks))
+        )
+        differ = planned_a.values != planned_b.values
         if differ.any():
-            cells = [(train.systems[i], train.tasks[j], int(planned_a.values[i, j]),
-                      int(planned_b.values[i, j])) for i, j in np.argwhere(differ)[:5]]
+            cells = [
+                (
+                    train.systems[i],
+                    train.tasks[j],
+                    int(planned_a.values[i, j]),
+                    int(planned_b.values[i, j]),
+                )
+                for i, j in np.argwhere(differ)[:5]
+            ]
             shown = ", ".join(f"({s!r}, {t!r}): {x} vs {y}" for s, t, x, y in cells)
             more = f" and {int(differ.sum()) - 5} more" if differ.sum() > 5 else ""
-            problems.append(f"planned trials differ in {int(differ.sum())} (system, task) "
-                            f"cell(s): {shown}{more}")
+            problems.append(
+                f"planned trials differ in {int(differ.sum())} (system, task) "
+                f"cell(s): {shown}{more}"
+            )
     if problems:
-        raise ValueError("data_train and data_heldout must hold outcomes of the same episodes; "
-                         + "; ".join(problems))
+        raise ValueError(
+            "data_train and data_heldout must hold outcomes of the same episodes; "
+            + "; ".join(problems)
+        )
 
 
-def reward_gap(data_train, data_heldout, margin: float, *, metric: str = "pass@k", k: int = 1,
-               estimand: str = "tasks", ci_prob: float = 0.95, **fit_options) -> xr.Dataset:
+def reward_gap(
+    data_train,
+    data_heldout,
+    margin: float,
+    *,
+    metric: str = "pass@k",
+    k: int = 1,
+    estimand: str = "tasks",
+    ci_prob: float = 0.95,
+    **fit_options,
+) -> xr.Dataset:
     """Gap between the reward a policy was trained on and a held-out verifier, per system.
 
     The two data sets score the same episodes (same systems, tasks and planned trials per
@@ -641,34 +754,65 @@ def reward_gap(data_train, data_heldout, margin: float, *, metric: str = "pass@k
     _same_episodes(train, heldout)
     gaps, seeds = [], []
     for system in train.systems:
-        pair = _stack([("train", train, system), ("heldout", heldout, system)],
-                      f"reward_gap for system {system!r}")
+        pair = _stack(
+            [("train", train, system), ("heldout", heldout, system)],
+            f"reward_gap for system {system!r}",
+        )
         res = _fit_paired(pair, fit_options)
         seeds.append(int(res.tree.attrs["seed"]))
-        out = res.compare("train", "heldout", metric=metric, k=k, estimand=estimand,
-                          margin=margin, ci_prob=ci_prob)
-        gaps.append(out["effect"].drop_vars([c for c in out["effect"].coords
-                                              if c not in out["effect"].dims]))
-    gap = xr.concat(gaps, dim=xr.DataArray(np.asarray(train.systems, dtype=object),
-                                           dims="system", name="system"))
+        out = res.compare(
+            "train",
+            "heldout",
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            margin=margin,
+            ci_prob=ci_prob,
+        )
+        gaps.append(
+            out["effect"].drop_vars(
+                [c for c in out["effect"].coords if c not in out["effect"].dims]
+            )
+        )
+    gap = xr.concat(
+        gaps,
+        dim=xr.DataArray(np.asarray(train.systems, dtype=object), dims="system", name="system"),
+    )
     gap = gap.transpose("chain", "draw", "system", ...)
     alpha = 1 - ci_prob
-    interval = gap.quantile([alpha / 2, 1 - alpha / 2], dim=["chain", "draw"]).rename(
-        quantile="ci_bound").assign_coords(ci_bound=["lower", "upper"]).transpose(
-        ..., "ci_bound")
+    interval = (
+        gap.quantile([alpha / 2, 1 - alpha / 2], dim=["chain", "draw"])
+        .rename(quantile="ci_bound")
+        .assign_coords(ci_bound=["lower", "upper"])
+        .transpose(..., "ci_bound")
+    )
     lower = interval.sel(ci_bound="lower")
     upper = interval.sel(ci_bound="upper")
     if "missing_bound" in gap.dims:
         lower, upper = lower.min("missing_bound"), upper.max("missing_bound")
-    flag = np.where(lower.values > margin, "exceeds",
-                    np.where(upper.values < margin, "within", "inconclusive")).astype(object)
+    flag = np.where(
+        lower.values > margin, "exceeds", np.where(upper.values < margin, "within", "inconclusive")
+    ).astype(object)
     return xr.Dataset(
-        {"gap": gap, "gap_mean": gap.mean(["chain", "draw"]), "gap_interval": interval,
-         "prob_above_margin": (gap > margin).mean(["chain", "draw"]),
-         "flag": (("system",), flag)},
-        attrs={"metric": metric, "k": int(k), "estimand": estimand, "margin": margin,
-               "ci_prob": ci_prob, "ci_kind": "eti", "gap": "train - heldout",
-               "flag_rule": (f"exceeds: the {ci_prob:g} interval of the gap lies above "
-                             f"{margin:g}; within: it lies below; inconclusive: otherwise"),
-               "fit_seeds": json.dumps(seeds)},
+        {
+            "gap": gap,
+            "gap_mean": gap.mean(["chain", "draw"]),
+            "gap_interval": interval,
+            "prob_above_margin": (gap > margin).mean(["chain", "draw"]),
+            "flag": (("system",), flag),
+        },
+        attrs={
+            "metric": metric,
+            "k": int(k),
+            "estimand": estimand,
+            "margin": margin,
+            "ci_prob": ci_prob,
+            "ci_kind": "eti",
+            "gap": "train - heldout",
+            "flag_rule": (
+                f"exceeds: the {ci_prob:g} interval of the gap lies above "
+                f"{margin:g}; within: it lies below; inconclusive: otherwise"
+            ),
+            "fit_seeds": json.dumps(seeds),
+        },
     )

@@ -85,7 +85,8 @@ def split_options(options: dict) -> tuple[dict, dict]:
     if unknown:
         raise TypeError(
             f"fit_many got unknown keyword(s) {unknown}; allowed: from_frame options "
-            f"{frame_names}, fit options {fit_names}, and {list(_OWN[1:])}")
+            f"{frame_names}, fit options {fit_names}, and {list(_OWN[1:])}"
+        )
     frame = {k: v for k, v in options.items() if k in frame_names}
     model = {k: v for k, v in options.items() if k in fit_names}
     return frame, model
@@ -107,7 +108,7 @@ def group_seed(seed: int, key) -> int:
     parts = key if isinstance(key, tuple) else (key,)
     text = json.dumps([[type(v).__name__, str(v)] for v in parts])
     digest = hashlib.sha256(text.encode()).digest()
-    words = tuple(int.from_bytes(digest[i:i + 4], "little") for i in range(0, 16, 4))
+    words = tuple(int.from_bytes(digest[i : i + 4], "little") for i in range(0, 16, 4))
     state = np.random.SeedSequence(seed, spawn_key=words).generate_state(1, dtype=np.uint32)
     return int(state[0] >> 1)  # 31 bits: fit adds a bound's index to it for NUTS
 
@@ -133,8 +134,11 @@ def _fit_group(key, frame, frame_options, fit_options, seed, ci_prob, keep):
                 record["netcdf"] = _netcdf_bytes(tree)
         except Exception as exc:
             record["error"] = (type(exc).__name__, str(exc), traceback.format_exc())
-    record["warnings"] = [(w.category.__name__, str(w.message)) for w in caught
-                          if issubclass(w.category, BayevalWarning)]
+    record["warnings"] = [
+        (w.category.__name__, str(w.message))
+        for w in caught
+        if issubclass(w.category, BayevalWarning)
+    ]
     return record
 
 
@@ -156,25 +160,31 @@ def _client(client):
         raise ImportError(
             f"fit_many(client={client!r}) runs on Dask and needs dask.distributed: install "
             "the 'bayeval[dask]' extra (pip install 'bayeval[dask]'), or pass client=None to "
-            "run the groups one after another") from None
+            "run the groups one after another"
+        ) from None
     if isinstance(client, distributed.Client):
         return client, False
     if client == "local":
-        cluster = distributed.LocalCluster(processes=True, threads_per_worker=1,
-                                           dashboard_address=None)
+        cluster = distributed.LocalCluster(
+            processes=True, threads_per_worker=1, dashboard_address=None
+        )
         return distributed.Client(cluster), True
     if isinstance(client, str):
         return distributed.Client(client), True
-    raise TypeError(f"client must be None, a distributed.Client, a scheduler address or "
-                    f"'local'; got {type(client).__name__}")
+    raise TypeError(
+        f"client must be None, a distributed.Client, a scheduler address or "
+        f"'local'; got {type(client).__name__}"
+    )
 
 
 def _group_frames(df: pd.DataFrame, by: list) -> list:
     """``[(key, frame)]`` in sorted key order; missing keys refused with their rows."""
     missing = df[by].isna().any(axis=1)
     if missing.any():
-        raise ValueError(f"by columns {by} are missing (NaN) in rows "
-                         f"{df.index[missing].tolist()[:5]}; every row needs a group")
+        raise ValueError(
+            f"by columns {by} are missing (NaN) in rows "
+            f"{df.index[missing].tolist()[:5]}; every row needs a group"
+        )
     groups = []
     for key, frame in df.groupby(by, sort=True, dropna=False):
         key = tuple(v.item() if isinstance(v, np.generic) else v for v in key)
@@ -182,8 +192,17 @@ def _group_frames(df: pd.DataFrame, by: list) -> list:
     return groups
 
 
-def fit_many(df: pd.DataFrame, by, client=None, *, seed: int = 0, keep: str = "results",
-             errors: str = "raise", ci_prob: float = 0.95, **options) -> ManyResults:
+def fit_many(
+    df: pd.DataFrame,
+    by,
+    client=None,
+    *,
+    seed: int = 0,
+    keep: str = "results",
+    errors: str = "raise",
+    ci_prob: float = 0.95,
+    **options,
+) -> ManyResults:
     """Fit one analysis per group of a tidy frame, serially or as Dask tasks.
 
     Parameters
@@ -241,8 +260,10 @@ def fit_many(df: pd.DataFrame, by, client=None, *, seed: int = 0, keep: str = "r
         raise TypeError(f"by must be a column name or a non-empty list of them; got {by!r}")
     absent = [c for c in by_list if c not in df.columns]
     if absent:
-        raise ValueError(f"by names columns {absent} that df does not have; columns: "
-                         f"{describe_values(df.columns)}")
+        raise ValueError(
+            f"by names columns {absent} that df does not have; columns: "
+            f"{describe_values(df.columns)}"
+        )
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise TypeError(f"seed must be a non-negative integer; got {seed!r}")
     validate_choice("keep", keep, ("results", "summary"))
@@ -253,23 +274,35 @@ def fit_many(df: pd.DataFrame, by, client=None, *, seed: int = 0, keep: str = "r
     groups = _group_frames(df, by_list)
     seeds = [group_seed(int(seed), key) for key, _ in groups]
     if client is None:
-        records = [_fit_group(key, frame, frame_options, fit_options, s, ci_prob, keep)
-                   for (key, frame), s in zip(groups, seeds)]
+        records = [
+            _fit_group(key, frame, frame_options, fit_options, s, ci_prob, keep)
+            for (key, frame), s in zip(groups, seeds)
+        ]
     else:
         records = _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep)
     for record in records:
         for category, message in record["warnings"]:
             warnings.warn(f"group {record['key']!r}: {message}", BayevalWarning, stacklevel=2)
-    settings = {"by": by_list, "seed": int(seed), "ci_prob": ci_prob, "keep": keep,
-                "frame_options": repr(frame_options), "fit_options": repr(fit_options),
-                "seeds": "SeedSequence(seed, spawn_key=SHA-256 of the group key)"}
+    settings = {
+        "by": by_list,
+        "seed": int(seed),
+        "ci_prob": ci_prob,
+        "keep": keep,
+        "frame_options": repr(frame_options),
+        "fit_options": repr(fit_options),
+        "seeds": "SeedSequence(seed, spawn_key=SHA-256 of the group key)",
+    }
     result = ManyResults(records, by_list, settings)
     if errors == "raise" and len(result.errors):
-        lines = [f"  {row.group!r}: {row.error}: {row.message}"
-                 for row in result.errors.itertuples()]
-        raise FitManyError(f"{len(result.errors)} of {len(records)} group(s) failed "
-                           "(the others are in .partial):\n" + "\n".join(lines),
-                           result.errors, result)
+        lines = [
+            f"  {row.group!r}: {row.error}: {row.message}" for row in result.errors.itertuples()
+        ]
+        raise FitManyError(
+            f"{len(result.errors)} of {len(records)} group(s) failed "
+            "(the others are in .partial):\n" + "\n".join(lines),
+            result.errors,
+            result,
+        )
     return result
 
 
@@ -277,17 +310,34 @@ def _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep):
     client, owned = _client(client)
     try:
         frames = client.scatter([frame for _, frame in groups])
-        futures = [client.submit(_fit_group, key, frame, frame_options, fit_options, s,
-                                 ci_prob, keep, key=f"bayeval-fit_many-{i}-{s}", pure=False)
-                   for i, ((key, _), frame, s) in enumerate(zip(groups, frames, seeds))]
+        futures = [
+            client.submit(
+                _fit_group,
+                key,
+                frame,
+                frame_options,
+                fit_options,
+                s,
+                ci_prob,
+                keep,
+                key=f"bayeval-fit_many-{i}-{s}",
+                pure=False,
+            )
+            for i, ((key, _), frame, s) in enumerate(zip(groups, frames, seeds))
+        ]
         records = []
         for (key, _), s, future in zip(groups, seeds, futures):
             try:
                 records.append(future.result())
             except Exception as exc:  # the worker died or the task could not run
-                records.append({"key": key, "seed": s, "warnings": [],
-                                "error": (type(exc).__name__, str(exc),
-                                          traceback.format_exc())})
+                records.append(
+                    {
+                        "key": key,
+                        "seed": s,
+                        "warnings": [],
+                        "error": (type(exc).__name__, str(exc), traceback.format_exc()),
+                    }
+                )
         return records
     finally:
         if owned:
@@ -315,9 +365,18 @@ class ManyResults:
         self._netcdf = {r["key"]: r.get("netcdf") for r in ok}
         self._cache = {}
         self.errors = pd.DataFrame(
-            [{"group": r["key"], "error": r["error"][0], "message": r["error"][1],
-              "traceback": r["error"][2]} for r in records if "error" in r],
-            columns=["group", "error", "message", "traceback"])
+            [
+                {
+                    "group": r["key"],
+                    "error": r["error"][0],
+                    "message": r["error"][1],
+                    "traceback": r["error"][2],
+                }
+                for r in records
+                if "error" in r
+            ],
+            columns=["group", "error", "message", "traceback"],
+        )
         self.dataset = _gather(ok, by, settings)
 
     @property
@@ -342,11 +401,14 @@ class ManyResults:
         from bayeval.results import Results
 
         if group not in self._netcdf:
-            raise KeyError(f"group {group!r} is not among the fitted groups "
-                           f"{describe_values(self.groups)}")
+            raise KeyError(
+                f"group {group!r} is not among the fitted groups {describe_values(self.groups)}"
+            )
         if self._netcdf[group] is None:
-            raise ValueError("fit_many(keep='summary') kept only the summaries; refit with "
-                             "keep='results' for a group's full results")
+            raise ValueError(
+                "fit_many(keep='summary') kept only the summaries; refit with "
+                "keep='results' for a group's full results"
+            )
         if group not in self._cache:
             with xr.open_datatree(io.BytesIO(self._netcdf[group]), engine="h5netcdf") as tree:
                 self._cache[group] = Results(tree.load())
@@ -371,13 +433,21 @@ class ManyResults:
         wide = []
         for estimand in ds["estimand"].values:
             part = ds.sel(estimand=estimand)
-            table = xr.Dataset({
-                f"pass@1_{estimand}_mean": part["pass_at_1_mean"],
-                f"pass@1_{estimand}_lower": part["pass_at_1_interval"].sel(ci_bound="lower",
-                                                                          drop=True),
-                f"pass@1_{estimand}_upper": part["pass_at_1_interval"].sel(ci_bound="upper",
-                                                                          drop=True),
-            }).drop_vars("estimand").to_dataframe()
+            table = (
+                xr.Dataset(
+                    {
+                        f"pass@1_{estimand}_mean": part["pass_at_1_mean"],
+                        f"pass@1_{estimand}_lower": part["pass_at_1_interval"].sel(
+                            ci_bound="lower", drop=True
+                        ),
+                        f"pass@1_{estimand}_upper": part["pass_at_1_interval"].sel(
+                            ci_bound="upper", drop=True
+                        ),
+                    }
+                )
+                .drop_vars("estimand")
+                .to_dataframe()
+            )
             wide.append(table)
         out = pd.concat(wide, axis=1)
         mean_cols = [c for c in out.columns if c.endswith("_mean")]
@@ -396,8 +466,7 @@ class ManyResults:
     def __repr__(self) -> str:
         failed = f", {len(self.errors)} failed" if len(self.errors) else ""
         models = pd.Series(self.dataset["model"].values).value_counts().to_dict()
-        return (f"bayeval ManyResults: {len(self)} group(s) by {self._by}{failed}; "
-                f"models {models}")
+        return f"bayeval ManyResults: {len(self)} group(s) by {self._by}{failed}; models {models}"
 
 
 def _gather(records: list, by: list, settings: dict) -> xr.Dataset:
@@ -405,23 +474,39 @@ def _gather(records: list, by: list, settings: dict) -> xr.Dataset:
     if len(by) == 1:
         index = pd.Index(keys, name="group", tupleize_cols=False)
     else:
-        index = pd.MultiIndex.from_tuples(keys, names=by) if keys else pd.MultiIndex(
-            levels=[[]] * len(by), codes=[[]] * len(by), names=by)
+        index = (
+            pd.MultiIndex.from_tuples(keys, names=by)
+            if keys
+            else pd.MultiIndex(levels=[[]] * len(by), codes=[[]] * len(by), names=by)
+        )
     frames = [r["summary"].assign(group=i) for i, r in enumerate(records)]
-    names = {"mean": "pass_at_1_mean", "sd": "pass_at_1_sd", "mcse_mean": "pass_at_1_mcse",
-             "ess_bulk": "pass_at_1_ess", "lower": "lower", "upper": "upper"}
+    names = {
+        "mean": "pass_at_1_mean",
+        "sd": "pass_at_1_sd",
+        "mcse_mean": "pass_at_1_mcse",
+        "ess_bulk": "pass_at_1_ess",
+        "lower": "lower",
+        "upper": "upper",
+    }
     if frames:
         table = pd.concat(frames, ignore_index=True)
         dims = ["group", "estimand", "system"] + (
-            ["missing_bound"] if "missing_bound" in table.columns else [])
+            ["missing_bound"] if "missing_bound" in table.columns else []
+        )
         table = table.drop(columns=["metric", "k"]).set_index(dims)
         summary = xr.Dataset.from_dataframe(table[list(names)]).rename(names)
-        summary["pass_at_1_interval"] = xr.concat(
-            [summary["lower"], summary["upper"]], dim="ci_bound").assign_coords(
-            ci_bound=["lower", "upper"]).transpose(*dims, "ci_bound")
+        summary["pass_at_1_interval"] = (
+            xr.concat([summary["lower"], summary["upper"]], dim="ci_bound")
+            .assign_coords(ci_bound=["lower", "upper"])
+            .transpose(*dims, "ci_bound")
+        )
         summary = summary.drop_vars(["lower", "upper"])
-        coverage = pd.concat([r["coverage"].rename("coverage").to_frame().assign(group=i)
-                              for i, r in enumerate(records)])
+        coverage = pd.concat(
+            [
+                r["coverage"].rename("coverage").to_frame().assign(group=i)
+                for i, r in enumerate(records)
+            ]
+        )
         coverage = coverage.rename_axis("system").reset_index().set_index(["group", "system"])
         summary["coverage"] = xr.Dataset.from_dataframe(coverage)["coverage"]
         summary = summary.reindex(group=np.arange(len(records)))
@@ -435,13 +520,17 @@ def _gather(records: list, by: list, settings: dict) -> xr.Dataset:
         "n_tasks": np.array([r["n_tasks"] for r in records], dtype=np.int64),
     }
     for name in _DIAGNOSTICS:
-        per_group[name] = np.array([float(r["diagnostics"].get(name, np.nan))
-                                    for r in records])
+        per_group[name] = np.array([float(r["diagnostics"].get(name, np.nan)) for r in records])
     for name, values in per_group.items():
-        summary[name] = ("group", np.asarray(values, dtype=object) if name in (
-            "model", "sampler", "model_choice") else values)
+        summary[name] = (
+            "group",
+            np.asarray(values, dtype=object)
+            if name in ("model", "sampler", "model_choice")
+            else values,
+        )
     summary = summary.drop_vars("group")
-    summary = summary.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "group")
-                                    if len(by) > 1 else {"group": index})
+    summary = summary.assign_coords(
+        xr.Coordinates.from_pandas_multiindex(index, "group") if len(by) > 1 else {"group": index}
+    )
     summary.attrs = {**settings, "by": json.dumps(by)}
     return summary

@@ -57,8 +57,15 @@ from scipy import special
 
 from bayeval._validate import describe_values, validate_choice, validate_prob
 
-__all__ = ["CheckpointStore", "betting_capital", "betting_cs", "log_mixture_martingale",
-           "monitor_paired", "monitor_rate", "rate_cs"]
+__all__ = [
+    "CheckpointStore",
+    "betting_capital",
+    "betting_cs",
+    "log_mixture_martingale",
+    "monitor_paired",
+    "monitor_rate",
+    "rate_cs",
+]
 
 _TRUNCATION = 0.5  # bets at most half the distance to a bound (Waudby-Smith & Ramdas)
 _GROUP = "checkpoint_{:06d}"
@@ -128,16 +135,23 @@ class CheckpointStore:
         if isinstance(checkpoint, bool) or not isinstance(checkpoint, (str, numbers.Integral)):
             raise TypeError(f"checkpoint must be a str or int label; got {checkpoint!r}")
         if not isinstance(data, EvalData):
-            raise TypeError(f"data must be an EvalData (from be.from_frame / be.from_counts); "
-                            f"got {type(data).__name__}")
+            raise TypeError(
+                f"data must be an EvalData (from be.from_frame / be.from_counts); "
+                f"got {type(data).__name__}"
+            )
         checkpoint = checkpoint if isinstance(checkpoint, str) else int(checkpoint)
         index = self._index()
         if checkpoint in [label for _, label in index]:
-            raise ValueError(f"checkpoint {checkpoint!r} is already in {self.path}; the store "
-                             "is append-only: give the new counts a new label")
+            raise ValueError(
+                f"checkpoint {checkpoint!r} is already in {self.path}; the store "
+                "is append-only: give the new counts a new label"
+            )
         ds = data.dataset.copy()
-        ds.attrs = {**ds.attrs, "checkpoint": json.dumps(checkpoint),
-                    "arrived_at": datetime.now(timezone.utc).isoformat()}
+        ds.attrs = {
+            **ds.attrs,
+            "checkpoint": json.dumps(checkpoint),
+            "arrived_at": datetime.now(timezone.utc).isoformat(),
+        }
         mode = "a" if os.path.exists(self.path) else "w"
         ds.to_netcdf(self.path, mode=mode, group=_GROUP.format(len(index)), engine="h5netcdf")
 
@@ -151,11 +165,14 @@ class CheckpointStore:
             if label == checkpoint:
                 with xr.open_dataset(self.path, group=name, engine="h5netcdf") as ds:
                     ds = ds.load()
-                ds.attrs = {k: v for k, v in ds.attrs.items()
-                            if k not in ("checkpoint", "arrived_at")}
+                ds.attrs = {
+                    k: v for k, v in ds.attrs.items() if k not in ("checkpoint", "arrived_at")
+                }
                 return EvalData(ds)
-        raise KeyError(f"checkpoint {checkpoint!r} is not in {self.path}; stored: "
-                       f"{describe_values(self.checkpoints())}")
+        raise KeyError(
+            f"checkpoint {checkpoint!r} is not in {self.path}; stored: "
+            f"{describe_values(self.checkpoints())}"
+        )
 
     def __iter__(self):
         """``(label, EvalData)`` in arrival order."""
@@ -181,13 +198,22 @@ def _increments(successes, trials) -> tuple[np.ndarray, np.ndarray]:
     c = np.asarray(successes)
     n = np.asarray(trials)
     for name, v in (("successes", c), ("trials", n)):
-        if v.ndim < 1 or not np.issubdtype(v.dtype, np.number) or not np.isfinite(v).all() \
-                or (v < 0).any() or (v != np.round(v)).any():
-            raise ValueError(f"{name} must be an array of non-negative whole numbers (one "
-                             f"per step, along the last axis); got {np.ravel(v).tolist()[:8]}")
+        if (
+            v.ndim < 1
+            or not np.issubdtype(v.dtype, np.number)
+            or not np.isfinite(v).all()
+            or (v < 0).any()
+            or (v != np.round(v)).any()
+        ):
+            raise ValueError(
+                f"{name} must be an array of non-negative whole numbers (one "
+                f"per step, along the last axis); got {np.ravel(v).tolist()[:8]}"
+            )
     if c.shape != n.shape:
-        raise ValueError(f"successes (shape {c.shape}) and trials (shape {n.shape}) must have "
-                         "one value per step each")
+        raise ValueError(
+            f"successes (shape {c.shape}) and trials (shape {n.shape}) must have "
+            "one value per step each"
+        )
     bad = np.argwhere(c > n)
     if bad.size:
         where = bad[:5, 0].tolist() if c.ndim == 1 else bad[:5].tolist()
@@ -212,8 +238,12 @@ def log_mixture_martingale(successes, trials, p, prior=(1.0, 1.0)):
     f = np.asarray(trials, dtype=float) - s
     p = np.asarray(p, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return (special.betaln(a + s, b + f) - special.betaln(a, b)
-                - special.xlogy(s, p) - special.xlog1py(f, -p))
+        return (
+            special.betaln(a + s, b + f)
+            - special.betaln(a, b)
+            - special.xlogy(s, p)
+            - special.xlog1py(f, -p)
+        )
 
 
 def rate_cs(successes, trials, ci_prob: float = 0.95, prior=(1.0, 1.0)):
@@ -288,8 +318,10 @@ def _scaled(x, bounds, axis) -> np.ndarray:
     bad = ~np.isfinite(x) | (x < lo) | (x > hi)
     if bad.any():
         where = np.argwhere(bad)[:5].tolist()
-        raise ValueError(f"x must lie in bounds [{lo}, {hi}] and be finite; positions "
-                         f"{where} do not (values {x[bad][:5].tolist()})")
+        raise ValueError(
+            f"x must lie in bounds [{lo}, {hi}] and be finite; positions "
+            f"{where} do not (values {x[bad][:5].tolist()})"
+        )
     return (x - lo) / (hi - lo)
 
 
@@ -331,8 +363,9 @@ def _log_capital_for(y, m, alpha: float, alternative: str):
     return _log_capital(y, m, lam, +1 if alternative == "greater" else -1)
 
 
-def betting_capital(x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0),
-                    alternative: str = "two-sided", axis: int = -1):
+def betting_capital(
+    x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided", axis: int = -1
+):
     """The betting capital process at null mean ``m`` (Waudby-Smith & Ramdas 2024).
 
     ``"greater"`` bets that the mean exceeds ``m`` (:math:`K^+`, a nonnegative
@@ -373,8 +406,9 @@ def betting_capital(x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0),
     return np.moveaxis(np.exp(_log_capital_for(y, ms, alpha, alternative)), -1, axis)
 
 
-def betting_cs(x, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided",
-               grid: int = 2000):
+def betting_cs(
+    x, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided", grid: int = 2000
+):
     """Anytime-valid confidence sequence for the mean of bounded observations, by betting.
 
     ``{m : capital_t(m) < 1/alpha}`` over ``grid + 1`` equally spaced null means, each end
@@ -437,25 +471,36 @@ def _checkpoints(store):
     try:
         items = [(label, data) for label, data in store]
     except (TypeError, ValueError):
-        raise TypeError("store must be a CheckpointStore or a sequence of (label, EvalData) "
-                        "pairs") from None
+        raise TypeError(
+            "store must be a CheckpointStore or a sequence of (label, EvalData) pairs"
+        ) from None
     return items
 
 
 def _counts(data, label, systems):
     ds = data.dataset
     if ds.attrs.get("missing_policy") == "bounds":
-        raise ValueError(f"checkpoint {label!r} was built with missing='bounds'; a monitor "
-                         "needs one set of counts: use missing='fail' or 'exclude'")
+        raise ValueError(
+            f"checkpoint {label!r} was built with missing='bounds'; a monitor "
+            "needs one set of counts: use missing='fail' or 'exclude'"
+        )
     absent = [s for s in systems if s not in data.systems]
     if absent:
-        raise KeyError(f"checkpoint {label!r} has no system(s) {absent}; it has "
-                       f"{describe_values(data.systems)}")
+        raise KeyError(
+            f"checkpoint {label!r} has no system(s) {absent}; it has "
+            f"{describe_values(data.systems)}"
+        )
     return ds["successes"].sel(system=systems).values, ds["trials"].sel(system=systems).values
 
 
-def monitor_rate(store, system, threshold=None, alternative: str = "greater",
-                 ci_prob: float = 0.95, prior=(1.0, 1.0)) -> pd.DataFrame:
+def monitor_rate(
+    store,
+    system,
+    threshold=None,
+    alternative: str = "greater",
+    ci_prob: float = 0.95,
+    prior=(1.0, 1.0),
+) -> pd.DataFrame:
     """Watch one system's success rate checkpoint by checkpoint (Beta-binomial mixture CS).
 
     Unit: an episode; every checkpoint must hold one trial per task (episodes of one task are
@@ -497,11 +542,13 @@ def monitor_rate(store, system, threshold=None, alternative: str = "greater",
             raise ValueError(
                 f"checkpoint {label!r}: tasks {data.tasks[several].tolist()[:5]} ran more than "
                 "one trial; the rate CS takes independent episodes (one per task). Use "
-                "betting_cs on per-task rates for several trials per task")
+                "betting_cs on per-task rates for several trials per task"
+            )
         rows.append({"checkpoint": label, "successes": int(c.sum()), "trials": int(n.sum())})
     table = pd.DataFrame(rows, columns=["checkpoint", "successes", "trials"])
-    lower, upper = rate_cs(table["successes"].to_numpy(), table["trials"].to_numpy(), ci_prob,
-                           prior)
+    lower, upper = rate_cs(
+        table["successes"].to_numpy(), table["trials"].to_numpy(), ci_prob, prior
+    )
     table["successes"], table["trials"] = table["successes"].cumsum(), table["trials"].cumsum()
     with np.errstate(invalid="ignore"):
         table["rate"] = table["successes"] / table["trials"]
@@ -509,14 +556,25 @@ def monitor_rate(store, system, threshold=None, alternative: str = "greater",
     if threshold is not None:
         hit = lower > threshold if alternative == "greater" else upper < threshold
         table["fired"] = np.maximum.accumulate(hit) if len(hit) else hit
-    table.attrs = {"unit": "episode", "cs": "beta-binomial mixture", "ci_prob": ci_prob,
-                   "prior": list(_check_prior(prior)), "threshold": threshold,
-                   "alternative": alternative}
+    table.attrs = {
+        "unit": "episode",
+        "cs": "beta-binomial mixture",
+        "ci_prob": ci_prob,
+        "prior": list(_check_prior(prior)),
+        "threshold": threshold,
+        "alternative": alternative,
+    }
     return table
 
 
-def monitor_paired(store, candidate, baseline, margin: float = 0.0,
-                   alternative: str = "greater", ci_prob: float = 0.95) -> pd.DataFrame:
+def monitor_paired(
+    store,
+    candidate,
+    baseline,
+    margin: float = 0.0,
+    alternative: str = "greater",
+    ci_prob: float = 0.95,
+) -> pd.DataFrame:
     """Anytime-valid gate on candidate minus baseline, evaluated after every checkpoint.
 
     Each task that both systems ran (at least one valid trial each) is one observation, its
@@ -568,7 +626,8 @@ def monitor_paired(store, candidate, baseline, margin: float = 0.0,
             raise ValueError(
                 f"checkpoint {label!r} repeats tasks {again[:5]} first seen in checkpoint "
                 f"{seen[again[0]]!r}; the paired gate takes new tasks at every checkpoint "
-                "(a task seen before predicts itself, which breaks the martingale)")
+                "(a task seen before predicts itself, which breaks the martingale)"
+            )
         seen.update(dict.fromkeys(tasks, label))
         diff = c[0, both] / n[0, both] - c[1, both] / n[1, both]
         chunks.append(diff)
@@ -582,15 +641,23 @@ def monitor_paired(store, candidate, baseline, margin: float = 0.0,
         lower, upper = betting_cs(x, ci_prob, (-1.0, 1.0), alternative)
     at = np.clip(ends, 0, None)
     has = ends >= 0
-    table["mean_difference"] = np.where(has, np.cumsum(x)[at] / (ends + 1), np.nan) \
-        if x.size else np.nan
+    table["mean_difference"] = (
+        np.where(has, np.cumsum(x)[at] / (ends + 1), np.nan) if x.size else np.nan
+    )
     bound = lower if alternative == "greater" else upper
     table["lower" if alternative == "greater" else "upper"] = (
-        np.where(has, bound[at], np.nan) if x.size else np.nan)
+        np.where(has, bound[at], np.nan) if x.size else np.nan
+    )
     table["capital"] = np.where(has, capital[at], 1.0) if x.size else 1.0
-    reached = (table["capital"].to_numpy() >= 1 / alpha)
+    reached = table["capital"].to_numpy() >= 1 / alpha
     table["fired"] = np.maximum.accumulate(reached) if len(reached) else reached
-    table.attrs = {"unit": "task (rate difference in [-1, 1])", "cs": "betting (hedged, PrPl-EB)",
-                   "candidate": candidate, "baseline": baseline, "margin": float(margin),
-                   "alternative": alternative, "ci_prob": ci_prob}
+    table.attrs = {
+        "unit": "task (rate difference in [-1, 1])",
+        "cs": "betting (hedged, PrPl-EB)",
+        "candidate": candidate,
+        "baseline": baseline,
+        "margin": float(margin),
+        "alternative": alternative,
+        "ci_prob": ci_prob,
+    }
     return table

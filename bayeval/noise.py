@@ -73,8 +73,10 @@ _CHUNK_CELLS = 4_000_000  # replicates x columns x tasks held at once
 def _arrays(data):
     ds = data.dataset
     if "missing_bound" in ds["successes"].dims:
-        raise ValueError("noise takes data without missing bounds: use missing='fail' or "
-                         "'exclude' (under 'bounds' each bound is its own data set)")
+        raise ValueError(
+            "noise takes data without missing bounds: use missing='fail' or "
+            "'exclude' (under 'bounds' each bound is its own data set)"
+        )
     c = ds["successes"].transpose("system", "task").values.astype(float)
     n = ds["trials"].transpose("system", "task").values.astype(float)
     if "cluster" in ds.coords:
@@ -140,8 +142,9 @@ def _design(x, t, mask, onehot, task_w, cluster_w, clustered: bool, corrected: b
         xbar = (cw * T_g).sum(-1) / J
         v_tot = G / (G - 1) * (cw * (T_g - m_g * xbar[..., None]) ** 2).sum(-1) / J**2
         v_trial = (cw * R_g).sum(-1) / J**2
-        within = (cw * np.where(m_g > 0, Q_g - T_g**2 / np.where(m_g > 0, m_g, 1), 0)
-                  ).sum(-1) / (J - G)
+        within = (cw * np.where(m_g > 0, Q_g - T_g**2 / np.where(m_g > 0, m_g, 1), 0)).sum(-1) / (
+            J - G
+        )
     return _finish(v_tot, within, v_trial, J, clustered, corrected)
 
 
@@ -164,16 +167,21 @@ def _matrix_design(x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, 
     mT = np.einsum("bg,bgs->bs", cw * m, T)
     m2 = (cw * m * m).sum(-1)[:, None, None]
     cross = np.einsum("bg,bgs,bgt->bst", cw, T, T, optimize=True)
-    cross = (cross - x_mean[:, None, :] * mT[:, :, None] - x_mean[:, :, None] * mT[:, None, :]
-             + x_mean[:, :, None] * x_mean[:, None, :] * m2)
+    cross = (
+        cross
+        - x_mean[:, None, :] * mT[:, :, None]
+        - x_mean[:, :, None] * mT[:, None, :]
+        + x_mean[:, :, None] * x_mean[:, None, :] * m2
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         v_cov = G / (G - 1) * cross / J[..., None] ** 2
         wj = cluster_w[:, cluster] * task_w
         if clustered:
             inv_m = np.where(m > 0, cw / np.where(m > 0, m, 1), 0)
-            w_cov = (np.einsum("bj,bsj,btj->bst", wj, x, x, optimize=True)
-                     - np.einsum("bg,bgs,bgt->bst", inv_m, T, T, optimize=True)
-                     ) / (J[..., None] - G)
+            w_cov = (
+                np.einsum("bj,bsj,btj->bst", wj, x, x, optimize=True)
+                - np.einsum("bg,bgs,bgt->bst", inv_m, T, T, optimize=True)
+            ) / (J[..., None] - G)
         else:
             w_cov = np.zeros_like(v_cov)
         r = np.einsum("bj,bsj->bs", wj, t) / J**2
@@ -195,9 +203,19 @@ def _plans(total, v_trial, v_trial_plus, J):
     """Score variance under each plan, on a trailing ``plan`` axis (NaN for the trial plans
     where the trial term is not identified)."""
     rest = total - v_trial
-    return np.maximum(np.stack([
-        total, total * J / (J + 1), total / 2, rest + v_trial_plus, rest + v_trial / 2,
-    ], axis=-1), 0)
+    return np.maximum(
+        np.stack(
+            [
+                total,
+                total * J / (J + 1),
+                total / 2,
+                rest + v_trial_plus,
+                rest + v_trial / 2,
+            ],
+            axis=-1,
+        ),
+        0,
+    )
 
 
 def _components(x, sigma2, n, valid, cluster, clustered, task_w, cluster_w, corrected):
@@ -212,24 +230,42 @@ def _components(x, sigma2, n, valid, cluster, clustered, task_w, cluster_w, corr
     onehot[np.arange(len(cluster)), cluster] = 1.0
     if valid.all():
         (v_cluster, v_task, v_trial, total, J), v_trial_plus = _matrix_design(
-            np.broadcast_to(x, t.shape), t, t_plus, onehot, cluster, task_w, cluster_w,
-            clustered, corrected)
+            np.broadcast_to(x, t.shape),
+            t,
+            t_plus,
+            onehot,
+            cluster,
+            task_w,
+            cluster_w,
+            clustered,
+            corrected,
+        )
         plans = _plans(total, v_trial, v_trial_plus, J)
         alone = [np.maximum(total[:, idx], 0) for idx in (cand, base)]
     else:
         xs, ts, ms = _column_values(np.where(valid, x, 0.0), t, valid, cand, base)
         _, ts_plus, _ = _column_values(x, t_plus, valid, cand, base)
-        v_cluster, v_task, v_trial, total, J = _design(xs, ts, ms, onehot, task_w, cluster_w,
-                                                       clustered, corrected)
-        v_trial_plus = (cluster_w[:, None, :] * ((task_w[:, None, :] * ms[None] * ts_plus)
-                                                 @ onehot)).sum(-1) / J**2
+        v_cluster, v_task, v_trial, total, J = _design(
+            xs, ts, ms, onehot, task_w, cluster_w, clustered, corrected
+        )
+        v_trial_plus = (
+            cluster_w[:, None, :] * ((task_w[:, None, :] * ms[None] * ts_plus) @ onehot)
+        ).sum(-1) / J**2
         plans = _plans(total, v_trial, v_trial_plus, J)
         # the two systems alone, on the tasks valid for both: their scores' covariance
         pair_mask = ms[S:]
         alone = []
         for idx in (cand, base):
-            parts = _design(np.where(pair_mask[None], x[:, idx], 0.0), t[:, idx], pair_mask,
-                            onehot, task_w, cluster_w, clustered, corrected)
+            parts = _design(
+                np.where(pair_mask[None], x[:, idx], 0.0),
+                t[:, idx],
+                pair_mask,
+                onehot,
+                task_w,
+                cluster_w,
+                clustered,
+                corrected,
+            )
             alone.append(np.maximum(parts[3], 0))
     shared = (alone[0] + alone[1] - plans[:, S:, 0]) / 2
     # per-attempt and per-task variances of each system
@@ -242,8 +278,12 @@ def _components(x, sigma2, n, valid, cluster, clustered, task_w, cluster_w, corr
     sum_m2 = (cluster_w[:, None, :] * m_g**2).sum(-1)
     cluster_var = v_cluster[:, :S] * J_s**2 / sum_m2
     return {
-        "trial_var": trial_var, "task_var": task_var, "cluster_var": cluster_var,
-        "score_var": plans[:, :S], "diff_var": plans[:, S:], "shared_cov": shared,
+        "trial_var": trial_var,
+        "task_var": task_var,
+        "cluster_var": cluster_var,
+        "score_var": plans[:, :S],
+        "diff_var": plans[:, S:],
+        "shared_cov": shared,
         "parts": np.stack([v_cluster, v_task, v_trial], axis=-1),  # (B, C, component)
     }
 
@@ -279,11 +319,14 @@ def _assemble(values: dict, systems, ci_prob, z, interval, attrs) -> xr.Dataset:
     for name, (dims, a) in raw.items():
         out[name] = (dims, interval["estimate"](a))
         out[f"{name}_interval"] = (dims + ("ci_bound",), interval["bounds"](a))
-    coords = {"system": np.asarray(systems, dtype=object),
-              "candidate": np.asarray(systems, dtype=object),
-              "baseline": np.asarray(systems, dtype=object),
-              "plan": list(PLANS), "component": list(COMPONENTS),
-              "ci_bound": ["lower", "upper"]}
+    coords = {
+        "system": np.asarray(systems, dtype=object),
+        "candidate": np.asarray(systems, dtype=object),
+        "baseline": np.asarray(systems, dtype=object),
+        "plan": list(PLANS),
+        "component": list(COMPONENTS),
+        "ci_bound": ["lower", "upper"],
+    }
     ds = xr.Dataset(out, coords=coords)
     ds.attrs = {"ci_prob": ci_prob, "mdd_multiplier": float(z), **attrs}
     return ds
@@ -294,16 +337,22 @@ def _percentile_bounds(ci_prob):
 
     def bounds(a):
         with np.errstate(invalid="ignore"):
-            q = np.nanquantile(a, [alpha / 2, 1 - alpha / 2], axis=0) if np.isfinite(
-                a).any() else np.full((2,) + a.shape[1:], np.nan)
+            q = (
+                np.nanquantile(a, [alpha / 2, 1 - alpha / 2], axis=0)
+                if np.isfinite(a).any()
+                else np.full((2,) + a.shape[1:], np.nan)
+            )
         return np.moveaxis(q, 0, -1)
 
     return bounds
 
 
 def _check_common(alpha, power, ci_prob):
-    return (validate_prob("alpha", alpha), validate_prob("power", power),
-            validate_prob("ci_prob", ci_prob))
+    return (
+        validate_prob("alpha", alpha),
+        validate_prob("power", power),
+        validate_prob("ci_prob", ci_prob),
+    )
 
 
 def _multiplier(alpha, power) -> float:
@@ -312,14 +361,18 @@ def _multiplier(alpha, power) -> float:
 
 def _design_attrs(n, valid, cluster, clustered) -> dict:
     tasks = valid.any(0)
-    return {"n_tasks": int(tasks.sum()),
-            "n_clusters": int(len(np.unique(cluster[tasks]))) if clustered else int(tasks.sum()),
-            "clustered": bool(clustered),
-            "trials_min": int(n[valid].min()), "trials_max": int(n[valid].max())}
+    return {
+        "n_tasks": int(tasks.sum()),
+        "n_clusters": int(len(np.unique(cluster[tasks]))) if clustered else int(tasks.sum()),
+        "clustered": bool(clustered),
+        "trials_min": int(n[valid].min()),
+        "trials_max": int(n[valid].max()),
+    }
 
 
-def posterior_noise(results, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8,
-                    n_draws: int = 400) -> xr.Dataset:
+def posterior_noise(
+    results, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8, n_draws: int = 400
+) -> xr.Dataset:
     """The components of a benchmark score's variance, from the posterior (see the module).
 
     See :meth:`bayeval.Results.noise`.
@@ -344,18 +397,38 @@ def posterior_noise(results, ci_prob: float = 0.95, alpha: float = 0.05, power: 
     ones_t, ones_g = np.ones((B, len(cluster))), np.ones((B, cluster.max() + 1))
     values = {}
     for sl in _slices(B, p.shape[1] ** 2 * p.shape[2]):
-        part = _components(p[sl], p[sl] * (1 - p[sl]), n, valid, cluster, clustered,
-                           ones_t[sl], ones_g[sl], corrected=False)
+        part = _components(
+            p[sl],
+            p[sl] * (1 - p[sl]),
+            n,
+            valid,
+            cluster,
+            clustered,
+            ones_t[sl],
+            ones_g[sl],
+            corrected=False,
+        )
         for key, a in part.items():
             values.setdefault(key, []).append(a)
     values = {key: np.concatenate(a) for key, a in values.items()}
     interval = {"estimate": lambda a: np.nanmean(a, axis=0), "bounds": _percentile_bounds(ci_prob)}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN diagonals
-        out = _assemble(values, data.systems, ci_prob, _multiplier(alpha, power), interval,
-                        {"method": "posterior", "model": results.model, "n_draws": int(B),
-                         "alpha": alpha, "power": power,
-                         **_design_attrs(n, valid, cluster, clustered)})
+        out = _assemble(
+            values,
+            data.systems,
+            ci_prob,
+            _multiplier(alpha, power),
+            interval,
+            {
+                "method": "posterior",
+                "model": results.model,
+                "n_draws": int(B),
+                "alpha": alpha,
+                "power": power,
+                **_design_attrs(n, valid, cluster, clustered),
+            },
+        )
     if "recipe" in data.dataset.coords and "sigma_run" in results.tree["posterior"]:
         runs = thin._model.run_variance(thin.tree)
         draws = runs.stack(sample=("chain", "draw")).transpose("sample", ...).values
@@ -401,8 +474,15 @@ def _require_tasks(valid, systems):
         raise ValueError(f"noise needs at least 2 valid tasks per system; {names!r} have fewer")
 
 
-def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0.05,
-          power: float = 0.8, n_boot: int = 1000, seed=0) -> xr.Dataset:
+def noise(
+    data,
+    unit: str | None = None,
+    ci_prob: float = 0.95,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    n_boot: int = 1000,
+    seed=0,
+) -> xr.Dataset:
     """The components of a benchmark score's variance by the method of moments.
 
     The frequentist twin of :meth:`bayeval.Results.noise`: trial noise from each task's
@@ -452,8 +532,7 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
     from bayeval.data import EvalData, require_valid_outcomes
 
     if not isinstance(data, EvalData):
-        raise TypeError(f"data must be an EvalData (from be.from_frame); got "
-                        f"{type(data).__name__}")
+        raise TypeError(f"data must be an EvalData (from be.from_frame); got {type(data).__name__}")
     alpha, power, ci_prob = _check_common(alpha, power, ci_prob)
     n_boot = validate_positive_int("n_boot", n_boot, minimum=2)
     rng = np.random.default_rng(validate_seed(seed))
@@ -473,8 +552,9 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
         sigma2 = np.where(n >= 2, r * (1 - r) * n / np.where(n >= 2, n - 1, 1), np.nan)
         single = valid & (n < 2)  # one trial: its task's trial variance is not estimable
         repeated = n >= 2
-        mean_v = (np.where(repeated, sigma2, 0).sum(1, keepdims=True)
-                  / repeated.sum(1, keepdims=True))  # NaN for a system without repeats
+        mean_v = np.where(repeated, sigma2, 0).sum(1, keepdims=True) / repeated.sum(
+            1, keepdims=True
+        )  # NaN for a system without repeats
         sigma2 = np.where(single, mean_v, sigma2)
         imputed = single.sum(1) / valid.sum(1)
     J, G = len(cluster), cluster.max() + 1
@@ -491,9 +571,17 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
     values = {}
     for sl in _slices(n_boot + 1, r.shape[0] ** 2 * J):
         size = sl.stop - sl.start
-        part = _components(np.broadcast_to(x, (size,) + r.shape),
-                           np.broadcast_to(s2, (size,) + r.shape), n, valid, cluster,
-                           clustered, task_w[sl], cluster_w[sl], corrected=True)
+        part = _components(
+            np.broadcast_to(x, (size,) + r.shape),
+            np.broadcast_to(s2, (size,) + r.shape),
+            n,
+            valid,
+            cluster,
+            clustered,
+            task_w[sl],
+            cluster_w[sl],
+            corrected=True,
+        )
         for key, a in part.items():
             values.setdefault(key, []).append(a)
     values = {key: np.concatenate(a) for key, a in values.items()}
@@ -501,14 +589,26 @@ def noise(data, unit: str | None = None, ci_prob: float = 0.95, alpha: float = 0
     interval = {"estimate": lambda a: a[0], "bounds": lambda a: bounds(a[1:])}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN diagonals
-        out = _assemble(values, data.systems, ci_prob, _multiplier(alpha, power), interval,
-                        {"method": "method of moments", "unit": unit, "n_boot": n_boot,
-                         "seed": int(validate_seed(seed)), "alpha": alpha, "power": power,
-                         **_design_attrs(n, valid, cluster, clustered)})
+        out = _assemble(
+            values,
+            data.systems,
+            ci_prob,
+            _multiplier(alpha, power),
+            interval,
+            {
+                "method": "method of moments",
+                "unit": unit,
+                "n_boot": n_boot,
+                "seed": int(validate_seed(seed)),
+                "alpha": alpha,
+                "power": power,
+                **_design_attrs(n, valid, cluster, clustered),
+            },
+        )
     out["trial_imputed"] = ("system", imputed)
     if "recipe" in data.dataset.coords:
         recipes = np.asarray(data.dataset["recipe"].values, dtype=object)
         wj = task_w * cluster_w[:, cluster]
-        labels, draws = _run_moments(r, valid, recipes, wj, values["parts"][:, :len(recipes), 2])
+        labels, draws = _run_moments(r, valid, recipes, wj, values["parts"][:, : len(recipes), 2])
         out = _with_runs(out, labels, draws, interval)
     return out

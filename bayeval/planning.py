@@ -24,15 +24,20 @@ from bayeval._validate import (
     validate_seed,
 )
 
-__all__ = ["required_units", "adjust_pvalues", "noninferiority", "Decision", "selection_bias",
-           "SelectionBias"]
+__all__ = [
+    "required_units",
+    "adjust_pvalues",
+    "noninferiority",
+    "Decision",
+    "selection_bias",
+    "SelectionBias",
+]
 
 _MAX_UNITS = 1e12  # beyond this a plan is not a design anyone can run
 _ADJUST = {"bonferroni": "bonferroni", "holm": "holm", "bh": "fdr_bh"}
 
 
-def required_units(sd, effect, alpha=0.05, power=0.8, paired=True,
-                   alternative="two-sided") -> int:
+def required_units(sd, effect, alpha=0.05, power=0.8, paired=True, alternative="two-sided") -> int:
     """Number of independent units (tasks) needed to detect ``effect``.
 
     Parameters
@@ -75,20 +80,27 @@ def required_units(sd, effect, alpha=0.05, power=0.8, paired=True,
     size = abs(effect) / sd
     if alternative == "smaller":
         size = -size
-    return _solve_units(TTestPower() if paired else TTestIndPower(), size, alpha, power,
-                        alternative, sd=sd, effect=effect)
+    return _solve_units(
+        TTestPower() if paired else TTestIndPower(),
+        size,
+        alpha,
+        power,
+        alternative,
+        sd=sd,
+        effect=effect,
+    )
 
 
-def _solve_units(solver, size: float, alpha: float, power: float, alternative: str, *, sd,
-                 effect) -> int:
+def _solve_units(
+    solver, size: float, alpha: float, power: float, alternative: str, *, sd, effect
+) -> int:
     """Smallest whole number of units (>= 2) whose t-test power reaches ``power``.
 
     The power is increasing in the number of units, so the answer is bracketed between 2 and a
     multiple of the normal-approximation size and found by root finding on the log scale (the
     statsmodels solver gives up, returning NaN, both for tiny and for huge effects).
     """
-    z = stats.norm.ppf(1 - alpha / (2 if alternative == "two-sided" else 1)) + \
-        stats.norm.ppf(power)
+    z = stats.norm.ppf(1 - alpha / (2 if alternative == "two-sided" else 1)) + stats.norm.ppf(power)
     factor = 1.0 if isinstance(solver, TTestPower) else 2.0
     with np.errstate(over="ignore"):
         normal = factor * (z / abs(size)) ** 2
@@ -100,8 +112,10 @@ def _solve_units(solver, size: float, alpha: float, power: float, alternative: s
         )
 
     def shortfall(log_n: float) -> float:
-        return float(np.squeeze(solver.power(size, math.exp(log_n), alpha,
-                                             alternative=alternative))) - power
+        return (
+            float(np.squeeze(solver.power(size, math.exp(log_n), alpha, alternative=alternative)))
+            - power
+        )
 
     if abs(size) >= 1e6 or shortfall(math.log(2.0)) >= 0:  # the power is 1 to machine precision
         return 2
@@ -164,8 +178,9 @@ class Decision:
         return self.decision in ("non-inferior", "superior")
 
 
-def noninferiority(comparison: xr.Dataset, margin: float | None = None, prob: float = 0.95,
-                   superior: bool = False) -> Decision:
+def noninferiority(
+    comparison: xr.Dataset, margin: float | None = None, prob: float = 0.95, superior: bool = False
+) -> Decision:
     """Decide non-inferiority (or superiority) from a paired comparison.
 
     The candidate passes when ``P(effect > -margin) >= prob`` (superiority:
@@ -219,8 +234,9 @@ def noninferiority(comparison: xr.Dataset, margin: float | None = None, prob: fl
         decision = "superior" if passed else "not superior" if failed else "inconclusive"
     else:
         decision = "non-inferior" if passed else "inferior" if failed else "inconclusive"
-    return Decision(decision, p_pass, p_fail, margin, prob,
-                    "superiority" if superior else "non-inferiority")
+    return Decision(
+        decision, p_pass, p_fail, margin, prob, "superiority" if superior else "non-inferiority"
+    )
 
 
 # -- selection: the winner's curse -------------------------------------------------------------
@@ -259,14 +275,19 @@ def _expected_max_normal(m: int) -> float:
 
 
 def _check_nonnegative(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
-            or not math.isfinite(value) or value < 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.floating))
+        or not math.isfinite(value)
+        or value < 0
+    ):
         raise ValueError(f"{name} must be a non-negative number; got {value!r}")
     return float(value)
 
 
-def selection_bias(m, n_tasks, trials=1, p=0.5, sd_between=0.0, sd_task=0.0, n_sim=10_000,
-                   seed=0) -> SelectionBias:
+def selection_bias(
+    m, n_tasks, trials=1, p=0.5, sd_between=0.0, sd_task=0.0, n_sim=10_000, seed=0
+) -> SelectionBias:
     """Simulate the winner's curse of picking the best of ``m`` checkpoints by observed score.
 
     Each simulated run evaluates ``m`` checkpoints on the same ``n_tasks`` tasks with
@@ -329,8 +350,9 @@ def selection_bias(m, n_tasks, trials=1, p=0.5, sd_between=0.0, sd_task=0.0, n_s
     try:
         rates = np.broadcast_to(np.asarray(p, dtype=float), (m,)).copy()
     except (TypeError, ValueError):
-        raise ValueError(f"p must be a probability or a sequence of m={m} probabilities; "
-                         f"got {p!r}") from None
+        raise ValueError(
+            f"p must be a probability or a sequence of m={m} probabilities; got {p!r}"
+        ) from None
     if not ((rates > 0) & (rates < 1)).all():
         raise ValueError(f"p must lie strictly between 0 and 1; got {p!r}")
 
@@ -355,17 +377,27 @@ def selection_bias(m, n_tasks, trials=1, p=0.5, sd_between=0.0, sd_task=0.0, n_s
         tie_break = rng.random((size, m))
         pick = np.lexsort((tie_break, naive), axis=1)[:, -1]
         rows = np.arange(size)
-        optimism[start:start + size] = naive[rows, pick] - true[rows, pick]
+        optimism[start : start + size] = naive[rows, pick] - true[rows, pick]
         top = true.max(axis=1)
-        regret[start:start + size] = top - true[rows, pick]
-        best[start:start + size] = true[rows, pick] >= top - 1e-12
+        regret[start : start + size] = top - true[rows, pick]
+        best[start : start + size] = true[rows, pick] >= top - 1e-12
     equal = scalar_p and sd_between == 0 and sd_task == 0
-    approx = (math.sqrt(rates[0] * (1 - rates[0]) / (n_tasks * trials))
-              * _expected_max_normal(m)) if equal else math.nan
+    approx = (
+        (math.sqrt(rates[0] * (1 - rates[0]) / (n_tasks * trials)) * _expected_max_normal(m))
+        if equal
+        else math.nan
+    )
     sd = float(optimism.std(ddof=1))
     return SelectionBias(
-        optimism=float(optimism.mean()), optimism_sd=sd, optimism_se=sd / math.sqrt(n_sim),
-        regret=float(regret.mean()), prob_best_picked=float(best.mean()),
-        normal_approximation=float(approx), m=m, n_tasks=n_tasks, trials=trials, n_sim=n_sim,
+        optimism=float(optimism.mean()),
+        optimism_sd=sd,
+        optimism_se=sd / math.sqrt(n_sim),
+        regret=float(regret.mean()),
+        prob_best_picked=float(best.mean()),
+        normal_approximation=float(approx),
+        m=m,
+        n_tasks=n_tasks,
+        trials=trials,
+        n_sim=n_sim,
         seed=seed,
     )

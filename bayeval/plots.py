@@ -79,8 +79,7 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError as err:
         raise ImportError(
-            "bayeval's plots need matplotlib, which is not installed: "
-            "pip install 'bayeval[plots]'"
+            "bayeval's plots need matplotlib, which is not installed: pip install 'bayeval[plots]'"
         ) from err
     return plt
 
@@ -96,8 +95,10 @@ def _check_results(results):
     from bayeval.results import Results
 
     if not isinstance(results, Results):
-        raise TypeError(f"results must be a bayeval Results (from be.fit or be.load); "
-                        f"got {type(results).__name__}")
+        raise TypeError(
+            f"results must be a bayeval Results (from be.fit or be.load); "
+            f"got {type(results).__name__}"
+        )
 
 
 def _single_ax(ax, figsize):
@@ -113,15 +114,19 @@ def _single_ax(ax, figsize):
 def _single_k(k) -> int:
     ks, scalar = validate_k(k)
     if not scalar and len(ks) != 1:
-        raise ValueError(f"k must be a single positive integer for this plot; got {k!r} "
-                         "(plot_pass_at_k draws a metric over several k)")
+        raise ValueError(
+            f"k must be a single positive integer for this plot; got {k!r} "
+            "(plot_pass_at_k draws a metric over several k)"
+        )
     return int(ks[0])
 
 
 def _check_system(role: str, label, systems: list) -> None:
     if np.ndim(label) != 0 or label not in systems:
-        raise ValueError(f"{role} {label!r} is not a system of these results; systems: "
-                         f"{describe_values(systems)}")
+        raise ValueError(
+            f"{role} {label!r} is not a system of these results; systems: "
+            f"{describe_values(systems)}"
+        )
 
 
 def _system_list(name: str, value, systems: list) -> list:
@@ -133,8 +138,10 @@ def _system_list(name: str, value, systems: list) -> list:
         raise ValueError(f"{name} must name at least one system; got an empty sequence")
     unknown = [s for s in chosen if s not in systems]
     if unknown:
-        raise ValueError(f"{name}: unknown system(s) {describe_values(unknown)}; systems of "
-                         f"these results: {describe_values(systems)}")
+        raise ValueError(
+            f"{name}: unknown system(s) {describe_values(unknown)}; systems of "
+            f"these results: {describe_values(systems)}"
+        )
     if len(set(chosen)) != len(chosen):
         raise ValueError(f"{name} must not repeat a system; got {describe_values(chosen)}")
     return chosen
@@ -164,8 +171,14 @@ def _metric_name(metric: str, k: int) -> str:
 
 
 #: Points of each font size name at matplotlib's default 10 pt (what the layout estimates use).
-_FONT_POINTS = {"xx-small": 5.79, "x-small": 6.94, "small": 8.33, "medium": 10.0,
-                "large": 12.0, "x-large": 14.4}
+_FONT_POINTS = {
+    "xx-small": 5.79,
+    "x-small": 6.94,
+    "small": 8.33,
+    "medium": 10.0,
+    "large": 12.0,
+    "x-large": 14.4,
+}
 #: Width of an average character of DejaVu Sans, in ems (for layout estimates).
 _CHAR_EM = 0.53
 
@@ -198,12 +211,20 @@ def _legend(ax, handles=None) -> float:
         labels = [h.get_label() for h in handles]
     height = ax.figure.get_figheight() * ax.get_position().height
     fontsize, ncol = _legend_layout(len(labels), height)
-    ax.legend(handles=handles, labels=labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-              fontsize=fontsize, frameon=False, ncol=ncol, columnspacing=1.0,
-              handlelength=1.8)
+    ax.legend(
+        handles=handles,
+        labels=labels,
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=fontsize,
+        frameon=False,
+        ncol=ncol,
+        columnspacing=1.0,
+        handlelength=1.8,
+    )
     rows = int(np.ceil(len(labels) / ncol)) if labels else 0
     widths = [_text_inches(label, fontsize) for label in labels]
-    columns = [max(widths[c * rows:(c + 1) * rows], default=0.0) for c in range(ncol)]
+    columns = [max(widths[c * rows : (c + 1) * rows], default=0.0) for c in range(ncol)]
     return sum(columns) + ncol * 0.45
 
 
@@ -220,8 +241,11 @@ def _title(ax, text: str, reserve: float = 0.0, fontsize="large", **kwargs) -> N
 
     def wrapped(size):
         chars = max(20, int(width * 72 / (_FONT_POINTS[size] * _CHAR_EM)))
-        return [part for line in str(text).splitlines()
-                for part in (textwrap.wrap(line, chars, break_on_hyphens=False) or [""])]
+        return [
+            part
+            for line in str(text).splitlines()
+            for part in (textwrap.wrap(line, chars, break_on_hyphens=False) or [""])
+        ]
 
     lines = wrapped(fontsize)
     if len(lines) > len(str(text).splitlines()) + 1 and fontsize == "large":
@@ -234,12 +258,13 @@ def _lab(rgb: np.ndarray) -> np.ndarray:
     """CIELAB (D65) coordinates of sRGB colours in [0, 1], shape (..., 3)."""
     rgb = np.asarray(rgb, dtype=float)
     linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
-    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722],
-                  [0.0193, 0.1192, 0.9505]])
+    m = np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]])
     xyz = linear @ m.T / np.array([0.95047, 1.0, 1.08883])
     f = np.where(xyz > (6 / 29) ** 3, np.cbrt(xyz), xyz / (3 * (6 / 29) ** 2) + 4 / 29)
-    return np.stack([116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]),
-                     200 * (f[..., 1] - f[..., 2])], axis=-1)
+    return np.stack(
+        [116 * f[..., 1] - 16, 500 * (f[..., 0] - f[..., 1]), 200 * (f[..., 1] - f[..., 2])],
+        axis=-1,
+    )
 
 
 def palette(n: int) -> list[tuple[float, float, float]]:
@@ -276,8 +301,9 @@ def _palette(n: int) -> tuple:
     lab = _lab(grid)
     keep = (lab[:, 0] >= 25) & (lab[:, 0] <= 85)
     grid, lab = grid[keep], lab[keep]
-    nearest = np.min(np.linalg.norm(lab[:, None, :] - _lab(np.array(chosen))[None], axis=-1),
-                     axis=1)
+    nearest = np.min(
+        np.linalg.norm(lab[:, None, :] - _lab(np.array(chosen))[None], axis=-1), axis=1
+    )
     while len(chosen) < n:
         best = int(np.argmax(nearest))
         chosen.append(tuple(float(v) for v in grid[best]))
@@ -298,9 +324,18 @@ def _bound_handles(bounds: list, linestyles: bool = False) -> list:
     from matplotlib.lines import Line2D
 
     styles = {"lower": "--", "upper": ":"}
-    return [Line2D([], [], color="black", linestyle=styles[b] if linestyles else "none",
-                   marker=None if linestyles else BOUND_MARKERS[b],
-                   label=f"{b} bound: {BOUND_TEXT[b]}") for b in bounds if b is not None]
+    return [
+        Line2D(
+            [],
+            [],
+            color="black",
+            linestyle=styles[b] if linestyles else "none",
+            marker=None if linestyles else BOUND_MARKERS[b],
+            label=f"{b} bound: {BOUND_TEXT[b]}",
+        )
+        for b in bounds
+        if b is not None
+    ]
 
 
 def _set_gid(bars, gid: str) -> None:
@@ -315,9 +350,18 @@ def _sort_key(values: np.ndarray) -> np.ndarray:
 
 
 # -- forest ------------------------------------------------------------------------------------
-def plot_forest(results, k=1, metric: str = "pass@k", estimand: str = "population",
-                bootstrap: bool = True, n_boot: int = 2000, seed=0, ci_prob: float = 0.95,
-                ax=None, shorten: bool = True):
+def plot_forest(
+    results,
+    k=1,
+    metric: str = "pass@k",
+    estimand: str = "population",
+    bootstrap: bool = True,
+    n_boot: int = 2000,
+    seed=0,
+    ci_prob: float = 0.95,
+    ax=None,
+    shorten: bool = True,
+):
     """Forest of each system's posterior mean and interval beside its bootstrap twin.
 
     Draws the output of :func:`bayeval.crosscheck` for one estimand (with ``bootstrap=False``,
@@ -374,18 +418,28 @@ def plot_forest(results, k=1, metric: str = "pass@k", estimand: str = "populatio
     if not isinstance(bootstrap, (bool, np.bool_)):
         raise TypeError(f"bootstrap must be True or False; got {bootstrap!r}")
     if bootstrap:
-        table = crosscheck(results, k=k, metric=metric, estimands=[estimand], n_boot=n_boot,
-                           seed=seed, ci_prob=ci_prob).sel(estimand=estimand, drop=True)
+        table = crosscheck(
+            results,
+            k=k,
+            metric=metric,
+            estimands=[estimand],
+            n_boot=n_boot,
+            seed=seed,
+            ci_prob=ci_prob,
+        ).sel(estimand=estimand, drop=True)
         unit = str(table["bootstrap_unit"].values)
-        series = [("posterior", "C0", table["bayes_mean"], table["bayes_interval"]),
-                  ("bootstrap", "C1", table["bootstrap_estimate"], table["bootstrap_interval"])]
+        series = [
+            ("posterior", "C0", table["bayes_mean"], table["bayes_interval"]),
+            ("bootstrap", "C1", table["bootstrap_estimate"], table["bootstrap_interval"]),
+        ]
     else:
         frame = results.summary(ci_prob=ci_prob, k=[k], metrics=[metric], estimands=[estimand])
         index = ["system"] + (["missing_bound"] if "missing_bound" in frame.columns else [])
         table = frame.set_index(index)[["mean", "lower", "upper"]].to_xarray()
         table = table.reindex(system=results.systems)
         interval = xr.concat([table["lower"], table["upper"]], dim="ci_bound").assign_coords(
-            ci_bound=["lower", "upper"])
+            ci_bound=["lower", "upper"]
+        )
         series = [("posterior", "C0", table["mean"], interval)]
     bounds = _bounds(series[0][2])
     systems = series[0][2]["system"].values.tolist()
@@ -411,17 +465,25 @@ def plot_forest(results, k=1, metric: str = "pass@k", estimand: str = "populatio
             hi = _at(interval.sel(ci_bound="upper"), bound).values[order]
             lines = ax.hlines(y, lo, hi, color=color, linewidth=2)
             lines.set_gid(f"{name}-interval" + ("" if bound is None else f"-{bound}"))
-            points, = ax.plot(est, y, linestyle="none", marker=BOUND_MARKERS[bound],
-                              color=color, markersize=6)
+            (points,) = ax.plot(
+                est, y, linestyle="none", marker=BOUND_MARKERS[bound], color=color, markersize=6
+            )
             points.set_gid(f"{name}-{what}" + ("" if bound is None else f"-{bound}"))
-        label = (f"posterior mean, {ci_prob:.0%} interval" if name == "posterior" else
-                 f"{unit} bootstrap estimate, {ci_prob:.0%} interval")
-        handles.append(Line2D([], [], color=color, marker="o" if bounds == [None] else None,
-                              label=label))
+        label = (
+            f"posterior mean, {ci_prob:.0%} interval"
+            if name == "posterior"
+            else f"{unit} bootstrap estimate, {ci_prob:.0%} interval"
+        )
+        handles.append(
+            Line2D([], [], color=color, marker="o" if bounds == [None] else None, label=label)
+        )
     handles += _bound_handles(bounds)
     names = _names(results, shorten)
-    ax.set_yticks(rows, [names[systems[j]] for j in order],
-                  **({} if len(systems) <= 25 else {"fontsize": "small"}))
+    ax.set_yticks(
+        rows,
+        [names[systems[j]] for j in order],
+        **({} if len(systems) <= 25 else {"fontsize": "small"}),
+    )
     ax.set_ylim(-0.6, len(systems) - 0.4)
     label = _metric_name(metric, k)
     ax.set_xlabel(label)
@@ -433,9 +495,16 @@ def plot_forest(results, k=1, metric: str = "pass@k", estimand: str = "populatio
 
 
 # -- pass@k over k -----------------------------------------------------------------------------
-def plot_pass_at_k(results, k=range(1, 11), metric: str = "pass@k",
-                   estimand: str = "population", systems=None, ci_prob: float = 0.95, ax=None,
-                   shorten: bool = True):
+def plot_pass_at_k(
+    results,
+    k=range(1, 11),
+    metric: str = "pass@k",
+    estimand: str = "population",
+    systems=None,
+    ci_prob: float = 0.95,
+    ax=None,
+    shorten: bool = True,
+):
     """Posterior mean of pass@k (or pass^k) against k, with an interval band per system.
 
     Draws the output of :meth:`Results.pass_at_k` (or :meth:`Results.pass_hat_k` for
@@ -526,31 +595,59 @@ def plot_pass_at_k(results, k=range(1, 11), metric: str = "pass@k",
             tag = f"{system}" + ("" if bound is None else f":{bound}")
             # hollow: beyond this system's trials, short of where every system is shaded
             inside = (ks <= own[i]) | (ks > reached) if own[i] else np.ones(len(ks), bool)
-            line, = ax.plot(ks, m, color=color, linestyle=styles[bound], marker=marker,
-                            markersize=3, markevery=np.flatnonzero(inside).tolist(),
-                            label=f"{names[system]}" + _bound_suffix(bound))
+            (line,) = ax.plot(
+                ks,
+                m,
+                color=color,
+                linestyle=styles[bound],
+                marker=marker,
+                markersize=3,
+                markevery=np.flatnonzero(inside).tolist(),
+                label=f"{names[system]}" + _bound_suffix(bound),
+            )
             line.set_gid(f"mean:{tag}")
             if not inside.all():
-                beyond, = ax.plot(ks[~inside], m[~inside], linestyle="none", marker=marker,
-                                  markersize=4, markerfacecolor="white", color=color)
+                (beyond,) = ax.plot(
+                    ks[~inside],
+                    m[~inside],
+                    linestyle="none",
+                    marker=marker,
+                    markersize=4,
+                    markerfacecolor="white",
+                    color=color,
+                )
                 beyond.set_gid(f"extrapolated:{tag}")
                 hollow = True
             band = ax.fill_between(ks, lo, hi, color=color, alpha=band_alpha, linewidth=0)
             band.set_gid(f"band:{tag}")
-        handles.append(Line2D([], [], color=color, marker=marker, markersize=3,
-                              label=names[system]))
+        handles.append(
+            Line2D([], [], color=color, marker=marker, markersize=3, label=names[system])
+        )
     if len(chosen) > 10:
         last = mean.sel(k=ks.max())
         last = last.mean("missing_bound") if "missing_bound" in last.dims else last
         handles = [handles[j] for j in np.argsort(-last.values, kind="stable")]
     handles += _bound_handles(bounds, linestyles=True)
     if hollow:
-        handles.append(Line2D([], [], color="grey", linestyle="none", marker="o",
-                              markerfacecolor="white",
-                              label="k beyond that system's trials: extrapolated"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="grey",
+                linestyle="none",
+                marker="o",
+                markerfacecolor="white",
+                label="k beyond that system's trials: extrapolated",
+            )
+        )
     if reached and ks.max() > reached:
-        span = ax.axvspan(reached + 0.5, ks.max() + 0.5, color="grey", alpha=0.12,
-                          label=f"k > {reached} trials: extrapolated by the model")
+        span = ax.axvspan(
+            reached + 0.5,
+            ks.max() + 0.5,
+            color="grey",
+            alpha=0.12,
+            label=f"k > {reached} trials: extrapolated by the model",
+        )
         span.set_gid("extrapolated")
         handles.append(span)
     ax.set_xlabel("k")
@@ -559,8 +656,11 @@ def plot_pass_at_k(results, k=range(1, 11), metric: str = "pass@k",
         ax.set_xticks(ks)
     ax.grid(alpha=0.3)
     reserve = _legend(ax, handles)
-    _title(ax, f"{metric} against k, estimand={estimand!r}: posterior mean and "
-           f"{ci_prob:.0%} interval", reserve)
+    _title(
+        ax,
+        f"{metric} against k, estimand={estimand!r}: posterior mean and {ci_prob:.0%} interval",
+        reserve,
+    )
     return fig, ax
 
 
@@ -571,9 +671,18 @@ def _probability_text(values: xr.DataArray, bounds: list) -> str:
     return " / ".join(f"{float(values.sel(missing_bound=b)):.2f} ({b})" for b in bounds)
 
 
-def plot_effect(results, candidate, baseline, metric: str = "pass@k", k=1,
-                estimand: str = "population", margin: float = 0.0, ci_prob: float = 0.95,
-                ax=None, shorten: bool = True):
+def plot_effect(
+    results,
+    candidate,
+    baseline,
+    metric: str = "pass@k",
+    k=1,
+    estimand: str = "population",
+    margin: float = 0.0,
+    ci_prob: float = 0.95,
+    ax=None,
+    shorten: bool = True,
+):
     """Posterior density of the effect ``metric(candidate) - metric(baseline)``.
 
     Draws the output of :meth:`Results.compare`: the density of the ``effect`` draws (a
@@ -618,8 +727,9 @@ def plot_effect(results, candidate, baseline, metric: str = "pass@k", k=1,
     _pyplot()
     _check_results(results)
     k = _single_k(k)
-    out = results.compare(candidate, baseline, metric=metric, k=k, estimand=estimand,
-                          margin=margin, ci_prob=ci_prob)
+    out = results.compare(
+        candidate, baseline, metric=metric, k=k, estimand=estimand, margin=margin, ci_prob=ci_prob
+    )
     out = out.drop_vars([c for c in ("k",) if c in out.coords])
     fig, ax = _single_ax(ax, figsize=(10, 4.5))
     import arviz_plots
@@ -628,10 +738,16 @@ def plot_effect(results, candidate, baseline, metric: str = "pass@k", k=1,
 
     bounds = _bounds(out["effect"])
     posterior = xr.Dataset({"effect": out["effect"]})
-    viz = xr.DataTree(xr.Dataset({
-        "figure": np.array(fig, dtype=object), "plot": np.array(ax, dtype=object),
-        "row_index": 0, "col_index": 0,
-    }))
+    viz = xr.DataTree(
+        xr.Dataset(
+            {
+                "figure": np.array(fig, dtype=object),
+                "plot": np.array(ax, dtype=object),
+                "row_index": 0,
+                "col_index": 0,
+            }
+        )
+    )
     options = {}
     if bounds == [None]:
         collection = PlotCollection(posterior, viz, backend="matplotlib")
@@ -639,18 +755,30 @@ def plot_effect(results, candidate, baseline, metric: str = "pass@k", k=1,
         # intervals of the two bounds one under the other, a tenth of the density's height
         sd = float(out["effect"].std(_SAMPLE_DIMS).min())
         step = 0.1 / (max(sd, 1e-6) * np.sqrt(2 * np.pi))
-        collection = PlotCollection(posterior, viz, backend="matplotlib",
-                                    aes={"color": ["missing_bound"], "y": ["missing_bound"]},
-                                    y=[-step * i for i in range(len(bounds))])
-        options["aes_by_visuals"] = {visual: ["color", "y"] for visual in
-                                     ("credible_interval", "point_estimate",
-                                      "point_estimate_text")}
+        collection = PlotCollection(
+            posterior,
+            viz,
+            backend="matplotlib",
+            aes={"color": ["missing_bound"], "y": ["missing_bound"]},
+            y=[-step * i for i in range(len(bounds))],
+        )
+        options["aes_by_visuals"] = {
+            visual: ["color", "y"]
+            for visual in ("credible_interval", "point_estimate", "point_estimate_text")
+        }
     collection = arviz_plots.plot_dist(
-        xr.DataTree.from_dict({"/posterior": posterior}), backend="matplotlib",
-        plot_collection=collection, kind="kde", point_estimate="mean", ci_kind="eti",
-        ci_prob=ci_prob, sample_dims=_SAMPLE_DIMS,
-        stats={"credible_interval": xr.Dataset({"effect": out["effect_interval"]}),
-               "point_estimate": xr.Dataset({"effect": out["effect_mean"]})},
+        xr.DataTree.from_dict({"/posterior": posterior}),
+        backend="matplotlib",
+        plot_collection=collection,
+        kind="kde",
+        point_estimate="mean",
+        ci_kind="eti",
+        ci_prob=ci_prob,
+        sample_dims=_SAMPLE_DIMS,
+        stats={
+            "credible_interval": xr.Dataset({"effect": out["effect_interval"]}),
+            "point_estimate": xr.Dataset({"effect": out["effect_mean"]}),
+        },
         **options,
     )
     for visual in ("dist", "credible_interval", "point_estimate"):
@@ -660,32 +788,43 @@ def plot_effect(results, candidate, baseline, metric: str = "pass@k", k=1,
             artist.set_gid(f"{visual}" + ("" if bound is None else f"-{bound}"))
 
     handles = []
-    zero = ax.axvline(0.0, color="black", linewidth=1,
-                      label=f"P(effect > 0) = {_probability_text(out['prob_positive'], bounds)}")
+    zero = ax.axvline(
+        0.0,
+        color="black",
+        linewidth=1,
+        label=f"P(effect > 0) = {_probability_text(out['prob_positive'], bounds)}",
+    )
     zero.set_gid("zero")
     handles.append(zero)
     if margin > 0:
-        line = ax.axvline(-margin, color="grey", linestyle="--", linewidth=1,
-                          label=f"P(effect > -{margin:g}) = "
-                          f"{_probability_text(out['prob_noninferior'], bounds)} "
-                          "(non-inferior)")
+        line = ax.axvline(
+            -margin,
+            color="grey",
+            linestyle="--",
+            linewidth=1,
+            label=f"P(effect > -{margin:g}) = "
+            f"{_probability_text(out['prob_noninferior'], bounds)} "
+            "(non-inferior)",
+        )
         line.set_gid("margin")
         handles.append(line)
     if bounds != [None]:
-        crossed = {"lower": "candidate's missing as failures,\nbaseline's as successes",
-                   "upper": "candidate's missing as successes,\nbaseline's as failures"}
+        crossed = {
+            "lower": "candidate's missing as failures,\nbaseline's as successes",
+            "upper": "candidate's missing as successes,\nbaseline's as failures",
+        }
         for bound in bounds:
             color = collection.viz["dist"]["effect"].sel(missing_bound=bound).item().get_color()
             handles.append(Line2D([], [], color=color, label=f"{bound} bound: {crossed[bound]}"))
-    handles.append(Line2D([], [], color="black", marker="o",
-                          label=f"posterior mean, {ci_prob:.0%} interval"))
+    handles.append(
+        Line2D([], [], color="black", marker="o", label=f"posterior mean, {ci_prob:.0%} interval")
+    )
     reserve = _legend(ax, handles)
     name = _metric_name(metric, k)
     names = _names(results, shorten)
     title = f"{names[candidate]} - {names[baseline]}\n{name}, estimand={estimand!r}"
     if margin > 0:
-        title += (f"\nP(effect > {margin:g}) = "
-                  f"{_probability_text(out['prob_above_margin'], bounds)}")
+        title += f"\nP(effect > {margin:g}) = {_probability_text(out['prob_above_margin'], bounds)}"
     _title(ax, title, reserve)
     ax.set_xlabel(f"effect on {name}")
     return fig, ax
@@ -725,12 +864,26 @@ def _task_moves(results, rates_values, bounds, baseline, candidate) -> dict:
         r_low, r_high = low / trials, high / trials
     raw_gains = counted & (r_low[1] > r_high[0])
     raw_losses = counted & (r_high[1] < r_low[0])
-    return {"defined": defined, "gains": gains, "losses": losses, "raw_gains": raw_gains,
-            "raw_losses": raw_losses, "d_low": d_low, "d_high": d_high}
+    return {
+        "defined": defined,
+        "gains": gains,
+        "losses": losses,
+        "raw_gains": raw_gains,
+        "raw_losses": raw_losses,
+        "d_low": d_low,
+        "d_high": d_high,
+    }
 
 
-def plot_task_rates(results, candidate, baseline, ci_prob: float = 0.95, ax=None,
-                    kind: str = "auto", shorten: bool = True):
+def plot_task_rates(
+    results,
+    candidate,
+    baseline,
+    ci_prob: float = 0.95,
+    ax=None,
+    kind: str = "auto",
+    shorten: bool = True,
+):
     """Posterior task rates of two systems, task by task, with the tasks that move.
 
     Draws the output of :meth:`Results.task_rates` for ``baseline`` and ``candidate``.
@@ -809,26 +962,41 @@ def plot_task_rates(results, candidate, baseline, ci_prob: float = 0.95, ax=None
     names = _names(results, shorten)
     cand_name, base_name = names[candidate], names[baseline]
     draw = _task_rate_bars if kind == "tasks" else _task_differences
-    fig, ax, handles, xlabel, ylabel = draw(ax, values, moves, bounds, tasks, ci_prob,
-                                            (base_name, cand_name), (baseline, candidate))
+    fig, ax, handles, xlabel, ylabel = draw(
+        ax, values, moves, bounds, tasks, ci_prob, (base_name, cand_name), (baseline, candidate)
+    )
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     reserve = _legend(ax, handles)
     n_raw = (int(moves["raw_gains"].sum()), int(moves["raw_losses"].sum()))
-    _title(ax, f"{cand_name} vs {base_name}: {int(gains.sum())} task(s) gained, "
-           f"{int(losses.sum())} lost\n(posterior P(rate higher) > {MOVE_PROB:g}, "
-           f"P(rate lower) > {MOVE_PROB:g})\nraw success rates: {n_raw[0]} task(s) higher, "
-           f"{n_raw[1]} lower", reserve, fontsize="medium")
+    _title(
+        ax,
+        f"{cand_name} vs {base_name}: {int(gains.sum())} task(s) gained, "
+        f"{int(losses.sum())} lost\n(posterior P(rate higher) > {MOVE_PROB:g}, "
+        f"P(rate lower) > {MOVE_PROB:g})\nraw success rates: {n_raw[0]} task(s) higher, "
+        f"{n_raw[1]} lower",
+        reserve,
+        fontsize="medium",
+    )
     return fig, ax
 
 
 def _move_handles(moves) -> list:
     from matplotlib.patches import Patch
 
-    return [Patch(color=GAIN_COLOR, alpha=0.3, label="gained: P(candidate's rate higher) > "
-                  f"{MOVE_PROB:g} ({int(moves['gains'].sum())})"),
-            Patch(color=LOSS_COLOR, alpha=0.3, label="lost: P(candidate's rate lower) > "
-                  f"{MOVE_PROB:g} ({int(moves['losses'].sum())})")]
+    return [
+        Patch(
+            color=GAIN_COLOR,
+            alpha=0.3,
+            label="gained: P(candidate's rate higher) > "
+            f"{MOVE_PROB:g} ({int(moves['gains'].sum())})",
+        ),
+        Patch(
+            color=LOSS_COLOR,
+            alpha=0.3,
+            label=f"lost: P(candidate's rate lower) > {MOVE_PROB:g} ({int(moves['losses'].sum())})",
+        ),
+    ]
 
 
 def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
@@ -845,11 +1013,20 @@ def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
     fig, ax = _single_ax(ax, figsize=(min(max(9, 6 + 0.25 * len(tasks)), 20), 4.0 + below))
     from matplotlib.lines import Line2D
 
-    for gid, mask, color in (("gain", moves["gains"], GAIN_COLOR),
-                             ("loss", moves["losses"], LOSS_COLOR)):
+    for gid, mask, color in (
+        ("gain", moves["gains"], GAIN_COLOR),
+        ("loss", moves["losses"], LOSS_COLOR),
+    ):
         where = mask[order]
-        bars = ax.bar(x[where], np.ones(where.sum()), bottom=0.0, width=0.9, color=color,
-                      alpha=0.12, linewidth=0)
+        bars = ax.bar(
+            x[where],
+            np.ones(where.sum()),
+            bottom=0.0,
+            width=0.9,
+            color=color,
+            alpha=0.12,
+            linewidth=0,
+        )
         _set_gid(bars, gid)
     handles = _move_handles(moves)
     offsets = _offsets(2 * len(bounds), 0.3 if len(bounds) > 1 else 0.15)
@@ -859,15 +1036,29 @@ def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
             xs = x + offsets[i]
             i += 1
             tag = f"{system}" + ("" if bound is None else f":{bound}")
-            lines = ax.vlines(xs, lower[s, order, b], upper[s, order, b], color=color,
-                              linewidth=1.5)
+            lines = ax.vlines(
+                xs, lower[s, order, b], upper[s, order, b], color=color, linewidth=1.5
+            )
             lines.set_gid(f"interval:{tag}")
-            points, = ax.plot(xs, mean[s, order, b], linestyle="none",
-                              marker=BOUND_MARKERS[bound], color=color, markersize=5)
+            (points,) = ax.plot(
+                xs,
+                mean[s, order, b],
+                linestyle="none",
+                marker=BOUND_MARKERS[bound],
+                color=color,
+                markersize=5,
+            )
             points.set_gid(f"mean:{tag}")
         role = "baseline" if s == 0 else "candidate"
-        handles.append(Line2D([], [], color=color, marker="o" if bounds == [None] else None,
-                              label=f"{name} ({role})"))
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color=color,
+                marker="o" if bounds == [None] else None,
+                label=f"{name} ({role})",
+            )
+        )
     handles += _bound_handles(bounds)
     if labelled:  # long task ids keep their start and end
         ax.set_xticks(x, ticks, rotation=90, fontsize=tick_size)
@@ -875,8 +1066,13 @@ def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
         ax.set_xticks([])
     ax.set_xlim(-0.6, len(tasks) - 0.4)
     ax.set_ylim(-0.02, 1.02)
-    return (fig, ax, handles, f"task (sorted by {printed[0]}'s posterior mean rate)",
-            f"task rate: posterior mean, {ci_prob:.0%} interval")
+    return (
+        fig,
+        ax,
+        handles,
+        f"task (sorted by {printed[0]}'s posterior mean rate)",
+        f"task rate: posterior mean, {ci_prob:.0%} interval",
+    )
 
 
 def _task_differences(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
@@ -895,31 +1091,64 @@ def _task_differences(ax, values, moves, bounds, tasks, ci_prob, printed, labels
     colors = np.where(gains, GAIN_COLOR, np.where(losses, LOSS_COLOR, "0.6"))
     x = np.arange(len(order))
     fig, ax = _single_ax(ax, figsize=(10, 4.5))
-    lines = ax.vlines(x, lower[order], upper[order], colors=colors.tolist(),
-                      linewidth=0.6 if len(x) > 200 else 1.2, alpha=0.3 if len(x) > 200 else 0.6)
+    lines = ax.vlines(
+        x,
+        lower[order],
+        upper[order],
+        colors=colors.tolist(),
+        linewidth=0.6 if len(x) > 200 else 1.2,
+        alpha=0.3 if len(x) > 200 else 0.6,
+    )
     lines.set_gid("difference-interval")
     marks = [(None, m_low)] if bounds == [None] else [("lower", m_low), ("upper", m_high)]
     for bound, m in marks:
-        points = ax.scatter(x, m[order], c=colors.tolist(), marker=BOUND_MARKERS[bound],
-                            s=6 if len(x) > 200 else 12, zorder=3, linewidths=0)
+        points = ax.scatter(
+            x,
+            m[order],
+            c=colors.tolist(),
+            marker=BOUND_MARKERS[bound],
+            s=6 if len(x) > 200 else 12,
+            zorder=3,
+            linewidths=0,
+        )
         points.set_gid("difference-mean" + ("" if bound is None else f"-{bound}"))
     ax.axhline(0.0, color="black", linewidth=0.8)
     ax.set_xlim(-0.01 * len(x) - 0.6, 1.01 * len(x) - 0.4)
     ax.set_ylim(-1.02, 1.02)
     handles = _move_handles(moves)
     handles.append(Patch(color="0.6", alpha=0.6, label="other tasks"))
-    handles.append(Line2D([], [], color="0.3", marker="o" if bounds == [None] else None,
-                          label=f"posterior mean, {ci_prob:.0%} interval"))
+    handles.append(
+        Line2D(
+            [],
+            [],
+            color="0.3",
+            marker="o" if bounds == [None] else None,
+            label=f"posterior mean, {ci_prob:.0%} interval",
+        )
+    )
     if bounds != [None]:
-        handles += [Line2D([], [], color="black", linestyle="none", marker=BOUND_MARKERS[b],
-                           label=f"{b}: candidate's missing as "
-                           f"{'failures' if b == 'lower' else 'successes'},\nbaseline's as "
-                           f"{'successes' if b == 'lower' else 'failures'}") for b in bounds]
+        handles += [
+            Line2D(
+                [],
+                [],
+                color="black",
+                linestyle="none",
+                marker=BOUND_MARKERS[b],
+                label=f"{b}: candidate's missing as "
+                f"{'failures' if b == 'lower' else 'successes'},\nbaseline's as "
+                f"{'successes' if b == 'lower' else 'failures'}",
+            )
+            for b in bounds
+        ]
     n_left = int((~defined).sum())
     left = f"; {n_left} without a rate for both left out" if n_left else ""
-    return (fig, ax, handles,
-            f"task ({len(x)}), sorted by the posterior mean difference{left}",
-            f"rate difference, candidate - baseline\nposterior mean, {ci_prob:.0%} interval")
+    return (
+        fig,
+        ax,
+        handles,
+        f"task ({len(x)}), sorted by the posterior mean difference{left}",
+        f"rate difference, candidate - baseline\nposterior mean, {ci_prob:.0%} interval",
+    )
 
 
 # -- posterior predictive check ----------------------------------------------------------------
@@ -929,19 +1158,23 @@ def _panels(ax, n: int):
     if ax is None:
         ncols = min(n, 3)
         nrows = int(np.ceil(n / ncols))
-        fig, grid = _pyplot().subplots(nrows, ncols, figsize=(4.5 * ncols, 3.6 * nrows),
-                                       squeeze=False, layout="constrained")
+        fig, grid = _pyplot().subplots(
+            nrows, ncols, figsize=(4.5 * ncols, 3.6 * nrows), squeeze=False, layout="constrained"
+        )
         flat = grid.ravel()
         for extra in flat[n:]:
             fig.delaxes(extra)
         return fig, flat[:n]
     given = [ax] if isinstance(ax, Axes) else list(np.ravel(np.asarray(ax, dtype=object)))
     if not all(isinstance(a, Axes) for a in given):
-        raise TypeError(f"ax must be a matplotlib Axes, a sequence of Axes or None; got "
-                        f"{type(ax).__name__} holding {sorted({type(a).__name__ for a in given})}")
+        raise TypeError(
+            f"ax must be a matplotlib Axes, a sequence of Axes or None; got "
+            f"{type(ax).__name__} holding {sorted({type(a).__name__ for a in given})}"
+        )
     if len(given) != n:
-        raise ValueError(f"ax must hold one matplotlib Axes per system drawn ({n}); got "
-                         f"{len(given)}")
+        raise ValueError(
+            f"ax must hold one matplotlib Axes per system drawn ({n}); got {len(given)}"
+        )
     flat = np.empty(n, dtype=object)
     flat[:] = given
     return flat[0].figure, flat
@@ -1011,19 +1244,34 @@ def plot_ppc(results, system=None, ax=None, shorten: bool = True):
             tag = f"{label}" + ("" if bound is None else f":{bound}")
             xs = counts + offsets[b]
             observed = _at(one["observed_histogram"], bound).sel(count=counts).values
-            bars = panel.bar(xs, observed, width=width, color="0.75", edgecolor="0.45",
-                             hatch=None if bound != "upper" else "//",
-                             label="observed" + ("" if bound is None else f" ({bound})"))
+            bars = panel.bar(
+                xs,
+                observed,
+                width=width,
+                color="0.75",
+                edgecolor="0.45",
+                hatch=None if bound != "upper" else "//",
+                label="observed" + ("" if bound is None else f" ({bound})"),
+            )
             _set_gid(bars, f"observed:{tag}")
             interval = _at(one["predicted_histogram_interval"], bound).sel(count=counts)
-            lines = panel.vlines(xs, interval.sel(ci_bound="lower").values,
-                                 interval.sel(ci_bound="upper").values, color="C0",
-                                 linewidth=1.5)
+            lines = panel.vlines(
+                xs,
+                interval.sel(ci_bound="lower").values,
+                interval.sel(ci_bound="upper").values,
+                color="C0",
+                linewidth=1.5,
+            )
             lines.set_gid(f"interval:{tag}")
-            points, = panel.plot(xs, _at(one["predicted_histogram"], bound).sel(
-                count=counts).values, linestyle="none", marker=BOUND_MARKERS[bound],
-                color="C0", markersize=5,
-                label=f"predicted, {ci_prob:.0%}" + ("" if bound is None else f" ({bound})"))
+            (points,) = panel.plot(
+                xs,
+                _at(one["predicted_histogram"], bound).sel(count=counts).values,
+                linestyle="none",
+                marker=BOUND_MARKERS[bound],
+                color="C0",
+                markersize=5,
+                label=f"predicted, {ci_prob:.0%}" + ("" if bound is None else f" ({bound})"),
+            )
             points.set_gid(f"predicted:{tag}")
         parts = []
         for bound in bounds:
@@ -1034,15 +1282,19 @@ def plot_ppc(results, system=None, ax=None, shorten: bool = True):
             if np.isnan([obs, pred, p]).any():  # no task with two trials: no extreme share
                 seen = _at(one["observed_histogram"], bound).sel(count=counts).values
                 model = _at(one["predicted_histogram"], bound).sel(count=counts).values
-                parts.append(head + "mean successes per task "
-                             f"{(counts * seen).sum() / max(seen.sum(), 1):.2f}, predicted "
-                             f"{(counts * model).sum() / max(model.sum(), 1e-12):.2f}")
+                parts.append(
+                    head + "mean successes per task "
+                    f"{(counts * seen).sum() / max(seen.sum(), 1):.2f}, predicted "
+                    f"{(counts * model).sum() / max(model.sum(), 1e-12):.2f}"
+                )
                 continue
-            parts.append(head
-                         + f"always/never solved {obs:.2f}, predicted {pred:.2f}, p = {p:.2f}")
+            parts.append(head + f"always/never solved {obs:.2f}, predicted {pred:.2f}, p = {p:.2f}")
         flagged = bool(one["flagged"].any())
-        panel.set_title("\n".join([names[label], *parts]), fontsize="small",
-                        color="#d62728" if flagged else "black")
+        panel.set_title(
+            "\n".join([names[label], *parts]),
+            fontsize="small",
+            color="#d62728" if flagged else "black",
+        )
         panel.set_xticks(counts)
         panel.set_xlabel("successes per task")
         panel.set_ylabel("tasks")
@@ -1096,21 +1348,30 @@ def plot_status(data, ax=None, shorten: bool = True):
     counts = data.status_counts
     coverage = data.coverage
     systems = data.systems
-    fig, ax = _single_ax(ax, figsize=(10, 1.5 + (0.4 if len(systems) <= 25 else 0.28)
-                                      * len(systems)))
+    fig, ax = _single_ax(
+        ax, figsize=(10, 1.5 + (0.4 if len(systems) <= 25 else 0.28) * len(systems))
+    )
     rows = np.arange(len(systems))
     left = np.zeros(len(systems))
     for status in STATUSES:
         widths = counts[status].reindex(systems).to_numpy(dtype=float)
         if status != "ok" and not widths.any():
             continue
-        bars = ax.barh(rows, widths, left=left, color=STATUS_COLORS[status], label=status,
-                       height=0.7)
+        bars = ax.barh(
+            rows, widths, left=left, color=STATUS_COLORS[status], label=status, height=0.7
+        )
         _set_gid(bars, f"status:{status}")
         left = left + widths
     for row, system in zip(rows, systems, strict=True):
-        ax.annotate(f"coverage {coverage[system]:.1%}", (left[row], row), xytext=(4, 0),
-                    textcoords="offset points", va="center", ha="left", fontsize="small")
+        ax.annotate(
+            f"coverage {coverage[system]:.1%}",
+            (left[row], row),
+            xytext=(4, 0),
+            textcoords="offset points",
+            va="center",
+            ha="left",
+            fontsize="small",
+        )
     names = _names(data, shorten)
     ax.set_yticks(rows, [names[s] for s in systems])
     ax.set_ylim(len(systems) - 0.4, -0.6)  # the first system at the top
@@ -1215,25 +1476,33 @@ def _strip_shared(names: list[str]) -> list[str]:
     stripped = [n[prefix:] for n in names]
     suffix = 0
     for cut in cuts(stripped[0][::-1]):
-        tail = stripped[0][len(stripped[0]) - cut:]
+        tail = stripped[0][len(stripped[0]) - cut :]
         if all(n.endswith(tail) and len(n) > cut for n in stripped):
             suffix = cut
-    return [n[:len(n) - suffix] if suffix else n for n in stripped]
+    return [n[: len(n) - suffix] if suffix else n for n in stripped]
 
 
 def _ellipsis(name: str, max_length: int) -> str:
     if len(name) <= max_length:
         return name
     keep = max_length - 1
-    return name[: keep - keep // 2] + "…" + name[len(name) - keep // 2:]
+    return name[: keep - keep // 2] + "…" + name[len(name) - keep // 2 :]
 
 
 def _height(n_rows: int) -> float:
     return max(2.5, 0.8 + 0.26 * n_rows)
 
 
-def plot_ranks(results, metric: str = "pass@k", k=1, estimand: str = "population",
-               ci_prob: float = 0.95, top: int = 3, ax=None, shorten: bool = True):
+def plot_ranks(
+    results,
+    metric: str = "pass@k",
+    k=1,
+    estimand: str = "population",
+    ci_prob: float = 0.95,
+    top: int = 3,
+    ax=None,
+    shorten: bool = True,
+):
     """Each system's posterior rank: its interval, its mean, and P(best) beside the name.
 
     Draws :meth:`Results.ranks`, best system at the top; names are shortened by
@@ -1257,27 +1526,47 @@ def plot_ranks(results, metric: str = "pass@k", k=1, estimand: str = "population
     bounds = _bounds(out["rank_mean"])
     systems = results.systems
     rank_mean = out["rank_mean"].transpose("system", ...).values.reshape(len(systems), -1)
-    interval = out["rank_interval"].transpose("system", ..., "ci_bound").values.reshape(
-        len(systems), -1, 2)
+    interval = (
+        out["rank_interval"]
+        .transpose("system", ..., "ci_bound")
+        .values.reshape(len(systems), -1, 2)
+    )
     best = out["prob_best"].transpose("system", ...).values.reshape(len(systems), -1)
     order = np.argsort(rank_mean.mean(axis=1), kind="stable")[::-1]  # best drawn at the top
-    fig, ax = _single_ax(ax, (7.5 if bounds == [None] else 9.5,
-                              _height(len(systems) * (1 if bounds == [None] else 1.4))))
+    fig, ax = _single_ax(
+        ax,
+        (
+            7.5 if bounds == [None] else 9.5,
+            _height(len(systems) * (1 if bounds == [None] else 1.4)),
+        ),
+    )
     names = _names(results, shorten)
     rows = np.arange(len(systems))
     offsets = _offsets(len(bounds), 0.18)
     for b, bound in enumerate(bounds):
         y = rows + offsets[::-1][b]
         suffix = "" if bound is None else f" ({bound} bound)"
-        lines = ax.hlines(y, interval[order, b, 0], interval[order, b, 1], color="C0",
-                          linewidth=2, label=f"{ci_prob:.0%} rank interval" + suffix)
+        lines = ax.hlines(
+            y,
+            interval[order, b, 0],
+            interval[order, b, 1],
+            color="C0",
+            linewidth=2,
+            label=f"{ci_prob:.0%} rank interval" + suffix,
+        )
         lines.set_gid("rank-interval" + ("" if bound is None else f"-{bound}"))
-        points, = ax.plot(rank_mean[order, b], y, linestyle="none",
-                          marker=BOUND_MARKERS[bound], color="C0",
-                          label="posterior mean rank" + suffix)
+        (points,) = ax.plot(
+            rank_mean[order, b],
+            y,
+            linestyle="none",
+            marker=BOUND_MARKERS[bound],
+            color="C0",
+            label="posterior mean rank" + suffix,
+        )
         points.set_gid("rank-mean" + ("" if bound is None else f"-{bound}"))
-    labels = [f"{names[systems[j]]}  P(best) " + "/".join(f"{v:.2f}" for v in best[j])
-              for j in order]
+    labels = [
+        f"{names[systems[j]]}  P(best) " + "/".join(f"{v:.2f}" for v in best[j]) for j in order
+    ]
     ax.set_yticks(rows, labels, fontsize="small" if len(systems) <= 25 else "x-small")
     ax.set_ylim(-0.6, len(systems) - 0.4)
     ax.set_xlim(len(systems) + 0.5, 0.5)  # rank 1 on the right
@@ -1292,15 +1581,28 @@ def plot_ranks(results, metric: str = "pass@k", k=1, estimand: str = "population
     else:
         from matplotlib.lines import Line2D
 
-        reserve = _legend(ax, [Line2D([], [], color="C0", label=f"{ci_prob:.0%} rank interval, "
-                                      "posterior mean rank"), *_bound_handles(bounds)])
+        reserve = _legend(
+            ax,
+            [
+                Line2D(
+                    [], [], color="C0", label=f"{ci_prob:.0%} rank interval, posterior mean rank"
+                ),
+                *_bound_handles(bounds),
+            ],
+        )
     what = "" if bounds == [None] else "; P(best) at the lower/upper bound"
     _title(ax, f"ranks by {name}, {estimand}{what}", reserve, fontsize="medium")
     return fig, ax
 
 
-def plot_compare_all(results, metric: str = "pass@k", k=1, estimand: str = "population",
-                     ax=None, shorten: bool = True):
+def plot_compare_all(
+    results,
+    metric: str = "pass@k",
+    k=1,
+    estimand: str = "population",
+    ax=None,
+    shorten: bool = True,
+):
     """The pairwise matrix of P(row system > column system), systems ordered best first.
 
     Draws :meth:`Results.compare_all`; each cell is written out for up to 15 systems, and
@@ -1324,8 +1626,11 @@ def plot_compare_all(results, metric: str = "pass@k", k=1, estimand: str = "popu
         order = np.argsort(-np.nanmean(prob, axis=1), kind="stable")
     prob = prob[np.ix_(order, order)]
     S = len(order)
-    printed = (short_names(results.systems, max_length=32) if shorten else
-               [str(v) for v in results.systems])
+    printed = (
+        short_names(results.systems, max_length=32)
+        if shorten
+        else [str(v) for v in results.systems]
+    )
     names = [printed[j] for j in order]
     cell = 0.4 if S <= 15 else (0.22 if S <= 30 else 0.16)
     label = 0.075 * max(len(n) for n in names)  # inches the longest tick label takes
@@ -1339,18 +1644,35 @@ def plot_compare_all(results, metric: str = "pass@k", k=1, estimand: str = "popu
         for i in range(S):
             for j in range(S):
                 if i != j:
-                    ax.text(j, i, f"{prob[i, j]:.2f}", ha="center", va="center",
-                            fontsize="x-small",
-                            color="white" if abs(prob[i, j] - 0.5) > 0.3 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{prob[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize="x-small",
+                        color="white" if abs(prob[i, j] - 0.5) > 0.3 else "black",
+                    )
     fig.colorbar(image, ax=ax, shrink=0.8, label="P(row > column)")
     name = _metric_name(metric, _single_k(k))
     ax.set_title(f"P(row > column), {name}, {estimand}", fontsize="medium")
     return fig, ax
 
 
-def plot_compare_curve(results, candidate, baseline, k, metric: str = "pass@k",
-                       estimand: str = "population", ci_prob: float = 0.95, data=None,
-                       n_boot=2000, seed=0, ax=None, shorten: bool = True):
+def plot_compare_curve(
+    results,
+    candidate,
+    baseline,
+    k,
+    metric: str = "pass@k",
+    estimand: str = "population",
+    ci_prob: float = 0.95,
+    data=None,
+    n_boot=2000,
+    seed=0,
+    ax=None,
+    shorten: bool = True,
+):
     """The effect over k with its pointwise intervals and simultaneous band.
 
     Draws :meth:`Results.compare_curve` (the two names in the title shortened by
@@ -1371,21 +1693,38 @@ def plot_compare_curve(results, candidate, baseline, k, metric: str = "pass@k",
     'k'
     """
     _check_results(results)
-    curve = results.compare_curve(candidate, baseline, k=k, metric=metric, estimand=estimand,
-                                  ci_prob=ci_prob)
+    curve = results.compare_curve(
+        candidate, baseline, k=k, metric=metric, estimand=estimand, ci_prob=ci_prob
+    )
     ks = curve["k"].values
     fig, ax = _single_ax(ax, (8.5, 4.0))
     band, point = curve["effect_band"].values, curve["effect_interval"].values
     mean = curve["effect_mean"].values
-    ax.fill_between(ks, band[:, 0], band[:, 1], color="C0", alpha=0.2,
-                    label=f"{ci_prob:.0%} simultaneous band")
-    ax.errorbar(ks, mean, yerr=[mean - point[:, 0], point[:, 1] - mean], fmt="o-", color="C0",
-                capsize=3, label=f"posterior mean, {ci_prob:.0%} pointwise")
+    ax.fill_between(
+        ks, band[:, 0], band[:, 1], color="C0", alpha=0.2, label=f"{ci_prob:.0%} simultaneous band"
+    )
+    ax.errorbar(
+        ks,
+        mean,
+        yerr=[mean - point[:, 0], point[:, 1] - mean],
+        fmt="o-",
+        color="C0",
+        capsize=3,
+        label=f"posterior mean, {ci_prob:.0%} pointwise",
+    )
     if data is not None:
         from bayeval._decisions import curve_bootstrap
 
-        boot = curve_bootstrap(data, candidate, baseline, ks.tolist(), metric=metric,
-                               n_boot=n_boot, ci_prob=ci_prob, seed=seed)
+        boot = curve_bootstrap(
+            data,
+            candidate,
+            baseline,
+            ks.tolist(),
+            metric=metric,
+            n_boot=n_boot,
+            ci_prob=ci_prob,
+            seed=seed,
+        )
         bb = boot["effect_band"].values
         ax.plot(ks, boot["effect"].values, "s--", color="C1", label="task bootstrap estimate")
         ax.plot(ks, bb[:, 0], ":", color="C1", label="task bootstrap simultaneous band")
@@ -1399,8 +1738,13 @@ def plot_compare_curve(results, candidate, baseline, k, metric: str = "pass@k",
     cross = float(curve["prob_cross"])
     ax.grid(alpha=0.3)
     reserve = _legend(ax)
-    _title(ax, f"{names[candidate]} - {names[baseline]}\n{estimand} estimand: P(the curves "
-           f"cross) = {cross:.2f}", reserve, fontsize="medium")
+    _title(
+        ax,
+        f"{names[candidate]} - {names[baseline]}\n{estimand} estimand: P(the curves "
+        f"cross) = {cross:.2f}",
+        reserve,
+        fontsize="medium",
+    )
     return fig, ax
 
 

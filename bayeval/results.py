@@ -35,16 +35,27 @@ __all__ = ["Results", "load"]
 
 ESTIMANDS = ("tasks", "population")
 _REQUIRED_GROUPS = ("posterior", "observed_data")
-_REQUIRED_ATTRS = ("model", "sampler", "seed", "draws", "chains", "priors", "missing_policy",
-                   "input_hash")
+_REQUIRED_ATTRS = (
+    "model",
+    "sampler",
+    "seed",
+    "draws",
+    "chains",
+    "priors",
+    "missing_policy",
+    "input_hash",
+)
 
 
 def _interval(draws: xr.DataArray, ci_prob: float, sample_dims) -> xr.DataArray:
     """Equal-tailed interval on a ``ci_bound`` dim."""
     alpha = 1 - ci_prob
     q = draws.quantile([alpha / 2, 1 - alpha / 2], dim=sample_dims)
-    return q.rename(quantile="ci_bound").assign_coords(ci_bound=["lower", "upper"]).transpose(
-        ..., "ci_bound")
+    return (
+        q.rename(quantile="ci_bound")
+        .assign_coords(ci_bound=["lower", "upper"])
+        .transpose(..., "ci_bound")
+    )
 
 
 class Results:
@@ -131,8 +142,10 @@ class Results:
         validate_choice("weighting", weighting, ("task", "cluster"))
         if self.model not in ("logit_normal", "zoib"):
             if clusters is not None or weighting != "task":
-                raise ValueError(f"clusters= and weighting= need model='logit_normal' or "
-                                 f"'zoib'; this fit is {self.model!r}")
+                raise ValueError(
+                    f"clusters= and weighting= need model='logit_normal' or "
+                    f"'zoib'; this fit is {self.model!r}"
+                )
             return {}
         has_clusters = "cluster" in self._tree["observed_data"].coords
         if estimand == "tasks":
@@ -154,29 +167,46 @@ class Results:
         if own is None:
             if metric == "mean" and self.data.has_scores:
                 if tau is not None or not np.array_equal(np.ravel(k), [1]):
-                    raise ValueError(f"metric='mean' has no k or tau (leave them at their "
-                                     f"defaults); got k={k!r}, tau={tau!r}")
+                    raise ValueError(
+                        f"metric='mean' has no k or tau (leave them at their "
+                        f"defaults); got k={k!r}, tau={tau!r}"
+                    )
                 return "pass@k", None
             if metric == "mean":
-                raise ValueError(f"metric 'mean' is the mean of partial-credit scores, "
-                                 f"estimated by model='zoib' (data built with score=); this "
-                                 f"fit is {self.model!r}: use metric='pass@k' with k=1")
+                raise ValueError(
+                    f"metric 'mean' is the mean of partial-credit scores, "
+                    f"estimated by model='zoib' (data built with score=); this "
+                    f"fit is {self.model!r}: use metric='pass@k' with k=1"
+                )
             return validate_metric(metric, tau)
         binary = metric != "mean"
-        if metric not in own or tau is not None or (binary and not np.array_equal(
-                np.ravel(k), [1])):
+        if (
+            metric not in own
+            or tau is not None
+            or (binary and not np.array_equal(np.ravel(k), [1]))
+        ):
             raise ValueError(
                 f"model {self.model!r} estimates the mean score (metric='mean'; 'pass@k' at "
                 f"k=1 reads the same); got metric={metric!r}, k={k!r}"
                 f"{'' if tau is None else f', tau={tau!r}'}. pass@k for k > 1, pass^k, "
                 "G-pass@k and consistency are metrics of 0/1 outcomes: threshold the scores "
-                "into a success= column and fit a binary model for them")
+                "into a success= column and fit a binary model for them"
+            )
         if not np.array_equal(np.ravel(k), [1]):
             raise ValueError(f"metric='mean' has no k (leave k at its default); got k={k!r}")
         return metric, None
 
-    def _metric(self, metric: str, k, estimand: str, clusters=None,
-                weighting: str = "task", shared=None, tau=None, systems=None) -> xr.DataArray:
+    def _metric(
+        self,
+        metric: str,
+        k,
+        estimand: str,
+        clusters=None,
+        weighting: str = "task",
+        shared=None,
+        tau=None,
+        systems=None,
+    ) -> xr.DataArray:
         """Draws of ``metric``; of the ``systems`` asked for (default all), in that order."""
         asked = metric
         metric, tau = self._validate_metric(metric, tau, k)
@@ -196,16 +226,17 @@ class Results:
             # systems' draws do not depend on each other computes only the systems asked for
             chosen = {"systems": missing} if getattr(self._model, "subsets", False) else {}
             if estimand == "population":
-                fresh = self._model.population(self._tree, metric, ks, tau=tau, **options,
-                                               **chosen)
+                fresh = self._model.population(self._tree, metric, ks, tau=tau, **options, **chosen)
             elif shared is not None:
-                fresh = self._model.tasks(self._tree, metric, ks, shared=np.asarray(shared),
-                                          tau=tau, **chosen)
+                fresh = self._model.tasks(
+                    self._tree, metric, ks, shared=np.asarray(shared), tau=tau, **chosen
+                )
             else:
                 fresh = self._model.tasks(self._tree, metric, ks, tau=tau, **chosen)
             if cached is not None:
-                fresh = fresh.sel(system=[label for label in fresh["system"].values.tolist()
-                                          if label not in have])
+                fresh = fresh.sel(
+                    system=[label for label in fresh["system"].values.tolist() if label not in have]
+                )
                 fresh = xr.concat([cached, fresh], dim="system")
             present = set(fresh["system"].values.tolist())
             cached = fresh.sel(system=[label for label in self.systems if label in present])
@@ -214,8 +245,13 @@ class Results:
         values = cached.copy(deep=False)
         if systems is not None or len(wanted) != cached.sizes["system"]:
             values = values.sel(system=wanted)
-        values.attrs = {"metric": asked, "estimand": estimand, "model": self.model, **options,
-                        **({} if tau is None else {"tau": tau})}
+        values.attrs = {
+            "metric": asked,
+            "estimand": estimand,
+            "model": self.model,
+            **options,
+            **({} if tau is None else {"tau": tau}),
+        }
         values.name = asked
         return values.isel(k=0) if scalar else values
 
@@ -224,15 +260,19 @@ class Results:
         """How this model's comparisons treat systems that share tasks (for attrs)."""
         if self.model in ("logit_normal", "zoib"):
             return "yes"
-        return (f"no: the {self.model} model treats systems independently (unpaired); "
-                "model='logit_normal', the default for systems on shared tasks, pairs them")
+        return (
+            f"no: the {self.model} model treats systems independently (unpaired); "
+            "model='logit_normal', the default for systems on shared tasks, pairs them"
+        )
 
     def _single_metric(self, caller, metric, k, estimand, clusters, weighting, tau=None):
         """The metric's draws at one k and without missing bounds, or a clear refusal."""
         values = self._metric(metric, k, estimand, clusters, weighting, tau=tau)
         if "k" in values.dims or "missing_bound" in values.dims:
-            raise ValueError(f"{caller} takes one k and no missing bounds (use compare for the "
-                             "crossing bounds of one pair)")
+            raise ValueError(
+                f"{caller} takes one k and no missing bounds (use compare for the "
+                "crossing bounds of one pair)"
+            )
         return values
 
     def _warn_extrapolation(self, ks, metric):
@@ -241,10 +281,14 @@ class Results:
         if ks.max() > smallest and smallest > 1:
             warnings.warn(
                 f"{metric} at k={int(ks.max())} goes beyond the {smallest} trial(s) observed "
-                "for some tasks: the model extrapolates there", BayevalWarning, stacklevel=4)
+                "for some tasks: the model extrapolates there",
+                BayevalWarning,
+                stacklevel=4,
+            )
 
-    def pass_at_k(self, k=1, estimand: str = "population", clusters=None,
-                  weighting: str = "task") -> xr.DataArray:
+    def pass_at_k(
+        self, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
+    ) -> xr.DataArray:
         """Posterior draws of the benchmark pass@k.
 
         Parameters
@@ -274,8 +318,9 @@ class Results:
         """
         return self._metric("pass@k", k, estimand, clusters, weighting)
 
-    def pass_hat_k(self, k=1, estimand: str = "population", clusters=None,
-                   weighting: str = "task") -> xr.DataArray:
+    def pass_hat_k(
+        self, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
+    ) -> xr.DataArray:
         """Posterior draws of the benchmark pass^k (all k trials succeed).
 
         Parameters and return value are those of :meth:`pass_at_k`.
@@ -290,8 +335,9 @@ class Results:
         """
         return self._metric("pass^k", k, estimand, clusters, weighting)
 
-    def g_pass_at_k(self, k, tau, estimand: str = "population", clusters=None,
-                    weighting: str = "task") -> xr.DataArray:
+    def g_pass_at_k(
+        self, k, tau, estimand: str = "population", clusters=None, weighting: str = "task"
+    ) -> xr.DataArray:
         """Posterior draws of the benchmark G-pass@k: at least ``ceil(tau k)`` of k trials succeed.
 
         Per task, ``P(Binomial(k, p) >= ceil(tau k))`` (Liu et al., 2024); tau = 1 is pass^k
@@ -323,8 +369,9 @@ class Results:
         """
         return self._metric("g-pass@k", k, estimand, clusters, weighting, tau=tau)
 
-    def consistency(self, estimand: str = "population", clusters=None,
-                    weighting: str = "task") -> xr.DataArray:
+    def consistency(
+        self, estimand: str = "population", clusters=None, weighting: str = "task"
+    ) -> xr.DataArray:
         """Posterior draws of the benchmark outcome consistency, the mean of ``(2p - 1)^2``.
 
         1 for a task that always or never succeeds, 0 at p = 1/2: the chance that two attempts
@@ -349,8 +396,9 @@ class Results:
         """
         return self._metric("consistency", 2, estimand, clusters, weighting)
 
-    def mean_score(self, estimand: str = "population", clusters=None,
-                   weighting: str = "task") -> xr.DataArray:
+    def mean_score(
+        self, estimand: str = "population", clusters=None, weighting: str = "task"
+    ) -> xr.DataArray:
         """Posterior draws of the benchmark mean score (``model="zoib"``, scores in [0, 1]).
 
         Parameters and return value are those of :meth:`pass_at_k`, without ``k``; compare
@@ -393,10 +441,21 @@ class Results:
                 raise KeyError(f"unknown system(s) {describe_values(unknown)}")
         return self._model.task_rates(self._tree, systems)
 
-    def compare(self, candidate, baseline, metric: str = "pass@k", k=1,
-                estimand: str = "population", margin: float = 0.0, ci_prob: float = 0.95,
-                clusters=None, weighting: str = "task", tau=None,
-                allow_harness_change: bool = False, runs=None) -> xr.Dataset:
+    def compare(
+        self,
+        candidate,
+        baseline,
+        metric: str = "pass@k",
+        k=1,
+        estimand: str = "population",
+        margin: float = 0.0,
+        ci_prob: float = 0.95,
+        clusters=None,
+        weighting: str = "task",
+        tau=None,
+        allow_harness_change: bool = False,
+        runs=None,
+    ) -> xr.Dataset:
         """Posterior of the effect ``metric(candidate) - metric(baseline)``.
 
         Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
@@ -461,8 +520,10 @@ class Results:
         else:
             for role, label in (("candidate", candidate), ("baseline", baseline)):
                 if label not in self.systems:
-                    raise ValueError(f"{role} {label!r} is not a system of these results; "
-                                     f"systems: {describe_values(self.systems)}")
+                    raise ValueError(
+                        f"{role} {label!r} is not a system of these results; "
+                        f"systems: {describe_values(self.systems)}"
+                    )
             if candidate == baseline:
                 raise ValueError("candidate and baseline must be different systems")
             members = [candidate, baseline]
@@ -480,50 +541,67 @@ class Results:
             both = valid.all(axis=0)
             dropped = int((valid.any(axis=0) & ~both).sum())
             if not both.any():
-                raise ValueError(f"{candidate!r} and {baseline!r} have no task with a valid "
-                                 "outcome for both: a paired comparison of these tasks is "
-                                 "undefined")
+                raise ValueError(
+                    f"{candidate!r} and {baseline!r} have no task with a valid "
+                    "outcome for both: a paired comparison of these tasks is "
+                    "undefined"
+                )
             if dropped:
                 shared = both
         if runs is not None:
             from bayeval._runs import recipe_values
 
-            values = recipe_values(self, metric, k, estimand, clusters, weighting, runs,
-                                   shared=shared, tau=tau)
+            values = recipe_values(
+                self, metric, k, estimand, clusters, weighting, runs, shared=shared, tau=tau
+            )
         else:
-            values = self._metric(metric, k, estimand, clusters, weighting, shared=shared,
-                                  tau=tau, systems=members)
-        crossed_fit = ("missing_bound" in values.dims and self.model == "logit_normal"
-                       and runs is None)
+            values = self._metric(
+                metric, k, estimand, clusters, weighting, shared=shared, tau=tau, systems=members
+            )
+        crossed_fit = (
+            "missing_bound" in values.dims and self.model == "logit_normal" and runs is None
+        )
         if crossed_fit:
             # a paired model shares task effects between the systems: each crossed bound is
             # one joint fit of both systems' crossed counts, not two bounds' draws subtracted
-            effect = self._crossed_effect(candidate, baseline, metric, k, estimand, clusters,
-                                          weighting, shared, tau)
+            effect = self._crossed_effect(
+                candidate, baseline, metric, k, estimand, clusters, weighting, shared, tau
+            )
         else:
             cand = values.sel(system=candidate, drop=True)
             base = values.sel(system=baseline, drop=True)
             if "missing_bound" in values.dims:  # systems independent: the bounds' draws cross
                 base = base.sel(missing_bound=["upper", "lower"]).assign_coords(
-                    missing_bound=["lower", "upper"])
+                    missing_bound=["lower", "upper"]
+                )
             effect = cand - base
         sample_dims = ["chain", "draw"]
-        out = xr.Dataset({
-            "effect": effect,
-            "effect_mean": effect.mean(sample_dims),
-            "effect_interval": _interval(effect, ci_prob, sample_dims),
-            "prob_positive": (effect > 0).mean(sample_dims),
-            "prob_above_margin": (effect > margin).mean(sample_dims),
-            "prob_noninferior": (effect > -margin).mean(sample_dims),
-        })
+        out = xr.Dataset(
+            {
+                "effect": effect,
+                "effect_mean": effect.mean(sample_dims),
+                "effect_interval": _interval(effect, ci_prob, sample_dims),
+                "prob_positive": (effect > 0).mean(sample_dims),
+                "prob_above_margin": (effect > margin).mean(sample_dims),
+                "prob_noninferior": (effect > -margin).mean(sample_dims),
+            }
+        )
         out["effect_mcse"], out["effect_ess"] = mcse_and_ess(effect)
         out.attrs = {
-            "candidate": candidate, "baseline": baseline, "metric": asked,
-            "estimand": estimand, "margin": float(margin), "ci_prob": ci_prob,
-            "ci_kind": "eti", "model": self.model,
+            "candidate": candidate,
+            "baseline": baseline,
+            "metric": asked,
+            "estimand": estimand,
+            "margin": float(margin),
+            "ci_prob": ci_prob,
+            "ci_kind": "eti",
+            "model": self.model,
             "paired": self._paired,
-            **{key: values.attrs[key] for key in ("clusters", "weighting", "tau")
-               if key in values.attrs},
+            **{
+                key: values.attrs[key]
+                for key in ("clusters", "weighting", "tau")
+                if key in values.attrs
+            },
             **harness.attrs,
             **({} if runs is None else {"runs": runs, "checkpoints": members}),
         }
@@ -534,8 +612,9 @@ class Results:
             out.attrs["n_dropped_tasks"] = dropped
         return out
 
-    def _crossed_effect(self, candidate, baseline, metric, k, estimand, clusters, weighting,
-                        shared, tau) -> xr.DataArray:
+    def _crossed_effect(
+        self, candidate, baseline, metric, k, estimand, clusters, weighting, shared, tau
+    ) -> xr.DataArray:
         """Effect draws under crossed missing-outcome bounds from one joint fit per bound
         (:meth:`bayeval.EvalData.crossed`), with this fit's settings; cached."""
         from bayeval.fit import fit
@@ -550,24 +629,42 @@ class Results:
             fits = {}
             for bound in ("lower", "upper"):
                 data = self.data.crossed(candidate, baseline, bound)
-                fits[bound] = fit(data, model=self.model, draws=int(attrs["draws"]),
-                                  chains=int(attrs["chains"]), seed=int(attrs["seed"]),
-                                  sampler=attrs["sampler"], tune=int(attrs["tune"]),
-                                  priors=priors, progress=False, task_draws=False,
-                                  log_likelihood=False)
+                fits[bound] = fit(
+                    data,
+                    model=self.model,
+                    draws=int(attrs["draws"]),
+                    chains=int(attrs["chains"]),
+                    seed=int(attrs["seed"]),
+                    sampler=attrs["sampler"],
+                    tune=int(attrs["tune"]),
+                    priors=priors,
+                    progress=False,
+                    task_draws=False,
+                    log_likelihood=False,
+                )
             self._cache[key] = fits
         parts = []
         for bound in ("lower", "upper"):
-            values = fits[bound]._metric(metric, k, estimand, clusters, weighting,
-                                         shared=shared, tau=tau)
-            parts.append(values.sel(system=candidate, drop=True)
-                         - values.sel(system=baseline, drop=True))
+            values = fits[bound]._metric(
+                metric, k, estimand, clusters, weighting, shared=shared, tau=tau
+            )
+            parts.append(
+                values.sel(system=candidate, drop=True) - values.sel(system=baseline, drop=True)
+            )
         return xr.concat(parts, dim=xr.DataArray(["lower", "upper"], dims="missing_bound"))
 
     # -- many systems --------------------------------------------------------------------------
-    def ranks(self, metric: str = "pass@k", k=1, estimand: str = "population", top: int = 3,
-              ci_prob: float = 0.95, clusters=None, weighting: str = "task",
-              tau=None) -> xr.Dataset:
+    def ranks(
+        self,
+        metric: str = "pass@k",
+        k=1,
+        estimand: str = "population",
+        top: int = 3,
+        ci_prob: float = 0.95,
+        clusters=None,
+        weighting: str = "task",
+        tau=None,
+    ) -> xr.Dataset:
         """Posterior of each system's rank (1 = best) by a metric.
 
         Ties within a draw share the best of their ranks (they are rare with continuous
@@ -610,25 +707,44 @@ class Results:
         data = np.moveaxis(values.values, axis, -1)
         # rank 1 = best: one plus the number of systems strictly better in the same draw
         better = (data[..., None, :] > data[..., :, None]).sum(axis=-1)
-        rank = xr.DataArray(np.moveaxis(better + 1, -1, axis), dims=values.dims,
-                            coords=values.coords, name="rank")
+        rank = xr.DataArray(
+            np.moveaxis(better + 1, -1, axis), dims=values.dims, coords=values.coords, name="rank"
+        )
         sample_dims = ["chain", "draw"]
-        out = xr.Dataset({
-            "rank": rank,
-            "rank_mean": rank.mean(sample_dims),
-            "rank_interval": _interval(rank, ci_prob, sample_dims),
-            "prob_best": (rank == 1).mean(sample_dims),
-            "prob_top": (rank <= top).mean(sample_dims),
-        })
-        out.attrs = {"metric": metric, "estimand": estimand, "top": top, "ci_prob": ci_prob,
-                     "model": self.model, "paired": self._paired,
-                     **{key: values.attrs[key] for key in ("clusters", "weighting", "tau")
-                        if key in values.attrs}}
+        out = xr.Dataset(
+            {
+                "rank": rank,
+                "rank_mean": rank.mean(sample_dims),
+                "rank_interval": _interval(rank, ci_prob, sample_dims),
+                "prob_best": (rank == 1).mean(sample_dims),
+                "prob_top": (rank <= top).mean(sample_dims),
+            }
+        )
+        out.attrs = {
+            "metric": metric,
+            "estimand": estimand,
+            "top": top,
+            "ci_prob": ci_prob,
+            "model": self.model,
+            "paired": self._paired,
+            **{
+                key: values.attrs[key]
+                for key in ("clusters", "weighting", "tau")
+                if key in values.attrs
+            },
+        }
         return out
 
-    def rank_groups(self, prob: float = 0.95, metric: str = "pass@k", k=1,
-                    estimand: str = "population", clusters=None,
-                    weighting: str = "task", tau=None) -> pd.DataFrame:
+    def rank_groups(
+        self,
+        prob: float = 0.95,
+        metric: str = "pass@k",
+        k=1,
+        estimand: str = "population",
+        clusters=None,
+        weighting: str = "task",
+        tau=None,
+    ) -> pd.DataFrame:
         """Groups of systems that cannot be told apart at probability ``prob``.
 
         The rule, applied from the top: the best remaining system by posterior mean leads a new
@@ -652,10 +768,8 @@ class Results:
         [1, 1, 2]
         """
         prob = validate_prob("prob", prob)
-        values = self._single_metric("rank_groups", metric, k, estimand, clusters, weighting,
-                                     tau)
-        draws = values.transpose("chain", "draw", "system").values.reshape(-1,
-                                                                           len(self.systems))
+        values = self._single_metric("rank_groups", metric, k, estimand, clusters, weighting, tau)
+        draws = values.transpose("chain", "draw", "system").values.reshape(-1, len(self.systems))
         means = draws.mean(axis=0)
         order = list(np.argsort(-means, kind="stable"))
         rows, group = [], 0
@@ -672,19 +786,40 @@ class Results:
                     rest.append(s)
             order = rest
         table = pd.DataFrame(
-            [{"system": self.systems[s], "group": g, "mean": float(means[s]),
-              "leader": self.systems[lead], "prob_leader_better": p}
-             for s, g, lead, p in rows])
-        table.attrs = {"prob": prob, "metric": metric, "estimand": estimand,
-                       "model": self.model, **({} if tau is None else {"tau": tau}),
-                       "rule": "best remaining system leads a group; a system joins it unless "
-                               "P(leader > system) >= prob"}
+            [
+                {
+                    "system": self.systems[s],
+                    "group": g,
+                    "mean": float(means[s]),
+                    "leader": self.systems[lead],
+                    "prob_leader_better": p,
+                }
+                for s, g, lead, p in rows
+            ]
+        )
+        table.attrs = {
+            "prob": prob,
+            "metric": metric,
+            "estimand": estimand,
+            "model": self.model,
+            **({} if tau is None else {"tau": tau}),
+            "rule": "best remaining system leads a group; a system joins it unless "
+            "P(leader > system) >= prob",
+        }
         return table
 
-    def compare_all(self, metric: str = "pass@k", k=1, estimand: str = "population",
-                    margin: float = 0.0, ci_prob: float = 0.95, clusters=None,
-                    weighting: str = "task", tau=None,
-                    allow_harness_change: bool = False) -> xr.Dataset:
+    def compare_all(
+        self,
+        metric: str = "pass@k",
+        k=1,
+        estimand: str = "population",
+        margin: float = 0.0,
+        ci_prob: float = 0.95,
+        clusters=None,
+        weighting: str = "task",
+        tau=None,
+        allow_harness_change: bool = False,
+    ) -> xr.Dataset:
         """Every pairwise effect ``metric(candidate) - metric(baseline)``, paired as
         :meth:`compare` is for the fitted model. Systems evaluated under different harness
         digests are refused unless ``allow_harness_change`` (see :meth:`compare`).
@@ -708,8 +843,7 @@ class Results:
         ci_prob = validate_prob("ci_prob", ci_prob)
         if not isinstance(margin, (int, float)) or margin < 0:
             raise ValueError(f"margin must be a non-negative number; got {margin!r}")
-        values = self._single_metric("compare_all", metric, k, estimand, clusters, weighting,
-                                     tau)
+        values = self._single_metric("compare_all", metric, k, estimand, clusters, weighting, tau)
         tau = values.attrs.get("tau")
         systems = self.systems
         from bayeval.harness import check_comparable
@@ -730,12 +864,21 @@ class Results:
             for j, base in enumerate(systems):
                 if i == j:
                     continue
-                same_tasks = ("missing_bound" not in values.dims
-                              and np.array_equal(valid[i], valid[j]))
+                same_tasks = "missing_bound" not in values.dims and np.array_equal(
+                    valid[i], valid[j]
+                )
                 if estimand == "tasks" and not same_tasks:  # the tasks valid for both
-                    effect = self.compare(cand, base, metric=metric, k=k, estimand=estimand,
-                                          margin=margin, ci_prob=ci_prob, tau=tau,
-                                          allow_harness_change=True)["effect"].values
+                    effect = self.compare(
+                        cand,
+                        base,
+                        metric=metric,
+                        k=k,
+                        estimand=estimand,
+                        margin=margin,
+                        ci_prob=ci_prob,
+                        tau=tau,
+                        allow_harness_change=True,
+                    )["effect"].values
                 else:
                     effect = (values.sel(system=cand) - values.sel(system=base)).values
                 effect = effect.ravel()
@@ -744,23 +887,42 @@ class Results:
                 positive[i, j] = (effect > 0).mean()
                 above[i, j] = (effect > margin).mean()
         dims = ("candidate", "baseline")
-        coords = {"candidate": np.asarray(systems, dtype=object),
-                  "baseline": np.asarray(systems, dtype=object)}
-        out = xr.Dataset({
-            "effect_mean": (dims, mean),
-            "effect_interval": (dims + ("ci_bound",), np.stack([lower, upper], axis=-1)),
-            "prob_positive": (dims, positive),
-            "prob_above_margin": (dims, above),
-        }, coords={**coords, "ci_bound": ["lower", "upper"]})
-        out.attrs = {"metric": metric, "estimand": estimand, "margin": float(margin),
-                     "ci_prob": ci_prob, "model": self.model,
-                     "paired": self._paired, **({} if tau is None else {"tau": tau}),
-                     **harness.attrs}
+        coords = {
+            "candidate": np.asarray(systems, dtype=object),
+            "baseline": np.asarray(systems, dtype=object),
+        }
+        out = xr.Dataset(
+            {
+                "effect_mean": (dims, mean),
+                "effect_interval": (dims + ("ci_bound",), np.stack([lower, upper], axis=-1)),
+                "prob_positive": (dims, positive),
+                "prob_above_margin": (dims, above),
+            },
+            coords={**coords, "ci_bound": ["lower", "upper"]},
+        )
+        out.attrs = {
+            "metric": metric,
+            "estimand": estimand,
+            "margin": float(margin),
+            "ci_prob": ci_prob,
+            "model": self.model,
+            "paired": self._paired,
+            **({} if tau is None else {"tau": tau}),
+            **harness.attrs,
+        }
         return out
 
-    def winner(self, metric: str = "pass@k", k=1, estimand: str = "population",
-               ci_prob: float = 0.95, n_replicates: int = 200, seed=None, clusters=None,
-               weighting: str = "task") -> xr.Dataset:
+    def winner(
+        self,
+        metric: str = "pass@k",
+        k=1,
+        estimand: str = "population",
+        ci_prob: float = 0.95,
+        n_replicates: int = 200,
+        seed=None,
+        clusters=None,
+        weighting: str = "task",
+    ) -> xr.Dataset:
         """The system the observed score picks, and what that pick is worth (the winner's curse).
 
         The pick is the system with the best observed score (the mean over its valid tasks of
@@ -807,11 +969,17 @@ class Results:
         """
         from bayeval._decisions import winner
 
-        return winner(self, metric, k, estimand, ci_prob, n_replicates, seed, clusters,
-                      weighting)
+        return winner(self, metric, k, estimand, ci_prob, n_replicates, seed, clusters, weighting)
 
-    def compare_curve(self, candidate, baseline, k, metric: str = "pass@k",
-                      estimand: str = "tasks", ci_prob: float = 0.95) -> xr.Dataset:
+    def compare_curve(
+        self,
+        candidate,
+        baseline,
+        k,
+        metric: str = "pass@k",
+        estimand: str = "tasks",
+        ci_prob: float = 0.95,
+    ) -> xr.Dataset:
         """The effect ``metric(candidate) - metric(baseline)`` as a curve over k.
 
         Parameters
@@ -850,9 +1018,16 @@ class Results:
 
         return compare_curve(self, candidate, baseline, k, metric, estimand, ci_prob)
 
-    def compare_subsets(self, mask, metric: str = "pass@k", k: int = 1,
-                        estimand: str = "tasks", ci_prob: float = 0.95, refit: bool = True,
-                        **fit_options) -> xr.Dataset:
+    def compare_subsets(
+        self,
+        mask,
+        metric: str = "pass@k",
+        k: int = 1,
+        estimand: str = "tasks",
+        ci_prob: float = 0.95,
+        refit: bool = True,
+        **fit_options,
+    ) -> xr.Dataset:
         """Score on clean versus flagged tasks (contamination, a leakage channel), their
         difference and the clean-only estimate; see
         :func:`bayeval.contamination.compare_subsets`.
@@ -868,11 +1043,20 @@ class Results:
         """
         from bayeval.contamination import compare_subsets
 
-        return compare_subsets(self, mask, metric=metric, k=k, estimand=estimand,
-                               ci_prob=ci_prob, refit=refit, **fit_options)
+        return compare_subsets(
+            self,
+            mask,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            ci_prob=ci_prob,
+            refit=refit,
+            **fit_options,
+        )
 
-    def noise(self, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8,
-              n_draws: int = 400) -> xr.Dataset:
+    def noise(
+        self, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8, n_draws: int = 400
+    ) -> xr.Dataset:
         """Where the variance of each benchmark score comes from, and what more data buys.
 
         The score's variance over new benchmarks of the same design splits into trial
@@ -900,12 +1084,18 @@ class Results:
         """
         from bayeval.noise import posterior_noise
 
-        return posterior_noise(self, ci_prob=ci_prob, alpha=alpha, power=power,
-                               n_draws=n_draws)
+        return posterior_noise(self, ci_prob=ci_prob, alpha=alpha, power=power, n_draws=n_draws)
 
-    def latency(self, q=(0.5, 0.95), model: str = "lognormal", unit: str = "task",
-                n_draws: int = 4000, ci_prob: float = 0.95, seed: int = 0,
-                statuses=None) -> xr.Dataset:
+    def latency(
+        self,
+        q=(0.5, 0.95),
+        model: str = "lognormal",
+        unit: str = "task",
+        n_draws: int = 4000,
+        ci_prob: float = 0.95,
+        seed: int = 0,
+        statuses=None,
+    ) -> xr.Dataset:
         """Posterior of each system's attempt-latency quantiles (p50, p95, ...) with the
         timeout and error rates, from this fit's data (built with ``from_frame(...,
         latency=...)``).
@@ -947,11 +1137,26 @@ class Results:
         """
         from bayeval._cost import posterior_latency
 
-        return posterior_latency(self, q=q, unit=unit, n_draws=n_draws, ci_prob=ci_prob,
-                                 seed=seed, statuses=statuses, model=model)
+        return posterior_latency(
+            self,
+            q=q,
+            unit=unit,
+            n_draws=n_draws,
+            ci_prob=ci_prob,
+            seed=seed,
+            statuses=statuses,
+            model=model,
+        )
 
-    def cost(self, column: str, ci_prob: float = 0.95, n_draws: int = 1000,
-             seed: int = 0, k=None, model: str = "bayesian_bootstrap") -> xr.Dataset:
+    def cost(
+        self,
+        column: str,
+        ci_prob: float = 0.95,
+        n_draws: int = 1000,
+        seed: int = 0,
+        k=None,
+        model: str = "bayesian_bootstrap",
+    ) -> xr.Dataset:
         """Posterior cost per attempt, cost per success and timeout/error/invalid rates.
 
         The cost side is the Bayesian bootstrap over tasks (Rubin 1981): tasks are
@@ -1032,12 +1237,12 @@ class Results:
         """
         from bayeval._cost import posterior_cost
 
-        return posterior_cost(self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=k,
-                              model=model)
+        return posterior_cost(
+            self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=k, model=model
+        )
 
     # -- summaries and checks ------------------------------------------------------------------
-    def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None,
-                tau=None):
+    def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None, tau=None):
         """Posterior mean, sd and equal-tailed interval of each system's metrics.
 
         Parameters
@@ -1071,34 +1276,52 @@ class Results:
         ci_prob = validate_prob("ci_prob", ci_prob)
         ks, _ = validate_k(k)
         if isinstance(metrics, str):
-            raise TypeError(f"metrics must be a sequence of metric names; got {metrics!r} (write "
-                            f"metrics=[{metrics!r}])")
+            raise TypeError(
+                f"metrics must be a sequence of metric names; got {metrics!r} (write "
+                f"metrics=[{metrics!r}])"
+            )
         if tau is not None and "g-pass@k" not in metrics:
-            raise ValueError(f"tau applies to metric 'g-pass@k', which metrics={list(metrics)} "
-                             "does not hold")
+            raise ValueError(
+                f"tau applies to metric 'g-pass@k', which metrics={list(metrics)} does not hold"
+            )
         estimands = self.estimands if estimands is None else tuple(estimands)
         frames = []
         for estimand in estimands:
             for metric in metrics:
-                values = self._metric(metric, [2] if metric == "consistency" else ks.tolist(),
-                                      estimand, tau=tau if metric == "g-pass@k" else None)
+                values = self._metric(
+                    metric,
+                    [2] if metric == "consistency" else ks.tolist(),
+                    estimand,
+                    tau=tau if metric == "g-pass@k" else None,
+                )
                 interval = _interval(values, ci_prob, ["chain", "draw"])
                 mcse, ess = mcse_and_ess(values)
-                table = xr.Dataset({
-                    "mean": values.mean(["chain", "draw"]),
-                    "sd": values.std(["chain", "draw"]),
-                    "lower": interval.sel(ci_bound="lower", drop=True),
-                    "upper": interval.sel(ci_bound="upper", drop=True),
-                    "mcse_mean": mcse, "ess_bulk": ess,
-                }).to_dataframe().reset_index()
+                table = (
+                    xr.Dataset(
+                        {
+                            "mean": values.mean(["chain", "draw"]),
+                            "sd": values.std(["chain", "draw"]),
+                            "lower": interval.sel(ci_bound="lower", drop=True),
+                            "upper": interval.sel(ci_bound="upper", drop=True),
+                            "mcse_mean": mcse,
+                            "ess_bulk": ess,
+                        }
+                    )
+                    .to_dataframe()
+                    .reset_index()
+                )
                 table.insert(1, "estimand", estimand)
                 table.insert(2, "metric", metric)
                 frames.append(table)
         out = pd.concat(frames, ignore_index=True)
         first = ["system", "estimand", "metric", "k"]
         out = out[first + [c for c in out.columns if c not in first]]
-        out.attrs = {"ci_prob": ci_prob, "ci_kind": "eti", "model": self.model,
-                     **({} if tau is None else {"tau": float(tau)})}
+        out.attrs = {
+            "ci_prob": ci_prob,
+            "ci_kind": "eti",
+            "model": self.model,
+            **({} if tau is None else {"tau": float(tau)}),
+        }
         return out
 
     def ppc(self, ci_prob: float = 0.95) -> xr.Dataset:
@@ -1151,17 +1374,21 @@ class Results:
         above = (rep >= observed_share).mean(sample)
         below = (rep <= observed_share).mean(sample)
         p_value = np.minimum(1.0, 2 * np.minimum(above, below)).where(observed_share.notnull())
-        out = xr.Dataset({
-            "observed_histogram": observed_hist,
-            "predicted_histogram": pred["count_histogram"].mean(sample),
-            "predicted_histogram_interval": _interval(pred["count_histogram"], ci_prob, sample),
-            "observed_extreme_share": observed_share,
-            "predicted_extreme_share": rep.mean(sample),
-            "p_value": p_value,
-            "flagged": p_value < 0.01,
-        })
-        out.attrs = {"statistic": "share of tasks with 0 or n successes (n >= 2)",
-                     "ci_prob": ci_prob}
+        out = xr.Dataset(
+            {
+                "observed_histogram": observed_hist,
+                "predicted_histogram": pred["count_histogram"].mean(sample),
+                "predicted_histogram_interval": _interval(pred["count_histogram"], ci_prob, sample),
+                "observed_extreme_share": observed_share,
+                "predicted_extreme_share": rep.mean(sample),
+                "p_value": p_value,
+                "flagged": p_value < 0.01,
+            }
+        )
+        out.attrs = {
+            "statistic": "share of tasks with 0 or n successes (n >= 2)",
+            "ci_prob": ci_prob,
+        }
         return out
 
     # -- persistence and display ---------------------------------------------------------------
@@ -1186,8 +1413,10 @@ class Results:
             return self
         loglik = _groups.log_likelihood(self._tree)
         if loglik is None:
-            raise ValueError(f"a log-likelihood is not defined for model {self.model!r} or "
-                             "under missing='bounds' (two data sets, one per bound)")
+            raise ValueError(
+                f"a log-likelihood is not defined for model {self.model!r} or "
+                "under missing='bounds' (two data sets, one per bound)"
+            )
         tree = self._tree.copy()
         tree["log_likelihood"] = xr.DataTree(loglik)
         return Results(tree)
@@ -1223,8 +1452,12 @@ class Results:
         ]
         if self.diagnostics:
             diag = self.diagnostics
-            lines.append("  diagnostics: " + ", ".join(
-                f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in diag.items()))
+            lines.append(
+                "  diagnostics: "
+                + ", ".join(
+                    f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in diag.items()
+                )
+            )
         estimand = "population" if "population" in self.estimands else "tasks"
         draws = self._metric("pass@k", 1, estimand)
         interval = _interval(draws, 0.95, ["chain", "draw"])
@@ -1233,8 +1466,10 @@ class Results:
             mean = draws.sel(system=system).mean(["chain", "draw"]).values
             lo = interval.sel(system=system, ci_bound="lower").values
             hi = interval.sel(system=system, ci_bound="upper").values
-            body = "; ".join(f"{m:.3f} [{a:.3f}, {b:.3f}]" for m, a, b in
-                             zip(np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi)))
+            body = "; ".join(
+                f"{m:.3f} [{a:.3f}, {b:.3f}]"
+                for m, a, b in zip(np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi))
+            )
             lines.append(f"    {system}: {body}")
         if len(self.systems) > 10:
             lines.append(f"    ... {len(self.systems) - 10} more")
@@ -1247,8 +1482,16 @@ _ENCODING_ATTR = "bayeval_encoding"
 _JSON_ATTR_TYPES = (bool, int, float, list, tuple, dict, type(None))
 # Variables whose values have a known range (checked by ``load``), by name.
 _PROBABILITIES = ("mu", "p", "extreme_share")
-_COUNTS = ("successes", "trials", "attempts", "status_counts", "count_histogram", "score_n0",
-           "score_n1", "score_nmid")
+_COUNTS = (
+    "successes",
+    "trials",
+    "attempts",
+    "status_counts",
+    "count_histogram",
+    "score_n0",
+    "score_n1",
+    "score_nmid",
+)
 _COUNT_GROUPS = ("/observed_data", "/constant_data", "/posterior_predictive")
 
 
@@ -1274,8 +1517,9 @@ def _checksum(datasets: dict) -> str:
         for name in sorted(str(k) for k in ds.variables):
             values = ds.variables[name].values
             if values.dtype.kind in "OUS":
-                body = json.dumps([v if isinstance(v, str) else repr(v)
-                                   for v in values.ravel().tolist()]).encode()
+                body = json.dumps(
+                    [v if isinstance(v, str) else repr(v) for v in values.ravel().tolist()]
+                ).encode()
                 kind = "labels"
             else:
                 body, kind = np.ascontiguousarray(values).tobytes(), values.dtype.str
@@ -1313,8 +1557,10 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
         if encoding is not None and not isinstance(encoding, dict):
             raise ValueError("not a JSON object")
     except ValueError as err:
-        raise ValueError(f"{path}: attribute {_ENCODING_ATTR!r} is damaged ({err}); the file "
-                         "is not a readable bayeval results file") from None
+        raise ValueError(
+            f"{path}: attribute {_ENCODING_ATTR!r} is damaged ({err}); the file "
+            "is not a readable bayeval results file"
+        ) from None
     if encoding is not None:
         for node, names in encoding.get("object_variables", {}).items():
             ds = datasets.get(node)
@@ -1329,20 +1575,27 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
                 try:
                     attrs[name] = json.loads(attrs[name])
                 except (KeyError, TypeError, ValueError):
-                    raise ValueError(f"{path}: attribute {name!r} of group {node!r} is missing "
-                                     "or damaged (it should hold JSON)") from None
+                    raise ValueError(
+                        f"{path}: attribute {name!r} of group {node!r} is missing "
+                        "or damaged (it should hold JSON)"
+                    ) from None
     if checksum is None:
-        warnings.warn(f"{path} holds no checksum (written by a bayeval that did not store "
-                      "one), so damage to its arrays cannot be detected: only the value ranges "
-                      "were checked. Save it again with to_netcdf to add one.", BayevalWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"{path} holds no checksum (written by a bayeval that did not store "
+            "one), so damage to its arrays cannot be detected: only the value ranges "
+            "were checked. Save it again with to_netcdf to add one.",
+            BayevalWarning,
+            stacklevel=3,
+        )
     else:
         encoded = _encode_tree(xr.DataTree.from_dict(datasets))
         if encoded.attrs[_CHECKSUM_ATTR] != checksum:
-            raise ValueError(f"{path}: the checksum does not match the file's contents (stored "
-                             f"{checksum[:12]}..., computed "
-                             f"{encoded.attrs[_CHECKSUM_ATTR][:12]}...): the file is damaged "
-                             "or was changed after to_netcdf wrote it; refit or restore a copy")
+            raise ValueError(
+                f"{path}: the checksum does not match the file's contents (stored "
+                f"{checksum[:12]}..., computed "
+                f"{encoded.attrs[_CHECKSUM_ATTR][:12]}...): the file is damaged "
+                "or was changed after to_netcdf wrote it; refit or restore a copy"
+            )
     for node, ds in datasets.items():
         _check_ranges(ds, node, path)
     return xr.DataTree.from_dict(datasets)
@@ -1350,13 +1603,16 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
 
 def _check_ranges(ds: xr.Dataset, node: str, path) -> None:
     """Refuse values no bayeval fit can hold, naming the variable, group and file."""
+
     def fail(name, rule, bad):
         var = ds[name]
         where = np.argwhere(np.asarray(bad))[:3].tolist()
         examples = np.asarray(var.values)[np.asarray(bad)][:3].tolist()
-        raise ValueError(f"{path}: variable {name!r} of group {node!r} must be {rule}; "
-                         f"{int(np.sum(bad))} value(s) are not (for example {examples} at "
-                         f"indices {where} of dims {list(var.dims)}): the file is damaged")
+        raise ValueError(
+            f"{path}: variable {name!r} of group {node!r} must be {rule}; "
+            f"{int(np.sum(bad))} value(s) are not (for example {examples} at "
+            f"indices {where} of dims {list(var.dims)}): the file is damaged"
+        )
 
     for name in ds.data_vars:
         values = ds[name].values
@@ -1416,11 +1672,14 @@ def load(path) -> Results:
         with xr.open_datatree(path, engine="h5netcdf") as tree:
             tree = tree.load()
     except OSError as err:
-        raise ValueError(f"{path}: not a readable netCDF4/HDF5 file, as Results.to_netcdf "
-                         f"writes ({type(err).__name__}: {err})") from None
+        raise ValueError(
+            f"{path}: not a readable netCDF4/HDF5 file, as Results.to_netcdf "
+            f"writes ({type(err).__name__}: {err})"
+        ) from None
     except Exception as err:  # h5py/h5netcdf raise several types for damaged files
-        raise ValueError(f"{path}: the file could not be read as bayeval results "
-                         f"({type(err).__name__}: {err})") from None
+        raise ValueError(
+            f"{path}: the file could not be read as bayeval results ({type(err).__name__}: {err})"
+        ) from None
     tree = _decode_tree(tree, path)
     try:
         return Results(tree)

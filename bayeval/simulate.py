@@ -42,12 +42,12 @@ RATE_PRESETS = {"u_shaped": (0.4, 0.3), "beta_2_5": (2.0, 5.0), "uniform": (1.0,
 METRICS = ("pass@k", "pass^k")
 ESTIMANDS = ("tasks", "population")
 MECHANISMS = ("mcar", "hard")
-_Z = np.linspace(-10.0, 10.0, 2001)       # logit-normal quadrature grid on Z ~ Normal(0, 1)
-_Z_COARSE = _Z[::5]                       # 401 points, spacing 0.05: the noise in 2-D sums
+_Z = np.linspace(-10.0, 10.0, 2001)  # logit-normal quadrature grid on Z ~ Normal(0, 1)
+_Z_COARSE = _Z[::5]  # 401 points, spacing 0.05: the noise in 2-D sums
 # Normalised normal-density weights (trapezoid weights: the end points, at 1e-22, do not count).
 _Z_WEIGHTS, _Z_COARSE_W = (np.exp(-0.5 * z**2) / np.exp(-0.5 * z**2).sum() for z in (_Z, _Z_COARSE))
-_X_POINTS = 4001                          # logit grid for Beta populations under a shift/noise
-_TAIL = 1e-12                             # Beta mass left beyond each end of that grid
+_X_POINTS = 4001  # logit grid for Beta populations under a shift/noise
+_TAIL = 1e-12  # Beta mass left beyond each end of that grid
 
 
 @dataclass(frozen=True, eq=False)
@@ -122,8 +122,14 @@ class Simulation:
         spec = _parse(self.settings)
         return np.array([_population_mean(spec, s, metric, k) for s in range(spec.n_systems)])
 
-    def effect_truth(self, metric: str = "pass@k", k: int = 1, estimand: str = "tasks",
-                     candidate: int = 1, baseline: int = 0) -> float:
+    def effect_truth(
+        self,
+        metric: str = "pass@k",
+        k: int = 1,
+        estimand: str = "tasks",
+        candidate: int = 1,
+        baseline: int = 0,
+    ) -> float:
         """True difference ``truth[candidate] - truth[baseline]`` (systems by position).
 
         Examples
@@ -135,24 +141,37 @@ class Simulation:
         """
         n = len(self.data.systems)
         for name, value in (("candidate", candidate), ("baseline", baseline)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-                    or not 0 <= value < n:
-                raise ValueError(f"{name} must be a system position in 0..{n - 1}; "
-                                 f"got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, numbers.Integral)
+                or not 0 <= value < n
+            ):
+                raise ValueError(f"{name} must be a system position in 0..{n - 1}; got {value!r}")
         values = self.truth(metric, k, estimand)
         return float(values[candidate] - values[baseline])
 
 
 # Validated settings: kind "beta" (params a, b) or "logit_normal" (params mean, task sd), the
 # logit shift and task-by-system noise sd of each system, normalised strata shares, missingness.
-_Spec = namedtuple("_Spec", "n_tasks n_trials n_systems kind params n_clusters cluster_sd "
-                            "shifts noise_sd strata missing")
+_Spec = namedtuple(
+    "_Spec",
+    "n_tasks n_trials n_systems kind params n_clusters cluster_sd shifts noise_sd strata missing",
+)
 
 
-def simulate_benchmark(n_tasks: int = 10, n_trials: int = 32, n_systems: int = 1,
-                       rates="u_shaped", clusters: int | None = None, cluster_sd: float = 1.0,
-                       effect=0.0, task_system_sd: float = 0.5, strata: Mapping | None = None,
-                       missing: Mapping | None = None, seed: int | None = 0) -> Simulation:
+def simulate_benchmark(
+    n_tasks: int = 10,
+    n_trials: int = 32,
+    n_systems: int = 1,
+    rates="u_shaped",
+    clusters: int | None = None,
+    cluster_sd: float = 1.0,
+    effect=0.0,
+    task_system_sd: float = 0.5,
+    strata: Mapping | None = None,
+    missing: Mapping | None = None,
+    seed: int | None = 0,
+) -> Simulation:
     """Simulate a benchmark whose true rates are known.
 
     Parameters
@@ -199,10 +218,19 @@ def simulate_benchmark(n_tasks: int = 10, n_trials: int = 32, n_systems: int = 1
     >>> int(sim.data.dataset["status_counts"].sum())   # 2 systems x 30 tasks x 4 trials
     240
     """
-    settings = dict(n_tasks=n_tasks, n_trials=n_trials, n_systems=n_systems, rates=rates,
-                    clusters=clusters, cluster_sd=cluster_sd, effect=effect,
-                    task_system_sd=task_system_sd, strata=strata, missing=missing,
-                    seed=validate_seed(seed))
+    settings = dict(
+        n_tasks=n_tasks,
+        n_trials=n_trials,
+        n_systems=n_systems,
+        rates=rates,
+        clusters=clusters,
+        cluster_sd=cluster_sd,
+        effect=effect,
+        task_system_sd=task_system_sd,
+        strata=strata,
+        missing=missing,
+        seed=validate_seed(seed),
+    )
     spec = _parse(settings)
     settings["strata"] = None if strata is None else dict(strata)
     settings["missing"] = None if missing is None else dict(missing)
@@ -238,10 +266,20 @@ def simulate_benchmark(n_tasks: int = 10, n_trials: int = 32, n_systems: int = 1
         sizes = _allocate(spec.strata, J)
         strata_labels = np.repeat(np.asarray(list(spec.strata), dtype=object), sizes)
         weights = spec.strata
-    clusters_labels = None if cluster_of is None else \
-        np.char.add("cluster_", cluster_of.astype(str)).astype(object)
-    data = from_counts(complete, n, tasks=tasks, systems=systems, clusters=clusters_labels,
-                       strata=strata_labels, stratum_weights=weights)
+    clusters_labels = (
+        None
+        if cluster_of is None
+        else np.char.add("cluster_", cluster_of.astype(str)).astype(object)
+    )
+    data = from_counts(
+        complete,
+        n,
+        tasks=tasks,
+        systems=systems,
+        clusters=clusters_labels,
+        strata=strata_labels,
+        stratum_weights=weights,
+    )
     if spec.missing is not None:
         rate, mechanism = spec.missing["rate"], spec.missing["mechanism"]
         q = np.full(p.shape, rate) if mechanism == "mcar" else np.clip(2 * rate * (1 - p), 0, 0.95)
@@ -251,9 +289,17 @@ def simulate_benchmark(n_tasks: int = 10, n_trials: int = 32, n_systems: int = 1
         counts[..., 0] = n - n_missing
         counts[..., STATUSES.index(spec.missing["status"])] = n_missing
         ds = data.dataset
-        data = EvalData(_assemble(
-            ok.astype(np.int64), counts, "exclude", ds["system"].values, ds["task"].values,
-            {c: ds[c].values for c in ("cluster", "stratum") if c in ds.coords}, ds.attrs))
+        data = EvalData(
+            _assemble(
+                ok.astype(np.int64),
+                counts,
+                "exclude",
+                ds["system"].values,
+                ds["task"].values,
+                {c: ds[c].values for c in ("cluster", "stratum") if c in ds.coords},
+                ds.attrs,
+            )
+        )
     p.flags.writeable = False
     return Simulation(data=data, rates=p, settings=settings)
 
@@ -279,15 +325,21 @@ def simulate_many(n_sims: int, **kwargs) -> Iterator[Simulation]:
     arguments["seed"] = validate_seed(arguments["seed"])
     _parse(arguments)
     children = np.random.SeedSequence(arguments.pop("seed")).spawn(n_sims)
-    return (simulate_benchmark(**arguments, seed=int(child.generate_state(1)[0]))
-            for child in children)
+    return (
+        simulate_benchmark(**arguments, seed=int(child.generate_state(1)[0])) for child in children
+    )
 
 
 # -- helpers -----------------------------------------------------------------------------------
 def _number(name: str, value, low: float = -np.inf, strict: bool = False) -> float:
     """A finite real number, ``>= low`` (``> low`` when ``strict``)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
-            or value < low or (strict and value == low):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not np.isfinite(value)
+        or value < low
+        or (strict and value == low)
+    ):
         bound = "" if low == -np.inf else f" {'>' if strict else '>='} {low:g}"
         raise ValueError(f"{name} must be a finite number{bound}; got {value!r}")
     return float(value)
@@ -303,14 +355,20 @@ def _parse(settings: Mapping) -> _Spec:
     if isinstance(rates, str) and rates in RATE_PRESETS:
         kind, params = "beta", RATE_PRESETS[rates]
     elif form == "beta":
-        kind, params = "beta", (_number("rates a", rates[1], 0, True),
-                                _number("rates b", rates[2], 0, True))
+        kind, params = (
+            "beta",
+            (_number("rates a", rates[1], 0, True), _number("rates b", rates[2], 0, True)),
+        )
     elif form == "logit_normal":
-        kind, params = "logit_normal", (_number("rates mean", rates[1]),
-                                        _number("rates sd", rates[2], 0))
+        kind, params = (
+            "logit_normal",
+            (_number("rates mean", rates[1]), _number("rates sd", rates[2], 0)),
+        )
     else:
-        raise ValueError(f"rates must be one of {list(RATE_PRESETS)}, ('beta', a, b) or "
-                         f"('logit_normal', mean, sd); got {rates!r}")
+        raise ValueError(
+            f"rates must be one of {list(RATE_PRESETS)}, ('beta', a, b) or "
+            f"('logit_normal', mean, sd); got {rates!r}"
+        )
     n_clusters = settings["clusters"]
     if n_clusters is not None:
         n_clusters = validate_positive_int("clusters", n_clusters)
@@ -318,8 +376,10 @@ def _parse(settings: Mapping) -> _Spec:
             raise ValueError(f"clusters must be <= n_tasks ({n_tasks}); got {n_clusters}")
         if kind == "beta":
             a, b = params
-            params = (float(special.digamma(a) - special.digamma(b)),
-                      float(np.sqrt(special.polygamma(1, a) + special.polygamma(1, b))))
+            params = (
+                float(special.digamma(a) - special.digamma(b)),
+                float(np.sqrt(special.polygamma(1, a) + special.polygamma(1, b))),
+            )
             kind = "logit_normal"
     cluster_sd = _number("cluster_sd", settings["cluster_sd"], 0)
     noise_sd = _number("task_system_sd", settings["task_system_sd"], 0) if n_systems > 1 else 0.0
@@ -334,21 +394,24 @@ def _parse(settings: Mapping) -> _Spec:
     if np.ndim(effect) == 0:
         shifts = np.r_[0.0, np.full(n_systems - 1, values[0])]
         if n_systems == 1 and values[0] != 0:
-            raise ValueError("effect shifts systems 1..S-1 relative to system 0; with "
-                             f"n_systems=1 there is none (got effect={effect!r})")
+            raise ValueError(
+                "effect shifts systems 1..S-1 relative to system 0; with "
+                f"n_systems=1 there is none (got effect={effect!r})"
+            )
     elif len(values) == n_systems - 1:
         shifts = np.r_[0.0, values]
     elif len(values) == n_systems and values[0] == 0:
         shifts = values
     else:
-        raise ValueError(f"effect must be a scalar, {n_systems - 1} values (systems 1..S-1) or "
-                         f"{n_systems} values starting with 0; got {effect!r}")
+        raise ValueError(
+            f"effect must be a scalar, {n_systems - 1} values (systems 1..S-1) or "
+            f"{n_systems} values starting with 0; got {effect!r}"
+        )
 
     strata = settings["strata"]
     if strata is not None:
         if not isinstance(strata, Mapping) or not strata:
-            raise ValueError(f"strata must be a non-empty mapping stratum -> share; "
-                             f"got {strata!r}")
+            raise ValueError(f"strata must be a non-empty mapping stratum -> share; got {strata!r}")
         shares = np.array([_number(f"strata[{k!r}]", v, 0, True) for k, v in strata.items()])
         strata = dict(zip(strata, (shares / shares.sum()).tolist()))
         _allocate(strata, n_tasks)
@@ -356,22 +419,39 @@ def _parse(settings: Mapping) -> _Spec:
     missing = settings["missing"]
     if missing is not None:
         if not isinstance(missing, Mapping):
-            raise ValueError(f"missing must be a mapping (rate=, mechanism=, status=); "
-                             f"got {missing!r}")
+            raise ValueError(
+                f"missing must be a mapping (rate=, mechanism=, status=); got {missing!r}"
+            )
         unknown = set(missing) - {"rate", "mechanism", "status"}
         if unknown:
-            raise ValueError(f"missing has unknown keys {sorted(unknown)}; "
-                             "allowed: rate, mechanism, status")
+            raise ValueError(
+                f"missing has unknown keys {sorted(unknown)}; allowed: rate, mechanism, status"
+            )
         rate = missing.get("rate", 0.1)
         if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
             raise ValueError(f"missing rate must lie in [0, 1); got {rate!r}")
-        missing = {"rate": float(rate),
-                   "mechanism": validate_choice("missing mechanism",
-                                                missing.get("mechanism", "mcar"), MECHANISMS),
-                   "status": validate_choice("missing status", missing.get("status", "timeout"),
-                                             STATUSES[1:])}
-    return _Spec(n_tasks, n_trials, n_systems, kind, params, n_clusters, cluster_sd,
-                 shifts, noise_sd, strata, missing)
+        missing = {
+            "rate": float(rate),
+            "mechanism": validate_choice(
+                "missing mechanism", missing.get("mechanism", "mcar"), MECHANISMS
+            ),
+            "status": validate_choice(
+                "missing status", missing.get("status", "timeout"), STATUSES[1:]
+            ),
+        }
+    return _Spec(
+        n_tasks,
+        n_trials,
+        n_systems,
+        kind,
+        params,
+        n_clusters,
+        cluster_sd,
+        shifts,
+        noise_sd,
+        strata,
+        missing,
+    )
 
 
 def _allocate(shares: dict, n_tasks: int) -> np.ndarray:
@@ -419,8 +499,9 @@ def _population_mean(spec: _Spec, system: int, metric: str, k: int) -> float:
 
 
 @lru_cache(maxsize=256)
-def _beta_shifted_mean(a: float, b: float, shift: float, noise: float, metric: str,
-                       k: int) -> float:
+def _beta_shifted_mean(
+    a: float, b: float, shift: float, noise: float, metric: str, k: int
+) -> float:
     """``E f(expit(logit(p) + shift + noise * Z))``, ``p ~ Beta(a, b)``, by 2-D trapezoid.
 
     The logit ``x`` of ``p`` has density ``expit(x)^a expit(-x)^b / B(a, b)``, integrated

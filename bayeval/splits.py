@@ -37,8 +37,7 @@ def _check_fractions(fractions) -> np.ndarray:
     if len(values) < 2:
         raise ValueError(f"fractions must hold at least two parts; got {values!r}")
     for v in values:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) \
-                or v <= 0:
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(v) or v <= 0:
             raise ValueError(f"fractions must be positive numbers; got {values!r}")
     if not math.isclose(math.fsum(values), 1.0, rel_tol=0, abs_tol=1e-9):
         raise ValueError(f"fractions must sum to 1; got {values!r} (sum {math.fsum(values)!r})")
@@ -49,10 +48,14 @@ def _check_names(names, n_parts: int) -> list[str]:
     if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
         raise TypeError(f"names must be a sequence of {n_parts} strings; got {names!r}")
     names = list(names)
-    if len(names) != n_parts or not all(isinstance(n, str) and n for n in names) \
-            or len(set(names)) != n_parts:
-        raise ValueError(f"names must be {n_parts} distinct non-empty strings, one per fraction; "
-                         f"got {names!r}")
+    if (
+        len(names) != n_parts
+        or not all(isinstance(n, str) and n for n in names)
+        or len(set(names)) != n_parts
+    ):
+        raise ValueError(
+            f"names must be {n_parts} distinct non-empty strings, one per fraction; got {names!r}"
+        )
     return names
 
 
@@ -73,8 +76,9 @@ def _assign(sizes: np.ndarray, fractions: np.ndarray, rng) -> np.ndarray:
     return part
 
 
-def split_tasks(data, fractions=(0.5, 0.5), by="cluster", seed=0,
-                names=("validation", "test")) -> dict:
+def split_tasks(
+    data, fractions=(0.5, 0.5), by="cluster", seed=0, names=("validation", "test")
+) -> dict:
     """Split the tasks into parts of the given fractions, keeping clusters whole.
 
     Parameters
@@ -116,8 +120,10 @@ def split_tasks(data, fractions=(0.5, 0.5), by="cluster", seed=0,
     from bayeval.data import EvalData
 
     if not isinstance(data, EvalData):
-        raise TypeError(f"data must be an EvalData (from be.from_frame / be.from_counts); "
-                        f"got {type(data).__name__}")
+        raise TypeError(
+            f"data must be an EvalData (from be.from_frame / be.from_counts); "
+            f"got {type(data).__name__}"
+        )
     fractions = _check_fractions(fractions)
     names = _check_names(names, len(fractions))
     if by not in BY:
@@ -128,16 +134,20 @@ def split_tasks(data, fractions=(0.5, 0.5), by="cluster", seed=0,
     tasks = ds["task"].values
     if by == "cluster":
         if not data.has_clusters:
-            raise ValueError("by='cluster' needs task clusters; this data has none (pass "
-                             "cluster= when building it, or split with by='task')")
+            raise ValueError(
+                "by='cluster' needs task clusters; this data has none (pass "
+                "cluster= when building it, or split with by='task')"
+            )
         unit_of_task = ds["cluster"].values
     else:
         unit_of_task = tasks
     labels = sorted(dict.fromkeys(unit_of_task.tolist()), key=_sort_key)
     if len(labels) < len(fractions):
         noun = "clusters" if by == "cluster" else "tasks"
-        raise ValueError(f"{len(fractions)} parts need at least {len(fractions)} {noun}; this "
-                         f"data has {len(labels)}: {describe_values(labels)}")
+        raise ValueError(
+            f"{len(fractions)} parts need at least {len(fractions)} {noun}; this "
+            f"data has {len(labels)}: {describe_values(labels)}"
+        )
     index = {label: i for i, label in enumerate(labels)}
     codes = np.array([index[v] for v in unit_of_task.tolist()])
     sizes = np.bincount(codes, minlength=len(labels))
@@ -152,18 +162,25 @@ def split_tasks(data, fractions=(0.5, 0.5), by="cluster", seed=0,
             f"part(s) {empty} got no task: {len(labels)} {by}s of sizes "
             f"{sorted(sizes.tolist(), reverse=True)} cannot be split into fractions "
             f"{fractions.tolist()} with every {by} whole; use larger fractions, fewer parts or "
-            "by='task'")
+            "by='task'"
+        )
     n_clusters_total = len(np.unique(ds["cluster"].values)) if data.has_clusters else None
     parts = {}
     for i, name in enumerate(names):
         mask = part_of_task == i
         part = data.sel(task=tasks[mask].tolist())
         record = {
-            "name": name, "parts": names, "by": by, "seed": seed,
-            "fractions": fractions.tolist(), "fraction": float(mask.mean()),
-            "n_tasks": int(mask.sum()), "n_tasks_total": len(tasks),
-            "n_clusters": (int(len(np.unique(ds["cluster"].values[mask])))
-                           if data.has_clusters else None),
+            "name": name,
+            "parts": names,
+            "by": by,
+            "seed": seed,
+            "fractions": fractions.tolist(),
+            "fraction": float(mask.mean()),
+            "n_tasks": int(mask.sum()),
+            "n_tasks_total": len(tasks),
+            "n_clusters": (
+                int(len(np.unique(ds["cluster"].values[mask]))) if data.has_clusters else None
+            ),
             "n_clusters_total": n_clusters_total,
         }
         part_ds = part.dataset.copy()

@@ -42,16 +42,19 @@ def main():
     rng = np.random.default_rng(0)
     cases = {
         "SWE-bench Verified, 25 systems x 500 tasks x 1 trial": be.datasets.load(
-            "swebench_verified"),
+            "swebench_verified"
+        ),
         "simulated, 1 system x 100,000 tasks x 16 trials": be.from_counts(
-            rng.binomial(16, rng.beta(0.4, 0.3, size=100_000)), 16),
+            rng.binomial(16, rng.beta(0.4, 0.3, size=100_000)), 16
+        ),
     }
     print(f"{'case':<55} {'bayeval':>9} {'loop':>9} {'ratio':>7}  sd(bayeval)/sd(loop)")
     for name, data in cases.items():
         ds = data.dataset
         values = ds["successes"].values / ds["trials"].values
-        t_ours, ours = timed(be.bootstrap.pass_at_k, data, k=1, unit="task",
-                             n_boot=args.n_boot, seed=1)
+        t_ours, ours = timed(
+            be.bootstrap.pass_at_k, data, k=1, unit="task", n_boot=args.n_boot, seed=1
+        )
         t_loop, loop = timed(loop_bootstrap, values, args.n_boot, 2, repeat=1)
         sd_ratio = float(np.mean(ours["replicates"].std("replicate").values / loop.std(axis=0)))
         print(f"{name:<55} {t_ours:8.3f}s {t_loop:8.3f}s {t_loop / t_ours:6.1f}x  {sd_ratio:.3f}")

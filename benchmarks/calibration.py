@@ -67,44 +67,66 @@ K_AT = 5  # the k of pass@k besides pass@1
 
 #: Scenarios: simulate_benchmark arguments (clusters as a function of N) and a description.
 SCENARIOS = {
-    "u_shaped": {"kwargs": {"rates": "u_shaped"},
-                 "label": "U-shaped task rates, Beta(0.4, 0.3)"},
-    "beta_2_5": {"kwargs": {"rates": "beta_2_5"},
-                 "label": "mostly hard tasks, Beta(2, 5)"},
-    "uniform": {"kwargs": {"rates": "uniform"},
-                "label": "uniform task rates, Beta(1, 1)"},
-    "clustered": {"kwargs": {"rates": ("logit_normal", 0.0, 1.5), "cluster_sd": 1.0},
-                  "label": "logit-normal tasks (logit sd 1.5) in clusters of about 5 "
-                           "(cluster sd 1.0; max(2, N // 5) clusters)"},
-    "paired": {"kwargs": {"rates": ("logit_normal", -0.5, 2.0), "n_systems": 2,
-                          "effect": 0.5, "task_system_sd": 0.5},
-               "label": "two systems on shared tasks: logit-normal difficulty (mean -0.5, "
-                        "sd 2.0) shared, system effect +0.5 logit, task-by-system sd 0.5"},
+    "u_shaped": {"kwargs": {"rates": "u_shaped"}, "label": "U-shaped task rates, Beta(0.4, 0.3)"},
+    "beta_2_5": {"kwargs": {"rates": "beta_2_5"}, "label": "mostly hard tasks, Beta(2, 5)"},
+    "uniform": {"kwargs": {"rates": "uniform"}, "label": "uniform task rates, Beta(1, 1)"},
+    "clustered": {
+        "kwargs": {"rates": ("logit_normal", 0.0, 1.5), "cluster_sd": 1.0},
+        "label": "logit-normal tasks (logit sd 1.5) in clusters of about 5 "
+        "(cluster sd 1.0; max(2, N // 5) clusters)",
+    },
+    "paired": {
+        "kwargs": {
+            "rates": ("logit_normal", -0.5, 2.0),
+            "n_systems": 2,
+            "effect": 0.5,
+            "task_system_sd": 0.5,
+        },
+        "label": "two systems on shared tasks: logit-normal difficulty (mean -0.5, "
+        "sd 2.0) shared, system effect +0.5 logit, task-by-system sd 0.5",
+    },
 }
 SCENARIO_INDEX = {name: i for i, name in enumerate(SCENARIOS)}
-HEADLINE = {("u_shaped", 10, 32), ("u_shaped", 50, 32), ("beta_2_5", 10, 32),
-            ("beta_2_5", 50, 32)}
+HEADLINE = {("u_shaped", 10, 32), ("u_shaped", 50, 32), ("beta_2_5", 10, 32), ("beta_2_5", 50, 32)}
 #: Cells where the logit-normal model (NUTS) is fitted, and the share of --ln-sims they get.
-LN_CELLS = {("paired", 10, 32): 1.0, ("paired", 50, 4): 0.375, ("u_shaped", 10, 32): 0.25,
-            ("clustered", 50, 4): 0.25}
+LN_CELLS = {
+    ("paired", 10, 32): 1.0,
+    ("paired", 50, 4): 0.375,
+    ("u_shaped", 10, 32): 0.25,
+    ("clustered", 50, 4): 0.25,
+}
 #: Concentration priors of the sensitivity study: name -> (mean, sd) of log kappa.
-PRIORS = {"default N(1, 1.5)": (1.0, 1.5), "wide N(0, 3)": (0.0, 3.0),
-          "kappa>1 N(3, 1)": (3.0, 1.0), "kappa<1 N(-1, 1)": (-1.0, 1.0)}
+PRIORS = {
+    "default N(1, 1.5)": (1.0, 1.5),
+    "wide N(0, 3)": (0.0, 3.0),
+    "kappa>1 N(3, 1)": (3.0, 1.0),
+    "kappa<1 N(-1, 1)": (-1.0, 1.0),
+}
 #: Missing-outcome cells: (scenario, N, n) with difficulty-dependent missingness.
 MISSING_CELLS = (("u_shaped", 50, 1), ("beta_2_5", 50, 4), ("u_shaped", 50, 32))
 MISSING = {"rate": 0.2, "mechanism": "hard", "status": "timeout"}
 
 DESIGNED = {  # method -> the estimand its interval is built for ("both": naive)
-    "hierarchical pop": "population", "hierarchical tasks": "tasks",
-    "logit_normal pop": "population", "logit_normal tasks": "tasks",
+    "hierarchical pop": "population",
+    "hierarchical tasks": "tasks",
+    "logit_normal pop": "population",
+    "logit_normal tasks": "tasks",
     "beta_binomial tasks": "tasks",
-    "boot trial perc": "tasks", "boot trial bca": "tasks",
-    "boot task perc": "population", "boot task bca": "population",
-    "boot cluster perc": "population", "boot cluster bca": "population",
-    "cluster-robust t": "population", "wald": "both", "wilson": "both",
-    "paired boot task perc": "population", "paired boot task bca": "population",
-    "paired boot trial perc": "tasks", "unpaired boot task perc": "population",
-    "paired cluster-robust t": "population", "unpaired wald": "both",
+    "boot trial perc": "tasks",
+    "boot trial bca": "tasks",
+    "boot task perc": "population",
+    "boot task bca": "population",
+    "boot cluster perc": "population",
+    "boot cluster bca": "population",
+    "cluster-robust t": "population",
+    "wald": "both",
+    "wilson": "both",
+    "paired boot task perc": "population",
+    "paired boot task bca": "population",
+    "paired boot trial perc": "tasks",
+    "unpaired boot task perc": "population",
+    "paired cluster-robust t": "population",
+    "unpaired wald": "both",
 }
 METHOD_ORDER = list(DESIGNED)
 
@@ -178,8 +200,9 @@ def cluster_robust_t(values: np.ndarray, ci_prob: float = CI_PROB):
     mean = values.mean(axis=0)
     if n_tasks < 2:
         return mean, np.full_like(mean, np.nan), np.full_like(mean, np.nan)
-    half = stats.t.ppf(0.5 + ci_prob / 2, n_tasks - 1) * values.std(axis=0, ddof=1) \
-        / np.sqrt(n_tasks)
+    half = (
+        stats.t.ppf(0.5 + ci_prob / 2, n_tasks - 1) * values.std(axis=0, ddof=1) / np.sqrt(n_tasks)
+    )
     return mean, mean - half, mean + half
 
 
@@ -212,13 +235,32 @@ class _Recorder:
         self.base = base
         self.rows = []
 
-    def add(self, method, metric, estimate, lower, upper, truth_tasks, truth_population,
-            seconds=np.nan, **extra):
-        self.rows.append(dict(self.base, method=method, metric=metric,
-                              estimate=float(estimate), lower=float(lower), upper=float(upper),
-                              truth_tasks=float(truth_tasks),
-                              truth_population=float(truth_population),
-                              seconds=float(seconds), **extra))
+    def add(
+        self,
+        method,
+        metric,
+        estimate,
+        lower,
+        upper,
+        truth_tasks,
+        truth_population,
+        seconds=np.nan,
+        **extra,
+    ):
+        self.rows.append(
+            dict(
+                self.base,
+                method=method,
+                metric=metric,
+                estimate=float(estimate),
+                lower=float(lower),
+                upper=float(upper),
+                truth_tasks=float(truth_tasks),
+                truth_population=float(truth_population),
+                seconds=float(seconds),
+                **extra,
+            )
+        )
 
 
 def _metrics_for(n_trials: int, exact: bool) -> list[int]:
@@ -232,31 +274,53 @@ def _timed(func, *args, **kwargs):
     return out, time.perf_counter() - start
 
 
-def _hierarchical(rec, sim, seed, opts, ks, truths, priors=None, label="hierarchical",
-                  extra=None):
+def _hierarchical(rec, sim, seed, opts, ks, truths, priors=None, label="hierarchical", extra=None):
     extra = extra or {}
-    res, seconds = _timed(be.fit, sim.data, model="hierarchical", sampler="grid",
-                          draws=opts["draws"], chains=opts["chains"], seed=seed,
-                          task_draws=False, priors=priors)
+    res, seconds = _timed(
+        be.fit,
+        sim.data,
+        model="hierarchical",
+        sampler="grid",
+        draws=opts["draws"],
+        chains=opts["chains"],
+        seed=seed,
+        task_draws=False,
+        priors=priors,
+    )
     for estimand, short in (("population", "pop"), ("tasks", "tasks")):
         draws = _flat(res.pass_at_k(k=ks, estimand=estimand))[:, 0, :]
         est, lo, hi = _eti(draws)
         for i, k in enumerate(ks):
-            rec.add(f"{label} {short}", f"pass@{k}", est[i], lo[i], hi[i], *truths[k],
-                    seconds, **extra)
+            rec.add(
+                f"{label} {short}", f"pass@{k}", est[i], lo[i], hi[i], *truths[k], seconds, **extra
+            )
 
 
 def _bootstraps(rec, sim, seed, opts, n_trials, truths, units):
     ks = _metrics_for(n_trials, exact=True)
     for unit in units:
         for method, short in (("percentile", "perc"), ("bca", "bca")):
-            out, seconds = _timed(be.bootstrap.pass_at_k, sim.data, k=ks, unit=unit,
-                                  n_boot=opts["n_boot"], seed=seed, method=method)
+            out, seconds = _timed(
+                be.bootstrap.pass_at_k,
+                sim.data,
+                k=ks,
+                unit=unit,
+                n_boot=opts["n_boot"],
+                seed=seed,
+                method=method,
+            )
             est = out["estimate"].values[0]
             interval = out["interval"].values[0]
             for i, k in enumerate(ks):
-                rec.add(f"boot {unit} {short}", f"pass@{k}", est[i], interval[i, 0],
-                        interval[i, 1], *truths[k], seconds)
+                rec.add(
+                    f"boot {unit} {short}",
+                    f"pass@{k}",
+                    est[i],
+                    interval[i, 0],
+                    interval[i, 1],
+                    *truths[k],
+                    seconds,
+                )
 
 
 def evaluate_single(scenario, n_tasks, n_trials, index, seed, opts):
@@ -280,14 +344,24 @@ def evaluate_single(scenario, n_tasks, n_trials, index, seed, opts):
         One record per (method, metric).
     """
     sim = simulate_benchmark(**scenario_kwargs(scenario, n_tasks, n_trials), seed=seed)
-    rec = _Recorder(dict(study="coverage", scenario=scenario, N=n_tasks, n=n_trials,
-                         sim=index, prior=""))
-    truths = {k: (sim.truth(k=k, estimand="tasks")[0], sim.truth(k=k, estimand="population")[0])
-              for k in (1, K_AT)}
+    rec = _Recorder(
+        dict(study="coverage", scenario=scenario, N=n_tasks, n=n_trials, sim=index, prior="")
+    )
+    truths = {
+        k: (sim.truth(k=k, estimand="tasks")[0], sim.truth(k=k, estimand="population")[0])
+        for k in (1, K_AT)
+    }
     ks_model = _metrics_for(n_trials, exact=False)
     _hierarchical(rec, sim, seed, opts, ks_model, truths)
-    res, seconds = _timed(be.fit, sim.data, model="beta_binomial", draws=opts["draws"],
-                          chains=opts["chains"], seed=seed, task_draws=False)
+    res, seconds = _timed(
+        be.fit,
+        sim.data,
+        model="beta_binomial",
+        draws=opts["draws"],
+        chains=opts["chains"],
+        seed=seed,
+        task_draws=False,
+    )
     draws = _flat(res.pass_at_k(k=ks_model, estimand="tasks"))[:, 0, :]
     est, lo, hi = _eti(draws)
     for i, k in enumerate(ks_model):
@@ -304,20 +378,34 @@ def evaluate_single(scenario, n_tasks, n_trials, index, seed, opts):
         rec.add("cluster-robust t", f"pass@{k}", est, lo, hi, *truths[k])
 
     if opts.get("ln"):
-        res, seconds = _timed(be.fit, sim.data, model="logit_normal", draws=opts["ln_draws"],
-                              tune=opts["ln_tune"], chains=opts["chains"], seed=seed)
+        res, seconds = _timed(
+            be.fit,
+            sim.data,
+            model="logit_normal",
+            draws=opts["ln_draws"],
+            tune=opts["ln_tune"],
+            chains=opts["chains"],
+            seed=seed,
+        )
         diag = res.diagnostics
         for estimand, short in (("population", "pop"), ("tasks", "tasks")):
             draws = _flat(res.pass_at_k(k=ks_model, estimand=estimand))[:, 0, :]
             est, lo, hi = _eti(draws)
             for i, k in enumerate(ks_model):
-                rec.add(f"logit_normal {short}", f"pass@{k}", est[i], lo[i], hi[i],
-                        *truths[k], seconds, divergences=diag.get("divergences", 0),
-                        max_rhat=diag.get("max_rhat", np.nan))
+                rec.add(
+                    f"logit_normal {short}",
+                    f"pass@{k}",
+                    est[i],
+                    lo[i],
+                    hi[i],
+                    *truths[k],
+                    seconds,
+                    divergences=diag.get("divergences", 0),
+                    max_rhat=diag.get("max_rhat", np.nan),
+                )
     for name, (mean, sd) in (opts.get("priors") or {}).items():
         prior_rec = _Recorder(dict(rec.base, study="priors", prior=name))
-        _hierarchical(prior_rec, sim, seed, opts, [1], truths,
-                      priors={"log_kappa": (mean, sd)})
+        _hierarchical(prior_rec, sim, seed, opts, [1], truths, priors={"log_kappa": (mean, sd)})
         rec.rows.extend(prior_rec.rows)
     return rec.rows
 
@@ -332,62 +420,104 @@ def evaluate_paired(scenario, n_tasks, n_trials, index, seed, opts):
     list of dict
     """
     sim = simulate_benchmark(**scenario_kwargs(scenario, n_tasks, n_trials), seed=seed)
-    rec = _Recorder(dict(study="coverage", scenario=scenario, N=n_tasks, n=n_trials,
-                         sim=index, prior=""))
-    truths = {k: (sim.effect_truth(k=k, estimand="tasks"),
-                  sim.effect_truth(k=k, estimand="population")) for k in (1, K_AT)}
+    rec = _Recorder(
+        dict(study="coverage", scenario=scenario, N=n_tasks, n=n_trials, sim=index, prior="")
+    )
+    truths = {
+        k: (sim.effect_truth(k=k, estimand="tasks"), sim.effect_truth(k=k, estimand="population"))
+        for k in (1, K_AT)
+    }
     cand, base = "system_1", "system_0"
     ks_model = _metrics_for(n_trials, exact=False)
     ks_exact = _metrics_for(n_trials, exact=True)
 
     def model_effects(model, **fit_kwargs):
-        res, seconds = _timed(be.fit, sim.data, model=model, draws=opts["draws"] if
-                              model == "hierarchical" else opts["ln_draws"],
-                              chains=opts["chains"], seed=seed, **fit_kwargs)
+        res, seconds = _timed(
+            be.fit,
+            sim.data,
+            model=model,
+            draws=opts["draws"] if model == "hierarchical" else opts["ln_draws"],
+            chains=opts["chains"],
+            seed=seed,
+            **fit_kwargs,
+        )
         extra = {}
         if model == "logit_normal":
             diag = res.diagnostics
-            extra = dict(divergences=diag.get("divergences", 0),
-                         max_rhat=diag.get("max_rhat", np.nan))
+            extra = dict(
+                divergences=diag.get("divergences", 0), max_rhat=diag.get("max_rhat", np.nan)
+            )
         for estimand, short in (("population", "pop"), ("tasks", "tasks")):
             out = res.compare(cand, base, k=ks_model, estimand=estimand, ci_prob=CI_PROB)
             est = out["effect_mean"].values
             interval = out["effect_interval"].values
             for i, k in enumerate(ks_model):
-                rec.add(f"{model} {short}", f"effect@{k}", est[i], interval[i, 0],
-                        interval[i, 1], *truths[k], seconds, **extra)
+                rec.add(
+                    f"{model} {short}",
+                    f"effect@{k}",
+                    est[i],
+                    interval[i, 0],
+                    interval[i, 1],
+                    *truths[k],
+                    seconds,
+                    **extra,
+                )
 
     model_effects("hierarchical", sampler="grid", task_draws=False)
     if opts.get("ln"):
         model_effects("logit_normal", tune=opts["ln_tune"])
-    for unit, method, name in (("task", "percentile", "paired boot task perc"),
-                               ("task", "bca", "paired boot task bca"),
-                               ("trial", "percentile", "paired boot trial perc")):
-        out, seconds = _timed(be.bootstrap.compare, sim.data, cand, base, k=ks_exact, unit=unit,
-                              n_boot=opts["n_boot"], seed=seed, method=method)
+    for unit, method, name in (
+        ("task", "percentile", "paired boot task perc"),
+        ("task", "bca", "paired boot task bca"),
+        ("trial", "percentile", "paired boot trial perc"),
+    ):
+        out, seconds = _timed(
+            be.bootstrap.compare,
+            sim.data,
+            cand,
+            base,
+            k=ks_exact,
+            unit=unit,
+            n_boot=opts["n_boot"],
+            seed=seed,
+            method=method,
+        )
         est, interval = out["effect_estimate"].values, out["effect_interval"].values
         for i, k in enumerate(ks_exact):
-            rec.add(name, f"effect@{k}", est[i], interval[i, 0], interval[i, 1], *truths[k],
-                    seconds)
+            rec.add(
+                name, f"effect@{k}", est[i], interval[i, 0], interval[i, 1], *truths[k], seconds
+            )
     reps, ests = [], []
     for offset, system in enumerate((base, cand)):
-        out = be.bootstrap.pass_at_k(sim.data.sel(system=[system]), k=ks_exact, unit="task",
-                                     n_boot=opts["n_boot"], seed=seed + 1 + offset)
+        out = be.bootstrap.pass_at_k(
+            sim.data.sel(system=[system]),
+            k=ks_exact,
+            unit="task",
+            n_boot=opts["n_boot"],
+            seed=seed + 1 + offset,
+        )
         reps.append(out["replicates"].values[:, 0])
         ests.append(out["estimate"].values[0])
     diff = reps[1] - reps[0]
     lo, hi = np.nanquantile(diff, [(1 - CI_PROB) / 2, (1 + CI_PROB) / 2], axis=0)
     for i, k in enumerate(ks_exact):
-        rec.add("unpaired boot task perc", f"effect@{k}", ests[1][i] - ests[0][i], lo[i], hi[i],
-                *truths[k])
+        rec.add(
+            "unpaired boot task perc",
+            f"effect@{k}",
+            ests[1][i] - ests[0][i],
+            lo[i],
+            hi[i],
+            *truths[k],
+        )
     (c0, n0), (c1, n1) = pooled_counts(sim.data, 0), pooled_counts(sim.data, 1)
     for k in ks_exact:
         d = be.pass_at_k(n1, c1, k) - be.pass_at_k(n0, c0, k)
         est, lo, hi = cluster_robust_t(d)
         rec.add("paired cluster-robust t", f"effect@{k}", est, lo, hi, *truths[k])
     p0, p1 = c0.sum() / n0.sum(), c1.sum() / n1.sum()
-    half = stats.norm.ppf(0.5 + CI_PROB / 2) * np.sqrt(p0 * (1 - p0) / n0.sum()
-                                                       + p1 * (1 - p1) / n1.sum())
+    half = stats.norm.ppf(0.5 + CI_PROB / 2) * np.sqrt(
+        p0 * (1 - p0) / n0.sum() + p1 * (1 - p1) / n1.sum()
+    )
     rec.add("unpaired wald", "effect@1", p1 - p0, p1 - p0 - half, p1 - p0 + half, *truths[1])
     return rec.rows
 
@@ -403,8 +533,9 @@ def evaluate_missing(scenario, n_tasks, n_trials, index, seed, opts):
     -------
     list of dict
     """
-    sim = simulate_benchmark(**scenario_kwargs(scenario, n_tasks, n_trials), missing=MISSING,
-                             seed=seed)
+    sim = simulate_benchmark(
+        **scenario_kwargs(scenario, n_tasks, n_trials), missing=MISSING, seed=seed
+    )
     truths = (sim.truth(estimand="tasks")[0], sim.truth(estimand="population")[0])
     rows = []
     trials = sim.data.dataset["trials"].values
@@ -412,12 +543,28 @@ def evaluate_missing(scenario, n_tasks, n_trials, index, seed, opts):
     missing_share = 1 - trials.sum() / attempts.sum()
     for policy in ("exclude", "fail", "bounds"):
         data = sim.data.with_missing(policy)
-        rec = _Recorder(dict(study="missing", scenario=scenario, N=n_tasks, n=n_trials,
-                             sim=index, prior="", policy=policy,
-                             missing_share=float(missing_share)))
-        res, seconds = _timed(be.fit, data, model="hierarchical", sampler="grid",
-                              draws=opts["draws"], chains=opts["chains"], seed=seed,
-                              task_draws=False)
+        rec = _Recorder(
+            dict(
+                study="missing",
+                scenario=scenario,
+                N=n_tasks,
+                n=n_trials,
+                sim=index,
+                prior="",
+                policy=policy,
+                missing_share=float(missing_share),
+            )
+        )
+        res, seconds = _timed(
+            be.fit,
+            data,
+            model="hierarchical",
+            sampler="grid",
+            draws=opts["draws"],
+            chains=opts["chains"],
+            seed=seed,
+            task_draws=False,
+        )
         for estimand, short in (("population", "pop"), ("tasks", "tasks")):
             draws = res.pass_at_k(k=1, estimand=estimand)
             values = _flat(draws)[:, 0]
@@ -427,8 +574,16 @@ def evaluate_missing(scenario, n_tasks, n_trials, index, seed, opts):
             est = out["estimate"].values[0]
             interval = out["interval"].values[0]
             if policy == "bounds":  # (bound, ...) with bounds lower, upper
-                rec.add(f"boot {unit} perc", "pass@1", est.mean(), interval[0, 0],
-                        interval[1, 1], *truths, est_lower=est[0], est_upper=est[1])
+                rec.add(
+                    f"boot {unit} perc",
+                    "pass@1",
+                    est.mean(),
+                    interval[0, 0],
+                    interval[1, 1],
+                    *truths,
+                    est_lower=est[0],
+                    est_upper=est[1],
+                )
             else:
                 rec.add(f"boot {unit} perc", "pass@1", est, interval[0], interval[1], *truths)
         ds = data.dataset
@@ -437,8 +592,16 @@ def evaluate_missing(scenario, n_tasks, n_trials, index, seed, opts):
         ends = [be.wilson_interval(row.sum(), n.sum(), ci_prob=CI_PROB) for row in c]
         points = [row.sum() / n.sum() for row in c]
         if policy == "bounds":
-            rec.add("wilson", "pass@1", np.mean(points), ends[0][0], ends[-1][1], *truths,
-                    est_lower=points[0], est_upper=points[-1])
+            rec.add(
+                "wilson",
+                "pass@1",
+                np.mean(points),
+                ends[0][0],
+                ends[-1][1],
+                *truths,
+                est_lower=points[0],
+                est_upper=points[-1],
+            )
         else:
             rec.add("wilson", "pass@1", points[0], *ends[0], *truths)
         rows.extend(rec.rows)
@@ -450,8 +613,17 @@ def _add_policy(rec, method, values, policy, truths, seconds):
         means = values.mean(axis=0)
         lo = np.quantile(values[:, 0], (1 - CI_PROB) / 2)
         hi = np.quantile(values[:, 1], (1 + CI_PROB) / 2)
-        rec.add(method, "pass@1", means.mean(), lo, hi, *truths, seconds,
-                est_lower=means[0], est_upper=means[1])
+        rec.add(
+            method,
+            "pass@1",
+            means.mean(),
+            lo,
+            hi,
+            *truths,
+            seconds,
+            est_lower=means[0],
+            est_upper=means[1],
+        )
     else:
         est, lo, hi = _eti(values)
         rec.add(method, "pass@1", est, lo, hi, *truths, seconds)
@@ -460,8 +632,13 @@ def _add_policy(rec, method, values, policy, truths, seconds):
 # -- the plan and the worker -------------------------------------------------------------------
 def build_plan(args) -> list[dict]:
     """Work units: (study, cell, simulation range, options), expensive ones first."""
-    base_opts = dict(draws=args.draws, chains=args.chains, n_boot=args.n_boot,
-                     ln_draws=args.ln_draws, ln_tune=args.ln_tune)
+    base_opts = dict(
+        draws=args.draws,
+        chains=args.chains,
+        n_boot=args.n_boot,
+        ln_draws=args.ln_draws,
+        ln_tune=args.ln_tune,
+    )
     units = []
     scenarios = args.scenarios or list(SCENARIOS)
     n_values = args.n_tasks or list(N_VALUES)
@@ -477,16 +654,33 @@ def build_plan(args) -> list[dict]:
                 base = cell_seed(args.seed, *cell)
                 for start in range(0, sims, chunk):
                     stop = min(start + chunk, sims)
-                    units.append(dict(study="coverage", cell=cell, start=start, stop=stop,
-                                      base=base, sims=sims, ln_sims=ln_sims,
-                                      prior_sims=prior_sims, opts=base_opts))
+                    units.append(
+                        dict(
+                            study="coverage",
+                            cell=cell,
+                            start=start,
+                            stop=stop,
+                            base=base,
+                            sims=sims,
+                            ln_sims=ln_sims,
+                            prior_sims=prior_sims,
+                            opts=base_opts,
+                        )
+                    )
     if not args.skip_missing:
         for cell in MISSING_CELLS:
             base = cell_seed(args.seed, *cell, study="missing")
             for start in range(0, args.missing_sims, chunk):
-                units.append(dict(study="missing", cell=cell, start=start,
-                                  stop=min(start + chunk, args.missing_sims), base=base,
-                                  opts=base_opts))
+                units.append(
+                    dict(
+                        study="missing",
+                        cell=cell,
+                        start=start,
+                        stop=min(start + chunk, args.missing_sims),
+                        base=base,
+                        opts=base_opts,
+                    )
+                )
     units.sort(key=_cost, reverse=True)
     return units
 
@@ -517,8 +711,11 @@ def run_unit(unit) -> tuple[list[dict], float]:
             rows.extend(evaluate_missing(scenario, n_tasks, n_trials, index, seed, opts))
             continue
         opts["ln"] = index < unit["ln_sims"]
-        opts["priors"] = ({k: v for k, v in PRIORS.items() if not k.startswith("default")}
-                          if index < unit["prior_sims"] else None)
+        opts["priors"] = (
+            {k: v for k, v in PRIORS.items() if not k.startswith("default")}
+            if index < unit["prior_sims"]
+            else None
+        )
         evaluate = evaluate_paired if scenario == "paired" else evaluate_single
         rows.extend(evaluate(scenario, n_tasks, n_trials, index, seed, opts))
     return rows, time.perf_counter() - start_time
@@ -556,15 +753,20 @@ def with_prior_subset(records: pd.DataFrame, prior_sims: int) -> pd.DataFrame:
     """Append copies (``study="priors"``) of the default-prior hierarchical records on the
     simulations refitted under the alternative priors, so that all priors share them."""
     default = next(iter(PRIORS))
-    cell = pd.Series(list(zip(records["scenario"], records["N"], records["n"])),
-                     index=records.index)
-    sel = ((records["study"] == "coverage") & cell.isin(HEADLINE)
-           & records["method"].isin(["hierarchical pop", "hierarchical tasks"])
-           & (records["sim"] < prior_sims))
+    cell = pd.Series(
+        list(zip(records["scenario"], records["N"], records["n"])), index=records.index
+    )
+    sel = (
+        (records["study"] == "coverage")
+        & cell.isin(HEADLINE)
+        & records["method"].isin(["hierarchical pop", "hierarchical tasks"])
+        & (records["sim"] < prior_sims)
+    )
     if not sel.any() or not (records["study"] == "priors").any():
         return records
-    return pd.concat([records, records[sel].assign(study="priors", prior=default)],
-                     ignore_index=True)
+    return pd.concat(
+        [records, records[sel].assign(study="priors", prior=default)], ignore_index=True
+    )
 
 
 def with_ln_subset(records: pd.DataFrame, ln_sims: int) -> pd.DataFrame:
@@ -573,17 +775,24 @@ def with_ln_subset(records: pd.DataFrame, ln_sims: int) -> pd.DataFrame:
     parts = [records]
     for cell, share in LN_CELLS.items():
         count = round(ln_sims * share)
-        sel = ((records["study"] == "coverage") & (records["scenario"] == cell[0])
-               & (records["N"] == cell[1]) & (records["n"] == cell[2])
-               & (records["sim"] < count) & ~records["method"].str.startswith("logit_normal"))
+        sel = (
+            (records["study"] == "coverage")
+            & (records["scenario"] == cell[0])
+            & (records["N"] == cell[1])
+            & (records["n"] == cell[2])
+            & (records["sim"] < count)
+            & ~records["method"].str.startswith("logit_normal")
+        )
         if sel.any():
             parts.append(records[sel].assign(study="ln_subset"))
     return pd.concat(parts, ignore_index=True)
 
 
 # -- summaries ---------------------------------------------------------------------------------
-def summarise(records: pd.DataFrame, keys=("study", "scenario", "N", "n", "method", "metric",
-                                           "prior", "policy")) -> pd.DataFrame:
+def summarise(
+    records: pd.DataFrame,
+    keys=("study", "scenario", "N", "n", "method", "metric", "prior", "policy"),
+) -> pd.DataFrame:
     """Coverage (against both truths), Monte Carlo standard errors and widths per cell.
 
     Parameters
@@ -607,22 +816,31 @@ def summarise(records: pd.DataFrame, keys=("study", "scenario", "N", "n", "metho
     df["finite"] = finite
     # a tiny tolerance: intervals are quantiles of draws and truths are closed forms
     tol = 1e-12
-    df["in_tasks"] = finite & (df["lower"] - tol <= df["truth_tasks"]) & (
-        df["truth_tasks"] <= df["upper"] + tol)
-    df["in_population"] = finite & (df["lower"] - tol <= df["truth_population"]) & (
-        df["truth_population"] <= df["upper"] + tol)
+    df["in_tasks"] = (
+        finite & (df["lower"] - tol <= df["truth_tasks"]) & (df["truth_tasks"] <= df["upper"] + tol)
+    )
+    df["in_population"] = (
+        finite
+        & (df["lower"] - tol <= df["truth_population"])
+        & (df["truth_population"] <= df["upper"] + tol)
+    )
     df["width"] = np.where(finite, df["upper"] - df["lower"], np.nan)
     df["err_tasks"] = df["estimate"] - df["truth_tasks"]
     df["err_population"] = df["estimate"] - df["truth_population"]
     keys = [k for k in keys if k in df.columns]
     df[keys] = df[keys].fillna("")
     grouped = df.groupby(keys, sort=False)
-    out = grouped.agg(sims=("finite", "size"), failed=("finite", lambda x: int((~x).sum())),
-                      cov_tasks=("in_tasks", "mean"), cov_population=("in_population", "mean"),
-                      width=("width", "mean"), width_median=("width", "median"),
-                      bias_tasks=("err_tasks", "mean"),
-                      bias_population=("err_population", "mean"),
-                      seconds=("seconds", "mean")).reset_index()
+    out = grouped.agg(
+        sims=("finite", "size"),
+        failed=("finite", lambda x: int((~x).sum())),
+        cov_tasks=("in_tasks", "mean"),
+        cov_population=("in_population", "mean"),
+        width=("width", "mean"),
+        width_median=("width", "median"),
+        bias_tasks=("err_tasks", "mean"),
+        bias_population=("err_population", "mean"),
+        seconds=("seconds", "mean"),
+    ).reset_index()
     for name in ("tasks", "population"):
         c = out[f"cov_{name}"]
         out[f"se_{name}"] = np.sqrt(c * (1 - c) / out["sims"])
@@ -630,11 +848,13 @@ def summarise(records: pd.DataFrame, keys=("study", "scenario", "N", "n", "metho
         if extra in df.columns:
             if extra.startswith("est_"):
                 values = df[extra] - df["truth_population"]
-                out[f"bias_{extra[4:]}_population"] = values.groupby(
-                    [df[k] for k in keys], sort=False).mean().values
+                out[f"bias_{extra[4:]}_population"] = (
+                    values.groupby([df[k] for k in keys], sort=False).mean().values
+                )
                 values = df[extra] - df["truth_tasks"]
-                out[f"bias_{extra[4:]}_tasks"] = values.groupby(
-                    [df[k] for k in keys], sort=False).mean().values
+                out[f"bias_{extra[4:]}_tasks"] = (
+                    values.groupby([df[k] for k in keys], sort=False).mean().values
+                )
             else:
                 out[extra] = df.groupby(keys, sort=False)[extra].mean().values
     out["designed"] = out["method"].map(DESIGNED).fillna("")
@@ -671,7 +891,9 @@ def _mark(row, which):
 
 
 COVERAGE_COLUMNS = {
-    "N": lambda r: r["N"], "n": lambda r: r["n"], "method": lambda r: r["method"],
+    "N": lambda r: r["N"],
+    "n": lambda r: r["n"],
+    "method": lambda r: r["method"],
     "sims": lambda r: r["sims"],
     "coverage (tasks)": lambda r: _mark(r, "tasks"),
     "coverage (population)": lambda r: _mark(r, "population"),
@@ -692,13 +914,15 @@ def coverage_markdown(summary: pd.DataFrame, settings: dict) -> str:
         "",
         _settings_text(settings),
         "",
-        ("Coverage is the share of simulations whose interval contains the truth, ± its Monte "
-         "Carlo standard error sqrt(c (1 - c) / sims). Each method is checked against both "
-         "truths; **bold** marks the estimand the method is designed for (both for the naive "
-         "Wald and Wilson intervals on pooled trials). A method that needs n >= k (the unbiased "
-         f"pass@{K_AT} estimator: bootstraps, cluster-robust t) has no pass@{K_AT} row at n < "
-         f"{K_AT}; Wald and Wilson are for pass@1 only; the Bayesian models extrapolate "
-         f"pass@{K_AT} from fewer trials (at n = 1 it rests on the concentration prior)."),
+        (
+            "Coverage is the share of simulations whose interval contains the truth, ± its Monte "
+            "Carlo standard error sqrt(c (1 - c) / sims). Each method is checked against both "
+            "truths; **bold** marks the estimand the method is designed for (both for the naive "
+            "Wald and Wilson intervals on pooled trials). A method that needs n >= k (the unbiased "
+            f"pass@{K_AT} estimator: bootstraps, cluster-robust t) has no pass@{K_AT} row at n < "
+            f"{K_AT}; Wald and Wilson are for pass@1 only; the Bayesian models extrapolate "
+            f"pass@{K_AT} from fewer trials (at n = 1 it rests on the concentration prior)."
+        ),
     ]
     for scenario in SCENARIOS:
         sub = cov[cov["scenario"] == scenario]
@@ -730,10 +954,15 @@ def _settings_text(settings: dict) -> str:
 
 
 # -- model cards -------------------------------------------------------------------------------
-def _model_table(summary, methods, metrics=("pass@1", f"pass@{K_AT}"), scenarios=None,
-                 study="coverage", prior=""):
-    rows = summary[(summary["study"] == study) & summary["method"].isin(methods)
-                   & summary["metric"].isin(metrics) & (summary["prior"] == prior)]
+def _model_table(
+    summary, methods, metrics=("pass@1", f"pass@{K_AT}"), scenarios=None, study="coverage", prior=""
+):
+    rows = summary[
+        (summary["study"] == study)
+        & summary["method"].isin(methods)
+        & summary["metric"].isin(metrics)
+        & (summary["prior"] == prior)
+    ]
     if scenarios is not None:
         rows = rows[rows["scenario"].isin(scenarios)]
     return rows
@@ -752,9 +981,13 @@ def card_coverage_table(summary, columns, scenarios=None) -> str:
     parts = []
     for study in dict.fromkeys(c[3] for c in columns):
         methods = [m for _, m, _, st in columns if st == study]
-        part = _model_table(summary, methods, metrics=("pass@1", f"pass@{K_AT}", "effect@1",
-                                                       f"effect@{K_AT}"),
-                            scenarios=scenarios, study=study)
+        part = _model_table(
+            summary,
+            methods,
+            metrics=("pass@1", f"pass@{K_AT}", "effect@1", f"effect@{K_AT}"),
+            scenarios=scenarios,
+            study=study,
+        )
         parts.append(part)
     rows = pd.concat(parts)
     if rows.empty:
@@ -765,7 +998,8 @@ def card_coverage_table(summary, columns, scenarios=None) -> str:
     header = ["scenario", "N", "n", "metric", "sims"] + [c[0] for c in present]
     keyed = []
     for (scenario, n_tasks, n_trials, metric), group in rows.groupby(
-            ["scenario", "N", "n", "metric"], sort=False):
+        ["scenario", "N", "n", "metric"], sort=False
+    ):
         lead = group[(group["method"] == first[1]) & (group["study"] == first[3])]
         if lead.empty:
             continue
@@ -791,19 +1025,29 @@ def card_coverage_table(summary, columns, scenarios=None) -> str:
 def _undercovered_cells(summary, methods, keep) -> list[str]:
     """Sentences, in table order, for cells more than two MC se below 0.95 whose coverage
     passes ``keep``."""
-    rows = _model_table(summary, methods, metrics=("pass@1", f"pass@{K_AT}", "effect@1",
-                                                   f"effect@{K_AT}"))
+    rows = _model_table(
+        summary, methods, metrics=("pass@1", f"pass@{K_AT}", "effect@1", f"effect@{K_AT}")
+    )
     items = []
     for _, r in rows.iterrows():
         designed = r["designed"]
-        for which in (("tasks", "population") if designed == "both" else (designed,)):
+        for which in ("tasks", "population") if designed == "both" else (designed,):
             c, se = r[f"cov_{which}"], r[f"se_{which}"]
             if np.isfinite(c) and c + 2 * se < 0.95 and keep(c):
-                items.append((SCENARIO_INDEX[r["scenario"]], r["N"], r["n"], r["metric"],
-                              METHOD_ORDER.index(r["method"]),
-                              (f"- {r['method']} ({which}), {r['scenario']}, N = {r['N']}, "
-                               f"n = {r['n']}, {r['metric']}: coverage {fmt_cov(c, se)} "
-                               f"({r['sims']} sims), mean width {_fmt(r['width'])}.")))
+                items.append(
+                    (
+                        SCENARIO_INDEX[r["scenario"]],
+                        r["N"],
+                        r["n"],
+                        r["metric"],
+                        METHOD_ORDER.index(r["method"]),
+                        (
+                            f"- {r['method']} ({which}), {r['scenario']}, N = {r['N']}, "
+                            f"n = {r['n']}, {r['metric']}: coverage {fmt_cov(c, se)} "
+                            f"({r['sims']} sims), mean width {_fmt(r['width'])}."
+                        ),
+                    )
+                )
     items.sort()
     return [item[-1] for item in items]
 
@@ -812,8 +1056,7 @@ def undercoverage_list(summary, methods, threshold=0.90) -> str:
     """Plain sentences for every cell where a method covers below ``threshold``."""
     items = _undercovered_cells(summary, methods, lambda c: c < threshold)
     if not items:
-        return (f"No cell has coverage below {threshold:.2f} (with coverage + 2 MC se below "
-                "0.95).")
+        return f"No cell has coverage below {threshold:.2f} (with coverage + 2 MC se below 0.95)."
     return "\n".join(items)
 
 
@@ -824,21 +1067,33 @@ def mild_undercoverage_list(summary, methods, threshold=0.90) -> str:
 
 
 def prior_table(summary) -> str:
-    rows = summary[(summary["study"].isin(["priors", "coverage"]))
-                   & summary["method"].isin(["hierarchical pop", "hierarchical tasks"])
-                   & (summary["metric"] == "pass@1")]
-    cells = sorted({(s, N, n) for s, N, n in zip(rows["scenario"], rows["N"], rows["n"])
-                    if (s, N, n) in HEADLINE})
-    lines = [("| scenario | N | n | prior on log kappa | sims | population coverage | "
-              "population width | tasks coverage | tasks width |"),
-             "|---|---|---|---|---|---|---|---|---|"]
+    rows = summary[
+        (summary["study"].isin(["priors", "coverage"]))
+        & summary["method"].isin(["hierarchical pop", "hierarchical tasks"])
+        & (summary["metric"] == "pass@1")
+    ]
+    cells = sorted(
+        {
+            (s, N, n)
+            for s, N, n in zip(rows["scenario"], rows["N"], rows["n"])
+            if (s, N, n) in HEADLINE
+        }
+    )
+    lines = [
+        (
+            "| scenario | N | n | prior on log kappa | sims | population coverage | "
+            "population width | tasks coverage | tasks width |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     priors_in = summary.loc[summary["study"] == "priors", "prior"].unique()
     if len(priors_in) == 0:
         return "_(no prior-sensitivity results)_"
     sims_alt = int(summary.loc[summary["study"] == "priors", "sims"].min())
     for cell in sorted(cells, key=lambda c: (SCENARIO_INDEX[c[0]], c[1], c[2])):
-        entries = [(name, rows[(rows["study"] == "priors") & (rows["prior"] == name)])
-                   for name in PRIORS]
+        entries = [
+            (name, rows[(rows["study"] == "priors") & (rows["prior"] == name)]) for name in PRIORS
+        ]
         entries.insert(1, (f"{next(iter(PRIORS))}, all sims", rows[rows["study"] == "coverage"]))
         for name, sel in entries:
             sel = sel[(sel["scenario"] == cell[0]) & (sel["N"] == cell[1]) & (sel["n"] == cell[2])]
@@ -850,10 +1105,13 @@ def prior_table(summary) -> str:
             lines.append(
                 f"| {cell[0]} | {cell[1]} | {cell[2]} | {name} | {p['sims']} | "
                 f"{fmt_cov(p['cov_population'], p['se_population'])} | {_fmt(p['width'])} | "
-                f"{fmt_cov(t['cov_tasks'], t['se_tasks'])} | {_fmt(t['width'])} |")
-    note = (f"\n\nEvery prior is fitted to the same first {sims_alt} simulations of each "
-            "headline cell; the default prior's row over all of the cell's simulations follows "
-            "it.")
+                f"{fmt_cov(t['cov_tasks'], t['se_tasks'])} | {_fmt(t['width'])} |"
+            )
+    note = (
+        f"\n\nEvery prior is fitted to the same first {sims_alt} simulations of each "
+        "headline cell; the default prior's row over all of the cell's simulations follows "
+        "it."
+    )
     return "\n".join(lines) + note
 
 
@@ -861,20 +1119,29 @@ def missing_table(summary) -> str:
     rows = summary[summary["study"] == "missing"].copy()
     if rows.empty:
         return "_(no missing-outcome results)_"
-    lines = [("| scenario | N | n | missing share | method | policy | sims | bias (own estimand) "
-              "| coverage (own estimand) | mean width |"), "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| scenario | N | n | missing share | method | policy | sims | bias (own estimand) "
+            "| coverage (own estimand) | mean width |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     policies = {"exclude": 0, "fail": 1, "bounds": 2}
     rows["rank"] = _method_rank(rows) * 10 + rows["policy"].map(policies)
     for _, r in rows.sort_values(["scenario", "N", "n", "rank"]).iterrows():
         which = "population" if r["designed"] == "population" else "tasks"
         if r["policy"] == "bounds":
-            bias = (f"{r[f'bias_lower_{which}']:+.3f} / {r[f'bias_upper_{which}']:+.3f} "
-                    "(lower / upper bound)")
+            bias = (
+                f"{r[f'bias_lower_{which}']:+.3f} / {r[f'bias_upper_{which}']:+.3f} "
+                "(lower / upper bound)"
+            )
         else:
             bias = f"{r[f'bias_{which}']:+.3f}"
-        lines.append(f"| {r['scenario']} | {r['N']} | {r['n']} | {r['missing_share']:.3f} | "
-                     f"{r['method']} ({which}) | {r['policy']} | {r['sims']} | {bias} | "
-                     f"{fmt_cov(r[f'cov_{which}'], r[f'se_{which}'])} | {_fmt(r['width'])} |")
+        lines.append(
+            f"| {r['scenario']} | {r['N']} | {r['n']} | {r['missing_share']:.3f} | "
+            f"{r['method']} ({which}) | {r['policy']} | {r['sims']} | {bias} | "
+            f"{fmt_cov(r[f'cov_{which}'], r[f'se_{which}'])} | {_fmt(r['width'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -883,12 +1150,17 @@ def timing_table(summary, methods) -> str:
     rows = rows[np.isfinite(rows["seconds"])]
     if rows.empty:
         return "_(no timings)_"
-    lines = ["| method | scenario | N | n | mean seconds per fit or call (NUTS: incl. compiling) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        "| method | scenario | N | n | mean seconds per fit or call (NUTS: incl. compiling) |",
+        "|---|---|---|---|---|",
+    ]
     # cells of the subset run for NUTS; otherwise a few sizes are enough
-    keep = [cell in LN_CELLS if m.startswith("logit_normal") else
-            (cell[0] in ("u_shaped", "paired") and cell[2] == 32 and cell[1] in (10, 50, 200))
-            for m, cell in zip(rows["method"], zip(rows["scenario"], rows["N"], rows["n"]))]
+    keep = [
+        cell in LN_CELLS
+        if m.startswith("logit_normal")
+        else (cell[0] in ("u_shaped", "paired") and cell[2] == 32 and cell[1] in (10, 50, 200))
+        for m, cell in zip(rows["method"], zip(rows["scenario"], rows["N"], rows["n"]))
+    ]
     rows = rows[np.array(keep, dtype=bool)]
     rows = rows.assign(rank=_method_rank(rows))
     seen = set()
@@ -900,8 +1172,7 @@ def timing_table(summary, methods) -> str:
         if key in seen:
             continue
         seen.add(key)
-        lines.append(f"| {key[0]} | {r['scenario']} | {r['N']} | {r['n']} | "
-                     f"{r['seconds']:.2f} |")
+        lines.append(f"| {key[0]} | {r['scenario']} | {r['N']} | {r['n']} | {r['seconds']:.2f} |")
     return "\n".join(lines)
 
 
@@ -913,69 +1184,110 @@ def sbc_section(out_dir: Path, model: str) -> str:
     sbc = sbc[sbc["model"] == model]
     if sbc.empty:
         return "_(no SBC results for this model)_"
-    lines = [("| quantity | replicates | posterior draws ranked | bins | chi-square | p-value "
-              "| KS p-value |"), "|---|---|---|---|---|---|---|"]
+    lines = [
+        (
+            "| quantity | replicates | posterior draws ranked | bins | chi-square | p-value "
+            "| KS p-value |"
+        ),
+        "|---|---|---|---|---|---|---|",
+    ]
     for _, r in sbc.iterrows():
-        lines.append(f"| {r['quantity']} | {r['replicates']} | {r['draws']} | {r['bins']} | "
-                     f"{r['chi2']:.1f} | {r['p_chi2']:.3f} | {r['p_ks']:.3f} |")
+        lines.append(
+            f"| {r['quantity']} | {r['replicates']} | {r['draws']} | {r['bins']} | "
+            f"{r['chi2']:.1f} | {r['p_chi2']:.3f} | {r['p_ks']:.3f} |"
+        )
     meta = out_dir / "sbc.json"
     note = ""
     if meta.exists():
         info = json.loads(meta.read_text())
         command = info.get("commands", {}).get(model, "python benchmarks/sbc.py")
-        note = (f"\n\nFrom `{command}`: {info['n_tasks']} tasks x {info['n_trials']} trials per "
-                f"replicate, seed {info['seed']}.")
+        note = (
+            f"\n\nFrom `{command}`: {info['n_tasks']} tasks x {info['n_trials']} trials per "
+            f"replicate, seed {info['seed']}."
+        )
     return "\n".join(lines) + note
 
 
 CARD_COLUMNS = {  # model card -> table name -> (column label, method, estimand)
-    "hierarchical": {"": [("population", "hierarchical pop", "population"),
-                          ("tasks", "hierarchical tasks", "tasks")]},
+    "hierarchical": {
+        "": [
+            ("population", "hierarchical pop", "population"),
+            ("tasks", "hierarchical tasks", "tasks"),
+        ]
+    },
     "beta_binomial": {"": [("tasks", "beta_binomial tasks", "tasks")]},
-    "logit_normal": {"": [("population", "logit_normal pop", "population"),
-                          ("tasks", "logit_normal tasks", "tasks"),
-                          ("hierarchical population, same sims", "hierarchical pop",
-                           "population", "ln_subset"),
-                          ("hierarchical tasks, same sims", "hierarchical tasks", "tasks",
-                           "ln_subset"),
-                          ("task bootstrap perc (population), same sims", "boot task perc",
-                           "population", "ln_subset"),
-                          ("cluster bootstrap perc (population), same sims",
-                           "boot cluster perc", "population", "ln_subset"),
-                          ("paired task bootstrap perc (population), same sims",
-                           "paired boot task perc", "population", "ln_subset"),
-                          ("unpaired task bootstrap perc (population), same sims",
-                           "unpaired boot task perc", "population", "ln_subset")]},
+    "logit_normal": {
+        "": [
+            ("population", "logit_normal pop", "population"),
+            ("tasks", "logit_normal tasks", "tasks"),
+            ("hierarchical population, same sims", "hierarchical pop", "population", "ln_subset"),
+            ("hierarchical tasks, same sims", "hierarchical tasks", "tasks", "ln_subset"),
+            (
+                "task bootstrap perc (population), same sims",
+                "boot task perc",
+                "population",
+                "ln_subset",
+            ),
+            (
+                "cluster bootstrap perc (population), same sims",
+                "boot cluster perc",
+                "population",
+                "ln_subset",
+            ),
+            (
+                "paired task bootstrap perc (population), same sims",
+                "paired boot task perc",
+                "population",
+                "ln_subset",
+            ),
+            (
+                "unpaired task bootstrap perc (population), same sims",
+                "unpaired boot task perc",
+                "population",
+                "ln_subset",
+            ),
+        ]
+    },
     "bootstrap": {
-        "single": [("trial perc (tasks)", "boot trial perc", "tasks"),
-                   ("trial BCa (tasks)", "boot trial bca", "tasks"),
-                   ("trial perc (population)", "boot trial perc", "population"),
-                   ("task perc (population)", "boot task perc", "population"),
-                   ("task BCa (population)", "boot task bca", "population"),
-                   ("cluster perc (population)", "boot cluster perc", "population"),
-                   ("cluster BCa (population)", "boot cluster bca", "population"),
-                   ("cluster-robust t (population)", "cluster-robust t", "population"),
-                   ("Wald (tasks)", "wald", "tasks"), ("Wald (population)", "wald", "population"),
-                   ("Wilson (tasks)", "wilson", "tasks"),
-                   ("Wilson (population)", "wilson", "population")],
-        "paired": [("paired task perc (population)", "paired boot task perc", "population"),
-                   ("paired task BCa (population)", "paired boot task bca", "population"),
-                   ("paired trial perc (tasks)", "paired boot trial perc", "tasks"),
-                   ("paired cluster-robust t (population)", "paired cluster-robust t",
-                    "population"),
-                   ("unpaired task perc (population)", "unpaired boot task perc", "population"),
-                   ("unpaired Wald (tasks)", "unpaired wald", "tasks"),
-                   ("unpaired Wald (population)", "unpaired wald", "population")],
+        "single": [
+            ("trial perc (tasks)", "boot trial perc", "tasks"),
+            ("trial BCa (tasks)", "boot trial bca", "tasks"),
+            ("trial perc (population)", "boot trial perc", "population"),
+            ("task perc (population)", "boot task perc", "population"),
+            ("task BCa (population)", "boot task bca", "population"),
+            ("cluster perc (population)", "boot cluster perc", "population"),
+            ("cluster BCa (population)", "boot cluster bca", "population"),
+            ("cluster-robust t (population)", "cluster-robust t", "population"),
+            ("Wald (tasks)", "wald", "tasks"),
+            ("Wald (population)", "wald", "population"),
+            ("Wilson (tasks)", "wilson", "tasks"),
+            ("Wilson (population)", "wilson", "population"),
+        ],
+        "paired": [
+            ("paired task perc (population)", "paired boot task perc", "population"),
+            ("paired task BCa (population)", "paired boot task bca", "population"),
+            ("paired trial perc (tasks)", "paired boot trial perc", "tasks"),
+            ("paired cluster-robust t (population)", "paired cluster-robust t", "population"),
+            ("unpaired task perc (population)", "unpaired boot task perc", "population"),
+            ("unpaired Wald (tasks)", "unpaired wald", "tasks"),
+            ("unpaired Wald (population)", "unpaired wald", "population"),
+        ],
     },
 }
 
 
 def headline_text(summary) -> str:
     """The numbers the cards lead with (N = 10, n = 32, U-shaped; paired effect)."""
+
     def get(scenario, N, n, method, metric="pass@1"):
-        r = summary[(summary["study"] == "coverage") & (summary["scenario"] == scenario)
-                    & (summary["N"] == N) & (summary["n"] == n) & (summary["method"] == method)
-                    & (summary["metric"] == metric)]
+        r = summary[
+            (summary["study"] == "coverage")
+            & (summary["scenario"] == scenario)
+            & (summary["N"] == N)
+            & (summary["n"] == n)
+            & (summary["method"] == method)
+            & (summary["metric"] == metric)
+        ]
         return None if r.empty else r.iloc[0]
 
     lines = []
@@ -986,17 +1298,23 @@ def headline_text(summary) -> str:
         task = get("u_shaped", N, 32, "boot task perc")
         if pop is None:
             continue
-        text = (f"- U-shaped, N = {N}, n = 32 ({pop['sims']} sims): hierarchical population "
-                f"{fmt_cov(pop['cov_population'], pop['se_population'])} (width "
-                f"{_fmt(pop['width'])}); hierarchical tasks "
-                f"{fmt_cov(tasks['cov_tasks'], tasks['se_tasks'])} (width {_fmt(tasks['width'])})")
+        text = (
+            f"- U-shaped, N = {N}, n = 32 ({pop['sims']} sims): hierarchical population "
+            f"{fmt_cov(pop['cov_population'], pop['se_population'])} (width "
+            f"{_fmt(pop['width'])}); hierarchical tasks "
+            f"{fmt_cov(tasks['cov_tasks'], tasks['se_tasks'])} (width {_fmt(tasks['width'])})"
+        )
         if trial is not None:
-            text += (f"; trial bootstrap against the population truth "
-                     f"{fmt_cov(trial['cov_population'], trial['se_population'])}, against the "
-                     f"tasks truth {fmt_cov(trial['cov_tasks'], trial['se_tasks'])}")
+            text += (
+                f"; trial bootstrap against the population truth "
+                f"{fmt_cov(trial['cov_population'], trial['se_population'])}, against the "
+                f"tasks truth {fmt_cov(trial['cov_tasks'], trial['se_tasks'])}"
+            )
         if task is not None:
-            text += (f"; task bootstrap (population) "
-                     f"{fmt_cov(task['cov_population'], task['se_population'])}")
+            text += (
+                f"; task bootstrap (population) "
+                f"{fmt_cov(task['cov_population'], task['se_population'])}"
+            )
         lines.append(text + ".")
     for N, n in ((10, 32), (50, 4)):
         ln = get("paired", N, n, "logit_normal pop", "effect@1")
@@ -1008,19 +1326,27 @@ def headline_text(summary) -> str:
         text = f"- Paired effect (correlated difficulty), N = {N}, n = {n}:"
         parts = []
         if ln is not None:
-            parts.append(f"logit-normal paired population effect "
-                         f"{fmt_cov(ln['cov_population'], ln['se_population'])} "
-                         f"({ln['sims']} sims, width {_fmt(ln['width'])})")
-        parts.append(f"hierarchical unpaired {fmt_cov(hier['cov_population'], hier['se_population'])}"
-                     f" (width {_fmt(hier['width'])})")
+            parts.append(
+                f"logit-normal paired population effect "
+                f"{fmt_cov(ln['cov_population'], ln['se_population'])} "
+                f"({ln['sims']} sims, width {_fmt(ln['width'])})"
+            )
+        parts.append(
+            f"hierarchical unpaired {fmt_cov(hier['cov_population'], hier['se_population'])}"
+            f" (width {_fmt(hier['width'])})"
+        )
         if paired is not None:
-            parts.append(f"paired task bootstrap "
-                         f"{fmt_cov(paired['cov_population'], paired['se_population'])} "
-                         f"(width {_fmt(paired['width'])})")
+            parts.append(
+                f"paired task bootstrap "
+                f"{fmt_cov(paired['cov_population'], paired['se_population'])} "
+                f"(width {_fmt(paired['width'])})"
+            )
         if unpaired is not None:
-            parts.append(f"unpaired task bootstrap "
-                         f"{fmt_cov(unpaired['cov_population'], unpaired['se_population'])} "
-                         f"(width {_fmt(unpaired['width'])})")
+            parts.append(
+                f"unpaired task bootstrap "
+                f"{fmt_cov(unpaired['cov_population'], unpaired['se_population'])} "
+                f"(width {_fmt(unpaired['width'])})"
+            )
         lines.append(text + " " + "; ".join(parts) + ".")
     return "\n".join(lines) if lines else "_(headline cells not run)_"
 
@@ -1037,7 +1363,7 @@ def small_n_section(out_dir: Path) -> str:
     path = out_dir / "small_n.md"
     text = path.read_text() if path.exists() else ""
     if start in text and end in text:
-        block = text[text.index(start) + len(start):text.index(end)].strip("\n")
+        block = text[text.index(start) + len(start) : text.index(end)].strip("\n")
     else:
         block = "_(no small-N results: run `python benchmarks/small_n.py`)_"
     return f"{start}\n{block}\n{end}"
@@ -1046,24 +1372,34 @@ def small_n_section(out_dir: Path) -> str:
 def write_cards(summary, settings, out_dir: Path, cards_dir: Path, template_dir: Path):
     """Fill each template of ``template_dir`` and write ``cards_dir/<model>.md``."""
     cards_dir.mkdir(parents=True, exist_ok=True)
-    header = (f"<!-- Generated by `{settings['command']}` (seed {settings['seed']}, "
-              f"{settings['n_sims']} sims per ordinary cell, {settings['headline_sims']} in "
-              f"headline cells, logit-normal up to {settings['ln_sims']} per cell). Edit the "
-              f"template in benchmarks/_cards/ and rerun; do not edit this file. -->")
+    header = (
+        f"<!-- Generated by `{settings['command']}` (seed {settings['seed']}, "
+        f"{settings['n_sims']} sims per ordinary cell, {settings['headline_sims']} in "
+        f"headline cells, logit-normal up to {settings['ln_sims']} per cell). Edit the "
+        f"template in benchmarks/_cards/ and rerun; do not edit this file. -->"
+    )
     for model, tables in CARD_COLUMNS.items():
         template = (template_dir / f"{model}.md").read_text()
-        methods = sorted({c[1] for columns in tables.values() for c in columns
-                          if c[1].split()[0] == model or model == "bootstrap"})
+        methods = sorted(
+            {
+                c[1]
+                for columns in tables.values()
+                for c in columns
+                if c[1].split()[0] == model or model == "bootstrap"
+            }
+        )
         single = [s for s in SCENARIOS if s != "paired"]
         filled = {
             "{{header}}": header,
             "{{settings}}": _settings_text(settings),
             "{{headline}}": headline_text(summary),
             "{{coverage_table}}": card_coverage_table(summary, tables.get("", [])),
-            "{{coverage_single}}": card_coverage_table(summary, tables.get("single", []),
-                                                       scenarios=single),
-            "{{coverage_paired}}": card_coverage_table(summary, tables.get("paired", []),
-                                                       scenarios=["paired"]),
+            "{{coverage_single}}": card_coverage_table(
+                summary, tables.get("single", []), scenarios=single
+            ),
+            "{{coverage_paired}}": card_coverage_table(
+                summary, tables.get("paired", []), scenarios=["paired"]
+            ),
             "{{undercoverage}}": undercoverage_list(summary, methods),
             "{{mild_undercoverage}}": mild_undercoverage_list(summary, methods),
             "{{prior_table}}": prior_table(summary),
@@ -1080,21 +1416,37 @@ def write_cards(summary, settings, out_dir: Path, cards_dir: Path, template_dir:
 # -- main --------------------------------------------------------------------------------------
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--n-sims", type=int, default=50,
-                        help="simulations per ordinary cell (default 50)")
-    parser.add_argument("--headline-sims", type=int, default=700,
-                        help="simulations per headline cell (default 700: a Monte Carlo standard error of at most 0.01 down to coverage 0.92)")
-    parser.add_argument("--ln-sims", type=int, default=40,
-                        help="logit-normal (NUTS) simulations in its main cell (paired, N = 10, "
-                             "n = 32); its other cells get a share (default 40)")
-    parser.add_argument("--prior-sims", type=int, default=100,
-                        help="simulations per headline cell refitted under each alternative "
-                             "concentration prior (default 100)")
-    parser.add_argument("--missing-sims", type=int, default=100,
-                        help="simulations per missing-outcome cell (default 100)")
+    parser.add_argument(
+        "--n-sims", type=int, default=50, help="simulations per ordinary cell (default 50)"
+    )
+    parser.add_argument(
+        "--headline-sims",
+        type=int,
+        default=700,
+        help="simulations per headline cell (default 700: a Monte Carlo standard error of at most 0.01 down to coverage 0.92)",
+    )
+    parser.add_argument(
+        "--ln-sims",
+        type=int,
+        default=40,
+        help="logit-normal (NUTS) simulations in its main cell (paired, N = 10, "
+        "n = 32); its other cells get a share (default 40)",
+    )
+    parser.add_argument(
+        "--prior-sims",
+        type=int,
+        default=100,
+        help="simulations per headline cell refitted under each alternative "
+        "concentration prior (default 100)",
+    )
+    parser.add_argument(
+        "--missing-sims",
+        type=int,
+        default=100,
+        help="simulations per missing-outcome cell (default 100)",
+    )
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap replicates")
-    parser.add_argument("--draws", type=int, default=1000, help="draws per chain (grid, "
-                        "conjugate)")
+    parser.add_argument("--draws", type=int, default=1000, help="draws per chain (grid, conjugate)")
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--ln-draws", type=int, default=500)
     parser.add_argument("--ln-tune", type=int, default=500)
@@ -1102,20 +1454,27 @@ def parse_args(argv=None):
     parser.add_argument("--jobs", type=int, default=2, help="worker processes")
     parser.add_argument("--chunk", type=int, default=25, help="simulations per work unit")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    parser.add_argument("--cards", type=Path, default=ROOT / "models",
-                        help="where the model cards go")
+    parser.add_argument(
+        "--cards", type=Path, default=ROOT / "models", help="where the model cards go"
+    )
     parser.add_argument("--no-cards", action="store_true", help="do not write model cards")
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: few cells and simulations, results in <out>/quick, "
-                             "no cards")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: few cells and simulations, results in <out>/quick, no cards",
+    )
     parser.add_argument("--scenarios", nargs="+", choices=list(SCENARIOS))
     parser.add_argument("--n-tasks", type=int, nargs="+")
     parser.add_argument("--n-trials", type=int, nargs="+")
     parser.add_argument("--skip-missing", action="store_true")
-    parser.add_argument("--save-raw", action="store_true",
-                        help="also write every interval (calibration_raw.csv.gz)")
-    parser.add_argument("--from-raw", type=Path,
-                        help="summarise a saved calibration_raw.csv.gz instead of simulating")
+    parser.add_argument(
+        "--save-raw", action="store_true", help="also write every interval (calibration_raw.csv.gz)"
+    )
+    parser.add_argument(
+        "--from-raw",
+        type=Path,
+        help="summarise a saved calibration_raw.csv.gz instead of simulating",
+    )
     args = parser.parse_args(argv)
     words = list(argv if argv is not None else sys.argv[1:])
     kept, skip = [], False
@@ -1153,8 +1512,7 @@ def main(argv=None):
     start = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.from_raw:  # re-render the tables and cards of an earlier run
-        records = pd.read_csv(args.from_raw, keep_default_na=False,
-                              na_values=["", "nan", "NaN"])
+        records = pd.read_csv(args.from_raw, keep_default_na=False, na_values=["", "nan", "NaN"])
         settings = json.loads((args.out / "calibration.json").read_text())
         wall = settings["wall_minutes"] * 60
     else:
@@ -1162,32 +1520,51 @@ def main(argv=None):
         print(f"{len(units)} work units on {args.jobs} process(es)", flush=True)
         records = run_plan(units, args.jobs, log=lambda s: print(s, flush=True))
         wall = time.perf_counter() - start
-        cpu = sum(getattr(resource.getrusage(who), field)
-                  for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-                  for field in ("ru_utime", "ru_stime"))
+        cpu = sum(
+            getattr(resource.getrusage(who), field)
+            for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+            for field in ("ru_utime", "ru_stime")
+        )
         if args.save_raw:
-            records.to_csv(args.out / "calibration_raw.csv.gz", index=False,
-                           float_format="%.8g")
+            records.to_csv(args.out / "calibration_raw.csv.gz", index=False, float_format="%.8g")
     if not args.from_raw:
-        settings = dict(command=args.command, seed=args.seed, n_sims=args.n_sims,
-                        headline_sims=args.headline_sims, ln_sims=args.ln_sims,
-                        prior_sims=args.prior_sims, missing_sims=args.missing_sims,
-                        draws=args.draws, chains=args.chains, ln_draws=args.ln_draws,
-                        ln_tune=args.ln_tune, n_boot=args.n_boot, jobs=args.jobs,
-                        wall_minutes=wall / 60, cpu_minutes=cpu / 60,
-                        machine=f"{platform.machine()}, {os.cpu_count()} CPUs")
+        settings = dict(
+            command=args.command,
+            seed=args.seed,
+            n_sims=args.n_sims,
+            headline_sims=args.headline_sims,
+            ln_sims=args.ln_sims,
+            prior_sims=args.prior_sims,
+            missing_sims=args.missing_sims,
+            draws=args.draws,
+            chains=args.chains,
+            ln_draws=args.ln_draws,
+            ln_tune=args.ln_tune,
+            n_boot=args.n_boot,
+            jobs=args.jobs,
+            wall_minutes=wall / 60,
+            cpu_minutes=cpu / 60,
+            machine=f"{platform.machine()}, {os.cpu_count()} CPUs",
+        )
     records = with_prior_subset(records, settings["prior_sims"])
     summary = summarise(with_ln_subset(records, settings["ln_sims"]))
     summary.to_csv(args.out / "calibration.csv", index=False, float_format="%.6g")
     (args.out / "calibration.md").write_text(coverage_markdown(summary, settings))
     (args.out / "missing.md").write_text(
-        "# Missing outcomes: difficulty-dependent timeouts\n\n" + _settings_text(settings)
+        "# Missing outcomes: difficulty-dependent timeouts\n\n"
+        + _settings_text(settings)
         + f"\n\nMissingness: {MISSING}; a trial on a task of true rate p goes missing with "
         "probability clip(2 x rate x (1 - p), 0, 0.95). Truth: the complete outcomes' rates.\n\n"
-        + missing_table(summary) + "\n")
+        + missing_table(summary)
+        + "\n"
+    )
     (args.out / "priors.md").write_text(
         "# Hierarchical model: sensitivity to the concentration prior\n\n"
-        + _settings_text(settings) + "\n\n" + prior_table(summary) + "\n")
+        + _settings_text(settings)
+        + "\n\n"
+        + prior_table(summary)
+        + "\n"
+    )
     (args.out / "calibration.json").write_text(json.dumps(settings, indent=2))
     if not args.no_cards:
         write_cards(summary, settings, args.out, args.cards, ROOT / "benchmarks" / "_cards")

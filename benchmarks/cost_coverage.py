@@ -54,7 +54,7 @@ ROUTES = ("posterior", "lognormal", "bootstrap")
 
 def truth(a, c, scenario):
     z = np.linspace(-10, 10, 4001)
-    w = np.exp(-z**2 / 2)
+    w = np.exp(-(z**2) / 2)
     w /= w.sum()
     p = 1 / (1 + np.exp(-(a[:, None] - SLOPE * z[None])))
     pass1 = p @ w
@@ -79,11 +79,16 @@ def simulate(rng, scenario):
     cost = rng.lognormal(mean[..., None] - COST_SD**2 / 2, COST_SD, (N_SYS, N_TASK, N_TRIAL))
     if scenario == "lognormal":
         cost = np.where(rng.random(cost.shape) < ZERO_SHARE, 0.0, cost)
-    s_idx, t_idx, r_idx = np.meshgrid(range(N_SYS), range(N_TASK), range(N_TRIAL),
-                                      indexing="ij")
-    df = pd.DataFrame({"system": np.array(SYSTEMS)[s_idx.ravel()],
-                       "task": t_idx.ravel(), "trial": r_idx.ravel(),
-                       "success": success.ravel().astype(int), "cost": cost.ravel()})
+    s_idx, t_idx, r_idx = np.meshgrid(range(N_SYS), range(N_TASK), range(N_TRIAL), indexing="ij")
+    df = pd.DataFrame(
+        {
+            "system": np.array(SYSTEMS)[s_idx.ravel()],
+            "task": t_idx.ravel(),
+            "trial": r_idx.ravel(),
+            "success": success.ravel().astype(int),
+            "cost": cost.ravel(),
+        }
+    )
     return a, c, be.from_frame(df, trial="trial", covariates=["cost"])
 
 
@@ -97,8 +102,9 @@ def reliability(pred, true, edges=np.linspace(0, 1, 11)):
     for b in range(len(edges) - 1):
         sel = idx == b
         if sel.any():
-            rows.append((edges[b], edges[b + 1], int(sel.sum()), pred[sel].mean(),
-                         true[sel].mean()))
+            rows.append(
+                (edges[b], edges[b + 1], int(sel.sum()), pred[sel].mean(), true[sel].mean())
+            )
     return rows
 
 
@@ -111,43 +117,59 @@ def run(scenario, n_sim, n_boot, rng, model="hierarchical"):
         a, c, data = simulate(rng, scenario)
         pass1, cpa, cps, cps2 = truth(a, c, scenario)
         res = be.fit(data, model=model, draws=500, chains=2, seed=sim)
-        outs = {"posterior": res.cost("cost", k=[1, 2], n_draws=1000, seed=sim),
-                "lognormal": res.cost("cost", k=[1, 2], n_draws=1000, seed=sim,
-                                      model="lognormal"),
-                "bootstrap": be.bootstrap.cost(data, "cost", k=[1, 2], n_boot=n_boot,
-                                               seed=sim)}
+        outs = {
+            "posterior": res.cost("cost", k=[1, 2], n_draws=1000, seed=sim),
+            "lognormal": res.cost("cost", k=[1, 2], n_draws=1000, seed=sim, model="lognormal"),
+            "bootstrap": be.bootstrap.cost(data, "cost", k=[1, 2], n_boot=n_boot, seed=sim),
+        }
         for name, out in outs.items():
             hits[name, "cpa"].append(covers(out["cost_per_attempt_interval"].values, cpa))
             hits[name, "cps"].append(covers(out["cost_per_success_interval"].values, cps))
-            hits[name, "cps2"].append(covers(
-                out["cost_per_success_at_k_interval"].sel(k=2).values, cps2))
+            hits[name, "cps2"].append(
+                covers(out["cost_per_success_at_k_interval"].sel(k=2).values, cps2)
+            )
             prob = frontier(out)["prob_dominates"].values
             dom[name].append(prob[~np.eye(N_SYS, dtype=bool)])
         truly = (pass1[:, None] >= pass1[None]) & (cpa[:, None] <= cpa[None])
         true_dom.append(truly[~np.eye(N_SYS, dtype=bool)])
     elapsed = time.time() - start
     true_dom = np.concatenate(true_dom).astype(float)
-    lines = [f"Scenario {scenario!r}: {n_sim} simulated benchmarks; {elapsed:.0f} s", "",
-             "Coverage of nominal 95% intervals (per system; Monte Carlo se near 0.95: "
-             f"{np.sqrt(0.95 * 0.05 / (n_sim * N_SYS)):.3f})", "",
-             f"{'statistic':40s} " + " ".join(f"{r:>10s}" for r in ROUTES),
-             "-" * 73]
-    for stat, label in (("cpa", "cost per attempt"), ("cps", "cost per success"),
-                        ("cps2", "cost per success, retrying up to k = 2")):
+    lines = [
+        f"Scenario {scenario!r}: {n_sim} simulated benchmarks; {elapsed:.0f} s",
+        "",
+        "Coverage of nominal 95% intervals (per system; Monte Carlo se near 0.95: "
+        f"{np.sqrt(0.95 * 0.05 / (n_sim * N_SYS)):.3f})",
+        "",
+        f"{'statistic':40s} " + " ".join(f"{r:>10s}" for r in ROUTES),
+        "-" * 73,
+    ]
+    for stat, label in (
+        ("cpa", "cost per attempt"),
+        ("cps", "cost per success"),
+        ("cps2", "cost per success, retrying up to k = 2"),
+    ):
         cells = [np.concatenate(hits[r, stat]).mean() for r in ROUTES]
         lines.append(f"{label:40s} " + " ".join(f"{v:10.3f}" for v in cells))
-    lines += ["", "Reliability of P(A dominates B) (pass@1 at least, cost per attempt at most; "
-              f"{len(true_dom)} ordered pairs; true share {true_dom.mean():.3f})", ""]
+    lines += [
+        "",
+        "Reliability of P(A dominates B) (pass@1 at least, cost per attempt at most; "
+        f"{len(true_dom)} ordered pairs; true share {true_dom.mean():.3f})",
+        "",
+    ]
     for name in ROUTES:
         pred = np.concatenate(dom[name])
         brier = np.mean((pred - true_dom) ** 2)
-        lines += [f"{name}: Brier score {brier:.4f} (a constant {true_dom.mean():.3f}: "
-                  f"{np.mean((true_dom.mean() - true_dom) ** 2):.4f})",
-                  f"  {'bin':>11s} {'pairs':>6s} {'mean P':>7s} {'true share':>10s} {'se':>6s}"]
+        lines += [
+            f"{name}: Brier score {brier:.4f} (a constant {true_dom.mean():.3f}: "
+            f"{np.mean((true_dom.mean() - true_dom) ** 2):.4f})",
+            f"  {'bin':>11s} {'pairs':>6s} {'mean P':>7s} {'true share':>10s} {'se':>6s}",
+        ]
         for lo, hi, n, mp, share in reliability(pred, true_dom):
             se = np.sqrt(max(share * (1 - share), 1e-12) / n)
-            lines.append(f"  [{lo:.1f}, {hi:.1f}{']' if hi == 1 else ')'} {n:6d} {mp:7.3f} "
-                         f"{share:10.3f} {se:6.3f}")
+            lines.append(
+                f"  [{lo:.1f}, {hi:.1f}{']' if hi == 1 else ')'} {n:6d} {mp:7.3f} "
+                f"{share:10.3f} {se:6.3f}"
+            )
         lines.append("")
     return lines
 
@@ -157,22 +179,28 @@ def main():
     parser.add_argument("--n-sim", type=int, default=300)
     parser.add_argument("--n-boot", type=int, default=2000)
     parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
-    parser.add_argument("--model", default="hierarchical",
-                        choices=("hierarchical", "logit_normal"))
+    parser.add_argument("--model", default="hierarchical", choices=("hierarchical", "logit_normal"))
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    lines = [f"{N_SYS} systems x {N_TASK} shared tasks x {N_TRIAL} attempts per simulated "
-             f"benchmark; n_boot={args.n_boot}; posterior and lognormal: {args.model} model "
-             "(500 draws x 2 chains), 1000 draws", "",
-             "posterior = Results.cost (Bayesian bootstrap over tasks for the cost side), "
-             "lognormal = Results.cost(model='lognormal'),",
-             "bootstrap = bayeval.bootstrap.cost (tasks resampled)", ""]
+    lines = [
+        f"{N_SYS} systems x {N_TASK} shared tasks x {N_TRIAL} attempts per simulated "
+        f"benchmark; n_boot={args.n_boot}; posterior and lognormal: {args.model} model "
+        "(500 draws x 2 chains), 1000 draws",
+        "",
+        "posterior = Results.cost (Bayesian bootstrap over tasks for the cost side), "
+        "lognormal = Results.cost(model='lognormal'),",
+        "bootstrap = bayeval.bootstrap.cost (tasks resampled)",
+        "",
+    ]
     for i, scenario in enumerate(args.scenarios):
-        lines += run(scenario, args.n_sim, args.n_boot, np.random.default_rng(20240601 + i),
-                     args.model)
-    lines += ["A calibrated probability has each bin's true share near its mean P (within about",
-              "two se). The truth here is drawn from the simulation's spread of systems, so",
-              "calibration is measured over that spread, as a probability forecast is."]
+        lines += run(
+            scenario, args.n_sim, args.n_boot, np.random.default_rng(20240601 + i), args.model
+        )
+    lines += [
+        "A calibrated probability has each bin's true share near its mean P (within about",
+        "two se). The truth here is drawn from the simulation's spread of systems, so",
+        "calibration is measured over that spread, as a probability forecast is.",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)

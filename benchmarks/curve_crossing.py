@@ -48,16 +48,28 @@ def main():
     fitted = time.perf_counter() - start
     curve = res.compare_curve(a, b, k=KS, estimand="tasks")
     table = reversal_tasks(curve, top=10)
-    observed = (curve["task_contribution_observed"].sel(k=KS[-1])
-                - curve["task_contribution_observed"].sel(k=KS[0])).to_series().dropna()
-    posterior = (curve["task_contribution"].sel(k=KS[-1])
-                 - curve["task_contribution"].sel(k=KS[0])).to_series().dropna()
+    observed = (
+        (
+            curve["task_contribution_observed"].sel(k=KS[-1])
+            - curve["task_contribution_observed"].sel(k=KS[0])
+        )
+        .to_series()
+        .dropna()
+    )
+    posterior = (
+        (curve["task_contribution"].sel(k=KS[-1]) - curve["task_contribution"].sel(k=KS[0]))
+        .to_series()
+        .dropna()
+    )
     common = posterior.index.intersection(observed.index)
     rho = stats.spearmanr(posterior[common], observed[common]).statistic
     total = observed.sum()
     named = observed.reindex(table["task"]).sum()
-    best_ten = observed.sort_values().iloc[:10].sum() if total < 0 else observed.sort_values(
-        ascending=False).iloc[:10].sum()
+    best_ten = (
+        observed.sort_values().iloc[:10].sum()
+        if total < 0
+        else observed.sort_values(ascending=False).iloc[:10].sum()
+    )
     lo, hi = curve["crossing_interval"].values
     lines = [
         f"pair: {a} vs {b} (unbiased pass@k: {curves[keep.index(a)].round(3).tolist()} vs "

@@ -56,14 +56,23 @@ def simulate(n_tasks: int, seed: int):
 
 def run_latent(data, draws, chains, seed):
     with build_hierarchical_model(data, marginal=False):
-        trace = pm.sample(draws=draws, tune=1000, chains=chains, random_seed=seed,
-                          nuts_sampler="nutpie", progressbar=False, quiet=True,
-                          compute_convergence_checks=False)
+        trace = pm.sample(
+            draws=draws,
+            tune=1000,
+            chains=chains,
+            random_seed=seed,
+            nuts_sampler="nutpie",
+            progressbar=False,
+            quiet=True,
+            compute_convergence_checks=False,
+        )
     return int(trace["sample_stats"]["diverging"].sum())
 
 
-SWE_PAIR = ("20251124_mini-v1.16.0_claude-opus-4-5-20251101",
-            "20251120_mini-v1.15.0_gpt-5.1-2025-11-13")
+SWE_PAIR = (
+    "20251124_mini-v1.16.0_claude-opus-4-5-20251101",
+    "20251120_mini-v1.15.0_gpt-5.1-2025-11-13",
+)
 
 
 def _timed(function, *args, **kwargs):
@@ -75,13 +84,19 @@ def _timed(function, *args, **kwargs):
 def _latent_logit_normal(data, draws, chains, seed):
     """Full-latent fit: divergences and the lowest bulk ESS of the quantities ``fit`` keeps."""
     with build_logit_normal_model(data, marginal=False):
-        trace = pm.sample(draws=draws, tune=1000, chains=chains, random_seed=seed,
-                          nuts_sampler="nutpie", progressbar=False, quiet=True,
-                          compute_convergence_checks=False)
+        trace = pm.sample(
+            draws=draws,
+            tune=1000,
+            chains=chains,
+            random_seed=seed,
+            nuts_sampler="nutpie",
+            progressbar=False,
+            quiet=True,
+            compute_convergence_checks=False,
+        )
     post = trace["posterior"].to_dataset()
     kept = post[[name for name in POSTERIOR_VARS["logit_normal"] if name in post]]
-    return (int(trace["sample_stats"]["diverging"].sum()),
-            convergence(kept, None)["min_ess_bulk"])
+    return (int(trace["sample_stats"]["diverging"].sum()), convergence(kept, None)["min_ess_bulk"])
 
 
 def _clusters_nest(data) -> bool:
@@ -101,11 +116,15 @@ COLLAPSED_CAP = 5000
 def _row(label, engine, seconds, boot, divergences, steps, ess, fitted=None, fitted_ess=None):
     """One line of the logit-normal table; with ``fitted``, the default fit's speed-up."""
     steps_text = "" if steps is None else f"{steps:.1f}"
-    line = (f"{label:<18} {engine:<12} {seconds:8.1f} {seconds / boot:11.0f}x "
-            f"{divergences:>12} {steps_text:>16} {ess:13.0f} {1000 * seconds / ess:9.1f}")
+    line = (
+        f"{label:<18} {engine:<12} {seconds:8.1f} {seconds / boot:11.0f}x "
+        f"{divergences:>12} {steps_text:>16} {ess:13.0f} {1000 * seconds / ess:9.1f}"
+    )
     if fitted is not None:
-        line += (f"   the fit is {seconds / fitted:.1f}x faster, "
-                 f"{(seconds / ess) / (fitted / fitted_ess):.1f}x per effective draw")
+        line += (
+            f"   the fit is {seconds / fitted:.1f}x faster, "
+            f"{(seconds / ess) / (fitted / fitted_ess):.1f}x per effective draw"
+        )
     print(line)
 
 
@@ -114,59 +133,111 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
     Terminal-Bench (5 trials per task) and LiveCodeBench (10 samples per task)."""
     full = be.datasets.load("swebench_verified")
     pair = full.sel(system=list(SWE_PAIR))
-    chosen = {"pair": ("pair (2 x 500)", pair), "all": ("all (25 x 500)", full),
-              "tb": ("TB (13 x 80 x 5)", be.datasets.load("terminal_bench", missing="fail")),
-              "lcb": ("LCB (45 x 400 x 10)", be.datasets.load("livecodebench"))}
-    print(f"\nlogit-normal (SWE-bench Verified, Terminal-Bench, LiveCodeBench), {chains} chains x "
-          f"{draws} draws (warm)")
-    print(f"{'data':<18} {'engine':<12} {'s':>8} {'/ bootstrap':>12} {'divergences':>12} "
-          f"{'grad evals/draw':>16} {'min bulk ESS':>13} {'ms / ESS':>9}")
+    chosen = {
+        "pair": ("pair (2 x 500)", pair),
+        "all": ("all (25 x 500)", full),
+        "tb": ("TB (13 x 80 x 5)", be.datasets.load("terminal_bench", missing="fail")),
+        "lcb": ("LCB (45 x 400 x 10)", be.datasets.load("livecodebench")),
+    }
+    print(
+        f"\nlogit-normal (SWE-bench Verified, Terminal-Bench, LiveCodeBench), {chains} chains x "
+        f"{draws} draws (warm)"
+    )
+    print(
+        f"{'data':<18} {'engine':<12} {'s':>8} {'/ bootstrap':>12} {'divergences':>12} "
+        f"{'grad evals/draw':>16} {'min bulk ESS':>13} {'ms / ESS':>9}"
+    )
     for label, data in (chosen[name] for name in sets):
         systems = data.systems
         # clusters resampled whole, or tasks where clusters cross strata (LiveCodeBench)
         unit = "cluster" if _clusters_nest(data) else "task"
-        _, boot = _timed(be.bootstrap.compare, data, systems[0], systems[1], unit=unit,
-                         n_boot=10_000, seed=0)
-        _, first = _timed(be.fit, data, model="logit_normal", draws=50, chains=1, tune=50,
-                          seed=0)
-        print(f"{label:<18} {'(first call':<12} {first:8.1f}   in the process: 1 chain x 50 draws, "
-              f"loading and compiling included)")
-        res, fitted = _timed(be.fit, data, model="logit_normal", draws=draws, chains=chains,
-                             seed=1, task_draws=False)
+        _, boot = _timed(
+            be.bootstrap.compare, data, systems[0], systems[1], unit=unit, n_boot=10_000, seed=0
+        )
+        _, first = _timed(be.fit, data, model="logit_normal", draws=50, chains=1, tune=50, seed=0)
+        print(
+            f"{label:<18} {'(first call':<12} {first:8.1f}   in the process: 1 chain x 50 draws, "
+            f"loading and compiling included)"
+        )
+        res, fitted = _timed(
+            be.fit, data, model="logit_normal", draws=draws, chains=chains, seed=1, task_draws=False
+        )
         form = res.tree.attrs["form"]
-        _row(label, f"fit: {form}", fitted, boot, res.diagnostics["divergences"],
-             float(res.tree["sample_stats"]["n_steps"].mean()), res.diagnostics["min_ess_bulk"])
+        _row(
+            label,
+            f"fit: {form}",
+            fitted,
+            boot,
+            res.diagnostics["divergences"],
+            float(res.tree["sample_stats"]["n_steps"].mean()),
+            res.diagnostics["min_ess_bulk"],
+        )
         n_latent = data.dataset.sizes["task"] * (1 + len(systems))
         cells = data.dataset.sizes["task"] * len(systems)
         if form == "full-latent":  # the same form written with PyMC distributions (before)
-            (divergences, latent_ess), latent = _timed(_latent_logit_normal, data, draws,
-                                                       chains, 1)
-            _row(label, "PyMC graph", latent, boot, divergences, None, latent_ess, fitted,
-                 res.diagnostics["min_ess_bulk"])
+            (divergences, latent_ess), latent = _timed(_latent_logit_normal, data, draws, chains, 1)
+            _row(
+                label,
+                "PyMC graph",
+                latent,
+                boot,
+                divergences,
+                None,
+                latent_ess,
+                fitted,
+                res.diagnostics["min_ess_bulk"],
+            )
         if form == "full-latent" and cells > COLLAPSED_CAP:
-            print(f"{label:<18} {'collapsed':<12} skipped ({cells} cells > {COLLAPSED_CAP}: "
-                  "see benchmarks/scale_paired.py for its gradient cost)")
+            print(
+                f"{label:<18} {'collapsed':<12} skipped ({cells} cells > {COLLAPSED_CAP}: "
+                "see benchmarks/scale_paired.py for its gradient cost)"
+            )
         elif form in ("full-latent", "task-latent"):  # the collapsed form, for the ratio
             name = "LATENT_CELLS" if form == "full-latent" else "TASK_LATENT_SYSTEMS"
             cap = getattr(logit_normal_module, name)
             setattr(logit_normal_module, name, 10**12)
             try:
-                other, other_s = _timed(be.fit, data, model="logit_normal", draws=draws,
-                                        chains=chains, seed=1, task_draws=False)
+                other, other_s = _timed(
+                    be.fit,
+                    data,
+                    model="logit_normal",
+                    draws=draws,
+                    chains=chains,
+                    seed=1,
+                    task_draws=False,
+                )
             finally:
                 setattr(logit_normal_module, name, cap)
-            _row(label, "collapsed", other_s, boot, other.diagnostics["divergences"],
-                 float(other.tree["sample_stats"]["n_steps"].mean()),
-                 other.diagnostics["min_ess_bulk"], fitted, res.diagnostics["min_ess_bulk"])
+            _row(
+                label,
+                "collapsed",
+                other_s,
+                boot,
+                other.diagnostics["divergences"],
+                float(other.tree["sample_stats"]["n_steps"].mean()),
+                other.diagnostics["min_ess_bulk"],
+                fitted,
+                res.diagnostics["min_ess_bulk"],
+            )
         elif n_latent > latent_cap:
-            print(f"{label:<18} {'full-latent':<12} skipped ({n_latent} latent effects > "
-                  f"--latent-cap {latent_cap})")
+            print(
+                f"{label:<18} {'full-latent':<12} skipped ({n_latent} latent effects > "
+                f"--latent-cap {latent_cap})"
+            )
         else:
             _latent_logit_normal(data, 50, 1, 0)  # compile
-            (divergences, latent_ess), latent = _timed(_latent_logit_normal, data, draws,
-                                                       chains, 1)
-            _row(label, "full-latent", latent, boot, divergences, None, latent_ess, fitted,
-                 res.diagnostics["min_ess_bulk"])
+            (divergences, latent_ess), latent = _timed(_latent_logit_normal, data, draws, chains, 1)
+            _row(
+                label,
+                "full-latent",
+                latent,
+                boot,
+                divergences,
+                None,
+                latent_ess,
+                fitted,
+                res.diagnostics["min_ess_bulk"],
+            )
         print(f"{label:<18} {'bootstrap':<12} {boot:8.2f} {1:11.0f}x   (paired {unit}, 10,000)")
 
 
@@ -177,8 +248,12 @@ def main():
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--logit-normal-only", action="store_true")
     parser.add_argument("--latent-cap", type=int, default=20_000)
-    parser.add_argument("--logit-normal-data", nargs="+", choices=["pair", "all", "tb", "lcb"],
-                        default=["pair", "all"])
+    parser.add_argument(
+        "--logit-normal-data",
+        nargs="+",
+        choices=["pair", "all", "tb", "lcb"],
+        default=["pair", "all"],
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)
     if args.logit_normal_only:
@@ -190,12 +265,24 @@ def main():
         for phase, seed in (("cold", 1), ("warm", 2)):
             data = simulate(size, seed)
             start = time.perf_counter()
-            be.fit(data, draws=args.draws, chains=args.chains, seed=seed, sampler="grid",
-                   task_draws=False)
+            be.fit(
+                data,
+                draws=args.draws,
+                chains=args.chains,
+                seed=seed,
+                sampler="grid",
+                task_draws=False,
+            )
             times["grid", phase] = time.perf_counter() - start
             start = time.perf_counter()
-            res = be.fit(data, draws=args.draws, chains=args.chains, seed=seed,
-                         sampler="nutpie", task_draws=False)
+            res = be.fit(
+                data,
+                draws=args.draws,
+                chains=args.chains,
+                seed=seed,
+                sampler="nutpie",
+                task_draws=False,
+            )
             times["nutpie", phase] = time.perf_counter() - start
             divergences["nutpie"] = res.diagnostics["divergences"]
             if size <= LATENT_CAP:
@@ -208,16 +295,20 @@ def main():
         rows.append((size, times, divergences))
 
     print(f"hierarchical fit, 16 trials per task, {args.chains} chains x {args.draws} draws")
-    print(f"{'tasks':>8} {'engine':<10} {'cold s':>8} {'warm s':>8} {'warm / grid':>12} "
-          f"{'divergences':>12}")
+    print(
+        f"{'tasks':>8} {'engine':<10} {'cold s':>8} {'warm s':>8} {'warm / grid':>12} "
+        f"{'divergences':>12}"
+    )
     for size, times, divergences in rows:
         for engine in ("grid", "nutpie", "latent", "bootstrap"):
             if (engine, "warm") not in times:
                 print(f"{size:>8} {engine:<10} {'skipped (more than 1,000 tasks)':>42}")
                 continue
             warm = times[engine, "warm"]
-            print(f"{size:>8} {engine:<10} {times[engine, 'cold']:8.3f} {warm:8.3f} "
-                  f"{warm / times['grid', 'warm']:11.1f}x {divergences.get(engine, ''):>12}")
+            print(
+                f"{size:>8} {engine:<10} {times[engine, 'cold']:8.3f} {warm:8.3f} "
+                f"{warm / times['grid', 'warm']:11.1f}x {divergences.get(engine, ''):>12}"
+            )
     logit_normal(args.draws, args.chains, args.latent_cap, args.logit_normal_data)
 
 

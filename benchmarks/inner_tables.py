@@ -36,10 +36,12 @@ def nested(eta, c, n, mult, sigma_e, sigma_v, x, logw):
     g_eta = np.zeros((P, S))
     for p in range(P):
         m = mult[p]
-        log_l = quad._pattern(eta[p], c[p], n[p], sigma_e, sigma_v, True, x, logw, e_k, v_kl,
-                              log_t, log_g, log_f)
-        quad._aghq_node_terms(eta[p], c[p], n[p], sigma_e, sigma_v, True, x, e_k, v_kl, log_t,
-                              log_g, r, score, prob)
+        log_l = quad._pattern(
+            eta[p], c[p], n[p], sigma_e, sigma_v, True, x, logw, e_k, v_kl, log_t, log_g, log_f
+        )
+        quad._aghq_node_terms(
+            eta[p], c[p], n[p], sigma_e, sigma_v, True, x, e_k, v_kl, log_t, log_g, r, score, prob
+        )
         total += m * log_l
         for k in range(K):
             pi = m * math.exp(log_f[k] - log_l)
@@ -64,23 +66,30 @@ def main():
     x, logw = rules.x, rules.logw
     arrays = rules.arrays()
     rng = np.random.default_rng(0)
-    print(f"{'shape':<14} {'nested ms':>10} {'tables ms':>10} {'ratio':>6}   "
-          f"{'log L nested':>15} {'log L tables':>15}   d/dsigma_v nested, tables, fin. diff.")
+    print(
+        f"{'shape':<14} {'nested ms':>10} {'tables ms':>10} {'ratio':>6}   "
+        f"{'log L nested':>15} {'log L tables':>15}   d/dsigma_v nested, tables, fin. diff."
+    )
     for P, S, trials in ((400, 45, 10), (80, 13, 5), (100, 3, 4)):
         n = np.full((P, S), float(trials))
         eta = rng.normal(0, 1.5, (P, S))
         c = rng.binomial(trials, 1 / (1 + np.exp(-eta))).astype(float)
         mult = np.ones(P)
         old, t_old = _timed(lambda: nested(eta, c, n, mult, 1.5, 0.7, x, logw))
-        new, t_new = _timed(lambda: quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7, True,
-                                                         *arrays))
+        new, t_new = _timed(lambda: quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7, True, *arrays))
         h = 1e-5
-        fd = (quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7 + h, True, *arrays)[0]
-              - quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7 - h, True, *arrays)[0]) / (2 * h)
-        print(f"{S} x {P} x {trials:<4} {t_old:10.2f} {t_new:10.2f} {t_old / t_new:6.1f}   "
-              f"{old[0]:15.5f} {new[0]:15.5f}   {old[3]:.3f}, {new[3]:.3f}, {fd:.3f}")
-        print(f"{'':<14} largest |d log L / d eta| difference {np.abs(old[1] - new[1]).max():.1e}"
-              f", d/dsigma_e {old[2]:.4f} against {new[2]:.4f}")
+        fd = (
+            quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7 + h, True, *arrays)[0]
+            - quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7 - h, True, *arrays)[0]
+        ) / (2 * h)
+        print(
+            f"{S} x {P} x {trials:<4} {t_old:10.2f} {t_new:10.2f} {t_old / t_new:6.1f}   "
+            f"{old[0]:15.5f} {new[0]:15.5f}   {old[3]:.3f}, {new[3]:.3f}, {fd:.3f}"
+        )
+        print(
+            f"{'':<14} largest |d log L / d eta| difference {np.abs(old[1] - new[1]).max():.1e}"
+            f", d/dsigma_e {old[2]:.4f} against {new[2]:.4f}"
+        )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,10 @@ import numpy as np
 
 import bayeval as be
 
-PAIR = ["20251124_mini-v1.16.0_claude-opus-4-5-20251101",
-        "20251120_mini-v1.15.0_gpt-5.1-2025-11-13"]
+PAIR = [
+    "20251124_mini-v1.16.0_claude-opus-4-5-20251101",
+    "20251120_mini-v1.15.0_gpt-5.1-2025-11-13",
+]
 
 
 def main():
@@ -26,16 +28,17 @@ def main():
         times = []
         for run in range(2):
             start = time.perf_counter()
-            res = be.fit(data, model="logit_normal", sampler=engine, draws=1000, chains=2,
-                         seed=run)
+            res = be.fit(data, model="logit_normal", sampler=engine, draws=1000, chains=2, seed=run)
             times.append(time.perf_counter() - start)
         out = res.compare(PAIR[0], PAIR[1])
         effects[engine] = out
-        lines.append(f"{engine:8s} first {times[0]:6.1f} s, second {times[1]:6.1f} s; effect "
-                     f"{float(out['effect_mean']):+.4f} (mcse {float(out['effect_mcse']):.4f}), "
-                     f"interval {np.round(out['effect_interval'].values, 4).tolist()}, "
-                     f"divergences {res.diagnostics['divergences']}, "
-                     f"min bulk ESS {res.diagnostics['min_ess_bulk']:.0f}")
+        lines.append(
+            f"{engine:8s} first {times[0]:6.1f} s, second {times[1]:6.1f} s; effect "
+            f"{float(out['effect_mean']):+.4f} (mcse {float(out['effect_mcse']):.4f}), "
+            f"interval {np.round(out['effect_interval'].values, 4).tolist()}, "
+            f"divergences {res.diagnostics['divergences']}, "
+            f"min bulk ESS {res.diagnostics['min_ess_bulk']:.0f}"
+        )
     gap = abs(float(effects["nutpie"]["effect_mean"]) - float(effects["numpyro"]["effect_mean"]))
     mcse = np.hypot(*(float(e["effect_mcse"]) for e in effects.values()))
     lines.append(f"difference of the effect means {gap:.4f} = {gap / mcse:.1f} combined MCSE")

@@ -70,13 +70,25 @@ def frame(design, rng, n_task, n_trial):
     rows = []
     for s in range(N_SYS):
         y = draw(design, rng, n_task, n_trial)
-        rows.append(pd.DataFrame({"system": f"S{s}", "task": np.repeat(np.arange(n_task), n_trial),
-                                  "success": 1, "seconds": y.ravel()}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "system": f"S{s}",
+                    "task": np.repeat(np.arange(n_task), n_trial),
+                    "success": 1,
+                    "seconds": y.ravel(),
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
-DESIGNS = (("lognormal 80x5", "lognormal", 80, 5), ("lognormal 20x3", "lognormal", 20, 3),
-           ("capped 80x5", "capped", 80, 5), ("two modes 80x5", "two modes", 80, 5))
+DESIGNS = (
+    ("lognormal 80x5", "lognormal", 80, 5),
+    ("lognormal 20x3", "lognormal", 20, 3),
+    ("capped 80x5", "capped", 80, 5),
+    ("two modes 80x5", "two modes", 80, 5),
+)
 METHODS = ("bootstrap", "lognormal", "bayesian_bootstrap", "checked")
 
 
@@ -99,40 +111,54 @@ def main():
             data = be.from_frame(frame(design, rng, n_task, n_trial), latency="seconds")
             outs = {"bootstrap": be.bootstrap.latency(data, q=QS, n_boot=args.n_boot, seed=i)}
             for model in ("lognormal", "bayesian_bootstrap"):
-                outs[model] = posterior_latency(data, q=QS, n_draws=args.n_boot, seed=i,
-                                                model=model)
+                outs[model] = posterior_latency(
+                    data, q=QS, n_draws=args.n_boot, seed=i, model=model
+                )
             flagged = _lognormal_misfit(outs["lognormal"], outs["bootstrap"])
             flags.append(flagged)
-            bounds = {m: (out["latency_interval"].sel(ci_bound="lower").values,  # (system, q)
-                          out["latency_interval"].sel(ci_bound="upper").values)
-                      for m, out in outs.items()}
-            bounds["checked"] = tuple(np.where(flagged[:, None], b, ln) for b, ln in
-                                      zip(bounds["bootstrap"], bounds["lognormal"]))
+            bounds = {
+                m: (
+                    out["latency_interval"].sel(ci_bound="lower").values,  # (system, q)
+                    out["latency_interval"].sel(ci_bound="upper").values,
+                )
+                for m, out in outs.items()
+            }
+            bounds["checked"] = tuple(
+                np.where(flagged[:, None], b, ln)
+                for b, ln in zip(bounds["bootstrap"], bounds["lognormal"])
+            )
             for m, (lo, hi) in bounds.items():
                 hits[m].append((lo <= true) & (true <= hi))
                 width[m].append((hi - lo) / true)
         for m in METHODS:
             h, w = np.concatenate(hits[m]), np.concatenate(width[m])
             table.append((label, m, h.mean(axis=0), np.median(w, axis=0), len(h)))
-        print(f"{label}: truth p50 {true[0]:.0f} s, p95 {true[1]:.0f} s "
-              f"({time.time() - start:.0f} s)", flush=True)
+        print(
+            f"{label}: truth p50 {true[0]:.0f} s, p95 {true[1]:.0f} s "
+            f"({time.time() - start:.0f} s)",
+            flush=True,
+        )
         table.append((label, "truth", true, np.concatenate(flags).mean(), None))
     n_int = args.n_sim * N_SYS
     se = np.sqrt(0.95 * 0.05 / n_int)
-    lines = [f"{args.n_sim} simulated benchmarks x {N_SYS} systems per design; n_boot = n_draws "
-             f"= {args.n_boot}; {time.time() - start:.0f} s", "",
-             f"Coverage of nominal 95% intervals ({n_int} intervals per cell; Monte Carlo se "
-             f"near 0.95: {se:.3f}) and median width / truth", "",
-             f"{'design':16s} {'method':20s} {'p50 cover':>9s} {'p95 cover':>9s} "
-             f"{'p50 width':>9s} {'p95 width':>9s}", "-" * 76]
+    lines = [
+        f"{args.n_sim} simulated benchmarks x {N_SYS} systems per design; n_boot = n_draws "
+        f"= {args.n_boot}; {time.time() - start:.0f} s",
+        "",
+        f"Coverage of nominal 95% intervals ({n_int} intervals per cell; Monte Carlo se "
+        f"near 0.95: {se:.3f}) and median width / truth",
+        "",
+        f"{'design':16s} {'method':20s} {'p50 cover':>9s} {'p95 cover':>9s} "
+        f"{'p50 width':>9s} {'p95 width':>9s}",
+        "-" * 76,
+    ]
     for label, m, cover, w, n in table:
         if m == "truth":
             lines.append(f"{label:16s} {'(truth, seconds)':20s} {cover[0]:9.0f} {cover[1]:9.0f}")
             lines.append(f"{label:16s} the log-normal check flags {w:.3f} of the systems")
             lines.append("")
             continue
-        lines.append(f"{label:16s} {m:20s} {cover[0]:9.3f} {cover[1]:9.3f} {w[0]:9.3f} "
-                     f"{w[1]:9.3f}")
+        lines.append(f"{label:16s} {m:20s} {cover[0]:9.3f} {cover[1]:9.3f} {w[0]:9.3f} {w[1]:9.3f}")
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.write_text(text)

@@ -48,8 +48,10 @@ from bayeval.models import build_logit_normal_model, logit_normal
 from bayeval.models.logit_normal import normal_expectation
 from bayeval.simulate import simulate_benchmark
 
-SWE_PAIR = ["20251124_mini-v1.16.0_claude-opus-4-5-20251101",
-            "20251120_mini-v1.15.0_gpt-5.1-2025-11-13"]
+SWE_PAIR = [
+    "20251124_mini-v1.16.0_claude-opus-4-5-20251101",
+    "20251120_mini-v1.15.0_gpt-5.1-2025-11-13",
+]
 SETS = ["toy", "swebench", "terminal", "swebench25"]
 COMPONENTS = ["sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system"]
 
@@ -61,8 +63,9 @@ def _flat(da):
 def _new_cluster_pass1(post):
     """pass@1 of a new task from a new cluster, per draw and system: E expit(alpha + N(0, s2))."""
     total = sum(_flat(post[name]) ** 2 for name in COMPONENTS if name in post)
-    return normal_expectation(_flat(post["alpha"]), np.sqrt(total)[:, None], "pass@k",
-                              np.array([1]))[..., 0]
+    return normal_expectation(
+        _flat(post["alpha"]), np.sqrt(total)[:, None], "pass@k", np.array([1])
+    )[..., 0]
 
 
 def _latent_task_rates(post, data):
@@ -70,21 +73,28 @@ def _latent_task_rates(post, data):
     obs = data.dataset
     clusters = list(post["cluster_effect"]["cluster"].values)
     code = np.array([clusters.index(g) for g in obs["cluster"].values])
-    eta = (_flat(post["alpha"])[:, :, None] + _flat(post["cluster_effect"])[:, None, code]
-           + _flat(post["cluster_system_effect"])[:, :, code])
-    eta = eta + (_flat(post["sigma_task"])[:, None, None]
-                 * _flat(post["task_effect_z"])[:, None, :])
+    eta = (
+        _flat(post["alpha"])[:, :, None]
+        + _flat(post["cluster_effect"])[:, None, code]
+        + _flat(post["cluster_system_effect"])[:, :, code]
+    )
+    eta = eta + (
+        _flat(post["sigma_task"])[:, None, None] * _flat(post["task_effect_z"])[:, None, :]
+    )
     if "task_system_effect_z" in post:
-        eta = eta + (_flat(post["sigma_task_system"])[:, None, None]
-                     * _flat(post["task_system_effect_z"]))
+        eta = eta + (
+            _flat(post["sigma_task_system"])[:, None, None] * _flat(post["task_system_effect_z"])
+        )
     return special.expit(eta)
 
 
 def _row(name, ours, ref, ess_ours, ess_ref):
     error = np.sqrt(ours.var() / ess_ours + ref.var() / ess_ref)
     z = (ours.mean() - ref.mean()) / error
-    print(f"  {name:<40} {ours.mean():9.4f} {ours.std():8.4f}   {ref.mean():9.4f} "
-          f"{ref.std():8.4f}   {z:+6.2f}")
+    print(
+        f"  {name:<40} {ours.mean():9.4f} {ours.std():8.4f}   {ref.mean():9.4f} "
+        f"{ref.std():8.4f}   {z:+6.2f}"
+    )
     return z
 
 
@@ -104,42 +114,69 @@ def compare(label, data, draws, chains, seed, form="collapsed", effects=None):
     t_collapsed = time.perf_counter() - start
     start = time.perf_counter()
     with build_logit_normal_model(data, marginal=False):
-        trace = pm.sample(draws=draws, tune=1000, chains=chains, random_seed=seed + 1,
-                          nuts_sampler="nutpie", progressbar=False, quiet=True,
-                          compute_convergence_checks=False)
+        trace = pm.sample(
+            draws=draws,
+            tune=1000,
+            chains=chains,
+            random_seed=seed + 1,
+            nuts_sampler="nutpie",
+            progressbar=False,
+            quiet=True,
+            compute_convergence_checks=False,
+        )
     t_latent = time.perf_counter() - start
     post_c = res.tree["posterior"].to_dataset()
     post_l = trace["posterior"].to_dataset()
     ess_c = res.diagnostics["min_ess_bulk"]
-    ess_l = float(np.nanmin(arviz_stats.ess(post_l[["alpha"] + [
-        c for c in COMPONENTS if c in post_l]], sample_dims=["chain", "draw"],
-        method="bulk").to_array().values))
-    print(f"\n{label}: {data.dataset.sizes['system']} systems x {data.dataset.sizes['task']} "
-          f"tasks; fit ({form}) {t_collapsed:.0f} s ({res.diagnostics['divergences']} "
-          f"divergences), PyMC full-latent {t_latent:.0f} s "
-          f"({int(trace['sample_stats']['diverging'].sum())} "
-          f"divergences); Monte Carlo errors from the smaller bulk ESS of each run "
-          f"({ess_c:.0f} and {ess_l:.0f})")
-    print(f"  {'quantity':<40} {'fit':>9} {'sd':>8}   {'PyMC':>9} {'sd':>8}   "
-          f"{'z':>6}")
+    ess_l = float(
+        np.nanmin(
+            arviz_stats.ess(
+                post_l[["alpha"] + [c for c in COMPONENTS if c in post_l]],
+                sample_dims=["chain", "draw"],
+                method="bulk",
+            )
+            .to_array()
+            .values
+        )
+    )
+    print(
+        f"\n{label}: {data.dataset.sizes['system']} systems x {data.dataset.sizes['task']} "
+        f"tasks; fit ({form}) {t_collapsed:.0f} s ({res.diagnostics['divergences']} "
+        f"divergences), PyMC full-latent {t_latent:.0f} s "
+        f"({int(trace['sample_stats']['diverging'].sum())} "
+        f"divergences); Monte Carlo errors from the smaller bulk ESS of each run "
+        f"({ess_c:.0f} and {ess_l:.0f})"
+    )
+    print(f"  {'quantity':<40} {'fit':>9} {'sd':>8}   {'PyMC':>9} {'sd':>8}   {'z':>6}")
     zs = []
     for name in COMPONENTS:
         if name in post_c:
             zs.append(_row(name, _flat(post_c[name]), _flat(post_l[name]), ess_c, ess_l))
     new_c, new_l = _new_cluster_pass1(post_c), _new_cluster_pass1(post_l)
     for i, system in enumerate(systems):
-        zs.append(_row(f"pass@1 new cluster: {system[-24:]}", new_c[:, i], new_l[:, i],
-                       ess_c, ess_l))
+        zs.append(
+            _row(f"pass@1 new cluster: {system[-24:]}", new_c[:, i], new_l[:, i], ess_c, ess_l)
+        )
     rates = _latent_task_rates(post_l, data).mean(axis=-1)  # (sample, system)
     for i in range(1, len(systems) if effects is None else effects + 1):
-        zs.append(_row(f"effect new cluster: {i} - 0", new_c[:, i] - new_c[:, 0],
-                       new_l[:, i] - new_l[:, 0], ess_c, ess_l))
+        zs.append(
+            _row(
+                f"effect new cluster: {i} - 0",
+                new_c[:, i] - new_c[:, 0],
+                new_l[:, i] - new_l[:, 0],
+                ess_c,
+                ess_l,
+            )
+        )
         ours = _flat(res.compare(systems[i], systems[0], estimand="tasks")["effect"])
-        zs.append(_row(f"effect these tasks: {i} - 0", ours, rates[:, i] - rates[:, 0],
-                       ess_c, ess_l))
+        zs.append(
+            _row(f"effect these tasks: {i} - 0", ours, rates[:, i] - rates[:, 0], ess_c, ess_l)
+        )
     worst = np.max(np.abs(zs))
-    print(f"  largest |z| over {len(zs)} quantities: {worst:.2f} (|z| < 3 expected for each "
-          f"under agreement)")
+    print(
+        f"  largest |z| over {len(zs)} quantities: {worst:.2f} (|z| < 3 expected for each "
+        f"under agreement)"
+    )
     return worst
 
 
@@ -148,29 +185,53 @@ def main():
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--only", nargs="+", choices=SETS, default=["toy", "swebench"])
-    parser.add_argument("--form", choices=["collapsed", "full-latent", "task-latent"],
-                        default="collapsed",
-                        help="the form fit samples (forced), against the PyMC full-latent model")
+    parser.add_argument(
+        "--form",
+        choices=["collapsed", "full-latent", "task-latent"],
+        default="collapsed",
+        help="the form fit samples (forced), against the PyMC full-latent model",
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)
     if "toy" in args.only:
-        sim = simulate_benchmark(n_tasks=48, n_trials=4, n_systems=3, clusters=8,
-                                 rates=("logit_normal", 0.0, 1.5), cluster_sd=0.8,
-                                 effect=[0.5, -0.4], task_system_sd=0.5, seed=11)
-        compare("three-system clustered toy", sim.data, args.draws, args.chains, seed=1,
-                form=args.form)
+        sim = simulate_benchmark(
+            n_tasks=48,
+            n_trials=4,
+            n_systems=3,
+            clusters=8,
+            rates=("logit_normal", 0.0, 1.5),
+            cluster_sd=0.8,
+            effect=[0.5, -0.4],
+            task_system_sd=0.5,
+            seed=11,
+        )
+        compare(
+            "three-system clustered toy", sim.data, args.draws, args.chains, seed=1, form=args.form
+        )
     if "swebench" in args.only:
         data = be.datasets.load("swebench_verified").sel(system=SWE_PAIR)
-        compare("SWE-bench Verified pair", data, args.draws, args.chains, seed=1,
-                form=args.form)
+        compare("SWE-bench Verified pair", data, args.draws, args.chains, seed=1, form=args.form)
     if "terminal" in args.only:
         data = be.datasets.load("terminal_bench", missing="fail")
-        compare("Terminal-Bench (5 trials per task)", data, args.draws, args.chains, seed=1,
-                form=args.form)
+        compare(
+            "Terminal-Bench (5 trials per task)",
+            data,
+            args.draws,
+            args.chains,
+            seed=1,
+            form=args.form,
+        )
     if "swebench25" in args.only:
         data = be.datasets.load("swebench_verified")
-        compare("SWE-bench Verified, all systems", data, args.draws, args.chains, seed=1,
-                form=args.form, effects=3)
+        compare(
+            "SWE-bench Verified, all systems",
+            data,
+            args.draws,
+            args.chains,
+            seed=1,
+            form=args.form,
+            effects=3,
+        )
 
 
 if __name__ == "__main__":

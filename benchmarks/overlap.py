@@ -62,9 +62,9 @@ def minhash_accuracy(n_pairs=500, num_perm=128, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
     for _ in range(n_pairs):
-        base = [f"u{i}" for i in rng.integers(0, 10 ** 6, 150)]
+        base = [f"u{i}" for i in rng.integers(0, 10**6, 150)]
         keep = int(rng.integers(0, 151))
-        other = base[:keep] + [f"v{i}" for i in rng.integers(0, 10 ** 6, 150 - keep)]
+        other = base[:keep] + [f"v{i}" for i in rng.integers(0, 10**6, 150 - keep)]
         a, b = shingles(" ".join(base)), shingles(" ".join(other))
         exact = len(a & b) / len(a | b)
         index = _MinHashIndex([a], threshold=0.5, num_perm=num_perm, seed=1)
@@ -76,8 +76,10 @@ def minhash_accuracy(n_pairs=500, num_perm=128, seed=0):
     z = np.abs(err) / np.maximum(se, 1e-9)
     exact_ends = se == 0
     return {
-        "pairs": n_pairs, "num_perm": num_perm,
-        "mean_abs_error": float(np.mean(np.abs(err))), "max_abs_error": float(np.max(np.abs(err))),
+        "pairs": n_pairs,
+        "num_perm": num_perm,
+        "mean_abs_error": float(np.mean(np.abs(err))),
+        "max_abs_error": float(np.max(np.abs(err))),
         "bias": float(np.mean(err)),
         "share_within_1se": float(np.mean(z[~exact_ends] <= 1)),
         "share_within_2se": float(np.mean(z[~exact_ends] <= 2)),
@@ -91,14 +93,16 @@ def reformat(words, rng):
     out = []
     for w in words:
         w = w.upper() if rng.random() < 0.3 else w
-        out.append(w + rng.choice(["", ",", ".", ";", ":", "!"], p=[.6, .1, .1, .1, .05, .05]))
+        out.append(
+            w + rng.choice(["", ",", ".", ";", ":", "!"], p=[0.6, 0.1, 0.1, 0.1, 0.05, 0.05])
+        )
     return rng.choice([" ", "  ", "\n", "\t"]).join(out)
 
 
 def paraphrase(words, share, rng):
     words = list(words)
     for j in rng.choice(len(words), size=int(round(share * len(words))), replace=False):
-        words[j] = f"p{rng.integers(10 ** 9)}"
+        words[j] = f"p{rng.integers(10**9)}"
     return " ".join(words)
 
 
@@ -106,20 +110,31 @@ def planted_rates(n_items=2000, n_background=20_000, per_kind=100, seed=1):
     rng = np.random.default_rng(seed)
     words = [zipf_words(rng, int(rng.integers(40, 120))) for _ in range(n_items)]
     items = {i: " ".join(w) for i, w in enumerate(words)}
-    kinds = ["exact", "reformatted", "reformatted, embedded", "paraphrase 10%",
-             "paraphrase 20%", "paraphrase 30%"]
+    kinds = [
+        "exact",
+        "reformatted",
+        "reformatted, embedded",
+        "paraphrase 10%",
+        "paraphrase 20%",
+        "paraphrase 30%",
+    ]
     planted, docs = {}, []
-    chosen = rng.permutation(n_items)[:per_kind * len(kinds)]
+    chosen = rng.permutation(n_items)[: per_kind * len(kinds)]
     for k, kind in enumerate(kinds):
-        for i in chosen[k * per_kind:(k + 1) * per_kind]:
+        for i in chosen[k * per_kind : (k + 1) * per_kind]:
             w = words[i]
             if kind == "exact":
                 text = items[i]
             elif kind == "reformatted":
                 text = reformat(w, rng)
             elif kind == "reformatted, embedded":
-                text = " ".join(zipf_words(rng, 150)) + " " + reformat(w, rng) + " " + " ".join(
-                    zipf_words(rng, 150))
+                text = (
+                    " ".join(zipf_words(rng, 150))
+                    + " "
+                    + reformat(w, rng)
+                    + " "
+                    + " ".join(zipf_words(rng, 150))
+                )
             else:
                 text = paraphrase(w, int(kind.split()[1][:-1]) / 100, rng)
             docs.append(text)
@@ -131,15 +146,19 @@ def planted_rates(n_items=2000, n_background=20_000, per_kind=100, seed=1):
     result = {}
     for kind in kinds:
         rows = out.loc[[i for i, k in planted.items() if k == kind]]
-        result[kind] = {"found": float((rows["label"] != "none").mean()),
-                        "confirmed": float((rows["label"] == "confirmed").mean()),
-                        "minhash_found": float((rows["minhash_jaccard"] >= 0.5).mean()),
-                        "median_containment": float(rows["containment"].median())}
+        result[kind] = {
+            "found": float((rows["label"] != "none").mean()),
+            "confirmed": float((rows["label"] == "confirmed").mean()),
+            "minhash_found": float((rows["minhash_jaccard"] >= 0.5).mean()),
+            "median_containment": float(rows["containment"].median()),
+        }
     clean = out.drop(index=list(planted))
-    result["clean items"] = {"found": float((clean["label"] != "none").mean()),
-                             "confirmed": float((clean["label"] == "confirmed").mean()),
-                             "minhash_found": float((clean["minhash_jaccard"] >= 0.5).mean()),
-                             "median_containment": float(clean["containment"].median())}
+    result["clean items"] = {
+        "found": float((clean["label"] != "none").mean()),
+        "confirmed": float((clean["label"] == "confirmed").mean()),
+        "minhash_found": float((clean["minhash_jaccard"] >= 0.5).mean()),
+        "median_containment": float(clean["containment"].median()),
+    }
     return {"items": n_items, "corpus": len(corpus), "per_kind": per_kind, "rates": result}
 
 
@@ -152,10 +171,19 @@ def scale_child(n_items, n_docs):
     out = overlap(items, corpus_stream(n_docs, seed=11))
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"items": n_items, "docs": n_docs, "seconds": seconds,
-                      "peak_rss_mb": peak / 1024, "rss_before_mb": base / 1024,
-                      "labels": out["label"].value_counts().to_dict(),
-                      "n_documents": out.attrs["n_documents"]}))
+    print(
+        json.dumps(
+            {
+                "items": n_items,
+                "docs": n_docs,
+                "seconds": seconds,
+                "peak_rss_mb": peak / 1024,
+                "rss_before_mb": base / 1024,
+                "labels": out["label"].value_counts().to_dict(),
+                "n_documents": out.attrs["n_documents"],
+            }
+        )
+    )
 
 
 def scale(n_items, sizes, budget):
@@ -166,8 +194,12 @@ def scale(n_items, sizes, budget):
             if spent + predicted > budget:
                 rows.append({"docs": n_docs, "skipped": True, "predicted_seconds": predicted})
                 continue
-        done = subprocess.run([sys.executable, __file__, "--child", str(n_items), str(n_docs)],
-                              capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", str(n_items), str(n_docs)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         row = json.loads(done.stdout.strip().splitlines()[-1])
         spent += row["seconds"]
         rows.append(row)
@@ -189,27 +221,38 @@ def subsets_coverage(n_sims, n_tasks=40, n_trials=20, lift=0.25, seed=2024):
         p[flagged] = np.clip(p[flagged] + lift, 0, 1)
         truth = p[flagged].mean() - p[~flagged].mean()
         data = be.from_counts(rng.binomial(n_trials, p), trials=n_trials)
-        fit = be.fit(data, model="hierarchical", draws=500, chains=2, seed=i,
-                     log_likelihood=False)
+        fit = be.fit(data, model="hierarchical", draws=500, chains=2, seed=i, log_likelihood=False)
         for refit in (True, False):
             extra = {"log_likelihood": False} if refit else {}
             out = compare_subsets(fit, flagged, refit=refit, **extra)
             lo, hi = out["difference_interval"].values[0]
             hits[refit].append(lo <= truth <= hi)
             bias[refit].append(float(out["difference_mean"].values[0]) - truth)
-    return {"sims": n_sims, "tasks": n_tasks, "trials": n_trials, "lift": lift,
-            **{("refit" if r else "joint draws"): {
-                "coverage": float(np.mean(hits[r])), "bias": float(np.mean(bias[r])),
-                "mc_se": float(np.sqrt(0.95 * 0.05 / n_sims))} for r in (True, False)}}
+    return {
+        "sims": n_sims,
+        "tasks": n_tasks,
+        "trials": n_trials,
+        "lift": lift,
+        **{
+            ("refit" if r else "joint draws"): {
+                "coverage": float(np.mean(hits[r])),
+                "bias": float(np.mean(bias[r])),
+                "mc_se": float(np.sqrt(0.95 * 0.05 / n_sims)),
+            }
+            for r in (True, False)
+        },
+    }
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+",
-                        default=[10_000, 30_000, 100_000, 300_000, 1_000_000])
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[10_000, 30_000, 100_000, 300_000, 1_000_000]
+    )
     parser.add_argument("--items", type=int, default=10_000)
-    parser.add_argument("--budget", type=float, default=300.0,
-                        help="seconds for the scale runs together")
+    parser.add_argument(
+        "--budget", type=float, default=300.0, help="seconds for the scale runs together"
+    )
     parser.add_argument("--sims", type=int, default=100)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "overlap.txt"))
     parser.add_argument("--child", type=int, nargs=2, help=argparse.SUPPRESS)
@@ -227,56 +270,83 @@ def main():
     say(f"python {sys.version.split()[0]}; generated text; {time.strftime('%Y-%m-%d')}")
     say()
     acc = minhash_accuracy()
-    say(f"1. MinHash (num_perm={acc['num_perm']}) vs exact 3-shingle Jaccard, {acc['pairs']} "
-        "pairs with Jaccard spread over [0, 1]")
-    say(f"   mean |error| {acc['mean_abs_error']:.4f}, max {acc['max_abs_error']:.4f} "
+    say(
+        f"1. MinHash (num_perm={acc['num_perm']}) vs exact 3-shingle Jaccard, {acc['pairs']} "
+        "pairs with Jaccard spread over [0, 1]"
+    )
+    say(
+        f"   mean |error| {acc['mean_abs_error']:.4f}, max {acc['max_abs_error']:.4f} "
         f"(stated bound 0.5/sqrt(num_perm) = {0.5 / np.sqrt(acc['num_perm']):.4f} per SE), "
-        f"bias {acc['bias']:+.4f}")
-    say(f"   within 1 SE: {acc['share_within_1se']:.3f} (normal: 0.683); within 2 SE: "
+        f"bias {acc['bias']:+.4f}"
+    )
+    say(
+        f"   within 1 SE: {acc['share_within_1se']:.3f} (normal: 0.683); within 2 SE: "
         f"{acc['share_within_2se']:.3f} (normal: 0.954); exact at J = 0 or 1: "
-        f"{acc['exact_at_0_or_1']} of {acc['n_at_0_or_1']}")
+        f"{acc['exact_at_0_or_1']} of {acc['n_at_0_or_1']}"
+    )
     say()
     t0 = time.perf_counter()
     planted = planted_rates()
-    say(f"2. Planted copies: {planted['items']} items, {planted['corpus']} documents, "
+    say(
+        f"2. Planted copies: {planted['items']} items, {planted['corpus']} documents, "
         f"{planted['per_kind']} copies of each kind (defaults: confirmed containment >= 0.8, "
         "suspected >= 0.5, MinHash >= 0.5) "
-        f"[{time.perf_counter() - t0:.1f} s]")
-    say(f"   {'kind':24s} {'found':>7s} {'confirmed':>10s} {'minhash>=.5':>12s} "
-        f"{'median containment':>19s}")
+        f"[{time.perf_counter() - t0:.1f} s]"
+    )
+    say(
+        f"   {'kind':24s} {'found':>7s} {'confirmed':>10s} {'minhash>=.5':>12s} "
+        f"{'median containment':>19s}"
+    )
     for kind, r in planted["rates"].items():
-        say(f"   {kind:24s} {r['found']:7.2f} {r['confirmed']:10.2f} {r['minhash_found']:12.2f} "
-            f"{r['median_containment']:19.3f}")
+        say(
+            f"   {kind:24s} {r['found']:7.2f} {r['confirmed']:10.2f} {r['minhash_found']:12.2f} "
+            f"{r['median_containment']:19.3f}"
+        )
     say()
-    say(f"3. Scale: {args.items} items (60 words) against generated corpora (100 words per "
-        "document, Zipf vocabulary), all four methods, one process per size")
+    say(
+        f"3. Scale: {args.items} items (60 words) against generated corpora (100 words per "
+        "document, Zipf vocabulary), all four methods, one process per size"
+    )
     rows = scale(args.items, args.sizes, args.budget)
-    say(f"   {'documents':>10s} {'seconds':>9s} {'docs/s':>8s} {'peak RSS MB':>12s} "
-        f"{'RSS before MB':>14s}")
+    say(
+        f"   {'documents':>10s} {'seconds':>9s} {'docs/s':>8s} {'peak RSS MB':>12s} "
+        f"{'RSS before MB':>14s}"
+    )
     for row in rows:
         if row.get("skipped"):
-            say(f"   {row['docs']:10d} skipped: predicted {row['predicted_seconds']:.0f} s "
-                "from the last size's rate (beyond the time budget)")
+            say(
+                f"   {row['docs']:10d} skipped: predicted {row['predicted_seconds']:.0f} s "
+                "from the last size's rate (beyond the time budget)"
+            )
         else:
-            say(f"   {row['docs']:10d} {row['seconds']:9.1f} {row['docs'] / row['seconds']:8.0f} "
-                f"{row['peak_rss_mb']:12.0f} {row['rss_before_mb']:14.0f}")
+            say(
+                f"   {row['docs']:10d} {row['seconds']:9.1f} {row['docs'] / row['seconds']:8.0f} "
+                f"{row['peak_rss_mb']:12.0f} {row['rss_before_mb']:14.0f}"
+            )
     done = [r for r in rows if not r.get("skipped")]
     if len(done) >= 2:
-        slope = np.polyfit(np.log([r["docs"] for r in done]),
-                           np.log([r["seconds"] for r in done]), 1)[0]
+        slope = np.polyfit(
+            np.log([r["docs"] for r in done]), np.log([r["seconds"] for r in done]), 1
+        )[0]
         rate = done[-1]["docs"] / done[-1]["seconds"]
-        say(f"   time grows as documents^{slope:.2f}; at the largest size's rate "
-            f"({rate:.0f} docs/s) 1,000,000 documents take {1e6 / rate:.0f} s")
+        say(
+            f"   time grows as documents^{slope:.2f}; at the largest size's rate "
+            f"({rate:.0f} docs/s) 1,000,000 documents take {1e6 / rate:.0f} s"
+        )
     say()
     t0 = time.perf_counter()
     cov = subsets_coverage(args.sims)
-    say(f"4. compare_subsets, flagged - clean (tasks estimand), {cov['sims']} simulations: "
+    say(
+        f"4. compare_subsets, flagged - clean (tasks estimand), {cov['sims']} simulations: "
         f"{cov['tasks']} tasks, a third lifted by {cov['lift']}, {cov['trials']} trials, "
-        f"hierarchical [{time.perf_counter() - t0:.1f} s]")
+        f"hierarchical [{time.perf_counter() - t0:.1f} s]"
+    )
     for name in ("refit", "joint draws"):
         r = cov[name]
-        say(f"   {name:12s} coverage of the 95% interval {r['coverage']:.2f} "
-            f"(MC se {r['mc_se']:.3f}), bias {r['bias']:+.4f}")
+        say(
+            f"   {name:12s} coverage of the 95% interval {r['coverage']:.2f} "
+            f"(MC se {r['mc_se']:.3f}), bias {r['bias']:+.4f}"
+        )
     Path(args.out).write_text("\n".join(lines) + "\n")
 
 

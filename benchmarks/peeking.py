@@ -37,35 +37,41 @@ def paired_differences(rng, gain=0.0):
 
 def paired_gates(x):
     ends = np.arange(TASKS - 1, CHECKPOINTS * TASKS, TASKS)
-    capital = betting_capital(x, 0.0, ci_prob=1 - ALPHA, bounds=(-1, 1),
-                              alternative="greater")[:, ends]
+    capital = betting_capital(x, 0.0, ci_prob=1 - ALPHA, bounds=(-1, 1), alternative="greater")[
+        :, ends
+    ]
     monitored = (capital >= 1 / ALPHA).any(axis=1)
     n = ends + 1
     mean = np.cumsum(x, axis=1)[:, ends] / n
-    var = (np.cumsum(x ** 2, axis=1)[:, ends] - n * mean ** 2) / (n - 1)
+    var = (np.cumsum(x**2, axis=1)[:, ends] - n * mean**2) / (n - 1)
     half = 1.96 * np.sqrt(var / n)
     above = (mean - half > 0).any(axis=1)
     either = ((mean - half > 0) | (mean + half < 0)).any(axis=1)
-    last_only = (mean[:, -1] - half[:, -1] > 0)
+    last_only = mean[:, -1] - half[:, -1] > 0
     return monitored, above, either, last_only
 
 
 def main():
     rng = np.random.default_rng(20240)
     start = time.perf_counter()
-    out = [f"{RUNS} runs x {CHECKPOINTS} checkpoints x {TASKS} new tasks, {TRIALS} trials per "
-           f"task; gates looked at after every checkpoint; alpha = {ALPHA}", ""]
+    out = [
+        f"{RUNS} runs x {CHECKPOINTS} checkpoints x {TASKS} new tasks, {TRIALS} trials per "
+        f"task; gates looked at after every checkpoint; alpha = {ALPHA}",
+        "",
+    ]
     se = np.sqrt(ALPHA * (1 - ALPHA) / RUNS)
     monitored, above, either, last_only = paired_gates(paired_differences(rng))
-    out += ["paired difference, null (candidate = baseline on every task):",
-            f"  monitored gate (betting CS, one-sided)           fires in {monitored.mean():.3f}"
-            f" of runs (nominal <= {ALPHA}; Monte Carlo se {se:.3f})",
-            f"  fixed-sample 95% interval, excludes 0 from below  fires in {above.mean():.3f}"
-            f" (nominal 0.025 for one look)",
-            f"  fixed-sample 95% interval, excludes 0 either side fires in {either.mean():.3f}"
-            f" (nominal 0.05 for one look)",
-            f"  fixed-sample interval at the last checkpoint only fires in {last_only.mean():.3f}",
-            ""]
+    out += [
+        "paired difference, null (candidate = baseline on every task):",
+        f"  monitored gate (betting CS, one-sided)           fires in {monitored.mean():.3f}"
+        f" of runs (nominal <= {ALPHA}; Monte Carlo se {se:.3f})",
+        f"  fixed-sample 95% interval, excludes 0 from below  fires in {above.mean():.3f}"
+        f" (nominal 0.025 for one look)",
+        f"  fixed-sample 95% interval, excludes 0 either side fires in {either.mean():.3f}"
+        f" (nominal 0.05 for one look)",
+        f"  fixed-sample interval at the last checkpoint only fires in {last_only.mean():.3f}",
+        "",
+    ]
     c = rng.binomial(1, rng.beta(0.5, 0.5, (RUNS, CHECKPOINTS * TASKS)))
     c = c.reshape(RUNS, CHECKPOINTS, TASKS).sum(axis=2)
     n = np.full_like(c, TASKS)
@@ -74,16 +80,20 @@ def main():
     wl, wu = wilson_interval(s, t, ci_prob=1 - ALPHA)
     mixture = ((lower > 0.5) | (upper < 0.5)).any(axis=1).mean()
     wilson = ((np.asarray(wl) > 0.5) | (np.asarray(wu) < 0.5)).any(axis=1).mean()
-    out += ["success rate, null p = 0.5 (one episode per task, tasks drawn at random):",
-            f"  Beta-binomial mixture CS excludes 0.5 (either side)   in {mixture:.3f} of runs",
-            f"  Wilson 95% interval excludes 0.5 (either side)        in {wilson:.3f}",
-            ""]
+    out += [
+        "success rate, null p = 0.5 (one episode per task, tasks drawn at random):",
+        f"  Beta-binomial mixture CS excludes 0.5 (either side)   in {mixture:.3f} of runs",
+        f"  Wilson 95% interval excludes 0.5 (either side)        in {wilson:.3f}",
+        "",
+    ]
     monitored, above, _, last_only = paired_gates(paired_differences(rng, gain=0.03))
-    out += ["price of validity, candidate task rates +0.03 (clipped at 1), power in 50 "
-            "checkpoints:",
-            f"  monitored gate fires in {monitored.mean():.3f}; fixed-sample interval at the "
-            f"last checkpoint only (a single planned look) in {last_only.mean():.3f}",
-            "", f"({time.perf_counter() - start:.1f} s)"]
+    out += [
+        "price of validity, candidate task rates +0.03 (clipped at 1), power in 50 checkpoints:",
+        f"  monitored gate fires in {monitored.mean():.3f}; fixed-sample interval at the "
+        f"last checkpoint only (a single planned look) in {last_only.mean():.3f}",
+        "",
+        f"({time.perf_counter() - start:.1f} s)",
+    ]
     text = "\n".join(out)
     print(text)
     with open(os.path.join(os.path.dirname(__file__), "results", "peeking.txt"), "w") as f:

@@ -30,27 +30,57 @@ OUT = Path(__file__).resolve().parent / "results" / "rank_coverage.txt"
 
 SCENARIOS = {
     "10 systems, spaced; 200 tasks x 4 trials; unit=task": dict(
-        ability=np.linspace(-0.6, 0.6, 10), n_clusters=None, n_tasks=200, trials=4,
-        sd_task=1.5, sd_cluster=0.0, unit="task"),
+        ability=np.linspace(-0.6, 0.6, 10),
+        n_clusters=None,
+        n_tasks=200,
+        trials=4,
+        sd_task=1.5,
+        sd_cluster=0.0,
+        unit="task",
+    ),
     "10 systems, spaced; 200 tasks x 1 trial; unit=task": dict(
-        ability=np.linspace(-0.9, 0.9, 10), n_clusters=None, n_tasks=200, trials=1,
-        sd_task=1.5, sd_cluster=0.0, unit="task"),
+        ability=np.linspace(-0.9, 0.9, 10),
+        n_clusters=None,
+        n_tasks=200,
+        trials=1,
+        sd_task=1.5,
+        sd_cluster=0.0,
+        unit="task",
+    ),
     "10 systems, two tied pairs; 200 tasks x 4 trials; unit=task": dict(
         ability=np.array([-0.6, -0.6, -0.3, 0.0, 0.1, 0.2, 0.2, 0.4, 0.5, 0.7]),
-        n_clusters=None, n_tasks=200, trials=4, sd_task=1.5, sd_cluster=0.0, unit="task"),
+        n_clusters=None,
+        n_tasks=200,
+        trials=4,
+        sd_task=1.5,
+        sd_cluster=0.0,
+        unit="task",
+    ),
     "10 systems, all tied (least favourable); 200 tasks x 4 trials; unit=task": dict(
-        ability=np.zeros(10), n_clusters=None, n_tasks=200, trials=4, sd_task=1.5,
-        sd_cluster=0.0, unit="task"),
+        ability=np.zeros(10),
+        n_clusters=None,
+        n_tasks=200,
+        trials=4,
+        sd_task=1.5,
+        sd_cluster=0.0,
+        unit="task",
+    ),
     "10 systems, spaced; 30 clusters x 8 tasks x 2 trials; unit=cluster": dict(
-        ability=np.linspace(-0.6, 0.6, 10), n_clusters=30, n_tasks=240, trials=2,
-        sd_task=1.2, sd_cluster=0.8, unit="cluster"),
+        ability=np.linspace(-0.6, 0.6, 10),
+        n_clusters=30,
+        n_tasks=240,
+        trials=2,
+        sd_task=1.2,
+        sd_cluster=0.8,
+        unit="cluster",
+    ),
 }
 
 
 def true_values(ability, sd):
     """E[expit(a + e)], e ~ N(0, sd^2), on a fine grid (exact to ~1e-10)."""
     z = np.linspace(-10, 10, 4001)
-    w = np.exp(-z**2 / 2)
+    w = np.exp(-(z**2) / 2)
     w /= w.sum()
     return (1 / (1 + np.exp(-(ability[:, None] + sd * z[None])))) @ w
 
@@ -71,11 +101,15 @@ def simulate(rng, ability, n_clusters, n_tasks, trials, sd_task, sd_cluster, uni
 
 
 def coverage(n_sim, n_boot, seed=0):
-    lines = [f"Coverage at ci_prob 0.95, {n_sim} simulations per row, n_boot={n_boot} "
-             "(Monte Carlo se of a coverage near 0.95: "
-             f"{np.sqrt(0.95 * 0.05 / n_sim):.3f})", ""]
-    header = (f"{'scenario':<74} {'kind':<13} {'joint':>6} {'marginal min..max':>18} "
-              f"{'mean width':>10}")
+    lines = [
+        f"Coverage at ci_prob 0.95, {n_sim} simulations per row, n_boot={n_boot} "
+        "(Monte Carlo se of a coverage near 0.95: "
+        f"{np.sqrt(0.95 * 0.05 / n_sim):.3f})",
+        "",
+    ]
+    header = (
+        f"{'scenario':<74} {'kind':<13} {'joint':>6} {'marginal min..max':>18} {'mean width':>10}"
+    )
     lines += [header, "-" * len(header)]
     rng = np.random.default_rng(seed)
     for name, spec in SCENARIOS.items():
@@ -96,14 +130,18 @@ def coverage(n_sim, n_boot, seed=0):
             h = np.array(hits[kind])
             joint = h.all(axis=1).mean()
             marg = h.mean(axis=0)
-            lines.append(f"{name:<74} {kind:<13} {joint:6.3f} "
-                         f"{marg.min():8.3f}..{marg.max():.3f} {np.mean(widths[kind]):10.2f}")
+            lines.append(
+                f"{name:<74} {kind:<13} {joint:6.3f} "
+                f"{marg.min():8.3f}..{marg.max():.3f} {np.mean(widths[kind]):10.2f}"
+            )
         lines.append(f"{'':<74} ({elapsed:.1f} s for {2 * n_sim} calls)")
-    lines += ["",
-              "joint: share of simulations with every true rank in its set; marginal: per system,",
-              "share with its own rank in its set (min..max over systems); width: mean number of",
-              "ranks in a set (1 = a single rank, 10 = uninformative). A marginal set claims only",
-              "its own system's rank: its joint column shows what it does not promise."]
+    lines += [
+        "",
+        "joint: share of simulations with every true rank in its set; marginal: per system,",
+        "share with its own rank in its set (min..max over systems); width: mean number of",
+        "ranks in a set (1 = a single rank, 10 = uninformative). A marginal set claims only",
+        "its own system's rank: its joint column shows what it does not promise.",
+    ]
     return lines
 
 
@@ -135,9 +173,11 @@ def timing():
     lines += ["", "SWE-bench Verified, the close pair (unit=task, simultaneous, n_boot=10000):"]
     for system in totals[totals.isin([371, 372])].index:
         row = out.sel(system=system)
-        lines.append(f"  {system}: {int(totals[system])}/500 resolved, observed rank "
-                     f"{int(row['rank_observed'])}, rank set [{int(row['rank_lower'])}, "
-                     f"{int(row['rank_upper'])}]")
+        lines.append(
+            f"  {system}: {int(totals[system])}/500 resolved, observed rank "
+            f"{int(row['rank_observed'])}, rank set [{int(row['rank_lower'])}, "
+            f"{int(row['rank_upper'])}]"
+        )
     return lines
 
 

@@ -33,11 +33,14 @@ OUT = Path(__file__).resolve().parent / "results" / "rank_interval_coverage.txt"
 
 SCENARIOS = {
     "8 systems, spaced 0.15 logits; 120 tasks x 1 trial": dict(
-        shifts=np.linspace(0.0, 1.05, 8), n_tasks=120, n_trials=1),
+        shifts=np.linspace(0.0, 1.05, 8), n_tasks=120, n_trials=1
+    ),
     "8 systems, spaced 0.15 logits; 60 tasks x 4 trials": dict(
-        shifts=np.linspace(0.0, 1.05, 8), n_tasks=60, n_trials=4),
+        shifts=np.linspace(0.0, 1.05, 8), n_tasks=60, n_trials=4
+    ),
     "8 systems, two tied pairs; 120 tasks x 1 trial": dict(
-        shifts=np.array([0.0, 0.0, 0.3, 0.45, 0.6, 0.6, 0.9, 1.05]), n_tasks=120, n_trials=1),
+        shifts=np.array([0.0, 0.0, 0.3, 0.45, 0.6, 0.6, 0.9, 1.05]), n_tasks=120, n_trials=1
+    ),
 }
 
 
@@ -48,9 +51,15 @@ def true_ranks(values):
 
 
 def one_run(seed, shifts, n_tasks, n_trials, draws):
-    sim = simulate_benchmark(n_tasks=n_tasks, n_trials=n_trials, n_systems=len(shifts),
-                             rates=("logit_normal", -0.5, 1.5), effect=list(shifts),
-                             task_system_sd=0.3, seed=seed)
+    sim = simulate_benchmark(
+        n_tasks=n_tasks,
+        n_trials=n_trials,
+        n_systems=len(shifts),
+        rates=("logit_normal", -0.5, 1.5),
+        effect=list(shifts),
+        task_system_sd=0.3,
+        seed=seed,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # gates are counted below
         res = be.fit(sim.data, draws=draws, chains=2, seed=seed, progress=False)
@@ -70,37 +79,49 @@ def main():
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    lines = [f"# python benchmarks/rank_interval_coverage.py --n-sim {args.n_sim} --draws "
-             f"{args.draws}   ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
-             f"{os.cpu_count()} cores)",
-             "Coverage of the 95% posterior rank intervals (Results.ranks, the default fit, "
-             "2 chains); Monte Carlo se of a coverage near 0.95 over n simulations: "
-             "sqrt(0.95 * 0.05 / n)", "",
-             f"{'scenario':<52} {'estimand':<11} {'marginal':>8} {'min..max':>11} "
-             f"{'joint':>6} {'width':>6}"]
+    lines = [
+        f"# python benchmarks/rank_interval_coverage.py --n-sim {args.n_sim} --draws "
+        f"{args.draws}   ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+        f"{os.cpu_count()} cores)",
+        "Coverage of the 95% posterior rank intervals (Results.ranks, the default fit, "
+        "2 chains); Monte Carlo se of a coverage near 0.95 over n simulations: "
+        "sqrt(0.95 * 0.05 / n)",
+        "",
+        f"{'scenario':<52} {'estimand':<11} {'marginal':>8} {'min..max':>11} "
+        f"{'joint':>6} {'width':>6}",
+    ]
     print("\n".join(lines), flush=True)
     for label, spec in SCENARIOS.items():
         start = time.perf_counter()
-        runs = [one_run(seed, spec["shifts"], spec["n_tasks"], spec["n_trials"], args.draws)
-                for seed in range(args.n_sim)]
+        runs = [
+            one_run(seed, spec["shifts"], spec["n_tasks"], spec["n_trials"], args.draws)
+            for seed in range(args.n_sim)
+        ]
         elapsed = time.perf_counter() - start
         for estimand in ("tasks", "population"):
             inside = np.array([r[estimand][0] for r in runs])  # (sim, system)
             width = np.array([r[estimand][1] for r in runs])
             per_system = inside.mean(axis=0)
-            line = (f"{label:<52} {estimand:<11} {inside.mean():8.3f} "
-                    f"{per_system.min():5.3f}..{per_system.max():5.3f} "
-                    f"{inside.all(axis=1).mean():6.3f} {width.mean():6.2f}")
+            line = (
+                f"{label:<52} {estimand:<11} {inside.mean():8.3f} "
+                f"{per_system.min():5.3f}..{per_system.max():5.3f} "
+                f"{inside.all(axis=1).mean():6.3f} {width.mean():6.2f}"
+            )
             print(line, flush=True)
             lines.append(line)
         divergent = sum(r["divergences"] > 0 for r in runs)
-        note = (f"{'':<52} ({args.n_sim} fits of {runs[0]['model']} in {elapsed:.0f} s; "
-                f"{divergent} with divergent transitions)")
+        note = (
+            f"{'':<52} ({args.n_sim} fits of {runs[0]['model']} in {elapsed:.0f} s; "
+            f"{divergent} with divergent transitions)"
+        )
         print(note, flush=True)
         lines.append(note)
-    lines += ["", "marginal: share of (simulation, system) with the true rank in the interval; "
-              "min..max over systems; joint: share of simulations with every system's true rank "
-              "in its interval; width: mean number of ranks in an interval."]
+    lines += [
+        "",
+        "marginal: share of (simulation, system) with the true rank in the interval; "
+        "min..max over systems; joint: share of simulations with every system's true rank "
+        "in its interval; width: mean number of ranks in an interval.",
+    ]
     args.out.write_text("\n".join(lines) + "\n")
 
 

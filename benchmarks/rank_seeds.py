@@ -44,16 +44,27 @@ def main():
         row["best_a"], row["best_b"] = float(best.sel(system=a)), float(best.sel(system=b))
         rows.append(row)
         print(row, flush=True)
-    lines = [f"SWE-bench Verified, 25 x 500, model='auto' ({res.model}), 4 x 1000 draws; "
-             f"A = {a} (372/500), B = {b} (371/500)", ""]
-    lines += [f"seed {r['seed']}: P(A > B) tasks {r['tasks']:.4f}, population "
-              f"{r['population']:.4f}; P(best) A {r['best_a']:.4f}, B {r['best_b']:.4f}; "
-              f"{r['divergences']} divergences, {r['seconds']:.0f} s" for r in rows]
-    for key, label in (("tasks", "P(A > B), tasks"), ("population", "P(A > B), population"),
-                       ("best_a", "P(A best)")):
+    lines = [
+        f"SWE-bench Verified, 25 x 500, model='auto' ({res.model}), 4 x 1000 draws; "
+        f"A = {a} (372/500), B = {b} (371/500)",
+        "",
+    ]
+    lines += [
+        f"seed {r['seed']}: P(A > B) tasks {r['tasks']:.4f}, population "
+        f"{r['population']:.4f}; P(best) A {r['best_a']:.4f}, B {r['best_b']:.4f}; "
+        f"{r['divergences']} divergences, {r['seconds']:.0f} s"
+        for r in rows
+    ]
+    for key, label in (
+        ("tasks", "P(A > B), tasks"),
+        ("population", "P(A > B), population"),
+        ("best_a", "P(A best)"),
+    ):
         values = np.array([r[key] for r in rows])
-        lines.append(f"{label}: range over seeds {values.max() - values.min():.4f} "
-                     f"(min {values.min():.4f}, max {values.max():.4f})")
+        lines.append(
+            f"{label}: range over seeds {values.max() - values.min():.4f} "
+            f"(min {values.min():.4f}, max {values.max():.4f})"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     (Path(__file__).parent / "results" / "rank_seeds.txt").write_text(text)

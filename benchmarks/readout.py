@@ -28,8 +28,10 @@ matplotlib.use("Agg")
 import bayeval as be  # noqa: E402
 from bayeval import plots  # noqa: E402
 
-PAIR = ("20251124_mini-v1.16.0_claude-opus-4-5-20251101",
-        "20251120_mini-v1.15.0_gpt-5.1-2025-11-13")
+PAIR = (
+    "20251124_mini-v1.16.0_claude-opus-4-5-20251101",
+    "20251120_mini-v1.15.0_gpt-5.1-2025-11-13",
+)
 
 
 def _timed(function, *args, **kwargs):
@@ -42,8 +44,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--out", type=Path,
-                        default=Path(__file__).parent / "results" / "readout.txt")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "readout.txt"
+    )
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)
     data = be.datasets.load("swebench_verified")
@@ -52,24 +55,32 @@ def main():
     fit_s = time.perf_counter() - start
     candidate, baseline = PAIR
     readouts = [
-        ("compare, population, new clusters",
-         lambda r: r.compare(candidate, baseline, estimand="population", clusters="new")),
-        ("compare, population, observed clusters",
-         lambda r: r.compare(candidate, baseline, estimand="population", clusters="observed")),
+        (
+            "compare, population, new clusters",
+            lambda r: r.compare(candidate, baseline, estimand="population", clusters="new"),
+        ),
+        (
+            "compare, population, observed clusters",
+            lambda r: r.compare(candidate, baseline, estimand="population", clusters="observed"),
+        ),
         ("compare, tasks", lambda r: r.compare(candidate, baseline, estimand="tasks")),
         ("summary (every system and estimand)", lambda r: r.summary()),
         ("crosscheck (every system, bootstrap twin)", lambda r: be.crosscheck(r)),
-        ("plot_effect, tasks", lambda r: plots.plot_effect(r, candidate, baseline,
-                                                           estimand="tasks")),
+        (
+            "plot_effect, tasks",
+            lambda r: plots.plot_effect(r, candidate, baseline, estimand="tasks"),
+        ),
     ]
-    lines = [f"# python benchmarks/readout.py --draws {args.draws} --chains {args.chains}   "
-             f"({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
-             f"load {os.getloadavg()[0]:.1f})",
-             f"fit: model {res.model}, {data.dataset.sizes['system']} systems x "
-             f"{data.dataset.sizes['task']} tasks, {fit_s:.1f} s, "
-             f"{res.diagnostics['divergences']} divergences, min bulk ESS "
-             f"{res.diagnostics['min_ess_bulk']:.0f}",
-             f"{'readout':<42} {'first s':>8} {'again s':>8} {'first / fit':>12}"]
+    lines = [
+        f"# python benchmarks/readout.py --draws {args.draws} --chains {args.chains}   "
+        f"({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores, "
+        f"load {os.getloadavg()[0]:.1f})",
+        f"fit: model {res.model}, {data.dataset.sizes['system']} systems x "
+        f"{data.dataset.sizes['task']} tasks, {fit_s:.1f} s, "
+        f"{res.diagnostics['divergences']} divergences, min bulk ESS "
+        f"{res.diagnostics['min_ess_bulk']:.0f}",
+        f"{'readout':<42} {'first s':>8} {'again s':>8} {'first / fit':>12}",
+    ]
     print("\n".join(lines))
     warm = be.Results(res.tree)
     for _, call in readouts:

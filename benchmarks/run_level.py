@@ -56,8 +56,10 @@ def simulate(seed, sigma_run, n_runs, n_tasks, trials):
             p = special.expit(a_run + e + rng.normal(0, SIGMA_TASK_RUN, n_tasks))
             c = rng.binomial(trials, p)
             for j in range(n_tasks):
-                rows += [{"recipe": name, "seed": run, "task": f"t{j}", "success": int(i < c[j])}
-                         for i in range(trials)]
+                rows += [
+                    {"recipe": name, "seed": run, "task": f"t{j}", "success": int(i < c[j])}
+                    for i in range(trials)
+                ]
         truth_observed[name] = float(np.mean(values))
     truth_new = {name: pass1(a, sigma_run) for name, a in recipe.items()}
     data = be.from_frame(pd.DataFrame(rows), system="recipe", run="seed")
@@ -65,16 +67,26 @@ def simulate(seed, sigma_run, n_runs, n_tasks, trials):
 
 
 def one(seed, sigma_run, args, tasks=None, trials=None) -> dict:
-    data, new_truth, observed_truth = simulate(seed, sigma_run, args.runs, tasks or args.tasks,
-                                               trials or args.trials)
+    data, new_truth, observed_truth = simulate(
+        seed, sigma_run, args.runs, tasks or args.tasks, trials or args.trials
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
-        res = be.fit(data, model="logit_normal", draws=args.draws, tune=args.draws, chains=2,
-                     seed=seed, progress=False)
+        res = be.fit(
+            data,
+            model="logit_normal",
+            draws=args.draws,
+            tune=args.draws,
+            chains=2,
+            seed=seed,
+            progress=False,
+        )
     post = res.tree["posterior"]["sigma_run"].values.ravel()
     lo, hi = np.quantile(post, [0.05, 0.95])
-    out = {"sigma_covered": lo <= sigma_run <= hi if sigma_run > 0 else None,
-           "divergences": int(res.diagnostics.get("divergences", 0))}
+    out = {
+        "sigma_covered": lo <= sigma_run <= hi if sigma_run > 0 else None,
+        "divergences": int(res.diagnostics.get("divergences", 0)),
+    }
     for runs, truth in (("new", new_truth), ("observed", observed_truth)):
         interval = res.compare("B", "A", runs=runs)["effect_interval"].values
         out[f"{runs}_covered"] = interval[0] <= truth <= interval[1]
@@ -105,8 +117,10 @@ def main():
     # the zero-spread check on a larger benchmark per checkpoint (5x the tasks, 4 trials): with
     # 40 tasks x 2 trials a checkpoint's logit has a standard error near 0.25, which hides a
     # seed spread of 0.3 or of 0 alike
-    zero = [one(1000 + seed, 0.0, args, tasks=5 * args.tasks, trials=4)
-            for seed in range(max(5, args.replicates // 8))]
+    zero = [
+        one(1000 + seed, 0.0, args, tasks=5 * args.tasks, trials=4)
+        for seed in range(max(5, args.replicates // 8))
+    ]
     elapsed = time.time() - start
     df = pd.DataFrame(rows)
     lines = [

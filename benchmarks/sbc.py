@@ -80,14 +80,21 @@ def draw_prior(model: str, n_tasks: int, rng: np.random.Generator) -> tuple[dict
         a, b = mu * kappa, (1 - mu) * kappa
         p = rng.beta(a, b, n_tasks)
         pop = -np.expm1(special.betaln(a, b + K_POP) - special.betaln(a, b))
-        return {"mu": mu, "log kappa": log_kappa, f"population pass@{K_POP}": pop,
-                "tasks pass@1": p.mean()}, p
+        return {
+            "mu": mu,
+            "log kappa": log_kappa,
+            f"population pass@{K_POP}": pop,
+            "tasks pass@1": p.mean(),
+        }, p
     priors = logit_normal.DEFAULT_PRIORS
     alpha = rng.normal(*priors["alpha"])
     sigma = abs(rng.normal(0.0, priors["sigma_task"]))
     p = special.expit(alpha + sigma * rng.standard_normal(n_tasks))
-    pop = float(logit_normal.normal_expectation(np.array([alpha]), np.array([sigma]),
-                                                "pass@k", np.array([1]))[0, 0])
+    pop = float(
+        logit_normal.normal_expectation(
+            np.array([alpha]), np.array([sigma]), "pass@k", np.array([1])
+        )[0, 0]
+    )
     return {"alpha": alpha, "sigma_task": sigma, "population pass@1": pop}, p
 
 
@@ -102,30 +109,45 @@ def posterior_draws(model: str, data, seed: int, opts: dict) -> dict:
     n_draws = opts["draws"]
     if model == "beta_binomial":
         res = be.fit(data, model="beta_binomial", draws=n_draws, chains=1, seed=seed)
-        return {"p[task 0]": res.task_rates().values[0, :, 0, 0],
-                "tasks pass@1": res.pass_at_k(k=1, estimand="tasks").values[0, :, 0]}
+        return {
+            "p[task 0]": res.task_rates().values[0, :, 0, 0],
+            "tasks pass@1": res.pass_at_k(k=1, estimand="tasks").values[0, :, 0],
+        }
     if model == "hierarchical":
-        res = be.fit(data, model="hierarchical", sampler="grid", draws=n_draws, chains=1,
-                     seed=seed, task_draws=False)
+        res = be.fit(
+            data,
+            model="hierarchical",
+            sampler="grid",
+            draws=n_draws,
+            chains=1,
+            seed=seed,
+            task_draws=False,
+        )
         post = res.tree["posterior"]
-        return {"mu": post["mu"].values[0, :, 0],
-                "log kappa": np.log(post["kappa"].values[0, :, 0]),
-                f"population pass@{K_POP}":
-                    res.pass_at_k(k=K_POP, estimand="population").values[0, :, 0],
-                "tasks pass@1": res.pass_at_k(k=1, estimand="tasks").values[0, :, 0]}
+        return {
+            "mu": post["mu"].values[0, :, 0],
+            "log kappa": np.log(post["kappa"].values[0, :, 0]),
+            f"population pass@{K_POP}": res.pass_at_k(k=K_POP, estimand="population").values[
+                0, :, 0
+            ],
+            "tasks pass@1": res.pass_at_k(k=1, estimand="tasks").values[0, :, 0],
+        }
     chains = opts["ln_chains"]
     per_chain = opts["ln_draws"]
-    res = be.fit(data, model="logit_normal", draws=per_chain, tune=opts["ln_tune"],
-                 chains=chains, seed=seed)
+    res = be.fit(
+        data, model="logit_normal", draws=per_chain, tune=opts["ln_tune"], chains=chains, seed=seed
+    )
     thin = max(1, (chains * per_chain) // n_draws)
 
     def flat(values):
         return values.reshape(-1)[::thin][:n_draws]
 
     post = res.tree["posterior"]
-    return {"alpha": flat(post["alpha"].values[..., 0]),
-            "sigma_task": flat(post["sigma_task"].values),
-            "population pass@1": flat(res.pass_at_k(k=1, estimand="population").values[..., 0])}
+    return {
+        "alpha": flat(post["alpha"].values[..., 0]),
+        "sigma_task": flat(post["sigma_task"].values),
+        "population pass@1": flat(res.pass_at_k(k=1, estimand="population").values[..., 0]),
+    }
 
 
 def replicate(model: str, index: int, seed: int, opts: dict) -> list[dict]:
@@ -157,9 +179,17 @@ def replicate(model: str, index: int, seed: int, opts: dict) -> list[dict]:
     rows = []
     for name, value in truth.items():
         d = np.asarray(draws[name])
-        rows.append(dict(model=model, replicate=index, quantity=name, truth=float(value),
-                         rank=int((d < value).sum()), draws=len(d),
-                         ties=int((d == value).sum())))
+        rows.append(
+            dict(
+                model=model,
+                replicate=index,
+                quantity=name,
+                truth=float(value),
+                rank=int((d < value).sum()),
+                draws=len(d),
+                ties=int((d == value).sum()),
+            )
+        )
     return rows
 
 
@@ -183,8 +213,9 @@ def _init_worker():
     warnings.simplefilter("ignore")
 
 
-def run_sbc(model: str, replicates: int, seed: int, opts: dict, jobs: int = 1,
-            chunk: int = 20) -> pd.DataFrame:
+def run_sbc(
+    model: str, replicates: int, seed: int, opts: dict, jobs: int = 1, chunk: int = 20
+) -> pd.DataFrame:
     """Ranks of every quantity over ``replicates`` replicates of one model.
 
     Returns
@@ -192,8 +223,9 @@ def run_sbc(model: str, replicates: int, seed: int, opts: dict, jobs: int = 1,
     pandas.DataFrame
         One row per (replicate, quantity).
     """
-    jobs_list = [(model, s, min(s + chunk, replicates), seed, opts)
-                 for s in range(0, replicates, chunk)]
+    jobs_list = [
+        (model, s, min(s + chunk, replicates), seed, opts) for s in range(0, replicates, chunk)
+    ]
     if jobs <= 1:
         parts = [_run_chunk(j) for j in jobs_list]
     else:
@@ -233,49 +265,86 @@ def uniformity(ranks: pd.DataFrame, bins: int, seed: int = 0) -> pd.DataFrame:
         p_chi2 = float(stats.chi2.sf(chi2, bins - 1))
         u = (r + rng.uniform(size=len(r))) / (L + 1)
         p_ks = float(stats.kstest(u, "uniform").pvalue)
-        out.append(dict(model=model, quantity=quantity, replicates=len(r), draws=L, bins=bins,
-                        chi2=chi2, p_chi2=p_chi2, p_ks=p_ks,
-                        counts=" ".join(str(int(c)) for c in counts)))
+        out.append(
+            dict(
+                model=model,
+                quantity=quantity,
+                replicates=len(r),
+                draws=L,
+                bins=bins,
+                chi2=chi2,
+                p_chi2=p_chi2,
+                p_ks=p_ks,
+                counts=" ".join(str(int(c)) for c in counts),
+            )
+        )
     return pd.DataFrame(out)
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS))
-    parser.add_argument("--replicates", type=int, default=500,
-                        help="replicates for the grid and conjugate models (default 500)")
-    parser.add_argument("--ln-replicates", type=int, default=100,
-                        help="replicates for the logit-normal model (NUTS; default 100)")
+    parser.add_argument(
+        "--replicates",
+        type=int,
+        default=500,
+        help="replicates for the grid and conjugate models (default 500)",
+    )
+    parser.add_argument(
+        "--ln-replicates",
+        type=int,
+        default=100,
+        help="replicates for the logit-normal model (NUTS; default 100)",
+    )
     parser.add_argument("--n-tasks", type=int, default=20)
     parser.add_argument("--n-trials", type=int, default=8)
-    parser.add_argument("--draws", type=int, default=99,
-                        help="posterior draws each truth is ranked among (L; default 99)")
+    parser.add_argument(
+        "--draws",
+        type=int,
+        default=99,
+        help="posterior draws each truth is ranked among (L; default 99)",
+    )
     parser.add_argument("--bins", type=int, default=10)
     parser.add_argument("--ln-bins", type=int, default=10)
     parser.add_argument("--ln-chains", type=int, default=2)
-    parser.add_argument("--ln-draws", type=int, default=500, help="NUTS draws per chain "
-                        "(thinned to --draws)")
+    parser.add_argument(
+        "--ln-draws", type=int, default=500, help="NUTS draws per chain (thinned to --draws)"
+    )
     parser.add_argument("--ln-tune", type=int, default=500)
     parser.add_argument("--seed", type=int, default=20261202)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = parser.parse_args(argv)
-    args.command = "python benchmarks/sbc.py" + (
-        " " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    args.command = (
+        "python benchmarks/sbc.py"
+        + (" " + " ".join(argv if argv is not None else sys.argv[1:])).rstrip()
+    )
     return args
 
 
 def main(argv=None):
     """Run SBC for the chosen models and write the tables."""
     args = parse_args(argv)
-    opts = dict(n_tasks=args.n_tasks, n_trials=args.n_trials, draws=args.draws,
-                ln_chains=args.ln_chains, ln_draws=args.ln_draws, ln_tune=args.ln_tune)
+    opts = dict(
+        n_tasks=args.n_tasks,
+        n_trials=args.n_trials,
+        draws=args.draws,
+        ln_chains=args.ln_chains,
+        ln_draws=args.ln_draws,
+        ln_tune=args.ln_tune,
+    )
     all_ranks, tables, seconds = [], [], {}
     for model in args.models:
         start = time.perf_counter()
         count = args.ln_replicates if model == "logit_normal" else args.replicates
-        ranks = run_sbc(model, count, args.seed, opts, jobs=args.jobs,
-                        chunk=4 if model == "logit_normal" else 50)
+        ranks = run_sbc(
+            model,
+            count,
+            args.seed,
+            opts,
+            jobs=args.jobs,
+            chunk=4 if model == "logit_normal" else 50,
+        )
         seconds[model] = time.perf_counter() - start
         bins = args.ln_bins if model == "logit_normal" else args.bins
         tables.append(uniformity(ranks, bins, seed=args.seed))
@@ -296,29 +365,45 @@ def main(argv=None):
         old = pd.read_csv(ranks_path)
         ranks = pd.concat([old[~old["model"].isin(args.models)], ranks], ignore_index=True)
     ranks.to_csv(ranks_path, index=False, float_format="%.6g")
-    info = dict(commands={m: args.command for m in args.models}, seed=args.seed,
-                n_tasks=args.n_tasks, n_trials=args.n_trials, draws=args.draws,
-                seconds=seconds, logit_normal_nuts=dict(chains=args.ln_chains,
-                                                        draws=args.ln_draws, tune=args.ln_tune))
+    info = dict(
+        commands={m: args.command for m in args.models},
+        seed=args.seed,
+        n_tasks=args.n_tasks,
+        n_trials=args.n_trials,
+        draws=args.draws,
+        seconds=seconds,
+        logit_normal_nuts=dict(chains=args.ln_chains, draws=args.ln_draws, tune=args.ln_tune),
+    )
     meta = args.out / "sbc.json"
     if meta.exists():  # keep the other models' records
         old = json.loads(meta.read_text())
         info["seconds"] = {**old.get("seconds", {}), **seconds}
         info["commands"] = {**old.get("commands", {}), **info["commands"]}
     meta.write_text(json.dumps(info, indent=2))
-    lines = ["# Simulation-based calibration", "",
-             (f"Commands: {', '.join(f'`{c}`' for c in dict.fromkeys(info['commands'].values()))}"
-              f". {args.n_tasks} tasks x {args.n_trials} trials per "
-              f"replicate; each truth ranked among L = {args.draws} posterior draws (NUTS: "
-              f"{args.ln_chains} chains x {args.ln_draws} draws after {args.ln_tune} tuning, "
-              "thinned). Uniform ranks are what a calibrated fit gives: small p-values flag a "
-              "miscalibrated posterior."), "",
-             ("| model | quantity | replicates | L | bins | bin counts | chi-square | p-value "
-              "| KS p-value |"), "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Simulation-based calibration",
+        "",
+        (
+            f"Commands: {', '.join(f'`{c}`' for c in dict.fromkeys(info['commands'].values()))}"
+            f". {args.n_tasks} tasks x {args.n_trials} trials per "
+            f"replicate; each truth ranked among L = {args.draws} posterior draws (NUTS: "
+            f"{args.ln_chains} chains x {args.ln_draws} draws after {args.ln_tune} tuning, "
+            "thinned). Uniform ranks are what a calibrated fit gives: small p-values flag a "
+            "miscalibrated posterior."
+        ),
+        "",
+        (
+            "| model | quantity | replicates | L | bins | bin counts | chi-square | p-value "
+            "| KS p-value |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in table.iterrows():
-        lines.append(f"| {r['model']} | {r['quantity']} | {r['replicates']} | {r['draws']} | "
-                     f"{r['bins']} | {r['counts']} | {r['chi2']:.1f} | {r['p_chi2']:.3f} | "
-                     f"{r['p_ks']:.3f} |")
+        lines.append(
+            f"| {r['model']} | {r['quantity']} | {r['replicates']} | {r['draws']} | "
+            f"{r['bins']} | {r['counts']} | {r['chi2']:.1f} | {r['p_chi2']:.3f} | "
+            f"{r['p_ks']:.3f} |"
+        )
     (args.out / "sbc.md").write_text("\n".join(lines) + "\n")
     print(table.to_string(index=False), flush=True)
     return table

@@ -59,21 +59,28 @@ print(json.dumps({"times": times, "peak_gib": peak, "tasks": tasks,
 def run(cells: float, systems: int, trials: int, model: str, timeout: int) -> str:
     start = time.perf_counter()
     try:
-        done = subprocess.run([sys.executable, "-c", CHILD, str(cells), str(systems),
-                               str(trials), model], capture_output=True, text=True,
-                              timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, str(cells), str(systems), str(trials), model],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired:
         return f"{cells:.0e} cells, {model}: did not finish within {timeout} s"
     wall = time.perf_counter() - start
     if done.returncode != 0:
         tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         killed = done.returncode in (-9, 137)
-        return (f"{cells:.0e} cells, {model}: failed (exit {done.returncode}"
-                f"{', killed: out of memory' if killed else ''}): {tail[:200]}")
+        return (
+            f"{cells:.0e} cells, {model}: failed (exit {done.returncode}"
+            f"{', killed: out of memory' if killed else ''}): {tail[:200]}"
+        )
     out = json.loads(done.stdout.strip().splitlines()[-1])
     steps = ", ".join(f"{k} {v:.1f} s" for k, v in out["times"].items())
-    return (f"{cells:.0e} cells ({systems} systems x {out['tasks']} tasks x {trials} trials), "
-            f"{model}: {wall:.0f} s in all ({steps}); peak memory {out['peak_gib']:.2f} GiB")
+    return (
+        f"{cells:.0e} cells ({systems} systems x {out['tasks']} tasks x {trials} trials), "
+        f"{model}: {wall:.0f} s in all ({steps}); peak memory {out['peak_gib']:.2f} GiB"
+    )
 
 
 def main():
@@ -83,8 +90,10 @@ def main():
     parser.add_argument("--trials", type=int, default=100)
     parser.add_argument("--timeout", type=int, default=1800)
     args = parser.parse_args()
-    lines = [f"exact engines at scale; machine: {platform.platform()}, "
-             f"python {platform.python_version()}"]
+    lines = [
+        f"exact engines at scale; machine: {platform.platform()}, "
+        f"python {platform.python_version()}"
+    ]
     for cells in args.cells:
         for model in ("hierarchical", "beta_binomial"):
             line = run(cells, args.systems, args.trials, model, args.timeout)

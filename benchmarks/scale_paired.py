@@ -32,8 +32,17 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-CASES = ["swe_2", "swe_5", "swe_10", "swe_25", "gen_50x1000", "gen_100x2000", "tb_13",
-         "lcb_5", "lcb_45"]
+CASES = [
+    "swe_2",
+    "swe_5",
+    "swe_10",
+    "swe_25",
+    "gen_50x1000",
+    "gen_100x2000",
+    "tb_13",
+    "lcb_5",
+    "lcb_45",
+]
 
 
 def _data(name):
@@ -46,11 +55,19 @@ def _data(name):
         S, J = (int(v) for v in name.split("_")[1].split("x"))
         rng = np.random.default_rng(S * J)
         cluster = np.repeat(np.arange(20), J // 20)
-        logit = (rng.normal(0, 1.2, S)[:, None] + rng.normal(0, 0.8, 20)[None, cluster]
-                 + rng.normal(0, 2.0, J)[None, :] + rng.normal(0, 0.5, (S, J)))
+        logit = (
+            rng.normal(0, 1.2, S)[:, None]
+            + rng.normal(0, 0.8, 20)[None, cluster]
+            + rng.normal(0, 2.0, J)[None, :]
+            + rng.normal(0, 0.5, (S, J))
+        )
         counts = rng.binomial(1, 1 / (1 + np.exp(-logit)))
-        return be.from_counts(counts, trials=1, clusters=[f"c{g}" for g in cluster],
-                              systems=[f"system_{s}" for s in range(S)])
+        return be.from_counts(
+            counts,
+            trials=1,
+            clusters=[f"c{g}" for g in cluster],
+            systems=[f"system_{s}" for s in range(S)],
+        )
     if name == "tb_13":
         return be.datasets.load("terminal_bench", missing="fail")
     data = be.datasets.load("livecodebench")
@@ -84,13 +101,24 @@ def run_case(name, tune, draws):
     logit_normal.LATENT_CELLS = 10**12
     data = _data(name)
     ds = data.dataset
-    sizes = (ds.sizes["system"], ds.sizes["task"], int(ds["trials"].max()) if "trials" in ds
-             else None)
+    sizes = (
+        ds.sizes["system"],
+        ds.sizes["task"],
+        int(ds["trials"].max()) if "trials" in ds else None,
+    )
     timings = []
     for _ in range(2):  # the first in the process (imports, kernel caches), then warm
         start = time.perf_counter()
-        be.fit(data, model="logit_normal", draws=5, tune=5, chains=2, seed=0, progress=False,
-               log_likelihood=False)
+        be.fit(
+            data,
+            model="logit_normal",
+            draws=5,
+            tune=5,
+            chains=2,
+            seed=0,
+            progress=False,
+            log_likelihood=False,
+        )
         timings.append(time.perf_counter() - start)
     cold, setup = timings
     try:
@@ -98,16 +126,28 @@ def run_case(name, tune, draws):
     except Exception as exc:  # noqa: BLE001 - the timing is a nicety; report why it is absent
         grad_ms = f"n/a ({type(exc).__name__})"
     start = time.perf_counter()
-    res = be.fit(data, model="logit_normal", draws=draws, tune=tune, chains=2, seed=1,
-                 progress=False, log_likelihood=False)
+    res = be.fit(
+        data,
+        model="logit_normal",
+        draws=draws,
+        tune=tune,
+        chains=2,
+        seed=1,
+        progress=False,
+        log_likelihood=False,
+    )
     wall = time.perf_counter() - start
     per_iter = max(wall - setup, 1e-9) / (tune + draws)
     steps = float(res.tree["sample_stats"]["n_steps"].mean())
     return {
-        "case": name, "systems": sizes[0], "tasks": sizes[1],
+        "case": name,
+        "systems": sizes[0],
+        "tasks": sizes[1],
         "cells": int((ds["attempts"] > 0).sum()) if "attempts" in ds else None,
-        "first_s": round(cold, 1), "setup_s": round(setup, 1), "grad_ms": grad_ms if isinstance(grad_ms, str)
-        else round(grad_ms, 2), "short_fit_s": round(wall, 1),
+        "first_s": round(cold, 1),
+        "setup_s": round(setup, 1),
+        "grad_ms": grad_ms if isinstance(grad_ms, str) else round(grad_ms, 2),
+        "short_fit_s": round(wall, 1),
         "steps_per_draw": round(steps, 1),
         "divergences": int(res.diagnostics["divergences"]),
         "projected_default_s": round(setup + 2 * 2000 * per_iter, 0),
@@ -120,27 +160,47 @@ def main():
     parser.add_argument("--tune", type=int, default=100)
     parser.add_argument("--draws", type=int, default=100)
     parser.add_argument("--only", nargs="*", choices=CASES)
-    parser.add_argument("--case-timeout", type=int, default=600,
-                        help="seconds a case may take before it is reported as not finishing")
+    parser.add_argument(
+        "--case-timeout",
+        type=int,
+        default=600,
+        help="seconds a case may take before it is reported as not finishing",
+    )
     parser.add_argument("--case", help=argparse.SUPPRESS)  # internal: one case, JSON out
     args = parser.parse_args()
     if args.case:
         print(json.dumps(run_case(args.case, args.tune, args.draws)))
         return
-    lines = [f"# python benchmarks/scale_paired.py --tune {args.tune} --draws {args.draws}   "
-             f"({time.strftime('%Y-%m-%d')}, {platform.machine()}, 2 cores)",
-             "case            S x J        first s  setup s  ms/grad  steps/draw  short fit s  "
-             "divergences  projected default fit s  peak GiB"]
+    lines = [
+        f"# python benchmarks/scale_paired.py --tune {args.tune} --draws {args.draws}   "
+        f"({time.strftime('%Y-%m-%d')}, {platform.machine()}, 2 cores)",
+        "case            S x J        first s  setup s  ms/grad  steps/draw  short fit s  "
+        "divergences  projected default fit s  peak GiB",
+    ]
     print("\n".join(lines), flush=True)
     for name in args.only or CASES:
         try:
-            out = subprocess.run([sys.executable, __file__, "--case", name, "--tune",
-                                  str(args.tune), "--draws", str(args.draws)],
-                                 capture_output=True, text=True, cwd=ROOT,
-                                 timeout=args.case_timeout)
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--case",
+                    name,
+                    "--tune",
+                    str(args.tune),
+                    "--draws",
+                    str(args.draws),
+                ],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                timeout=args.case_timeout,
+            )
         except subprocess.TimeoutExpired:
-            line = (f"{name:<15} did not finish within {args.case_timeout} s (the short fit "
-                    "alone: past what 2 cores do here)")
+            line = (
+                f"{name:<15} did not finish within {args.case_timeout} s (the short fit "
+                "alone: past what 2 cores do here)"
+            )
             lines.append(line)
             print(line, flush=True)
             continue
@@ -148,11 +208,13 @@ def main():
             line = f"{name:<15} failed: {out.stderr.strip().splitlines()[-1]}"
         else:
             r = json.loads(out.stdout.strip().splitlines()[-1])
-            line = (f"{name:<15} {r['systems']:>3} x {r['tasks']:<6} {r['first_s']:>8} "
-                    f"{r['setup_s']:>8} "
-                    f"{r['grad_ms']!s:>8} {r['steps_per_draw']:>11} {r['short_fit_s']:>12} "
-                    f"{r['divergences']:>12} {r['projected_default_s']:>24} "
-                    f"{r['peak_gib']:>9}")
+            line = (
+                f"{name:<15} {r['systems']:>3} x {r['tasks']:<6} {r['first_s']:>8} "
+                f"{r['setup_s']:>8} "
+                f"{r['grad_ms']!s:>8} {r['steps_per_draw']:>11} {r['short_fit_s']:>12} "
+                f"{r['divergences']:>12} {r['projected_default_s']:>24} "
+                f"{r['peak_gib']:>9}"
+            )
         lines.append(line)
         print(line, flush=True)
     out_path = ROOT / "benchmarks" / "results" / "scale_paired.txt"

@@ -114,9 +114,16 @@ def simulate(generator, n_tasks, rng):
     for a in range(ATTEMPTS):
         y = draw_scores(generator, eta, partial, rng)
         for s, system in enumerate(("A", "B")):
-            rows.append(pd.DataFrame({"system": system, "task": [f"t{j}" for j in
-                                                                 range(n_tasks)],
-                                      "trial": a, "score": y[s]}))
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "system": system,
+                        "task": [f"t{j}" for j in range(n_tasks)],
+                        "trial": a,
+                        "score": y[s],
+                    }
+                )
+            )
     truth = {"A": m[0].mean(), "B - A": (m[1] - m[0]).mean()}
     return pd.concat(rows, ignore_index=True), truth
 
@@ -130,8 +137,11 @@ def one_benchmark(generator, n_tasks, rng, seed):
         res = be.fit(data, model="zoib", seed=seed, **FIT)
     seconds = time.perf_counter() - start
     gate = any("gates" in str(w.message) for w in caught)
-    out = {"seconds": seconds, "divergences": res.diagnostics.get("divergences", 0),
-           "gate_failed": gate}
+    out = {
+        "seconds": seconds,
+        "divergences": res.diagnostics.get("divergences", 0),
+        "gate_failed": gate,
+    }
     for estimand in ("tasks", "population"):
         summary = res.summary(metrics=("mean",), estimands=(estimand,))
         row = summary[summary["system"] == "A"].iloc[0]
@@ -146,10 +156,15 @@ def one_benchmark(generator, n_tasks, rng, seed):
 
 
 def coverage(sims, seed, lines):
-    header = ("| generator | N | sims | method | estimand | quantity | coverage ± MC se | "
-              "mean width |")
-    lines += ["## Coverage of nominal 95% intervals", "", header,
-              "|---|---|---|---|---|---|---|---|"]
+    header = (
+        "| generator | N | sims | method | estimand | quantity | coverage ± MC se | mean width |"
+    )
+    lines += [
+        "## Coverage of nominal 95% intervals",
+        "",
+        header,
+        "|---|---|---|---|---|---|---|---|",
+    ]
     timing = []
     for g, generator in enumerate(("zoib", "grid")):
         pop = population_truth(generator, seed)
@@ -159,8 +174,11 @@ def coverage(sims, seed, lines):
             for i in range(sims):
                 records.append(one_benchmark(generator, n_tasks, rng, seed + i))
                 if (i + 1) % 20 == 0:
-                    print(f"  {generator} N={n_tasks}: {i + 1}/{sims} benchmarks",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"  {generator} N={n_tasks}: {i + 1}/{sims} benchmarks",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             fits = [r for r, _ in records]
             keys = [k for k in fits[0] if isinstance(k, tuple)]
             for method, estimand, quantity in keys:
@@ -172,19 +190,33 @@ def coverage(sims, seed, lines):
                     width.append(hi - lo)
                 cov = float(np.mean(hit))
                 se = np.sqrt(max(cov * (1 - cov), 1e-12) / len(hit))
-                lines.append(f"| {generator} | {n_tasks} | {sims} | {method} | {estimand} | "
-                             f"{quantity} | {cov:.3f} ± {se:.3f} | {np.mean(width):.3f} |")
-            timing.append((generator, n_tasks, np.mean([r["seconds"] for r in fits]),
-                           sum(r["divergences"] for r in fits),
-                           sum(r["gate_failed"] for r in fits), sims))
-            print("\n".join(lines[-len(keys):]), flush=True)
-    lines += ["", "Per-fit cost and diagnostics in the coverage cells (compiling is shared "
-              "by same-shaped fits):", "",
-              "| generator | N | mean seconds per fit | divergences (all fits) | fits failing a "
-              "gate | sims |", "|---|---|---|---|---|---|"]
+                lines.append(
+                    f"| {generator} | {n_tasks} | {sims} | {method} | {estimand} | "
+                    f"{quantity} | {cov:.3f} ± {se:.3f} | {np.mean(width):.3f} |"
+                )
+            timing.append(
+                (
+                    generator,
+                    n_tasks,
+                    np.mean([r["seconds"] for r in fits]),
+                    sum(r["divergences"] for r in fits),
+                    sum(r["gate_failed"] for r in fits),
+                    sims,
+                )
+            )
+            print("\n".join(lines[-len(keys) :]), flush=True)
+    lines += [
+        "",
+        "Per-fit cost and diagnostics in the coverage cells (compiling is shared "
+        "by same-shaped fits):",
+        "",
+        "| generator | N | mean seconds per fit | divergences (all fits) | fits failing a "
+        "gate | sims |",
+        "|---|---|---|---|---|---|",
+    ]
     for generator, n_tasks, secs, div, gates, n in timing:
         lines.append(f"| {generator} | {n_tasks} | {secs:.2f} | {div} | {gates} | {n} |")
-    print("\n".join(lines[-len(timing) - 2:]), flush=True)
+    print("\n".join(lines[-len(timing) - 2 :]), flush=True)
 
 
 def livebench_like(seed, alphas=(("A", -0.1), ("B", 0.2))):
@@ -200,24 +232,31 @@ def livebench_like(seed, alphas=(("A", -0.1), ("B", 0.2))):
         eta = alpha + u[cluster] + e + rng.normal(0, 0.4, len(cluster))
         partial = partial_cluster[cluster]
         y = draw_scores("zoib", eta[None], partial[None], rng)[0]
-        rows.append(pd.DataFrame({"system": system, "task": [f"q{j}" for j in
-                                                             range(len(cluster))],
-                                  "category": [f"c{g}" for g in cluster], "score": y}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "system": system,
+                    "task": [f"q{j}" for j in range(len(cluster))],
+                    "category": [f"c{g}" for g in cluster],
+                    "score": y,
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
 def timing(seed, lines):
     df = livebench_like(seed)
     scores = be.from_frame(df, score="score", cluster="category")
-    binary = be.from_frame(df.assign(success=(df["score"] == 1).astype(int)),
-                           cluster="category")
+    binary = be.from_frame(df.assign(success=(df["score"] == 1).astype(int)), cluster="category")
     out = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, data, model, metric in (
-                ("zoib (scores)", scores, "zoib", "mean"),
-                ("zoib, PyMC model (scores)", scores, "zoib", "mean"),
-                ("logit_normal (thresholded at 1)", binary, "logit_normal", "pass@k")):
+            ("zoib (scores)", scores, "zoib", "mean"),
+            ("zoib, PyMC model (scores)", scores, "zoib", "mean"),
+            ("logit_normal (thresholded at 1)", binary, "logit_normal", "pass@k"),
+        ):
             # the PyMC model compiled by nutpie: the route taken where nutpie lacks the
             # compiled kernel's (the same density, sampled at the same settings)
             route = _nutpie_kernel.available
@@ -234,28 +273,36 @@ def timing(seed, lines):
             finally:
                 _nutpie_kernel.available = route
     n_mid = int(scores.dataset["score_nmid"].sum())
-    lines += ["", "## LiveBench-like timing", "",
-              f"18 clusters x 20 tasks (8 clusters graded on [0, 1]), 2 systems x 360 tasks x 1 "
-              f"attempt ({n_mid} of 720 scores strictly between 0 and 1); default fit settings "
-              "(4 chains x 1000 draws after 1000 tuning), wall clock of each fit in one process: "
-              "the first fit of a model builds and compiles it, the second (another seed) "
-              "reuses its compiled model (its data swapped in). "
-              "Effect ESS: bulk ESS of the population effect B - A.", "",
-              "| fit | run | seconds | steps a draw | divergences | min bulk ESS (parameters) | "
-              "max r-hat | min BFMI | effect ESS |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## LiveBench-like timing",
+        "",
+        f"18 clusters x 20 tasks (8 clusters graded on [0, 1]), 2 systems x 360 tasks x 1 "
+        f"attempt ({n_mid} of 720 scores strictly between 0 and 1); default fit settings "
+        "(4 chains x 1000 draws after 1000 tuning), wall clock of each fit in one process: "
+        "the first fit of a model builds and compiles it, the second (another seed) "
+        "reuses its compiled model (its data swapped in). "
+        "Effect ESS: bulk ESS of the population effect B - A.",
+        "",
+        "| fit | run | seconds | steps a draw | divergences | min bulk ESS (parameters) | "
+        "max r-hat | min BFMI | effect ESS |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for (name, run), (secs, diag, ess, steps) in out.items():
-        lines.append(f"| {name} | {run} | {secs:.1f} | {steps:.0f} | "
-                     f"{diag.get('divergences', 0)} | "
-                     f"{diag.get('min_ess_bulk', float('nan')):.0f} | "
-                     f"{diag.get('max_rhat', float('nan')):.3f} | "
-                     f"{diag.get('min_bfmi', float('nan')):.2f} | {ess:.0f} |")
+        lines.append(
+            f"| {name} | {run} | {secs:.1f} | {steps:.0f} | "
+            f"{diag.get('divergences', 0)} | "
+            f"{diag.get('min_ess_bulk', float('nan')):.0f} | "
+            f"{diag.get('max_rhat', float('nan')):.3f} | "
+            f"{diag.get('min_bfmi', float('nan')):.2f} | {ess:.0f} |"
+        )
     for run in ("first", "second"):
         zoib_secs = out[("zoib (scores)", run)][0]
         ratio = zoib_secs / out[("logit_normal (thresholded at 1)", run)][0]
         lines.append(f"\nzoib / logit_normal wall-clock ratio, {run} fit: {ratio:.2f}")
         ratio = out[("zoib, PyMC model (scores)", run)][0] / zoib_secs
         lines.append(f"\nzoib's PyMC model / its compiled kernel, {run} fit: {ratio:.2f}")
-    print("\n".join(lines[-len(out) - 10:]), flush=True)
+    print("\n".join(lines[-len(out) - 10 :]), flush=True)
 
 
 MANY_SYSTEMS, MANY_SEEDS = 25, 3
@@ -271,10 +318,13 @@ def many_systems(seed, lines):
         for data_seed in range(seed, seed + MANY_SEEDS):
             df = livebench_like(data_seed, alphas)
             scores = be.from_frame(df, score="score", cluster="category")
-            binary = be.from_frame(df.assign(success=(df["score"] == 1).astype(int)),
-                                   cluster="category")
-            for name, data, metric in (("zoib (scores)", scores, "mean"),
-                                       ("logit_normal (thresholded at 1)", binary, "pass@k")):
+            binary = be.from_frame(
+                df.assign(success=(df["score"] == 1).astype(int)), cluster="category"
+            )
+            for name, data, metric in (
+                ("zoib (scores)", scores, "mean"),
+                ("logit_normal (thresholded at 1)", binary, "pass@k"),
+            ):
                 start = time.perf_counter()
                 res = be.fit(data, seed=data_seed)
                 secs = time.perf_counter() - start
@@ -284,27 +334,47 @@ def many_systems(seed, lines):
                 names = [v for v in ("alpha", "sigma_task_system", "phi") if v in post]
                 slowest = {v: float(mcse_and_ess(post[v])[1].min()) for v in names}
                 steps = float(res.tree["sample_stats"]["n_steps"].mean())
-                rows.append((data_seed, name, res.model, secs, steps, res.diagnostics,
-                             ess["population"], ess["tasks"], slowest,
-                             int(scores.dataset["score_nmid"].sum())))
-    lines += ["", "## Many systems", "",
-              f"LiveBench-like data as above with {MANY_SYSTEMS} systems (intercepts evenly from "
-              "-1.5 to 1.5), 360 tasks, 1 attempt; default settings (4 chains x 1000 draws), "
-              "one fit each, data seeds in a row. ESS: bulk ESS; 'population' and 'tasks' the "
-              "smallest over the systems of their mean score (pass@1 thresholded).", "",
-              "| data seed | fit | model | interior scores | seconds | steps a draw | "
-              "divergences | max r-hat | min bulk ESS (parameters) | min BFMI | population ESS | "
-              "tasks ESS | ESS alpha / sigma_task_system / phi |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                rows.append(
+                    (
+                        data_seed,
+                        name,
+                        res.model,
+                        secs,
+                        steps,
+                        res.diagnostics,
+                        ess["population"],
+                        ess["tasks"],
+                        slowest,
+                        int(scores.dataset["score_nmid"].sum()),
+                    )
+                )
+    lines += [
+        "",
+        "## Many systems",
+        "",
+        f"LiveBench-like data as above with {MANY_SYSTEMS} systems (intercepts evenly from "
+        "-1.5 to 1.5), 360 tasks, 1 attempt; default settings (4 chains x 1000 draws), "
+        "one fit each, data seeds in a row. ESS: bulk ESS; 'population' and 'tasks' the "
+        "smallest over the systems of their mean score (pass@1 thresholded).",
+        "",
+        "| data seed | fit | model | interior scores | seconds | steps a draw | "
+        "divergences | max r-hat | min bulk ESS (parameters) | min BFMI | population ESS | "
+        "tasks ESS | ESS alpha / sigma_task_system / phi |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for seed_, name, model, secs, steps, diag, pop, tasks, slowest, n_mid in rows:
-        parts = " / ".join(f"{slowest[v]:.0f}" if v in slowest else "-"
-                           for v in ("alpha", "sigma_task_system", "phi"))
-        lines.append(f"| {seed_} | {name} | {model} | {n_mid} | {secs:.1f} | {steps:.0f} | "
-                     f"{diag.get('divergences', 0)} | {diag.get('max_rhat', float('nan')):.3f} "
-                     f"| {diag.get('min_ess_bulk', float('nan')):.0f} | "
-                     f"{diag.get('min_bfmi', float('nan')):.2f} | {pop:.0f} | {tasks:.0f} | "
-                     f"{parts} |")
-    print("\n".join(lines[-len(rows) - 2:]), flush=True)
+        parts = " / ".join(
+            f"{slowest[v]:.0f}" if v in slowest else "-"
+            for v in ("alpha", "sigma_task_system", "phi")
+        )
+        lines.append(
+            f"| {seed_} | {name} | {model} | {n_mid} | {secs:.1f} | {steps:.0f} | "
+            f"{diag.get('divergences', 0)} | {diag.get('max_rhat', float('nan')):.3f} "
+            f"| {diag.get('min_ess_bulk', float('nan')):.0f} | "
+            f"{diag.get('min_bfmi', float('nan')):.2f} | {pop:.0f} | {tasks:.0f} | "
+            f"{parts} |"
+        )
+    print("\n".join(lines[-len(rows) - 2 :]), flush=True)
 
 
 AGREEMENT_SEEDS = 8
@@ -314,8 +384,9 @@ def agreement(seed, lines):
     rng = np.random.default_rng([seed, 11])
     n_tasks, cluster = 40, np.repeat(np.arange(4), 10)
     e = rng.normal(0, 1.5, n_tasks) + rng.normal(0, 0.5, 4)[cluster]
-    c = np.stack([rng.binomial(4, special.expit(a + e + rng.normal(0, 0.5, n_tasks)))
-                  for a in (-0.2, 0.3)])
+    c = np.stack(
+        [rng.binomial(4, special.expit(a + e + rng.normal(0, 0.5, n_tasks))) for a in (-0.2, 0.3)]
+    )
     data = be.from_counts(c, trials=4, systems=["A", "B"], clusters=[f"g{g}" for g in cluster])
     # each fit's posterior mean, per model, estimand and quantity; and its reported MCSE
     means, mcses = {}, {}
@@ -328,30 +399,43 @@ def agreement(seed, lines):
                     table = res.summary(estimands=(estimand,)).set_index("system")
                     out = res.compare("B", "A", metric="pass@k", estimand=estimand)
                     for quantity, (m, se) in {
-                            "A": (table.loc["A", "mean"], table.loc["A", "mcse_mean"]),
-                            "B": (table.loc["B", "mean"], table.loc["B", "mcse_mean"]),
-                            "B - A": (float(out["effect_mean"]), float(out["effect_mcse"]))
+                        "A": (table.loc["A", "mean"], table.loc["A", "mcse_mean"]),
+                        "B": (table.loc["B", "mean"], table.loc["B", "mcse_mean"]),
+                        "B - A": (float(out["effect_mean"]), float(out["effect_mcse"])),
                     }.items():
                         means.setdefault((model, estimand, quantity), []).append(m)
                         mcses.setdefault((model, estimand, quantity), []).append(se)
-    lines += ["", "## Binary data: zoib against logit_normal", "",
-              f"2 systems x 40 tasks x 4 attempts in 4 clusters, {AGREEMENT_SEEDS} fits of each "
-              "model (seeds in a row, 4 chains x 1000 draws each): the mean over the fits of "
-              "each fit's posterior mean of pass@1 / the mean score (the standard error of that "
-              "mean from the spread between the fits; in brackets the mean of the MCSEs the fits "
-              "report); z is the difference over the combined standard error from the spread.",
-              "", "| estimand | quantity | zoib | logit_normal | z |", "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Binary data: zoib against logit_normal",
+        "",
+        f"2 systems x 40 tasks x 4 attempts in 4 clusters, {AGREEMENT_SEEDS} fits of each "
+        "model (seeds in a row, 4 chains x 1000 draws each): the mean over the fits of "
+        "each fit's posterior mean of pass@1 / the mean score (the standard error of that "
+        "mean from the spread between the fits; in brackets the mean of the MCSEs the fits "
+        "report); z is the difference over the combined standard error from the spread.",
+        "",
+        "| estimand | quantity | zoib | logit_normal | z |",
+        "|---|---|---|---|---|",
+    ]
     for estimand in ("tasks", "population"):
         for quantity in ("A", "B", "B - A"):
             row = []
             for model in ("zoib", "logit_normal"):
                 values = np.array(means[(model, estimand, quantity)])
-                row.append((values.mean(), values.std(ddof=1) / np.sqrt(len(values)),
-                            np.mean(mcses[(model, estimand, quantity)])))
+                row.append(
+                    (
+                        values.mean(),
+                        values.std(ddof=1) / np.sqrt(len(values)),
+                        np.mean(mcses[(model, estimand, quantity)]),
+                    )
+                )
             (m1, s1, r1), (m2, s2, r2) = row
             z = (m1 - m2) / np.hypot(s1, s2)
-            lines.append(f"| {estimand} | {quantity} | {m1:.4f} ± {s1:.4f} ({r1:.4f}) | "
-                         f"{m2:.4f} ± {s2:.4f} ({r2:.4f}) | {z:+.2f} |")
+            lines.append(
+                f"| {estimand} | {quantity} | {m1:.4f} ± {s1:.4f} ({r1:.4f}) | "
+                f"{m2:.4f} ± {s2:.4f} ({r2:.4f}) | {z:+.2f} |"
+            )
     print("\n".join(lines[-8:]), flush=True)
 
 
@@ -363,8 +447,11 @@ def main(argv=None):
     parser.add_argument("--parts", default="coverage,timing,many,agreement")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    lines = [f"# python benchmarks/score_coverage.py --sims {args.sims} --seed {args.seed}   "
-             f"({date.today().isoformat()}, {platform.machine()}, bayeval zoib)", ""]
+    lines = [
+        f"# python benchmarks/score_coverage.py --sims {args.sims} --seed {args.seed}   "
+        f"({date.today().isoformat()}, {platform.machine()}, bayeval zoib)",
+        "",
+    ]
     parts = args.parts.split(",")
     if "coverage" in parts:
         coverage(args.sims, args.seed, lines)

@@ -104,14 +104,24 @@ def build_plan(args) -> list[dict]:
                 sims = sims_for(cell, args)
                 base = cal.cell_seed(args.seed, *cell)
                 for start in range(0, sims, args.chunk):
-                    units.append(dict(cell=cell, base=base, start=start,
-                                      stop=min(start + args.chunk, sims),
-                                      priors=args.priors,
-                                      opts=dict(draws=args.draws, chains=args.chains)))
+                    units.append(
+                        dict(
+                            cell=cell,
+                            base=base,
+                            start=start,
+                            stop=min(start + args.chunk, sims),
+                            priors=args.priors,
+                            opts=dict(draws=args.draws, chains=args.chains),
+                        )
+                    )
     # the small-N cells first (an interrupted run still has them), the costlier first within
-    units.sort(key=lambda u: (u["cell"][1] > 10, u["cell"][1],
-                              -(u["stop"] - u["start"]) * (1 + u["cell"][1] / 20
-                                                           * (1 + (u["cell"][2] > 4)))))
+    units.sort(
+        key=lambda u: (
+            u["cell"][1] > 10,
+            u["cell"][1],
+            -(u["stop"] - u["start"]) * (1 + u["cell"][1] / 20 * (1 + (u["cell"][2] > 4))),
+        )
+    )
     return units
 
 
@@ -139,13 +149,16 @@ def evaluate(scenario, n_tasks, n_trials, index, seed, opts, priors) -> list[dic
         One record per (prior, estimand, metric).
     """
     sim = simulate_benchmark(**cal.scenario_kwargs(scenario, n_tasks, n_trials), seed=seed)
-    truths = {k: (sim.truth(k=k, estimand="tasks")[0], sim.truth(k=k, estimand="population")[0])
-              for k in (1, cal.K_AT)}
+    truths = {
+        k: (sim.truth(k=k, estimand="tasks")[0], sim.truth(k=k, estimand="population")[0])
+        for k in (1, cal.K_AT)
+    }
     ks = cal._metrics_for(n_trials, exact=True)  # pass@5 only where n >= 5
     rows = []
     for label in priors:
-        rec = cal._Recorder(dict(study="small_n", scenario=scenario, N=n_tasks, n=n_trials,
-                                 sim=index, prior=label))
+        rec = cal._Recorder(
+            dict(study="small_n", scenario=scenario, N=n_tasks, n=n_trials, sim=index, prior=label)
+        )
         grid_intervals(rec, sim, seed, opts, ks, truths, priors=PRIORS[label])
         rows.extend(rec.rows)
     return rows
@@ -163,9 +176,10 @@ def grid_intervals(rec, sim, seed, opts, ks, truths, priors=None, label="hierarc
     alpha = (mu * kappa)[:, :, 0, 0].reshape(-1, pops.n)
     beta = ((1 - mu) * kappa)[:, :, 0, 0].reshape(-1, pops.n)
     ks = np.asarray(ks)
-    values = {"pop": population_value(alpha, beta, pops, "pass@k", ks),
-              "tasks": tasks_draws(alpha, beta, c[0, 0], n[0, 0], pops, "pass@k", ks, seed,
-                                   [0, 0])}
+    values = {
+        "pop": population_value(alpha, beta, pops, "pass@k", ks),
+        "tasks": tasks_draws(alpha, beta, c[0, 0], n[0, 0], pops, "pass@k", ks, seed, [0, 0]),
+    }
     seconds = time.perf_counter() - start
     for short in ("pop", "tasks"):
         est, lo, hi = cal._eti(values[short])
@@ -199,11 +213,13 @@ def run_plan(units, jobs: int, raw: Path | None = None) -> pd.DataFrame:
         for i, unit_rows in enumerate(results):
             rows.extend(unit_rows)
             if raw is not None:
-                pd.DataFrame(unit_rows).to_csv(raw, mode="a", header=not raw.exists(),
-                                               index=False, float_format="%.10g")
+                pd.DataFrame(unit_rows).to_csv(
+                    raw, mode="a", header=not raw.exists(), index=False, float_format="%.10g"
+                )
             if i % 10 == 0 or i == len(units) - 1:
-                print(f"  {i + 1}/{len(units)} units, {time.perf_counter() - start:.0f} s",
-                      flush=True)
+                print(
+                    f"  {i + 1}/{len(units)} units, {time.perf_counter() - start:.0f} s", flush=True
+                )
     finally:
         if pool is not None:
             pool.close()
@@ -215,18 +231,23 @@ def run_plan(units, jobs: int, raw: Path | None = None) -> pd.DataFrame:
 def summarise(records: pd.DataFrame) -> pd.DataFrame:
     """:func:`benchmarks.calibration.summarise` per (scenario, N, n, method, metric, prior),
     with the coverage, Monte Carlo se and shortfall of each method's own estimand."""
-    out = cal.summarise(records, keys=("study", "scenario", "N", "n", "method", "metric",
-                                       "prior"))
+    out = cal.summarise(records, keys=("study", "scenario", "N", "n", "method", "metric", "prior"))
     own = np.where(out["designed"] == "population", "population", "tasks")
     out["estimand"] = own
     out["coverage"] = np.where(own == "population", out["cov_population"], out["cov_tasks"])
     out["se"] = np.where(own == "population", out["se_population"], out["se_tasks"])
     out["undercovers"] = out["coverage"] + 2 * out["se"] < cal.CI_PROB
     order = {name: i for i, name in enumerate(PRIORS)}
-    out["_order"] = list(zip(out["scenario"].map(cal.SCENARIO_INDEX), out["N"], out["n"],
-                             out["metric"], out["method"].map({m: i for i, m
-                                                               in enumerate(METHODS)}),
-                             out["prior"].map(order)))
+    out["_order"] = list(
+        zip(
+            out["scenario"].map(cal.SCENARIO_INDEX),
+            out["N"],
+            out["n"],
+            out["metric"],
+            out["method"].map({m: i for i, m in enumerate(METHODS)}),
+            out["prior"].map(order),
+        )
+    )
     return out.sort_values("_order").drop(columns="_order").reset_index(drop=True)
 
 
@@ -236,13 +257,17 @@ def _cov(row) -> str:
 
 def full_table(summary: pd.DataFrame) -> str:
     """One row per (scenario, N, n, metric, estimand, prior)."""
-    lines = ["| scenario | N | n | metric | estimand | prior | sims | coverage ± MC se | "
-             "mean width |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| scenario | N | n | metric | estimand | prior | sims | coverage ± MC se | mean width |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in summary.iterrows():
         mark = " **below**" if r["undercovers"] else ""
-        lines.append(f"| {r['scenario']} | {r['N']} | {r['n']} | {r['metric']} | "
-                     f"{r['estimand']} | {r['prior']} | {r['sims']} | {_cov(r)}{mark} | "
-                     f"{cal._fmt(r['width'])} |")
+        lines.append(
+            f"| {r['scenario']} | {r['N']} | {r['n']} | {r['metric']} | "
+            f"{r['estimand']} | {r['prior']} | {r['sims']} | {_cov(r)}{mark} | "
+            f"{cal._fmt(r['width'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -253,7 +278,8 @@ def compact_table(summary: pd.DataFrame, method: str) -> str:
     header = ["scenario", "N", "n", "metric", "sims"] + priors
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for (scenario, n_tasks, n_trials, metric), group in rows.groupby(
-            ["scenario", "N", "n", "metric"], sort=False):
+        ["scenario", "N", "n", "metric"], sort=False
+    ):
         cells = [scenario, str(n_tasks), str(n_trials), metric, str(int(group["sims"].max()))]
         for prior in priors:
             r = group[group["prior"] == prior]
@@ -277,16 +303,22 @@ def undercovering(summary: pd.DataFrame, prior: str | None = None) -> str:
     return "\n".join(
         f"- {r['method']} ({r['estimand']}), {r['scenario']}, N = {r['N']}, n = {r['n']}, "
         f"{r['metric']}, prior {r['prior']}: {_cov(r)} ({r['sims']} sims), mean width "
-        f"{cal._fmt(r['width'])}." for _, r in rows.iterrows())
+        f"{cal._fmt(r['width'])}."
+        for _, r in rows.iterrows()
+    )
 
 
 def prior_totals(summary: pd.DataFrame) -> str:
     """Per prior and estimand: cells below, worst coverage, mean coverage and width ratio to
     the default, over the small-N and the large-N cells."""
-    lines = ["| task counts | estimand | prior | cells | below 0.95 by > 2 se | lowest coverage | "
-             "mean coverage | mean width / default's |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| task counts | estimand | prior | cells | below 0.95 by > 2 se | lowest coverage | "
+        "mean coverage | mean width / default's |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     base = summary[summary["prior"] == DEFAULT].set_index(
-        ["scenario", "N", "n", "method", "metric"])["width"]
+        ["scenario", "N", "n", "method", "metric"]
+    )["width"]
     for label, sel in (("N <= 20", summary["N"] <= 20), ("N >= 50", summary["N"] >= 50)):
         for method in METHODS:
             for prior in PRIORS:
@@ -295,9 +327,11 @@ def prior_totals(summary: pd.DataFrame) -> str:
                     continue
                 keys = pd.MultiIndex.from_frame(r[["scenario", "N", "n", "method", "metric"]])
                 ratio = np.nanmean(r["width"].values / base.reindex(keys).values)
-                lines.append(f"| {label} | {r['estimand'].iloc[0]} | {prior} | {len(r)} | "
-                             f"{int(r['undercovers'].sum())} | {r['coverage'].min():.3f} | "
-                             f"{r['coverage'].mean():.3f} | {ratio:.3f} |")
+                lines.append(
+                    f"| {label} | {r['estimand'].iloc[0]} | {prior} | {len(r)} | "
+                    f"{int(r['undercovers'].sum())} | {r['coverage'].min():.3f} | "
+                    f"{r['coverage'].mean():.3f} | {ratio:.3f} |"
+                )
     return "\n".join(lines)
 
 
@@ -315,22 +349,30 @@ def warning_table(records: pd.DataFrame, seed: int) -> str:
     """Coverage of the default prior's population intervals (N <= 20, n >= 4), split by
     whether :func:`warns` on the simulated benchmark; the benchmarks are drawn again from
     their seeds."""
-    rows = records[(records["prior"] == DEFAULT) & (records["method"] == "hierarchical pop")
-                   & (records["N"] <= 20) & (records["n"] > 1)].copy()
+    rows = records[
+        (records["prior"] == DEFAULT)
+        & (records["method"] == "hierarchical pop")
+        & (records["N"] <= 20)
+        & (records["n"] > 1)
+    ].copy()
     if rows.empty:
         return "_(no cells with N <= 20 and n > 1)_"
     fired = {}
-    for scenario, n_tasks, n_trials, index in set(zip(rows["scenario"], rows["N"], rows["n"],
-                                                      rows["sim"])):
+    for scenario, n_tasks, n_trials, index in set(
+        zip(rows["scenario"], rows["N"], rows["n"], rows["sim"])
+    ):
         base = cal.cell_seed(seed, scenario, n_tasks, n_trials)
         fired[(scenario, n_tasks, n_trials, index)] = warns(
-            scenario, n_tasks, n_trials, index, cal.sim_seed(base, index))
-    rows["warns"] = [fired[key] for key in zip(rows["scenario"], rows["N"], rows["n"],
-                                                 rows["sim"])]
-    rows["hit"] = ((rows["lower"] - 1e-12 <= rows["truth_population"])
-                   & (rows["truth_population"] <= rows["upper"] + 1e-12))
-    lines = ["| scenario | N | n | metric | share warned | coverage when warned | "
-             "coverage otherwise |", "|---|---|---|---|---|---|---|"]
+            scenario, n_tasks, n_trials, index, cal.sim_seed(base, index)
+        )
+    rows["warns"] = [fired[key] for key in zip(rows["scenario"], rows["N"], rows["n"], rows["sim"])]
+    rows["hit"] = (rows["lower"] - 1e-12 <= rows["truth_population"]) & (
+        rows["truth_population"] <= rows["upper"] + 1e-12
+    )
+    lines = [
+        "| scenario | N | n | metric | share warned | coverage when warned | coverage otherwise |",
+        "|---|---|---|---|---|---|---|",
+    ]
 
     def cov(sel):
         if len(sel) == 0:
@@ -340,64 +382,102 @@ def warning_table(records: pd.DataFrame, seed: int) -> str:
 
     groups = [("all", "", "", "pass@1", rows[rows["metric"] == "pass@1"])]
     for (scenario, n_tasks, n_trials, metric), g in rows.groupby(
-            ["scenario", "N", "n", "metric"], sort=False):
+        ["scenario", "N", "n", "metric"], sort=False
+    ):
         groups.append((scenario, n_tasks, n_trials, metric, g))
     for scenario, n_tasks, n_trials, metric, g in groups:
-        lines.append(f"| {scenario} | {n_tasks} | {n_trials} | {metric} | "
-                     f"{g['warns'].mean():.2f} | {cov(g[g['warns']])} | "
-                     f"{cov(g[~g['warns']])} |")
+        lines.append(
+            f"| {scenario} | {n_tasks} | {n_trials} | {metric} | "
+            f"{g['warns'].mean():.2f} | {cov(g[g['warns']])} | "
+            f"{cov(g[~g['warns']])} |"
+        )
     return "\n".join(lines)
 
 
 def settings_text(settings: dict) -> str:
-    wall = ("The run was interrupted; rows show the simulations done."
-            if settings.get("wall_minutes") is None else
-            f"Wall time {settings['wall_minutes']:.1f} min on {settings['jobs']} processes "
-            f"({settings['machine']}).")
-    return (f"Command: `{settings['command']}`. Seed {settings['seed']} (the calibration "
-            f"study's cell seeds); {settings['sims']} simulations per cell with N <= 10, "
-            f"{settings['focus_sims']} in U-shaped N = 5, n = 32, {settings['n20_sims']} with "
-            f"N = 20 and {settings['large_sims']} in the large-N checks (N = 50, 200); every "
-            f"prior fitted to the same simulations. Grid engine, {settings['chains']} chains x "
-            f"{settings['draws']} draws, equal-tailed 95% intervals. {wall}")
+    wall = (
+        "The run was interrupted; rows show the simulations done."
+        if settings.get("wall_minutes") is None
+        else f"Wall time {settings['wall_minutes']:.1f} min on {settings['jobs']} processes "
+        f"({settings['machine']})."
+    )
+    return (
+        f"Command: `{settings['command']}`. Seed {settings['seed']} (the calibration "
+        f"study's cell seeds); {settings['sims']} simulations per cell with N <= 10, "
+        f"{settings['focus_sims']} in U-shaped N = 5, n = 32, {settings['n20_sims']} with "
+        f"N = 20 and {settings['large_sims']} in the large-N checks (N = 50, 200); every "
+        f"prior fitted to the same simulations. Grid engine, {settings['chains']} chains x "
+        f"{settings['draws']} draws, equal-tailed 95% intervals. {wall}"
+    )
 
 
 def card_section(summary: pd.DataFrame, settings: dict, warned: str = "") -> str:
     """The model card's section (without its heading)."""
-    parts = [settings_text(settings), "",
-             "Population intervals (population truth), `coverage ± MC se (mean width)`; bold: "
-             "more than two Monte Carlo standard errors below 0.95:", "",
-             compact_table(summary, "hierarchical pop"), "",
-             "Tasks intervals (the drawn tasks' mean):", "",
-             compact_table(summary, "hierarchical tasks"), "",
-             "Over the cells, per prior:", "", prior_totals(summary), "",
-             f"Cells below 0.95 by more than two MC se under the default prior ({DEFAULT}):",
-             "", undercovering(summary, DEFAULT)]
+    parts = [
+        settings_text(settings),
+        "",
+        "Population intervals (population truth), `coverage ± MC se (mean width)`; bold: "
+        "more than two Monte Carlo standard errors below 0.95:",
+        "",
+        compact_table(summary, "hierarchical pop"),
+        "",
+        "Tasks intervals (the drawn tasks' mean):",
+        "",
+        compact_table(summary, "hierarchical tasks"),
+        "",
+        "Over the cells, per prior:",
+        "",
+        prior_totals(summary),
+        "",
+        f"Cells below 0.95 by more than two MC se under the default prior ({DEFAULT}):",
+        "",
+        undercovering(summary, DEFAULT),
+    ]
     if warned:
-        parts += ["", "`bayeval.models.hierarchical.warn_few_tasks` warns for a population of "
-                  f"at most {hierarchical.FEW_TASKS} tasks, more than half of them solved on all "
-                  f"or none of at least {hierarchical.FEW_TASKS_MIN_TRIALS} trials. Default "
-                  "prior's population coverage (`coverage ± MC se (simulations)`) of the "
-                  "simulations where it warns and of the others, N <= 20, n > 1 (the first row "
-                  "pools the pass@1 rows of all three scenarios):", "", warned]
+        parts += [
+            "",
+            "`bayeval.models.hierarchical.warn_few_tasks` warns for a population of "
+            f"at most {hierarchical.FEW_TASKS} tasks, more than half of them solved on all "
+            f"or none of at least {hierarchical.FEW_TASKS_MIN_TRIALS} trials. Default "
+            "prior's population coverage (`coverage ± MC se (simulations)`) of the "
+            "simulations where it warns and of the others, N <= 20, n > 1 (the first row "
+            "pools the pass@1 rows of all three scenarios):",
+            "",
+            warned,
+        ]
     return "\n".join(parts)
 
 
 def results_markdown(summary: pd.DataFrame, settings: dict, warned: str = "") -> str:
-    return "\n".join([
-        "# Hierarchical model with few tasks: coverage by concentration prior", "",
-        ("Every cell below 0.95 by more than two Monte Carlo standard errors (any prior):"),
-        "", undercovering(summary), "",
-        "## Model card section", "", CARD_START, card_section(summary, settings, warned),
-        CARD_END, "", "## All cells", "", full_table(summary), ""])
+    return "\n".join(
+        [
+            "# Hierarchical model with few tasks: coverage by concentration prior",
+            "",
+            ("Every cell below 0.95 by more than two Monte Carlo standard errors (any prior):"),
+            "",
+            undercovering(summary),
+            "",
+            "## Model card section",
+            "",
+            CARD_START,
+            card_section(summary, settings, warned),
+            CARD_END,
+            "",
+            "## All cells",
+            "",
+            full_table(summary),
+            "",
+        ]
+    )
 
 
 def card_block(path: Path) -> str | None:
     """The card section stored in a ``small_n.md``, or None when absent."""
     if not path.exists():
         return None
-    match = re.search(re.escape(CARD_START) + r"\n(.*?)\n" + re.escape(CARD_END),
-                      path.read_text(), flags=re.S)
+    match = re.search(
+        re.escape(CARD_START) + r"\n(.*?)\n" + re.escape(CARD_END), path.read_text(), flags=re.S
+    )
     return match.group(1) if match else None
 
 
@@ -409,39 +489,55 @@ def update_card(card: Path, block: str) -> bool:
     pattern = re.escape(CARD_START) + r"\n.*?\n" + re.escape(CARD_END)
     if not re.search(pattern, text, flags=re.S):
         return False
-    card.write_text(re.sub(pattern, lambda _: f"{CARD_START}\n{block}\n{CARD_END}", text,
-                           flags=re.S))
+    card.write_text(
+        re.sub(pattern, lambda _: f"{CARD_START}\n{block}\n{CARD_END}", text, flags=re.S)
+    )
     return True
 
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sims", type=int, default=400, help="simulations per cell, N <= 10")
-    parser.add_argument("--focus-sims", type=int, default=800,
-                        help="simulations in U-shaped N = 5, n = 32")
+    parser.add_argument(
+        "--focus-sims", type=int, default=800, help="simulations in U-shaped N = 5, n = 32"
+    )
     parser.add_argument("--n20-sims", type=int, default=200, help="simulations per N = 20 cell")
-    parser.add_argument("--large-sims", type=int, default=100,
-                        help="simulations per large-N check cell (N = 50, 200)")
+    parser.add_argument(
+        "--large-sims",
+        type=int,
+        default=100,
+        help="simulations per large-N check cell (N = 50, 200)",
+    )
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--chunk", type=int, default=25)
-    parser.add_argument("--scenarios", nargs="+", default=list(SCENARIOS),
-                        choices=list(cal.SCENARIOS))
+    parser.add_argument(
+        "--scenarios", nargs="+", default=list(SCENARIOS), choices=list(cal.SCENARIOS)
+    )
     parser.add_argument("--n-tasks", type=int, nargs="+", default=list(SMALL_N + LARGE_N))
     parser.add_argument("--n-trials", type=int, nargs="+", default=list(TRIAL_VALUES))
     parser.add_argument("--priors", nargs="+", default=list(PRIORS), choices=list(PRIORS))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--card", type=Path, default=ROOT / "models" / "hierarchical.md")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: few simulations, results in <out>/quick, no card")
-    parser.add_argument("--save-raw", action="store_true",
-                        help="also write every interval (small_n_raw.csv, as it goes)")
-    parser.add_argument("--from-raw", type=Path,
-                        help="summarise a saved small_n_raw.csv instead of simulating (an "
-                             "endpoint that ties a truth to its stored digits may count "
-                             "differently than in the run)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: few simulations, results in <out>/quick, no card",
+    )
+    parser.add_argument(
+        "--save-raw",
+        action="store_true",
+        help="also write every interval (small_n_raw.csv, as it goes)",
+    )
+    parser.add_argument(
+        "--from-raw",
+        type=Path,
+        help="summarise a saved small_n_raw.csv instead of simulating (an "
+        "endpoint that ties a truth to its stored digits may count "
+        "differently than in the run)",
+    )
     args = parser.parse_args(argv)
     words = list(argv if argv is not None else sys.argv[1:])
     kept, skip = [], False
@@ -452,8 +548,7 @@ def parse_args(argv=None):
         if word in ("--from-raw", "--jobs", "--out", "--card"):
             skip = True
             continue
-        if word == "--save-raw" or word.startswith(("--from-raw=", "--jobs=", "--out=",
-                                                    "--card=")):
+        if word == "--save-raw" or word.startswith(("--from-raw=", "--jobs=", "--out=", "--card=")):
             continue
         kept.append(word)
     args.command = " ".join(["python benchmarks/small_n.py"] + kept)
@@ -472,16 +567,23 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.from_raw:
-        records = pd.read_csv(args.from_raw, keep_default_na=False,
-                              na_values=["", "nan", "NaN"])
+        records = pd.read_csv(args.from_raw, keep_default_na=False, na_values=["", "nan", "NaN"])
         settings = json.loads((args.out / "small_n.json").read_text())
     else:
         start = time.perf_counter()
-        settings = dict(command=args.command, seed=args.seed, sims=args.sims,
-                        focus_sims=args.focus_sims, n20_sims=args.n20_sims,
-                        large_sims=args.large_sims, draws=args.draws, chains=args.chains,
-                        jobs=args.jobs, wall_minutes=None,
-                        machine=f"{platform.machine()}, {os.cpu_count()} CPUs")
+        settings = dict(
+            command=args.command,
+            seed=args.seed,
+            sims=args.sims,
+            focus_sims=args.focus_sims,
+            n20_sims=args.n20_sims,
+            large_sims=args.large_sims,
+            draws=args.draws,
+            chains=args.chains,
+            jobs=args.jobs,
+            wall_minutes=None,
+            machine=f"{platform.machine()}, {os.cpu_count()} CPUs",
+        )
         (args.out / "small_n.json").write_text(json.dumps(settings, indent=2))
         units = build_plan(args)
         print(f"{len(units)} work units on {args.jobs} process(es)", flush=True)
@@ -494,8 +596,7 @@ def main(argv=None):
     summary.to_csv(args.out / "small_n.csv", index=False, float_format="%.6g")
     warned = warning_table(records, settings["seed"])
     (args.out / "small_n.md").write_text(results_markdown(summary, settings, warned))
-    if args.card is not None and update_card(args.card, card_section(summary, settings,
-                                                                     warned)):
+    if args.card is not None and update_card(args.card, card_section(summary, settings, warned)):
         print(f"updated {args.card}", flush=True)
     print(prior_totals(summary), flush=True)
     return summary

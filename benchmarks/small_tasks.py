@@ -51,8 +51,10 @@ def _quantile_z(ours, ref, chains):
     rows = []
     for q in QUANTILES:
         a, b = _as_draws(ours, chains), _as_draws(ref, chains)
-        error = np.hypot(float(arviz_stats.mcse(a, method="quantile", prob=q)),
-                         float(arviz_stats.mcse(b, method="quantile", prob=q)))
+        error = np.hypot(
+            float(arviz_stats.mcse(a, method="quantile", prob=q)),
+            float(arviz_stats.mcse(b, method="quantile", prob=q)),
+        )
         qa, qb = float(np.quantile(ours, q)), float(np.quantile(ref, q))
         rows.append((q, qa, qb, (qa - qb) / error))
     return rows
@@ -61,8 +63,9 @@ def _quantile_z(ours, ref, chains):
 def _latent_rates(trace, data):
     post = trace["posterior"]
     flat = lambda name: post[name].stack(sample=("chain", "draw")).transpose("sample", ...).values  # noqa: E731
-    eta = flat("alpha")[:, :, None] + (flat("sigma_task")[:, None, None]
-                                       * flat("task_effect_z")[:, None, :])
+    eta = flat("alpha")[:, :, None] + (
+        flat("sigma_task")[:, None, None] * flat("task_effect_z")[:, None, :]
+    )
     eta = eta + flat("sigma_task_system")[:, None, None] * flat("task_system_effect_z")
     return special.expit(eta).mean(axis=-1)  # (sample, system)
 
@@ -80,42 +83,62 @@ def _tasks_draws(res, tree, exact: bool):
 
 
 def run(rep, draws, chains):
-    sim = simulate_benchmark(n_tasks=6, n_trials=2, n_systems=2,
-                             rates=("logit_normal", 0.3, 1.5), effect=[0.6],
-                             task_system_sd=0.5, seed=100 + rep)
+    sim = simulate_benchmark(
+        n_tasks=6,
+        n_trials=2,
+        n_systems=2,
+        rates=("logit_normal", 0.3, 1.5),
+        effect=[0.6],
+        task_system_sd=0.5,
+        seed=100 + rep,
+    )
     data = sim.data
     start = time.perf_counter()
     res = be.fit(data, model="logit_normal", draws=draws, chains=chains, seed=rep)
     t_fit = time.perf_counter() - start
     with build_logit_normal_model(data, marginal=False):
-        trace = pm.sample(draws=draws, tune=2000, chains=chains, random_seed=rep + 1,
-                          nuts_sampler="nutpie", progressbar=False, quiet=True,
-                          compute_convergence_checks=False, target_accept=0.95)
+        trace = pm.sample(
+            draws=draws,
+            tune=2000,
+            chains=chains,
+            random_seed=rep + 1,
+            nuts_sampler="nutpie",
+            progressbar=False,
+            quiet=True,
+            compute_convergence_checks=False,
+            target_accept=0.95,
+        )
     ref = _latent_rates(trace, data)
     # the estimand rebuilt from the full-latent run's own hyperparameter draws: the reference
     # and both methods then share every draw of the parameters the task effects depend on,
     # so what differs is only how each task's effects are drawn given them
     tree = res.tree.copy()
-    tree["posterior"] = xr.DataTree(trace["posterior"].to_dataset()[
-        ["alpha", "sigma_task", "sigma_task_system"]])
+    tree["posterior"] = xr.DataTree(
+        trace["posterior"].to_dataset()[["alpha", "sigma_task", "sigma_task_system"]]
+    )
     timings = {}
     methods = {}
     for name, exact in (("exact", True), ("normal", False)):
         start = time.perf_counter()
         methods[name] = _tasks_draws(res, tree, exact)
         timings[name] = time.perf_counter() - start
-    print(f"\ndata set {rep}: 2 systems x 6 tasks x 2 trials; collapsed fit {t_fit:.0f} s "
-          f"({res.diagnostics['divergences']} divergences), full-latent "
-          f"{int(trace['sample_stats']['diverging'].sum())} divergences; readout: exact "
-          f"{timings['exact']:.2f} s, normal {timings['normal']:.2f} s")
-    print(f"  {'quantity':<22} {'q':>6} {'latent':>8} {'exact':>8} {'z':>6} {'normal':>8} "
-          f"{'z':>6}")
+    print(
+        f"\ndata set {rep}: 2 systems x 6 tasks x 2 trials; collapsed fit {t_fit:.0f} s "
+        f"({res.diagnostics['divergences']} divergences), full-latent "
+        f"{int(trace['sample_stats']['diverging'].sum())} divergences; readout: exact "
+        f"{timings['exact']:.2f} s, normal {timings['normal']:.2f} s"
+    )
+    print(f"  {'quantity':<22} {'q':>6} {'latent':>8} {'exact':>8} {'z':>6} {'normal':>8} {'z':>6}")
     worst = {"exact": 0.0, "normal": 0.0}
-    quantities = [("pass@1 system_0", lambda a: a[:, 0]), ("pass@1 system_1", lambda a: a[:, 1]),
-                  ("effect 1 - 0", lambda a: a[:, 1] - a[:, 0])]
+    quantities = [
+        ("pass@1 system_0", lambda a: a[:, 0]),
+        ("pass@1 system_1", lambda a: a[:, 1]),
+        ("effect 1 - 0", lambda a: a[:, 1] - a[:, 0]),
+    ]
     for label, pick in quantities:
-        rows = {name: _quantile_z(pick(values), pick(ref), chains)
-                for name, values in methods.items()}
+        rows = {
+            name: _quantile_z(pick(values), pick(ref), chains) for name, values in methods.items()
+        }
         for i, q in enumerate(QUANTILES):
             _, qe, qr, ze = rows["exact"][i]
             _, qn, _, zn = rows["normal"][i]
@@ -133,9 +156,11 @@ def main():
     args = parser.parse_args()
     warnings.simplefilter("ignore", be.BayevalWarning)
     worst = [run(rep, args.draws, args.chains) for rep in range(args.reps)]
-    print(f"\nlargest |z| per data set (9 quantiles each; |z| < 3 expected under agreement): "
-          f"exact {[round(float(w['exact']), 2) for w in worst]}, "
-          f"normal {[round(float(w['normal']), 2) for w in worst]}")
+    print(
+        f"\nlargest |z| per data set (9 quantiles each; |z| < 3 expected under agreement): "
+        f"exact {[round(float(w['exact']), 2) for w in worst]}, "
+        f"normal {[round(float(w['normal']), 2) for w in worst]}"
+    )
 
 
 if __name__ == "__main__":

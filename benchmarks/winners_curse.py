@@ -32,13 +32,24 @@ def one_run(seed: int, m: int, tasks: int, p: float, draws: int, priors=None) ->
     data = be.from_counts(successes.tolist(), trials=1, systems=[f"ck{i}" for i in range(m)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # one trial per task: said above
-        res = be.fit(data, model="logit_normal", draws=draws, chains=2, seed=seed,
-                     progress=False, priors=priors)
+        res = be.fit(
+            data,
+            model="logit_normal",
+            draws=draws,
+            chains=2,
+            seed=seed,
+            progress=False,
+            priors=priors,
+        )
         win = res.winner(estimand="population", n_replicates=100)
     value = win["value"].values
     lower, upper = np.quantile(value, [0.025, 0.975])
-    return {"naive": float(win["naive_score"]), "posterior": float(value.mean()),
-            "covered": bool(lower <= p <= upper), "divergences": res.diagnostics["divergences"]}
+    return {
+        "naive": float(win["naive_score"]),
+        "posterior": float(value.mean()),
+        "covered": bool(lower <= p <= upper),
+        "divergences": res.diagnostics["divergences"],
+    }
 
 
 def main():
@@ -48,16 +59,21 @@ def main():
     parser.add_argument("--tasks", type=int, default=160)
     parser.add_argument("--p", type=float, default=0.85)
     parser.add_argument("--draws", type=int, default=500)
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results"
-                                             / "winners_curse.txt"))
-    parser.add_argument("--sigma-system", type=float, default=None,
-                        help="HalfNormal scale of the prior on sigma_system (default: the "
-                             "model's)")
+    parser.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "winners_curse.txt")
+    )
+    parser.add_argument(
+        "--sigma-system",
+        type=float,
+        default=None,
+        help="HalfNormal scale of the prior on sigma_system (default: the model's)",
+    )
     args = parser.parse_args()
     priors = None if args.sigma_system is None else {"sigma_system": args.sigma_system}
     start = time.time()
-    rows = [one_run(seed, args.m, args.tasks, args.p, args.draws, priors)
-            for seed in range(args.runs)]
+    rows = [
+        one_run(seed, args.m, args.tasks, args.p, args.draws, priors) for seed in range(args.runs)
+    ]
     naive = np.array([r["naive"] for r in rows]) - args.p
     post = np.array([r["posterior"] for r in rows]) - args.p
     covered = np.array([r["covered"] for r in rows])

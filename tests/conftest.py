@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def load_benchmark(name: str):
     """Import ``benchmarks/<name>.py`` (not a package) as a module, for tests of its parts."""
-    spec = importlib.util.spec_from_file_location(f"_benchmark_{name}",
-                                                  ROOT / "benchmarks" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"_benchmark_{name}", ROOT / "benchmarks" / f"{name}.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -87,13 +87,17 @@ def test_cluster_bootstrap_matches_naive_loop(rng, weighting):
     n = np.full(len(cluster), 3)
     c = rng.binomial(n, rates)
     data = be.from_counts(c, n, clusters=cluster)
-    ours = be.bootstrap.pass_at_k(data, unit="cluster", weighting=weighting, n_boot=20_000,
-                                  seed=4)["replicates"].values.ravel()
+    ours = be.bootstrap.pass_at_k(data, unit="cluster", weighting=weighting, n_boot=20_000, seed=4)[
+        "replicates"
+    ].values.ravel()
     naive = _naive_cluster_bootstrap(c, n, cluster, 20_000, 5, weighting)
     assert ours.mean() == pytest.approx(naive.mean(), abs=4 * naive.std() / np.sqrt(10_000))
     assert ours.std() == pytest.approx(naive.std(), rel=0.04)
-    np.testing.assert_allclose(np.quantile(ours, [0.025, 0.975]),
-                               np.quantile(naive, [0.025, 0.975]), atol=0.4 * naive.std())
+    np.testing.assert_allclose(
+        np.quantile(ours, [0.025, 0.975]),
+        np.quantile(naive, [0.025, 0.975]),
+        atol=0.4 * naive.std(),
+    )
 
 
 def test_cluster_bootstrap_on_swebench_repositories(swebench):
@@ -102,8 +106,10 @@ def test_cluster_bootstrap_on_swebench_repositories(swebench):
     task = be.bootstrap.pass_at_k(data, unit="task", n_boot=4000, seed=0)
     cluster = be.bootstrap.pass_at_k(data, unit="cluster", n_boot=4000, seed=0)
     within = be.bootstrap.pass_at_k(data, unit="task", clusters="observed", n_boot=4000, seed=0)
-    width = {name: (r["interval"].sel(ci_bound="upper") - r["interval"].sel(ci_bound="lower"))
-             for name, r in (("task", task), ("cluster", cluster), ("within", within))}
+    width = {
+        name: (r["interval"].sel(ci_bound="upper") - r["interval"].sel(ci_bound="lower"))
+        for name, r in (("task", task), ("cluster", cluster), ("within", within))
+    }
     # repositories differ in difficulty: new clusters add uncertainty, fixed clusters remove some
     assert (width["cluster"] > width["task"]).all()
     assert (width["within"] <= width["task"] + 0.004).all()
@@ -118,7 +124,10 @@ def test_paired_compare_variance_is_that_of_task_differences(swebench):
     diff = (ds["successes"].sel(system=b) - ds["successes"].sel(system=a)).values
     assert float(out["effect_estimate"]) == pytest.approx(diff.mean())
     assert float(out["effect"].var()) == pytest.approx(diff.var() / len(diff), rel=0.03)
-    p_a, p_b = ds["successes"].sel(system=a).mean().item(), ds["successes"].sel(system=b).mean().item()
+    p_a, p_b = (
+        ds["successes"].sel(system=a).mean().item(),
+        ds["successes"].sel(system=b).mean().item(),
+    )
     independent_var = (p_a * (1 - p_a) + p_b * (1 - p_b)) / len(diff)
     assert float(out["effect"].var()) < independent_var  # pairing removes shared difficulty
     for name in ("prob_positive", "prob_above_margin", "prob_noninferior", "p_value"):
@@ -130,11 +139,13 @@ def test_paired_compare_variance_is_that_of_task_differences(swebench):
 def test_bounds_cross_in_paired_compare():
     import pandas as pd
 
-    df = pd.DataFrame({
-        "system": ["A"] * 4 + ["B"] * 4,
-        "task": ["t1", "t2", "t3", "t4"] * 2,
-        "success": [1, 0, np.nan, 1, 1, np.nan, 1, 1],
-    })
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 4 + ["B"] * 4,
+            "task": ["t1", "t2", "t3", "t4"] * 2,
+            "success": [1, 0, np.nan, 1, 1, np.nan, 1, 1],
+        }
+    )
     data = be.from_frame(df, missing="bounds")
     out = be.bootstrap.compare(data, "B", "A", n_boot=50, seed=0)
     est = out["effect_estimate"]
@@ -151,8 +162,14 @@ def test_intervals_agree_with_scipy_bootstrap(rng, method):
     c = (x * 10).astype(int)
     data = be.from_counts(c, 10)
     ours = be.bootstrap.pass_at_k(data, n_boot=40_000, seed=7, method=method)
-    ref = stats.bootstrap((c / 10,), np.mean, n_resamples=40_000, method=method.replace(
-        "bca", "BCa"), random_state=8, confidence_level=0.95).confidence_interval
+    ref = stats.bootstrap(
+        (c / 10,),
+        np.mean,
+        n_resamples=40_000,
+        method=method.replace("bca", "BCa"),
+        random_state=8,
+        confidence_level=0.95,
+    ).confidence_interval
     np.testing.assert_allclose(ours["interval"].values.ravel(), [ref.low, ref.high], atol=0.004)
 
 
@@ -227,9 +244,9 @@ def test_u_shaped_population_trial_bootstrap_undercovers_task_bootstrap_does_not
             c = rng.binomial(32, rng.beta(0.4, 0.3, size=10))
             data = be.from_counts(c, 32)
             for unit in hits:
-                lo, hi = be.bootstrap.pass_at_k(data, unit=unit, n_boot=1000,
-                                                seed=int(rng.integers(1 << 31)))[
-                    "interval"].values.ravel()
+                lo, hi = be.bootstrap.pass_at_k(
+                    data, unit=unit, n_boot=1000, seed=int(rng.integers(1 << 31))
+                )["interval"].values.ravel()
                 hits[unit] += lo <= truth <= hi
     coverage = {unit: h / n_sim for unit, h in hits.items()}
     assert coverage["trial"] < 0.5  # episodes treated as the random units: far too narrow
@@ -245,8 +262,10 @@ def _exact_unbiased_variance(c, n, k, metric):
     total = Fraction(0)
     for cj, nj in zip(c, n):
         if metric == "pass@k":
-            h, h2 = Fraction(comb(nj - cj, k), comb(nj, k)), Fraction(comb(nj - cj, 2 * k),
-                                                                      comb(nj, 2 * k))
+            h, h2 = (
+                Fraction(comb(nj - cj, k), comb(nj, k)),
+                Fraction(comb(nj - cj, 2 * k), comb(nj, 2 * k)),
+            )
         else:
             h, h2 = Fraction(comb(cj, k), comb(nj, k)), Fraction(comb(cj, 2 * k), comb(nj, 2 * k))
         total += h * h - h2
@@ -271,8 +290,7 @@ def test_trial_bootstrap_is_centred_and_scaled_to_the_unbiased_estimator(metric)
     assert valid.tolist() == [True, True, True, False, False]
     for i, k in enumerate(ks[:3]):
         expected = _exact_unbiased_variance(c, [10] * len(c), k, metric)
-        assert float(res["replicates"].values[:, 0, i].var()) == pytest.approx(expected,
-                                                                               rel=0.04)
+        assert float(res["replicates"].values[:, 0, i].var()) == pytest.approx(expected, rel=0.04)
     reason = res["interval_reason"].values[0]
     assert (reason[:3] == "").all()
     assert "k=8 is more than half the fewest trials of a task (n=10)" in reason[3]
@@ -292,8 +310,9 @@ def test_trial_bootstrap_cost_does_not_grow_with_k():
     # now one cumulative product per k. The values are checked, not the time.
     data = be.from_counts([3000, 150, 9990], 10_000)
     res = be.bootstrap.pass_at_k(data, k=[100, 3000, 10_000], unit="trial", n_boot=2000)
-    expected = be.pass_at_k(10_000, np.array([[3000], [150], [9990]]),
-                            np.array([100, 3000, 10_000])).mean(axis=0)
+    expected = be.pass_at_k(
+        10_000, np.array([[3000], [150], [9990]]), np.array([100, 3000, 10_000])
+    ).mean(axis=0)
     np.testing.assert_allclose(res["estimate"].values[0], expected, rtol=1e-12)
     assert res["interval_valid"].values[0].tolist() == [True, True, False]  # 2k <= n
 

@@ -29,8 +29,15 @@ def run_installed(*args, cwd):
     env.pop("MPLBACKEND", None)
     script = shutil.which("bayeval", path=str(Path(sys.executable).parent))
     command = [script] if script else [sys.executable, "-m", "bayeval.cli"]
-    return subprocess.run(command + [str(a) for a in args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=600, check=False)
+    return subprocess.run(
+        command + [str(a) for a in args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+        check=False,
+    )
 
 
 class _Images(HTMLParser):
@@ -59,9 +66,12 @@ def invoke(*args, **kwargs):
 def write_counts(path, candidate, baseline, trials):
     """A count-row CSV (system, task, successes, trials) of two systems."""
     tasks = [f"t{j}" for j in range(len(candidate))]
-    frame = pd.concat([
-        pd.DataFrame({"system": name, "task": tasks, "successes": counts, "trials": trials})
-        for name, counts in (("baseline", baseline), ("candidate", candidate))])
+    frame = pd.concat(
+        [
+            pd.DataFrame({"system": name, "task": tasks, "successes": counts, "trials": trials})
+            for name, counts in (("baseline", baseline), ("candidate", candidate))
+        ]
+    )
     frame.to_csv(path, index=False)
     return path
 
@@ -70,13 +80,26 @@ def write_counts(path, candidate, baseline, trials):
 def test_analyze_swebench_json_equals_the_api_and_html_holds_plots(tmp_path):
     data = be.datasets.load("swebench_verified")
     a, b = data.systems[:2]
-    result = run_installed("analyze", be.datasets.path("swebench_verified"), *FAST,
-                           "--seed", 3, "--compare", a, b, "--margin", 0.02,
-                           "--json", "out.json", "--report", "card.html", cwd=tmp_path)
+    result = run_installed(
+        "analyze",
+        be.datasets.path("swebench_verified"),
+        *FAST,
+        "--seed",
+        3,
+        "--compare",
+        a,
+        b,
+        "--margin",
+        0.02,
+        "--json",
+        "out.json",
+        "--report",
+        "card.html",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "note: with one trial per task" in result.stderr
-    assert "columns: system=system, task=task, success=success, cluster=cluster" in \
-        result.stdout
+    assert "columns: system=system, task=task, success=success, cluster=cluster" in result.stdout
     assert f"{a} - {b}: pass@1, population estimand" in result.stdout
     out = json.loads((tmp_path / "out.json").read_text())
 
@@ -91,21 +114,25 @@ def test_analyze_swebench_json_equals_the_api_and_html_holds_plots(tmp_path):
     for row in out["metrics"]:
         cell = check.sel(estimand=row["estimand"], system=row["system"], k=row["k"])
         assert row["bayes_mean"] == float(cell["bayes_mean"])
-        assert [row["bootstrap_lower"], row["bootstrap_upper"]] == \
-            cell["bootstrap_interval"].values.tolist()
+        assert [row["bootstrap_lower"], row["bootstrap_upper"]] == cell[
+            "bootstrap_interval"
+        ].values.tolist()
     entry = out["comparisons"][0]
     cmp = res.compare(a, b, k=1, estimand="population", margin=0.02)
     assert entry["bayes"]["rows"][0]["effect"] == float(cmp["effect_mean"])
     assert entry["bayes"]["rows"][0]["prob_noninferior"] == float(cmp["prob_noninferior"])
     assert entry["bayes"]["decision"]["decision"] == be.noninferiority(cmp, 0.02).decision
-    cluster = be.bootstrap.compare(data, a, b, k=1, unit="cluster", n_boot=500, seed=3,
-                                   margin=0.02)
+    cluster = be.bootstrap.compare(data, a, b, k=1, unit="cluster", n_boot=500, seed=3, margin=0.02)
     boot = next(x for x in entry["bootstrap"] if x["unit"] == "cluster")
-    assert [boot["rows"][0]["lower"], boot["rows"][0]["upper"]] == \
-        cluster["effect_interval"].values.tolist()
+    assert [boot["rows"][0]["lower"], boot["rows"][0]["upper"]] == cluster[
+        "effect_interval"
+    ].values.tolist()
     record = next(r for r in out["data"]["status_counts"] if r["system"] == a)
-    assert record == {"system": a, **{s: (500 if s == "ok" else 0) for s in be.STATUSES},
-                      "coverage": 1.0}
+    assert record == {
+        "system": a,
+        **{s: (500 if s == "ok" else 0) for s in be.STATUSES},
+        "coverage": 1.0,
+    }
     assert out["settings"]["command"].startswith("bayeval analyze ")
 
     page = inline_plots((tmp_path / "card.html").read_text())
@@ -135,9 +162,24 @@ def test_terminal_bench_with_missing_bounds(tmp_path):
     systems = list(dict.fromkeys(frame["system"]))[:4]
     path = tmp_path / "tb.csv"
     frame[frame["system"].isin(systems)].to_csv(path, index=False)
-    result = run_installed("analyze", path, *FAST, "--missing", "bounds", "--k", "1,5",
-                           "--compare", systems[1], systems[0], "--compare", systems[2],
-                           systems[0], "--json", "out.json", cwd=tmp_path)
+    result = run_installed(
+        "analyze",
+        path,
+        *FAST,
+        "--missing",
+        "bounds",
+        "--k",
+        "1,5",
+        "--compare",
+        systems[1],
+        systems[0],
+        "--compare",
+        systems[2],
+        systems[0],
+        "--json",
+        "out.json",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert "column 'status' not used" in result.stdout
     out = json.loads((tmp_path / "out.json").read_text())
@@ -145,8 +187,9 @@ def test_terminal_bench_with_missing_bounds(tmp_path):
     assert out["data"]["missing_policy"] == "bounds"
 
     # only the compared systems are fitted
-    data = be.from_frame(frame[frame["system"].isin(systems[:3])], trial="trial",
-                         cluster="cluster", missing="bounds")
+    data = be.from_frame(
+        frame[frame["system"].isin(systems[:3])], trial="trial", cluster="cluster", missing="bounds"
+    )
     assert out["data"]["status_totals"] == data.status_counts.sum().to_dict()
     res = be.fit(data, sampler="grid", draws=200, chains=2, seed=0)
     cmp = res.compare(systems[1], systems[0], k=1)
@@ -171,20 +214,37 @@ def gate_files(tmp_path_factory):
     }
 
 
-@pytest.mark.parametrize("case, code, verdict", [("better", 0, "PASS: non-inferior"),
-                                                 ("worse", 1, "FAIL: inferior"),
-                                                 ("tiny", 3, "UNDECIDED: inconclusive")])
+@pytest.mark.parametrize(
+    "case, code, verdict",
+    [
+        ("better", 0, "PASS: non-inferior"),
+        ("worse", 1, "FAIL: inferior"),
+        ("tiny", 3, "UNDECIDED: inconclusive"),
+    ],
+)
 def test_gate_exit_codes(gate_files, case, code, verdict):
-    result = invoke("gate", gate_files[case], "--compare", "candidate", "baseline",
-                    "--margin", 0.02, *FAST)
+    result = invoke(
+        "gate", gate_files[case], "--compare", "candidate", "baseline", "--margin", 0.02, *FAST
+    )
     assert result.exit_code == code, result.output
     assert verdict in result.output
     assert "posterior effect" in result.output and "P(effect > -0.02)" in result.output
 
 
 def test_gate_superiority_and_json(gate_files, tmp_path):
-    result = invoke("gate", gate_files["worse"], "--compare", "candidate", "baseline",
-                    "--margin", 0.05, "--superior", *FAST, "--json", tmp_path / "gate.json")
+    result = invoke(
+        "gate",
+        gate_files["worse"],
+        "--compare",
+        "candidate",
+        "baseline",
+        "--margin",
+        0.05,
+        "--superior",
+        *FAST,
+        "--json",
+        tmp_path / "gate.json",
+    )
     assert result.exit_code == 1
     out = json.loads((tmp_path / "gate.json").read_text())
     assert out["gate"] == {"decision": "not superior", "exit_code": 1, "verdict": "FAIL"}
@@ -196,8 +256,9 @@ def test_gate_unexpected_error_exits_4(monkeypatch, gate_files):
         raise RuntimeError("the sampler\nfell over")
 
     monkeypatch.setattr(be, "fit", boom)
-    result = invoke("gate", gate_files["better"], "--compare", "candidate", "baseline",
-                    "--margin", 0.02, *FAST)
+    result = invoke(
+        "gate", gate_files["better"], "--compare", "candidate", "baseline", "--margin", 0.02, *FAST
+    )
     assert result.exit_code == 4
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "unexpected RuntimeError: the sampler fell over" in lines[0]
@@ -206,8 +267,9 @@ def test_gate_unexpected_error_exits_4(monkeypatch, gate_files):
 def test_gate_usage_errors_exit_2(gate_files):
     result = invoke("gate", gate_files["better"], "--compare", "candidate", "baseline", *FAST)
     assert result.exit_code == 2 and "--margin" in result.output
-    result = invoke("gate", gate_files["better"], "--compare", "nobody", "baseline",
-                    "--margin", 0.02, *FAST)
+    result = invoke(
+        "gate", gate_files["better"], "--compare", "nobody", "baseline", "--margin", 0.02, *FAST
+    )
     assert result.exit_code == 2
     assert "candidate 'nobody' is not a system" in result.output
     assert "baseline, candidate" in result.output
@@ -222,8 +284,9 @@ def test_fit_gets_no_progress_bar_off_a_terminal(monkeypatch, gate_files):
         return fit(*args, **kwargs)
 
     monkeypatch.setattr(be, "fit", spy)
-    result = invoke("gate", gate_files["better"], "--compare", "candidate", "baseline",
-                    "--margin", 0.02, *FAST)
+    result = invoke(
+        "gate", gate_files["better"], "--compare", "candidate", "baseline", "--margin", 0.02, *FAST
+    )
     assert result.exit_code == 0 and seen["progress"] is False
     assert (seen["draws"], seen["chains"], seen["sampler"], seen["seed"]) == (200, 2, "grid", 0)
 
@@ -235,20 +298,56 @@ def test_status_map_and_json_to_stdout(tmp_path):
     path = tmp_path / "tb.csv"
     frame[frame["system"].isin(frame["system"].unique()[:2])].to_csv(path, index=False)
     text = ",".join(f"{raw}={status}" for raw, status in mapping.items())
-    result = invoke("analyze", path, "--status-map", text, "--missing", "exclude",
-                    "--model", "beta_binomial", "--draws", 100, "--chains", 1,
-                    "--n-boot", 200, "--json", "-")
+    result = invoke(
+        "analyze",
+        path,
+        "--status-map",
+        text,
+        "--missing",
+        "exclude",
+        "--model",
+        "beta_binomial",
+        "--draws",
+        100,
+        "--chains",
+        1,
+        "--n-boot",
+        200,
+        "--json",
+        "-",
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
-    expected = be.from_frame(pd.read_csv(path), trial="trial", cluster="cluster",
-                             status="status", status_map=mapping, missing="exclude")
+    expected = be.from_frame(
+        pd.read_csv(path),
+        trial="trial",
+        cluster="cluster",
+        status="status",
+        status_map=mapping,
+        missing="exclude",
+    )
     assert out["data"]["status_totals"] == expected.status_counts.sum().to_dict()
     assert out["estimand"]["name"] == "tasks"  # the only estimand of beta_binomial
     # the same map from a JSON file
     (tmp_path / "map.json").write_text(json.dumps(mapping))
-    again = invoke("analyze", path, "--status-map", tmp_path / "map.json", "--missing",
-                   "exclude", "--model", "beta_binomial", "--draws", 100, "--chains", 1,
-                   "--n-boot", 200, "--json", "-")
+    again = invoke(
+        "analyze",
+        path,
+        "--status-map",
+        tmp_path / "map.json",
+        "--missing",
+        "exclude",
+        "--model",
+        "beta_binomial",
+        "--draws",
+        100,
+        "--chains",
+        1,
+        "--n-boot",
+        200,
+        "--json",
+        "-",
+    )
     assert json.loads(again.stdout)["data"] == out["data"]
 
 
@@ -275,9 +374,21 @@ def test_count_rows_with_named_columns(tmp_path):
     frame = be.datasets.frame("livecodebench")
     frame = frame[frame["system"].isin(frame["system"].unique()[:2])]
     frame.to_csv(tmp_path / "lcb.csv", index=False)
-    result = invoke("analyze", tmp_path / "lcb.csv", "--successes", "n_correct", "--trials",
-                    "n_samples", "--stratum", "difficulty", *FAST, "--k", "1,10",
-                    "--metric", "pass^k")
+    result = invoke(
+        "analyze",
+        tmp_path / "lcb.csv",
+        "--successes",
+        "n_correct",
+        "--trials",
+        "n_samples",
+        "--stratum",
+        "difficulty",
+        *FAST,
+        "--k",
+        "1,10",
+        "--metric",
+        "pass^k",
+    )
     assert result.exit_code == 0, result.output
     assert "(count rows)" in result.output and "pass^10 posterior" in result.output
 
@@ -287,10 +398,13 @@ def test_power_from_declared_spreads():
     result = invoke("power", "--effect", "0.02,0.05", "--sd", 0.3, "--json", "-")
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["rows"]
-    assert [r["tasks_needed"] for r in rows] == [be.required_units(0.3, 0.02),
-                                                 be.required_units(0.3, 0.05)]
-    result = invoke("power", "--effect", 0.05, "--sd", 0.4, "--icc", 0.5, "--trials", "1,4",
-                    "--json", "-")
+    assert [r["tasks_needed"] for r in rows] == [
+        be.required_units(0.3, 0.02),
+        be.required_units(0.3, 0.05),
+    ]
+    result = invoke(
+        "power", "--effect", 0.05, "--sd", 0.4, "--icc", 0.5, "--trials", "1,4", "--json", "-"
+    )
     rows = json.loads(result.stdout)["rows"]
     sd4 = 0.4 * np.sqrt(0.5 + 0.5 / 4)
     assert rows[1]["sd"] == pytest.approx(sd4)
@@ -309,8 +423,18 @@ def test_power_from_a_pilot(tmp_path):
     ds = sim.data.dataset
     frame = ds[["successes", "trials"]].to_dataframe().reset_index()
     frame.to_csv(tmp_path / "pilot.csv", index=False)
-    result = invoke("power", "--effect", 0.05, "--pilot", tmp_path / "pilot.csv",
-                    "--compare", "system_1", "system_0", "--json", "-")
+    result = invoke(
+        "power",
+        "--effect",
+        0.05,
+        "--pilot",
+        tmp_path / "pilot.csv",
+        "--compare",
+        "system_1",
+        "system_0",
+        "--json",
+        "-",
+    )
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     spread = paired_spread(sim.data, "system_1", "system_0")
@@ -350,14 +474,23 @@ def test_help_reads_well():
 def test_gate_says_how_its_cluster_bootstrap_weighs_clusters(tmp_path):
     rng = np.random.default_rng(2)
     tasks = [f"t{j}" for j in range(24)]
-    frame = pd.concat([
-        pd.DataFrame({"system": name, "task": tasks, "cluster": [f"g{j % 6}" for j in range(24)],
-                      "successes": rng.binomial(10, p, 24), "trials": 10})
-        for name, p in (("baseline", 0.4), ("candidate", 0.6))])
+    frame = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "system": name,
+                    "task": tasks,
+                    "cluster": [f"g{j % 6}" for j in range(24)],
+                    "successes": rng.binomial(10, p, 24),
+                    "trials": 10,
+                }
+            )
+            for name, p in (("baseline", 0.4), ("candidate", 0.6))
+        ]
+    )
     path = tmp_path / "clustered.csv"
     frame.to_csv(path, index=False)
-    result = invoke("gate", path, "--compare", "candidate", "baseline", "--margin", 0.02,
-                    *FAST)
+    result = invoke("gate", path, "--compare", "candidate", "baseline", "--margin", 0.02, *FAST)
     assert result.exit_code in (0, 1, 3), result.output
     assert "paired bootstrap (cluster, clusters keep their sizes)" in result.output
 
@@ -365,8 +498,9 @@ def test_gate_says_how_its_cluster_bootstrap_weighs_clusters(tmp_path):
 def test_a_table_of_scores_is_pointed_to_analyze_by_the_0_1_commands(tmp_path):
     # analyze reads scores (tests/test_cli_scores.py); rank and gate analyse 0/1 outcomes
     path = tmp_path / "scores.csv"
-    pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["t1", "t2"] * 2,
-                  "score": [0.5, 1.0, 0.25, 0.0]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {"system": ["A", "A", "B", "B"], "task": ["t1", "t2"] * 2, "score": [0.5, 1.0, 0.25, 0.0]}
+    ).to_csv(path, index=False)
     result = invoke("rank", path)
     assert result.exit_code == 2
     assert "this table holds scores" in result.output
@@ -382,8 +516,16 @@ def test_progress_and_quiet(gate_files, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(be, "fit", spy)
-    args = ("gate", gate_files["better"], "--compare", "candidate", "baseline", "--margin", 0.02,
-            *FAST)
+    args = (
+        "gate",
+        gate_files["better"],
+        "--compare",
+        "candidate",
+        "baseline",
+        "--margin",
+        0.02,
+        *FAST,
+    )
     loud = CliRunner().invoke(cli.main, ["--progress", *map(str, args)])
     quiet = CliRunner().invoke(cli.main, ["--quiet", *map(str, args)])
     assert loud.exit_code == quiet.exit_code == 0, loud.output

@@ -25,8 +25,15 @@ def _frame(seed_sd=0.4, n_tasks=30, seed=0):
             for t in range(n_tasks):
                 p = 1 / (1 + np.exp(-(base + offset + difficulty[t])))
                 for trial in range(2):
-                    rows.append({"system": recipe, "seed": f"s{run}", "task": f"t{t}",
-                                 "trial": trial, "success": int(rng.random() < p)})
+                    rows.append(
+                        {
+                            "system": recipe,
+                            "seed": f"s{run}",
+                            "task": f"t{t}",
+                            "trial": trial,
+                            "success": int(rng.random() < p),
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -47,7 +54,7 @@ def test_recipe_bootstrap_matches_pandas_and_the_standard_error_of_a_mean():
     assert out["runs"] == {"rl": 3, "sft": 3} and out["n_tasks"] == 30
     # resampling tasks: the effect is the mean over tasks of d_j, so the bootstrap sd is the
     # plug-in standard error sd(d) / sqrt(J)
-    d = (per_task.loc["rl"].groupby("task").mean() - per_task.loc["sft"].groupby("task").mean())
+    d = per_task.loc["rl"].groupby("task").mean() - per_task.loc["sft"].groupby("task").mean()
     se = d.std(ddof=0) / np.sqrt(len(d))
     assert (out["upper"] - out["lower"]) / (2 * 1.96) == pytest.approx(se, rel=0.1)
     new = bootstrap_recipe_effect(data, "rl", "sft", runs="new", n_boot=4000, seed=1)
@@ -56,8 +63,11 @@ def test_recipe_bootstrap_matches_pandas_and_the_standard_error_of_a_mean():
     with pytest.raises(ValueError, match="not a recipe"):
         bootstrap_recipe_effect(data, "rl", "dpo")
     with pytest.raises(ValueError, match="from_frame"):
-        bootstrap_recipe_effect(be.from_frame(df.drop(columns="seed").drop_duplicates(
-            ["system", "task", "trial"])), "rl", "sft")
+        bootstrap_recipe_effect(
+            be.from_frame(df.drop(columns="seed").drop_duplicates(["system", "task", "trial"])),
+            "rl",
+            "sft",
+        )
 
 
 @pytest.fixture(scope="module")
@@ -71,33 +81,72 @@ def test_analyze_runs_prints_and_writes_the_recipe_comparison(ckpts, tmp_path):
     out_json = tmp_path / "out.json"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
-        result = CliRunner().invoke(main, [
-            "analyze", str(ckpts), "--reader-option", "run=seed", "--compare", "rl", "sft",
-            "--runs", "observed", "--draws", "200", "--chains", "2", "--tune", "300",
-            "--n-boot", "500", "--json", str(out_json)])
+        result = CliRunner().invoke(
+            main,
+            [
+                "analyze",
+                str(ckpts),
+                "--reader-option",
+                "run=seed",
+                "--compare",
+                "rl",
+                "sft",
+                "--runs",
+                "observed",
+                "--draws",
+                "200",
+                "--chains",
+                "2",
+                "--tune",
+                "300",
+                "--n-boot",
+                "500",
+                "--json",
+                str(out_json),
+            ],
+        )
     assert result.exit_code == 0, result.output
     assert "recipes (these checkpoints" in result.output
     record = json.loads(out_json.read_text())
-    schema = json.loads(resources.files("bayeval").joinpath(
-        "schemas/report.schema.json").read_text())
+    schema = json.loads(
+        resources.files("bayeval").joinpath("schemas/report.schema.json").read_text()
+    )
     jsonschema.validate(record, schema)
     row = record["recipes"]["rows"][0]
     effect, _ = _observed_effect(pd.read_csv(ckpts), "rl", "sft")
     assert row["bootstrap_estimate"] == pytest.approx(effect, abs=1e-12)
-    assert sorted(row["checkpoints"]) == sorted(f"{r}/s{i}" for r in ("rl", "sft")
-                                                for i in range(3))
+    assert sorted(row["checkpoints"]) == sorted(
+        f"{r}/s{i}" for r in ("rl", "sft") for i in range(3)
+    )
     assert row["bayes_lower"] < row["bayes_mean"] < row["bayes_upper"]
     assert record["recipes"]["sigma_run"]["lower"] > 0
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--compare", "rl", "sft", "--runs", "new"], "--reader-option run=COLUMN"),
-    (["--reader-option", "run=seed", "--compare", "rl", "dpo", "--runs", "new"],
-     "not a recipe"),
-    (["--reader-option", "run=seed", "--compare", "rl", "sft", "--runs", "new",
-      "--estimand", "tasks"], "population estimand"),
-    (["--reader-option", "run=seed", "--runs", "observed"], "give --compare"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--compare", "rl", "sft", "--runs", "new"], "--reader-option run=COLUMN"),
+        (
+            ["--reader-option", "run=seed", "--compare", "rl", "dpo", "--runs", "new"],
+            "not a recipe",
+        ),
+        (
+            [
+                "--reader-option",
+                "run=seed",
+                "--compare",
+                "rl",
+                "sft",
+                "--runs",
+                "new",
+                "--estimand",
+                "tasks",
+            ],
+            "population estimand",
+        ),
+        (["--reader-option", "run=seed", "--runs", "observed"], "give --compare"),
+    ],
+)
 def test_analyze_runs_refuses_before_fitting(ckpts, tmp_path, monkeypatch, args, message):
     monkeypatch.setattr(be, "fit", lambda *a, **k: pytest.fail("fit must not run"))
     path = ckpts

@@ -68,8 +68,9 @@ def _printed_table(stdout: str) -> dict:
 def analysis(table, tmp_path_factory):
     folder = tmp_path_factory.mktemp("out")
     json_path, report_path = folder / "out.json", folder / "card.md"
-    result = invoke("analyze", table, "--score", "score", *TINY, "--json", json_path,
-                    "--report", report_path)
+    result = invoke(
+        "analyze", table, "--score", "score", *TINY, "--json", json_path, "--report", report_path
+    )
     assert result.exit_code == 0, result.output
     return result, json.loads(json_path.read_text()), report_path
 
@@ -104,15 +105,17 @@ def test_the_table_gives_posterior_means_beside_the_exact_bootstrap_point(table,
 def test_the_json_carries_the_scores_and_validates(analysis):
     _, report, _ = analysis
     frame = _scores_frame()
-    assert report["data"]["scores"] == {"at_0": int((frame["score"] == 0).sum()),
-                                        "between": int(frame["score"].between(0, 1,
-                                                                              "neither").sum()),
-                                        "at_1": int((frame["score"] == 1).sum())}
+    assert report["data"]["scores"] == {
+        "at_0": int((frame["score"] == 0).sum()),
+        "between": int(frame["score"].between(0, 1, "neither").sum()),
+        "at_1": int((frame["score"] == 1).sum()),
+    }
     assert report["estimand"]["model"] == "zoib"
     assert report["settings"]["report"]["metric"] == "mean"
     assert report["data"]["design_effect"] == []
-    schema = json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json")
-                        .read_text())
+    schema = json.loads(
+        resources.files("bayeval").joinpath("schemas/report.schema.json").read_text()
+    )
     jsonschema.validate(report, schema)
 
 
@@ -120,11 +123,12 @@ def test_the_report_shows_the_mean_score(analysis):
     _, report, path = analysis
     text = path.read_text()
     assert "partial-credit scores in [0, 1]" in text
-    row = next(r for r in report["metrics"] if r["system"] == "C"
-               and r["estimand"] == "population")
-    assert (f"| `C` | mean score | population | {row['bayes_mean']:.3f} "
-            f"[{row['bayes_lower']:.3f}, {row['bayes_upper']:.3f}] | "
-            f"{row['bootstrap_estimate']:.3f}") in text
+    row = next(r for r in report["metrics"] if r["system"] == "C" and r["estimand"] == "population")
+    assert (
+        f"| `C` | mean score | population | {row['bayes_mean']:.3f} "
+        f"[{row['bayes_lower']:.3f}, {row['bayes_upper']:.3f}] | "
+        f"{row['bootstrap_estimate']:.3f}"
+    ) in text
 
 
 def test_scores_all_0_or_1_are_fitted_by_the_paired_binomial_model(tmp_path):
@@ -148,7 +152,7 @@ def test_compare_gives_the_paired_posterior_beside_the_paired_task_bootstrap(tab
     result = invoke("analyze", table, *TINY, "--compare", "C", "A", "--json", "-")
     assert result.exit_code == 0, result.output
     assert "(detected; --success COLUMN names 0/1 outcomes instead)" in result.stderr
-    report = json.loads(result.stdout[result.stdout.index("{"):])
+    report = json.loads(result.stdout[result.stdout.index("{") :])
     (entry,) = report["comparisons"]
     assert entry["metric"] == "mean" and entry["estimand"] == "population"
     assert entry["bayes"]["paired"].startswith("yes")
@@ -176,17 +180,20 @@ def _refused(*args, words):
     return result
 
 
-@pytest.mark.parametrize("extra, words", [
-    (["--success", "score"], ["--score", "--success", "one or the other"]),
-    (["--successes", "score"], ["--score", "--successes"]),
-    (["--k", "1,2"], ["--k", "mean score", "no k"]),
-    (["--compare-k", "2"], ["--compare-k", "no k"]),
-    (["--metric", "pass^k"], ["--metric pass^k", "mean score"]),
-    (["--cost", "trial"], ["--cost does not apply to partial-credit scores"]),
-    (["--compare", "C", "A", "--runs", "new"], ["--runs does not apply"]),
-    (["--by", "trial"], ["--by does not apply"]),
-    (["--model", "logit_normal"], ["--model logit_normal fits 0/1 outcomes", "auto"]),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        (["--success", "score"], ["--score", "--success", "one or the other"]),
+        (["--successes", "score"], ["--score", "--successes"]),
+        (["--k", "1,2"], ["--k", "mean score", "no k"]),
+        (["--compare-k", "2"], ["--compare-k", "no k"]),
+        (["--metric", "pass^k"], ["--metric pass^k", "mean score"]),
+        (["--cost", "trial"], ["--cost does not apply to partial-credit scores"]),
+        (["--compare", "C", "A", "--runs", "new"], ["--runs does not apply"]),
+        (["--by", "trial"], ["--by does not apply"]),
+        (["--model", "logit_normal"], ["--model logit_normal fits 0/1 outcomes", "auto"]),
+    ],
+)
 def test_options_that_do_not_apply_to_scores_are_refused(table, extra, words):
     _refused(table, "--score", "score", *extra, words=words)
 
@@ -206,13 +213,16 @@ def test_bad_scores_are_refused_naming_the_column_and_rows(tmp_path):
     outside = frame.copy()
     outside.loc[[3, 7], "score"] = [1.5, -0.2]
     outside.to_csv(tmp_path / "outside.csv", index=False)
-    _refused(tmp_path / "outside.csv", words=["score column 'score'", "[0, 1]",
-                                              "[1.5, -0.2]", "rows [3, 7]"])
+    _refused(
+        tmp_path / "outside.csv",
+        words=["score column 'score'", "[0, 1]", "[1.5, -0.2]", "rows [3, 7]"],
+    )
     text = frame.astype({"score": object})
     text.loc[2, "score"] = "half"
     text.to_csv(tmp_path / "text.csv", index=False)
-    _refused(tmp_path / "text.csv", "--score", "score",
-             words=["score column 'score'", "row", "text"])
+    _refused(
+        tmp_path / "text.csv", "--score", "score", words=["score column 'score'", "row", "text"]
+    )
     missing = frame.copy()
     missing.loc[5, "score"] = np.nan
     missing.to_csv(tmp_path / "missing.csv", index=False)

@@ -18,7 +18,7 @@ def _words(rng, n, vocab=VOCAB):
 
 def _grams(words, n=3):
     """Reference n-grams of a word list (the generated texts have no case or punctuation)."""
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 # -- overlap -----------------------------------------------------------------------------------
@@ -28,19 +28,20 @@ def _planted(seed=0, n_items=60, n_background=400):
     items = {f"item{i}": " ".join(w) for i, w in enumerate(item_words)}
     corpus = [(f"bg{j}", " ".join(_words(rng, 80))) for j in range(n_background)]
     planted = {}
-    for i in range(0, 10):   # exact copies: the document is the item
+    for i in range(0, 10):  # exact copies: the document is the item
         corpus.append((f"exact{i}", items[f"item{i}"]))
         planted[f"item{i}"] = ("exact", f"exact{i}")
     for i in range(10, 20):  # reformatted and embedded in a longer document
         words = [w.upper() if j % 3 == 0 else w for j, w in enumerate(item_words[i])]
         text = ",  ".join(words) + "!"
-        corpus.append((f"ref{i}", " ".join(_words(rng, 40)) + "\n\t" + text + " "
-                       + " ".join(_words(rng, 40))))
+        corpus.append(
+            (f"ref{i}", " ".join(_words(rng, 40)) + "\n\t" + text + " " + " ".join(_words(rng, 40)))
+        )
         planted[f"item{i}"] = ("reformatted", f"ref{i}")
     for i in range(20, 30):  # paraphrase-like: 10% of the words replaced, embedded
         words = list(item_words[i])
         for j in rng.choice(len(words), size=len(words) // 10, replace=False):
-            words[j] = f"x{rng.integers(10 ** 6)}"
+            words[j] = f"x{rng.integers(10**6)}"
         corpus.append((f"para{i}", " ".join(_words(rng, 30)) + " " + " ".join(words)))
         planted[f"item{i}"] = ("paraphrase", f"para{i}", words)
     order = rng.permutation(len(corpus))
@@ -65,8 +66,9 @@ def test_planted_copies_are_found_and_clean_items_are_not():
             expected = len(reference & _grams(plant[2])) / len(reference)
             assert row["containment"] == pytest.approx(expected)
             assert row["containment_doc"] == plant[1]
-            assert row["label"] == ("confirmed" if expected >= 0.8 else
-                                    "suspected" if expected >= 0.5 else "none")
+            assert row["label"] == (
+                "confirmed" if expected >= 0.8 else "suspected" if expected >= 0.5 else "none"
+            )
             assert row["label"] != "none"
     clean = out.drop(index=list(planted))
     assert (clean["label"] == "none").all()
@@ -94,8 +96,7 @@ def test_shingle_scores_equal_a_brute_force_over_every_document():
         if max(con) > 0:  # the first document with the largest score
             assert out.loc[i, "containment_doc"] == int(np.argmax(con))
             assert out.loc[i, "jaccard_doc"] == int(np.argmax(jac))
-    assert out.attrs["n_items_without_shingles"] == sum(len(t.split()) < 3 for t in
-                                                        items.values())
+    assert out.attrs["n_items_without_shingles"] == sum(len(t.split()) < 3 for t in items.values())
     same = overlap(items, docs, methods=("shingle",), chunk_size=10_000)
     pd.testing.assert_frame_equal(out, same)
 
@@ -127,8 +128,7 @@ def test_minhash_tracks_exact_jaccard_within_its_standard_error():
     assert set(out.loc[found & (out["minhash_jaccard"] >= 0.5), "label"]) <= {"suspected"}
 
 
-def test_without_datasketch_the_other_methods_work_and_minhash_says_what_to_install(
-        monkeypatch):
+def test_without_datasketch_the_other_methods_work_and_minhash_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "datasketch", None)  # import datasketch now fails
     items = {"a": "one two three four five"}
     with pytest.raises(ImportError, match=r"bayeval\[contamination\]"):
@@ -140,8 +140,11 @@ def test_without_datasketch_the_other_methods_work_and_minhash_says_what_to_inst
 
 def test_normalisation_is_case_whitespace_and_punctuation():
     assert normalize("Ｈｅｌｌｏ,\tWORLD!  it's_a  TEST.") == "hello world it s a test"
-    out = overlap({"q": "Hello, world: it's a test."}, ["HELLO WORLD it s  a test"],
-                  methods=("exact", "normalized"))
+    out = overlap(
+        {"q": "Hello, world: it's a test."},
+        ["HELLO WORLD it s  a test"],
+        methods=("exact", "normalized"),
+    )
     assert out.loc["q", "normalized"] and not out.loc["q", "exact"]
 
 
@@ -157,8 +160,13 @@ def test_overlap_refuses_bad_input():
     with pytest.raises(ValueError, match="methods must be one of"):
         overlap({"a": "x y z"}, ["x"], methods=("exact", "fuzzy"))
     with pytest.raises(ValueError, match="must not exceed"):
-        overlap({"a": "x y z"}, ["x"], methods=("shingle",), suspected_containment=0.9,
-                confirmed_containment=0.8)
+        overlap(
+            {"a": "x y z"},
+            ["x"],
+            methods=("shingle",),
+            suspected_containment=0.9,
+            confirmed_containment=0.8,
+        )
     items = {"a": "x y z"}
     overlap(items, ["x y z"], methods=("exact",))
     assert items == {"a": "x y z"}
@@ -188,21 +196,30 @@ def test_compare_subsets_equals_a_direct_computation_from_task_rate_draws(contam
     rates = res.task_rates().transpose("chain", "draw", "system", "task").values
     f = 1 - (1 - rates) ** 2
     flagged = mask.to_numpy()
-    expected = {"all": f.mean(-1), "clean": f[..., ~flagged].mean(-1),
-                "flagged": f[..., flagged].mean(-1)}
+    expected = {
+        "all": f.mean(-1),
+        "clean": f[..., ~flagged].mean(-1),
+        "flagged": f[..., flagged].mean(-1),
+    }
     for subset, values in expected.items():
         np.testing.assert_allclose(out["score"].sel(subset=subset).values, values, rtol=1e-12)
-    np.testing.assert_allclose(out["difference"].values, expected["flagged"] - expected["clean"],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        out["difference"].values, expected["flagged"] - expected["clean"], rtol=1e-12
+    )
     diff = expected["flagged"] - expected["clean"]
     np.testing.assert_allclose(out["prob_flagged_higher"].values, (diff > 0).mean((0, 1)))
-    np.testing.assert_allclose(out["difference_interval"].values,
-                               np.quantile(diff, [0.025, 0.975], axis=(0, 1)).T)
-    np.testing.assert_allclose(out["inflation"].values, expected["all"] - expected["clean"],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        out["difference_interval"].values, np.quantile(diff, [0.025, 0.975], axis=(0, 1)).T
+    )
+    np.testing.assert_allclose(
+        out["inflation"].values, expected["all"] - expected["clean"], rtol=1e-12
+    )
     # 'all' is the fit's own tasks estimand
-    np.testing.assert_allclose(out["score"].sel(subset="all").values,
-                               res.pass_at_k(k=2, estimand="tasks").values, rtol=1e-10)
+    np.testing.assert_allclose(
+        out["score"].sel(subset="all").values,
+        res.pass_at_k(k=2, estimand="tasks").values,
+        rtol=1e-10,
+    )
     assert out["n_tasks"].values.tolist() == [[45, 30, 15], [45, 30, 15]]
     assert out["score"].dims == ("chain", "draw", "system", "subset")
     assert out["score_interval"].dims == ("system", "subset", "ci_bound")
@@ -226,8 +243,7 @@ def test_compare_subsets_interval_covers_a_known_contamination_effect(contaminat
     covered = []
     for i in range(20):
         data, flagged, effect = _simulate_leak(rng)
-        fit = be.fit(data, model="hierarchical", draws=300, chains=2, seed=i,
-                     log_likelihood=False)
+        fit = be.fit(data, model="hierarchical", draws=300, chains=2, seed=i, log_likelihood=False)
         out = compare_subsets(fit, flagged, log_likelihood=False)
         lower, upper = out["difference_interval"].values[0]
         covered.append(lower <= effect <= upper)
@@ -241,7 +257,8 @@ def test_compare_subsets_accepts_lists_arrays_and_overlap_frames(contaminated):
     frame = pd.DataFrame({"label": np.where(mask, "suspected", "none")}, index=mask.index)
     for form in (ids, set(ids), mask.to_numpy(), frame):
         np.testing.assert_array_equal(
-            compare_subsets(res, form, refit=False)["difference"].values, reference)
+            compare_subsets(res, form, refit=False)["difference"].values, reference
+        )
     with pytest.raises(ValueError, match=r"missing \['t0'\]"):
         compare_subsets(res, mask.drop("t0"))
     with pytest.raises(ValueError, match=r"unknown tasks \['zz'\]"):
@@ -257,31 +274,48 @@ def test_compare_subsets_accepts_lists_arrays_and_overlap_frames(contaminated):
 def test_tasks_reading_fits_each_subset_alone_and_reads_its_task_rates(contaminated):
     res, mask, _, _ = contaminated
     out = compare_subsets(res, mask, metric="pass^k", k=2)
-    flagged_fit = be.fit(res.data.sel(task=mask.index[mask].tolist()), model="hierarchical",
-                         draws=1000, chains=2, seed=3)
+    flagged_fit = be.fit(
+        res.data.sel(task=mask.index[mask].tolist()),
+        model="hierarchical",
+        draws=1000,
+        chains=2,
+        seed=3,
+    )
     rates = flagged_fit.task_rates().transpose("chain", "draw", "system", "task").values
-    np.testing.assert_allclose(out["score"].sel(subset="flagged").values,
-                               (rates ** 2).mean(-1), rtol=1e-10)
-    np.testing.assert_allclose(out["score"].sel(subset="all").values,
-                               res.pass_hat_k(k=2, estimand="tasks").values, rtol=1e-12)
+    np.testing.assert_allclose(
+        out["score"].sel(subset="flagged").values, (rates**2).mean(-1), rtol=1e-10
+    )
+    np.testing.assert_allclose(
+        out["score"].sel(subset="all").values,
+        res.pass_hat_k(k=2, estimand="tasks").values,
+        rtol=1e-12,
+    )
     assert out.attrs["refit"] == 1 and out.attrs["estimand"] == "tasks"
 
 
 def test_population_reading_fits_each_subset_alone(contaminated):
     res, mask, _, _ = contaminated
     out = compare_subsets(res, mask, estimand="population", draws=400, seed=11)
-    clean = be.fit(res.data.sel(task=mask.index[~mask].tolist()), model="hierarchical",
-                   draws=400, chains=2, seed=11)
-    np.testing.assert_allclose(out["score"].sel(subset="clean").values,
-                               clean.pass_at_k(k=1, estimand="population").values)
+    clean = be.fit(
+        res.data.sel(task=mask.index[~mask].tolist()),
+        model="hierarchical",
+        draws=400,
+        chains=2,
+        seed=11,
+    )
+    np.testing.assert_allclose(
+        out["score"].sel(subset="clean").values, clean.pass_at_k(k=1, estimand="population").values
+    )
     whole = be.fit(res.data, model="hierarchical", draws=400, chains=2, seed=11)
-    np.testing.assert_allclose(out["score"].sel(subset="all").values,
-                               whole.pass_at_k(k=1, estimand="population").values)
+    np.testing.assert_allclose(
+        out["score"].sel(subset="all").values, whole.pass_at_k(k=1, estimand="population").values
+    )
     assert (out["difference_interval"].sel(ci_bound="lower") > 0).all()
     assert out.attrs["refit"] == 1
     same = compare_subsets(res, mask, estimand="population")  # the fit's own settings
-    np.testing.assert_allclose(same["score"].sel(subset="all").values,
-                               res.pass_at_k(k=1, estimand="population").values)
+    np.testing.assert_allclose(
+        same["score"].sel(subset="all").values, res.pass_at_k(k=1, estimand="population").values
+    )
 
 
 def test_leakage_audit_has_one_row_per_channel_and_system(contaminated):
@@ -290,12 +324,17 @@ def test_leakage_audit_has_one_row_per_channel_and_system(contaminated):
     placebo = pd.Series(rng.random(len(mask)) < 0.3, index=mask.index)
     audit = leakage_audit(res, {"leaked": mask, "placebo": placebo})
     assert audit[["channel", "system"]].values.tolist() == [
-        ["leaked", "A"], ["leaked", "B"], ["placebo", "A"], ["placebo", "B"]]
+        ["leaked", "A"],
+        ["leaked", "B"],
+        ["placebo", "A"],
+        ["placebo", "B"],
+    ]
     direct = compare_subsets(res, mask)
     row = audit.iloc[1]
     assert row["difference"] == pytest.approx(float(direct["difference_mean"].sel(system="B")))
     assert row["inflation_lower"] == pytest.approx(
-        float(direct["inflation_interval"].sel(system="B", ci_bound="lower")))
+        float(direct["inflation_interval"].sel(system="B", ci_bound="lower"))
+    )
     assert audit.loc[audit["channel"] == "leaked", "moves"].all()
     with pytest.raises(ValueError, match="channel 'bad'"):
         leakage_audit(res, {"bad": ["nope"]})

@@ -18,10 +18,21 @@ def _frame(seed=0, n_task=12, n_trial=3):
         for j in range(n_task):
             for t in range(n_trial):
                 status = rng.choice(["ok", "ok", "ok", "timeout", "error", "invalid"])
-                success = float(rng.random() < (0.6 if s == "A" else 0.4)) if status == "ok" else None
-                rows.append({"system": s, "task": f"t{j}", "trial": t, "status": status,
-                             "success": success, "cost": float(rng.gamma(2.0, 0.5)),
-                             "calls": int(rng.integers(0, 30)), "cluster": f"c{j % 4}"})
+                success = (
+                    float(rng.random() < (0.6 if s == "A" else 0.4)) if status == "ok" else None
+                )
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{j}",
+                        "trial": t,
+                        "status": status,
+                        "success": success,
+                        "cost": float(rng.gamma(2.0, 0.5)),
+                        "calls": int(rng.integers(0, 30)),
+                        "cluster": f"c{j % 4}",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -42,20 +53,26 @@ def test_covariate_sums_match_groupby_and_frame_is_untouched():
         got = ds.sel(covariate=col)
         for (s, t, st), g in ref:
             assert got["covariate_sum"].sel(system=s, task=t, status=st) == pytest.approx(
-                df.loc[g.index, col].sum())
+                df.loc[g.index, col].sum()
+            )
             assert got["covariate_sumsq"].sel(system=s, task=t, status=st) == pytest.approx(
-                (df.loc[g.index, col] ** 2).sum())
+                (df.loc[g.index, col] ** 2).sum()
+            )
             assert int(got["covariate_count"].sel(system=s, task=t, status=st)) == len(g)
             pos = df.loc[g.index, col][df.loc[g.index, col] > 0]
             assert int(got["covariate_positive"].sel(system=s, task=t, status=st)) == len(pos)
             assert got["covariate_logsum"].sel(system=s, task=t, status=st) == pytest.approx(
-                np.log(pos).sum())
+                np.log(pos).sum()
+            )
             assert got["covariate_logsumsq"].sel(system=s, task=t, status=st) == pytest.approx(
-                (np.log(pos) ** 2).sum())
+                (np.log(pos) ** 2).sum()
+            )
         # every row is counted once, under its own status
         assert float(got["covariate_sum"].sum()) == pytest.approx(df[col].sum())
-        assert (got["covariate_count"].sum("covariate" if "covariate" in got.dims else [])
-                .values == ds["status_counts"].values).all()
+        assert (
+            got["covariate_count"].sum("covariate" if "covariate" in got.dims else []).values
+            == ds["status_counts"].values
+        ).all()
 
 
 def test_no_covariates_means_no_variables():
@@ -64,16 +81,19 @@ def test_no_covariates_means_no_variables():
     assert "covariate_sum" not in data.dataset
 
 
-@pytest.mark.parametrize("values, error, words", [
-    (["x"] * 72, TypeError, "covariate column 'cost'"),
-    ([True] * 72, TypeError, "not True/False"),
-    ([1 + 1j] * 72, TypeError, "complex"),
-    ([datetime.timedelta(seconds=1)] * 72, TypeError, "durations"),
-    ([-1.0] + [1.0] * 71, ValueError, "non-negative"),
-    ([np.inf] + [1.0] * 71, ValueError, "finite"),
-    ([np.nan] + [1.0] * 71, ValueError, "empty cells in row [0]"),
-    ([None] + [1.0] * 71, ValueError, "empty cells"),
-])
+@pytest.mark.parametrize(
+    "values, error, words",
+    [
+        (["x"] * 72, TypeError, "covariate column 'cost'"),
+        ([True] * 72, TypeError, "not True/False"),
+        ([1 + 1j] * 72, TypeError, "complex"),
+        ([datetime.timedelta(seconds=1)] * 72, TypeError, "durations"),
+        ([-1.0] + [1.0] * 71, ValueError, "non-negative"),
+        ([np.inf] + [1.0] * 71, ValueError, "finite"),
+        ([np.nan] + [1.0] * 71, ValueError, "empty cells in row [0]"),
+        ([None] + [1.0] * 71, ValueError, "empty cells"),
+    ],
+)
 def test_bad_covariate_values_are_refused(values, error, words):
     df = _frame()
     df["cost"] = pd.Series(values, dtype=object if not isinstance(values[0], float) else None)
@@ -103,8 +123,9 @@ def test_covariates_survive_sel_with_missing_and_netcdf(tmp_path):
     sums = data.dataset["covariate_sum"]
     sub = data.sel(system="B", task=["t1", "t3"])
     assert sub.covariates == ["cost", "calls"]
-    np.testing.assert_array_equal(sub.dataset["covariate_sum"].values,
-                                  sums.sel(system=["B"], task=["t1", "t3"]).values)
+    np.testing.assert_array_equal(
+        sub.dataset["covariate_sum"].values, sums.sel(system=["B"], task=["t1", "t3"]).values
+    )
     other = data.with_missing("exclude")
     assert other.covariates == data.covariates
     np.testing.assert_array_equal(other.dataset["covariate_sum"].values, sums.values)
@@ -121,10 +142,14 @@ def _reference(df, col):
     out = {}
     for s, g in df.groupby("system"):
         n = len(g)
-        out[s] = {"cost_per_attempt": g[col].sum() / n,
-                  "cost_per_success": g[col].sum() / g["success"].fillna(0).sum(),
-                  **{f"{st}_rate": (g["status"] == st).sum() / n
-                     for st in ("timeout", "error", "invalid")}}
+        out[s] = {
+            "cost_per_attempt": g[col].sum() / n,
+            "cost_per_success": g[col].sum() / g["success"].fillna(0).sum(),
+            **{
+                f"{st}_rate": (g["status"] == st).sum() / n
+                for st in ("timeout", "error", "invalid")
+            },
+        }
     return out
 
 
@@ -144,8 +169,7 @@ def test_bootstrap_matches_slow_loop(unit):
     out = be.bootstrap.cost(data, "cost", unit=unit, n_boot=n_boot, seed=5)
     # the same draws of unit counts, applied to the raw rows one replicate at a time
     layout = _layout(data, unit, "task", None)
-    units = (np.arange(12) if unit == "task"
-             else pd.factorize(data.dataset["cluster"].values)[0])
+    units = np.arange(12) if unit == "task" else pd.factorize(data.dataset["cluster"].values)[0]
     rng = np.random.default_rng(5)
     m = units.max() + 1
     counts = rng.multinomial(m, np.full(m, 1 / m), size=n_boot)
@@ -159,11 +183,13 @@ def test_bootstrap_matches_slow_loop(unit):
         for s, g in sample.groupby("system"):
             reps[s].append(g["cost"].sum() / g["success"].fillna(0).sum())
     for s in ("A", "B"):
-        np.testing.assert_allclose(out["cost_per_success_draws"].sel(system=s).values,
-                                   reps[s], rtol=1e-10)
+        np.testing.assert_allclose(
+            out["cost_per_success_draws"].sel(system=s).values, reps[s], rtol=1e-10
+        )
         lo, hi = np.quantile(reps[s], [0.025, 0.975])
-        np.testing.assert_allclose(out["cost_per_success_interval"].sel(system=s).values,
-                                   [lo, hi], rtol=1e-10)
+        np.testing.assert_allclose(
+            out["cost_per_success_interval"].sel(system=s).values, [lo, hi], rtol=1e-10
+        )
 
 
 def test_bootstrap_refusals():
@@ -178,8 +204,11 @@ def test_posterior_cost_is_coupled_to_pass_at_1():
     # a constant cost per attempt: cost per attempt is that constant in every draw, and cost
     # per success is the constant over the Dirichlet-weighted mean of the task rates
     rng = np.random.default_rng(1)
-    rows = [{"system": "A", "task": j, "success": int(rng.random() < p), "cost": 0.5}
-            for j, p in enumerate(rng.beta(2, 2, 40)) for _ in range(4)]
+    rows = [
+        {"system": "A", "task": j, "success": int(rng.random() < p), "cost": 0.5}
+        for j, p in enumerate(rng.beta(2, 2, 40))
+        for _ in range(4)
+    ]
     data = be.from_frame(pd.DataFrame(rows), covariates=["cost"])
     res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=0)
     out = res.cost("cost", n_draws=1000)
@@ -207,10 +236,15 @@ def test_bootstrap_cost_per_success_covers_known_truth():
         mean_cost = np.exp(0.5 - 1.5 * p)
         succ = (rng.random((n_task, 2)) < p[:, None]).astype(int)
         cost = rng.lognormal(np.log(mean_cost)[:, None] - 0.125, 0.5, (n_task, 2))
-        df = pd.DataFrame({"system": "A", "task": np.repeat(np.arange(n_task), 2),
-                           "success": succ.ravel(), "cost": cost.ravel()})
-        out = be.bootstrap.cost(be.from_frame(df, covariates=["cost"]), "cost", n_boot=1000,
-                                seed=r)
+        df = pd.DataFrame(
+            {
+                "system": "A",
+                "task": np.repeat(np.arange(n_task), 2),
+                "success": succ.ravel(),
+                "cost": cost.ravel(),
+            }
+        )
+        out = be.bootstrap.cost(be.from_frame(df, covariates=["cost"]), "cost", n_boot=1000, seed=r)
         lo, hi = out["cost_per_success_interval"].values[0]
         hits += lo <= truth <= hi
     # 200 replications: the binomial standard error at 0.95 is 0.015 (measured: 0.945)

@@ -20,8 +20,16 @@ def _frame(seed=0, n_task=10, n_trial=4, systems=("A", "B", "C")):
             for t in range(n_trial):
                 status = rng.choice(["ok"] * 5 + ["timeout", "error"])
                 success = float(rng.random() < p) if status == "ok" else None
-                rows.append({"system": s, "task": f"t{j}", "trial": t, "status": status,
-                             "success": success, "cost": float(rng.gamma(2.0, 0.5 + s_i))})
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{j}",
+                        "trial": t,
+                        "status": status,
+                        "success": success,
+                        "cost": float(rng.gamma(2.0, 0.5 + s_i)),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -52,15 +60,15 @@ def test_bootstrap_budget_curve_matches_comb_and_pandas():
             assert float(got["expected_spend"]) == pytest.approx(vals[:, 1].mean())
             assert float(got["cost_of_k"]) == pytest.approx(vals[:, 2].mean())
             assert float(got["cost_per_success_at_k"]) == pytest.approx(
-                vals[:, 1].sum() / vals[:, 0].sum())
+                vals[:, 1].sum() / vals[:, 0].sum()
+            )
     # k = 1 is cost per success and pass@1 (equal attempts per task), replicate by replicate
     one = out.sel(k=1)
     np.testing.assert_allclose(one["cost_per_success_at_k_draws"], out["cost_per_success_draws"])
     np.testing.assert_allclose(one["pass_at_k_draws"], out["pass_at_1_draws"])
     # pass@1: every attempt counts, a timeout or error is a failed try
     for s, g in df.groupby("system"):
-        assert float(out["pass_at_1"].sel(system=s)) == pytest.approx(
-            g["success"].fillna(0).mean())
+        assert float(out["pass_at_1"].sel(system=s)) == pytest.approx(g["success"].fillna(0).mean())
     assert out["pass_at_k_interval"].dims == ("system", "k", "ci_bound")
     assert out["expected_spend_draws"].dims == ("replicate", "system", "k")
 
@@ -82,9 +90,12 @@ def test_bootstrap_budget_replicates_match_a_slow_loop():
                 spend.append(sum(ref[s, t][1] for t in chosen))
             np.testing.assert_allclose(
                 out["cost_per_success_at_k_draws"].sel(system=s, k=k),
-                np.array(spend) / np.array(solved), rtol=1e-10)
-            np.testing.assert_allclose(out["pass_at_k_draws"].sel(system=s, k=k),
-                                       np.array(solved) / 8, rtol=1e-10)
+                np.array(spend) / np.array(solved),
+                rtol=1e-10,
+            )
+            np.testing.assert_allclose(
+                out["pass_at_k_draws"].sel(system=s, k=k), np.array(solved) / 8, rtol=1e-10
+            )
 
 
 def test_bootstrap_k_above_attempts_is_refused():
@@ -98,20 +109,31 @@ def test_bootstrap_k_above_attempts_is_refused():
 
 def test_posterior_budget_curve_matches_a_geometric_sum():
     df = _frame(seed=4)
-    data = be.from_frame(df.assign(status="ok", success=df["success"].fillna(0)),
-                         covariates=["cost"])
+    data = be.from_frame(
+        df.assign(status="ok", success=df["success"].fillna(0)), covariates=["cost"]
+    )
     res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
     n_draws, seed = 150, 3
     out = res.cost("cost", k=[1, 3, 6], n_draws=n_draws, seed=seed)
     from bayeval._decisions import thinned
 
-    rates = thinned(res, n_draws).task_rates().stack(sample=("chain", "draw")).transpose(
-        "sample", "system", "task").values
+    rates = (
+        thinned(res, n_draws)
+        .task_rates()
+        .stack(sample=("chain", "draw"))
+        .transpose("sample", "system", "task")
+        .values
+    )
     rng = np.random.default_rng(seed)
     pick = np.arange(n_draws)
     weights = rng.dirichlet(np.ones(len(data.tasks)), size=n_draws)
-    cbar = df.groupby(["system", "task"])["cost"].mean().unstack().loc[
-        list(data.systems), list(data.tasks)].values
+    cbar = (
+        df.groupby(["system", "task"])["cost"]
+        .mean()
+        .unstack()
+        .loc[list(data.systems), list(data.tasks)]
+        .values
+    )
     for k in (1, 3, 6):
         for s_i, s in enumerate(data.systems):
             ref = []
@@ -119,12 +141,14 @@ def test_posterior_budget_curve_matches_a_geometric_sum():
                 p = rates[pick[d], s_i]
                 spend = cbar[s_i] * (1 - (1 - p) ** k) / p  # sum_{j<k} (1-p)^j, closed form
                 ref.append((weights[d] * spend).sum() / (weights[d] * (1 - (1 - p) ** k)).sum())
-            np.testing.assert_allclose(out["cost_per_success_at_k_draws"].sel(system=s, k=k),
-                                       ref, rtol=1e-7)  # the closed form loses digits at small p
+            np.testing.assert_allclose(
+                out["cost_per_success_at_k_draws"].sel(system=s, k=k), ref, rtol=1e-7
+            )  # the closed form loses digits at small p
     # k = 1 is the cost per success of the same draws; spend grows with k and stays below k
     # attempts' cost
-    np.testing.assert_allclose(out["cost_per_success_at_k_draws"].sel(k=1),
-                               out["cost_per_success_draws"], rtol=1e-12)
+    np.testing.assert_allclose(
+        out["cost_per_success_at_k_draws"].sel(k=1), out["cost_per_success_draws"], rtol=1e-12
+    )
     spend = out["expected_spend_draws"]
     assert (spend.diff("k") > 0).all()
     assert (spend <= out["cost_of_k_draws"] + 1e-12).all()
@@ -136,9 +160,12 @@ def _brute_dominance(s_draws, c_draws):
     for a in range(n):
         for b in range(n):
             if a != b:
-                prob[a, b] = np.mean([(s_draws[d, a] >= s_draws[d, b])
-                                      and (c_draws[d, a] <= c_draws[d, b])
-                                      for d in range(len(s_draws))])
+                prob[a, b] = np.mean(
+                    [
+                        (s_draws[d, a] >= s_draws[d, b]) and (c_draws[d, a] <= c_draws[d, b])
+                        for d in range(len(s_draws))
+                    ]
+                )
     return prob
 
 
@@ -151,9 +178,15 @@ def test_frontier_matches_brute_force(cost):
     c_draws = out[f"{cost}_draws"].values
     np.testing.assert_allclose(got["prob_dominates"].values, _brute_dominance(s_draws, c_draws))
     s_est, c_est = out["pass_at_1"].values, out[cost].values
-    undominated = [not any((s_est[o] >= s_est[i] and c_est[o] <= c_est[i])
-                           and (s_est[o] > s_est[i] or c_est[o] < c_est[i])
-                           for o in range(4) if o != i) for i in range(4)]
+    undominated = [
+        not any(
+            (s_est[o] >= s_est[i] and c_est[o] <= c_est[i])
+            and (s_est[o] > s_est[i] or c_est[o] < c_est[i])
+            for o in range(4)
+            if o != i
+        )
+        for i in range(4)
+    ]
     assert got["on_frontier"].values.tolist() == undominated
     front = [s for s, u in zip("ABCD", undominated) if u]
     assert got.attrs["frontier"] == sorted(front, key=lambda s: c_est["ABCD".index(s)])

@@ -15,8 +15,18 @@ from bayeval._cost import frontier
 from bayeval._plot_cost import compact_names, plot_cost_success
 from bayeval.report import build_report, report_data
 
-GRID = ["--model", "hierarchical", "--sampler", "grid", "--draws", "200", "--chains", "2",
-        "--n-boot", "300"]
+GRID = [
+    "--model",
+    "hierarchical",
+    "--sampler",
+    "grid",
+    "--draws",
+    "200",
+    "--chains",
+    "2",
+    "--n-boot",
+    "300",
+]
 
 
 def _frame(seed=0, n_task=15, n_trial=2):
@@ -26,10 +36,17 @@ def _frame(seed=0, n_task=15, n_trial=2):
         for j in range(n_task):
             for t in range(n_trial):
                 status = rng.choice(["ok"] * 6 + ["timeout", "error"])
-                success = (int(rng.random() < (0.7 - 0.2 * s_i)) if status == "ok"
-                           else None)
-                rows.append({"system": s, "task": f"t{j}", "trial": t, "status": status,
-                             "success": success, "cost": float(rng.gamma(2.0, 1.0 / (1 + s_i)))})
+                success = int(rng.random() < (0.7 - 0.2 * s_i)) if status == "ok" else None
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{j}",
+                        "trial": t,
+                        "status": status,
+                        "success": success,
+                        "cost": float(rng.gamma(2.0, 1.0 / (1 + s_i))),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -50,8 +67,7 @@ def out(res):
 
 
 def _schema():
-    return json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json")
-                      .read_text())
+    return json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json").read_text())
 
 
 def test_cost_rows_are_the_two_twins(frame, res, out):
@@ -65,35 +81,43 @@ def test_cost_rows_are_the_two_twins(frame, res, out):
         row = rows[s]
         # the bootstrap point estimates are plain ratios of sums over attempts
         assert row["cost_per_success_bootstrap_estimate"] == pytest.approx(
-            g["cost"].sum() / g["success"].fillna(0).sum())
-        assert row["pass_at_1_bootstrap_estimate"] == pytest.approx(
-            g["success"].fillna(0).mean())
+            g["cost"].sum() / g["success"].fillna(0).sum()
+        )
+        assert row["pass_at_1_bootstrap_estimate"] == pytest.approx(g["success"].fillna(0).mean())
         assert row["timeout_rate"] == pytest.approx((g["status"] == "timeout").mean())
         assert row["error_rate"] == pytest.approx((g["status"] == "error").mean())
         assert row["cost_per_success_bayes_mean"] == pytest.approx(
-            float(post["cost_per_success"].sel(system=s)))
+            float(post["cost_per_success"].sel(system=s))
+        )
         lo, hi = post["cost_per_success_interval"].sel(system=s).values
         assert (row["cost_per_success_bayes_lower"], row["cost_per_success_bayes_upper"]) == (
-            pytest.approx(lo), pytest.approx(hi))
+            pytest.approx(lo),
+            pytest.approx(hi),
+        )
         # the paired effect: differences of the same replicates
-        diff = (boot["pass_at_1_draws"].sel(system=s)
-                - boot["pass_at_1_draws"].sel(system="A")).values
+        diff = (
+            boot["pass_at_1_draws"].sel(system=s) - boot["pass_at_1_draws"].sel(system="A")
+        ).values
         if s == "A":
             assert row["effect_bootstrap_estimate"] is None
         else:
             assert row["effect_bootstrap_lower"] == pytest.approx(np.quantile(diff, 0.025))
             assert row["effect_bootstrap_estimate"] == pytest.approx(
-                row["pass_at_1_bootstrap_estimate"] - rows["A"]["pass_at_1_bootstrap_estimate"])
+                row["pass_at_1_bootstrap_estimate"] - rows["A"]["pass_at_1_bootstrap_estimate"]
+            )
         assert row["pass_at_k_bootstrap_estimate"] == pytest.approx(
-            float(boot["pass_at_k"].sel(system=s, k=2)))
+            float(boot["pass_at_k"].sel(system=s, k=2))
+        )
     front = frontier(boot)
     assert section["frontier"]["bootstrap"] == front.attrs["frontier"]
     pairs = {(d["candidate"], d["baseline"]): d for d in section["dominance"]}
     assert len(pairs) == 6
     assert pairs["B", "C"]["bootstrap"] == pytest.approx(
-        float(front["prob_dominates"].sel(candidate="B", baseline="C")))
+        float(front["prob_dominates"].sel(candidate="B", baseline="C"))
+    )
     assert [r["system"] for r in section["rows"]] == sorted(
-        rows, key=lambda s: -rows[s]["pass_at_1_bayes_mean"])
+        rows, key=lambda s: -rows[s]["pass_at_1_bayes_mean"]
+    )
     jsonschema.validate(json.loads(json.dumps(out, allow_nan=False)), _schema())
 
 
@@ -138,39 +162,84 @@ def test_analyze_cost_prints_and_writes_json(tmp_path, frame, res):
     path = tmp_path / "runs.csv"
     frame.to_csv(path, index=False)
     runner = CliRunner()
-    result = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "cost",
-                                      "--cost-reference", "B", *GRID])
+    result = runner.invoke(
+        cli.main,
+        [
+            "analyze",
+            str(path),
+            "--missing",
+            "fail",
+            "--cost",
+            "cost",
+            "--cost-reference",
+            "B",
+            *GRID,
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "cost (cost): posterior mean (bayesian bootstrap cost model)" in result.output
     assert "effect against B" in result.output and "frontier (cost per attempt" in result.output
-    result = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "cost",
-                                      "--k", "1,2", *GRID, "--json", "-"])
+    result = runner.invoke(
+        cli.main,
+        [
+            "analyze",
+            str(path),
+            "--missing",
+            "fail",
+            "--cost",
+            "cost",
+            "--k",
+            "1,2",
+            *GRID,
+            "--json",
+            "-",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    record = json.loads(result.stdout[result.stdout.index("{"):])
+    record = json.loads(result.stdout[result.stdout.index("{") :])
     jsonschema.validate(record, _schema())
     assert record["cost"]["column"] == "cost" and record["cost"]["k"] == [1, 2]
     assert record["cost"]["cost_model"] == "bayesian_bootstrap"
-    result = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "cost",
-                                      "--cost-model", "lognormal", *GRID, "--json", "-"])
+    result = runner.invoke(
+        cli.main,
+        [
+            "analyze",
+            str(path),
+            "--missing",
+            "fail",
+            "--cost",
+            "cost",
+            "--cost-model",
+            "lognormal",
+            *GRID,
+            "--json",
+            "-",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    lognormal = json.loads(result.stdout[result.stdout.index("{"):])
+    lognormal = json.loads(result.stdout[result.stdout.index("{") :])
     jsonschema.validate(lognormal, _schema())
     assert lognormal["cost"]["cost_model"] == "lognormal"
     direct = res.cost("cost", model="lognormal", n_draws=1000, seed=0)
     for row in lognormal["cost"]["rows"]:  # the table's posterior is Results.cost's
         assert row["cost_per_attempt_bayes_mean"] == pytest.approx(
-            float(direct["cost_per_attempt"].sel(system=row["system"])), rel=0.05)
-    bad = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost-model",
-                                   "lognormal", *GRID])
+            float(direct["cost_per_attempt"].sel(system=row["system"])), rel=0.05
+        )
+    bad = runner.invoke(
+        cli.main, ["analyze", str(path), "--missing", "fail", "--cost-model", "lognormal", *GRID]
+    )
     assert bad.exit_code != 0 and "give --cost" in bad.output
-    bad = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "price",
-                                   *GRID])
+    bad = runner.invoke(
+        cli.main, ["analyze", str(path), "--missing", "fail", "--cost", "price", *GRID]
+    )
     assert bad.exit_code != 0 and "--cost" in bad.output and "'price'" in bad.output
-    bad = runner.invoke(cli.main, ["analyze", str(path), "--missing", "fail",
-                                   "--cost-reference", "A", *GRID])
+    bad = runner.invoke(
+        cli.main, ["analyze", str(path), "--missing", "fail", "--cost-reference", "A", *GRID]
+    )
     assert bad.exit_code != 0 and "give --cost" in bad.output
-    bad = runner.invoke(cli.main, ["analyze", str(path), "--missing", "bounds", "--cost", "cost",
-                                   *GRID])
+    bad = runner.invoke(
+        cli.main, ["analyze", str(path), "--missing", "bounds", "--cost", "cost", *GRID]
+    )
     assert bad.exit_code != 0 and "fail or exclude" in bad.output
 
 
@@ -197,8 +266,11 @@ def test_plot_draws_every_system_and_the_frontier(res):
 
 
 def test_compact_names_keep_systems_apart():
-    names = ["20251201_mini-v1.17.1_deepseek-v3.2-reasoner", "20250807_mini-v1.7.0_gpt-5",
-             "20250807_mini-v1.7.0_gpt-5-mini"]
+    names = [
+        "20251201_mini-v1.17.1_deepseek-v3.2-reasoner",
+        "20250807_mini-v1.7.0_gpt-5",
+        "20250807_mini-v1.7.0_gpt-5-mini",
+    ]
     assert compact_names(names) == ["deepseek-v3.2-reasoner", "gpt-5", "gpt-5-mini"]
     # a date that alone tells two systems apart stays
     assert compact_names(["20250101_x", "20250202_x"]) == ["20250101_x", "20250202_x"]

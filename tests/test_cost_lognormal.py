@@ -9,8 +9,7 @@ from bayeval import _cost
 from bayeval._cost import _lognormal_cost_draws, frontier
 
 
-def _frame(seed=0, n_task=40, n_trial=3, mu=-1.0, tau=0.5, sigma=0.6, zero=0.0,
-           systems=("A",)):
+def _frame(seed=0, n_task=40, n_trial=3, mu=-1.0, tau=0.5, sigma=0.6, zero=0.0, systems=("A",)):
     rng = np.random.default_rng(seed)
     rows = []
     for s in systems:
@@ -18,8 +17,15 @@ def _frame(seed=0, n_task=40, n_trial=3, mu=-1.0, tau=0.5, sigma=0.6, zero=0.0,
         for t in range(n_task):
             for j in range(n_trial):
                 c = 0.0 if rng.random() < zero else float(np.exp(mu + u[t] + rng.normal(0, sigma)))
-                rows.append({"system": s, "task": f"t{t}", "trial": j,
-                             "success": int(rng.random() < 0.5), "cost": c})
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{t}",
+                        "trial": j,
+                        "success": int(rng.random() < 0.5),
+                        "cost": c,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -36,8 +42,16 @@ def _ragged(seed=0):
     for s in "ABC":
         for t in range(6):
             for j in range(1 if s == "C" else int(rng.integers(1, 4))):
-                rows.append({"system": s, "task": f"t{t}", "trial": j, "success": 1,
-                             "cluster": "ab"[t % 2], "cost": float(np.exp(rng.normal()))})
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{t}",
+                        "trial": j,
+                        "success": 1,
+                        "cluster": "ab"[t % 2],
+                        "cost": float(np.exp(rng.normal())),
+                    }
+                )
     df = pd.DataFrame(rows)
     return df[~((df.system == "B") & (df.task == "t2"))].reset_index(drop=True)
 
@@ -50,13 +64,20 @@ def _dense(df, data, lam, omega, sigma, sigma_cluster):
     c = df["cluster"].to_numpy()
     same_t, same_c = t[:, None] == t[None, :], c[:, None] == c[None, :]
     loads = np.outer(lam[s], lam[s])
-    cov = (loads * (same_t + sigma_cluster**2 * same_c)
-           + np.diag(omega)[s][:, s] ** 2 * same_t + np.diag(sigma[s] ** 2))
+    cov = (
+        loads * (same_t + sigma_cluster**2 * same_c)
+        + np.diag(omega)[s][:, s] ** 2 * same_t
+        + np.diag(sigma[s] ** 2)
+    )
     return cov, np.eye(len(systems))[s], s, t
 
 
-PARAMS = {"lam": np.array([0.7, 0.3, 1.2]), "omega": np.array([0.4, 0.5, 0.6]),
-          "sigma": np.array([0.8, 0.9, 1.1]), "sigma_cluster": 0.5}
+PARAMS = {
+    "lam": np.array([0.7, 0.3, 1.2]),
+    "omega": np.array([0.4, 0.5, 0.6]),
+    "sigma": np.array([0.8, 0.9, 1.1]),
+    "sigma_cluster": 0.5,
+}
 
 
 @pytest.mark.parametrize("clusters", [True, False])
@@ -70,10 +91,16 @@ def test_loglik_is_the_dense_normal_marginal_with_mu_integrated_out(clusters):
     from bayeval.models import _cost_lognormal as cl
 
     df = _ragged()
-    data = be.from_frame(df, trial="trial", covariates=["cost"], missing="exclude",
-                         **({"cluster": "cluster"} if clusters else {}))
-    arr = cl.cell_arrays(_positive_cost_stats(data, "cost"),
-                         data.dataset["cluster"].values if clusters else None)
+    data = be.from_frame(
+        df,
+        trial="trial",
+        covariates=["cost"],
+        missing="exclude",
+        **({"cluster": "cluster"} if clusters else {}),
+    )
+    arr = cl.cell_arrays(
+        _positive_cost_stats(data, "cost"), data.dataset["cluster"].values if clusters else None
+    )
     assert arr["has_within"].tolist() == [1.0, 1.0, 0.0]
     sc = PARAMS["sigma_cluster"] if clusters else 0.0
     omega = PARAMS["omega"] * arr["has_within"]  # C's task-by-system spread is not separable
@@ -82,14 +109,17 @@ def test_loglik_is_the_dense_normal_marginal_with_mu_integrated_out(clusters):
     gram = x.T @ np.linalg.solve(cov, x)
     mu_hat = np.linalg.solve(gram, x.T @ np.linalg.solve(cov, y))
     mu0 = np.array([0.1, -0.2, 0.3])
-    ref = (multivariate_normal(x @ mu0, cov).logpdf(y)
-           - multivariate_normal(mu_hat, np.linalg.inv(gram)).logpdf(mu0))
-    got = cl.loglik(arr, PARAMS["lam"], PARAMS["omega"], PARAMS["sigma"],
-                    sc if clusters else None)
+    ref = multivariate_normal(x @ mu0, cov).logpdf(y) - multivariate_normal(
+        mu_hat, np.linalg.inv(gram)
+    ).logpdf(mu0)
+    got = cl.loglik(arr, PARAMS["lam"], PARAMS["omega"], PARAMS["sigma"], sc if clusters else None)
     assert got == pytest.approx(ref, abs=1e-9)
     model = cl.build_model(arr, clusters)
-    point = {"loading_log__": np.log(PARAMS["lam"]), "omega_log__": np.log(PARAMS["omega"]),
-             "sigma_log__": np.log(PARAMS["sigma"])}
+    point = {
+        "loading_log__": np.log(PARAMS["lam"]),
+        "omega_log__": np.log(PARAMS["omega"]),
+        "sigma_log__": np.log(PARAMS["sigma"]),
+    }
     if clusters:
         point["sigma_cluster_log__"] = np.log(sc)
     assert model.compile_logp(jacobian=False, sum=False)(point)[-1] == pytest.approx(ref, abs=1e-9)
@@ -102,18 +132,23 @@ def test_mu_and_effects_follow_their_exact_normal_conditionals():
     from bayeval.models import _cost_lognormal as cl
 
     df = _ragged(seed=1)
-    data = be.from_frame(df, trial="trial", cluster="cluster", covariates=["cost"],
-                         missing="exclude")
+    data = be.from_frame(
+        df, trial="trial", cluster="cluster", covariates=["cost"], missing="exclude"
+    )
     arr = cl.cell_arrays(_positive_cost_stats(data, "cost"), data.dataset["cluster"].values)
     n = 40_000
     omega = PARAMS["omega"] * arr["has_within"]
-    params = {"loading": np.tile(PARAMS["lam"], (n, 1)), "omega": np.tile(omega, (n, 1)),
-              "sigma": np.tile(PARAMS["sigma"], (n, 1)),
-              "sigma_cluster": np.full(n, PARAMS["sigma_cluster"])}
+    params = {
+        "loading": np.tile(PARAMS["lam"], (n, 1)),
+        "omega": np.tile(omega, (n, 1)),
+        "sigma": np.tile(PARAMS["sigma"], (n, 1)),
+        "sigma_cluster": np.full(n, PARAMS["sigma_cluster"]),
+    }
     rng = np.random.default_rng(2)
     mu = cl.mu_draws(arr, params, True, rng)
-    cov, x, s_obs, t_obs = _dense(df, data, PARAMS["lam"], omega, PARAMS["sigma"],
-                                  PARAMS["sigma_cluster"])
+    cov, x, s_obs, t_obs = _dense(
+        df, data, PARAMS["lam"], omega, PARAMS["sigma"], PARAMS["sigma_cluster"]
+    )
     y = np.log(df["cost"].to_numpy())
     gram = x.T @ np.linalg.solve(cov, x)
     mu_hat = np.linalg.solve(gram, x.T @ np.linalg.solve(cov, y))
@@ -129,10 +164,12 @@ def test_mu_and_effects_follow_their_exact_normal_conditionals():
     lam = PARAMS["lam"]
 
     def prior_cov(s1, t1, s2, t2):
-        return (np.outer(lam[s1], lam[s2]) * ((t1[:, None] == t2[None, :])
-                + PARAMS["sigma_cluster"] ** 2 * (c_task[t1][:, None] == c_task[t2][None, :]))
-                + np.outer(omega[s1], omega[s2]) * ((s1[:, None] == s2[None, :])
-                                                    & (t1[:, None] == t2[None, :])))
+        return np.outer(lam[s1], lam[s2]) * (
+            (t1[:, None] == t2[None, :])
+            + PARAMS["sigma_cluster"] ** 2 * (c_task[t1][:, None] == c_task[t2][None, :])
+        ) + np.outer(omega[s1], omega[s2]) * (
+            (s1[:, None] == s2[None, :]) & (t1[:, None] == t2[None, :])
+        )
 
     k_ao = prior_cov(s_all, t_all, s_obs, t_obs)
     mean = k_ao @ np.linalg.solve(cov, y - mu_hat[s_obs])
@@ -141,8 +178,9 @@ def test_mu_and_effects_follow_their_exact_normal_conditionals():
     np.testing.assert_allclose(eff.var(axis=0), var, rtol=0.05)
     # and jointly: the covariance of two cells of one task (the shared effect)
     pair = [0, n_task]  # systems A and B on task t0
-    joint = (prior_cov(s_all[pair], t_all[pair], s_all[pair], t_all[pair])
-             - k_ao[pair] @ np.linalg.solve(cov, k_ao[pair].T))
+    joint = prior_cov(s_all[pair], t_all[pair], s_all[pair], t_all[pair]) - k_ao[
+        pair
+    ] @ np.linalg.solve(cov, k_ao[pair].T)
     assert np.cov(eff[:, pair].T)[0, 1] == pytest.approx(joint[0, 1], abs=0.02)
 
 
@@ -165,9 +203,10 @@ def test_cost_per_attempt_recovers_the_lognormal_mean():
     boot_width = np.diff(boot["cost_per_attempt_interval"].values[0])[0]
     assert 0.5 * boot_width < width < 1.5 * boot_width
     # cost per success is the cost per attempt over pass@1, draw by draw
-    np.testing.assert_allclose(out["cost_per_success_draws"].values,
-                               out["cost_per_attempt_draws"].values
-                               / out["pass_at_1_draws"].values)
+    np.testing.assert_allclose(
+        out["cost_per_success_draws"].values,
+        out["cost_per_attempt_draws"].values / out["pass_at_1_draws"].values,
+    )
 
 
 def test_hurdle_share_is_the_beta_posterior_mean():
@@ -180,8 +219,9 @@ def test_hurdle_share_is_the_beta_posterior_mean():
     task_cost, params = _lognormal_cost_draws(data, "cost", n, np.random.default_rng(0))
     share = params["zero_share"][:, 0]
     a, b = 1 + zeros, 1 + positives
-    assert share.mean() == pytest.approx(a / (a + b), abs=4 * np.sqrt(a * b / (a + b) ** 2
-                                                                     / (a + b + 1) / n))
+    assert share.mean() == pytest.approx(
+        a / (a + b), abs=4 * np.sqrt(a * b / (a + b) ** 2 / (a + b + 1) / n)
+    )
     assert share.var() == pytest.approx(a * b / (a + b) ** 2 / (a + b + 1), rel=0.05)
     assert task_cost.shape == (n, 1, 30)
     assert params["divergences"] == 0
@@ -194,10 +234,18 @@ def test_costs_of_systems_on_shared_tasks_are_paired():
     rng = np.random.default_rng(7)
     n_task = 80
     u = rng.normal(0.0, 1.0, n_task)
-    rows = [{"system": s, "task": f"t{t}", "trial": j, "success": int(rng.random() < 0.5),
-             "cost": float(np.exp(m + load * u[t] + rng.normal(0, 0.3)))}
-            for s, m, load in (("A", -1.0, 1.0), ("B", -0.8, 0.8), ("C", -1.2, 0.5))
-            for t in range(n_task) for j in range(2)]
+    rows = [
+        {
+            "system": s,
+            "task": f"t{t}",
+            "trial": j,
+            "success": int(rng.random() < 0.5),
+            "cost": float(np.exp(m + load * u[t] + rng.normal(0, 0.3))),
+        }
+        for s, m, load in (("A", -1.0, 1.0), ("B", -0.8, 0.8), ("C", -1.2, 0.5))
+        for t in range(n_task)
+        for j in range(2)
+    ]
     df = pd.DataFrame(rows)
     res = _fit(df)
     post = res.cost("cost", n_draws=2000, model="lognormal")
@@ -216,8 +264,9 @@ def test_costs_of_systems_on_shared_tasks_are_paired():
     assert loading[2] == pytest.approx(0.5, abs=0.15)
     # and the same seed gives the same draws
     again = res.cost("cost", n_draws=2000, model="lognormal")
-    np.testing.assert_array_equal(again["cost_per_attempt_draws"].values,
-                                  post["cost_per_attempt_draws"].values)
+    np.testing.assert_array_equal(
+        again["cost_per_attempt_draws"].values, post["cost_per_attempt_draws"].values
+    )
 
 
 def test_same_variables_as_the_bayesian_bootstrap_and_frontier_works():
@@ -234,8 +283,9 @@ def test_same_variables_as_the_bayesian_bootstrap_and_frontier_works():
     np.testing.assert_allclose(post["pass_at_k_draws"].values, bb["pass_at_k_draws"].values)
     # the budget curve: k attempts cost k times the expected attempt cost (every task has
     # three attempts, so the attempt-weighted and the task-weighted means agree)
-    np.testing.assert_allclose(post["cost_of_k_draws"].sel(k=3).values,
-                               3 * post["cost_per_attempt_draws"].values)
+    np.testing.assert_allclose(
+        post["cost_of_k_draws"].sel(k=3).values, 3 * post["cost_per_attempt_draws"].values
+    )
     spend = post["expected_spend_draws"].sel(k=3).values
     assert (spend >= post["cost_per_attempt_draws"].values - 1e-12).all()
     assert (spend <= 3 * post["cost_per_attempt_draws"].values + 1e-12).all()
@@ -243,6 +293,7 @@ def test_same_variables_as_the_bayesian_bootstrap_and_frontier_works():
     assert front["prob_dominates"].dims == ("candidate", "baseline")
     assert np.isfinite(front["prob_dominates"].values[~np.eye(3, dtype=bool)]).all()
     from bayeval._cost import evidence  # the evidence table reads the default model
+
     assert evidence(res, "cost", n_boot=200, n_draws=200)["rows"][0]["system"] == "A"
 
 
@@ -251,8 +302,11 @@ def test_refusals():
     df.loc[df.system == "B", "cost"] = 0.0
     df.loc[(df.system == "B") & (df.task == "t0") & (df.trial == 0), "cost"] = 1.5
     res = _fit(df)
-    with pytest.raises(ValueError, match=r"'cost'.*at least 2 positive.*B: 1 positive cost"
-                                         r".*model='bayesian_bootstrap'"):
+    with pytest.raises(
+        ValueError,
+        match=r"'cost'.*at least 2 positive.*B: 1 positive cost"
+        r".*model='bayesian_bootstrap'",
+    ):
         res.cost("cost", n_draws=100, model="lognormal")
     # two positive costs on one task: no task spread to estimate
     df.loc[(df.system == "B") & (df.task == "t0"), "cost"] = 1.5
@@ -265,8 +319,11 @@ def test_refusals():
         res.cost("price", n_draws=100, model="lognormal")
     bad = df.copy()
     bad.loc[3, "cost"] = -1.0
-    with pytest.raises(ValueError, match=r"covariate column 'cost' must hold finite, "
-                                         r"non-negative"):
+    with pytest.raises(
+        ValueError,
+        match=r"covariate column 'cost' must hold finite, "
+        r"non-negative",
+    ):
         be.from_frame(bad, trial="trial", covariates=["cost"])
 
 
@@ -283,9 +340,16 @@ def test_a_system_whose_log_costs_are_skewed_is_flagged_against_the_bootstrap():
     for s in ("A", "B", "C"):
         for t in range(n_task):
             for j in range(2):
-                noise = (-2.0 * rng.exponential() + 2.0 if s == "C" else rng.normal(0, 0.4))
-                rows.append({"system": s, "task": f"t{t}", "trial": j, "success": 1,
-                             "cost": float(np.exp(-1.0 + u[t] + noise))})
+                noise = -2.0 * rng.exponential() + 2.0 if s == "C" else rng.normal(0, 0.4)
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{t}",
+                        "trial": j,
+                        "success": 1,
+                        "cost": float(np.exp(-1.0 + u[t] + noise)),
+                    }
+                )
     res = _fit(pd.DataFrame(rows))
     out = evidence(res, "cost", n_boot=1000, n_draws=1000, model="lognormal")
     assert out["cost_misfit"] == ["C"]

@@ -40,8 +40,13 @@ def test_policies_fail_and_bounds(outcome_rows):
 
 def test_caller_frame_is_not_modified(outcome_rows):
     before = outcome_rows.copy(deep=True)
-    be.from_frame(outcome_rows, trial="trial", status="status",
-                  status_map={"timeout": "error"}, missing="bounds")
+    be.from_frame(
+        outcome_rows,
+        trial="trial",
+        status="status",
+        status_map={"timeout": "error"},
+        missing="bounds",
+    )
     pd.testing.assert_frame_equal(outcome_rows, before)
 
 
@@ -60,13 +65,20 @@ def test_non_ok_status_without_policy_is_refused(outcome_rows):
 
 
 def test_recorded_outcome_is_valid_unless_mapped():
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, np.nan],
-                       "raw": ["agent_timeout", "agent_timeout", "agent_timeout"]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t2", "t3"],
+            "success": [1, 0, np.nan],
+            "raw": ["agent_timeout", "agent_timeout", "agent_timeout"],
+        }
+    )
     data = be.from_frame(df, status="raw", status_map={}, missing="exclude")
     counts = data.dataset["status_counts"].sum(("system", "task")).to_series()
     assert counts["ok"] == 2 and counts["no_verdict"] == 1
-    mapped = be.from_frame(df, status="raw", status_map={"agent_timeout": "timeout"},
-                           missing="fail")
+    mapped = be.from_frame(
+        df, status="raw", status_map={"agent_timeout": "timeout"}, missing="fail"
+    )
     counts = mapped.dataset["status_counts"].sum(("system", "task")).to_series()
     assert counts["timeout"] == 3 and counts["ok"] == 0
 
@@ -89,8 +101,9 @@ def test_terminal_bench_under_each_policy():
     ok_successes = results["exclude"].dataset["successes"].sum().item()
     assert ok_successes == raw["success"].sum()
     fail_rate = results["fail"].dataset["successes"].sum() / results["fail"].dataset["trials"].sum()
-    excl_rate = (results["exclude"].dataset["successes"].sum()
-                 / results["exclude"].dataset["trials"].sum())
+    excl_rate = (
+        results["exclude"].dataset["successes"].sum() / results["exclude"].dataset["trials"].sum()
+    )
     assert float(fail_rate) < float(excl_rate)
     upper = results["bounds"].dataset["successes"].sel(missing_bound="upper").sum().item()
     assert upper == ok_successes + results["bounds"].status_counts.drop(columns="ok").sum().sum()
@@ -103,8 +116,7 @@ def test_raw_status_values_need_a_map():
 
 
 def test_planned_trials_fill_shortfalls():
-    df = pd.DataFrame({"system": ["A", "A", "B"], "task": ["t1", "t1", "t1"],
-                       "success": [1, 0, 1]})
+    df = pd.DataFrame({"system": ["A", "A", "B"], "task": ["t1", "t1", "t1"], "success": [1, 0, 1]})
     default = be.from_frame(df)  # no empty cell: nothing is not_run
     assert default.dataset["trials"].values.tolist() == [[2], [1]]
     with pytest.raises(ValueError, match="not_run: 3"):
@@ -115,11 +127,19 @@ def test_planned_trials_fill_shortfalls():
 
 
 def test_count_rows_and_from_counts_agree():
-    df = pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["x", "y", "x", "y"],
-                       "k": [3, 0, 5, 2], "n": [5, 5, 5, 5], "repo": ["r1", "r2", "r1", "r2"]})
+    df = pd.DataFrame(
+        {
+            "system": ["A", "A", "B", "B"],
+            "task": ["x", "y", "x", "y"],
+            "k": [3, 0, 5, 2],
+            "n": [5, 5, 5, 5],
+            "repo": ["r1", "r2", "r1", "r2"],
+        }
+    )
     rows = be.from_frame(df, successes="k", trials="n", cluster="repo")
-    arrays = be.from_counts([[3, 0], [5, 2]], 5, tasks=["x", "y"], systems=["A", "B"],
-                            clusters=["r1", "r2"])
+    arrays = be.from_counts(
+        [[3, 0], [5, 2]], 5, tasks=["x", "y"], systems=["A", "B"], clusters=["r1", "r2"]
+    )
     assert rows.fingerprint() == arrays.fingerprint()
     assert rows.dataset["cluster"].values.tolist() == ["r1", "r2"]
 
@@ -133,8 +153,9 @@ def test_read_csv_roundtrip(tmp_path, outcome_rows):
 
 
 def test_sel_subsets_and_renormalises_strata():
-    data = be.from_counts([[1, 2, 3, 4]], 4, strata=["a", "a", "b", "c"],
-                          stratum_weights={"a": 2, "b": 1, "c": 1})
+    data = be.from_counts(
+        [[1, 2, 3, 4]], 4, strata=["a", "a", "b", "c"], stratum_weights={"a": 2, "b": 1, "c": 1}
+    )
     assert data.stratum_weights == {"a": 0.5, "b": 0.25, "c": 0.25}
     sub = data.sel(task=[0, 1, 2])
     assert sub.stratum_weights == pytest.approx({"a": 2 / 3, "b": 1 / 3})
@@ -147,8 +168,11 @@ def test_repr_mentions_statuses(outcome_rows):
 
 # -- bad input: every case listed in DESIGN.md section 4 -----------------------------------------
 def _frame(**columns):
-    base = {"system": ["A", "A", "B", "B"], "task": ["t1", "t2", "t1", "t2"],
-            "success": [1, 0, 1, 1]}
+    base = {
+        "system": ["A", "A", "B", "B"],
+        "task": ["t1", "t2", "t1", "t2"],
+        "success": [1, 0, 1, 1],
+    }
     base.update(columns)
     return pd.DataFrame(base)
 
@@ -156,21 +180,60 @@ def _frame(**columns):
 @pytest.mark.parametrize(
     "frame, kwargs, error, pattern",
     [
-        (_frame(success=[1, 2, 0, 1]), {}, ValueError, r"'success'.*0 or 1.*found \[2\.0\] in row \[1\]"),
-        (_frame(success=["yes", 0, 1, 1]), {}, TypeError, r"'success'.*found \['yes'\] in row \[0\]"),
-        (_frame(success=[1, np.nan, 0, 1], status=["ok"] * 4), {"status": "status"},
-         ValueError, r"'status'.*row \[1\].*'ok' with no recorded outcome"),
-        (_frame(trial=[0, 0, 0, 0], task=["t1", "t1", "t1", "t2"]), {"trial": "trial"},
-         ValueError, r"duplicate outcome rows.*rows \[0, 1\]"),
-        (_frame(status=["ok", "ok", "weird", "ok"]), {"status": "status"},
-         ValueError, r"'status'.*not bayeval statuses.*'weird'"),
-        (_frame(status=["ok", "ok", "x", "ok"]), {"status": "status", "status_map": {"x": "lost"}},
-         ValueError, r"unknown statuses.*'lost'"),
-        (_frame(repo=["r1", "r2", "r3", "r2"]), {"cluster": "repo"},
-         ValueError, r"'repo'.*one value.*'t1': \['r1', 'r3'\]"),
-        (_frame(level=["a", "b", "a", "c"]), {"stratum": "level"},
-         ValueError, r"'level'.*one value.*'t2'"),
-        (_frame(task=["t1", None, "t1", "t2"]), {}, ValueError, r"'task'.*missing values.*row \[1\]"),
+        (
+            _frame(success=[1, 2, 0, 1]),
+            {},
+            ValueError,
+            r"'success'.*0 or 1.*found \[2\.0\] in row \[1\]",
+        ),
+        (
+            _frame(success=["yes", 0, 1, 1]),
+            {},
+            TypeError,
+            r"'success'.*found \['yes'\] in row \[0\]",
+        ),
+        (
+            _frame(success=[1, np.nan, 0, 1], status=["ok"] * 4),
+            {"status": "status"},
+            ValueError,
+            r"'status'.*row \[1\].*'ok' with no recorded outcome",
+        ),
+        (
+            _frame(trial=[0, 0, 0, 0], task=["t1", "t1", "t1", "t2"]),
+            {"trial": "trial"},
+            ValueError,
+            r"duplicate outcome rows.*rows \[0, 1\]",
+        ),
+        (
+            _frame(status=["ok", "ok", "weird", "ok"]),
+            {"status": "status"},
+            ValueError,
+            r"'status'.*not bayeval statuses.*'weird'",
+        ),
+        (
+            _frame(status=["ok", "ok", "x", "ok"]),
+            {"status": "status", "status_map": {"x": "lost"}},
+            ValueError,
+            r"unknown statuses.*'lost'",
+        ),
+        (
+            _frame(repo=["r1", "r2", "r3", "r2"]),
+            {"cluster": "repo"},
+            ValueError,
+            r"'repo'.*one value.*'t1': \['r1', 'r3'\]",
+        ),
+        (
+            _frame(level=["a", "b", "a", "c"]),
+            {"stratum": "level"},
+            ValueError,
+            r"'level'.*one value.*'t2'",
+        ),
+        (
+            _frame(task=["t1", None, "t1", "t2"]),
+            {},
+            ValueError,
+            r"'task'.*missing values.*row \[1\]",
+        ),
         (_frame(), {"cluster": "repo"}, ValueError, r"not found: cluster='repo'"),
         (_frame(), {"missing": "drop"}, ValueError, r"missing must be one of"),
         (_frame(), {"status_map": {"x": "ok"}}, TypeError, r"status_map= needs status="),
@@ -189,7 +252,12 @@ def test_bad_outcome_rows(frame, kwargs, error, pattern):
         ([-1, 2], [5, 5], ValueError, r"'k' must lie in 0..n; row \[0\]"),
         ([1.5, 2], [5, 5], ValueError, r"'k' must hold whole.*found \[1\.5\] in row \[0\]"),
         ([1, 2], [0, 5], ValueError, r"'n' must be >= 1; found \[0\] in row \[0\]"),
-        ([1, np.nan], [5, 5], ValueError, r"'k' must hold whole, non-missing.*found \[nan\] in row \[1\]"),
+        (
+            [1, np.nan],
+            [5, 5],
+            ValueError,
+            r"'k' must hold whole, non-missing.*found \[nan\] in row \[1\]",
+        ),
     ],
 )
 def test_bad_count_rows(successes, trials, error, pattern):
@@ -223,8 +291,11 @@ def test_from_counts_errors():
 
 # -- property-based: arbitrary frames raise only ValueError/TypeError ---------------------------
 _cell = st.one_of(
-    st.none(), st.integers(-2, 3), st.floats(allow_nan=True, allow_infinity=True),
-    st.booleans(), st.sampled_from(["ok", "timeout", "x", "", "1"]),
+    st.none(),
+    st.integers(-2, 3),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.sampled_from(["ok", "timeout", "x", "", "1"]),
 )
 
 
@@ -232,13 +303,21 @@ _cell = st.one_of(
 def frames(draw):
     n = draw(st.integers(0, 12))
     data = {
-        "system": draw(st.lists(st.one_of(st.sampled_from(["A", "B"]), st.none(), st.integers(0, 1)),
-                                min_size=n, max_size=n)),
+        "system": draw(
+            st.lists(
+                st.one_of(st.sampled_from(["A", "B"]), st.none(), st.integers(0, 1)),
+                min_size=n,
+                max_size=n,
+            )
+        ),
         "task": draw(st.lists(st.sampled_from(["t1", "t2", "t3", None]), min_size=n, max_size=n)),
         "success": draw(st.lists(_cell, min_size=n, max_size=n)),
         "trial": draw(st.lists(st.one_of(st.integers(0, 2), st.none()), min_size=n, max_size=n)),
-        "status": draw(st.lists(st.one_of(st.sampled_from(list(STATUSES) + ["raw", None])),
-                                min_size=n, max_size=n)),
+        "status": draw(
+            st.lists(
+                st.one_of(st.sampled_from(list(STATUSES) + ["raw", None])), min_size=n, max_size=n
+            )
+        ),
         "cluster": draw(st.lists(st.sampled_from(["c1", "c2"]), min_size=n, max_size=n)),
         "n": draw(st.lists(_cell, min_size=n, max_size=n)),
     }
@@ -250,9 +329,13 @@ def frames(draw):
             if draw(st.booleans()):
                 kwargs[name] = name
         if "status" in kwargs and draw(st.booleans()):
-            kwargs["status_map"] = draw(st.dictionaries(
-                st.sampled_from(["raw", "ok", "x"]), st.sampled_from(list(STATUSES) + ["bad"]),
-                max_size=2))
+            kwargs["status_map"] = draw(
+                st.dictionaries(
+                    st.sampled_from(["raw", "ok", "x"]),
+                    st.sampled_from(list(STATUSES) + ["bad"]),
+                    max_size=2,
+                )
+            )
     if draw(st.booleans()):
         kwargs["cluster"] = "cluster"
     kwargs["missing"] = draw(st.sampled_from([None, "fail", "exclude", "bounds"]))
@@ -290,15 +373,24 @@ def test_exact_numeric_outcomes_are_outcomes():
     from decimal import Decimal
     from fractions import Fraction
 
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3"],
-                       "success": [Fraction(1), Decimal("0"), True, np.float64(1.0),
-                                   np.int8(1)]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t1", "t2", "t2", "t3"],
+            "success": [Fraction(1), Decimal("0"), True, np.float64(1.0), np.int8(1)],
+        }
+    )
     data = be.from_frame(df)
     assert data.dataset["successes"].values.tolist() == [[1, 2, 1]]
     assert data.dataset["trials"].values.tolist() == [[2, 2, 1]]
     assert data.missing is None
-    nullable = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2"],
-                             "success": pd.array([True, None, False], dtype="boolean")})
+    nullable = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t1", "t2"],
+            "success": pd.array([True, None, False], dtype="boolean"),
+        }
+    )
     counts = be.from_frame(nullable, missing="fail").dataset["status_counts"]
     assert counts.sel(status=["ok", "no_verdict"]).values.tolist() == [[[1, 1], [1, 0]]]
     with pytest.raises(ValueError, match=r"0 or 1.*found \[0\.5\] in row \[0\]"):
@@ -309,8 +401,14 @@ def test_exact_numeric_counts_are_counts():
     from decimal import Decimal
     from fractions import Fraction
 
-    df = pd.DataFrame({"system": "A", "task": ["x", "y", "z"],
-                       "k": [Fraction(7), Decimal("2"), 3.0], "n": [10, Decimal("4"), 3]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["x", "y", "z"],
+            "k": [Fraction(7), Decimal("2"), 3.0],
+            "n": [10, Decimal("4"), 3],
+        }
+    )
     data = be.from_frame(df, successes="k", trials="n")
     assert data.dataset["successes"].values.tolist() == [[7, 2, 3]]
     assert data.dataset["trials"].values.tolist() == [[10, 4, 3]]
@@ -350,12 +448,22 @@ def test_boolean_counts_are_refused():
 @pytest.mark.parametrize("column", ["system", "task", "trial", "repo"])
 def test_labels_that_compare_equal_are_refused(column):
     # regression: labels True, 1 and 1.0 merged into one system without a word
-    df = pd.DataFrame({"system": ["A"] * 4, "task": ["t1", "t2", "t3", "t4"],
-                       "trial": [0, 0, 0, 0], "repo": ["r"] * 4, "success": [1, 0, 1, 1]})
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 4,
+            "task": ["t1", "t2", "t3", "t4"],
+            "trial": [0, 0, 0, 0],
+            "repo": ["r"] * 4,
+            "success": [1, 0, 1, 1],
+        }
+    )
     df[column] = pd.Series([True, 1, 1.0, "x"], dtype=object)
     kwargs = {"trial": "trial", "cluster": "repo"}
-    with pytest.raises(ValueError, match=rf"column '{column}' holds labels that differ but "
-                                         r"compare equal.*True == 1 == 1\.0 \(rows \[0, 1, 2\]\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"column '{column}' holds labels that differ but "
+        r"compare equal.*True == 1 == 1\.0 \(rows \[0, 1, 2\]\)",
+    ):
         be.from_frame(df, **kwargs)
     with pytest.raises(ValueError, match=r"tasks= holds labels.*True == 1"):
         be.from_counts([1, 2], 3, tasks=[True, 1])
@@ -364,8 +472,13 @@ def test_labels_that_compare_equal_are_refused(column):
 
 
 def test_equal_labels_of_one_kind_still_group():
-    df = pd.DataFrame({"system": pd.Series(["A", np.str_("A")], dtype=object),
-                       "task": pd.Series([1, np.int64(1)], dtype=object), "success": [1, 0]})
+    df = pd.DataFrame(
+        {
+            "system": pd.Series(["A", np.str_("A")], dtype=object),
+            "task": pd.Series([1, np.int64(1)], dtype=object),
+            "success": [1, 0],
+        }
+    )
     assert be.from_frame(df).dataset["trials"].values.tolist() == [[2]]
 
 
@@ -380,24 +493,43 @@ def test_duplicated_column_names_are_refused():
         be.from_frame(counts, successes="k", trials="n")
     other = pd.DataFrame([["A", "t", 1, 0, 0]], columns=["system", "task", "success", "x", "x"])
     assert be.from_frame(other).dataset["successes"].values.tolist() == [[1]]
-    nested = pd.DataFrame([["A", "t", 1]], columns=pd.MultiIndex.from_tuples(
-        [("system", "a"), ("task", "b"), ("success", "c")]))
+    nested = pd.DataFrame(
+        [["A", "t", 1]],
+        columns=pd.MultiIndex.from_tuples([("system", "a"), ("task", "b"), ("success", "c")]),
+    )
     with pytest.raises(ValueError, match=r"'system' \(system=\) names several columns"):
         be.from_frame(nested)
 
 
-@pytest.mark.parametrize("column, kwargs", [("task", {}), ("system", {}),
-                                            ("trial", {"trial": "trial"}),
-                                            ("repo", {"cluster": "repo"}),
-                                            ("status", {"status": "status", "missing": "fail"})])
+@pytest.mark.parametrize(
+    "column, kwargs",
+    [
+        ("task", {}),
+        ("system", {}),
+        ("trial", {"trial": "trial"}),
+        ("repo", {"cluster": "repo"}),
+        ("status", {"status": "status", "missing": "fail"}),
+    ],
+)
 def test_unhashable_ids_are_refused_by_name(column, kwargs):
     # regression: a bare "unhashable type" escaped, and the message builder crashed on it
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "trial": 0, "repo": "r",
-                       "status": "ok", "success": [1, 0, 1]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t2", "t3"],
+            "trial": 0,
+            "repo": "r",
+            "status": "ok",
+            "success": [1, 0, 1],
+        }
+    )
     df[column] = pd.Series([{"a": 1}, ["x"], "ok"], dtype=object)
-    with pytest.raises(TypeError, match=rf"column '{column}' must hold hashable labels.*"
-                                        r"\[\{'a': 1\}, \['x'\]\] in rows \[0, 1\] "
-                                        r"\(type dict, list\)"):
+    with pytest.raises(
+        TypeError,
+        match=rf"column '{column}' must hold hashable labels.*"
+        r"\[\{'a': 1\}, \['x'\]\] in rows \[0, 1\] "
+        r"\(type dict, list\)",
+    ):
         be.from_frame(df, **kwargs)
 
 
@@ -420,9 +552,14 @@ def test_describe_values_handles_unhashable_values():
 
 def test_from_counts_leaves_the_callers_arrays_writeable():
     # regression: clusters= / strata= arrays came back read-only (kept and frozen in place)
-    inputs = {"successes": np.array([[1, 2, 3]]), "trials": np.array([[3, 3, 3]]),
-              "tasks": np.array(["t1", "t2", "t3"]), "systems": np.array(["A"]),
-              "clusters": np.array(["a", "a", "b"]), "strata": np.array(["x", "y", "y"])}
+    inputs = {
+        "successes": np.array([[1, 2, 3]]),
+        "trials": np.array([[3, 3, 3]]),
+        "tasks": np.array(["t1", "t2", "t3"]),
+        "systems": np.array(["A"]),
+        "clusters": np.array(["a", "a", "b"]),
+        "strata": np.array(["x", "y", "y"]),
+    }
     data = be.from_counts(**inputs)
     for name, array in inputs.items():
         assert array.flags.writeable, name

@@ -31,8 +31,10 @@ def test_swebench_counts_match_the_raw_file():
     raw = be.datasets.frame("swebench_verified")
     data = be.datasets.load("swebench_verified")
     per_system = data.dataset["successes"].sum("task").to_series()
-    np.testing.assert_array_equal(per_system.loc[raw["system"].unique()].values,
-                                  raw.groupby("system", sort=False)["success"].sum().values)
+    np.testing.assert_array_equal(
+        per_system.loc[raw["system"].unique()].values,
+        raw.groupby("system", sort=False)["success"].sum().values,
+    )
     assert len(np.unique(data.dataset["cluster"].values)) == 12
     solved_by_none = (data.dataset["successes"].sum("system") == 0).sum().item()
     assert solved_by_none == 64

@@ -29,9 +29,13 @@ def test_observed_scores_are_the_mean_unbiased_estimator_over_valid_tasks():
 
 def test_crossing_points_interpolate_the_first_sign_change():
     ks = np.array([1, 2, 4, 8])
-    effect = np.array([[0.2, 0.1, -0.1, -0.3],   # crosses between 2 and 4, at 3
-                       [0.3, 0.2, 0.1, 0.05],    # never
-                       [-0.1, 0.3, -0.2, 0.1]])  # first change between 1 and 2, at 1.25
+    effect = np.array(
+        [
+            [0.2, 0.1, -0.1, -0.3],  # crosses between 2 and 4, at 3
+            [0.3, 0.2, 0.1, 0.05],  # never
+            [-0.1, 0.3, -0.2, 0.1],
+        ]
+    )  # first change between 1 and 2, at 1.25
     out = _decisions.crossing_points(effect, ks)
     assert out[0] == pytest.approx(3.0)
     assert np.isnan(out[1])
@@ -112,8 +116,9 @@ def test_curve_bootstrap_estimate_and_band(reversal_fit):
 
 
 def test_winner_names_the_observed_best_and_its_optimism():
-    data = be.from_counts([[6, 7, 5, 8], [7, 6, 7, 8], [6, 6, 6, 7]], trials=10,
-                          systems=["A", "B", "C"])
+    data = be.from_counts(
+        [[6, 7, 5, 8], [7, 6, 7, 8], [6, 6, 6, 7]], trials=10, systems=["A", "B", "C"]
+    )
     res = be.fit(data, model="hierarchical", draws=300, chains=2, seed=0)
     out = res.winner(n_replicates=200)
     assert out.attrs["pick"] == "B"

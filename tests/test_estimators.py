@@ -29,8 +29,7 @@ def test_unbiased_estimators_match_exact_fractions():
     at_k, hat_k = be.pass_at_k(n, c, k), be.pass_hat_k(n, c, k)
     for i, (nn, cc, kk) in enumerate(grid):
         assert at_k[i] == pytest.approx(float(_exact_pass_at_k(nn, cc, kk)), rel=1e-12, abs=1e-15)
-        assert hat_k[i] == pytest.approx(float(_exact_pass_hat_k(nn, cc, kk)), rel=1e-12,
-                                         abs=1e-15)
+        assert hat_k[i] == pytest.approx(float(_exact_pass_hat_k(nn, cc, kk)), rel=1e-12, abs=1e-15)
 
 
 @pytest.mark.parametrize("c", [1, 2, 7, 500, 1000, 1001, 1500, 1999, 2000])
@@ -69,8 +68,12 @@ def test_tau_bench_pass_hat_k_reproduces_the_paper():
 
 @pytest.mark.parametrize(
     "func, method",
-    [(be.wilson_interval, "wilson"), (est.clopper_pearson_interval, "beta"),
-     (est.jeffreys_interval, "jeffreys"), (est.wald_interval, "normal")],
+    [
+        (be.wilson_interval, "wilson"),
+        (est.clopper_pearson_interval, "beta"),
+        (est.jeffreys_interval, "jeffreys"),
+        (est.wald_interval, "normal"),
+    ],
 )
 @pytest.mark.parametrize("ci_prob", [0.9, 0.95, 0.99])
 def test_intervals_match_statsmodels(func, method, ci_prob):
@@ -110,8 +113,12 @@ def test_exact_coverage_wilson_vs_wald_at_n_40():
 def test_design_effect_matches_statsmodels_anova(rng):
     n = rng.integers(3, 12, size=15)
     c = rng.binomial(n, rng.beta(0.6, 0.8, size=15))
-    rows = pd.DataFrame({"task": np.repeat(np.arange(15), n),
-                         "y": np.concatenate([[1] * ci + [0] * (ni - ci) for ni, ci in zip(n, c)])})
+    rows = pd.DataFrame(
+        {
+            "task": np.repeat(np.arange(15), n),
+            "y": np.concatenate([[1] * ci + [0] * (ni - ci) for ni, ci in zip(n, c)]),
+        }
+    )
     table = anova_lm(smf.ols("y ~ C(task)", data=rows).fit())
     msb, msw = table["mean_sq"].iloc[0], table["mean_sq"].iloc[1]
     N = n.sum()
@@ -141,9 +148,14 @@ def test_design_effect_is_nan_with_one_trial():
 
 
 def test_design_effect_per_missing_bound():
-    frame = pd.DataFrame({"system": "A", "task": np.repeat(["t1", "t2", "t3"], 4),
-                          "success": [1, 1, 0, np.nan, 0, 0, 0, 0, 1, 1, 1, 1],
-                          "status": ["ok"] * 3 + ["timeout"] + ["ok"] * 8})
+    frame = pd.DataFrame(
+        {
+            "system": "A",
+            "task": np.repeat(["t1", "t2", "t3"], 4),
+            "success": [1, 1, 0, np.nan, 0, 0, 0, 0, 1, 1, 1, 1],
+            "status": ["ok"] * 3 + ["timeout"] + ["ok"] * 8,
+        }
+    )
     data = be.from_frame(frame, status="status", missing="bounds")
     out = be.design_effect(data)
     assert set(out["icc"].dims) == {"system", "missing_bound"}
@@ -155,8 +167,12 @@ def test_design_effect_per_missing_bound():
 
 @pytest.mark.parametrize(
     "func, method",
-    [(be.wilson_interval, "wilson"), (est.clopper_pearson_interval, "beta"),
-     (est.jeffreys_interval, "jeffreys"), (est.wald_interval, "normal")],
+    [
+        (be.wilson_interval, "wilson"),
+        (est.clopper_pearson_interval, "beta"),
+        (est.jeffreys_interval, "jeffreys"),
+        (est.wald_interval, "normal"),
+    ],
 )
 def test_intervals_are_statsmodels_to_the_last_bit(func, method):
     n = np.repeat([1, 2, 7, 40, 333], [2, 3, 8, 41, 334])
@@ -171,8 +187,9 @@ def test_intervals_are_statsmodels_to_the_last_bit(func, method):
     assert grid_lower.shape == grid_upper.shape == (2, 2)
     empty = func(np.array([0, 1]), np.array([0, 4]))
     assert np.isnan(empty[0][0]) and np.isnan(empty[1][0]) and not np.isnan(empty[0][1])
-    np.testing.assert_array_equal(grid_upper[1, :2],
-                                  proportion_confint(3, np.array([5, 10]), method=method)[1])
+    np.testing.assert_array_equal(
+        grid_upper[1, :2], proportion_confint(3, np.array([5, 10]), method=method)[1]
+    )
     scalar = func(3, 10)
     assert isinstance(scalar[0], float) and isinstance(scalar[1], float)
     assert scalar == tuple(float(x) for x in proportion_confint(3, 10, method=method))
@@ -188,8 +205,11 @@ def test_unbiased_table_matches_exact_fractions():
                     if k > n:
                         assert np.isnan(table[c, j])
                         continue
-                    exact = (1 - Fraction(comb(n - c, k), comb(n, k)) if metric == "pass@k"
-                             else Fraction(comb(c, k), comb(n, k)))
+                    exact = (
+                        1 - Fraction(comb(n - c, k), comb(n, k))
+                        if metric == "pass@k"
+                        else Fraction(comb(c, k), comb(n, k))
+                    )
                     assert table[c, j] == pytest.approx(float(exact), abs=1e-15)
 
 

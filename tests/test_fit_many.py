@@ -11,8 +11,13 @@ from bayeval.fit import fit
 from bayeval.many import FitManyError, fit_many, group_seed, split_options
 
 COUNTS = {"success": None, "successes": "successes", "trials": "trials"}
-FAST = {"model": "hierarchical", "sampler": "grid", "draws": 60, "chains": 2,
-        "log_likelihood": False}
+FAST = {
+    "model": "hierarchical",
+    "sampler": "grid",
+    "draws": 60,
+    "chains": 2,
+    "log_likelihood": False,
+}
 
 
 def _frame(n_groups=3, n_tasks=12, seed=0):
@@ -23,8 +28,16 @@ def _frame(n_groups=3, n_tasks=12, seed=0):
         for system in ("A", "B"):
             p = rng.beta(1, 1, n_tasks)
             for t in range(n_tasks):
-                rows.append({"bench": f"b{g}", "split": g % 2, "system": system, "task": t,
-                             "successes": int(rng.binomial(5, p[t])), "trials": 5})
+                rows.append(
+                    {
+                        "bench": f"b{g}",
+                        "split": g % 2,
+                        "system": system,
+                        "task": t,
+                        "successes": int(rng.binomial(5, p[t])),
+                        "trials": 5,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -37,12 +50,14 @@ def test_each_group_equals_its_own_serial_fit():
         alone = fit(from_frame(sub, **COUNTS), seed=group_seed(7, key), **FAST)
         got = many.results(key).tree
         for name in ("mu", "kappa"):
-            np.testing.assert_array_equal(got["posterior"][name].values,
-                                          alone.tree["posterior"][name].values)
+            np.testing.assert_array_equal(
+                got["posterior"][name].values, alone.tree["posterior"][name].values
+            )
         expected = alone.summary(k=1).set_index(["estimand", "system"])["mean"]
         table = many.dataset["pass_at_1_mean"].sel(group=key).to_series()
-        np.testing.assert_array_equal(table.reorder_levels(["estimand", "system"])
-                                      .loc[expected.index].values, expected.values)
+        np.testing.assert_array_equal(
+            table.reorder_levels(["estimand", "system"]).loc[expected.index].values, expected.values
+        )
 
 
 def test_dataset_dims_and_frame_rows():
@@ -73,13 +88,14 @@ def test_seed_depends_on_key_not_on_the_other_groups():
     df = _frame(n_groups=3)
     both = fit_many(df, by="bench", **COUNTS, **FAST)
     one = fit_many(df[df["bench"] == "b2"], by="bench", **COUNTS, **FAST)
-    np.testing.assert_array_equal(one.results("b2").tree["posterior"]["mu"].values,
-                                  both.results("b2").tree["posterior"]["mu"].values)
+    np.testing.assert_array_equal(
+        one.results("b2").tree["posterior"]["mu"].values,
+        both.results("b2").tree["posterior"]["mu"].values,
+    )
 
 
 def test_options_are_split_and_unknown_refused():
-    assert split_options({"cluster": "repo", "draws": 10}) == ({"cluster": "repo"},
-                                                               {"draws": 10})
+    assert split_options({"cluster": "repo", "draws": 10}) == ({"cluster": "repo"}, {"draws": 10})
     with pytest.raises(TypeError, match=r"unknown keyword\(s\) \['drawz'\]"):
         fit_many(_frame(), by="bench", drawz=10)
 
@@ -129,9 +145,12 @@ def test_local_cluster_gives_the_serial_answers_bit_for_bit():
     distributed = pytest.importorskip("distributed")
     df = _frame(n_groups=4)
     serial = fit_many(df, by="bench", seed=3, **COUNTS, **FAST)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         parallel = fit_many(df, by="bench", client=client, seed=3, **COUNTS, **FAST)
     for key in serial.groups:
         a, b = serial.results(key).tree, parallel.results(key).tree
@@ -139,5 +158,4 @@ def test_local_cluster_gives_the_serial_answers_bit_for_bit():
             for name, var in a[group].data_vars.items():
                 np.testing.assert_array_equal(var.values, b[group][name].values)
     for name in ("pass_at_1_mean", "pass_at_1_interval", "seed"):
-        np.testing.assert_array_equal(serial.dataset[name].values,
-                                      parallel.dataset[name].values)
+        np.testing.assert_array_equal(serial.dataset[name].values, parallel.dataset[name].values)

@@ -20,8 +20,20 @@ from bayeval.data import STATUSES
 
 N_FRAMES = 2000
 
-_ZERO_ONE = [0, 1, 0.0, 1.0, True, False, np.int64(1), np.float64(0.0), Fraction(1),
-             Decimal("0"), Fraction(0), Decimal("1.0")]
+_ZERO_ONE = [
+    0,
+    1,
+    0.0,
+    1.0,
+    True,
+    False,
+    np.int64(1),
+    np.float64(0.0),
+    Fraction(1),
+    Decimal("0"),
+    Fraction(0),
+    Decimal("1.0"),
+]
 _MISSING = [None, np.nan]
 _BAD_OUTCOMES = [2, -1, 0.5, Fraction(1, 2), "1", 1 + 0j, pd.Timedelta(1), [1], {"a": 1}]
 _SYSTEMS = ["A", "B", 7]
@@ -46,18 +58,23 @@ def _labels(draw, pool, n):
 @st.composite
 def cases(draw):
     n = draw(st.integers(1, 14))
-    df = pd.DataFrame({
-        "system": pd.Series(_labels(draw, _SYSTEMS, n), dtype=object),
-        "task": pd.Series(_labels(draw, _TASKS, n), dtype=object),
-    })
+    df = pd.DataFrame(
+        {
+            "system": pd.Series(_labels(draw, _SYSTEMS, n), dtype=object),
+            "task": pd.Series(_labels(draw, _TASKS, n), dtype=object),
+        }
+    )
     kwargs = {"missing": draw(st.sampled_from([None, "fail", "exclude", "bounds"]))}
     if draw(st.booleans()):  # count rows
         if draw(st.integers(0, 7)):  # mostly one row per (system, task)
             df["task"] = pd.Series([f"t{i}" if i % 3 else i for i in range(n)], dtype=object)
-        trials = [draw(st.integers(0 if draw(st.integers(0, 7)) == 0 else 1, 6))
-                  for _ in range(n)]
-        successes = [draw(st.integers(-1, t + 1)) if draw(st.integers(0, 7)) == 0
-                     else draw(st.integers(0, max(t, 0))) for t in trials]
+        trials = [draw(st.integers(0 if draw(st.integers(0, 7)) == 0 else 1, 6)) for _ in range(n)]
+        successes = [
+            draw(st.integers(-1, t + 1))
+            if draw(st.integers(0, 7)) == 0
+            else draw(st.integers(0, max(t, 0)))
+            for t in trials
+        ]
         kinds = draw(st.sampled_from(["int", "float", "exact", "object"]))
         if kinds == "float":
             successes = [float(x) for x in successes]
@@ -76,17 +93,19 @@ def cases(draw):
             df["trial"] = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
             kwargs["trial"] = "trial"
         if draw(st.booleans()):
-            df["status"] = draw(st.lists(st.sampled_from(_RAW_STATUSES), min_size=n,
-                                         max_size=n))
+            df["status"] = draw(st.lists(st.sampled_from(_RAW_STATUSES), min_size=n, max_size=n))
             kwargs["status"] = "status"
             if draw(st.booleans()):
-                kwargs["status_map"] = draw(st.dictionaries(
-                    st.sampled_from(["raw_error", "agent_timeout", "ok", "timeout"]),
-                    st.sampled_from(list(STATUSES)), max_size=3))
+                kwargs["status_map"] = draw(
+                    st.dictionaries(
+                        st.sampled_from(["raw_error", "agent_timeout", "ok", "timeout"]),
+                        st.sampled_from(list(STATUSES)),
+                        max_size=3,
+                    )
+                )
     if draw(st.booleans()):
         by_task = {t: draw(st.sampled_from(["c1", "c2"])) for t in _TASKS}
-        clusters = [by_task.get(t, "c1") if isinstance(t, str | int) else "c1"
-                    for t in df["task"]]
+        clusters = [by_task.get(t, "c1") if isinstance(t, str | int) else "c1" for t in df["task"]]
         if n and draw(st.integers(0, 5)) == 0:
             clusters[0] = "c3"  # may give a task two clusters
         df["repo"] = clusters
@@ -96,8 +115,9 @@ def cases(draw):
 
 def _status_of(row, status_map):
     """The bayeval status of one outcome row, as DESIGN.md section 4 states the rule."""
-    recorded = row["value"] is not None and not (isinstance(row["value"], float)
-                                                 and np.isnan(row["value"]))
+    recorded = row["value"] is not None and not (
+        isinstance(row["value"], float) and np.isnan(row["value"])
+    )
     raw = row.get("status")
     mapped = None
     if raw is not None and not (isinstance(raw, float) and np.isnan(raw)):
@@ -110,20 +130,33 @@ def _status_of(row, status_map):
 def _reference(df, kwargs):
     """Status counts and ok successes per (system, task) from a plain pandas groupby."""
     if "successes" in kwargs:
-        rows = pd.DataFrame({"system": df["system"], "task": df["task"],
-                             "status": "ok", "ok_successes": [float(x) for x in df["k"]],
-                             "weight": df["n"]})
+        rows = pd.DataFrame(
+            {
+                "system": df["system"],
+                "task": df["task"],
+                "status": "ok",
+                "ok_successes": [float(x) for x in df["k"]],
+                "weight": df["n"],
+            }
+        )
     else:
-        values = [None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)
-                  for v in df["success"]]
+        values = [
+            None if v is None or (isinstance(v, float) and np.isnan(v)) else float(v)
+            for v in df["success"]
+        ]
         frame = pd.DataFrame({"value": values})
         if "status" in kwargs:
             frame["status"] = df["status"].to_numpy()
         status = [_status_of(r, kwargs.get("status_map")) for _, r in frame.iterrows()]
-        rows = pd.DataFrame({"system": df["system"], "task": df["task"], "status": status,
-                             "ok_successes": [v if s == "ok" else 0.0
-                                              for v, s in zip(values, status)],
-                             "weight": 1})
+        rows = pd.DataFrame(
+            {
+                "system": df["system"],
+                "task": df["task"],
+                "status": status,
+                "ok_successes": [v if s == "ok" else 0.0 for v, s in zip(values, status)],
+                "weight": 1,
+            }
+        )
     counts = rows.groupby(["system", "task", "status"])["weight"].sum()
     successes = rows.groupby(["system", "task"])["ok_successes"].sum()
     return counts, successes
@@ -153,7 +186,8 @@ def test_generated_frames_are_refused_cleanly_or_counted_exactly(case):
                     expected = int(counts.get((s_label, t_label, status), 0))
                     assert int(cell.sel(status=status)) == expected
                 assert int(cell.sel(status="not_run")) == int(
-                    counts.get((s_label, t_label, "not_run"), 0))
+                    counts.get((s_label, t_label, "not_run"), 0)
+                )
                 ok_successes = int(round(successes[(s_label, t_label)]))
             else:  # a cell with no row is not_run for the task's modal row count
                 per_task = rows_per_cell.xs(t_label, level="task")
@@ -166,8 +200,9 @@ def test_generated_frames_are_refused_cleanly_or_counted_exactly(case):
             trials = int(ds["trials"].sel(system=s_label, task=t_label))
             assert trials == (ok if data.missing in (None, "exclude") else planned_total)
             if data.missing == "bounds":
-                upper = int(ds["successes"].sel(system=s_label, task=t_label,
-                                                missing_bound="upper"))
+                upper = int(
+                    ds["successes"].sel(system=s_label, task=t_label, missing_bound="upper")
+                )
                 assert upper == ok_successes + planned_total - ok
     if "cluster" in kwargs:
         expected = df.groupby("task", sort=False)["repo"].first()

@@ -22,8 +22,9 @@ def pair():
     rng = np.random.default_rng(4)
     p = stats.beta(0.6, 0.5).rvs(30, random_state=rng)
     c = np.stack([rng.binomial(4, p), rng.binomial(4, np.clip(p + 0.1, 0, 1))])
-    return be.from_counts(c, trials=4, systems=["A", "B"],
-                          clusters=[f"g{j % 5}" for j in range(30)])
+    return be.from_counts(
+        c, trials=4, systems=["A", "B"], clusters=[f"g{j % 5}" for j in range(30)]
+    )
 
 
 def test_hierarchical_log_likelihood_is_the_beta_binomial_pmf(pair):
@@ -53,10 +54,14 @@ def test_logit_normal_log_likelihood_is_the_integrated_likelihood(pair):
         pt = post.isel(chain=0, draw=draw)
         for j in (0, 7, 13):
             g = labels.index(f"g{cluster[j]}")
-            eta = (pt["alpha"].values + pt["cluster_effect"].values[g]
-                   + pt["cluster_system_effect"].values[:, g])
-            ref = _reference_log_marginal(eta, c[:, j], n[:, j], float(pt["sigma_task"]),
-                                          float(pt["sigma_task_system"]))
+            eta = (
+                pt["alpha"].values
+                + pt["cluster_effect"].values[g]
+                + pt["cluster_system_effect"].values[:, g]
+            )
+            ref = _reference_log_marginal(
+                eta, c[:, j], n[:, j], float(pt["sigma_task"]), float(pt["sigma_task_system"])
+            )
             ref += stats.binom.logpmf(c[:, j], n[:, j], 0.5).sum() - n[:, j].sum() * np.log(0.5)
             # the adaptive rule for tasks with more than two trials is good to ~5e-4 here
             assert float(ll.isel(chain=0, draw=draw, task=j)) == pytest.approx(ref, abs=1e-3)
@@ -114,12 +119,10 @@ def test_summary_and_compare_carry_mcse_and_ess(pair):
     assert {"mcse_mean", "ess_bulk"} <= set(table.columns)
     population = table[table["estimand"] == "population"]
     assert ((population["ess_bulk"] > 3000) & (population["ess_bulk"] < 5500)).all()
-    np.testing.assert_allclose(population["mcse_mean"], population["sd"] / np.sqrt(4000),
-                               rtol=0.2)
+    np.testing.assert_allclose(population["mcse_mean"], population["sd"] / np.sqrt(4000), rtol=0.2)
     cmp = res.compare("B", "A")
     assert 3000 < float(cmp["effect_ess"]) < 5500
-    assert float(cmp["effect_mcse"]) == pytest.approx(float(cmp["effect"].std()) / 63.2,
-                                                      rel=0.2)
+    assert float(cmp["effect_mcse"]) == pytest.approx(float(cmp["effect"].std()) / 63.2, rel=0.2)
 
 
 def test_log_likelihood_beside_the_diagnostics_equals_it_on_demand(pair):
@@ -133,8 +136,9 @@ def test_log_likelihood_beside_the_diagnostics_equals_it_on_demand(pair):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # tiny fits: gates may fail
         res = be.fit(pair, model="logit_normal", draws=130, chains=2, tune=50, seed=3)
-        alone = be.fit(pair, model="logit_normal", draws=130, chains=2, tune=50, seed=3,
-                       log_likelihood=False)
+        alone = be.fit(
+            pair, model="logit_normal", draws=130, chains=2, tune=50, seed=3, log_likelihood=False
+        )
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:

@@ -15,10 +15,14 @@ from bayeval._validate import BayevalWarning
 
 @pytest.fixture(scope="module")
 def small_fit():
-    df = pd.DataFrame({"system": ["A"] * 6 + ["B"] * 6,
-                       "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
-                       "success": [1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0],
-                       "cluster": ["c1", "c1", "c1", "c1", "c2", "c2"] * 2})
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 6 + ["B"] * 6,
+            "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
+            "success": [1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0],
+            "cluster": ["c1", "c1", "c1", "c1", "c2", "c2"] * 2,
+        }
+    )
     data = be.from_frame(df, cluster="cluster")
     return be.fit(data, model="hierarchical", sampler="grid", draws=50, chains=1, seed=0)
 
@@ -29,9 +33,12 @@ def _assert_same_tree(back, tree):
         other = back[node.path] if node.path != "/" else back
         for name, var in node.to_dataset(inherit=False).variables.items():
             assert other.to_dataset(inherit=False).variables[name].dtype == var.dtype, (
-                node.path, name)
+                node.path,
+                name,
+            )
         assert {k: type(v) for k, v in other.attrs.items()} == {
-            k: type(v) for k, v in node.attrs.items()}, node.path
+            k: type(v) for k, v in node.attrs.items()
+        }, node.path
 
 
 def test_roundtrip_is_exact(tmp_path, small_fit):
@@ -46,7 +53,9 @@ def test_roundtrip_is_exact(tmp_path, small_fit):
     labels = back["observed_data"]["task"].values
     assert labels.dtype == object and [type(v) for v in labels] == [str] * 3
     assert back.attrs["one_element"] == ["tasks"] and back.attrs["estimands"] == [
-        "tasks", "population"]
+        "tasks",
+        "population",
+    ]
     assert "bayeval_checksum" not in back.attrs
 
 
@@ -55,8 +64,9 @@ def test_int_labels_roundtrip(tmp_path):
     df["task"] = df["task"].astype(object)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # one trial per task
-        res = be.fit(be.from_frame(df), model="hierarchical", sampler="grid", draws=20,
-                     chains=1, seed=0)
+        res = be.fit(
+            be.from_frame(df), model="hierarchical", sampler="grid", draws=20, chains=1, seed=0
+        )
     res.to_netcdf(tmp_path / "fit.nc")
     _assert_same_tree(be.load(tmp_path / "fit.nc").tree, res.tree)
 
@@ -108,25 +118,35 @@ def test_value_ranges_checked_without_checksum(tmp_path, small_fit):
     _rewrite(path, "posterior", "mu", lambda v: v - 8.0)
     with h5py.File(path, "r+") as f:
         del f.attrs["bayeval_checksum"]  # as a file written before checksums
-    with pytest.warns(BayevalWarning, match="holds no checksum"), pytest.raises(
-            ValueError, match=f"{path}: variable 'mu' of group '/posterior' must be a "
-                              r"probability in \[0, 1\]"):
+    with (
+        pytest.warns(BayevalWarning, match="holds no checksum"),
+        pytest.raises(
+            ValueError,
+            match=f"{path}: variable 'mu' of group '/posterior' must be a "
+            r"probability in \[0, 1\]",
+        ),
+    ):
         be.load(path)
 
 
-@pytest.mark.parametrize("group, name, change, message", [
-    ("observed_data", "successes", lambda v: v + 5, "'successes' .* must be at most trials"),
-    ("observed_data", "status_counts", lambda v: v - 3, "must be non-negative whole numbers"),
-    ("posterior", "kappa", lambda v: -v, "'kappa' .* must be positive"),
-])
+@pytest.mark.parametrize(
+    "group, name, change, message",
+    [
+        ("observed_data", "successes", lambda v: v + 5, "'successes' .* must be at most trials"),
+        ("observed_data", "status_counts", lambda v: v - 3, "must be non-negative whole numbers"),
+        ("posterior", "kappa", lambda v: -v, "'kappa' .* must be positive"),
+    ],
+)
 def test_value_ranges_name_the_variable(tmp_path, small_fit, group, name, change, message):
     path = tmp_path / "fit.nc"
     small_fit.to_netcdf(path)
     _rewrite(path, group, name, change)
     with h5py.File(path, "r+") as f:
         del f.attrs["bayeval_checksum"]
-    with pytest.warns(BayevalWarning, match="holds no checksum"), pytest.raises(
-            ValueError, match=message):
+    with (
+        pytest.warns(BayevalWarning, match="holds no checksum"),
+        pytest.raises(ValueError, match=message),
+    ):
         be.load(path)
 
 

@@ -20,12 +20,18 @@ from bayeval.data import from_counts, from_frame
 from bayeval.simulate import simulate_benchmark
 
 # -- digests -----------------------------------------------------------------------------------
-leaves = (st.none() | st.booleans() | st.integers(-(2 ** 53) + 1, 2 ** 53 - 1)
-          | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8))
+leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8)
+)
 configs = st.recursive(
     leaves,
-    lambda children: (st.lists(children, max_size=4)
-                      | st.dictionaries(st.text(max_size=6), children, max_size=4)),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
     max_leaves=20,
 )
 mappings = st.dictionaries(st.text(max_size=6), configs, min_size=1, max_size=5)
@@ -48,7 +54,7 @@ def _integral_as_int(value):
         return {k: _integral_as_int(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_integral_as_int(v) for v in value]
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
     return value
 
@@ -84,19 +90,25 @@ def _same_json(a, b) -> bool:
 
 
 def test_digest_is_sha256_of_hand_canonicalised_bytes():
-    config = {"z": [3, 2.5, "é", 0.1 + 0.2], "a": {"y": None, "b": True}, "n": 1.0,
-              "big": 1e21, "neg": -0.0}
-    expected = ('{"a":{"b":true,"y":null},"big":1e+21,"n":1,"neg":0,'
-                '"z":[3,2.5,"é",0.30000000000000004]}').encode()
+    config = {
+        "z": [3, 2.5, "é", 0.1 + 0.2],
+        "a": {"y": None, "b": True},
+        "n": 1.0,
+        "big": 1e21,
+        "neg": -0.0,
+    }
+    expected = (
+        '{"a":{"b":true,"y":null},"big":1e+21,"n":1,"neg":0,"z":[3,2.5,"é",0.30000000000000004]}'
+    ).encode()
     assert harness.digest(config) == hashlib.sha256(expected).hexdigest()
     # RFC 8785 sorts keys by UTF-16 code units: U+1F600 (D83D DE00) before U+FB33
-    unicode_keys = {"\ufb33": 1, "\U0001F600": 2, "\u20ac": 3}
-    expected = '{"\u20ac":3,"\U0001F600":2,"\ufb33":1}'.encode()
+    unicode_keys = {"\ufb33": 1, "\U0001f600": 2, "\u20ac": 3}
+    expected = '{"\u20ac":3,"\U0001f600":2,"\ufb33":1}'.encode()
     assert harness.digest(unicode_keys) == hashlib.sha256(expected).hexdigest()
 
 
 @settings(max_examples=60, deadline=None)
-@given(config=mappings, order_seed=st.integers(0, 10 ** 6), indent=st.sampled_from([None, 0, 4]))
+@given(config=mappings, order_seed=st.integers(0, 10**6), indent=st.sampled_from([None, 0, 4]))
 def test_digest_ignores_key_order_whitespace_and_number_formatting(config, order_seed, indent):
     reference = harness.digest(config)
     rng = random.Random(order_seed)
@@ -129,10 +141,20 @@ def test_diff_is_empty_exactly_when_digests_agree(a, b):
 
 
 def test_diff_names_exactly_the_fields_that_differ():
-    a = {"model": {"temperature": 0.2, "max_tokens": 1000}, "tools": ["bash", "edit", "view"],
-         "env": {"image tag": "v1"}, "scorer": "exact", "seed": 1}
-    b = {"model": {"temperature": 0.2, "max_tokens": 1000.0}, "tools": ["bash", "grep"],
-         "env": {"image tag": "v2"}, "scorer": "exact", "judge": {"name": "gpt"}}
+    a = {
+        "model": {"temperature": 0.2, "max_tokens": 1000},
+        "tools": ["bash", "edit", "view"],
+        "env": {"image tag": "v1"},
+        "scorer": "exact",
+        "seed": 1,
+    }
+    b = {
+        "model": {"temperature": 0.2, "max_tokens": 1000.0},
+        "tools": ["bash", "grep"],
+        "env": {"image tag": "v2"},
+        "scorer": "exact",
+        "judge": {"name": "gpt"},
+    }
     assert harness.diff(a, b) == {
         'env["image tag"]': ("v1", "v2"),
         "judge": (harness.MISSING, {"name": "gpt"}),
@@ -148,20 +170,28 @@ def test_diff_names_exactly_the_fields_that_differ():
 def test_tuples_are_json_arrays_and_numpy_scalars_their_values():
     assert harness.digest({"a": (1, 2)}) == harness.digest({"a": [1, 2]})
     assert harness.digest({"a": np.float64(0.5), "b": np.int32(3)}) == harness.digest(
-        {"a": 0.5, "b": 3})
+        {"a": 0.5, "b": 3}
+    )
 
 
-@pytest.mark.parametrize("config, error, words", [
-    ({"sampling": {"temperature": float("nan")}}, ValueError, ["'sampling.temperature'", "NaN"]),
-    ({"budget": [1, float("inf")]}, ValueError, ["'budget[1]'", "infinity"]),
-    ({"seed": 2 ** 60}, ValueError, ["'seed'", "2**53"]),
-    ({"a": {1: "x"}}, TypeError, ["'a'", "not strings"]),
-    ({"data": b"bytes"}, TypeError, ["'data'", "bytes", "hashlib"]),
-    ({"tags": {"x", "y"}}, TypeError, ["'tags'", "sorted list"]),
-    ({"file": Path("tasks.jsonl")}, TypeError, ["'file'", "digest_file"]),
-    ({"when": pd.Timestamp(0)}, TypeError, ["'when'", "Timestamp", "allowed"]),
-    ({"x y": {"arr": np.zeros(2)}}, TypeError, ['\'["x y"].arr\'', "tolist"]),
-])
+@pytest.mark.parametrize(
+    "config, error, words",
+    [
+        (
+            {"sampling": {"temperature": float("nan")}},
+            ValueError,
+            ["'sampling.temperature'", "NaN"],
+        ),
+        ({"budget": [1, float("inf")]}, ValueError, ["'budget[1]'", "infinity"]),
+        ({"seed": 2**60}, ValueError, ["'seed'", "2**53"]),
+        ({"a": {1: "x"}}, TypeError, ["'a'", "not strings"]),
+        ({"data": b"bytes"}, TypeError, ["'data'", "bytes", "hashlib"]),
+        ({"tags": {"x", "y"}}, TypeError, ["'tags'", "sorted list"]),
+        ({"file": Path("tasks.jsonl")}, TypeError, ["'file'", "digest_file"]),
+        ({"when": pd.Timestamp(0)}, TypeError, ["'when'", "Timestamp", "allowed"]),
+        ({"x y": {"arr": np.zeros(2)}}, TypeError, ["'[\"x y\"].arr'", "tolist"]),
+    ],
+)
 def test_digest_refuses_what_json_cannot_hold_naming_the_field(config, error, words):
     with pytest.raises(error) as info:
         harness.digest(config)
@@ -195,9 +225,15 @@ def _frame(config_a=CONFIG_A, config_b=CONFIG_B):
     for system, config in (("A", config_a), ("B", config_b), ("C", config_a)):
         for task in range(4):
             for trial in range(3):
-                rows.append({"system": system, "task": f"t{task}", "trial": trial,
-                             "success": (task + trial + len(system)) % 2,
-                             "config": dict(config)})  # one copy per row, as read from logs
+                rows.append(
+                    {
+                        "system": system,
+                        "task": f"t{task}",
+                        "trial": trial,
+                        "success": (task + trial + len(system)) % 2,
+                        "config": dict(config),
+                    }
+                )  # one copy per row, as read from logs
     return pd.DataFrame(rows)
 
 
@@ -206,26 +242,37 @@ def test_harness_column_of_configs_is_digested_per_system():
     before = df.copy(deep=True)
     data = from_frame(df, trial="trial", harness="config")
     pd.testing.assert_frame_equal(df, before)
-    assert data.harness == {"A": harness.digest(CONFIG_A), "B": harness.digest(CONFIG_B),
-                            "C": harness.digest(CONFIG_A)}
-    assert data.harness_configs == {harness.digest(CONFIG_A): CONFIG_A,
-                                    harness.digest(CONFIG_B): CONFIG_B}
+    assert data.harness == {
+        "A": harness.digest(CONFIG_A),
+        "B": harness.digest(CONFIG_B),
+        "C": harness.digest(CONFIG_A),
+    }
+    assert data.harness_configs == {
+        harness.digest(CONFIG_A): CONFIG_A,
+        harness.digest(CONFIG_B): CONFIG_B,
+    }
 
 
 def test_harness_survives_sel_with_missing_to_frame_and_a_netcdf_round_trip(tmp_path):
     df = _frame().assign(config=lambda d: d["config"].map(harness.digest))
     df.loc[0, "success"] = np.nan
     data = from_frame(df, trial="trial", harness="config", missing="fail")
-    expected = {"A": harness.digest(CONFIG_A), "B": harness.digest(CONFIG_B),
-                "C": harness.digest(CONFIG_A)}
+    expected = {
+        "A": harness.digest(CONFIG_A),
+        "B": harness.digest(CONFIG_B),
+        "C": harness.digest(CONFIG_A),
+    }
     assert data.harness == expected
     assert data.harness_configs is None
-    assert data.sel(system=["C", "B"], task=["t1"]).harness == {"C": expected["C"],
-                                                                "B": expected["B"]}
+    assert data.sel(system=["C", "B"], task=["t1"]).harness == {
+        "C": expected["C"],
+        "B": expected["B"],
+    }
     assert data.with_missing("exclude").harness == expected
     frame = data.to_frame()
     assert frame.groupby("system")["harness"].unique().map(list).to_dict() == {
-        s: [d] for s, d in expected.items()}
+        s: [d] for s, d in expected.items()
+    }
     assert data.fingerprint() != from_frame(df, trial="trial", missing="fail").fingerprint()
     res = be.fit(data, model="hierarchical", draws=50, chains=1, seed=0)
     path = tmp_path / "fit.nc"
@@ -244,12 +291,15 @@ def test_harness_column_refuses_a_system_under_several_harnesses():
     assert f"rows [{df.index[-2]}, {df.index[-1]}]" in message
 
 
-@pytest.mark.parametrize("value, error, words", [
-    (None, ValueError, ["missing values", "row [5]"]),
-    (3, TypeError, ["digests (str) or configurations", "row [5]"]),
-    (" ", ValueError, ["empty harness digest", "row [5]"]),
-    ({"t": float("nan")}, ValueError, ["'t'", "NaN"]),
-])
+@pytest.mark.parametrize(
+    "value, error, words",
+    [
+        (None, ValueError, ["missing values", "row [5]"]),
+        (3, TypeError, ["digests (str) or configurations", "row [5]"]),
+        (" ", ValueError, ["empty harness digest", "row [5]"]),
+        ({"t": float("nan")}, ValueError, ["'t'", "NaN"]),
+    ],
+)
 def test_harness_column_refuses_bad_cells(value, error, words):
     df = _frame().assign(config="digest-a")
     df["config"] = df["config"].astype(object)
@@ -282,8 +332,10 @@ def test_check_comparable_allowed_is_flagged_for_every_output():
     assert harness.digest(CONFIG_B) in check.note
     assert check.attrs["harness_status"] == "changed"
     assert check.attrs["harness_note"] == check.note
-    assert json.loads(check.attrs["harness_digests"]) == {"A": harness.digest(CONFIG_A),
-                                                          "B": harness.digest(CONFIG_B)}
+    assert json.loads(check.attrs["harness_digests"]) == {
+        "A": harness.digest(CONFIG_A),
+        "B": harness.digest(CONFIG_B),
+    }
     same = harness.check_comparable(data, ["A", "C"])
     assert (same.status, same.note, same.changed) == ("same", "", False)
 
@@ -293,8 +345,10 @@ def test_check_comparable_names_fields_from_configs_given_by_system_or_digest():
     data = from_frame(df, trial="trial", harness="config")
     with pytest.raises(ValueError, match="pass configs="):
         harness.check_comparable(data, ["A", "B"])
-    for configs in ({"A": CONFIG_A, "B": CONFIG_B},
-                    {harness.digest(CONFIG_A): CONFIG_A, harness.digest(CONFIG_B): CONFIG_B}):
+    for configs in (
+        {"A": CONFIG_A, "B": CONFIG_B},
+        {harness.digest(CONFIG_A): CONFIG_A, harness.digest(CONFIG_B): CONFIG_B},
+    ):
         check = harness.check_comparable(data, ["A", "B"], True, configs=configs)
         assert set(check.fields) == {"scorer.version", "temperature"}
     with pytest.raises(ValueError, match="not its configuration"):
@@ -307,8 +361,13 @@ def test_check_comparable_without_recorded_harness_and_on_results():
     data = from_counts([[1, 2], [2, 2]], trials=3, systems=["A", "B"])
     check = harness.check_comparable(data, ["A", "B"])
     assert check.status == "unrecorded" and check.note == ""
-    res = be.fit(from_frame(_frame(), trial="trial", harness="config"), model="hierarchical",
-                 draws=20, chains=1, seed=0)
+    res = be.fit(
+        from_frame(_frame(), trial="trial", harness="config"),
+        model="hierarchical",
+        draws=20,
+        chains=1,
+        seed=0,
+    )
     with pytest.raises(ValueError, match="different harnesses"):
         harness.check_comparable(res, ["A", "B"])
     with pytest.raises(ValueError, match="unknown system"):
@@ -319,13 +378,23 @@ def test_check_comparable_without_recorded_harness_and_on_results():
 
 # -- canary ------------------------------------------------------------------------------------
 def test_canary_paired_fit_covers_a_known_drift_and_says_moved():
-    sim = simulate_benchmark(n_tasks=24, n_trials=12, n_systems=2, rates="beta_2_5",
-                             effect=1.0, seed=3)
+    sim = simulate_benchmark(
+        n_tasks=24, n_trials=12, n_systems=2, rates="beta_2_5", effect=1.0, seed=3
+    )
     truth = sim.effect_truth("pass@k", 1, "tasks")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # a small fit: gates may warn
-        out = harness.canary(sim.data, "scripted", "system_0", "system_1", margin=0.05,
-                             draws=300, chains=2, tune=300, seed=1)
+        out = harness.canary(
+            sim.data,
+            "scripted",
+            "system_0",
+            "system_1",
+            margin=0.05,
+            draws=300,
+            chains=2,
+            tune=300,
+            seed=1,
+        )
     lower, upper = out["effect_interval"].values
     assert lower <= truth <= upper
     assert truth > 0.1  # the drift is well beyond the margin
@@ -335,11 +404,27 @@ def test_canary_paired_fit_covers_a_known_drift_and_says_moved():
 
 
 def test_canary_stable_when_the_harness_did_not_move_it():
-    sim = simulate_benchmark(n_tasks=60, n_trials=30, n_systems=2, rates="uniform",
-                             effect=0.0, task_system_sd=0.05, seed=5)
+    sim = simulate_benchmark(
+        n_tasks=60,
+        n_trials=30,
+        n_systems=2,
+        rates="uniform",
+        effect=0.0,
+        task_system_sd=0.05,
+        seed=5,
+    )
     truth = sim.effect_truth("pass@k", 1, "tasks")
-    out = harness.canary(sim.data, "scripted", "system_0", "system_1", margin=0.05,
-                         model="hierarchical", draws=1000, chains=2, seed=0)
+    out = harness.canary(
+        sim.data,
+        "scripted",
+        "system_0",
+        "system_1",
+        margin=0.05,
+        model="hierarchical",
+        draws=1000,
+        chains=2,
+        seed=0,
+    )
     lower, upper = out["effect_interval"].values
     assert lower <= truth <= upper and abs(truth) < 0.01
     assert -0.05 <= lower and upper <= 0.05
@@ -350,8 +435,17 @@ def test_canary_stable_when_the_harness_did_not_move_it():
 
 def test_canary_inconclusive_on_too_little_data_and_the_rule_at_its_edges():
     data = from_counts([[1, 2, 0], [2, 1, 1]], trials=2, systems=["old", "new"])
-    out = harness.canary(data, "scripted", "old", "new", margin=0.05, model="hierarchical",
-                         draws=500, chains=2, seed=0)
+    out = harness.canary(
+        data,
+        "scripted",
+        "old",
+        "new",
+        margin=0.05,
+        model="hierarchical",
+        draws=500,
+        chains=2,
+        seed=0,
+    )
     assert out.attrs["verdict"] == "inconclusive"
     verdict = harness._verdict
     assert verdict(-0.05, 0.05, 0.05) == "stable"
@@ -365,15 +459,42 @@ def test_canary_from_one_evaluation_per_harness_equals_two_systems_of_one():
     d_new = harness.digest({"image": "env:2"})
     frames = {}
     for key, row, d in (("v1", 0, d_old), ("v2", 1, d_new)):
-        frames[key] = from_frame(pd.DataFrame({
-            "system": ["scripted"] * 6 + ["other"] * 6, "task": list(range(6)) * 2,
-            "successes": list(counts[row]) + [5] * 6, "trials": 10, "h": d}),
-            successes="successes", trials="trials", harness="h")
-    by_harness = harness.canary(frames, "scripted", "v1", "v2", margin=0.1,
-                                model="hierarchical", draws=400, chains=2, seed=4)
-    two_systems = harness.canary(from_counts(counts, trials=10, systems=["v1", "v2"]),
-                                 "scripted", "v1", "v2", margin=0.1, model="hierarchical",
-                                 draws=400, chains=2, seed=4)
+        frames[key] = from_frame(
+            pd.DataFrame(
+                {
+                    "system": ["scripted"] * 6 + ["other"] * 6,
+                    "task": list(range(6)) * 2,
+                    "successes": list(counts[row]) + [5] * 6,
+                    "trials": 10,
+                    "h": d,
+                }
+            ),
+            successes="successes",
+            trials="trials",
+            harness="h",
+        )
+    by_harness = harness.canary(
+        frames,
+        "scripted",
+        "v1",
+        "v2",
+        margin=0.1,
+        model="hierarchical",
+        draws=400,
+        chains=2,
+        seed=4,
+    )
+    two_systems = harness.canary(
+        from_counts(counts, trials=10, systems=["v1", "v2"]),
+        "scripted",
+        "v1",
+        "v2",
+        margin=0.1,
+        model="hierarchical",
+        draws=400,
+        chains=2,
+        seed=4,
+    )
     np.testing.assert_array_equal(by_harness["effect"].values, two_systems["effect"].values)
     assert by_harness.attrs["baseline_digest"] == d_old
     assert by_harness.attrs["candidate_digest"] == d_new
@@ -404,14 +525,18 @@ def _reward_data(seed=11, n_tasks=40, n_trials=20):
     held = np.stack([rng.binomial(n_trials, rates[s][1]) for s in rates])
     truth = {s: float(np.mean(rates[s][0] - rates[s][1])) for s in rates}
     systems = list(rates)
-    return (from_counts(train, trials=n_trials, systems=systems),
-            from_counts(held, trials=n_trials, systems=systems), truth)
+    return (
+        from_counts(train, trials=n_trials, systems=systems),
+        from_counts(held, trials=n_trials, systems=systems),
+        truth,
+    )
 
 
 def test_reward_gap_covers_the_true_gap_and_flags_the_hacker():
     train, held, truth = _reward_data()
-    out = harness.reward_gap(train, held, margin=0.15, model="hierarchical", draws=1000,
-                             chains=2, seed=0)
+    out = harness.reward_gap(
+        train, held, margin=0.15, model="hierarchical", draws=1000, chains=2, seed=0
+    )
     assert out["gap"].dims == ("chain", "draw", "system")
     for system in ("honest", "hacker"):
         lower, upper = out["gap_interval"].sel(system=system).values
@@ -419,20 +544,29 @@ def test_reward_gap_covers_the_true_gap_and_flags_the_hacker():
     assert out["flag"].values.tolist() == ["within", "exceeds"]
     draws = out["gap"].sel(system="hacker").values.ravel()
     assert float(out["prob_above_margin"].sel(system="hacker")) == pytest.approx(
-        np.mean(draws > 0.15))
+        np.mean(draws > 0.15)
+    )
     assert out.attrs["gap"] == "train - heldout"
 
 
 def test_reward_gap_says_exactly_what_differs_between_the_two_outcome_sets():
-    train = from_counts([[1, 2, 3], [2, 2, 2]], trials=4, systems=["a", "b"],
-                        tasks=["t1", "t2", "t3"])
+    train = from_counts(
+        [[1, 2, 3], [2, 2, 2]], trials=4, systems=["a", "b"], tasks=["t1", "t2", "t3"]
+    )
     with pytest.raises(ValueError) as info:
-        harness.reward_gap(train, from_counts([[1, 2, 3]], trials=4, systems=["a"],
-                                              tasks=["t1", "t2", "t4"]), margin=0.1)
+        harness.reward_gap(
+            train,
+            from_counts([[1, 2, 3]], trials=4, systems=["a"], tasks=["t1", "t2", "t4"]),
+            margin=0.1,
+        )
     assert "systems only in data_train: ['b']" in str(info.value)
     assert "tasks only in data_train: ['t3'], only in data_heldout: ['t4']" in str(info.value)
     trials = np.array([[4, 4, 4], [4, 5, 4]])
     with pytest.raises(ValueError, match=r"planned trials differ in 1 .*\('b', 't2'\): 4 vs 5"):
-        harness.reward_gap(train, from_counts([[1, 2, 3], [2, 2, 2]], trials=trials,
-                                              systems=["a", "b"], tasks=["t1", "t2", "t3"]),
-                           margin=0.1)
+        harness.reward_gap(
+            train,
+            from_counts(
+                [[1, 2, 3], [2, 2, 2]], trials=trials, systems=["a", "b"], tasks=["t1", "t2", "t3"]
+            ),
+            margin=0.1,
+        )

@@ -5,17 +5,26 @@ import sys
 
 import pytest
 
-HEAVY = ["pymc", "pytensor", "numba", "scipy.stats", "statsmodels", "arviz_stats",
-         "arviz_base", "matplotlib"]
+HEAVY = [
+    "pymc",
+    "pytensor",
+    "numba",
+    "scipy.stats",
+    "statsmodels",
+    "arviz_stats",
+    "arviz_base",
+    "matplotlib",
+]
 
 
-@pytest.mark.parametrize("statement", ["import bayeval",
-                                       "import bayeval.cli; bayeval.cli.main.to_info_dict"])
+@pytest.mark.parametrize(
+    "statement", ["import bayeval", "import bayeval.cli; bayeval.cli.main.to_info_dict"]
+)
 def test_start_is_light(statement):
-    code = (f"import sys; {statement}; heavy = {HEAVY!r}; "
-            "print([m for m in heavy if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        f"import sys; {statement}; heavy = {HEAVY!r}; print([m for m in heavy if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 

@@ -20,8 +20,10 @@ def test_numpyro_gives_the_collapsed_answers_within_monte_carlo_error():
     data = _pair()
     # 2,000 draws a chain: at 1,000 the nutpie run's r-hat (1.019) and tail ESS (138) failed
     # their gates on some machines, whose warning is an error here
-    runs = {s: be.fit(data, model="logit_normal", sampler=s, draws=2000, chains=2, seed=1)
-            for s in ("nutpie", "numpyro")}
+    runs = {
+        s: be.fit(data, model="logit_normal", sampler=s, draws=2000, chains=2, seed=1)
+        for s in ("nutpie", "numpyro")
+    }
     assert runs["numpyro"].tree.attrs["sampler"] == "numpyro"
     effects = {s: r.compare("B", "A") for s, r in runs.items()}
     mcse = np.hypot(*(float(e["effect_mcse"]) for e in effects.values()))

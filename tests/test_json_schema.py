@@ -12,21 +12,38 @@ from click.testing import CliRunner
 from bayeval import cli
 from bayeval.report import SCHEMA_VERSION
 
-GRID = ["--model", "hierarchical", "--sampler", "grid", "--draws", "200", "--chains", "2",
-        "--n-boot", "200"]
+GRID = [
+    "--model",
+    "hierarchical",
+    "--sampler",
+    "grid",
+    "--draws",
+    "200",
+    "--chains",
+    "2",
+    "--n-boot",
+    "200",
+]
 
 
 def schema(name):
-    return json.loads(resources.files("bayeval").joinpath(f"schemas/{name}.schema.json")
-                      .read_text())
+    return json.loads(
+        resources.files("bayeval").joinpath(f"schemas/{name}.schema.json").read_text()
+    )
 
 
 @pytest.fixture(scope="module")
 def counts(tmp_path_factory):
     path = tmp_path_factory.mktemp("json") / "runs.csv"
-    rows = [{"system": s, "task": f"t{j}", "successes": c, "trials": 8}
-            for s, row in {"A": [1, 2, 3, 4, 5, 6], "B": [2, 3, 3, 5, 6, 7],
-                           "C": [0, 1, 1, 2, 2, 3]}.items() for j, c in enumerate(row)]
+    rows = [
+        {"system": s, "task": f"t{j}", "successes": c, "trials": 8}
+        for s, row in {
+            "A": [1, 2, 3, 4, 5, 6],
+            "B": [2, 3, 3, 5, 6, 7],
+            "C": [0, 1, 1, 2, 2, 3],
+        }.items()
+        for j, c in enumerate(row)
+    ]
     pd.DataFrame(rows).to_csv(path, index=False)
     return path
 
@@ -34,7 +51,7 @@ def counts(tmp_path_factory):
 def _json(*args):
     out = CliRunner().invoke(cli.main, [str(a) for a in args] + ["--json", "-"])
     assert out.exit_code in (0, 1, 3), out.output
-    return json.loads(out.stdout[out.stdout.index("{"):])
+    return json.loads(out.stdout[out.stdout.index("{") :])
 
 
 def test_analyze_gate_and_rank_json_validate(counts):

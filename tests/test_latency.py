@@ -23,9 +23,18 @@ def _frame(seed=0, n_task=12, n_trial=3, systems=("A", "B"), strata=False):
             for t in range(n_trial):
                 status = rng.choice(STATUSES)
                 success = float(rng.random() < 0.5) if status == "ok" else None
-                rows.append({"system": s, "task": f"t{j}", "trial": t, "status": status,
-                             "success": success, "seconds": float(60 * slow * rng.lognormal()),
-                             "cluster": f"c{j % 4}", "stratum": "easy" if j % 2 else "hard"})
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{j}",
+                        "trial": t,
+                        "status": status,
+                        "success": success,
+                        "seconds": float(60 * slow * rng.lognormal()),
+                        "cluster": f"c{j % 4}",
+                        "stratum": "easy" if j % 2 else "hard",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -53,8 +62,9 @@ def _reference_bootstrap(data, df, q, n_boot, seed, unit="task"):
         rows = df[df["system"] == system]
         by_task = {t: rows.loc[rows["task"] == t, "seconds"].dropna().to_numpy() for t in tasks}
         for b in range(n_boot):
-            sample = np.concatenate([np.repeat(by_task[t], int(counts[b, layout.unit[j]]))
-                                     for j, t in enumerate(tasks)])
+            sample = np.concatenate(
+                [np.repeat(by_task[t], int(counts[b, layout.unit[j]])) for j, t in enumerate(tasks)]
+            )
             if sample.size:
                 out[b, s] = np.quantile(sample, q)
     return out
@@ -79,12 +89,14 @@ def test_bootstrap_estimate_is_numpy_quantile_of_the_raw_frame():
     out = be.bootstrap.latency(_data(df), q=[0.5, 0.9, 0.95], n_boot=50)
     for system in ("A", "B"):
         raw = df.loc[df["system"] == system, "seconds"].to_numpy()
-        np.testing.assert_allclose(out["latency"].sel(system=system).values,
-                                   np.quantile(raw, [0.5, 0.9, 0.95]), rtol=1e-12)
+        np.testing.assert_allclose(
+            out["latency"].sel(system=system).values, np.quantile(raw, [0.5, 0.9, 0.95]), rtol=1e-12
+        )
         rows = df[df["system"] == system]
         for status in ("timeout", "error"):
             assert float(out[f"{status}_rate"].sel(system=system)) == pytest.approx(
-                (rows["status"] == status).mean())
+                (rows["status"] == status).mean()
+            )
     assert out["n_latency"].values.tolist() == [36, 36]
 
 
@@ -115,8 +127,9 @@ def test_weighted_quantile_is_numpy_quantile_of_repeated_values():
     got = _weighted_quantiles(values, weights, qs)
     assert np.isnan(got[0]).all()
     for b in range(1, 200):
-        np.testing.assert_allclose(got[b], np.quantile(np.repeat(values, weights[b].astype(int)),
-                                                       qs), rtol=1e-12)
+        np.testing.assert_allclose(
+            got[b], np.quantile(np.repeat(values, weights[b].astype(int)), qs), rtol=1e-12
+        )
 
 
 def _reference_weighted(values, weights, q):
@@ -153,12 +166,15 @@ def test_posterior_draws_match_dirichlet_weights_by_a_loop():
         for d in range(60):
             for i, level in enumerate(q):
                 assert out["latency_draws"].values[d, s, i] == pytest.approx(
-                    _reference_weighted(values, w[d, task_of], level), rel=1e-12)
+                    _reference_weighted(values, w[d, task_of], level), rel=1e-12
+                )
         attempts = rows.groupby("task").size().reindex(data.tasks).to_numpy()
-        timeouts = (rows["status"] == "timeout").groupby(rows["task"]).sum().reindex(
-            data.tasks).to_numpy()
-        np.testing.assert_allclose(out["timeout_rate_draws"].values[:, s],
-                                   (w @ timeouts) / (w @ attempts))
+        timeouts = (
+            (rows["status"] == "timeout").groupby(rows["task"]).sum().reindex(data.tasks).to_numpy()
+        )
+        np.testing.assert_allclose(
+            out["timeout_rate_draws"].values[:, s], (w @ timeouts) / (w @ attempts)
+        )
     np.testing.assert_allclose(out["latency"].values, out["latency_draws"].mean("draw").values)
     assert "not a parametric model" in out.attrs["method"]
 
@@ -175,69 +191,120 @@ def test_statuses_select_the_durations():
 
 def test_timestamps_iso_strings_datetimes_and_offsets():
     start = pd.Timestamp("2025-07-11T20:00:00", tz="UTC")
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, 1],
-                       "s": [start, start, start], "e": [start + pd.Timedelta(seconds=90),
-                                                        start + pd.Timedelta(minutes=2),
-                                                        start + pd.Timedelta(hours=1)]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t2", "t3"],
+            "success": [1, 0, 1],
+            "s": [start, start, start],
+            "e": [
+                start + pd.Timedelta(seconds=90),
+                start + pd.Timedelta(minutes=2),
+                start + pd.Timedelta(hours=1),
+            ],
+        }
+    )
     expect = [90.0, 120.0, 3600.0]
     assert be.from_frame(df, latency=("s", "e")).latency_frame()["seconds"].tolist() == expect
     naive = df.assign(s=df["s"].dt.tz_localize(None), e=df["e"].dt.tz_localize(None))
     assert be.from_frame(naive, latency=("s", "e")).latency_frame()["seconds"].tolist() == expect
-    text = df.assign(s=df["s"].dt.tz_convert("Europe/Paris").map(lambda t: t.isoformat()),
-                     e=df["e"].map(lambda t: t.isoformat()))
+    text = df.assign(
+        s=df["s"].dt.tz_convert("Europe/Paris").map(lambda t: t.isoformat()),
+        e=df["e"].map(lambda t: t.isoformat()),
+    )
     assert be.from_frame(text, latency=("s", "e")).latency_frame()["seconds"].tolist() == expect
     objects = df.assign(s=[t.to_pydatetime() for t in df["s"]])
-    assert be.from_frame(objects.astype({"s": object}), latency=("s", "e")).latency_frame()[
-        "seconds"].tolist() == expect
+    assert (
+        be.from_frame(objects.astype({"s": object}), latency=("s", "e"))
+        .latency_frame()["seconds"]
+        .tolist()
+        == expect
+    )
     deltas = df.assign(d=df["e"] - df["s"])
     assert be.from_frame(deltas, latency="d").latency_frame()["seconds"].tolist() == expect
 
 
 def test_empty_timestamps_are_unrecorded_not_zero():
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, 1],
-                       "s": ["2025-01-01T00:00:00Z", None, "2025-01-01T00:00:00Z"],
-                       "e": ["2025-01-01T00:00:10Z", None, "2025-01-01T00:00:30Z"]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t2", "t3"],
+            "success": [1, 0, 1],
+            "s": ["2025-01-01T00:00:00Z", None, "2025-01-01T00:00:00Z"],
+            "e": ["2025-01-01T00:00:10Z", None, "2025-01-01T00:00:30Z"],
+        }
+    )
     data = be.from_frame(df, latency=("s", "e"))
     assert data.latency_frame()["seconds"].tolist() == [10.0, 30.0]
     out = be.bootstrap.latency(data, q=0.5, n_boot=20)
     assert float(out["latency"].item()) == 20.0 and int(out["n_latency"].item()) == 2
 
 
-@pytest.mark.parametrize("change, error, match", [
-    ({"e": ["2025-01-01T00:00:10Z", "2025-01-01T00:00:20Z", "yesterday"]}, ValueError,
-     r"not an ISO 8601.*'yesterday'.*row \[2\]"),
-    ({"e": ["2025-01-01T00:00:10Z", "2024-12-31T23:59:00Z", "2025-01-01T00:00:30Z"]},
-     ValueError, r"row \[1\].*end before they start"),
-    ({"e": ["2025-01-01T00:00:10Z", None, "2025-01-01T00:00:30Z"]}, ValueError,
-     r"row \[1\].*one timestamp without the other"),
-    ({"e": ["2025-01-01T00:00:10", "2025-01-01T00:00:20", "2025-01-01T00:00:30"]},
-     ValueError, r"UTC offset and the other has none"),
-    ({"s": ["2025-01-01T00:00:00Z", "2025-01-01T00:00:00", "2025-01-01T00:00:00Z"]},
-     ValueError, r"'s' mixes timestamps with a UTC offset"),
-    ({"s": [0, 1, 2]}, TypeError, r"'s' must hold datetimes or ISO 8601.*int64"),
-    ({"s": [0.5, "2025-01-01T00:00:00Z", "2025-01-01T00:00:00Z"]}, TypeError,
-     r"found \[0.5\] in row \[0\]"),
-    ({"s": ["2025-01-01T00:00:00Z", " ", "2025-01-01T00:00:00Z"]}, ValueError, r"blank text"),
-])
+@pytest.mark.parametrize(
+    "change, error, match",
+    [
+        (
+            {"e": ["2025-01-01T00:00:10Z", "2025-01-01T00:00:20Z", "yesterday"]},
+            ValueError,
+            r"not an ISO 8601.*'yesterday'.*row \[2\]",
+        ),
+        (
+            {"e": ["2025-01-01T00:00:10Z", "2024-12-31T23:59:00Z", "2025-01-01T00:00:30Z"]},
+            ValueError,
+            r"row \[1\].*end before they start",
+        ),
+        (
+            {"e": ["2025-01-01T00:00:10Z", None, "2025-01-01T00:00:30Z"]},
+            ValueError,
+            r"row \[1\].*one timestamp without the other",
+        ),
+        (
+            {"e": ["2025-01-01T00:00:10", "2025-01-01T00:00:20", "2025-01-01T00:00:30"]},
+            ValueError,
+            r"UTC offset and the other has none",
+        ),
+        (
+            {"s": ["2025-01-01T00:00:00Z", "2025-01-01T00:00:00", "2025-01-01T00:00:00Z"]},
+            ValueError,
+            r"'s' mixes timestamps with a UTC offset",
+        ),
+        ({"s": [0, 1, 2]}, TypeError, r"'s' must hold datetimes or ISO 8601.*int64"),
+        (
+            {"s": [0.5, "2025-01-01T00:00:00Z", "2025-01-01T00:00:00Z"]},
+            TypeError,
+            r"found \[0.5\] in row \[0\]",
+        ),
+        ({"s": ["2025-01-01T00:00:00Z", " ", "2025-01-01T00:00:00Z"]}, ValueError, r"blank text"),
+    ],
+)
 def test_bad_timestamps_are_refused_naming_column_and_rows(change, error, match):
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, 1],
-                       "s": ["2025-01-01T00:00:00Z"] * 3,
-                       "e": ["2025-01-01T00:00:10Z", "2025-01-01T00:00:20Z",
-                             "2025-01-01T00:00:30Z"]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t2", "t3"],
+            "success": [1, 0, 1],
+            "s": ["2025-01-01T00:00:00Z"] * 3,
+            "e": ["2025-01-01T00:00:10Z", "2025-01-01T00:00:20Z", "2025-01-01T00:00:30Z"],
+        }
+    )
     with pytest.raises(error, match=match):
         be.from_frame(df.assign(**change), latency=("s", "e"))
 
 
-@pytest.mark.parametrize("values, error, match", [
-    ([1.0, -2.0, 3.0], ValueError, r"found \[-2.0\] in row \[1\]"),
-    ([1.0, np.inf, 3.0], ValueError, r"found \[inf\] in row \[1\]"),
-    ([True, False, True], TypeError, r"not True/False"),
-    (["1", "2", "3"], TypeError, r"latency column 'd' must hold durations"),
-    ([1.0, datetime.date(2025, 1, 1), 3.0], TypeError, r"row \[1\]"),
-])
+@pytest.mark.parametrize(
+    "values, error, match",
+    [
+        ([1.0, -2.0, 3.0], ValueError, r"found \[-2.0\] in row \[1\]"),
+        ([1.0, np.inf, 3.0], ValueError, r"found \[inf\] in row \[1\]"),
+        ([True, False, True], TypeError, r"not True/False"),
+        (["1", "2", "3"], TypeError, r"latency column 'd' must hold durations"),
+        ([1.0, datetime.date(2025, 1, 1), 3.0], TypeError, r"row \[1\]"),
+    ],
+)
 def test_bad_seconds_are_refused(values, error, match):
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, 1],
-                       "d": values})
+    df = pd.DataFrame(
+        {"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, 1], "d": values}
+    )
     with pytest.raises(error, match=match):
         be.from_frame(df, latency="d")
 
@@ -271,8 +338,13 @@ def test_latency_survives_sel_with_missing_runs_and_to_frame():
     other = data.with_missing("exclude")
     assert other.latency_frame().equals(data.latency_frame())
     assert data.to_frame()["n_latency"].tolist() == [3] * 24
-    runs = be.from_frame(df.assign(seed=df["trial"] % 2), status="status", missing="fail",
-                         latency="seconds", run="seed")
+    runs = be.from_frame(
+        df.assign(seed=df["trial"] % 2),
+        status="status",
+        missing="fail",
+        latency="seconds",
+        run="seed",
+    )
     assert len(runs.latency_frame()) == len(df)
 
 
@@ -291,12 +363,14 @@ def test_latency_round_trips_through_save_and_load(tmp_path):
 
 
 def test_terminal_bench_quantiles_match_pandas_on_the_raw_timestamps():
-    data = be.datasets.load("terminal_bench", missing="exclude",
-                            latency=("trial_started_at", "trial_ended_at"))
+    data = be.datasets.load(
+        "terminal_bench", missing="exclude", latency=("trial_started_at", "trial_ended_at")
+    )
     raw = be.datasets.frame("terminal_bench")
-    seconds = (pd.to_datetime(raw["trial_ended_at"], format="ISO8601", utc=True)
-               - pd.to_datetime(raw["trial_started_at"], format="ISO8601", utc=True)
-               ).dt.total_seconds()
+    seconds = (
+        pd.to_datetime(raw["trial_ended_at"], format="ISO8601", utc=True)
+        - pd.to_datetime(raw["trial_started_at"], format="ISO8601", utc=True)
+    ).dt.total_seconds()
     out = be.bootstrap.latency(data, n_boot=200, seed=0)
     expect = seconds.groupby(raw["system"]).quantile([0.5, 0.95]).unstack()
     got = out["latency"].to_pandas()
@@ -336,8 +410,9 @@ def test_lognormal_grid_posterior_matches_the_dense_likelihood():
     within = float(np.sum((y - ybar[task]) ** 2))
     log_s, log_t = np.log([0.2, 0.5, 1.3]), np.log([0.05, 0.6, 2.0])
     got = _lognormal_log_posterior(log_s, log_t, n, ybar, within, float((n - 1).sum()))
-    dense = np.array([_dense_log_posterior(y, task, s, t)
-                      for s in np.exp(log_s) for t in np.exp(log_t)])
+    dense = np.array(
+        [_dense_log_posterior(y, task, s, t) for s in np.exp(log_s) for t in np.exp(log_t)]
+    )
     # equal up to a constant (the task sizes' factors)
     np.testing.assert_allclose(got - got[0], dense - dense[0], atol=1e-9)
 
@@ -348,8 +423,14 @@ def test_lognormal_posterior_recovers_known_quantiles():
     rng = np.random.default_rng(8)
     n_task, n_trial, mu, tau, sigma = 300, 6, 5.8, 0.6, 0.5
     y = np.exp(mu + rng.normal(0, tau, (n_task, 1)) + rng.normal(0, sigma, (n_task, n_trial)))
-    df = pd.DataFrame({"system": "A", "task": np.repeat(np.arange(n_task), n_trial),
-                       "success": 1, "seconds": y.ravel()})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": np.repeat(np.arange(n_task), n_trial),
+            "success": 1,
+            "seconds": y.ravel(),
+        }
+    )
     out = posterior_latency(be.from_frame(df, latency="seconds"), n_draws=2000, seed=1)
     truth = np.exp(mu + ndtri([0.5, 0.95]) * np.hypot(tau, sigma))
     lo, hi = out["latency_interval"].values[0].T
@@ -360,8 +441,15 @@ def test_lognormal_posterior_recovers_known_quantiles():
 
 
 def test_lognormal_refusals():
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"], "success": [1, 0, 1],
-                       "d": [0.0, 2.0, 3.0], "cluster": ["a", "a", "b"]})
+    df = pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t2", "t3"],
+            "success": [1, 0, 1],
+            "d": [0.0, 2.0, 3.0],
+            "cluster": ["a", "a", "b"],
+        }
+    )
     data = be.from_frame(df, latency="d", cluster="cluster")
     with pytest.raises(ValueError, match="positive durations.*'A'.*bayesian_bootstrap"):
         posterior_latency(data)
@@ -385,9 +473,19 @@ def test_lognormal_check_flags_a_time_limit_and_a_second_mode():
     capped = np.minimum(y, 600.0)  # a time limit under a quarter of the attempts reach
     kind = np.where(rng.random((n_task, 1)) < 0.3, 6.8, 5.5)
     modes = np.exp(kind + rng.normal(0, 0.3, (n_task, 1)) + rng.normal(0, 0.4, y.shape))
-    df = pd.concat([pd.DataFrame({"system": name, "task": np.repeat(np.arange(n_task), n_trial),
-                                  "success": 1, "seconds": v.ravel()})
-                    for name, v in (("free", y), ("capped", capped), ("modes", modes))])
+    df = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "system": name,
+                    "task": np.repeat(np.arange(n_task), n_trial),
+                    "success": 1,
+                    "seconds": v.ravel(),
+                }
+            )
+            for name, v in (("free", y), ("capped", capped), ("modes", modes))
+        ]
+    )
     data = be.from_frame(df, latency="seconds")
     post = posterior_latency(data, n_draws=1000, seed=0)
     boot = be.bootstrap.latency(data, n_boot=1000, seed=0)
@@ -395,8 +493,7 @@ def test_lognormal_check_flags_a_time_limit_and_a_second_mode():
     assert float(post["lognormal_check"].sel(system="modes")) < 0.01
     assert float(post["lognormal_check"].sel(system="free")) > 0.05
     assert _lognormal_misfit(post, boot).tolist() == [False, True, True]
-    assert "lognormal_check" not in posterior_latency(data, n_draws=100,
-                                                      model="bayesian_bootstrap")
+    assert "lognormal_check" not in posterior_latency(data, n_draws=100, model="bayesian_bootstrap")
 
 
 def test_results_latency_reads_the_fitted_data():
@@ -404,15 +501,19 @@ def test_results_latency_reads_the_fitted_data():
 
     import xarray as xr
 
-    df = pd.DataFrame({"system": ["A"] * 6 + ["B"] * 6,
-                       "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
-                       "success": [1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0],
-                       "seconds": [12.0, 30.0, 8.0, 9.5, 60.0, 41.0, 5.0, 7.0, 20.0, 11.0, 9.0,
-                                   14.0]})
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 6 + ["B"] * 6,
+            "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
+            "success": [1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1, 0],
+            "seconds": [12.0, 30.0, 8.0, 9.5, 60.0, 41.0, 5.0, 7.0, 20.0, 11.0, 9.0, 14.0],
+        }
+    )
     data = be.from_frame(df, latency="seconds")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
         res = be.fit(data, model="beta_binomial", draws=100, chains=1, seed=0)
     for model in ("lognormal", "bayesian_bootstrap"):
-        xr.testing.assert_identical(res.latency(model=model, n_draws=300),
-                                    posterior_latency(data, model=model, n_draws=300))
+        xr.testing.assert_identical(
+            res.latency(model=model, n_draws=300), posterior_latency(data, model=model, n_draws=300)
+        )

@@ -15,13 +15,14 @@ from bayeval._cost import latency_table, posterior_latency
 from bayeval.report import build_report, report_data
 
 FAST = ["--model", "beta_binomial", "--n-boot", "300"]
-TB_STATUS_MAP = ("parse_error=invalid,test_timeout=timeout,unknown_agent_error=error,"
-                 "agent_installation_failed=error")
+TB_STATUS_MAP = (
+    "parse_error=invalid,test_timeout=timeout,unknown_agent_error=error,"
+    "agent_installation_failed=error"
+)
 
 
 def _schema():
-    return json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json")
-                      .read_text())
+    return json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +33,16 @@ def frame():
         for j in range(10):
             for t in range(3):
                 status = rng.choice(["ok", "ok", "ok", "timeout", "error"])
-                rows.append({"system": s, "task": f"t{j}", "status": status,
-                             "success": float(rng.random() < 0.5) if status == "ok" else None,
-                             "seconds": float(rng.lognormal(4 + (s == "B"), 0.7)),
-                             "cost": float(rng.gamma(2.0, 0.5))})
+                rows.append(
+                    {
+                        "system": s,
+                        "task": f"t{j}",
+                        "status": status,
+                        "success": float(rng.random() < 0.5) if status == "ok" else None,
+                        "seconds": float(rng.lognormal(4 + (s == "B"), 0.7)),
+                        "cost": float(rng.gamma(2.0, 0.5)),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -53,10 +60,11 @@ def test_analyze_latency_prints_and_writes_json(tmp_path, frame):
     assert "p95 bootstrap" in result.output and "latency: column seconds" in result.output
     assert "log-normal with task effects" in result.output
     assert "log-normal check" in result.output
-    result = _invoke("analyze", path, "--missing", "fail", "--latency", "seconds", *FAST,
-                     "--json", "-")
+    result = _invoke(
+        "analyze", path, "--missing", "fail", "--latency", "seconds", *FAST, "--json", "-"
+    )
     assert result.exit_code == 0, result.output
-    record = json.loads(result.stdout[result.stdout.index("{"):])
+    record = json.loads(result.stdout[result.stdout.index("{") :])
     jsonschema.validate(record, _schema())
     section = record["latency"]
     assert section["q"] == [0.5, 0.95] and section["columns"] == ["seconds"]
@@ -66,17 +74,23 @@ def test_analyze_latency_prints_and_writes_json(tmp_path, frame):
     for row in section["rows"]:
         raw = frame.loc[frame["system"] == row["system"], "seconds"]
         assert [x["bootstrap_estimate"] for x in row["quantiles"]] == pytest.approx(
-            np.quantile(raw, [0.5, 0.95]).tolist())
-        assert row["quantiles"][1]["bootstrap_upper"] == pytest.approx(float(
-            boot["latency_interval"].sel(system=row["system"], quantile=0.95,
-                                         ci_bound="upper")))
-        assert row["quantiles"][0]["bayes_mean"] == pytest.approx(float(
-            post["latency"].sel(system=row["system"], quantile=0.5)))
+            np.quantile(raw, [0.5, 0.95]).tolist()
+        )
+        assert row["quantiles"][1]["bootstrap_upper"] == pytest.approx(
+            float(
+                boot["latency_interval"].sel(system=row["system"], quantile=0.95, ci_bound="upper")
+            )
+        )
+        assert row["quantiles"][0]["bayes_mean"] == pytest.approx(
+            float(post["latency"].sel(system=row["system"], quantile=0.5))
+        )
         assert row["timeout_rate"]["bootstrap_estimate"] == pytest.approx(
-            (frame.loc[frame["system"] == row["system"], "status"] == "timeout").mean())
+            (frame.loc[frame["system"] == row["system"], "status"] == "timeout").mean()
+        )
         assert row["n_latency"] == row["n_attempts"] == 30
-        assert row["lognormal_check"]["task_means_p"] == pytest.approx(float(
-            post["lognormal_check"].sel(system=row["system"])))
+        assert row["lognormal_check"]["task_means_p"] == pytest.approx(
+            float(post["lognormal_check"].sel(system=row["system"]))
+        )
         assert row["lognormal_check"]["misfit"] in (True, False)
     assert section["bayes_model"] == "lognormal"
     broken = json.loads(json.dumps(record))
@@ -92,25 +106,34 @@ def test_analyze_latency_refusals(tmp_path, frame):
     assert bad.exit_code != 0 and "--latency" in bad.output and "'secs'" in bad.output
     bad = _invoke("analyze", path, "--missing", "fail", "--latency", "a,b,c", *FAST)
     assert bad.exit_code != 0 and "START,END" in bad.output
-    bad = _invoke("analyze", path, "--missing", "fail", "--latency", "seconds", "--by", "status",
-                  *FAST)
+    bad = _invoke(
+        "analyze", path, "--missing", "fail", "--latency", "seconds", "--by", "status", *FAST
+    )
     assert bad.exit_code != 0 and "--latency applies to one analysis" in bad.output
     counts = tmp_path / "counts.csv"
-    pd.DataFrame({"system": "A", "task": ["t1", "t2"], "successes": [1, 2], "trials": [3, 3],
-                  "seconds": [1.0, 2.0]}).to_csv(counts, index=False)
+    pd.DataFrame(
+        {
+            "system": "A",
+            "task": ["t1", "t2"],
+            "successes": [1, 2],
+            "trials": [3, 3],
+            "seconds": [1.0, 2.0],
+        }
+    ).to_csv(counts, index=False)
     bad = _invoke("analyze", counts, "--latency", "seconds", *FAST)
     assert bad.exit_code != 0 and "outcome rows" in bad.output
     stamps = tmp_path / "stamps.csv"
     frame.assign(s="2025-01-01T00:00:00Z", e="2025-01-01T00:00:10Z").assign(
-        e=lambda d: d["e"].where(d.index != 4, "2024-12-31T00:00:00Z")).to_csv(stamps,
-                                                                               index=False)
+        e=lambda d: d["e"].where(d.index != 4, "2024-12-31T00:00:00Z")
+    ).to_csv(stamps, index=False)
     bad = _invoke("analyze", stamps, "--missing", "fail", "--latency", "s,e", *FAST)
     assert bad.exit_code != 0 and "end before they start" in bad.output
 
 
 def test_reports_render_the_latency_table_and_the_evidence_column(frame):
-    data = be.from_frame(frame, status="status", missing="fail", latency="seconds",
-                         covariates=["cost"])
+    data = be.from_frame(
+        frame, status="status", missing="fail", latency="seconds", covariates=["cost"]
+    )
     res = be.fit(data, model="beta_binomial", draws=100, chains=2, seed=0)
     out = report_data(res, n_boot=200, latency=True, cost="cost")
     jsonschema.validate(json.loads(json.dumps(out)), _schema())
@@ -128,27 +151,46 @@ def test_reports_render_the_latency_table_and_the_evidence_column(frame):
     plain = report_data(res, n_boot=200)
     assert "latency" not in plain
     assert "## Latency" not in build_report(res, fmt="markdown", plots=False, data=plain)
-    bare = be.fit(be.from_frame(frame, status="status", missing="fail"), model="beta_binomial",
-                  draws=50, chains=1, seed=0)
+    bare = be.fit(
+        be.from_frame(frame, status="status", missing="fail"),
+        model="beta_binomial",
+        draws=50,
+        chains=1,
+        seed=0,
+    )
     with pytest.raises(ValueError, match="latency=True needs per-attempt durations"):
         report_data(bare, n_boot=200, latency=True)
 
 
 def test_analyze_terminal_bench_timestamps(tmp_path):
     path = be.datasets.path("terminal_bench")
-    result = _invoke("analyze", path, "--missing", "exclude", "--status-map", TB_STATUS_MAP,
-                     "--latency", "trial_started_at,trial_ended_at", *FAST, "--json", "-")
+    result = _invoke(
+        "analyze",
+        path,
+        "--missing",
+        "exclude",
+        "--status-map",
+        TB_STATUS_MAP,
+        "--latency",
+        "trial_started_at,trial_ended_at",
+        *FAST,
+        "--json",
+        "-",
+    )
     assert result.exit_code == 0, result.output
-    record = json.loads(result.stdout[result.stdout.index("{"):])
+    record = json.loads(result.stdout[result.stdout.index("{") :])
     jsonschema.validate(record, _schema())
-    data = be.datasets.load("terminal_bench", missing="exclude",
-                            latency=("trial_started_at", "trial_ended_at"))
+    data = be.datasets.load(
+        "terminal_bench", missing="exclude", latency=("trial_started_at", "trial_ended_at")
+    )
     expect = latency_table(data, n_boot=300, seed=0)
     assert record["latency"]["rows"] == expect["rows"]
     by_system = {row["system"]: row for row in record["latency"]["rows"]}
     assert by_system["20250902_orchestrator_claude-4-sonnet"]["n_latency"] == 0
-    assert by_system["20250902_orchestrator_claude-4-sonnet"]["quantiles"][0][
-        "bootstrap_estimate"] is None
+    assert (
+        by_system["20250902_orchestrator_claude-4-sonnet"]["quantiles"][0]["bootstrap_estimate"]
+        is None
+    )
     droid = by_system["20250924_droid_gpt-5"]["quantiles"]
     assert droid[0]["bootstrap_estimate"] == pytest.approx(284.0, abs=1.0)
 
@@ -158,10 +200,21 @@ def test_latency_model_option(tmp_path, frame):
     frame.assign(seconds=frame["seconds"].where(frame.index != 3, 0.0)).to_csv(path, index=False)
     bad = _invoke("analyze", path, "--missing", "fail", "--latency", "seconds", *FAST)
     assert bad.exit_code != 0 and "positive durations" in bad.output
-    result = _invoke("analyze", path, "--missing", "fail", "--latency", "seconds",
-                     "--latency-model", "bayesian_bootstrap", *FAST, "--json", "-")
+    result = _invoke(
+        "analyze",
+        path,
+        "--missing",
+        "fail",
+        "--latency",
+        "seconds",
+        "--latency-model",
+        "bayesian_bootstrap",
+        *FAST,
+        "--json",
+        "-",
+    )
     assert result.exit_code == 0, result.output
-    record = json.loads(result.stdout[result.stdout.index("{"):])
+    record = json.loads(result.stdout[result.stdout.index("{") :])
     jsonschema.validate(record, _schema())
     assert record["latency"]["bayes_model"] == "bayesian_bootstrap"
     assert record["latency"]["rows"][0]["lognormal_check"] is None

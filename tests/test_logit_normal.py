@@ -41,19 +41,29 @@ def _log_trapezoid(log_f, x):
 
 def test_reference_agrees_with_scipy_quad():
     eta, c, n, sigma_e = np.array([0.3]), np.array([12.0]), np.array([16.0]), 3.0
-    quad_value = integrate.quad(lambda e: stats.norm.pdf(e, 0, sigma_e) * np.exp(
-        c[0] * (eta[0] + e) - n[0] * np.logaddexp(0, eta[0] + e)), -50, 50, epsabs=0,
-        epsrel=1e-12, limit=400, points=[0])[0]
+    quad_value = integrate.quad(
+        lambda e: (
+            stats.norm.pdf(e, 0, sigma_e)
+            * np.exp(c[0] * (eta[0] + e) - n[0] * np.logaddexp(0, eta[0] + e))
+        ),
+        -50,
+        50,
+        epsabs=0,
+        epsrel=1e-12,
+        limit=400,
+        points=[0],
+    )[0]
     assert _reference_log_marginal(eta, c, n, sigma_e, None) == pytest.approx(
-        np.log(quad_value), abs=1e-8)
+        np.log(quad_value), abs=1e-8
+    )
 
 
 CASES = [
     # eta, c, n, sigma_e, sigma_v
-    ([0.3, -0.8], [12, 3], [16, 16], 3.0, 1.0),    # many trials, wide task spread
-    ([1.5], [16], [16], 4.0, None),                 # always solved, one system
-    ([-0.5, 0.4], [0, 16], [16, 16], 3.0, 0.3),     # systems disagree completely
-    ([0.2, 0.1], [1, 0], [1, 1], 4.4, 0.7),         # single attempts (the fixed grid)
+    ([0.3, -0.8], [12, 3], [16, 16], 3.0, 1.0),  # many trials, wide task spread
+    ([1.5], [16], [16], 4.0, None),  # always solved, one system
+    ([-0.5, 0.4], [0, 16], [16, 16], 3.0, 0.3),  # systems disagree completely
+    ([0.2, 0.1], [1, 0], [1, 1], 4.4, 0.7),  # single attempts (the fixed grid)
     ([0.2, -1.0, 2.0], [2, 1, 0], [2, 2, 1], 2.0, 1.5),
     ([-2.0, 0.5], [0, 64], [64, 64], 1.0, 0.5),
     # every system fails every trial under a wide task spread: the task effect's marginal is
@@ -73,8 +83,9 @@ def test_quadrature_matches_dense_integration(eta, c, n, sigma_e, sigma_v):
     assert ours == pytest.approx(_reference_log_marginal(eta, c, n, sigma_e, sigma_v), abs=2e-4)
 
 
-@pytest.mark.parametrize("c, tol", [([0, 0, 0, 1, 1], 1e-5), ([10, 10, 0, 1, 0], 1e-5),
-                                    ([10, 10, 8, 1, 10], 5e-4)])  # 8 of 10: nodes, 2e-4 off
+@pytest.mark.parametrize(
+    "c, tol", [([0, 0, 0, 1, 1], 1e-5), ([10, 10, 0, 1, 0], 1e-5), ([10, 10, 8, 1, 10], 5e-4)]
+)  # 8 of 10: nodes, 2e-4 off
 def test_log_likelihood_is_smooth_in_the_predictors(c, tol):
     """Along a small shift of every system's predictor the log-likelihood has the second
     differences of a smooth function. With 9-node inner integrals on one-sided counts the task
@@ -83,12 +94,14 @@ def test_log_likelihood_is_smooth_in_the_predictors(c, tol):
     eta = np.array([[1.6, -0.53, -5.15, 1.9, -6.49]])
     c, n = np.array([c], dtype=float), np.array([[10.0, 10.0, 10.0, 1.0, 10.0]])
     h = 4e-4
-    values = np.array([quad.log_marginal(eta + t, c, n, 6.95, 3.82)[0]
-                       for t in h * np.arange(-10, 11)])
+    values = np.array(
+        [quad.log_marginal(eta + t, c, n, 6.95, 3.82)[0] for t in h * np.arange(-10, 11)]
+    )
     second = np.diff(values, 2)
     assert np.abs(second).max() < 1e-5  # the curvature here is below 1 per unit shift
-    assert values[10] == pytest.approx(_reference_log_marginal(eta[0], c[0], n[0], 6.95, 3.82),
-                                       abs=tol)
+    assert values[10] == pytest.approx(
+        _reference_log_marginal(eta[0], c[0], n[0], 6.95, 3.82), abs=tol
+    )
 
 
 @pytest.mark.parametrize("cq, nq", [(0, 10), (1, 10), (10, 10), (9, 10), (0, 1), (1, 1), (0, 5)])
@@ -101,8 +114,9 @@ def test_one_sided_inner_integrals_match_dense_integration(cq, nq, sigma_v):
     v = np.linspace(-12 * sigma_v - 40, 12 * sigma_v + 40, 200001)
     for y in np.linspace(-20.0, 20.0, 9):
         vc = quad._conditional_mode(y, float(cq), float(nq), 0.0, 1 / sigma_v**2)
-        log_g, d_y, *_ = quad._inner_integral(y, float(cq), float(nq), 1 / sigma_v**2,
-                                              np.log(sigma_v), vc, x, logw, terms)
+        log_g, d_y, *_ = quad._inner_integral(
+            y, float(cq), float(nq), 1 / sigma_v**2, np.log(sigma_v), vc, x, logw, terms
+        )
         log_f = stats.norm.logpdf(v, 0, sigma_v) + cq * (y + v) - nq * np.logaddexp(0, y + v)
         ref = _log_trapezoid(log_f, v)
         weight = np.exp(log_f - ref)
@@ -148,17 +162,25 @@ def test_cell_tables_read_the_integral_between_their_nodes():
             quad._cell_table_slice(tables, q, sigma_v, 0, quad.TABLE_SIZE - 1, rows)
             quad._hermite_coefficients(rows, q, 0, quad.TABLE_SIZE - 1, coef, 3)
         v = np.linspace(-12 * sigma_v - 40, 12 * sigma_v + 40, 200001)
-        for (cq, nq), mirrored in [((0, 10), False), ((3, 10), False), ((7, 10), True),
-                                   ((5, 10), False), ((10, 10), True), ((1, 1), True)]:
+        for (cq, nq), mirrored in [
+            ((0, 10), False),
+            ((3, 10), False),
+            ((7, 10), True),
+            ((5, 10), False),
+            ((10, 10), True),
+            ((1, 1), True),
+        ]:
             q = next(k for k, (a, b) in enumerate(counts) if b == nq and a == min(cq, nq - cq))
             for y in (-9.97, -2.43, 0.0, 0.77, 5.55):  # between the rows too
                 value, d_y, _ = quad._cell_table_at(-y if mirrored else y, q, 0, rows, coef)
                 d_y = -d_y if mirrored else d_y
-                log_f = (stats.norm.logpdf(v, 0, sigma_v) + cq * (y + v)
-                         - nq * np.logaddexp(0, y + v))
+                log_f = (
+                    stats.norm.logpdf(v, 0, sigma_v) + cq * (y + v) - nq * np.logaddexp(0, y + v)
+                )
                 ref = _log_trapezoid(log_f, v)
                 ref_dy = integrate.trapezoid(
-                    np.exp(log_f - ref) * (cq - nq * special.expit(y + v)), v)
+                    np.exp(log_f - ref) * (cq - nq * special.expit(y + v)), v
+                )
                 assert value == pytest.approx(ref, abs=1e-6), (cq, nq, sigma_v, y)
                 assert d_y == pytest.approx(ref_dy, abs=1e-5), (cq, nq, sigma_v, y)
 
@@ -173,17 +195,20 @@ def test_mirrored_table_reads_equal_the_mirrored_counts_own_table(cq, nq, sigma_
     tab = np.zeros((2, quad.TABLE_SIZE, 5))
     terms = np.empty((2, max(rules.x.size, quad.INNER_NODES)))
     for y in np.concatenate([np.linspace(-70, 70, 57), [0.0, 0.05, -3.3, 12.34]]):
-        own = quad._table_read(y, 1, nq - cq, nq, prec_v, log_sigma_v, rules.x, rules.logw,
-                               tab, terms)  # table 1 filled for (n - c, n) itself
-        mirrored = quad._table_read(y, -1, nq - cq, nq, prec_v, log_sigma_v, rules.x,
-                                    rules.logw, tab, terms)  # table 0 holds (c, n)
+        own = quad._table_read(
+            y, 1, nq - cq, nq, prec_v, log_sigma_v, rules.x, rules.logw, tab, terms
+        )  # table 1 filled for (n - c, n) itself
+        mirrored = quad._table_read(
+            y, -1, nq - cq, nq, prec_v, log_sigma_v, rules.x, rules.logw, tab, terms
+        )  # table 0 holds (c, n)
         # the value, slope and sigma_v derivative; not the interpolant's curvature, which
         # divides the cells' differences by the squared step, so that the inner integrals'
         # own error (below 1e-7 in logs, computed about mirrored modes) moves it by percents:
         # it only steers the Newton steps towards a mode
         value, slope, _, dv = mirrored
-        np.testing.assert_allclose([value, slope, dv], [own[0], own[1], own[3]], rtol=1e-9,
-                                   atol=1e-8)
+        np.testing.assert_allclose(
+            [value, slope, dv], [own[0], own[1], own[3]], rtol=1e-9, atol=1e-8
+        )
     assert tab[0, :, 3].any() and tab[1, :, 3].any()
 
 
@@ -221,14 +246,18 @@ def test_gradient_is_the_derivative_of_the_log_likelihood(n_max):
             step[i, j] = h
             numeric[i, j] = (total(eta + step, 2.0, 0.7) - total(eta - step, 2.0, 0.7)) / (2 * h)
     np.testing.assert_allclose(g_eta, numeric, atol=1e-5)
-    assert g_se == pytest.approx((total(eta, 2.0 + h, 0.7) - total(eta, 2.0 - h, 0.7)) / (2 * h),
-                                 abs=1e-4)
-    assert g_sv == pytest.approx((total(eta, 2.0, 0.7 + h) - total(eta, 2.0, 0.7 - h)) / (2 * h),
-                                 abs=1e-4)
+    assert g_se == pytest.approx(
+        (total(eta, 2.0 + h, 0.7) - total(eta, 2.0 - h, 0.7)) / (2 * h), abs=1e-4
+    )
+    assert g_sv == pytest.approx(
+        (total(eta, 2.0, 0.7 + h) - total(eta, 2.0, 0.7 - h)) / (2 * h), abs=1e-4
+    )
 
 
-@pytest.mark.parametrize("eta, sigma_e", [(0.5, 6.03), (-1.0, 10.03), (2.0, 20.03), (40.0, 100.0),
-                                          (60.0, 100.0), (-60.0, 100.0)])
+@pytest.mark.parametrize(
+    "eta, sigma_e",
+    [(0.5, 6.03), (-1.0, 10.03), (2.0, 20.03), (40.0, 100.0), (60.0, 100.0), (-60.0, 100.0)],
+)
 def test_grid_rule_stays_accurate_for_wide_task_spreads(eta, sigma_e):
     """The grid is refined as sigma_task grows (the fixed 61 nodes erred by 2e-3 per task at
     sigma_task = 10 and 0.2 at 20). At sigma_task = 100 the grid reaches 650 logits: eta = 40
@@ -250,8 +279,9 @@ def test_grid_rule_stays_accurate_for_wide_task_spreads(eta, sigma_e):
     central = (total(eta_p + step, sigma_e) - total(eta_p - step, sigma_e)) / (2 * h)
     assert g_eta[0, 0] == pytest.approx(central, abs=1e-6)
     if sigma_e < 100:  # 13 sigma_e not an integer: the number of nodes is the same at +-h
-        assert g_se == pytest.approx((total(eta_p, sigma_e + h) - total(eta_p, sigma_e - h))
-                                     / (2 * h), abs=1e-6)
+        assert g_se == pytest.approx(
+            (total(eta_p, sigma_e + h) - total(eta_p, sigma_e - h)) / (2 * h), abs=1e-6
+        )
 
 
 @pytest.mark.parametrize("systems", [60])
@@ -271,8 +301,10 @@ def test_grid_rule_stays_accurate_for_many_systems(systems):
     h = 1e-6
     step = np.zeros_like(eta)
     step[0, 0] = h
-    values = [quad.loglik_and_grad(eta + sign * step, c, n, np.ones(1), 3.0, 0.3, True,
-                                   *rules)[0] for sign in (1, -1)]
+    values = [
+        quad.loglik_and_grad(eta + sign * step, c, n, np.ones(1), 3.0, 0.3, True, *rules)[0]
+        for sign in (1, -1)
+    ]
     assert g_eta[0, 0] == pytest.approx((values[0] - values[1]) / (2 * h), abs=1e-6)
 
 
@@ -283,8 +315,9 @@ def test_absurd_task_spreads_give_finite_values(sigma_e, paired):
     one once tried to allocate ~1e300 nodes) and the result stays finite."""
     c = np.array([[1.0, 0.0], [8.0, 3.0]])
     n = np.array([[1.0, 1.0], [16.0, 16.0]])
-    total, g_eta, g_se, g_sv = quad.loglik_and_grad(np.zeros((2, 2)), c, n, np.ones(2), sigma_e,
-                                                    1.0, paired, *quad.Rules().arrays())
+    total, g_eta, g_se, g_sv = quad.loglik_and_grad(
+        np.zeros((2, 2)), c, n, np.ones(2), sigma_e, 1.0, paired, *quad.Rules().arrays()
+    )
     assert np.isfinite(total) and np.isfinite(g_eta).all()
     assert np.isfinite(g_se) and np.isfinite(g_sv)
 
@@ -294,15 +327,19 @@ def _collapsed_case(systems=2, clusters=True, strata=True, most=4):
     c = np.minimum([[1, 0, 1, 1, 3, 0], [1, 1, 0, 1, 2, 4], [0, 0, 1, 1, 4, 1]], most)
     c = c[:systems].tolist()
     n = [[1, 1, 1, 1, most, most]] * systems
-    data = be.from_counts(c if systems > 1 else c[0], n if systems > 1 else n[0],
-                          systems=["A", "B", "C"][:systems] if systems > 1 else None,
-                          clusters=["x", "x", "y", "y", "y", "z"] if clusters else None,
-                          strata=["e", "h", "e", "h", "e", "e"] if strata else None)
+    data = be.from_counts(
+        c if systems > 1 else c[0],
+        n if systems > 1 else n[0],
+        systems=["A", "B", "C"][:systems] if systems > 1 else None,
+        clusters=["x", "x", "y", "y", "y", "z"] if clusters else None,
+        strata=["e", "h", "e", "h", "e", "e"] if strata else None,
+    )
     return data, np.array(c, float), np.array(n, float)
 
 
-def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=False,
-                           integrated=False):
+def _reference_log_density(
+    theta, data, c, n, e_nodes=1201, v_nodes=601, latent=False, integrated=False
+):
     """Independent reference for the collapsed model: the prior of every quantity in theta's
     coordinates (SciPy densities, log-Jacobians of the log-spreads) plus the dense-grid
     likelihood of every task, with alpha and the cluster effects from ``unpack``. The grids
@@ -313,22 +350,27 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     ``integrated``: the task-latent form, whose ``theta`` ends with the task effects and
     whose likelihood integrates each cell's task-by-system effect by the collapsed grid's
     nine-node Gauss-Hermite rule (written here with NumPy's nodes)."""
-    layout = logit_normal.Layout.from_dataset(data.dataset,
-                                              "task-latent" if integrated else None)
+    layout = logit_normal.Layout.from_dataset(data.dataset, "task-latent" if integrated else None)
     latent = latent or integrated
     coord = logit_normal.coordinates(layout, latent_tasks=c.shape[1] if latent else 0)
     priors = logit_normal.validate_priors(None)
     tabled = None if integrated or not latent else logit_normal._tabled_cells(c, n, coord)
     if tabled is not None:  # which cells' effects it samples depends on the counts
-        coord = dataclasses.replace(coord, cell_tables=tuple(map(tuple, tabled[1].tolist())),
-                                    sampled_cells=int((~tabled[0]).sum()))
+        coord = dataclasses.replace(
+            coord,
+            cell_tables=tuple(map(tuple, tabled[1].tolist())),
+            sampled_cells=int((~tabled[0]).sum()),
+        )
     off = coord.offsets
     log_jacobian = 0.0
     if coord.cluster_pairs:  # the sampler's coordinates, mapped to the plain ones
         theta, log_jacobian = _unpaired_reference(theta, coord, layout)
     if integrated:  # guided (the kernel's own coordinates are what the reference reads)
-        coord = dataclasses.replace(coord, guided=2 * logit_normal.guides_task_means(coord)
-                                    + logit_normal.guides_cluster_system(coord))
+        coord = dataclasses.replace(
+            coord,
+            guided=2 * logit_normal.guides_task_means(coord)
+            + logit_normal.guides_cluster_system(coord),
+        )
         theta, log_jacobian = _unguided_reference(theta, coord, layout, c, n)
     # attenuated (the collapsed form), theta holds some coordinates divided by kappa and some
     # log spreads less log kappa: the density is the model's at the plain coordinates times
@@ -337,7 +379,7 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
 
     def part(name):
         start, size = off[name]
-        return plain[start:start + size]
+        return plain[start : start + size]
 
     # folded, the cluster coordinates hold the effects plus sigma_task times a linear map of
     # the task effects' first r coordinates: any such shift leaves the prior's density alike
@@ -345,8 +387,11 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     if coord.task_fold:
         reflections = _collapsed.task_reflections(layout.cluster, layout.pops.code)
         r = int(reflections[0])
-        fold = np.exp(part("sigma_task")[0]) * _collapsed.task_cluster_fold(
-            layout.cluster, layout.pops.code, reflections) @ part("z_e")[:r]
+        fold = (
+            np.exp(part("sigma_task")[0])
+            * _collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
+            @ part("z_e")[:r]
+        )
     values = coord.unpack(theta, priors, fold)
 
     mean, sd = priors["alpha"]
@@ -356,13 +401,16 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         blocks = np.zeros(S, int) if layout.recipes is None else layout.recipes
         same = blocks[:, None] == blocks[None, :]
         cov = values["sigma_system"] ** 2 * np.eye(S) + sd**2 * same
-        total = sum(stats.multivariate_normal.logpdf(column, np.full(S, mean), cov)
-                    for column in values["alpha"].T)
+        total = sum(
+            stats.multivariate_normal.logpdf(column, np.full(S, mean), cov)
+            for column in values["alpha"].T
+        )
         scale = priors["sigma_system" if layout.recipes is None else "sigma_run"]
         # theta holds log sigma_system, or attenuated log(sigma_system / kappa): a map of the
         # log spreads with a unit Jacobian either way, so the log transform's is log sigma
-        total += (stats.halfnorm.logpdf(values["sigma_system"], scale=scale)
-                  + np.log(values["sigma_system"]))
+        total += stats.halfnorm.logpdf(values["sigma_system"], scale=scale) + np.log(
+            values["sigma_system"]
+        )
         if layout.system_level == 2:  # theta holds contrasts / sigma_system: the Jacobian
             contrasts = S - len(np.unique(blocks))
             total += values["alpha"].shape[1] * contrasts * np.log(values["sigma_system"])
@@ -374,7 +422,8 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         # (the task-latent form samples its task effects: kappa holds sigma_task_system
         # alone, and its centred task coordinates are held over kappa too)
         spread2 = (0.0 if integrated else values["sigma_task"] ** 2) + (
-            values["sigma_task_system"] ** 2 if layout.paired else 0.0)
+            values["sigma_task_system"] ** 2 if layout.paired else 0.0
+        )
         _, size = coord.rotation
         held = ((size > 0) | (coord.system_level != 2)).sum() * coord.H
         if coord.cluster_centred and coord.clusters:
@@ -384,8 +433,7 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
         total += held * 0.5 * np.log1p(np.pi / 8.0 * spread2)
     for name in logit_normal.SIGMAS:
         if off[name][1]:
-            total += stats.halfnorm.logpdf(values[name], scale=priors[name]) + np.log(
-                values[name])
+            total += stats.halfnorm.logpdf(values[name], scale=priors[name]) + np.log(values[name])
     G = coord.G
     # the cluster coordinates: standard normal (the mean's sd 1 / sqrt(G)), or centred the
     # zero-sum parts the effects' own, the same normals scaled by their spread
@@ -394,8 +442,9 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
     total += stats.norm.logpdf(part("m_u"), 0, 1 / np.sqrt(G)).sum()
     total += stats.norm.logpdf(part("m_w"), 0, 1 / np.sqrt(G)).sum()
     f_u = part("f_u") if fold is None else part("f_u") - fold
-    total += (stats.norm.logpdf(f_u, 0, scale_u).sum()
-              + stats.norm.logpdf(part("f_w"), 0, scale_w).sum())
+    total += (
+        stats.norm.logpdf(f_u, 0, scale_u).sum() + stats.norm.logpdf(part("f_w"), 0, scale_w).sum()
+    )
     sigma_v = values["sigma_task_system"] if layout.paired else None
     S, J = c.shape
     if latent:
@@ -419,8 +468,11 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
             total += stats.norm.logpdf(z_e).sum()
     for j in range(J):
         g, h = layout.cluster[j], layout.pops.code[j]
-        eta = (values["alpha"][:, h] + values["cluster_effect"][g]
-               + values["cluster_system_effect"][:, g])
+        eta = (
+            values["alpha"][:, h]
+            + values["cluster_effect"][g]
+            + values["cluster_system_effect"][:, g]
+        )
         if integrated:  # E over v ~ N(0, sigma_v) of the binomial, nine Hermite nodes
             x, w = np.polynomial.hermite.hermgauss(9)
             y = (eta + effects[j])[:, None] + sigma_v * np.sqrt(2.0) * x
@@ -431,13 +483,23 @@ def _reference_log_density(theta, data, c, n, e_nodes=1201, v_nodes=601, latent=
             y = eta + effects[j] + (sigma_v or 0.0) * z_v[:, j]
             total += stats.binom.logpmf(c[:, j], n[:, j], special.expit(y))[sampled[:, j]].sum()
             for s in np.flatnonzero(~sampled[:, j]):  # tabled: integrated over v
-                total += np.log(integrate.quad(
-                    lambda v, s=s: stats.norm.pdf(v, 0, sigma_v) * stats.binom.pmf(
-                        c[s, j], n[s, j], special.expit(y[s] + v)),
-                    -12 * sigma_v, 12 * sigma_v, epsabs=0, epsrel=1e-12, limit=200)[0])
+                total += np.log(
+                    integrate.quad(
+                        lambda v, s=s: (
+                            stats.norm.pdf(v, 0, sigma_v)
+                            * stats.binom.pmf(c[s, j], n[s, j], special.expit(y[s] + v))
+                        ),
+                        -12 * sigma_v,
+                        12 * sigma_v,
+                        epsabs=0,
+                        epsrel=1e-12,
+                        limit=200,
+                    )[0]
+                )
             continue
-        total += _reference_log_marginal(eta, c[:, j], n[:, j], values["sigma_task"], sigma_v,
-                                         e_nodes, v_nodes)
+        total += _reference_log_marginal(
+            eta, c[:, j], n[:, j], values["sigma_task"], sigma_v, e_nodes, v_nodes
+        )
     return total + log_jacobian
 
 
@@ -544,17 +606,22 @@ def _unguided_reference(theta, coord, layout, c, n):
             precision = np.eye(r) + (s_t / s_c) ** 2 * fold.T @ fold
             mean = np.linalg.solve(precision, s_t / s_c**2 * fold.T @ x[at("f_u")])
             p = 1.0 + (s_t / s_c) ** 2 * d
-            out[first:first + r] = mean + W @ (x[first:first + r] / np.sqrt(p))
+            out[first : first + r] = mean + W @ (x[first : first + r] / np.sqrt(p))
 
         maps.append(task_means)
-        moved += [off["sigma_task"][0], off["sigma_cluster"][0], *range(*at("f_u").indices(
-            len(x0))), *range(first, first + r)]
+        moved += [
+            off["sigma_task"][0],
+            off["sigma_cluster"][0],
+            *range(*at("f_u").indices(len(x0))),
+            *range(first, first + r),
+        ]
     if coord.guided & 1:
-        guide = _collapsed.cluster_system_guide(c, n, layout.cluster, layout.pops.code,
-                                                coord.level_weights)
-        vectors = guide[:S * Gm * Gm].reshape(S, Gm, Gm)
-        values = guide[S * Gm * Gm:S * Gm * (Gm + 1)].reshape(S, Gm)
-        score = guide[S * Gm * (Gm + 1):].reshape(S, Gm)
+        guide = _collapsed.cluster_system_guide(
+            c, n, layout.cluster, layout.pops.code, coord.level_weights
+        )
+        vectors = guide[: S * Gm * Gm].reshape(S, Gm, Gm)
+        values = guide[S * Gm * Gm : S * Gm * (Gm + 1)].reshape(S, Gm)
+        score = guide[S * Gm * (Gm + 1) :].reshape(S, Gm)
 
         def cluster_system(x, out):
             sigma = np.exp(x[off["sigma_cluster_system"][0]])
@@ -575,8 +642,12 @@ def _unguided_reference(theta, coord, layout, c, n):
     if not moved:
         return x0, 0.0
     h = 1e-6
-    jacobian = np.column_stack([(mapped(x0 + h * e)[moved] - mapped(x0 - h * e)[moved])
-                                / (2 * h) for e in np.eye(len(x0))[moved]])
+    jacobian = np.column_stack(
+        [
+            (mapped(x0 + h * e)[moved] - mapped(x0 - h * e)[moved]) / (2 * h)
+            for e in np.eye(len(x0))[moved]
+        ]
+    )
     return mapped(x0), np.linalg.slogdet(jacobian)[1]
 
 
@@ -600,8 +671,12 @@ def test_task_reflections_span_the_cluster_and_stratum_means(clusters, strata):
     H = _reflection_matrix(layout)
     J = len(layout.cluster)
     np.testing.assert_allclose(H @ H.T, np.eye(J), atol=1e-12)
-    indicators = np.column_stack([np.eye(layout.cluster.max() + 1)[layout.cluster],
-                                  np.eye(layout.pops.code.max() + 1)[layout.pops.code]])
+    indicators = np.column_stack(
+        [
+            np.eye(layout.cluster.max() + 1)[layout.cluster],
+            np.eye(layout.pops.code.max() + 1)[layout.pops.code],
+        ]
+    )
     r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
     assert r == np.linalg.matrix_rank(indicators)
     basis = H[:, :r]
@@ -614,8 +689,9 @@ def test_task_reflections_span_the_cluster_and_stratum_means(clusters, strata):
         cluster_part = (_collapsed.zero_sum_basis(G) @ fold)[layout.cluster]  # (J, r)
         assert np.abs(cluster_part).max() > 0.1
         rest = basis - cluster_part
-        strata_span = np.column_stack([np.ones(J), np.eye(layout.pops.code.max() + 1)[
-            layout.pops.code]])
+        strata_span = np.column_stack(
+            [np.ones(J), np.eye(layout.pops.code.max() + 1)[layout.pops.code]]
+        )
         coef = np.linalg.lstsq(strata_span, rest, rcond=None)[0]
         np.testing.assert_allclose(strata_span @ coef, rest, atol=1e-10)
 
@@ -627,15 +703,26 @@ def _with_recipes(data, recipes):
     return be.EvalData(data.dataset.assign_coords(recipe=("system", list(recipes))))
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred", [
-    (2, True, True, 0, None, False), (3, True, False, 1, None, False),
-    (3, True, False, 2, None, False), (1, True, True, 0, None, False),
-    (2, False, False, 0, None, False), (3, False, True, 2, None, False),
-    (3, True, False, 1, "rrq", False), (3, False, True, 2, "rqr", False),
-    (2, True, False, 2, "rr", False), (2, True, True, 0, None, True),
-    (3, True, False, 1, None, True), (1, True, False, 0, None, True)])
-def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strata, level,
-                                                        recipes, centred, monkeypatch):
+@pytest.mark.parametrize(
+    "systems, clusters, strata, level, recipes, centred",
+    [
+        (2, True, True, 0, None, False),
+        (3, True, False, 1, None, False),
+        (3, True, False, 2, None, False),
+        (1, True, True, 0, None, False),
+        (2, False, False, 0, None, False),
+        (3, False, True, 2, None, False),
+        (3, True, False, 1, "rrq", False),
+        (3, False, True, 2, "rqr", False),
+        (2, True, False, 2, "rr", False),
+        (2, True, True, 0, None, True),
+        (3, True, False, 1, None, True),
+        (1, True, False, 0, None, True),
+    ],
+)
+def test_collapsed_log_density_is_prior_plus_likelihood(
+    systems, clusters, strata, level, recipes, centred, monkeypatch
+):
     """``level``: the system level's form (0 none, 1 centred, 2 non-centred contrasts);
     ``recipes``: the systems as runs of these recipes (a run level per recipe); ``centred``:
     the cluster effects' form."""
@@ -660,22 +747,37 @@ def test_collapsed_log_density_is_prior_plus_likelihood(systems, clusters, strat
     logp, dlogp = model.compile_logp(), model.compile_dlogp()
     h = 1e-5
     point = points[1]
-    numeric = np.array([float(logp({"theta": point + h * e}) - logp({"theta": point - h * e}))
-                        / (2 * h) for e in np.eye(size)])
+    numeric = np.array(
+        [
+            float(logp({"theta": point + h * e}) - logp({"theta": point - h * e})) / (2 * h)
+            for e in np.eye(size)
+        ]
+    )
     np.testing.assert_allclose(dlogp({"theta": point}), numeric, atol=1e-6)
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred, tasks", [
-    (2, True, True, 0, None, False, False), (3, True, False, 2, None, False, False),
-    (1, True, True, 0, None, False, False), (3, False, True, 1, "rqr", False, False),
-    (3, True, True, 2, None, True, False), (2, True, False, 0, "rr", True, False),
-    (2, True, True, 0, None, False, True), (3, True, True, 2, None, True, True),
-    (2, False, False, 0, None, False, True), (1, True, False, 0, None, False, True),
-    (2, True, False, 1, None, True, True), (1, True, True, 0, None, True, True),
-    (2, True, False, 0, None, False, True), (3, True, False, 2, "rqr", False, True)])
-def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, clusters, strata,
-                                                                 level, recipes, centred,
-                                                                 tasks, monkeypatch):
+@pytest.mark.parametrize(
+    "systems, clusters, strata, level, recipes, centred, tasks",
+    [
+        (2, True, True, 0, None, False, False),
+        (3, True, False, 2, None, False, False),
+        (1, True, True, 0, None, False, False),
+        (3, False, True, 1, "rqr", False, False),
+        (3, True, True, 2, None, True, False),
+        (2, True, False, 0, "rr", True, False),
+        (2, True, True, 0, None, False, True),
+        (3, True, True, 2, None, True, True),
+        (2, False, False, 0, None, False, True),
+        (1, True, False, 0, None, False, True),
+        (2, True, False, 1, None, True, True),
+        (1, True, True, 0, None, True, True),
+        (2, True, False, 0, None, False, True),
+        (3, True, False, 2, "rqr", False, True),
+    ],
+)
+def test_compiled_full_latent_log_density_is_prior_plus_binomial(
+    systems, clusters, strata, level, recipes, centred, tasks, monkeypatch
+):
     """The full-latent form ``fit`` samples (one compiled kernel, the task effects at the end
     of theta) against SciPy: the same prior as the collapsed form plus normal task and
     standard normal task-by-system effects and the binomial at them; the gradient by finite
@@ -690,18 +792,26 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(systems, cluste
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
-    coord = logit_normal.coordinates(logit_normal.Layout.from_dataset(data.dataset),
-                                     latent_tasks=c.shape[1])
+    coord = logit_normal.coordinates(
+        logit_normal.Layout.from_dataset(data.dataset), latent_tasks=c.shape[1]
+    )
     assert coord.cluster_pairs == (clusters and not centred and not (tasks and strata))
     _check_full_latent_density(data, c, n, atol=1e-9)
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes, centred, tasks, tables", [
-    (3, True, True, 2, None, True, True, 12), (3, True, False, 1, None, True, False, 2),
-    (2, False, True, 0, None, False, True, 12), (3, False, False, 2, "rqr", False, False, 2),
-    (3, True, True, 1, None, False, True, 1)])
-def test_full_latent_cells_integrated(systems, clusters, strata, level, recipes, centred,
-                                      tasks, tables, monkeypatch):
+@pytest.mark.parametrize(
+    "systems, clusters, strata, level, recipes, centred, tasks, tables",
+    [
+        (3, True, True, 2, None, True, True, 12),
+        (3, True, False, 1, None, True, False, 2),
+        (2, False, True, 0, None, False, True, 12),
+        (3, False, False, 2, "rqr", False, False, 2),
+        (3, True, True, 1, None, False, True, 1),
+    ],
+)
+def test_full_latent_cells_integrated(
+    systems, clusters, strata, level, recipes, centred, tasks, tables, monkeypatch
+):
     """With many cells (here forced from one: ``TABLED_CELLS``) the full-latent form
     integrates the cells of the ``CELL_TABLES`` most common pairs of counts over their
     task-by-system effects (bicubic tables in ``y`` and ``log sigma_v``; ``(c, n)`` and ``(n
@@ -715,11 +825,11 @@ def test_full_latent_cells_integrated(systems, clusters, strata, level, recipes,
     monkeypatch.setattr(logit_normal, "CELL_TABLES", tables)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
-    coord = logit_normal._latent_inputs(c, n, logit_normal.Layout.from_dataset(data.dataset),
-                                        logit_normal.validate_priors(None), 9)[0]
+    coord = logit_normal._latent_inputs(
+        c, n, logit_normal.Layout.from_dataset(data.dataset), logit_normal.validate_priors(None), 9
+    )[0]
     low = np.minimum(c, n - c)
-    pairs, size = np.unique(np.stack([low.ravel(), n.ravel()], axis=1), axis=0,
-                            return_counts=True)
+    pairs, size = np.unique(np.stack([low.ravel(), n.ravel()], axis=1), axis=0, return_counts=True)
     common = {tuple(p): k for p, k in zip(pairs.tolist(), size)}
     assert len(coord.cell_tables) == min(tables, len(pairs))
     tabled = np.zeros(c.shape, dtype=bool)
@@ -728,7 +838,8 @@ def test_full_latent_cells_integrated(systems, clusters, strata, level, recipes,
         tabled |= (low == cq) & (n == nq)
     # the most common pairs take the tables
     assert min(common[p] for p in coord.cell_tables) >= max(
-        [k for p, k in common.items() if p not in coord.cell_tables], default=0)
+        [k for p, k in common.items() if p not in coord.cell_tables], default=0
+    )
     assert coord.offsets["z_v"][1] == (~tabled).sum()
     _check_full_latent_density(data, c, n, atol=1e-6)
 
@@ -745,17 +856,29 @@ def _check_full_latent_density(data, c, n, atol):
     ref = np.array([_reference_log_density(p, data, c, n, latent=True) for p in points])
     np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=atol)
     h = 1e-6
-    numeric = np.array([float(logp({"theta": points[1] + h * e})
-                              - logp({"theta": points[1] - h * e})) / (2 * h)
-                        for e in np.eye(size)])
+    numeric = np.array(
+        [
+            float(logp({"theta": points[1] + h * e}) - logp({"theta": points[1] - h * e})) / (2 * h)
+            for e in np.eye(size)
+        ]
+    )
     np.testing.assert_allclose(dlogp({"theta": points[1]}), numeric, atol=1e-6)
 
 
-@pytest.mark.parametrize("systems, clusters, strata, level, recipes", [
-    (2, True, True, 0, None), (3, True, False, 2, None), (3, False, True, 1, None),
-    (3, True, True, 2, None), (2, False, False, 0, None), (3, True, True, 1, "rqr")])
-def test_task_latent_log_density_is_prior_plus_integrated_cells(systems, clusters, strata,
-                                                                level, recipes, monkeypatch):
+@pytest.mark.parametrize(
+    "systems, clusters, strata, level, recipes",
+    [
+        (2, True, True, 0, None),
+        (3, True, False, 2, None),
+        (3, False, True, 1, None),
+        (3, True, True, 2, None),
+        (2, False, False, 0, None),
+        (3, True, True, 1, "rqr"),
+    ],
+)
+def test_task_latent_log_density_is_prior_plus_integrated_cells(
+    systems, clusters, strata, level, recipes, monkeypatch
+):
     """The task-latent form (task effects in theta, centred and over kappa; each cell's
     task-by-system effect integrated out by the grid's inner rule, tabulated in ``y``)
     against the reference: the same prior, Jacobians and the rule written with NumPy; the
@@ -774,8 +897,9 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(systems, cluster
         logit_normal._latent_inputs(c, n + 1, layout, logit_normal.validate_priors(None), 9)
 
     def kernel(t):
-        return quad.logp_and_grad(t, v["spec"], v["const"], v["index"][0], v["index"][1],
-                                  v["c"], v["n"], v["mult"])
+        return quad.logp_and_grad(
+            t, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
+        )
 
     rng = np.random.default_rng(12)
     points = [rng.normal(0, 0.8, coord.size) for _ in range(3)]
@@ -784,8 +908,12 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(systems, cluster
     # the tables' cubic Hermite interpolation in y (steps of 0.1) is all that differs
     np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-7)
     h = 1e-6
-    numeric = np.array([(kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
-                        for e in np.eye(coord.size)])
+    numeric = np.array(
+        [
+            (kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
+            for e in np.eye(coord.size)
+        ]
+    )
     np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
 
 
@@ -826,9 +954,9 @@ def test_cluster_system_guide_is_the_binomial_score_and_information(weighted):
     weights = tuple(np.bincount(cluster) / J) if weighted else ()
     guide = _collapsed.cluster_system_guide(c, n, cluster, stratum, weights)
     Gm = G - 1
-    vectors = guide[:S * Gm * Gm].reshape(S, Gm, Gm)
-    values = guide[S * Gm * Gm:S * Gm * (Gm + 1)].reshape(S, Gm)
-    score = guide[S * Gm * (Gm + 1):].reshape(S, Gm)
+    vectors = guide[: S * Gm * Gm].reshape(S, Gm, Gm)
+    values = guide[S * Gm * Gm : S * Gm * (Gm + 1)].reshape(S, Gm)
+    score = guide[S * Gm * (Gm + 1) :].reshape(S, Gm)
     logit = special.logit(_collapsed.additive_logits(c, n, stratum)[0])
     basis = _collapsed.zero_sum_basis(G)
 
@@ -842,11 +970,18 @@ def test_cluster_system_guide_is_the_binomial_score_and_information(weighted):
     steps = np.eye(Gm) * h
     for s in range(S):
         grad = np.array([(loglik(s, e) - loglik(s, -e)) / (2 * h) for e in steps])
-        hess = np.array([[(loglik(s, a + b) - loglik(s, a - b) - loglik(s, b - a)
-                           + loglik(s, -a - b)) / (4 * h * h) for b in steps] for a in steps])
+        hess = np.array(
+            [
+                [
+                    (loglik(s, a + b) - loglik(s, a - b) - loglik(s, b - a) + loglik(s, -a - b))
+                    / (4 * h * h)
+                    for b in steps
+                ]
+                for a in steps
+            ]
+        )
         np.testing.assert_allclose(vectors[s] @ score[s], grad, atol=1e-6)
-        np.testing.assert_allclose(vectors[s] @ np.diag(values[s]) @ vectors[s].T, -hess,
-                                   atol=1e-4)
+        np.testing.assert_allclose(vectors[s] @ np.diag(values[s]) @ vectors[s].T, -hess, atol=1e-4)
         np.testing.assert_allclose(vectors[s].T @ vectors[s], np.eye(Gm), atol=1e-12)
 
 
@@ -863,7 +998,7 @@ def test_collapsed_coordinates_give_the_model_prior():
 
     def put(name, values):
         start, size = off[name]
-        theta[:, start:start + size] = values.reshape(D, size)
+        theta[:, start : start + size] = values.reshape(D, size)
 
     sigma = {name: np.abs(rng.normal(0, priors[name], D)) for name in logit_normal.SIGMAS}
     # the kernel holds the rotated intercepts over kappa and the cluster spreads' logs less
@@ -882,8 +1017,9 @@ def test_collapsed_coordinates_give_the_model_prior():
     # zero-sum parts' task-weighted means (the level the data see)
     basis, pi = _collapsed.zero_sum_basis(G), np.asarray(coord.level_weights)
     assert pi.size == G
-    shift = (sigma["sigma_cluster"][:, None] * (m_u + f_u @ basis.T @ pi)[:, None]
-             + sigma["sigma_cluster_system"][:, None] * (m_w + f_w @ basis.T @ pi))
+    shift = sigma["sigma_cluster"][:, None] * (m_u + f_u @ basis.T @ pi)[:, None] + sigma[
+        "sigma_cluster_system"
+    ][:, None] * (m_w + f_w @ basis.T @ pi)
     rotation = _collapsed.contrast_rotation(S)
     put("z_alpha", rng.normal(shift @ rotation, 2.5) / kappa[:, None])
     values = coord.unpack(theta, priors)
@@ -903,8 +1039,16 @@ def test_collapsed_agrees_with_full_latent_where_plain_gauss_hermite_fails():
     sim = simulate_benchmark(n_tasks=30, n_trials=16, rates=("logit_normal", 0.5, 3.0), seed=4)
     collapsed = be.fit(sim.data, model="logit_normal", draws=1000, chains=2, tune=600, seed=1)
     with build_logit_normal_model(sim.data, marginal=False):
-        latent = pm.sample(draws=1000, tune=1000, chains=2, random_seed=2, nuts_sampler="nutpie",
-                           progressbar=False, quiet=True, compute_convergence_checks=False)
+        latent = pm.sample(
+            draws=1000,
+            tune=1000,
+            chains=2,
+            random_seed=2,
+            nuts_sampler="nutpie",
+            progressbar=False,
+            quiet=True,
+            compute_convergence_checks=False,
+        )
     for name in ("alpha", "sigma_task"):
         ours = collapsed.tree["posterior"][name].values.ravel()
         ref = latent["posterior"][name].values.ravel()
@@ -915,14 +1059,30 @@ def test_collapsed_agrees_with_full_latent_where_plain_gauss_hermite_fails():
 
 
 def test_paired_effect_is_narrower_than_unpaired():
-    sim = simulate_benchmark(n_tasks=80, n_trials=4, n_systems=2, rates=("logit_normal", 0, 2.5),
-                             effect=0.6, task_system_sd=0.3, seed=7)
+    sim = simulate_benchmark(
+        n_tasks=80,
+        n_trials=4,
+        n_systems=2,
+        rates=("logit_normal", 0, 2.5),
+        effect=0.6,
+        task_system_sd=0.3,
+        seed=7,
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)
         paired = be.fit(sim.data, model="logit_normal", draws=400, chains=2, tune=400, seed=1)
         # Separate seeds: the separate fits must not share their random numbers.
-        alone = [be.fit(sim.data.sel(system=s), model="logit_normal", draws=400, chains=2,
-                        tune=400, seed=2 + i) for i, s in enumerate(sim.data.systems)]
+        alone = [
+            be.fit(
+                sim.data.sel(system=s),
+                model="logit_normal",
+                draws=400,
+                chains=2,
+                tune=400,
+                seed=2 + i,
+            )
+            for i, s in enumerate(sim.data.systems)
+        ]
     a, b = sim.data.systems
     ratios = {}
     for estimand in ("population", "tasks"):
@@ -943,8 +1103,12 @@ def test_paired_effect_is_narrower_than_unpaired():
 
 
 def test_estimand_options_and_errors():
-    data = be.from_counts([[1, 0, 1, 1, 0, 1], [1, 1, 0, 1, 1, 1]], 1, systems=["A", "B"],
-                          clusters=["x", "x", "y", "y", "z", "z"])
+    data = be.from_counts(
+        [[1, 0, 1, 1, 0, 1], [1, 1, 0, 1, 1, 1]],
+        1,
+        systems=["A", "B"],
+        clusters=["x", "x", "y", "y", "z", "z"],
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)
         res = be.fit(data, model="logit_normal", draws=100, chains=1, tune=100, seed=0)
@@ -960,14 +1124,16 @@ def test_estimand_options_and_errors():
         res.pass_at_k(clusters="some")
     # Bootstrap twins: a new cluster <-> clusters resampled, weighted equally; the observed
     # clusters <-> tasks resampled within them.
-    for clusters, twin in ((None, {"unit": "cluster", "weighting": "cluster"}),
-                           ("observed", {"unit": "task", "clusters": "observed",
-                                         "weighting": "task"})):
+    for clusters, twin in (
+        (None, {"unit": "cluster", "weighting": "cluster"}),
+        ("observed", {"unit": "task", "clusters": "observed", "weighting": "task"}),
+    ):
         table = be.crosscheck(res, n_boot=300, estimands=["population"], clusters=clusters)
         boot = be.bootstrap.pass_at_k(data, n_boot=300, seed=0, **twin)
         assert str(table["bootstrap_unit"].values) == twin["unit"]
-        np.testing.assert_array_equal(table["bootstrap_interval"].sel(estimand="population"),
-                                      boot["interval"])
+        np.testing.assert_array_equal(
+            table["bootstrap_interval"].sel(estimand="population"), boot["interval"]
+        )
 
 
 @pytest.mark.parametrize("metric", ["pass@k", "pass^k"])
@@ -984,31 +1150,40 @@ def test_observed_cluster_expectation_matches_direct_quadrature(metric):
     ours = normal_expectation(loc, scale, metric, ks)
     for i in range(scale.size):
         for j, k in enumerate(ks):
+
             def integrand(z, i=i, k=k):
                 p = special.expit(loc[i] + scale[i] * z)
                 return stats.norm.pdf(z) * (1 - (1 - p) ** k if metric == "pass@k" else p**k)
 
             turn = float(np.clip(-loc[i] / scale[i], -11, 11))
-            ref = sum(integrate.quad(integrand, a, b, epsabs=1e-14, epsrel=1e-13, limit=400)[0]
-                      for a, b in ((-12, turn), (turn, 12)))
+            ref = sum(
+                integrate.quad(integrand, a, b, epsabs=1e-14, epsrel=1e-13, limit=400)[0]
+                for a, b in ((-12, turn), (turn, 12))
+            )
             assert ours[i, j] == pytest.approx(ref, abs=1e-12)
     # k = 1 alone takes the kernel's one-exponential route
-    np.testing.assert_allclose(normal_expectation(loc, scale, metric, [1])[:, 0], ours[:, 0],
-                               rtol=0, atol=1e-13)
+    np.testing.assert_allclose(
+        normal_expectation(loc, scale, metric, [1])[:, 0], ours[:, 0], rtol=0, atol=1e-13
+    )
 
 
 def _dense_conditional(eta, c, n, sigma_e, sigma_v, points=241):
     """The joint conditional of one task's effects on a dense (e, v_1, ..., v_S) grid: weights
     and each system's rate at every grid point (an independent reference for the sampler)."""
-    axes = [np.linspace(-9, 9, points) * sigma_e] + [np.linspace(-9, 9, points) * sigma_v
-                                                     for _ in eta]
+    axes = [np.linspace(-9, 9, points) * sigma_e] + [
+        np.linspace(-9, 9, points) * sigma_v for _ in eta
+    ]
     mesh = np.meshgrid(*axes, indexing="ij")
     log_d = stats.norm.logpdf(mesh[0], 0, sigma_e)
     rates = []
     for s in range(len(eta)):
         y = eta[s] + mesh[0] + mesh[s + 1]
-        log_d = (log_d + stats.norm.logpdf(mesh[s + 1], 0, sigma_v) + c[s] * y
-                 - n[s] * np.logaddexp(0, y))
+        log_d = (
+            log_d
+            + stats.norm.logpdf(mesh[s + 1], 0, sigma_v)
+            + c[s] * y
+            - n[s] * np.logaddexp(0, y)
+        )
         rates.append(special.expit(y))
     w = np.exp(log_d - log_d.max())
     return w / w.sum(), rates
@@ -1026,33 +1201,48 @@ def _fine_conditional_rates(eta, c, n, sigma_e, sigma_v, points=(1601, 801)):
         terms = stats.norm.logpdf(v, 0, sigma_v)[None] + c[s] * y - n[s] * np.logaddexp(0, y)
         log_e = log_e + special.logsumexp(terms, axis=1)
     y = eta[0] + e[:, None] + v[None]
-    log_d = (log_e[:, None] + stats.norm.logpdf(v, 0, sigma_v)[None] + c[0] * y
-             - n[0] * np.logaddexp(0, y))
+    log_d = (
+        log_e[:, None]
+        + stats.norm.logpdf(v, 0, sigma_v)[None]
+        + c[0] * y
+        - n[0] * np.logaddexp(0, y)
+    )
     w = np.exp(log_d - log_d.max()).ravel()
     return special.expit(y).ravel(), w / w.sum()
 
 
 @pytest.mark.parametrize("prior_keep", [0.0, 2.0], ids=["prior-first", "hull"])
-@pytest.mark.parametrize("eta, c, n, sigma_e, sigma_v", [
-    ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),  # few trials: far from normal
-    ([2.0, 1.0], [20.0, 3.0], [20.0, 20.0], 3.0, 1.2),  # one system solves every trial
-    ([0.8, -0.4], [1.0, 0.0], [1.0, 1.0], 2.8, 0.4),  # single trials: SWE-bench's cells
-])
-def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma_v,
-                                                       prior_keep):
+@pytest.mark.parametrize(
+    "eta, c, n, sigma_e, sigma_v",
+    [
+        ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),  # few trials: far from normal
+        ([2.0, 1.0], [20.0, 3.0], [20.0, 20.0], 3.0, 1.2),  # one system solves every trial
+        ([0.8, -0.4], [1.0, 0.0], [1.0, 1.0], 2.8, 0.4),  # single trials: SWE-bench's cells
+    ],
+)
+def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma_v, prior_keep):
     """Either route, the task's prior tried first (``prior_keep`` 0: every pattern; few of
     the second case's proposals are kept, so most of its draws fall back to the hull) or the
     hull alone (``prior_keep`` 2: none), draws from the task's joint conditional."""
     D = 20_000
     eta, c, n = (np.asarray(a, dtype=float)[None] for a in (eta, c, n))
-    out = quad.exact_task_sums(np.repeat(eta[None], D, 0), c, n, np.full(D, sigma_e),
-                               np.full(D, sigma_v), True, np.array([1.0, 3.0]), "pass@k",
-                               np.ones((1, 2)), np.array([0]), np.random.default_rng(5),
-                               prior_keep=prior_keep)
+    out = quad.exact_task_sums(
+        np.repeat(eta[None], D, 0),
+        c,
+        n,
+        np.full(D, sigma_e),
+        np.full(D, sigma_v),
+        True,
+        np.array([1.0, 3.0]),
+        "pass@k",
+        np.ones((1, 2)),
+        np.array([0]),
+        np.random.default_rng(5),
+        prior_keep=prior_keep,
+    )
     w, (p1, p2) = _dense_conditional(eta[0], c[0], n[0], sigma_e, sigma_v, points=121)
     # moments of pass@1 and pass@3, and the cross moment that makes comparisons paired
-    for value, ref in [(out[:, 0, 0], p1), (out[:, 1, 0], p2),
-                       (out[:, 0, 1], 1 - (1 - p1) ** 3)]:
+    for value, ref in [(out[:, 0, 0], p1), (out[:, 1, 0], p2), (out[:, 0, 1], 1 - (1 - p1) ** 3)]:
         assert abs(value.mean() - (w * ref).sum()) < 4 * value.std() / np.sqrt(D)
     cross = out[:, 0, 0] * out[:, 1, 0]
     assert abs(cross.mean() - (w * p1 * p2).sum()) < 4 * cross.std() / np.sqrt(D)
@@ -1066,10 +1256,13 @@ def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma
         assert abs(share - q) < 4 * np.sqrt(q * (1 - q) / D)
 
 
-@pytest.mark.parametrize("eta, c, n, sigma_e, sigma_v", [
-    ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),
-    ([0.8, -0.4], [1.0, 0.0], [1.0, 1.0], 2.8, 0.4),
-])
+@pytest.mark.parametrize(
+    "eta, c, n, sigma_e, sigma_v",
+    [
+        ([0.3, -0.5], [1.0, 2.0], [2.0, 2.0], 1.5, 0.8),
+        ([0.8, -0.4], [1.0, 0.0], [1.0, 1.0], 2.8, 0.4),
+    ],
+)
 def test_exact_task_draws_do_not_depend_on_where_the_hulls_start(eta, c, n, sigma_e, sigma_v):
     """Every draw starts its hulls at the modes of one reference draw (the median task
     spread's); a reference far from the other draws' conditional costs evaluations only."""
@@ -1079,9 +1272,20 @@ def test_exact_task_draws_do_not_depend_on_where_the_hulls_start(eta, c, n, sigm
     spreads = np.full(D, sigma_e)
     reference = D // 2  # the stable median of equal spreads
     etas[reference] += 6.0  # its modes lie far below every other draw's
-    out = quad.exact_task_sums(etas, c, n, spreads, np.full(D, sigma_v), True,
-                               np.array([1.0]), "pass@k", np.ones((1, 2)), np.array([0]),
-                               np.random.default_rng(8), prior_keep=2.0)  # the hull route
+    out = quad.exact_task_sums(
+        etas,
+        c,
+        n,
+        spreads,
+        np.full(D, sigma_v),
+        True,
+        np.array([1.0]),
+        "pass@k",
+        np.ones((1, 2)),
+        np.array([0]),
+        np.random.default_rng(8),
+        prior_keep=2.0,
+    )  # the hull route
     out = np.delete(out, reference, axis=0)
     w, (p1, p2) = _dense_conditional(eta[0], c[0], n[0], sigma_e, sigma_v, points=121)
     for value, ref in [(out[:, 0, 0], p1), (out[:, 1, 0], p2)]:
@@ -1095,9 +1299,19 @@ def test_exact_task_draws_do_not_depend_on_where_the_hulls_start(eta, c, n, sigm
 def test_exact_task_draws_of_one_system_follow_the_binomial_posterior():
     D = 20_000
     eta, c, n, sigma_e = np.array([[0.5]]), np.array([[3.0]]), np.array([[4.0]]), 2.0
-    out = quad.exact_task_sums(np.repeat(eta[None], D, 0), c, n, np.full(D, sigma_e),
-                               np.ones(D), False, np.array([1.0]), "pass@k", np.ones((1, 1)),
-                               np.array([0]), np.random.default_rng(2))[:, 0, 0]
+    out = quad.exact_task_sums(
+        np.repeat(eta[None], D, 0),
+        c,
+        n,
+        np.full(D, sigma_e),
+        np.ones(D),
+        False,
+        np.array([1.0]),
+        "pass@k",
+        np.ones((1, 1)),
+        np.array([0]),
+        np.random.default_rng(2),
+    )[:, 0, 0]
     e = np.linspace(-12, 12, 20_001) * sigma_e / 2
     y = 0.5 + e
     w = np.exp(stats.norm.logpdf(e, 0, sigma_e) + 3 * y - 4 * np.logaddexp(0, y))
@@ -1128,24 +1342,32 @@ def test_a_fit_draws_the_same_whatever_was_fitted_before_it():
     """The compiled kernel serves every data set (nothing is compiled per fit): a fit after
     fits of other data draws exactly what the same fit drew before them, in either form."""
     rng = np.random.default_rng(12)
-    first, second = (be.from_counts(rng.binomial(1, 0.6, (2, n_task)).tolist(), trials=1,
-                                    systems=["A", "B"]) for n_task in (20, 31))
-    multi = be.from_counts(rng.binomial(4, 0.6, (3, 40)).tolist(), trials=4,
-                           systems=["A", "B", "C"])
+    first, second = (
+        be.from_counts(rng.binomial(1, 0.6, (2, n_task)).tolist(), trials=1, systems=["A", "B"])
+        for n_task in (20, 31)
+    )
+    multi = be.from_counts(
+        rng.binomial(4, 0.6, (3, 40)).tolist(), trials=4, systems=["A", "B", "C"]
+    )
     settings = {"model": "logit_normal", "draws": 100, "tune": 100, "chains": 2, "seed": 4}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # short fits
-        before = {key: be.fit(data, **settings) for key, data in (("second", second),
-                                                                  ("multi", multi))}
+        before = {
+            key: be.fit(data, **settings) for key, data in (("second", second), ("multi", multi))
+        }
         be.fit(first, **settings)
-        after = {key: be.fit(data, **settings) for key, data in (("multi", multi),
-                                                                 ("second", second))}
+        after = {
+            key: be.fit(data, **settings) for key, data in (("multi", multi), ("second", second))
+        }
     assert after["multi"].tree.attrs["form"] == "full-latent"
     for key in before:
-        xr.testing.assert_equal(after[key].tree["posterior"].to_dataset(),
-                                before[key].tree["posterior"].to_dataset())
-    xr.testing.assert_equal(after["multi"].tree["task_effects"].to_dataset(),
-                            before["multi"].tree["task_effects"].to_dataset())
+        xr.testing.assert_equal(
+            after[key].tree["posterior"].to_dataset(), before[key].tree["posterior"].to_dataset()
+        )
+    xr.testing.assert_equal(
+        after["multi"].tree["task_effects"].to_dataset(),
+        before["multi"].tree["task_effects"].to_dataset(),
+    )
 
 
 @pytest.mark.parametrize("G", [1, 2, 3, 12, 70])
@@ -1168,16 +1390,30 @@ def test_vectorised_exponentials_match_the_math_library():
     """``exp(-|y|)`` and ``log1p(exp(-|y|))`` of the full-latent kernel, written to vectorise,
     against the math library over the whole range (to a few units in the last place)."""
     rng = np.random.default_rng(3)
-    y = np.concatenate([rng.normal(0, 8, 50_000), rng.uniform(-800, 800, 1000),
-                        [0.0, -0.0, 1e-300, 0.34657359, 0.3465736, 40.0, 700.0, -745.0]])
+    y = np.concatenate(
+        [
+            rng.normal(0, 8, 50_000),
+            rng.uniform(-800, 800, 1000),
+            [0.0, -0.0, 1e-300, 0.34657359, 0.3465736, 40.0, 700.0, -745.0],
+        ]
+    )
     small, log_term = quad._softplus_parts(y.reshape(-1, 8))
     reference = np.exp(-np.minimum(np.abs(y), 700.0))
     np.testing.assert_allclose(small.ravel(), reference, rtol=2e-15, atol=0)
     np.testing.assert_allclose(log_term.ravel(), np.log1p(reference), rtol=2e-15, atol=0)
 
 
-@pytest.mark.parametrize("form", ["collapsed", "full-latent", "full-latent centred",
-                                  "full-latent folded", "full-latent pairs", "task-latent"])
+@pytest.mark.parametrize(
+    "form",
+    [
+        "collapsed",
+        "full-latent",
+        "full-latent centred",
+        "full-latent folded",
+        "full-latent pairs",
+        "task-latent",
+    ],
+)
 def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     """The C log density and expansion nutpie calls from its threads (through the addresses
     in their user data) give the kernel's value and gradient (to rounding) and its kept
@@ -1190,15 +1426,13 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
 
     centred = form.endswith(("centred", "folded", "pairs", "task-latent"))
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
-    monkeypatch.setattr(logit_normal, "cluster_parametrisation",
-                        lambda ds: form.endswith("folded"))
+    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: form.endswith("folded"))
     # the task-latent form (task effects centred, cluster components folded, attenuated)
     integrated = form == "task-latent"
     # the cluster pairs rotated: standardised task effects, or centred ones with no strata
     # across the clusters
     pairs = form in ("full-latent", "full-latent pairs")
-    data, c, n = _collapsed_case(3, True, form != "full-latent pairs",
-                                 most=2 if integrated else 4)
+    data, c, n = _collapsed_case(3, True, form != "full-latent pairs", most=2 if integrated else 4)
     c, n, _ = counts_by_bound(data.dataset)
     layout = logit_normal.Layout.from_dataset(data.dataset, form)
     latent = form.startswith("full-latent") or integrated
@@ -1214,38 +1448,55 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     logp_c, expand_c = quad.nutpie_functions()
     x = np.random.default_rng(1).normal(0, 0.7, coord.size)
     grad, logp = np.empty(coord.size), np.empty(1)
-    assert logp_c.ctypes(coord.size, x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                         grad.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                         logp.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                         model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
+    assert (
+        logp_c.ctypes(
+            coord.size,
+            x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            grad.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            logp.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+        )
+        == 0
+    )
     v = model.values
-    ref_logp, ref_grad = quad.logp_and_grad(x, v["spec"], v["const"], v["index"][0],
-                                            v["index"][1], v["c"], v["n"], v["mult"])
+    ref_logp, ref_grad = quad.logp_and_grad(
+        x, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
+    )
     # the same arithmetic compiled twice: the compiler may fuse a multiply and an add in one
     # and not the other (fastmath "contract"), a few units in the last place; anything else
     # the C functions did differently would show orders of magnitude above
     np.testing.assert_allclose(logp[0], ref_logp, rtol=1e-14, atol=0)
     np.testing.assert_allclose(grad, ref_grad, rtol=1e-12, atol=1e-12)
     out = np.empty(kept + tasks)
-    assert expand_c.ctypes(coord.size, kept + tasks,
-                           x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                           out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
-                           model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))) == 0
+    assert (
+        expand_c.ctypes(
+            coord.size,
+            kept + tasks,
+            x.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+            model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+        )
+        == 0
+    )
     if pairs or integrated:  # kept in the kernel's coordinates, as the Python route keeps
         # them (the pairs unrotated; the task-latent form's guide undone)
-        np.testing.assert_array_equal(out[:kept], quad.unmapped(x, v["spec"], v["const"],
-                                                                v["index"][0])[:kept])
+        np.testing.assert_array_equal(
+            out[:kept], quad.unmapped(x, v["spec"], v["const"], v["index"][0])[:kept]
+        )
         assert np.abs(out[:kept] - x[:kept]).max() > 0.01  # not the sampler's coordinates
-        x = (_unguided_reference(x, coord, layout, c[0], n[0]) if integrated
-             else _unpaired_reference(x, coord, layout))[0]
+        x = (
+            _unguided_reference(x, coord, layout, c[0], n[0])
+            if integrated
+            else _unpaired_reference(x, coord, layout)
+        )[0]
         np.testing.assert_allclose(out[:kept], x[:kept], rtol=1e-12, atol=1e-13)
     else:
         np.testing.assert_array_equal(out[:kept], x[:kept])
     x = coord.plain(x)  # the task-latent form holds its task coordinates over kappa
-    tail = np.exp(x[0]) * x[kept:kept + tasks]
+    tail = np.exp(x[0]) * x[kept : kept + tasks]
     if centred:  # e = H (sigma z_r, y)
         r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
-        tail = _reflection_matrix(layout) @ np.concatenate([tail[:r], x[kept + r:kept + tasks]])
+        tail = _reflection_matrix(layout) @ np.concatenate([tail[:r], x[kept + r : kept + tasks]])
     np.testing.assert_allclose(out[kept:], tail, rtol=1e-13, atol=1e-14)
 
 
@@ -1276,9 +1527,13 @@ def test_the_c_log_density_rejects_a_diverged_point_with_a_code(form):
 
     def code(x):
         x = np.ascontiguousarray(x, dtype=float)
-        return logp_c.ctypes(coord.size, x.ctypes.data_as(pointer), grad.ctypes.data_as(pointer),
-                             logp.ctypes.data_as(pointer),
-                             model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)))
+        return logp_c.ctypes(
+            coord.size,
+            x.ctypes.data_as(pointer),
+            grad.ctypes.data_as(pointer),
+            logp.ctypes.data_as(pointer),
+            model.meta.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)),
+        )
 
     x = np.random.default_rng(1).normal(0, 0.7, coord.size)
     assert code(x) == 0 and np.isfinite(logp[0])
@@ -1296,8 +1551,9 @@ def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred
     from bayeval.models import _nutpie_kernel
 
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
-    data = be.from_counts([[3, 1, 4, 0, 2, 4, 1, 3], [4, 1, 4, 1, 3, 4, 2, 3]], trials=4,
-                          systems=["A", "B"])
+    data = be.from_counts(
+        [[3, 1, 4, 0, 2, 4, 1, 3], [4, 1, 4, 1, 3, 4, 2, 3]], trials=4, systems=["A", "B"]
+    )
     settings = {"model": "logit_normal", "draws": 500, "chains": 2, "seed": 8}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
@@ -1305,8 +1561,11 @@ def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred
         monkeypatch.setattr(_nutpie_kernel, "available", lambda: False)
         python = be.fit(data, **settings)
     assert python.tree.attrs["task_effects"] == ("centred" if centred else "non-centred")
-    for group, name in (("posterior", "alpha"), ("posterior", "sigma_task"),
-                        ("task_effects", "task_effect")):
+    for group, name in (
+        ("posterior", "alpha"),
+        ("posterior", "sigma_task"),
+        ("task_effects", "task_effect"),
+    ):
         a, b = (r.tree[group][name].values.reshape(1000, -1) for r in (native, python))
         assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / 15)
 
@@ -1316,15 +1575,21 @@ def test_a_systems_draws_do_not_depend_on_the_systems_read_beside_it():
     (the cost of a readout at 25 systems), and they are exactly the draws a readout of every
     system gives them: for each estimand, whichever is read first, in either order."""
     rng = np.random.default_rng(3)
-    data = be.from_counts(rng.binomial(4, 0.6, (4, 30)).tolist(), trials=4,
-                          systems=["A", "B", "C", "D"],
-                          clusters=np.repeat(["x", "y", "z"], 10).tolist())
+    data = be.from_counts(
+        rng.binomial(4, 0.6, (4, 30)).tolist(),
+        trials=4,
+        systems=["A", "B", "C", "D"],
+        clusters=np.repeat(["x", "y", "z"], 10).tolist(),
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # a short fit
         fitted = be.fit(data, model="logit_normal", draws=100, tune=100, chains=2, seed=4)
     assert fitted.tree.attrs["form"] == "full-latent"
-    for options in ({"estimand": "tasks"}, {"estimand": "population", "clusters": "observed"},
-                    {"estimand": "population", "clusters": "new"}):
+    for options in (
+        {"estimand": "tasks"},
+        {"estimand": "population", "clusters": "observed"},
+        {"estimand": "population", "clusters": "new"},
+    ):
         pair_first = be.Results(fitted.tree)
         effect = pair_first.compare("D", "B", **options)["effect"]
         (cached,) = pair_first._cache.values()
@@ -1336,13 +1601,15 @@ def test_a_systems_draws_do_not_depend_on_the_systems_read_beside_it():
         # new clusters: one matrix product over fewer rows may round differently
         np.testing.assert_allclose(again, effect, rtol=1e-13, atol=1e-15)
         # the pair's cache grows to every system in the fit's order, its draws unchanged
-        np.testing.assert_allclose(pair_first.pass_at_k(**options), every, rtol=1e-13,
-                                   atol=1e-15)
-        np.testing.assert_array_equal(pair_first.pass_at_k(**options).sel(system="D"),
-                                      pair_first.compare("D", "A", **options)["effect"]
-                                      + pair_first.pass_at_k(**options).sel(system="A"))
-    np.testing.assert_array_equal(fitted.task_rates(system="C").sel(system="C"),
-                                  fitted.task_rates().sel(system="C"))
+        np.testing.assert_allclose(pair_first.pass_at_k(**options), every, rtol=1e-13, atol=1e-15)
+        np.testing.assert_array_equal(
+            pair_first.pass_at_k(**options).sel(system="D"),
+            pair_first.compare("D", "A", **options)["effect"]
+            + pair_first.pass_at_k(**options).sel(system="A"),
+        )
+    np.testing.assert_array_equal(
+        fitted.task_rates(system="C").sel(system="C"), fitted.task_rates().sel(system="C")
+    )
 
 
 def test_per_pattern_values_equal_the_gradient_paths():
@@ -1360,7 +1627,12 @@ def test_per_pattern_values_equal_the_gradient_paths():
     c[4] = n[4]  # and everything
     eta = rng.normal(0.0, 1.5, (P, S))
     for p in range(P):
-        single = quad.loglik_and_grad(eta[p:p + 1], c[p:p + 1], n[p:p + 1], np.ones(1), 1.3,
-                                      0.7, True, *rules.arrays())[0]
-        assert quad.pattern_logliks(eta[p:p + 1], c[p:p + 1], n[p:p + 1], 1.3, 0.7, True,
-                                    *rules.arrays())[0] == single
+        single = quad.loglik_and_grad(
+            eta[p : p + 1], c[p : p + 1], n[p : p + 1], np.ones(1), 1.3, 0.7, True, *rules.arrays()
+        )[0]
+        assert (
+            quad.pattern_logliks(
+                eta[p : p + 1], c[p : p + 1], n[p : p + 1], 1.3, 0.7, True, *rules.arrays()
+            )[0]
+            == single
+        )

@@ -14,8 +14,9 @@ from bayeval.models import build_beta_binomial_model, build_hierarchical_model
 def test_conjugate_task_rates_match_closed_form_moments():
     c = np.array([[0, 3, 7, 10], [1, 1, 9, 5]])
     data = be.from_counts(c, 10, systems=["A", "B"])
-    res = be.fit(data, model="beta_binomial", draws=20_000, chains=2, seed=3,
-                 priors={"p": (0.5, 2.0)})
+    res = be.fit(
+        data, model="beta_binomial", draws=20_000, chains=2, seed=3, priors={"p": (0.5, 2.0)}
+    )
     p = res.task_rates()
     a, b = 0.5 + c, 2.0 + 10 - c
     mean, var = a / (a + b), a * b / ((a + b) ** 2 * (a + b + 1))
@@ -37,8 +38,13 @@ def test_conjugate_tasks_estimand_for_a_large_task_set_uses_exact_moments(rng):
     draws = res.pass_hat_k(k=[1, 3], estimand="tasks").values[..., 0, :].reshape(-1, 2)
     a, b = 1 + c, 1 + 16 - c
     m1 = np.stack([a / (a + b), np.exp(special.betaln(a + 3, b) - special.betaln(a, b))], -1)
-    m2 = np.stack([np.exp(special.betaln(a + 2, b) - special.betaln(a, b)),
-                   np.exp(special.betaln(a + 6, b) - special.betaln(a, b))], -1)
+    m2 = np.stack(
+        [
+            np.exp(special.betaln(a + 2, b) - special.betaln(a, b)),
+            np.exp(special.betaln(a + 6, b) - special.betaln(a, b)),
+        ],
+        -1,
+    )
     mean, sd = m1.mean(0), np.sqrt((m2 - m1**2).sum(0)) / len(c)
     np.testing.assert_array_less(np.abs(draws.mean(0) - mean), 4 * sd / np.sqrt(4000))
     np.testing.assert_allclose(draws.std(0), sd, rtol=0.05)
@@ -56,7 +62,9 @@ def _reference_posterior(c, n, k_values, prior=(1.0, 1.5)):
     norm = integrate.trapezoid(integrate.trapezoid(dens, lks, axis=1), mus)
     out = {}
     for k in k_values:
-        value = 1 - np.exp(special.betaln(M * K, (1 - M) * K + k) - special.betaln(M * K, (1 - M) * K))
+        value = 1 - np.exp(
+            special.betaln(M * K, (1 - M) * K + k) - special.betaln(M * K, (1 - M) * K)
+        )
         mean = integrate.trapezoid(integrate.trapezoid(dens * value, lks, axis=1), mus) / norm
         order = np.argsort(value.ravel())
         weights = (dens * np.gradient(mus)[:, None] * np.gradient(lks)[None, :]).ravel()[order]
@@ -85,8 +93,7 @@ def test_hierarchical_grid_matches_scipy_integration(rates):
 
 
 def test_builders_have_named_dims_and_forms():
-    data = be.from_counts([[3, 10, 0], [1, 2, 3]], 10, systems=["A", "B"],
-                          strata=["x", "x", "y"])
+    data = be.from_counts([[3, 10, 0], [1, 2, 3]], 10, systems=["A", "B"], strata=["x", "x", "y"])
     marginal = build_hierarchical_model(data)
     assert marginal.named_vars_to_dims["mu"] == ("system", "stratum")
     assert marginal.named_vars_to_dims["y"] == ("system", "task")
@@ -95,11 +102,14 @@ def test_builders_have_named_dims_and_forms():
     compressed = build_hierarchical_model(data, compress=True)
     assert "loglik" in compressed.named_vars
     # the compressed and per-task marginal forms give the same log density
-    point = {"mu_logodds__": np.array([[0.2, -0.4], [1.0, 0.3]]),
-             "log_kappa": np.array([[0.5, 1.5], [-1.0, 2.0]])}
+    point = {
+        "mu_logodds__": np.array([[0.2, -0.4], [1.0, 0.3]]),
+        "log_kappa": np.array([[0.5, 1.5], [-1.0, 2.0]]),
+    }
     fast = {"mode": "FAST_COMPILE"}
     assert compressed.compile_logp(**fast)(point) == pytest.approx(
-        marginal.compile_logp(**fast)(point))
+        marginal.compile_logp(**fast)(point)
+    )
     conj = build_beta_binomial_model(data)
     assert conj.named_vars_to_dims["p"] == ("system", "task")
     with pytest.raises(ValueError, match="choose missing_bound"):
@@ -117,15 +127,18 @@ def _nuts_data():
 def test_grid_and_nuts_agree_within_monte_carlo_error():
     data = _nuts_data()
     grid = be.fit(data, draws=2000, chains=4, seed=1, model="hierarchical")
-    nuts = be.fit(data, draws=1000, chains=4, seed=1, sampler="nutpie", tune=1000, model="hierarchical")
+    nuts = be.fit(
+        data, draws=1000, chains=4, seed=1, sampler="nutpie", tune=1000, model="hierarchical"
+    )
     assert nuts.diagnostics["divergences"] == 0
     for k in (1, 5):
         g = grid.pass_at_k(k=k).values.ravel()
         u = nuts.pass_at_k(k=k).values.ravel()
         error = np.sqrt(g.var() / len(g) + u.var() / nuts.diagnostics["min_ess_bulk"])
         assert u.mean() == pytest.approx(g.mean(), abs=4 * error)
-        np.testing.assert_allclose(np.quantile(u, [0.025, 0.975]), np.quantile(g, [0.025, 0.975]),
-                                   atol=0.02)
+        np.testing.assert_allclose(
+            np.quantile(u, [0.025, 0.975]), np.quantile(g, [0.025, 0.975]), atol=0.02
+        )
 
 
 def test_full_latent_model_agrees_with_the_marginal_one():
@@ -134,8 +147,16 @@ def test_full_latent_model_agrees_with_the_marginal_one():
     data = _nuts_data()
     grid = be.fit(data, draws=2000, chains=2, seed=4, model="hierarchical")
     with build_hierarchical_model(data, marginal=False):
-        trace = pm.sample(draws=1000, tune=1000, chains=2, random_seed=3, progressbar=False,
-                          quiet=True, nuts_sampler="nutpie", compute_convergence_checks=False)
+        trace = pm.sample(
+            draws=1000,
+            tune=1000,
+            chains=2,
+            random_seed=3,
+            progressbar=False,
+            quiet=True,
+            nuts_sampler="nutpie",
+            compute_convergence_checks=False,
+        )
     mu_latent = trace["posterior"]["mu"].values.ravel()
     mu_grid = grid.tree["posterior"]["mu"].values.ravel()
     assert mu_latent.mean() == pytest.approx(mu_grid.mean(), abs=0.02)
@@ -149,7 +170,16 @@ def test_bad_fits_warn_and_strict_raises():
     with pytest.raises(RuntimeError, match="gates"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", BayevalWarning)
-            be.fit(data, draws=15, chains=2, tune=15, seed=0, sampler="pymc", strict=True, model="hierarchical")
+            be.fit(
+                data,
+                draws=15,
+                chains=2,
+                tune=15,
+                seed=0,
+                sampler="pymc",
+                strict=True,
+                model="hierarchical",
+            )
 
 
 def test_the_gate_warning_names_the_parameter_that_fails():
@@ -164,9 +194,13 @@ def test_the_gate_warning_names_the_parameter_that_fails():
     rng = np.random.default_rng(0)
     phi = rng.normal(size=(4, 400, 2))
     phi[:, :, 1] += np.array([0.0, 0.0, 3.0, 3.0])[:, None]  # two chains apart
-    post = xr.Dataset({"sigma_task": (("chain", "draw"), rng.normal(size=(4, 400))),
-                       "phi": (("chain", "draw", "system"), phi)},
-                      coords={"system": ["A", "B"]})
+    post = xr.Dataset(
+        {
+            "sigma_task": (("chain", "draw"), rng.normal(size=(4, 400))),
+            "phi": (("chain", "draw", "system"), phi),
+        },
+        coords={"system": ["A", "B"]},
+    )
     diag = convergence(post, None)
     alone = post["phi"].sel(system="B").rename("x").to_dataset()
     rhat = float(arviz_stats.rhat(alone, sample_dims=["chain", "draw"], method="rank")["x"])
@@ -174,8 +208,11 @@ def test_the_gate_warning_names_the_parameter_that_fails():
     assert diag["max_rhat"] == pytest.approx(rhat) and rhat > 1.5
     assert diag["min_ess_bulk"] == pytest.approx(ess) and ess < 400
     assert diag["max_rhat_parameter"] == diag["min_ess_bulk_parameter"] == "phi[B]"
-    with pytest.warns(BayevalWarning, match=r"r-hat up to .* in phi\[B\] \(gate 1.01\); "
-                                            r"bulk ESS down to \d+ in phi\[B\]"):
+    with pytest.warns(
+        BayevalWarning,
+        match=r"r-hat up to .* in phi\[B\] \(gate 1.01\); "
+        r"bulk ESS down to \d+ in phi\[B\]",
+    ):
         _check_gates(diag, chains=4, strict=False)
     # a scalar is named without brackets
     post["phi"] = post["phi"].sel(system="A")
@@ -189,11 +226,20 @@ def test_ppc_flags_a_prior_that_cannot_be_u_shaped():
     good = be.fit(data, draws=500, chains=2, seed=0, model="hierarchical")
     assert not bool(good.ppc()["flagged"].item())
     with pytest.warns(BayevalWarning, match="posterior predictive check"):
-        bad = be.fit(data, draws=500, chains=2, seed=0, priors={"log_kappa": (5.0, 0.1)}, model="hierarchical")
+        bad = be.fit(
+            data,
+            draws=500,
+            chains=2,
+            seed=0,
+            priors={"log_kappa": (5.0, 0.1)},
+            model="hierarchical",
+        )
     check = bad.ppc()
     assert bool(check["flagged"].item())
-    assert float(check["observed_extreme_share"].item()) > float(
-        check["predicted_extreme_share"].item()) + 0.3
+    assert (
+        float(check["observed_extreme_share"].item())
+        > float(check["predicted_extreme_share"].item()) + 0.3
+    )
 
 
 def test_single_trial_warnings():
@@ -219,8 +265,10 @@ def test_tasks_intervals_cover_the_drawn_tasks_and_population_ones_are_wider():
         pop = res.pass_at_k(estimand="population").values.ravel()
         lo, hi = np.quantile(tasks, [0.025, 0.975])
         hits += lo <= p.mean() <= hi
-        ratios.append(np.subtract(*np.quantile(pop, [0.975, 0.025]))
-                      / np.subtract(*np.quantile(tasks, [0.975, 0.025])))
+        ratios.append(
+            np.subtract(*np.quantile(pop, [0.975, 0.025]))
+            / np.subtract(*np.quantile(tasks, [0.975, 0.025]))
+        )
         deffs.append(float(be.design_effect(data)["design_effect"].item()))
     assert hits / n_sim >= 0.90
     ratio, predicted = np.median(ratios), np.sqrt(np.median(deffs))

@@ -21,8 +21,13 @@ from bayeval.monitor import (
 # -- store -----------------------------------------------------------------------------------
 def test_store_round_trip_in_arrival_order(tmp_path):
     store = CheckpointStore(tmp_path / "run.nc")
-    first = be.from_counts([[3, 5, 0], [1, 2, 4]], trials=[[5, 5, 5], [4, 4, 4]],
-                           systems=["a", "b"], tasks=["x", "y", "z"], clusters=["r", "r", "s"])
+    first = be.from_counts(
+        [[3, 5, 0], [1, 2, 4]],
+        trials=[[5, 5, 5], [4, 4, 4]],
+        systems=["a", "b"],
+        tasks=["x", "y", "z"],
+        clusters=["r", "r", "s"],
+    )
     second = be.from_counts([[1, 2]], trials=2, systems=["a"], tasks=[7, 8])
     store.append("step-20", first)
     store.append(10, second)
@@ -54,8 +59,10 @@ def test_store_refuses_overwrite_and_bad_input(tmp_path):
 def test_mixture_martingale_equals_the_integral(prior):
     a, b = prior
     for s, n, p in [(3, 10, 0.2), (0, 5, 0.6), (17, 20, 0.9)]:
+
         def integrand(q):
             return (q / p) ** s * ((1 - q) / (1 - p)) ** (n - s) * stats.beta.pdf(q, a, b)
+
         direct, _ = integrate.quad(integrand, 0, 1, limit=200)
         got = np.exp(log_mixture_martingale(s, n, p, prior))
         assert got == pytest.approx(direct, rel=1e-8)
@@ -167,8 +174,9 @@ def _pair_stream(rng, checkpoints, tasks, p_new, p_old, trials=1):
     for i in range(checkpoints):
         ids = range(i * tasks, (i + 1) * tasks)
         c = np.stack([rng.binomial(trials, p_new, tasks), rng.binomial(trials, p_old, tasks)])
-        stream.append((f"ckpt-{i}", be.from_counts(c, trials=trials, systems=["new", "old"],
-                                                   tasks=list(ids))))
+        stream.append(
+            (f"ckpt-{i}", be.from_counts(c, trials=trials, systems=["new", "old"], tasks=list(ids)))
+        )
     return stream
 
 
@@ -176,18 +184,32 @@ def test_gate_keeps_its_error_under_peeking():
     # 20 checkpoints of 10 new tasks each, equal rates: the gate looks after every checkpoint
     rng = np.random.default_rng(3)
     runs, checkpoints, tasks = 4000, 20, 10
-    x = (rng.binomial(1, 0.5, (runs, checkpoints * tasks))
-         - rng.binomial(1, 0.5, (runs, checkpoints * tasks))).astype(float)
+    x = (
+        rng.binomial(1, 0.5, (runs, checkpoints * tasks))
+        - rng.binomial(1, 0.5, (runs, checkpoints * tasks))
+    ).astype(float)
     capital = betting_capital(x, 0.0, bounds=(-1, 1), alternative="greater")
     ends = np.arange(tasks - 1, checkpoints * tasks, tasks)
     monitored = (capital[:, ends] >= 20).any(axis=1).mean()
     assert monitored <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / runs)
     # the same stream through monitor_paired fires exactly where the capital says
-    stream = [(i, be.from_counts(np.stack([(x[0, i * tasks:(i + 1) * tasks] > 0),
-                                           (x[0, i * tasks:(i + 1) * tasks] < 0)]).astype(int),
-                                 trials=1, systems=["new", "old"],
-                                 tasks=list(range(i * tasks, (i + 1) * tasks))))
-              for i in range(checkpoints)]
+    stream = [
+        (
+            i,
+            be.from_counts(
+                np.stack(
+                    [
+                        (x[0, i * tasks : (i + 1) * tasks] > 0),
+                        (x[0, i * tasks : (i + 1) * tasks] < 0),
+                    ]
+                ).astype(int),
+                trials=1,
+                systems=["new", "old"],
+                tasks=list(range(i * tasks, (i + 1) * tasks)),
+            ),
+        )
+        for i in range(checkpoints)
+    ]
     table = monitor_paired(stream, "new", "old")
     np.testing.assert_allclose(table["capital"], capital[0, ends], rtol=1e-12)
 

@@ -13,8 +13,14 @@ def _frame(all_timeout: bool):
     for system in ("A", "B"):
         for j in range(3):
             bad = all_timeout or system == "A"
-            rows.append({"system": system, "task": f"t{j}", "success": None if bad else 1,
-                         "status": "timeout" if bad else "ok"})
+            rows.append(
+                {
+                    "system": system,
+                    "task": f"t{j}",
+                    "success": None if bad else 1,
+                    "status": "timeout" if bad else "ok",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -31,8 +37,10 @@ def test_fit_and_bootstrap_name_the_systems_without_outcomes(all_timeout):
 
 def test_the_command_line_exits_2_with_the_message(tmp_path):
     _frame(True).to_csv(tmp_path / "runs.csv", index=False)
-    out = CliRunner().invoke(cli.main, ["analyze", str(tmp_path / "runs.csv"), "--missing",
-                                        "exclude", "--sampler", "grid"])
+    out = CliRunner().invoke(
+        cli.main,
+        ["analyze", str(tmp_path / "runs.csv"), "--missing", "exclude", "--sampler", "grid"],
+    )
     assert out.exit_code == 2, out.output
     assert "no system has a valid outcome" in out.output
     assert "zero-size array" not in out.output

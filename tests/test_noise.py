@@ -30,20 +30,24 @@ def test_moments_equal_the_familiar_variances_without_clusters(rng):
     J = r.shape[1]
     run = {"plan": "as run"}
     assert out["score_sd"].sel(system="A", **run).item() ** 2 == pytest.approx(
-        r[0].var(ddof=1) / J, rel=1e-12)
+        r[0].var(ddof=1) / J, rel=1e-12
+    )
     d = r[1] - r[0]
     pair = out.sel(candidate="B", baseline="A")
     assert pair["diff_sd"].sel(**run).item() ** 2 == pytest.approx(d.var(ddof=1) / J, rel=1e-12)
     assert pair["mdd"].sel(**run).item() == pytest.approx(
-        2.8015852 * np.sqrt(d.var(ddof=1) / J), rel=1e-6)
+        2.8015852 * np.sqrt(d.var(ddof=1) / J), rel=1e-6
+    )
     # the split of the difference's variance, against the report's paired spread
     ref = paired_spread(data, "B", "A")
     assert ref["sd_between"] > 0.05
     parts = pair["diff_components"]
-    assert parts.sel(component="trial").item() * J == pytest.approx(ref["trial_variance"] / 4,
-                                                                    rel=1e-10)
-    assert parts.sel(component="task").item() * J == pytest.approx(ref["sd_between"] ** 2,
-                                                                   rel=1e-10)
+    assert parts.sel(component="trial").item() * J == pytest.approx(
+        ref["trial_variance"] / 4, rel=1e-10
+    )
+    assert parts.sel(component="task").item() * J == pytest.approx(
+        ref["sd_between"] ** 2, rel=1e-10
+    )
     assert parts.sel(component="cluster").item() == 0
     assert pair["diff_share"].sum().item() == pytest.approx(1.0)
     # shared covariance: the covariance of the two scores, s_AB / J
@@ -53,7 +57,8 @@ def test_moments_equal_the_familiar_variances_without_clusters(rng):
     trial_term = s2[0].sum() / 4 / J**2
     a = out.sel(system="A")["score_sd"]
     assert a.sel(plan="2x trials").item() ** 2 == pytest.approx(
-        a.sel(**run).item() ** 2 - trial_term / 2, rel=1e-10)
+        a.sel(**run).item() ** 2 - trial_term / 2, rel=1e-10
+    )
     assert a.sel(plan="2x tasks").item() ** 2 == pytest.approx(a.sel(**run).item() ** 2 / 2)
 
 
@@ -64,7 +69,8 @@ def test_cluster_robust_total_equals_statsmodels(rng):
     r = c[0] / 4
     ols = sm.OLS(r, np.ones_like(r)).fit(cov_type="cluster", cov_kwds={"groups": clusters})
     assert out["score_sd"].sel(system="A", plan="as run").item() ** 2 == pytest.approx(
-        float(ols.cov_params()[0, 0]), rel=1e-10)
+        float(ols.cov_params()[0, 0]), rel=1e-10
+    )
     assert out.attrs["unit"] == "cluster" and out.attrs["n_clusters"] == 10
 
 
@@ -131,14 +137,16 @@ def test_logit_normal_task_rates_keep_the_cross_system_moments():
     eta = np.array([[[0.2, 0.6]] * 3])  # (draw, pattern, system)
     sigma_e, sigma_v = np.array([1.5]), np.array([0.5])
     inverse = np.repeat(np.arange(3), 20_000)
-    rates = exact_task_rates(eta, c, n, sigma_e, sigma_v, True, np.ones((inverse.size, 2)),
-                             inverse, rng)[0]  # (system, task)
+    rates = exact_task_rates(
+        eta, c, n, sigma_e, sigma_v, True, np.ones((inverse.size, 2)), inverse, rng
+    )[0]  # (system, task)
     for p in range(3):
         r = rates[:, inverse == p]
         weight = np.zeros((3, 2))
         weight[p] = 1.0
-        centre, cov = task_sums(eta, c, n, sigma_e, sigma_v, True, np.array([1.0]),
-                                "pass@k", weight, np.ones(3))
+        centre, cov = task_sums(
+            eta, c, n, sigma_e, sigma_v, True, np.array([1.0]), "pass@k", weight, np.ones(3)
+        )
         np.testing.assert_allclose(r.mean(1), centre[0, :, 0], atol=4e-3)
         np.testing.assert_allclose(r.var(1), np.diag(cov[0, 0]), atol=3e-3)
         cross = np.cov(r)[0, 1]
@@ -170,15 +178,17 @@ def test_matrix_route_equals_the_per_column_route(rng, clustered):
     x = rng.random((B, S, J))
     t, t_plus = rng.random((B, S, J)) * 0.1, rng.random((B, S, J)) * 0.05
     task_w = rng.integers(0, 3, (B, J)).astype(float) if clustered else np.ones((B, J))
-    cluster_w = np.ones((B, onehot.shape[1])) if clustered else rng.integers(
-        0, 3, (B, J)).astype(float)
+    cluster_w = (
+        np.ones((B, onehot.shape[1])) if clustered else rng.integers(0, 3, (B, J)).astype(float)
+    )
     valid = np.ones((S, J), bool)
     cand, base = _columns(S)
     xs, ts, ms = _column_values(x, t, valid, cand, base)
     for corrected in (False, True):
         general = _design(xs, ts, ms, onehot, task_w, cluster_w, clustered, corrected)
-        matrix, _ = _matrix_design(x, t, t_plus, onehot, cluster, task_w, cluster_w,
-                                   clustered, corrected)
+        matrix, _ = _matrix_design(
+            x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, corrected
+        )
         for a, b in zip(general, matrix):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-14)
 
@@ -186,11 +196,20 @@ def test_matrix_route_equals_the_per_column_route(rng, clustered):
 def test_pairs_use_the_tasks_valid_for_both():
     c = np.array([[2, 1, 4, 0, 3, 2], [4, 2, 3, 1, 0, 4]])
     n = np.array([[4, 4, 4, 4, 4, 0], [4, 4, 0, 4, 4, 4]])
-    rows = [{"system": s, "task": j, "success": i < c[k, j],
-             "status": "ok" if n[k, j] else "error"}
-            for k, s in enumerate("AB") for j in range(6) for i in range(4)]
-    data = be.from_frame(pd.DataFrame(rows), system="system", task="task", success="success",
-                         status="status", missing="exclude")
+    rows = [
+        {"system": s, "task": j, "success": i < c[k, j], "status": "ok" if n[k, j] else "error"}
+        for k, s in enumerate("AB")
+        for j in range(6)
+        for i in range(4)
+    ]
+    data = be.from_frame(
+        pd.DataFrame(rows),
+        system="system",
+        task="task",
+        success="success",
+        status="status",
+        missing="exclude",
+    )
     out = noise(data, n_boot=20)
     both = (n > 0).all(0)
     d = (c[1] - c[0])[both] / 4
@@ -198,7 +217,8 @@ def test_pairs_use_the_tasks_valid_for_both():
     assert pair["diff_sd"].item() ** 2 == pytest.approx(d.var(ddof=1) / both.sum())
     ra = c[0][n[0] > 0] / 4
     assert out["score_sd"].sel(system="A", plan="as run").item() ** 2 == pytest.approx(
-        ra.var(ddof=1) / ra.size)
+        ra.var(ddof=1) / ra.size
+    )
 
 
 def test_a_single_trial_task_takes_its_systems_mean_trial_variance():
@@ -213,10 +233,19 @@ def test_a_single_trial_task_takes_its_systems_mean_trial_variance():
 
 
 def test_binary_only_readouts_refuse_partial_credit():
-    df = pd.DataFrame({"system": np.repeat(["A", "B"], 6), "task": np.tile(list("abcdef"), 2),
-                       "score": [0, 0.5, 1, 0.25, 1, 0] * 2, "cost": 1.0})
+    df = pd.DataFrame(
+        {
+            "system": np.repeat(["A", "B"], 6),
+            "task": np.tile(list("abcdef"), 2),
+            "score": [0, 0.5, 1, 0.25, 1, 0] * 2,
+            "cost": 1.0,
+        }
+    )
     data = be.from_frame(df, score="score", covariates=["cost"])
-    for call in (lambda: noise(data), lambda: be.bootstrap.cost(data, "cost"),
-                 lambda: be.bootstrap.compare_curve(data, "B", "A", k=[1, 2])):
+    for call in (
+        lambda: noise(data),
+        lambda: be.bootstrap.cost(data, "cost"),
+        lambda: be.bootstrap.compare_curve(data, "B", "A", k=[1, 2]),
+    ):
         with pytest.raises(ValueError, match="strictly between 0 and 1"):
             call()

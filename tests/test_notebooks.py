@@ -32,11 +32,15 @@ def kernel_spec_dir(root: Path) -> Path:
     """Write a kernel spec that launches ipykernel with this very interpreter."""
     spec = root / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": f"Python ({sys.executable})",
-        "language": "python",
-    }))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": f"Python ({sys.executable})",
+                "language": "python",
+            }
+        )
+    )
     return root
 
 
@@ -55,10 +59,14 @@ def execute_notebook(path: Path, spec_root: Path, fast: bool = True):
     from jupyter_client.manager import AsyncKernelManager
 
     nb = nbformat.read(path, as_version=4)
-    km = AsyncKernelManager(kernel_name=KERNEL_NAME,
-                            kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_root)]))
+    km = AsyncKernelManager(
+        kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec_root)])
+    )
     client = nbclient.NotebookClient(
-        nb, km=km, timeout=CELL_TIMEOUT, kernel_name=KERNEL_NAME,
+        nb,
+        km=km,
+        timeout=CELL_TIMEOUT,
+        kernel_name=KERNEL_NAME,
         resources={"metadata": {"path": str(NOTEBOOK_DIR)}},
     )
     client.execute(env=kernel_env(fast))
@@ -69,7 +77,8 @@ def image_outputs(nb) -> int:
     """Number of image outputs in a notebook."""
     return sum(
         1
-        for cell in nb.cells if cell.cell_type == "code"
+        for cell in nb.cells
+        if cell.cell_type == "code"
         for output in cell.get("outputs", [])
         if any(key.startswith("image/") for key in output.get("data", {}))
     )
@@ -88,8 +97,12 @@ def test_there_are_notebooks():
 def test_committed_without_outputs(path):
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
-    dirty = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"
-             and (cell.get("outputs") or cell.get("execution_count") is not None)]
+    dirty = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        and (cell.get("outputs") or cell.get("execution_count") is not None)
+    ]
     assert not dirty, f"{path.name}: code cells {dirty} carry outputs or execution counts"
 
 
@@ -97,7 +110,8 @@ def test_committed_without_outputs(path):
 def test_notebook_runs(path, spec_root):
     nb = nbformat.read(path, as_version=4)
     first = next(cell for cell in nb.cells if cell.cell_type == "code")
-    assert "BAYEVAL_NOTEBOOK_FAST" in first.source, \
+    assert "BAYEVAL_NOTEBOOK_FAST" in first.source, (
         f"{path.name} must read the BAYEVAL_NOTEBOOK_FAST switch in its first code cell"
+    )
     executed = execute_notebook(path, spec_root, fast=True)  # raises CellExecutionError
     assert image_outputs(executed) >= 1, f"{path.name} shows no figure"

@@ -18,10 +18,14 @@ def _three_systems(shared=True):
     c = rng.binomial(4, 0.5, (3, 12))
     n = np.full((3, 12), 4)
     if not shared:  # each system ran its own tasks only: no task has two systems
-        rows = [{"system": name, "task": f"t{j}", "successes": int(c[s, j]), "trials": 4}
-                for s, name in enumerate("ABC") for j in range(4 * s, 4 * s + 4)]
-        return be.from_frame(pd.DataFrame(rows), successes="successes", trials="trials",
-                             missing="exclude")
+        rows = [
+            {"system": name, "task": f"t{j}", "successes": int(c[s, j]), "trials": 4}
+            for s, name in enumerate("ABC")
+            for j in range(4 * s, 4 * s + 4)
+        ]
+        return be.from_frame(
+            pd.DataFrame(rows), successes="successes", trials="trials", missing="exclude"
+        )
     return be.from_counts(c, n, systems=["A", "B", "C"])
 
 
@@ -30,17 +34,21 @@ def test_auto_pairs_systems_on_shared_tasks():
     assert model == "logit_normal" and "3 systems share 12 tasks" in reason
 
 
-@pytest.mark.parametrize("data, expected", [
-    (be.from_counts([3, 5, 1, 2], trials=10), "one system"),
-    (_three_systems(shared=False), "the systems share 0 task(s)"),
-])
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        (be.from_counts([3, 5, 1, 2], trials=10), "one system"),
+        (_three_systems(shared=False), "the systems share 0 task(s)"),
+    ],
+)
 def test_auto_falls_back_to_hierarchical(data, expected):
     model, reason = choose_model(data)
     assert model == "hierarchical" and expected in reason
 
 
-@pytest.mark.parametrize("sampler, model", [("grid", "hierarchical"),
-                                            ("conjugate", "beta_binomial")])
+@pytest.mark.parametrize(
+    "sampler, model", [("grid", "hierarchical"), ("conjugate", "beta_binomial")]
+)
 def test_a_sampler_only_one_model_has_decides_it(sampler, model):
     assert choose_model(_three_systems(), sampler)[0] == model
 
@@ -52,8 +60,10 @@ def test_fit_records_the_choice():
     assert "grid" in attrs["model_choice"]
     assert attrs["inference_library"] == "bayeval" and attrs["created_at"]
     cmp = res.compare("B", "A", estimand="tasks")
-    assert cmp.attrs["paired"].startswith("no: the hierarchical model") \
+    assert (
+        cmp.attrs["paired"].startswith("no: the hierarchical model")
         and "unpaired" in cmp.attrs["paired"]
+    )
 
 
 def test_gate_and_analyze_fit_only_the_compared_systems(monkeypatch, tmp_path):
@@ -71,17 +81,53 @@ def test_gate_and_analyze_fit_only_the_compared_systems(monkeypatch, tmp_path):
 
     monkeypatch.setattr(be, "fit", spy)
     runner = CliRunner()
-    result = runner.invoke(cli.main, ["gate", str(path), "--cluster", "cluster", "--compare",
-                                      systems[1], systems[3], "--margin", "0.02", "--draws",
-                                      "100", "--chains", "1", "--n-boot", "200"])
+    result = runner.invoke(
+        cli.main,
+        [
+            "gate",
+            str(path),
+            "--cluster",
+            "cluster",
+            "--compare",
+            systems[1],
+            systems[3],
+            "--margin",
+            "0.02",
+            "--draws",
+            "100",
+            "--chains",
+            "1",
+            "--n-boot",
+            "200",
+        ],
+    )
     assert result.exit_code in (0, 1, 3), result.output
     assert seen[-1] == ([systems[1], systems[3]], "auto")
-    assert ("fitting logit_normal (paired, collapsed form) to 2 system(s) x 500 task(s)"
-            in result.output)
-    result = runner.invoke(cli.main, ["analyze", str(path), "--cluster", "cluster",
-                                      "--compare", systems[2], systems[0], "--compare",
-                                      systems[4], systems[0], "--draws", "100", "--chains",
-                                      "1", "--n-boot", "200"])
+    assert (
+        "fitting logit_normal (paired, collapsed form) to 2 system(s) x 500 task(s)"
+        in result.output
+    )
+    result = runner.invoke(
+        cli.main,
+        [
+            "analyze",
+            str(path),
+            "--cluster",
+            "cluster",
+            "--compare",
+            systems[2],
+            systems[0],
+            "--compare",
+            systems[4],
+            systems[0],
+            "--draws",
+            "100",
+            "--chains",
+            "1",
+            "--n-boot",
+            "200",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert seen[-1] == ([systems[0], systems[2], systems[4]], "auto")
 
@@ -106,11 +152,16 @@ def _unequal_valid_tasks():
         for j, value in enumerate(values):
             for trial in range(3):
                 no_verdict = (system == "A" and j == 5) or (system == "B" and j == 0)
-                rows.append({"system": system, "task": f"t{j}", "trial": trial,
-                             "success": None if no_verdict else value,
-                             "status": "no_verdict" if no_verdict else "ok"})
-    return be.from_frame(pd.DataFrame(rows), trial="trial", status="status",
-                         missing="exclude")
+                rows.append(
+                    {
+                        "system": system,
+                        "task": f"t{j}",
+                        "trial": trial,
+                        "success": None if no_verdict else value,
+                        "status": "no_verdict" if no_verdict else "ok",
+                    }
+                )
+    return be.from_frame(pd.DataFrame(rows), trial="trial", status="status", missing="exclude")
 
 
 @pytest.mark.parametrize("model", ["hierarchical", "beta_binomial"])
@@ -138,8 +189,10 @@ def test_report_card_says_where_its_comparisons_come_from():
     pair = be.fit(data.sel(system=["A", "B"]), sampler="grid", draws=100, chains=1, seed=1)
     report = report_data(table, comparisons=[("B", "A")], n_boot=200, compare_results=pair)
     text = build_report(table, fmt="markdown", plots=False, data=report)
-    assert "The comparisons come from the paired `hierarchical` model fitted to the compared " \
+    assert (
+        "The comparisons come from the paired `hierarchical` model fitted to the compared "
         "systems (A, B; sampler `grid`)" in text
+    )
 
 
 def test_k_beyond_the_trials_is_refused_before_any_fit(monkeypatch, tmp_path):
@@ -150,27 +203,40 @@ def test_k_beyond_the_trials_is_refused_before_any_fit(monkeypatch, tmp_path):
     called = []
     monkeypatch.setattr(be, "fit", lambda *a, **k: called.append(1))
     spec = be.datasets.DATASETS["livecodebench"]["columns"]
-    result = CliRunner().invoke(cli.main, ["analyze", str(path), "--successes",
-                                           spec["successes"], "--trials", spec["trials"],
-                                           "--k", "1,10"])
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            "analyze",
+            str(path),
+            "--successes",
+            spec["successes"],
+            "--trials",
+            spec["trials"],
+            "--k",
+            "1,10",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert "k=10 needs at least 10 valid trials" in result.output and not called
 
 
-@pytest.mark.parametrize("error, code", [(ValueError("bad column"), 2),
-                                         (EOFError("truncated"), 4),
-                                         (RuntimeError("fell over"), 4)])
+@pytest.mark.parametrize(
+    "error, code",
+    [(ValueError("bad column"), 2), (EOFError("truncated"), 4), (RuntimeError("fell over"), 4)],
+)
 @pytest.mark.parametrize("flag", [[], ["--traceback"]])
 def test_errors_keep_their_exit_codes_with_traceback(monkeypatch, tmp_path, error, code, flag):
     def boom(*args, **kwargs):
         raise error
 
     path = tmp_path / "t.csv"
-    pd.DataFrame({"system": ["A", "A", "B", "B"], "task": ["x", "y", "x", "y"],
-                  "success": [1, 0, 1, 1]}).to_csv(path, index=False)
+    pd.DataFrame(
+        {"system": ["A", "A", "B", "B"], "task": ["x", "y", "x", "y"], "success": [1, 0, 1, 1]}
+    ).to_csv(path, index=False)
     monkeypatch.setattr(be, "fit", boom)
-    result = CliRunner().invoke(cli.main, [*flag, "gate", str(path), "--compare", "B", "A",
-                                           "--margin", "0.02"])
+    result = CliRunner().invoke(
+        cli.main, [*flag, "gate", str(path), "--compare", "B", "A", "--margin", "0.02"]
+    )
     assert result.exit_code == code, result.output
     assert ("Traceback" in result.output) == bool(flag)
     assert "Aborted" not in result.output
@@ -190,21 +256,33 @@ def test_crossed_bounds_of_a_paired_fit_come_from_one_joint_fit_per_bound():
         for j in range(80):
             for _ in range(2):
                 miss = rng.random() < 0.08
-                rows.append({"system": system, "task": f"t{j}", "status": "error" if miss
-                             else "ok", "success": None if miss else int(rng.random() < p[j])})
+                rows.append(
+                    {
+                        "system": system,
+                        "task": f"t{j}",
+                        "status": "error" if miss else "ok",
+                        "success": None if miss else int(rng.random() < p[j]),
+                    }
+                )
     data = be.from_frame(pd.DataFrame(rows), status="status", missing="bounds")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # small fits
         res = be.fit(data, model="logit_normal", draws=1000, tune=1000, chains=2, seed=0)
         out = res.compare("B", "A")
-        direct = be.fit(data.crossed("B", "A", "lower"), model="logit_normal", draws=1000,
-                        tune=1000, chains=2, seed=0)
+        direct = be.fit(
+            data.crossed("B", "A", "lower"),
+            model="logit_normal",
+            draws=1000,
+            tune=1000,
+            chains=2,
+            seed=0,
+        )
     assert out.attrs["crossed_bounds"] == "one joint fit per crossed bound"
     by_hand = direct.pass_at_k().sel(system="B") - direct.pass_at_k().sel(system="A")
-    np.testing.assert_array_equal(out["effect"].sel(missing_bound="lower").values,
-                                  by_hand.values)
+    np.testing.assert_array_equal(out["effect"].sel(missing_bound="lower").values, by_hand.values)
     draws = res.pass_at_k()
-    swapped = draws.sel(system="B", missing_bound="lower") - draws.sel(system="A",
-                                                                       missing_bound="upper")
+    swapped = draws.sel(system="B", missing_bound="lower") - draws.sel(
+        system="A", missing_bound="upper"
+    )
     # the ratio of the two sds was 0.81-0.87 over four seeds (0.70-0.89 with 300 draws)
     assert float(out["effect"].sel(missing_bound="lower").std()) < 0.93 * float(swapped.std())

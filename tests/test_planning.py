@@ -39,8 +39,9 @@ def test_adjust_pvalues_hand_computed():
 
 
 def _comparison(draws, margin=0.02):
-    return xr.Dataset({"effect": (("chain", "draw"), np.asarray(draws)[None])},
-                      attrs={"margin": margin})
+    return xr.Dataset(
+        {"effect": (("chain", "draw"), np.asarray(draws)[None])}, attrs={"margin": margin}
+    )
 
 
 def test_noninferiority_decisions():
@@ -60,8 +61,11 @@ def test_noninferiority_decisions():
 
 def test_noninferiority_needs_both_bounds():
     draws = np.stack([np.full(100, -0.05), np.full(100, 0.05)], axis=-1)
-    cmp = xr.Dataset({"effect": (("replicate", "missing_bound"), draws)},
-                     coords={"missing_bound": ["lower", "upper"]}, attrs={"margin": 0.01})
+    cmp = xr.Dataset(
+        {"effect": (("replicate", "missing_bound"), draws)},
+        coords={"missing_bound": ["lower", "upper"]},
+        attrs={"margin": 0.01},
+    )
     assert be.noninferiority(cmp).decision == "inconclusive"
 
 

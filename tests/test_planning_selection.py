@@ -15,12 +15,15 @@ def exact_binomial_optimism(m, episodes, p):
     return float(np.sum(1 - stats.binom.cdf(x - 1, episodes, p) ** m)) / episodes - p
 
 
-@pytest.mark.parametrize("m, expected", [
-    (1, 0.0),
-    (2, 1 / math.sqrt(math.pi)),
-    (3, 3 / (2 * math.sqrt(math.pi))),
-    (4, 6 / math.pi ** 1.5 * math.atan(math.sqrt(2))),
-])
+@pytest.mark.parametrize(
+    "m, expected",
+    [
+        (1, 0.0),
+        (2, 1 / math.sqrt(math.pi)),
+        (3, 3 / (2 * math.sqrt(math.pi))),
+        (4, 6 / math.pi**1.5 * math.atan(math.sqrt(2))),
+    ],
+)
 def test_expected_max_of_normals(m, expected):
     assert _expected_max_normal(m) == pytest.approx(expected, abs=1e-10)
 
@@ -72,15 +75,18 @@ def test_reproducible():
     assert selection_bias(4, 30, n_sim=500, seed=9) == selection_bias(4, 30, n_sim=500, seed=9)
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"m": 0}, ValueError, "m must be an integer >= 1"),
-    ({"n_tasks": 2.5}, TypeError, "n_tasks must be an integer"),
-    ({"p": 1.0}, ValueError, "strictly between 0 and 1"),
-    ({"p": [0.5, 0.6]}, ValueError, "sequence of m=3 probabilities"),
-    ({"sd_between": -1}, ValueError, "sd_between must be a non-negative number"),
-    ({"sd_task": float("inf")}, ValueError, "sd_task must be a non-negative number"),
-    ({"n_sim": 1}, ValueError, "n_sim must be an integer >= 2"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"m": 0}, ValueError, "m must be an integer >= 1"),
+        ({"n_tasks": 2.5}, TypeError, "n_tasks must be an integer"),
+        ({"p": 1.0}, ValueError, "strictly between 0 and 1"),
+        ({"p": [0.5, 0.6]}, ValueError, "sequence of m=3 probabilities"),
+        ({"sd_between": -1}, ValueError, "sd_between must be a non-negative number"),
+        ({"sd_task": float("inf")}, ValueError, "sd_task must be a non-negative number"),
+        ({"n_sim": 1}, ValueError, "n_sim must be an integer >= 2"),
+    ],
+)
 def test_bad_arguments(kwargs, error, match):
     args = {"m": 3, "n_tasks": 10, **kwargs}
     with pytest.raises(error, match=match):

@@ -20,15 +20,20 @@ import bayeval as be
 from bayeval import BayevalWarning, plots
 
 SAMPLE = ["chain", "draw"]
-COUNTS = np.array([
-    [9, 1, 10, 0, 7, 3, 5, 6],
-    [10, 2, 10, 1, 8, 3, 6, 6],
-    [3, 0, 9, 0, 2, 1, 4, 2],
-])
+COUNTS = np.array(
+    [
+        [9, 1, 10, 0, 7, 3, 5, 6],
+        [10, 2, 10, 1, 8, 3, 6, 6],
+        [3, 0, 9, 0, 2, 1, 4, 2],
+    ]
+)
 TRIALS = 10
 SYSTEMS = ["A", "B", "C"]
-TB_SYSTEMS = ["20250711_openhands_claude-4-sonnet", "20250825_swe-agent-mini_claude-4-sonnet",
-              "20250923_droid_claude-4-sonnet"]
+TB_SYSTEMS = [
+    "20250711_openhands_claude-4-sonnet",
+    "20250825_swe-agent-mini_claude-4-sonnet",
+    "20250923_droid_claude-4-sonnet",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -39,8 +44,9 @@ def close_figures():
 
 @pytest.fixture(scope="module")
 def data():
-    return be.from_counts(COUNTS, trials=TRIALS, systems=SYSTEMS,
-                          tasks=[f"t{j}" for j in range(COUNTS.shape[1])])
+    return be.from_counts(
+        COUNTS, trials=TRIALS, systems=SYSTEMS, tasks=[f"t{j}" for j in range(COUNTS.shape[1])]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +58,9 @@ def res(data):
 def moves():
     """B gains clearly on t0 and t1 and loses clearly on t4 against A."""
     counts = np.array([[0, 1, 5, 5, 10, 6], [10, 9, 5, 6, 0, 6]])
-    data = be.from_counts(counts, trials=10, systems=["A", "B"],
-                          tasks=["t0", "t1", "t2", "t3", "t4", "t5"])
+    data = be.from_counts(
+        counts, trials=10, systems=["A", "B"], tasks=["t0", "t1", "t2", "t3", "t4", "t5"]
+    )
     return be.fit(data, model="beta_binomial", draws=400, chains=2, seed=5)
 
 
@@ -108,21 +115,31 @@ def test_module_imports_matplotlib_lazily_and_explains_a_missing_install(monkeyp
 
 
 def test_import_bayeval_and_its_plots_module_leaves_matplotlib_unloaded():
-    code = ("import sys, bayeval, bayeval.plots; "
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    code = (
+        "import sys, bayeval, bayeval.plots; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'matplotlib'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
     assert out.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("call", [
-    lambda r: plots.plot_forest(r, n_boot=200),
-    lambda r: plots.plot_pass_at_k(r, k=[1, 2, 3]),
-    lambda r: plots.plot_effect(r, "B", "A"),
-    lambda r: plots.plot_task_rates(r, "B", "A"),
-    lambda r: plots.plot_ppc(r, system="A"),
-    lambda r: plots.plot_status(r),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r: plots.plot_forest(r, n_boot=200),
+        lambda r: plots.plot_pass_at_k(r, k=[1, 2, 3]),
+        lambda r: plots.plot_effect(r, "B", "A"),
+        lambda r: plots.plot_task_rates(r, "B", "A"),
+        lambda r: plots.plot_ppc(r, system="A"),
+        lambda r: plots.plot_status(r),
+    ],
+)
 def test_returns_figure_and_the_axes_drawn_on(res, call):
     fig, ax = call(res)
     assert isinstance(fig, Figure) and isinstance(ax, Axes)
@@ -130,14 +147,17 @@ def test_returns_figure_and_the_axes_drawn_on(res, call):
     assert ax.has_data()
 
 
-@pytest.mark.parametrize("call", [
-    lambda r, ax: plots.plot_forest(r, n_boot=200, ax=ax),
-    lambda r, ax: plots.plot_pass_at_k(r, k=[1, 2], ax=ax),
-    lambda r, ax: plots.plot_effect(r, "B", "A", ax=ax),
-    lambda r, ax: plots.plot_task_rates(r, "B", "A", ax=ax),
-    lambda r, ax: plots.plot_ppc(r, system="A", ax=ax),
-    lambda r, ax: plots.plot_status(r.data, ax=ax),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r, ax: plots.plot_forest(r, n_boot=200, ax=ax),
+        lambda r, ax: plots.plot_pass_at_k(r, k=[1, 2], ax=ax),
+        lambda r, ax: plots.plot_effect(r, "B", "A", ax=ax),
+        lambda r, ax: plots.plot_task_rates(r, "B", "A", ax=ax),
+        lambda r, ax: plots.plot_ppc(r, system="A", ax=ax),
+        lambda r, ax: plots.plot_status(r.data, ax=ax),
+    ],
+)
 def test_draws_into_a_given_axes(res, call):
     fig, (left, right) = plt.subplots(1, 2)
     out_fig, out_ax = call(res, right)
@@ -146,13 +166,16 @@ def test_draws_into_a_given_axes(res, call):
     assert len(fig.axes) == 2
 
 
-@pytest.mark.parametrize("call", [
-    lambda r: plots.plot_forest(r, ax="left"),
-    lambda r: plots.plot_pass_at_k(r, ax=[1]),
-    lambda r: plots.plot_effect(r, "B", "A", ax=3),
-    lambda r: plots.plot_task_rates(r, "B", "A", ax="x"),
-    lambda r: plots.plot_status(r, ax=object()),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda r: plots.plot_forest(r, ax="left"),
+        lambda r: plots.plot_pass_at_k(r, ax=[1]),
+        lambda r: plots.plot_effect(r, "B", "A", ax=3),
+        lambda r: plots.plot_task_rates(r, "B", "A", ax="x"),
+        lambda r: plots.plot_status(r, ax=object()),
+    ],
+)
 def test_rejects_an_ax_that_is_not_axes(res, call):
     with pytest.raises(TypeError, match="ax must be"):
         call(res)
@@ -258,19 +281,26 @@ def test_forest_draws_both_missing_bounds(tb_res, tb_data):
     for bound in ("lower", "upper"):
         sel = draws.sel(missing_bound=bound)
         lo, hi = eti(sel)
-        np.testing.assert_allclose(one(ax, f"posterior-mean-{bound}").get_xdata(),
-                                   sel.mean(SAMPLE).values[order])
+        np.testing.assert_allclose(
+            one(ax, f"posterior-mean-{bound}").get_xdata(), sel.mean(SAMPLE).values[order]
+        )
         seg = segments(one(ax, f"posterior-interval-{bound}"))
         np.testing.assert_allclose(seg[:, [0, 2]], np.stack([lo, hi], 1)[order])
         # lower bound: missing outcomes as failures; upper: as successes
-        c = ok if bound == "lower" else planned - (tb_data.dataset["status_counts"].sel(
-            status="ok").values - ok)
-        np.testing.assert_allclose(one(ax, f"bootstrap-estimate-{bound}").get_xdata(),
-                                   (c / planned).mean(axis=1)[order])
+        c = (
+            ok
+            if bound == "lower"
+            else planned - (tb_data.dataset["status_counts"].sel(status="ok").values - ok)
+        )
+        np.testing.assert_allclose(
+            one(ax, f"bootstrap-estimate-{bound}").get_xdata(), (c / planned).mean(axis=1)[order]
+        )
         assert one(ax, f"bootstrap-estimate-{bound}").get_marker() == (
-            "v" if bound == "lower" else "^")
-    assert (one(ax, "posterior-mean-lower").get_xdata()
-            <= one(ax, "posterior-mean-upper").get_xdata()).all()
+            "v" if bound == "lower" else "^"
+        )
+    assert (
+        one(ax, "posterior-mean-lower").get_xdata() <= one(ax, "posterior-mean-upper").get_xdata()
+    ).all()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any("missing as failures" in t for t in legend)
     assert any("missing as successes" in t for t in legend)
@@ -282,8 +312,9 @@ def test_forest_without_bootstrap_draws_both_missing_bounds(tb_res):
     order = np.argsort(draws.mean(SAMPLE).mean("missing_bound").values)
     for bound in ("lower", "upper"):
         sel = draws.sel(missing_bound=bound)
-        np.testing.assert_allclose(one(ax, f"posterior-mean-{bound}").get_xdata(),
-                                   sel.mean(SAMPLE).values[order])
+        np.testing.assert_allclose(
+            one(ax, f"posterior-mean-{bound}").get_xdata(), sel.mean(SAMPLE).values[order]
+        )
         lo, hi = eti(sel)
         seg = segments(one(ax, f"posterior-interval-{bound}"))
         np.testing.assert_allclose(seg[:, [0, 2]], np.stack([lo, hi], 1)[order])
@@ -311,8 +342,9 @@ def test_pass_at_k_curves_and_bands(res):
 
 
 def test_pass_hat_k_tasks_estimand_and_unsorted_k(res):
-    _fig, ax = plots.plot_pass_at_k(res, k=range(3, 0, -1), metric="pass^k", estimand="tasks",
-                                   systems="B")
+    _fig, ax = plots.plot_pass_at_k(
+        res, k=range(3, 0, -1), metric="pass^k", estimand="tasks", systems="B"
+    )
     draws = res.pass_hat_k(k=[1, 2, 3], estimand="tasks").sel(system="B")
     line = one(ax, "mean:B")
     np.testing.assert_array_equal(line.get_xdata(), [1, 2, 3])
@@ -340,8 +372,9 @@ def test_pass_at_k_with_missing_bounds(tb_res):
     draws = tb_res.pass_at_k(k=[1, 2, 3, 4, 5]).sel(system=TB_SYSTEMS[1])
     for bound, style in (("lower", "--"), ("upper", ":")):
         line = one(ax, f"mean:{TB_SYSTEMS[1]}:{bound}")
-        np.testing.assert_allclose(line.get_ydata(),
-                                   draws.sel(missing_bound=bound).mean(SAMPLE).values)
+        np.testing.assert_allclose(
+            line.get_ydata(), draws.sel(missing_bound=bound).mean(SAMPLE).values
+        )
         assert line.get_linestyle() == style
         assert "missing as" in line.get_label()
 
@@ -380,8 +413,9 @@ def test_effect_without_margin_has_no_margin_line(res):
     assert not [a for a in ax.get_children() if a.get_gid() == "margin"]
     draws = res.pass_hat_k(k=1, estimand="tasks")
     values = (draws.sel(system="A") - draws.sel(system="C")).values.ravel()
-    np.testing.assert_allclose(one(ax, "credible_interval").get_xdata(),
-                               np.quantile(values, [0.025, 0.975]))
+    np.testing.assert_allclose(
+        one(ax, "credible_interval").get_xdata(), np.quantile(values, [0.025, 0.975])
+    )
     assert "P(effect > 0)" in ax.get_legend().get_texts()[0].get_text()
 
 
@@ -398,12 +432,14 @@ def test_effect_with_missing_bounds_draws_the_crossed_bounds(tb_res):
     colours = set()
     for bound, effect in crossed.items():
         values = effect.values.ravel()
-        np.testing.assert_allclose(one(ax, f"credible_interval-{bound}").get_xdata(),
-                                   np.quantile(values, [0.025, 0.975]))
+        np.testing.assert_allclose(
+            one(ax, f"credible_interval-{bound}").get_xdata(), np.quantile(values, [0.025, 0.975])
+        )
         density = one(ax, f"dist-{bound}")
         colours.add(density.get_color())
         assert np.trapezoid(density.get_ydata(), density.get_xdata()) == pytest.approx(
-            1.0, abs=0.05)
+            1.0, abs=0.05
+        )
     assert len(colours) == 2
     legend = ax.get_legend().get_texts()[0].get_text()
     p = {b: (e.values > 0).mean() for b, e in crossed.items()}
@@ -434,16 +470,20 @@ def test_task_rates_sorted_with_intervals_and_moves(moves):
     assert sorted(gained) == sorted(position[t] for t in tasks[prob > 0.9])
     assert sorted(lost) == sorted(position[t] for t in tasks[prob < 0.1])
     assert {"t0", "t1"} <= set(tasks[prob > 0.9]) and "t4" in tasks[prob < 0.1]
-    assert ax.get_title().splitlines()[0].startswith(
-        f"B vs A: {(prob > 0.9).sum()} task(s) gained, {(prob < 0.1).sum()} lost")
+    assert (
+        ax.get_title()
+        .splitlines()[0]
+        .startswith(f"B vs A: {(prob > 0.9).sum()} task(s) gained, {(prob < 0.1).sum()} lost")
+    )
 
 
 def test_task_rates_with_missing_bounds(tb_res):
     cand, base = TB_SYSTEMS[2], TB_SYSTEMS[1]
     _fig, ax = plots.plot_task_rates(tb_res, cand, base, kind="tasks")
     rates = tb_res.task_rates()
-    order = np.argsort(rates.sel(system=base).mean(SAMPLE).mean("missing_bound").values,
-                       kind="stable")
+    order = np.argsort(
+        rates.sel(system=base).mean(SAMPLE).mean("missing_bound").values, kind="stable"
+    )
     for system in (cand, base):
         for bound in ("lower", "upper"):
             draws = rates.sel(system=system, missing_bound=bound)
@@ -451,10 +491,14 @@ def test_task_rates_with_missing_bounds(tb_res):
             np.testing.assert_allclose(points.get_ydata(), draws.mean(SAMPLE).values[order])
             assert points.get_marker() == ("v" if bound == "lower" else "^")
     # a gain must hold with the candidate's missing as failures and the baseline's as successes
-    gain = (rates.sel(system=cand, missing_bound="lower")
-            > rates.sel(system=base, missing_bound="upper")).mean(SAMPLE).values > 0.9
-    loss = (rates.sel(system=cand, missing_bound="upper")
-            > rates.sel(system=base, missing_bound="lower")).mean(SAMPLE).values < 0.1
+    gain = (
+        rates.sel(system=cand, missing_bound="lower")
+        > rates.sel(system=base, missing_bound="upper")
+    ).mean(SAMPLE).values > 0.9
+    loss = (
+        rates.sel(system=cand, missing_bound="upper")
+        > rates.sel(system=base, missing_bound="lower")
+    ).mean(SAMPLE).values < 0.1
     rank = np.empty(len(order), dtype=int)
     rank[order] = np.arange(len(order))
     gained = sorted(p.get_x() + p.get_width() / 2 for p in ax.patches if p.get_gid() == "gain")
@@ -464,12 +508,14 @@ def test_task_rates_with_missing_bounds(tb_res):
 
 
 def test_task_rates_leave_tasks_without_a_valid_trial_empty():
-    df = pd.DataFrame({
-        "system": ["A"] * 6 + ["B"] * 6,
-        "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
-        "success": [1, 0, 0, 1, 1, 1, 1, 1, np.nan, np.nan, 0, 1],
-        "status": ["ok"] * 8 + ["error", "error", "ok", "ok"],
-    })
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 6 + ["B"] * 6,
+            "task": ["t1", "t1", "t2", "t2", "t3", "t3"] * 2,
+            "success": [1, 0, 0, 1, 1, 1, 1, 1, np.nan, np.nan, 0, 1],
+            "status": ["ok"] * 8 + ["error", "error", "ok", "ok"],
+        }
+    )
     data = be.from_frame(df, status="status", missing="exclude")
     res = be.fit(data, model="beta_binomial", draws=100, chains=2, seed=0)
     _fig, ax = plots.plot_task_rates(res, "B", "A")
@@ -524,12 +570,16 @@ def test_ppc_axes_given_and_single_system(res):
 def test_ppc_with_missing_bounds(tb_res, tb_data):
     _fig, ax = plots.plot_ppc(tb_res, system=TB_SYSTEMS[1])
     ok = tb_data.ok_successes().sel(system=TB_SYSTEMS[1]).values
-    missing = (tb_data.dataset["trials"] - tb_data.dataset["status_counts"].sel(status="ok")
-               ).sel(system=TB_SYSTEMS[1]).values
+    missing = (
+        (tb_data.dataset["trials"] - tb_data.dataset["status_counts"].sel(status="ok"))
+        .sel(system=TB_SYSTEMS[1])
+        .values
+    )
     for bound, counts in (("lower", ok), ("upper", ok + missing)):
         bars = [p for p in ax.patches if p.get_gid() == f"observed:{TB_SYSTEMS[1]}:{bound}"]
-        np.testing.assert_array_equal([p.get_height() for p in bars],
-                                      np.bincount(counts, minlength=6))
+        np.testing.assert_array_equal(
+            [p.get_height() for p in bars], np.bincount(counts, minlength=6)
+        )
         assert all((p.get_hatch() == "//") == (bound == "upper") for p in bars)
     assert "lower: always/never solved" in ax.get_title()
     assert "upper: always/never solved" in ax.get_title()
@@ -542,12 +592,14 @@ def test_ppc_needs_a_population_model(moves):
 
 # -- statuses ----------------------------------------------------------------------------------
 def test_status_bars_and_coverage():
-    df = pd.DataFrame({
-        "system": ["A"] * 6 + ["B"] * 5,
-        "task": ["t1", "t1", "t1", "t2", "t2", "t3", "t1", "t1", "t1", "t2", "t2"],
-        "success": [1, 0, 1, 0, np.nan, 1, 1, 1, 1, np.nan, 0],
-        "status": ["ok", "ok", "ok", "ok", "timeout", "ok", "ok", "ok", "ok", "error", "ok"],
-    })
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 6 + ["B"] * 5,
+            "task": ["t1", "t1", "t1", "t2", "t2", "t3", "t1", "t1", "t1", "t2", "t2"],
+            "success": [1, 0, 1, 0, np.nan, 1, 1, 1, 1, np.nan, 0],
+            "status": ["ok", "ok", "ok", "ok", "timeout", "ok", "ok", "ok", "ok", "error", "ok"],
+        }
+    )
     data = be.from_frame(df, status="status", missing="exclude")
     _fig, ax = plots.plot_status(data)
     # B never ran t3: one planned attempt (t3's usual count) is not_run
@@ -580,8 +632,10 @@ def test_status_of_results_and_of_real_data(tb_res, tb_data):
         else:
             np.testing.assert_array_equal(widths, counts[status].reindex(TB_SYSTEMS).values)
     raw = be.datasets.frame("terminal_bench")
-    assert (counts.sum(axis=1) == raw[raw["system"].isin(TB_SYSTEMS)].groupby(
-        "system").size().reindex(TB_SYSTEMS)).all()
+    assert (
+        counts.sum(axis=1)
+        == raw[raw["system"].isin(TB_SYSTEMS)].groupby("system").size().reindex(TB_SYSTEMS)
+    ).all()
 
 
 # -- nothing is mutated ------------------------------------------------------------------------

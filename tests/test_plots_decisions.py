@@ -20,8 +20,7 @@ def _texts_inside(fig):
         if not text.get_visible() or not text.get_text():
             continue
         ext = text.get_window_extent(renderer)
-        if ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1 or \
-                ext.y1 > box.y1 + 1:
+        if ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1 or ext.y1 > box.y1 + 1:
             outside.append(text.get_text())
     return outside
 
@@ -34,8 +33,7 @@ def many(request):
     counts = rng.binomial(10, np.clip(rates[:, None] + rng.normal(0, 0.1, (S, 30)), 0, 1))
     names = [f"2025{s:04d}_harness-v1.2_model-family-{s}-instruct-long-name" for s in range(S)]
     data = be.from_counts(counts.tolist(), trials=10, systems=names)
-    return data, be.fit(data, model="hierarchical", sampler="grid", draws=200, chains=2,
-                        seed=0)
+    return data, be.fit(data, model="hierarchical", sampler="grid", draws=200, chains=2, seed=0)
 
 
 def test_rank_plot_and_matrix_keep_their_text_inside_the_figure(many):

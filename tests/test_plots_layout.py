@@ -29,8 +29,11 @@ def close_figures():
 
 
 def long_names(n):
-    return [f"2025{s % 12 + 1:02d}{s % 28 + 1:02d}_harness-v1.{s % 3}.0_model-family-{s}-"
-            "instruct-long-name" for s in range(n)]
+    return [
+        f"2025{s % 12 + 1:02d}{s % 28 + 1:02d}_harness-v1.{s % 3}.0_model-family-{s}-"
+        "instruct-long-name"
+        for s in range(n)
+    ]
 
 
 @pytest.fixture(scope="module", params=SIZES)
@@ -41,16 +44,14 @@ def fitted(request):
     rates = np.linspace(0.15, 0.85, S)
     p = np.clip(rates[:, None] + rng.normal(0, 0.15, (S, 30)), 0.01, 0.99)
     data = be.from_counts(rng.binomial(4, p).tolist(), trials=4, systems=long_names(S))
-    return data, be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2,
-                        seed=0)
+    return data, be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2, seed=0)
 
 
 @pytest.fixture(scope="module")
 def bounds_fit():
     """Terminal-Bench (13 systems, 80 tasks x 5 trials) under missing="bounds"."""
     data = be.datasets.load("terminal_bench", missing="bounds")
-    return data, be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2,
-                        seed=1)
+    return data, be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2, seed=1)
 
 
 def texts(fig):
@@ -66,8 +67,9 @@ def outside(fig):
     box = fig.bbox
 
     def out_of(ext):
-        return (ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1
-                or ext.y1 > box.y1 + 1)
+        return (
+            ext.x0 < box.x0 - 1 or ext.x1 > box.x1 + 1 or ext.y0 < box.y0 - 1 or ext.y1 > box.y1 + 1
+        )
 
     out, ticks = [], set()
     for ax in fig.axes:
@@ -162,7 +164,7 @@ def test_palette_gives_distinct_colours(n):
     colors = plots.palette(n)
     assert len(colors) == n
     assert min_distance(colors) > MIN_RGB_DISTANCE
-    assert colors[:min(n, 10)] == plots.palette(10)[:min(n, 10)]  # tab10 first, always
+    assert colors[: min(n, 10)] == plots.palette(10)[: min(n, 10)]  # tab10 first, always
 
 
 def test_pass_at_k_gives_each_system_its_own_colour(fitted):
@@ -197,8 +199,9 @@ def test_extrapolation_follows_each_systems_own_trials():
 
 # -- PPC with one trial per task ---------------------------------------------------------------
 def test_ppc_with_one_trial_per_task_shows_the_solved_share_not_nan():
-    counts = np.array([[1, 0, 1, 1, 0, 1, 1, 0] * 4, [0, 0, 1, 0, 0, 1, 0, 0] * 4,
-                       [1, 1, 1, 1, 0, 1, 1, 1] * 4])
+    counts = np.array(
+        [[1, 0, 1, 1, 0, 1, 1, 0] * 4, [0, 0, 1, 0, 0, 1, 0, 0] * 4, [1, 1, 1, 1, 0, 1, 1, 1] * 4]
+    )
     data = be.from_counts(counts, trials=1, systems=["A", "B", "C"])
     with pytest.warns(be.BayevalWarning, match="one trial per task"):
         res = be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2, seed=0)
@@ -213,8 +216,9 @@ def test_ppc_with_one_trial_per_task_shows_the_solved_share_not_nan():
 def counted(title):
     flat = " ".join(title.split())
     gained, lost = re.search(r"(\d+) task\(s\) gained, (\d+) lost", flat).groups()
-    higher, lower = re.search(r"raw success rates: (\d+) task\(s\) higher, (\d+) lower",
-                              flat).groups()
+    higher, lower = re.search(
+        r"raw success rates: (\d+) task\(s\) higher, (\d+) lower", flat
+    ).groups()
     return int(gained), int(lost), int(higher), int(lower)
 
 
@@ -256,8 +260,11 @@ def test_gained_and_lost_under_bounds_take_the_crossed_bounds(bounds_fit):
     lost = int(((c_up < b_lo).mean(SAMPLE) > 0.9).sum())
     succ = data.dataset["successes"]
     n = data.dataset["trials"]
-    r = {(sys, b): (succ.sel(system=sys, missing_bound=b) / n.sel(system=sys)).values
-         for sys in (cand, base) for b in ("lower", "upper")}
+    r = {
+        (sys, b): (succ.sel(system=sys, missing_bound=b) / n.sel(system=sys)).values
+        for sys in (cand, base)
+        for b in ("lower", "upper")
+    }
     higher = int((r[cand, "lower"] > r[base, "upper"]).sum())
     lower = int((r[cand, "upper"] < r[base, "lower"]).sum())
     assert counted(ax.get_title()) == (gained, lost, higher, lower)
@@ -282,8 +289,9 @@ def test_task_rates_beyond_sixty_tasks_draw_the_sorted_differences(few_trials):
 def test_task_rates_with_long_task_ids_keep_their_axes_readable():
     rng = np.random.default_rng(3)
     tasks = [f"blind-maze-explorer-algorithm-variant-{j}.hard" for j in range(40)]
-    data = be.from_counts(rng.binomial(5, 0.5, (2, 40)).tolist(), trials=5, tasks=tasks,
-                          systems=["A", "B"])
+    data = be.from_counts(
+        rng.binomial(5, 0.5, (2, 40)).tolist(), trials=5, tasks=tasks, systems=["A", "B"]
+    )
     res = be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2, seed=0)
     fig, ax = plots.plot_task_rates(res, "B", "A")
     assert outside(fig) == []

@@ -26,8 +26,9 @@ def reference_rank_sets(V, S, n_boot, seed, ci_prob, kind):
     patterns, mult = np.unique(rows, axis=0, return_counts=True)
     rng = np.random.default_rng(seed)
     counts = rng.multinomial(n_unit, mult / n_unit, size=n_boot)
-    est = [sum(V[u, s] for u in range(n_unit)) / sum(S[u, s] for u in range(n_unit))
-           for s in range(p)]
+    est = [
+        sum(V[u, s] for u in range(n_unit)) / sum(S[u, s] for u in range(n_unit)) for s in range(p)
+    ]
     reps = np.zeros((n_boot, p))
     for b in range(n_boot):
         for s in range(p):
@@ -114,8 +115,10 @@ def test_pairwise_tests_and_intervals(tiny):
     np.testing.assert_allclose(diff[off], (est[:, None] - est[None, :])[off])
     np.testing.assert_allclose(t[off], diff[off] / se[off])
     np.testing.assert_array_equal(out["reject"].values, off & (np.abs(np.nan_to_num(t)) > c))
-    lo, hi = out["diff_interval"].sel(ci_bound="lower").values, \
-        out["diff_interval"].sel(ci_bound="upper").values
+    lo, hi = (
+        out["diff_interval"].sel(ci_bound="lower").values,
+        out["diff_interval"].sel(ci_bound="upper").values,
+    )
     np.testing.assert_allclose(lo[off], diff[off] - c * se[off])
     np.testing.assert_allclose(hi[off], diff[off] + c * se[off])
     # Wald p-values from scipy, Holm over the unordered pairs from statsmodels
@@ -136,14 +139,22 @@ def test_dims_and_attrs(tiny):
     assert out["rank_lower"].dims == ("system",)
     assert out["diff"].dims == ("candidate", "baseline")
     assert out["diff_interval"].dims == ("candidate", "baseline", "ci_bound")
-    for key, value in {"ci_prob": 0.95, "unit": "task", "n_boot": 200, "kind": "simultaneous",
-                       "estimand": "population", "seed": 0, "n_tasks": 14}.items():
+    for key, value in {
+        "ci_prob": 0.95,
+        "unit": "task",
+        "n_boot": 200,
+        "kind": "simultaneous",
+        "estimand": "population",
+        "seed": 0,
+        "n_tasks": 14,
+    }.items():
         assert out.attrs[key] == value
     totals = pd.Series(tiny.dataset["successes"].sum("task").values)
     expected = totals.rank(method="min", ascending=False).astype(int).tolist()  # ties: best
     assert out["rank_observed"].values.tolist() == expected
-    assert ((out["rank_lower"] <= out["rank_observed"])
-            & (out["rank_observed"] <= out["rank_upper"])).all()
+    assert (
+        (out["rank_lower"] <= out["rank_observed"]) & (out["rank_observed"] <= out["rank_upper"])
+    ).all()
 
 
 def test_marginal_sets_within_simultaneous(swebench):
@@ -184,18 +195,21 @@ def test_swebench_close_pair_shares_a_rank(swebench):
     assert len(top) == 2
     out = rank_sets(swebench, n_boot=4000, seed=0)
     a, b = (out.sel(system=s) for s in top)
-    assert max(int(a["rank_lower"]), int(b["rank_lower"])) <= \
-        min(int(a["rank_upper"]), int(b["rank_upper"]))
+    assert max(int(a["rank_lower"]), int(b["rank_lower"])) <= min(
+        int(a["rank_upper"]), int(b["rank_upper"])
+    )
     assert not bool(out["reject"].sel(candidate=top[0], baseline=top[1]))
     np.testing.assert_allclose(sorted(out["estimate"].sel(system=top).values), [0.742, 0.744])
 
 
 def test_exclude_uses_shared_tasks_only():
-    df = pd.DataFrame({
-        "system": ["A"] * 6 + ["B"] * 6 + ["C"] * 6,
-        "task": list(range(6)) * 3,
-        "success": [1, 0, 1, 1, 0, 1, 1, 1, 1, 1, np.nan, 1, 0, 0, 1, 0, 0, 0],
-    })
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 6 + ["B"] * 6 + ["C"] * 6,
+            "task": list(range(6)) * 3,
+            "success": [1, 0, 1, 1, 0, 1, 1, 1, 1, 1, np.nan, 1, 0, 0, 1, 0, 0, 0],
+        }
+    )
     data = be.from_frame(df, missing="exclude")
     out = rank_sets(data, n_boot=300, seed=4)
     assert out.attrs["n_unshared_tasks"] == 1 and out.attrs["n_tasks"] == 5
@@ -210,15 +224,18 @@ def test_does_not_mutate(tiny):
     assert tiny.dataset.identical(before)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"kind": "joint"}, "kind must be one of"),
-    ({"k": [1, 2]}, "k must be one positive integer"),
-    ({"k": 0}, "k must be one positive integer"),
-    ({"unit": "system"}, "unit must be one of"),
-    ({"ci_prob": 1.5}, "ci_prob must be strictly between"),
-    ({"n_boot": 1}, "n_boot must be an integer >= 2"),
-    ({"metric": "acc"}, "metric must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"kind": "joint"}, "kind must be one of"),
+        ({"k": [1, 2]}, "k must be one positive integer"),
+        ({"k": 0}, "k must be one positive integer"),
+        ({"unit": "system"}, "unit must be one of"),
+        ({"ci_prob": 1.5}, "ci_prob must be strictly between"),
+        ({"n_boot": 1}, "n_boot must be an integer >= 2"),
+        ({"metric": "acc"}, "metric must be one of"),
+    ],
+)
 def test_bad_arguments(tiny, kwargs, match):
     with pytest.raises(ValueError, match=match):
         rank_sets(tiny, **kwargs)
@@ -227,8 +244,9 @@ def test_bad_arguments(tiny, kwargs, match):
 def test_bad_data():
     with pytest.raises(ValueError, match="at least two systems"):
         rank_sets(be.from_counts([1, 0, 1], trials=1), n_boot=10)
-    df = pd.DataFrame({"system": ["A", "A", "B", "B"], "task": [0, 1, 0, 1],
-                       "success": [1, np.nan, 0, 1]})
+    df = pd.DataFrame(
+        {"system": ["A", "A", "B", "B"], "task": [0, 1, 0, 1], "success": [1, np.nan, 0, 1]}
+    )
     with pytest.raises(ValueError, match="missing='bounds'"):
         rank_sets(be.from_frame(df, missing="bounds"), n_boot=10)
     with pytest.raises(TypeError, match="data must be an EvalData"):

@@ -15,8 +15,10 @@ from bayeval import BayevalWarning
 def three():
     rng = np.random.default_rng(1)
     rates = {"A": 0.2, "B": 0.8, "C": 0.81}
-    c = [rng.binomial(10, np.clip(stats.beta(8 * r, 8 * (1 - r)).rvs(40, random_state=rng),
-                                  0, 1)) for r in rates.values()]
+    c = [
+        rng.binomial(10, np.clip(stats.beta(8 * r, 8 * (1 - r)).rvs(40, random_state=rng), 0, 1))
+        for r in rates.values()
+    ]
     data = be.from_counts(c, trials=10, systems=list(rates))
     return be.fit(data, model="hierarchical", draws=1000, chains=2, seed=0)
 
@@ -25,8 +27,7 @@ def test_rank_draws_match_scipy_rankdata(three):
     out = three.ranks(top=2)
     values = three.pass_at_k().transpose("chain", "draw", "system").values
     expected = stats.rankdata(-values, axis=-1, method="min")
-    np.testing.assert_array_equal(out["rank"].transpose("chain", "draw", "system").values,
-                                  expected)
+    np.testing.assert_array_equal(out["rank"].transpose("chain", "draw", "system").values, expected)
     assert float(out["prob_best"].sum()) == pytest.approx(1.0)
     assert float(out["prob_best"].sel(system="A")) == 0.0
     assert float(out["prob_top"].sel(system="A")) < 0.01
@@ -59,8 +60,9 @@ def test_compare_all_equals_each_compare(three, estimand):
             assert float(cell["effect_mean"]) == pytest.approx(float(one["effect_mean"]))
             assert float(cell["prob_above_margin"]) == float(one["prob_above_margin"])
             np.testing.assert_allclose(cell["effect_interval"], one["effect_interval"])
-    total = out["prob_positive"] + out["prob_positive"].rename(candidate="baseline",
-                                                               baseline="candidate")
+    total = out["prob_positive"] + out["prob_positive"].rename(
+        candidate="baseline", baseline="candidate"
+    )
     off = ~np.eye(3, dtype=bool)
     np.testing.assert_allclose(total.transpose("candidate", "baseline").values[off], 1.0)
 
@@ -87,11 +89,18 @@ def test_compare_all_over_these_tasks_keeps_each_pairs_shared_tasks():
     tasks fewer) are compared on the tasks valid for both, as compare does; the others read
     their effect off the fit's draws."""
     rng = np.random.default_rng(0)
-    rows = [{"system": s, "task": f"t{t}", "trial": k,
-             "status": "timeout" if s == "C" and t < 3 else "ok",
-             "success": np.nan if s == "C" and t < 3 else float(rng.random() < p)}
-            for s, p in (("A", 0.3), ("B", 0.6), ("C", 0.65)) for t in range(12)
-            for k in range(4)]
+    rows = [
+        {
+            "system": s,
+            "task": f"t{t}",
+            "trial": k,
+            "status": "timeout" if s == "C" and t < 3 else "ok",
+            "success": np.nan if s == "C" and t < 3 else float(rng.random() < p),
+        }
+        for s, p in (("A", 0.3), ("B", 0.6), ("C", 0.65))
+        for t in range(12)
+        for k in range(4)
+    ]
     data = be.from_frame(pd.DataFrame(rows), trial="trial", status="status", missing="exclude")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # few tasks

@@ -23,8 +23,9 @@ FIXTURES = Path(__file__).parent / "fixtures" / "readers"
 SWE_ALPHA = FIXTURES / "swebench" / "agent-alpha.run-2025-01.json"
 SWE_BETA = FIXTURES / "swebench" / "agent-beta" / "results" / "results.json"
 HUMANEVAL = FIXTURES / "humaneval" / "codegen-350M-mono.jsonl_results.jsonl"
-EVALPLUS = FIXTURES / "humaneval" / "evalplus" / "deepseek-coder-1.3b_vllm_temp_0.8" / \
-    "eval_results.json"
+EVALPLUS = (
+    FIXTURES / "humaneval" / "evalplus" / "deepseek-coder-1.3b_vllm_temp_0.8" / "eval_results.json"
+)
 LM_EVAL = FIXTURES / "lm_eval"
 TABLE = FIXTURES / "table"
 
@@ -47,17 +48,34 @@ def statuses(data: be.EvalData) -> dict:
 #       error 13230; empty patch 20590.
 #   beta (multi-SWE-bench results.json, "resolved" without _ids): resolved 11099 11133;
 #       unresolved 12907 14995 13142 20590; empty patch 5221; incomplete 13230.
-ALPHA = {"astropy__astropy-12907": 1, "astropy__astropy-14995": 0, "django__django-11099": 1,
-         "django__django-11133": 0, "pytest-dev__pytest-5221": 1,
-         "scikit-learn__scikit-learn-13142": 1, "sympy__sympy-20590": 0}
-BETA = {"astropy__astropy-12907": 0, "astropy__astropy-14995": 0, "django__django-11099": 1,
-        "django__django-11133": 1, "pytest-dev__pytest-5221": 0,
-        "scikit-learn__scikit-learn-13142": 0, "sympy__sympy-20590": 0}
-REPOS = {"astropy__astropy-12907": "astropy/astropy", "astropy__astropy-14995": "astropy/astropy",
-         "django__django-11099": "django/django", "django__django-11133": "django/django",
-         "django__django-13230": "django/django", "pytest-dev__pytest-5221": "pytest-dev/pytest",
-         "scikit-learn__scikit-learn-13142": "scikit-learn/scikit-learn",
-         "sympy__sympy-20590": "sympy/sympy"}
+ALPHA = {
+    "astropy__astropy-12907": 1,
+    "astropy__astropy-14995": 0,
+    "django__django-11099": 1,
+    "django__django-11133": 0,
+    "pytest-dev__pytest-5221": 1,
+    "scikit-learn__scikit-learn-13142": 1,
+    "sympy__sympy-20590": 0,
+}
+BETA = {
+    "astropy__astropy-12907": 0,
+    "astropy__astropy-14995": 0,
+    "django__django-11099": 1,
+    "django__django-11133": 1,
+    "pytest-dev__pytest-5221": 0,
+    "scikit-learn__scikit-learn-13142": 0,
+    "sympy__sympy-20590": 0,
+}
+REPOS = {
+    "astropy__astropy-12907": "astropy/astropy",
+    "astropy__astropy-14995": "astropy/astropy",
+    "django__django-11099": "django/django",
+    "django__django-11133": "django/django",
+    "django__django-13230": "django/django",
+    "pytest-dev__pytest-5221": "pytest-dev/pytest",
+    "scikit-learn__scikit-learn-13142": "scikit-learn/scikit-learn",
+    "sympy__sympy-20590": "sympy/sympy",
+}
 
 
 def test_swebench_reports_counts_statuses_and_repository_clusters():
@@ -69,8 +87,10 @@ def test_swebench_reports_counts_statuses_and_repository_clusters():
     for system, truth in (("agent-alpha.run-2025-01", ALPHA), ("agent-beta", BETA)):
         assert {t: got[(system, t)] for t in truth} == truth
         assert got[(system, "django__django-13230")] == 0  # error / not run: no success
-    assert statuses(data) == {"agent-alpha.run-2025-01": {"ok": 7, "error": 1},
-                              "agent-beta": {"ok": 7, "not_run": 1}}
+    assert statuses(data) == {
+        "agent-alpha.run-2025-01": {"ok": 7, "error": 1},
+        "agent-beta": {"ok": 7, "not_run": 1},
+    }
     assert dict(zip(data.tasks, data.dataset["cluster"].values, strict=True)) == REPOS
     assert int(data.dataset["trials"].sum()) == 16  # fail: every planned attempt counts
 
@@ -81,11 +101,14 @@ def test_swebench_empty_patch_is_a_failure_unless_mapped():
     assert statuses(plain) == {"alpha": {"ok": 7, "error": 1}}
     assert cells(plain, "trials")[("alpha", "sympy__sympy-20590")] == 1  # empty patch: a 0
     status_map = {"empty_patch": "invalid"}
-    mapped = br.read_swebench({"alpha": SWE_ALPHA, "beta": SWE_BETA}, missing="exclude",
-                              status_map=status_map)
+    mapped = br.read_swebench(
+        {"alpha": SWE_ALPHA, "beta": SWE_BETA}, missing="exclude", status_map=status_map
+    )
     assert status_map == {"empty_patch": "invalid"}  # caller's mapping untouched
-    assert statuses(mapped) == {"alpha": {"ok": 6, "invalid": 1, "error": 1},
-                                "beta": {"ok": 6, "invalid": 1, "not_run": 1}}
+    assert statuses(mapped) == {
+        "alpha": {"ok": 6, "invalid": 1, "error": 1},
+        "beta": {"ok": 6, "invalid": 1, "not_run": 1},
+    }
     trials = cells(mapped, "trials")
     assert trials[("alpha", "sympy__sympy-20590")] == 0
     assert trials[("beta", "pytest-dev__pytest-5221")] == 0
@@ -115,9 +138,12 @@ def test_swebench_needs_a_policy_and_checks_its_input(tmp_path):
 
 
 def test_swebench_completed_without_verdict_and_submitted_only(tmp_path):
-    report = {"resolved_ids": ["a__b-1"], "unresolved_ids": ["a__b-2"],
-              "completed_ids": ["a__b-1", "a__b-2", "a__b-3"],
-              "submitted_ids": ["a__b-1", "a__b-2", "a__b-3", "x__y-9"]}
+    report = {
+        "resolved_ids": ["a__b-1"],
+        "unresolved_ids": ["a__b-2"],
+        "completed_ids": ["a__b-1", "a__b-2", "a__b-3"],
+        "submitted_ids": ["a__b-1", "a__b-2", "a__b-3", "x__y-9"],
+    }
     path = tmp_path / "run.json"
     path.write_text(json.dumps(report))
     data = br.read_swebench(path, missing="bounds")
@@ -129,13 +155,14 @@ def test_swebench_completed_without_verdict_and_submitted_only(tmp_path):
 
 
 def test_swebench_per_instance_reports(tmp_path):
-    report = {"a__b-1": {"patch_is_None": False, "patch_exists": True, "resolved": True},
-              "a__b-2": {"patch_is_None": False, "patch_exists": True, "resolved": False},
-              "a__c-3": {"patch_is_None": True, "patch_exists": False, "resolved": False}}
+    report = {
+        "a__b-1": {"patch_is_None": False, "patch_exists": True, "resolved": True},
+        "a__b-2": {"patch_is_None": False, "patch_exists": True, "resolved": False},
+        "a__c-3": {"patch_is_None": True, "patch_exists": False, "resolved": False},
+    }
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report))
-    data = br.read_swebench(path, system="s", status_map={"empty_patch": "invalid"},
-                            missing="fail")
+    data = br.read_swebench(path, system="s", status_map={"empty_patch": "invalid"}, missing="fail")
     assert cells(data) == {("s", "a__b-1"): 1, ("s", "a__b-2"): 0, ("s", "a__c-3"): 0}
     assert statuses(data) == {"s": {"ok": 2, "invalid": 1}}
 
@@ -180,16 +207,28 @@ def test_evalplus_base_and_plus_suites():
 def test_humaneval_bad_input(tmp_path):
     unevaluated = tmp_path / "samples.jsonl"
     unevaluated.write_text('{"task_id": "HumanEval/0", "completion": "pass"}\n')
-    with pytest.raises(ValueError, match=r"samples\.jsonl.*neither 'passed' nor 'result'.*"
-                                         r"line 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"samples\.jsonl.*neither 'passed' nor 'result'.*"
+        r"line 1",
+    ):
         br.read_humaneval(unevaluated)
     no_task = tmp_path / "x.jsonl"
     no_task.write_text('{"task_id": "HumanEval/0", "passed": true}\n{"passed": false}\n')
     with pytest.raises(ValueError, match=r"x\.jsonl.*no 'task_id' on line 2"):
         br.read_humaneval(no_task)
     base_only = tmp_path / "eval_results.json"
-    base_only.write_text(json.dumps({"eval": {"HumanEval/0": [
-        {"task_id": "HumanEval/0", "base_status": "pass", "plus_status": None}]}}))
+    base_only.write_text(
+        json.dumps(
+            {
+                "eval": {
+                    "HumanEval/0": [
+                        {"task_id": "HumanEval/0", "base_status": "pass", "plus_status": None}
+                    ]
+                }
+            }
+        )
+    )
     assert br.read_humaneval(base_only).dataset["successes"].values.tolist() == [[1]]
     with pytest.raises(ValueError, match=r"no plus_status.*suite='base'"):
         br.read_humaneval(base_only, suite="plus")
@@ -204,16 +243,25 @@ GSM = [f"gsm8k/{i}" for i in range(3)]
 
 
 def test_lm_eval_samples_metric_filter_and_task_clusters():
-    data = br.read_lm_eval(LM_EVAL, metric={"arc_easy": "acc", "gsm8k": "exact_match"},
-                           filter={"gsm8k": "strict-match"})
+    data = br.read_lm_eval(
+        LM_EVAL,
+        metric={"arc_easy": "acc", "gsm8k": "exact_match"},
+        filter={"gsm8k": "strict-match"},
+    )
     assert data.systems == ["EleutherAI__pythia-160m", "EleutherAI__pythia-410m"]
     assert list(data.tasks) == ARC + GSM
-    assert data.dataset["successes"].values.tolist() == [[1, 0, 0, 1, 0, 1, 0],
-                                                         [1, 1, 0, 1, 1, 1, 0]]
+    assert data.dataset["successes"].values.tolist() == [
+        [1, 0, 0, 1, 0, 1, 0],
+        [1, 1, 0, 1, 1, 1, 0],
+    ]
     assert data.dataset["cluster"].values.tolist() == ["arc_easy"] * 4 + ["gsm8k"] * 3
     assert data.missing is None and int(data.dataset["trials"].max()) == 1
-    flexible = br.read_lm_eval(sorted(LM_EVAL.glob("*/samples_gsm8k_*.jsonl")),
-                               metric="exact_match", filter="flexible-extract", cluster=None)
+    flexible = br.read_lm_eval(
+        sorted(LM_EVAL.glob("*/samples_gsm8k_*.jsonl")),
+        metric="exact_match",
+        filter="flexible-extract",
+        cluster=None,
+    )
     assert not flexible.has_clusters
     assert flexible.dataset["successes"].values.tolist() == [[1, 1, 0], [1, 1, 1]]
     norm = br.read_lm_eval(str(LM_EVAL / "*" / "samples_arc_easy_*.jsonl"), metric="acc_norm")
@@ -225,11 +273,17 @@ def test_lm_eval_repeats_become_trials(tmp_path):
     folder.mkdir()
     line = {"doc_id": 0, "filter": "none", "metrics": ["exact_match"]}
     (folder / "samples_toy_2024-01-01T00-00-00.000001.jsonl").write_text(
-        json.dumps({**line, "exact_match": [1.0, 0.0, 1.0]}) + "\n"
-        + json.dumps({**line, "doc_id": 1, "exact_match": [0.0, 0.0, 0.0]}) + "\n")
+        json.dumps({**line, "exact_match": [1.0, 0.0, 1.0]})
+        + "\n"
+        + json.dumps({**line, "doc_id": 1, "exact_match": [0.0, 0.0, 0.0]})
+        + "\n"
+    )
     (folder / "samples_toy_2024-01-02T00-00-00.000001.jsonl").write_text(
-        json.dumps({**line, "exact_match": True}) + "\n"
-        + json.dumps({**line, "doc_id": 1, "exact_match": None}) + "\n")
+        json.dumps({**line, "exact_match": True})
+        + "\n"
+        + json.dumps({**line, "doc_id": 1, "exact_match": None})
+        + "\n"
+    )
     data = br.read_lm_eval(folder, metric="exact_match", missing="exclude")
     assert data.systems == ["org__model"] and list(data.tasks) == ["toy/0", "toy/1"]
     assert data.dataset["successes"].values.tolist() == [[3, 0]]
@@ -244,22 +298,33 @@ def test_lm_eval_default_metric_is_the_primary_one():
     strict = [line for line in lines if line["filter"] == "strict-match"]
     data = br.read_lm_eval(gsm, filter="strict-match")
     assert int(data.dataset["successes"].sum()) == sum(int(line[primary]) for line in strict)
-    assert br.read_lm_eval(gsm, filter="strict-match", metric=primary).fingerprint() == \
-        data.fingerprint()
+    assert (
+        br.read_lm_eval(gsm, filter="strict-match", metric=primary).fingerprint()
+        == data.fingerprint()
+    )
 
 
 def test_lm_eval_errors_name_file_metric_and_values(tmp_path):
     gsm = sorted(LM_EVAL.glob("EleutherAI__pythia-160m/samples_gsm8k_*.jsonl"))
-    with pytest.raises(ValueError, match=r"samples_gsm8k_.*several filters "
-                                         r"\['strict-match', 'flexible-extract'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"samples_gsm8k_.*several filters "
+        r"\['strict-match', 'flexible-extract'\]",
+    ):
         br.read_lm_eval(gsm, metric="exact_match")
-    with pytest.raises(ValueError, match=r"metric 'acc' not found in .*samples_gsm8k_.*"
-                                         r"its metrics are \['exact_match'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"metric 'acc' not found in .*samples_gsm8k_.*"
+        r"its metrics are \['exact_match'\]",
+    ):
         br.read_lm_eval(gsm, metric="acc", filter="strict-match")
     with pytest.raises(ValueError, match=r"filter 'majority' not found.*'flexible-extract'"):
         br.read_lm_eval(gsm, metric="exact_match", filter="majority")
-    with pytest.raises(ValueError, match=r"metric 'acc' in .*samples_truthfulqa_mc2_.* is not "
-                                         r"pass/fail: found \[0\.4312\] on line 1"):
+    with pytest.raises(
+        ValueError,
+        match=r"metric 'acc' in .*samples_truthfulqa_mc2_.* is not "
+        r"pass/fail: found \[0\.4312\] on line 1",
+    ):
         br.read_lm_eval(FIXTURES / "lm_eval_continuous", metric="acc")
     with pytest.raises(ValueError, match="no sample files in folder"):
         br.read_lm_eval(tmp_path)
@@ -279,10 +344,22 @@ def test_table_formats_agree(name, tmp_path):
         pytest.importorskip("pyarrow")
         path = tmp_path / name
         pd.read_csv(TABLE / "runs.csv").to_parquet(path)
-    data = br.read_table(path, trial="trial", cluster="cluster", status="status",
-                         status_map=TABLE_MAP, missing="exclude")
-    assert cells(data) == {("A", "t1"): 1, ("A", "t2"): 1, ("A", "t3"): 0,
-                           ("B", "t1"): 2, ("B", "t2"): 1, ("B", "t3"): 1}
+    data = br.read_table(
+        path,
+        trial="trial",
+        cluster="cluster",
+        status="status",
+        status_map=TABLE_MAP,
+        missing="exclude",
+    )
+    assert cells(data) == {
+        ("A", "t1"): 1,
+        ("A", "t2"): 1,
+        ("A", "t3"): 0,
+        ("B", "t1"): 2,
+        ("B", "t2"): 1,
+        ("B", "t3"): 1,
+    }
     assert data.dataset["trials"].values.tolist() == [[2, 1, 2], [2, 2, 1]]
     assert statuses(data) == {"A": {"ok": 5, "timeout": 1}, "B": {"ok": 5, "error": 1}}
     assert data.dataset["cluster"].values.tolist() == ["g1", "g1", "g2"]
@@ -302,12 +379,20 @@ def test_table_bad_input(tmp_path):
 
 
 # -- format detection ------------------------------------------------------------------------
-@pytest.mark.parametrize("path, expected", [
-    (SWE_ALPHA, "swebench"), (SWE_BETA, "swebench"), (HUMANEVAL, "humaneval"),
-    (EVALPLUS, "humaneval"), (LM_EVAL, "lm_eval"), (TABLE / "runs.csv", "table"),
-    (TABLE / "runs.jsonl", "table"), (TABLE / "runs.json", "table"),
-    (next(LM_EVAL.glob("*/samples_arc_easy_*.jsonl")), "lm_eval"),
-])
+@pytest.mark.parametrize(
+    "path, expected",
+    [
+        (SWE_ALPHA, "swebench"),
+        (SWE_BETA, "swebench"),
+        (HUMANEVAL, "humaneval"),
+        (EVALPLUS, "humaneval"),
+        (LM_EVAL, "lm_eval"),
+        (TABLE / "runs.csv", "table"),
+        (TABLE / "runs.jsonl", "table"),
+        (TABLE / "runs.json", "table"),
+        (next(LM_EVAL.glob("*/samples_arc_easy_*.jsonl")), "lm_eval"),
+    ],
+)
 def test_detect_format(path, expected):
     assert br.detect_format(path) == expected
 
@@ -321,8 +406,11 @@ def test_read_dispatches_and_rejects_unknown_formats(tmp_path):
         br.read(SWE_ALPHA, format="nope")
     odd = tmp_path / "results.yaml"
     odd.write_text("acc: 1\n")
-    with pytest.raises(ValueError, match=r"results\.yaml.*suffix '\.yaml'.*Known formats: table, "
-                                         r"swebench, humaneval, lm_eval, inspect"):
+    with pytest.raises(
+        ValueError,
+        match=r"results\.yaml.*suffix '\.yaml'.*Known formats: table, "
+        r"swebench, humaneval, lm_eval, inspect",
+    ):
         br.read(odd)
     unknown = tmp_path / "scores.json"
     unknown.write_text(json.dumps({"model": "x", "score": 0.7}))
@@ -334,7 +422,8 @@ def test_read_dispatches_and_rejects_unknown_formats(tmp_path):
 
 # -- Inspect AI ------------------------------------------------------------------------------
 inspect_warnings = pytest.mark.filterwarnings(
-    "ignore:The 'initial' parameter is deprecated:DeprecationWarning")  # inspect_ai's tenacity use
+    "ignore:The 'initial' parameter is deprecated:DeprecationWarning"
+)  # inspect_ai's tenacity use
 
 
 def test_inspect_needs_its_optional_dependency(monkeypatch):
@@ -368,20 +457,37 @@ def inspect_logs(tmp_path_factory):
             out = ModelOutput.from_content(model="mockllm", content=text)
             out.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
             return out
+
         return reply
 
     answers_a = {"q1": "yes", "q2": "no", "q4": None, "r1": "yes", "r2": "no"}
-    model_a = get_model("mockllm/model", custom_outputs=mock(
-        lambda p, n: ("yes" if n == 1 else "no") if p == "q3" else answers_a[p]))
+    model_a = get_model(
+        "mockllm/model",
+        custom_outputs=mock(
+            lambda p, n: ("yes" if n == 1 else "no") if p == "q3" else answers_a[p]
+        ),
+    )
     model_b = get_model("mockllm/other", custom_outputs=mock(lambda p, n: "yes"))
-    toy = ia.Task(dataset=[Sample(input=q, target="yes", id=q) for q in ("q1", "q2", "q3", "q4")],
-                  scorer=includes(), epochs=2, name="toy")
-    toy2 = ia.Task(dataset=[Sample(input=r, target="yes", id=q) for q, r in (("q1", "r1"),
-                                                                              ("q2", "r2"))],
-                   scorer=includes(), epochs=2, name="toy2")
+    toy = ia.Task(
+        dataset=[Sample(input=q, target="yes", id=q) for q in ("q1", "q2", "q3", "q4")],
+        scorer=includes(),
+        epochs=2,
+        name="toy",
+    )
+    toy2 = ia.Task(
+        dataset=[Sample(input=r, target="yes", id=q) for q, r in (("q1", "r1"), ("q2", "r2"))],
+        scorer=includes(),
+        epochs=2,
+        name="toy2",
+    )
     folder = tmp_path_factory.mktemp("inspect_logs")
-    logs = ia.eval([toy, toy2], model=[model_a, model_b], log_dir=str(folder), display="none",
-                   fail_on_error=False)
+    logs = ia.eval(
+        [toy, toy2],
+        model=[model_a, model_b],
+        log_dir=str(folder),
+        display="none",
+        fail_on_error=False,
+    )
     return folder, {(log.eval.model, log.eval.task): Path(log.location) for log in logs}
 
 
@@ -417,9 +523,14 @@ def test_inspect_folder_models_tasks_and_bad_logs(inspect_logs, tmp_path):
     folder, files = inspect_logs
     data = br.read_inspect(folder, missing="exclude")
     assert sorted(data.systems) == ["mockllm/model", "mockllm/other"]
-    expected = {("mockllm/model", "toy/q1"): 2, ("mockllm/model", "toy/q2"): 0,
-                ("mockllm/model", "toy/q3"): 1, ("mockllm/model", "toy/q4"): 0,
-                ("mockllm/model", "toy2/q1"): 2, ("mockllm/model", "toy2/q2"): 0}
+    expected = {
+        ("mockllm/model", "toy/q1"): 2,
+        ("mockllm/model", "toy/q2"): 0,
+        ("mockllm/model", "toy/q3"): 1,
+        ("mockllm/model", "toy/q4"): 0,
+        ("mockllm/model", "toy2/q1"): 2,
+        ("mockllm/model", "toy2/q2"): 0,
+    }
     expected.update({("mockllm/other", t): 2 for _, t in expected})
     assert cells(data) == expected
     assert cells(data, "trials")[("mockllm/model", "toy/q4")] == 0
@@ -428,8 +539,9 @@ def test_inspect_folder_models_tasks_and_bad_logs(inspect_logs, tmp_path):
     assert br.detect_format(folder) == "inspect"
     with pytest.raises(ValueError, match=r"scorer 'match' not found.*\['includes'\]"):
         br.read_inspect(files[("mockllm/other", "toy")], scorer="match")
-    per_task = br.read_inspect(folder, scorer={"toy": "includes", "toy2": "includes"},
-                               missing="exclude")
+    per_task = br.read_inspect(
+        folder, scorer={"toy": "includes", "toy2": "includes"}, missing="exclude"
+    )
     assert per_task.fingerprint() == data.fingerprint()
     with pytest.raises(ValueError, match=r"no scorer for task 'toy2'.*\['toy'\]"):
         br.read_inspect(folder, scorer={"toy": "includes"}, missing="exclude")
@@ -459,9 +571,16 @@ def test_inspect_score_values():
         def __init__(self, value):
             self.scores = {"m": Score(value)}
 
-    for value, expected in [("C", (1.0, None)), ("I", (0.0, None)), ("correct", (1.0, None)),
-                            ("INCORRECT", (0.0, None)), (True, (1.0, None)), (0, (0.0, None)),
-                            (1.0, (1.0, None)), ("N", (0.0, "noanswer"))]:
+    for value, expected in [
+        ("C", (1.0, None)),
+        ("I", (0.0, None)),
+        ("correct", (1.0, None)),
+        ("INCORRECT", (0.0, None)),
+        (True, (1.0, None)),
+        (0, (0.0, None)),
+        (1.0, (1.0, None)),
+        ("N", (0.0, "noanswer")),
+    ]:
         assert _outcome(Sample(value), "m", "f.eval") == expected
     for value in (0.5, "P", {"a": 1}, [1]):
         with pytest.raises(ValueError, match="pass/fail"):

@@ -22,10 +22,14 @@ FIXTURES = Path(__file__).parent / "fixtures" / "readers"
 QWEN = FIXTURES / "lm_eval_results" / "Qwen__Qwen3-8B"
 STAMP = "2026-07-08T16-04-34.219874"
 QWEN_RESULTS = QWEN / f"results_{STAMP}.json"
-AGGREGATE_ONLY = FIXTURES / "lm_eval_results" / "aggregate_only" / \
-    "results_2025-01-21T00-40-03.356274.json"
-QWEN_METRIC = {"negotiationtom_belief": "acc", "negotiationtom_desire": "acc",
-               "negotiationtom_intention": "exact_match"}
+AGGREGATE_ONLY = (
+    FIXTURES / "lm_eval_results" / "aggregate_only" / "results_2025-01-21T00-40-03.356274.json"
+)
+QWEN_METRIC = {
+    "negotiationtom_belief": "acc",
+    "negotiationtom_desire": "acc",
+    "negotiationtom_intention": "exact_match",
+}
 HELM = FIXTURES / "helm" / "runs" / "v3"
 INSPECT = FIXTURES / "inspect"
 INSPECT_EVAL = INSPECT / "2025-02-11T15-18-04-05-00_popularity_mj7khqpMM4GBCfVQozKgzB.eval"
@@ -46,8 +50,13 @@ def qwen_truth() -> pd.DataFrame:
         path = QWEN / f"samples_{task}_{STAMP}.jsonl"
         for line in path.read_text().splitlines():
             record = json.loads(line)
-            rows.append({"task": f"{task}/{record['doc_id']}", "cluster": task,
-                         "success": int(record[QWEN_METRIC[task]])})
+            rows.append(
+                {
+                    "task": f"{task}/{record['doc_id']}",
+                    "cluster": task,
+                    "success": int(record[QWEN_METRIC[task]]),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -69,8 +78,11 @@ def test_lm_eval_results_file_reads_its_sample_files():
     assert direct.systems == [QWEN.name] == [report["model_name_sanitized"]]
     assert (direct.dataset["successes"].values == data.dataset["successes"].values).all()
     # the intention task's primary metric is an F1 over label sets: refused, naming exact_match
-    with pytest.raises(ValueError, match=r"'micro_f1'.*intention.*not pass/fail.*"
-                                         r"0/1: \['exact_match'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"'micro_f1'.*intention.*not pass/fail.*"
+        r"0/1: \['exact_match'\]",
+    ):
         br.read_lm_eval(QWEN_RESULTS)
 
 
@@ -78,17 +90,23 @@ def test_lm_eval_results_without_samples_is_refused(tmp_path):
     report = json.loads(AGGREGATE_ONLY.read_text())
     assert br.detect_format(AGGREGATE_ONLY) == "lm_eval"
     for given in (AGGREGATE_ONLY, AGGREGATE_ONLY.parent):
-        with pytest.raises(ValueError, match=r"results_2025-01-21T00-40-03\.356274\.json.*"
-                                             r"aggregated.*mmlu_abstract_algebra.*"
-                                             r"re-run with --log_samples"):
+        with pytest.raises(
+            ValueError,
+            match=r"results_2025-01-21T00-40-03\.356274\.json.*"
+            r"aggregated.*mmlu_abstract_algebra.*"
+            r"re-run with --log_samples",
+        ):
             br.read(given)
     assert list(report["configs"]) == ["mmlu_abstract_algebra"]
     # some tasks' sample files missing: refused, naming them
     partial = tmp_path / "Qwen__Qwen3-8B"
     shutil.copytree(QWEN, partial)
     (partial / f"samples_negotiationtom_desire_{STAMP}.jsonl").unlink()
-    with pytest.raises(ValueError, match=r"sample files of \['negotiationtom_desire'\] are not "
-                                         r"beside it"):
+    with pytest.raises(
+        ValueError,
+        match=r"sample files of \['negotiationtom_desire'\] are not "
+        r"beside it",
+    ):
         br.read_lm_eval(partial / QWEN_RESULTS.name, metric=QWEN_METRIC)
     # a JSON that is neither
     odd = tmp_path / "results_x.json"
@@ -133,11 +151,17 @@ def test_helm_genuine_runs():
 
 def test_helm_metric_choice_is_checked():
     run = min(HELM.iterdir())
-    with pytest.raises(ValueError, match=r"metric 'accuracy' not found.*its metrics:.*"
-                                         r"'exact_match'"):
+    with pytest.raises(
+        ValueError,
+        match=r"metric 'accuracy' not found.*its metrics:.*"
+        r"'exact_match'",
+    ):
         br.read_helm(run, metric="accuracy")
-    with pytest.raises(ValueError, match=r"'num_references'.*not one 0/1 value.*count 1, sum 3"
-                                         r".*0/1: \[.*'exact_match'"):
+    with pytest.raises(
+        ValueError,
+        match=r"'num_references'.*not one 0/1 value.*count 1, sum 3"
+        r".*0/1: \[.*'exact_match'",
+    ):
         br.read_helm(run, metric="num_references")
     with pytest.raises(ValueError, match="'inference_runtime'.*not one 0/1"):
         br.read_helm(run, metric="inference_runtime")
@@ -164,21 +188,28 @@ def test_helm_perturbations_trials_splits_and_missing_values(tmp_path):
     def perturb(records):
         for record in records:
             stat = exact_match(record)
-            flipped = {**stat, "name": {**stat["name"], "perturbation": typos},
-                       "sum": 1 - stat["sum"]}
+            flipped = {
+                **stat,
+                "name": {**stat["name"], "perturbation": typos},
+                "sum": 1 - stat["sum"],
+            }
             record["stats"].append(flipped)
         return records
+
     run = derived_run(tmp_path / "p", perturb)
     records = json.loads((run / "per_instance_stats.json").read_text())
     plain = br.read_helm(run)
-    assert plain.dataset["successes"].values.tolist() == [
-        [exact_match(r)["sum"] for r in records]]
+    assert plain.dataset["successes"].values.tolist() == [[exact_match(r)["sum"] for r in records]]
     assert "2 perturbed stat(s) of 'exact_match' skipped" in br.mapping_report(plain)
     perturbed = br.read_helm(run, perturbation="typos")
     assert perturbed.dataset["successes"].values.tolist() == [
-        [1 - exact_match(r)["sum"] for r in records]]
-    with pytest.raises(ValueError, match=r"no 'exact_match' stats under perturbation 'dialect'"
-                                         r".*\['typos'\]"):
+        [1 - exact_match(r)["sum"] for r in records]
+    ]
+    with pytest.raises(
+        ValueError,
+        match=r"no 'exact_match' stats under perturbation 'dialect'"
+        r".*\['typos'\]",
+    ):
         br.read_helm(run, perturbation="dialect")
 
     def second_trial(records):
@@ -187,10 +218,12 @@ def test_helm_perturbations_trials_splits_and_missing_values(tmp_path):
             record["train_trial_index"] = 1
             exact_match(record)["sum"] = 1
         return records + again
+
     trials = br.read_helm(derived_run(tmp_path / "t", second_trial))
     assert trials.dataset["trials"].values.tolist() == [[2, 2]]
     assert trials.dataset["successes"].values.tolist() == [
-        [exact_match(r)["sum"] + 1 for r in records]]
+        [exact_match(r)["sum"] + 1 for r in records]
+    ]
 
     def two_splits(records):
         valid = json.loads(json.dumps(records[:1]))
@@ -198,6 +231,7 @@ def test_helm_perturbations_trials_splits_and_missing_values(tmp_path):
         for stat in valid[0]["stats"]:
             stat["name"]["split"] = "valid"
         return records + valid
+
     run = derived_run(tmp_path / "s", two_splits)
     with pytest.raises(ValueError, match=r"several splits \['test', 'valid'\].*split="):
         br.read_helm(run)
@@ -206,6 +240,7 @@ def test_helm_perturbations_trials_splits_and_missing_values(tmp_path):
     def no_value(records):
         exact_match(records[0]).update(count=0, sum=0)
         return records
+
     run = derived_run(tmp_path / "m", no_value)
     with pytest.raises(ValueError, match="missing"):
         br.read_helm(run)
@@ -247,7 +282,8 @@ def test_helm_system_names_and_bad_files(tmp_path):
 
 # -- Inspect AI ------------------------------------------------------------------------------
 inspect_warnings = pytest.mark.filterwarnings(
-    "ignore:The 'initial' parameter is deprecated:DeprecationWarning")
+    "ignore:The 'initial' parameter is deprecated:DeprecationWarning"
+)
 
 
 @inspect_warnings
@@ -255,8 +291,7 @@ def test_inspect_genuine_eval_log():
     pytest.importorskip("inspect_ai")
     archive = zipfile.ZipFile(INSPECT_EVAL)
     header = json.loads(archive.read("header.json"))
-    samples = [json.loads(archive.read(n)) for n in archive.namelist()
-               if n.startswith("samples/")]
+    samples = [json.loads(archive.read(n)) for n in archive.namelist() if n.startswith("samples/")]
     truth = {str(s["id"]): int(s["scores"]["match"]["value"] == "C") for s in samples}
     assert br.detect_format(INSPECT_EVAL) == "inspect"
     data = br.read(INSPECT_EVAL)
@@ -296,30 +331,43 @@ def test_evalplus_genuine_results_base_and_plus():
         assert br.detect_format(path) == "humaneval"
         report = json.loads(path.read_text())
         system = path.name[: -len("_eval_results.json")]
-        rows = pd.DataFrame([{"task": task, "base": s["base_status"], "plus": s["plus_status"]}
-                             for task, samples in report["eval"].items() for s in samples])
+        rows = pd.DataFrame(
+            [
+                {"task": task, "base": s["base_status"], "plus": s["plus_status"]}
+                for task, samples in report["eval"].items()
+                for s in samples
+            ]
+        )
         base = br.read(path, suite="base")
         plus = br.read_humaneval(path, suite="plus")
         assert base.systems == plus.systems == [system]
         assert sorted(base.tasks) == sorted(rows["task"])
         expected_base = rows.assign(ok=rows["base"] == "pass").groupby("task")["ok"].sum()
-        expected_plus = rows.assign(ok=(rows["base"] == "pass") & (rows["plus"] == "pass")) \
-            .groupby("task")["ok"].sum()
+        expected_plus = (
+            rows.assign(ok=(rows["base"] == "pass") & (rows["plus"] == "pass"))
+            .groupby("task")["ok"]
+            .sum()
+        )
         got_base = base.dataset["successes"].to_pandas().loc[system]
         got_plus = plus.dataset["successes"].to_pandas().loc[system]
         assert got_base.to_dict() == expected_base.astype(int).to_dict()
         assert got_plus.to_dict() == expected_plus.astype(int).to_dict()
         assert status_row(base, system) == {"ok": len(rows)} == status_row(plus, system)
-        plus_raw = ["pass" if (b, p) == ("pass", "pass") else "fail"
-                    for b, p in zip(rows["base"], rows["plus"], strict=True)]
+        plus_raw = [
+            "pass" if (b, p) == ("pass", "pass") else "fail"
+            for b, p in zip(rows["base"], rows["plus"], strict=True)
+        ]
         raw = br.mapping(plus)
         assert dict(zip(raw["raw"], raw["count"], strict=True)) == dict(Counter(plus_raw))
         raw = br.mapping(base)
         assert dict(zip(raw["raw"], raw["count"], strict=True)) == dict(Counter(rows["base"]))
     # a base failure whose extra tests pass is a plus failure (EvalPlus: plus needs both)
     instruct = json.loads(files[0].read_text())["eval"]
-    assert any(s["base_status"] == "fail" and s["plus_status"] == "pass"
-               for samples in instruct.values() for s in samples)
+    assert any(
+        s["base_status"] == "fail" and s["plus_status"] == "pass"
+        for samples in instruct.values()
+        for s in samples
+    )
     # a folder: one system per file, on the same tasks
     both = br.read(EVALPLUS)
     assert both.systems == [p.name[: -len("_eval_results.json")] for p in files]
@@ -329,10 +377,19 @@ def test_evalplus_genuine_results_base_and_plus():
 # -- classic SWE-bench reports (SWE-bench-docker runs on SWE-bench Lite) -----------------------
 DOCKER = FIXTURES / "swebench_docker" / "evaluations"
 LITE = (Path(br.__file__).parent / "_instances" / "swebench_lite.txt").read_text().split()
-CLASSIC_STATUS = {"resolved": "ok", "unresolved": "ok", "no_generation": "invalid",
-                  "no_apply": "invalid", "install_fail": "error", "reset_failed": "error",
-                  "test_errored": "error", "test_timeout": "timeout", "no_logs": "no_verdict",
-                  "no_test_output": "no_verdict", "not_submitted": "not_run"}
+CLASSIC_STATUS = {
+    "resolved": "ok",
+    "unresolved": "ok",
+    "no_generation": "invalid",
+    "no_apply": "invalid",
+    "install_fail": "error",
+    "reset_failed": "error",
+    "test_errored": "error",
+    "test_timeout": "timeout",
+    "no_logs": "no_verdict",
+    "no_test_output": "no_verdict",
+    "not_submitted": "not_run",
+}
 
 
 def classic_truth(report: dict, ids: list[str]) -> dict:
@@ -340,8 +397,16 @@ def classic_truth(report: dict, ids: list[str]) -> dict:
     lists = {k: set(v) for k, v in report.items()}
     truth = {}
     for i in ids:
-        for key in ("resolved", "no_generation", "no_apply", "install_fail", "reset_failed",
-                    "test_errored", "test_timeout", "no_logs"):
+        for key in (
+            "resolved",
+            "no_generation",
+            "no_apply",
+            "install_fail",
+            "reset_failed",
+            "test_errored",
+            "test_timeout",
+            "no_logs",
+        ):
             if i in lists.get(key, ()):
                 truth[i] = key
                 break
@@ -372,8 +437,9 @@ def test_classic_genuine_reports_against_the_lite_list():
         assert status_row(data, run.name) == truth.map(CLASSIC_STATUS).value_counts().to_dict()
         table = br.mapping(data)
         table = table[table["system"] == run.name]
-        assert dict(zip(table["raw"], table["count"], strict=True)) == \
-            truth.value_counts().to_dict()
+        assert (
+            dict(zip(table["raw"], table["count"], strict=True)) == truth.value_counts().to_dict()
+        )
     report = br.mapping_report(data)
     assert "the bundled lite list, the only one holding all 299 ids" in report
     # the SWE-agent report lists two instances as both not generated and generated, and one
@@ -395,7 +461,8 @@ def test_classic_genuine_runs_of_one_system_are_trials():
         assert successes[task] == ok.count("resolved")
     # attempts: every listed or unlisted-but-submitted instance of the three runs
     assert int(data.dataset["attempts"].sum()) == sum(
-        CLASSIC_STATUS[c] != "not_run" for t in truths for c in t.values())
+        CLASSIC_STATUS[c] != "not_run" for t in truths for c in t.values()
+    )
 
 
 # -- Terminal-Bench leaderboard submissions ----------------------------------------------------
@@ -406,7 +473,8 @@ def test_terminal_bench_submission_folder_is_one_system():
     whole = br.read_terminal_bench({"openhands": tb}, missing="fail")
     listed = br.read_terminal_bench({"openhands": runs}, missing="fail")
     assert whole.fingerprint() == listed.fingerprint()
-    trials = pd.concat(pd.DataFrame(json.loads((r / "results.json").read_text())["results"])
-                       for r in runs)
+    trials = pd.concat(
+        pd.DataFrame(json.loads((r / "results.json").read_text())["results"]) for r in runs
+    )
     attempts = whole.dataset["attempts"].to_pandas().loc["openhands"]
     assert attempts.to_dict() == trials.groupby("task_id").size().to_dict()

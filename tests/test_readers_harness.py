@@ -26,9 +26,13 @@ CLASSIC_B = CLASSIC / "evaluation" / "verified" / "20240701_agent-b" / "results"
 MULTI = FIXTURES / "multi_swebench"
 TB = FIXTURES / "terminal_bench"
 TAU = FIXTURES / "tau_bench" / "gpt-4o-airline.json"
-VERIFIED = [line.strip() for line in
-            (Path(br.__file__).parent / "_instances" / "swebench_verified.txt").read_text()
-            .splitlines() if line.strip()]
+VERIFIED = [
+    line.strip()
+    for line in (Path(br.__file__).parent / "_instances" / "swebench_verified.txt")
+    .read_text()
+    .splitlines()
+    if line.strip()
+]
 
 
 def status_row(data, system) -> dict:
@@ -38,8 +42,10 @@ def status_row(data, system) -> dict:
 def mapped(data, system) -> dict:
     table = br.mapping(data)
     table = table[table["system"] == system]
-    return {(r, s): int(n) for r, s, n in zip(table["raw"], table["status"], table["count"],
-                                              strict=True)}
+    return {
+        (r, s): int(n)
+        for r, s, n in zip(table["raw"], table["status"], table["count"], strict=True)
+    }
 
 
 # -- classic SWE-bench reports ---------------------------------------------------------------
@@ -48,8 +54,16 @@ def classic_truth(report: dict) -> dict:
     lists = {k: set(v) for k, v in report.items()}
     truth = {}
     for i in VERIFIED:
-        for key in ("resolved", "no_generation", "no_apply", "install_fail", "reset_failed",
-                    "test_errored", "test_timeout", "no_logs"):
+        for key in (
+            "resolved",
+            "no_generation",
+            "no_apply",
+            "install_fail",
+            "reset_failed",
+            "test_errored",
+            "test_timeout",
+            "no_logs",
+        ):
             if i in lists.get(key, ()):
                 truth[i] = key
                 break
@@ -65,10 +79,19 @@ def classic_truth(report: dict) -> dict:
     return truth
 
 
-STATUS_OF = {"resolved": "ok", "unresolved": "ok", "no_generation": "invalid",
-             "no_apply": "invalid", "install_fail": "error", "reset_failed": "error",
-             "test_errored": "error", "test_timeout": "timeout", "no_logs": "no_verdict",
-             "no_test_output": "no_verdict", "not_submitted": "not_run"}
+STATUS_OF = {
+    "resolved": "ok",
+    "unresolved": "ok",
+    "no_generation": "invalid",
+    "no_apply": "invalid",
+    "install_fail": "error",
+    "reset_failed": "error",
+    "test_errored": "error",
+    "test_timeout": "timeout",
+    "no_logs": "no_verdict",
+    "no_test_output": "no_verdict",
+    "not_submitted": "not_run",
+}
 
 
 def test_bundled_verified_list():
@@ -86,8 +109,9 @@ def test_bundled_lite_list_and_split_inference(tmp_path):
     # a report under evaluation/lite/ counts against the Lite list
     folder = tmp_path / "evaluation" / "lite" / "20240101_x" / "results"
     folder.mkdir(parents=True)
-    (folder / "results.json").write_text(json.dumps(
-        {"no_generation": only_lite[:2], "no_logs": [], "resolved": only_lite[2:5]}))
+    (folder / "results.json").write_text(
+        json.dumps({"no_generation": only_lite[:2], "no_logs": [], "resolved": only_lite[2:5]})
+    )
     data = br.read_swebench(folder / "results.json", missing="fail")
     assert sorted(data.tasks) == lite
     assert int(data.dataset["successes"].sum()) == 3
@@ -97,8 +121,11 @@ def test_bundled_lite_list_and_split_inference(tmp_path):
     alone.write_text((folder / "results.json").read_text())
     assert sorted(br.read_swebench(alone, missing="fail").tasks) == lite
     alone.write_text(json.dumps({"no_generation": both[:1], "resolved": both[1:3]}))
-    with pytest.raises(ValueError, match=r"x\.json.*fit the bundled lists \['verified', "
-                                         r"'lite'\] alike.*instances="):
+    with pytest.raises(
+        ValueError,
+        match=r"x\.json.*fit the bundled lists \['verified', "
+        r"'lite'\] alike.*instances=",
+    ):
         br.read_swebench(alone)
     alone.write_text(json.dumps({"no_generation": ["a__b-1"], "resolved": ["a__b-2"]}))
     with pytest.raises(ValueError, match=r"not all in any bundled list.*full test split"):
@@ -144,19 +171,22 @@ def test_classic_reports_need_a_policy_and_pair_on_the_same_tasks():
     both = ((trials > 0).sum(axis=0) == 2).sum()
     truth_a = classic_truth(json.loads(CLASSIC_A.read_text()))
     truth_b = classic_truth(json.loads(CLASSIC_B.read_text()))
-    assert both == sum(STATUS_OF[truth_a[i]] == "ok" and STATUS_OF[truth_b[i]] == "ok"
-                       for i in VERIFIED)
+    assert both == sum(
+        STATUS_OF[truth_a[i]] == "ok" and STATUS_OF[truth_b[i]] == "ok" for i in VERIFIED
+    )
 
 
 def test_classic_status_map_overrides_and_instances(tmp_path):
-    plain = br.read_swebench(CLASSIC_A, missing="fail",
-                             status_map={"install_fail": "ok", "no_generation": "ok"})
+    plain = br.read_swebench(
+        CLASSIC_A, missing="fail", status_map={"install_fail": "ok", "no_generation": "ok"}
+    )
     report = json.loads(CLASSIC_A.read_text())
     counts = status_row(plain, "20240620_agent-a")
     truth = pd.Series(classic_truth(report)).value_counts()
     assert counts["error"] == truth["reset_failed"] + truth["test_errored"]
-    assert counts["ok"] == (truth["resolved"] + truth["unresolved"] + truth["install_fail"]
-                            + truth["no_generation"])
+    assert counts["ok"] == (
+        truth["resolved"] + truth["unresolved"] + truth["install_fail"] + truth["no_generation"]
+    )
     assert truth["install_fail"] == len(set(report["install_fail"]) - set(report["resolved"]))
     # instances= as a list and as a file, away from the split folder
     copy = tmp_path / "agent.json"
@@ -200,12 +230,18 @@ def test_multi_swebench_genuine_reports():
         resolved = set(report.get("resolved_ids", report.get("resolved")))
         assert len(resolved) == report["resolved_instances"]
         n_incomplete = len(report["incomplete_ids"])
-        listed = resolved | set(report["unresolved_ids"]) | set(report["empty_patch_ids"]) \
-            | set(report["error_ids"]) | set(report["incomplete_ids"])
+        listed = (
+            resolved
+            | set(report["unresolved_ids"])
+            | set(report["empty_patch_ids"])
+            | set(report["error_ids"])
+            | set(report["incomplete_ids"])
+        )
         counts = status_row(data, system)
         assert counts.get("not_run", 0) == n_incomplete + (91 - len(listed))
         assert counts.get("ok", 0) == len(resolved) + len(report["unresolved_ids"]) + len(
-            report["empty_patch_ids"])
+            report["empty_patch_ids"]
+        )
         assert int(data.dataset["successes"].to_pandas().loc[system].sum()) == len(resolved)
     assert len(data.tasks) == 91
 
@@ -239,8 +275,9 @@ def test_terminal_bench_runs_of_one_system(tmp_path):
     runs = {"openhands": [TB / "openhands-sonnet", TB / "openhands-sonnet2"]}
     data = br.read_terminal_bench(runs, missing="fail")
     first = pd.DataFrame(json.loads((TB / "openhands-sonnet/results.json").read_text())["results"])
-    second = pd.DataFrame(json.loads((TB / "openhands-sonnet2/results.json").read_text())[
-        "results"])
+    second = pd.DataFrame(
+        json.loads((TB / "openhands-sonnet2/results.json").read_text())["results"]
+    )
     both = pd.concat([first, second])
     attempts = data.dataset["attempts"].to_pandas().loc["openhands"]
     assert attempts.to_dict() == both.groupby("task_id").size().to_dict()
@@ -279,12 +316,21 @@ def test_tau_bench_genuine_trajectories(tmp_path):
 
 
 # -- detection ----------------------------------------------------------------------------
-EXPECTED_FORMAT = {"swebench": "swebench", "swebench_classic": "swebench",
-                   "multi_swebench": "swebench", "terminal_bench": "terminal_bench",
-                   "tau_bench": "tau_bench", "humaneval": "humaneval", "lm_eval": "lm_eval",
-                   "lm_eval_continuous": "lm_eval", "lm_eval_results": "lm_eval",
-                   "swebench_docker": "swebench",
-                   "table": "table", "helm": "helm", "inspect": "inspect"}
+EXPECTED_FORMAT = {
+    "swebench": "swebench",
+    "swebench_classic": "swebench",
+    "multi_swebench": "swebench",
+    "terminal_bench": "terminal_bench",
+    "tau_bench": "tau_bench",
+    "humaneval": "humaneval",
+    "lm_eval": "lm_eval",
+    "lm_eval_continuous": "lm_eval",
+    "lm_eval_results": "lm_eval",
+    "swebench_docker": "swebench",
+    "table": "table",
+    "helm": "helm",
+    "inspect": "inspect",
+}
 #: Metadata beside results, not results themselves.
 METADATA = ("run_metadata.json", "run_spec.json")
 
@@ -302,16 +348,27 @@ def test_every_fixture_is_detected_as_its_own_format():
         assert br.detect_format(path) == EXPECTED_FORMAT[folder], path
         seen.add(folder)
     assert seen == set(EXPECTED_FORMAT)
-    for folder in ("swebench_classic", "swebench_docker", "multi_swebench", "terminal_bench",
-                   "lm_eval", "lm_eval_results", "helm", "inspect"):
+    for folder in (
+        "swebench_classic",
+        "swebench_docker",
+        "multi_swebench",
+        "terminal_bench",
+        "lm_eval",
+        "lm_eval_results",
+        "helm",
+        "inspect",
+    ):
         assert br.detect_format(FIXTURES / folder) == EXPECTED_FORMAT[folder]
 
 
 def test_unknown_json_names_its_keys_and_the_known_formats(tmp_path):
     odd = tmp_path / "odd.json"
     odd.write_text(json.dumps({"score": 3, "model": "m"}))
-    with pytest.raises(ValueError, match=r"odd\.json.*\['model', 'score'\].*terminal_bench, "
-                                         r"tau_bench, helm"):
+    with pytest.raises(
+        ValueError,
+        match=r"odd\.json.*\['model', 'score'\].*terminal_bench, "
+        r"tau_bench, helm",
+    ):
         br.detect_format(odd)
     # a results-like object that is no harness's results: its keys, not a guess
     near = tmp_path / "near.json"
@@ -365,8 +422,9 @@ def test_a_fifo_is_refused_not_read(tmp_path):
         br.read_swebench(fifo)
 
 
-@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0,
-                    reason="permissions do not bind the superuser")
+@pytest.mark.skipif(
+    os.name != "posix" or os.geteuid() == 0, reason="permissions do not bind the superuser"
+)
 def test_an_unreadable_folder_is_reported(tmp_path):
     folder = tmp_path / "runs"
     folder.mkdir()
@@ -389,8 +447,21 @@ def test_cli_analyze_a_folder_of_classic_reports():
 
     from bayeval import cli
 
-    args = ["analyze", str(CLASSIC), "--compare", "20240701_agent-b", "20240620_agent-a",
-            "--sampler", "grid", "--draws", "200", "--chains", "2", "--n-boot", "500"]
+    args = [
+        "analyze",
+        str(CLASSIC),
+        "--compare",
+        "20240701_agent-b",
+        "20240620_agent-a",
+        "--sampler",
+        "grid",
+        "--draws",
+        "200",
+        "--chains",
+        "2",
+        "--n-boot",
+        "500",
+    ]
     refused = CliRunner().invoke(cli.main, args)
     assert refused.exit_code != 0
     assert "--missing" in refused.output and "'install_fail': 12" in refused.output

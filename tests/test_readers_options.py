@@ -13,8 +13,18 @@ from bayeval import cli
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "readers"
 TB_RUN = FIXTURES / "terminal_bench" / "openhands-sonnet"
-FAST = ["--model", "hierarchical", "--sampler", "grid", "--draws", "200", "--chains", "2",
-        "--n-boot", "200"]
+FAST = [
+    "--model",
+    "hierarchical",
+    "--sampler",
+    "grid",
+    "--draws",
+    "200",
+    "--chains",
+    "2",
+    "--n-boot",
+    "200",
+]
 
 
 def invoke(*args):
@@ -32,8 +42,13 @@ def analyze_json(*args):
 
 def one_system_table(tmp_path, name="runs.csv"):
     """A table of one system (task, trial, success; no system column), and its frame."""
-    frame = pd.DataFrame({"task": ["t1", "t1", "t2", "t2", "t3", "t3", "t4", "t4"],
-                          "trial": [0, 1] * 4, "success": [1, 0, 1, 1, 0, 0, 1, 0]})
+    frame = pd.DataFrame(
+        {
+            "task": ["t1", "t1", "t2", "t2", "t3", "t3", "t4", "t4"],
+            "trial": [0, 1] * 4,
+            "success": [1, 0, 1, 1, 0, 0, 1, 0],
+        }
+    )
     path = tmp_path / name
     frame.to_csv(path, index=False)
     return path, frame
@@ -70,8 +85,9 @@ def test_cli_reads_a_table_without_a_system_column_as_one_system(tmp_path):
     path, _ = one_system_table(tmp_path)
     raw = pd.read_csv(path)
     payload, lines = analyze_json(path)
-    assert ("no system column: one system, named 'runs' after the file; --system-name NAME "
-            "names it") in lines
+    assert (
+        "no system column: one system, named 'runs' after the file; --system-name NAME names it"
+    ) in lines
     assert payload["data"]["systems"] == ["runs"]
     assert payload["data"]["n_tasks"] == raw["task"].nunique()
     assert payload["data"]["status_counts"][0]["system"] == "runs"
@@ -111,18 +127,21 @@ def test_reader_option_values_are_typed():
     parse = cli._parse_reader_options
     assert parse(["cluster=none"], "terminal_bench") == {"cluster": None}
     assert parse(["cluster=NULL"], "swebench") == {"cluster": None}
-    assert parse(["cluster=\"none\""], "swebench") == {"cluster": "none"}
+    assert parse(['cluster="none"'], "swebench") == {"cluster": "none"}
     assert parse(["planned_trials=5"], "table") == {"planned_trials": 5}
     assert parse(["threshold=0.5"], "tau_bench") == {"threshold": 0.5}
     assert parse(["instances=verified"], "swebench") == {"instances": "verified"}
-    assert parse(["planned_trials={\"t1\": 3}"], "table") == {"planned_trials": {"t1": 3}}
+    assert parse(['planned_trials={"t1": 3}'], "table") == {"planned_trials": {"t1": 3}}
     value = parse(["stratum_weights=true"], "table")["stratum_weights"]
     assert value is True
 
 
 def test_reader_option_unknown_or_own_key_is_refused():
-    with pytest.raises(Exception, match=r"read_terminal_bench .* no option 'clusters'; its "
-                                        r"options: cluster, planned_trials"):
+    with pytest.raises(
+        Exception,
+        match=r"read_terminal_bench .* no option 'clusters'; its "
+        r"options: cluster, planned_trials",
+    ):
         cli._parse_reader_options(["clusters=none"], "terminal_bench")
     with pytest.raises(Exception, match=r"'system' has its own option: use --system-name"):
         cli._parse_reader_options(["system=x"], "terminal_bench")
@@ -130,8 +149,7 @@ def test_reader_option_unknown_or_own_key_is_refused():
         cli._parse_reader_options(["cluster=none"], "table")
     with pytest.raises(Exception, match=r"looks like JSON but does not parse"):
         cli._parse_reader_options(["instances=[a"], "swebench")
-    result = invoke("analyze", TB_RUN / "results.json", "--reader-option", "clusters=none",
-                    *FAST)
+    result = invoke("analyze", TB_RUN / "results.json", "--reader-option", "clusters=none", *FAST)
     assert result.exit_code == 2 and "its options: cluster, planned_trials" in result.output
 
 
@@ -157,10 +175,15 @@ def test_terminal_bench_null_verdicts_are_never_failures(tmp_path, clusters):
     assert null.sum() == 3
     option = [] if clusters else ["--reader-option", "cluster=none"]
     payload, lines = analyze_json(TB_RUN / "results.json", *option, "--missing", "exclude")
-    expected = {"ok": int((~null).sum()), "invalid": 0, "timeout": 0, "error": 0,
-                "no_verdict": 0, "not_run": 0}
-    modes = raw.loc[null, "failure_mode"].map({"parse_error": "invalid",
-                                               "test_timeout": "timeout"})
+    expected = {
+        "ok": int((~null).sum()),
+        "invalid": 0,
+        "timeout": 0,
+        "error": 0,
+        "no_verdict": 0,
+        "not_run": 0,
+    }
+    modes = raw.loc[null, "failure_mode"].map({"parse_error": "invalid", "test_timeout": "timeout"})
     for status, count in modes.value_counts().items():
         expected[status] += int(count)
     record = payload["data"]["status_counts"][0]
@@ -170,7 +193,8 @@ def test_terminal_bench_null_verdicts_are_never_failures(tmp_path, clusters):
         families = raw["task_id"].str.split(".").str[0].value_counts().to_dict()
         assert payload["data"]["clusters"] == {
             "count": len(families),
-            "sizes": [{"cluster": c, "tasks": n} for c, n in families.items()]}
+            "sizes": [{"cluster": c, "tasks": n} for c, n in families.items()],
+        }
     else:
         assert payload["data"]["clusters"] is None
     # without a failure mode, a null verdict is no_verdict, never a failure
@@ -179,8 +203,7 @@ def test_terminal_bench_null_verdicts_are_never_failures(tmp_path, clusters):
     counts = next(r for r in payload["data"]["status_counts"] if r["system"] == system)
     assert counts["no_verdict"] == int(null.sum())
     assert counts["ok"] == int((~null).sum())
-    data = br.read_terminal_bench(unset, cluster="family" if clusters else None,
-                                  missing="exclude")
+    data = br.read_terminal_bench(unset, cluster="family" if clusters else None, missing="exclude")
     assert int(data.dataset["successes"].sum()) == int((raw["is_resolved"] == True).sum())  # noqa: E712
     assert int(data.dataset["trials"].sum()) == int((~null).sum())
     assert int(data.status_counts.loc[system, "no_verdict"]) == int(null.sum())

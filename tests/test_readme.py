@@ -47,8 +47,9 @@ def test_readme_python_blocks_run(tmp_path, monkeypatch):
         caught = [w for w in caught if issubclass(w.category, BayevalWarning)]
         for w in caught:
             if not any(text in str(w.message) for text in expected):
-                pytest.fail(f"README python block {number} warned: {w.category.__name__}: "
-                            f"{w.message}")
+                pytest.fail(
+                    f"README python block {number} warned: {w.category.__name__}: {w.message}"
+                )
         for text in expected:
             assert any(text in str(w.message) for w in caught), (number, text)
         ran += 1

@@ -38,16 +38,22 @@ def _binomial_pmf(n, c, p: Fraction) -> Fraction:
 
 # -- estimators ----------------------------------------------------------------------------------
 def test_g_pass_at_k_equals_exact_rational_arithmetic():
-    grid = [(n, c, k, t) for n in (1, 2, 3, 5, 8, 13, 40) for c in sorted({0, 1, n // 3, n // 2,
-                                                                          n - 1, n})
-            if 0 <= c <= n for k in sorted({1, 2, 3, n // 2, n - 1, n}) if 1 <= k <= n
-            for t in TAUS]
+    grid = [
+        (n, c, k, t)
+        for n in (1, 2, 3, 5, 8, 13, 40)
+        for c in sorted({0, 1, n // 3, n // 2, n - 1, n})
+        if 0 <= c <= n
+        for k in sorted({1, 2, 3, n // 2, n - 1, n})
+        if 1 <= k <= n
+        for t in TAUS
+    ]
     n, c, k = (np.array(x) for x in list(zip(*grid))[:3])
     tau = np.array([float(Fraction(t)) for *_, t in grid])
     values = est.g_pass_at_k(n, c, k, tau)  # one vectorised call over the whole grid
     for value, (nn, cc, kk, t) in zip(values, grid):
-        assert value == pytest.approx(float(_exact_g_pass(nn, cc, kk, Fraction(t))),
-                                      rel=1e-12, abs=1e-15), (nn, cc, kk, t)
+        assert value == pytest.approx(
+            float(_exact_g_pass(nn, cc, kk, Fraction(t))), rel=1e-12, abs=1e-15
+        ), (nn, cc, kk, t)
 
 
 @pytest.mark.parametrize("c", [0, 1, 300, 1000, 1999, 2000])
@@ -93,8 +99,12 @@ def test_consistency_equals_exact_arithmetic_and_is_unbiased():
 
 def test_bernstein_view_reproduces_every_metric():
     p = np.linspace(0, 1, 11)
-    for metric, k, tau in (("pass@k", 3, None), ("pass^k", 4, None), ("g-pass@k", 5, 0.6),
-                           ("consistency", 2, None)):
+    for metric, k, tau in (
+        ("pass@k", 3, None),
+        ("pass^k", 4, None),
+        ("g-pass@k", 5, 0.6),
+        ("consistency", 2, None),
+    ):
         b = est.bernstein_coefficients(metric, k, tau)
         basis = stats.binom.pmf(np.arange(k + 1)[None, :], k, p[:, None])
         f = basis @ b
@@ -104,12 +114,15 @@ def test_bernstein_view_reproduces_every_metric():
         basis2 = stats.binom.pmf(np.arange(2 * k + 1)[None, :], 2 * k, p[:, None])
         np.testing.assert_allclose(basis2 @ square, f**2, atol=1e-14)
     reference = stats.binom.sf(2, 5, p)  # at least 3 of 5
-    np.testing.assert_allclose(bf.metric_of_rate(p, "g-pass@k", np.array([5]), 0.6)[:, 0],
-                               reference, atol=1e-15)
+    np.testing.assert_allclose(
+        bf.metric_of_rate(p, "g-pass@k", np.array([5]), 0.6)[:, 0], reference, atol=1e-15
+    )
 
 
-@pytest.mark.parametrize("metric, k, tau", [("g-pass@k", 3, 0.5), ("consistency", 2, None),
-                                            ("pass@k", 2, None), ("pass^k", 3, None)])
+@pytest.mark.parametrize(
+    "metric, k, tau",
+    [("g-pass@k", 3, 0.5), ("consistency", 2, None), ("pass@k", 2, None), ("pass^k", 3, None)],
+)
 def test_square_table_is_unbiased_for_the_square(metric, k, tau):
     n = 8
     square = est.unbiased_square_table(n, [k], metric, tau)[:, 0]
@@ -131,12 +144,26 @@ def test_square_table_is_unbiased_for_the_square(metric, k, tau):
 def test_threshold_rounds_like_the_paper_with_a_tolerance():
     # ceil(tau k) (Liu et al., 2024); 0.3 * 10 is 3.0000000000000004 in floating point
     assert est.success_threshold([10, 10, 3, 4, 7], [0.3, 0.31, 1 / 3, 0.5, 0.01]).tolist() == [
-        3, 4, 1, 2, 1]
+        3,
+        4,
+        1,
+        2,
+        1,
+    ]
 
 
-@pytest.mark.parametrize("tau, error", [(0, ValueError), (1.5, ValueError), (-0.2, ValueError),
-                                        (float("nan"), ValueError), (True, TypeError),
-                                        ("0.5", TypeError), ([0.5, 2.0], ValueError)])
+@pytest.mark.parametrize(
+    "tau, error",
+    [
+        (0, ValueError),
+        (1.5, ValueError),
+        (-0.2, ValueError),
+        (float("nan"), ValueError),
+        (True, TypeError),
+        ("0.5", TypeError),
+        ([0.5, 2.0], ValueError),
+    ],
+)
 def test_bad_tau_is_refused_with_its_name_value_and_range(tau, error):
     with pytest.raises(error, match=r"tau must .*\(0, 1\]"):
         est.g_pass_at_k(10, 3, 4, tau)
@@ -161,8 +188,9 @@ def test_task_metric_carries_the_new_metrics():
     c = xr.DataArray([[3, 10, 5]], dims=("system", "task"))
     n = c * 0 + 10
     g = est.task_metric(c, n, [2, 4], "g-pass@k", tau=0.5)
-    np.testing.assert_array_equal(g.values, est.g_pass_at_k(10, c.values[..., None],
-                                                            np.array([2, 4]), 0.5))
+    np.testing.assert_array_equal(
+        g.values, est.g_pass_at_k(10, c.values[..., None], np.array([2, 4]), 0.5)
+    )
     cons = est.task_metric(c, n, 2, "consistency")
     assert cons.dims == ("system", "task", "k") and cons["k"].values.tolist() == [2]
     with pytest.raises(ValueError, match="needs tau"):
@@ -177,17 +205,20 @@ def _beta_expectation(func, a, b):
     options = {"epsabs": 1e-14, "epsrel": 1e-12, "limit": 200}
     total = 0.0
     if a < 1:
-        total += integrate.quad(lambda u: func(u ** (1 / a)) * (1 - u ** (1 / a)) ** (b - 1) / a,
-                                0, 0.5**a, **options)[0] / special.beta(a, b)
+        total += integrate.quad(
+            lambda u: func(u ** (1 / a)) * (1 - u ** (1 / a)) ** (b - 1) / a, 0, 0.5**a, **options
+        )[0] / special.beta(a, b)
     else:
-        total += integrate.quad(lambda p: func(p) * stats.beta.pdf(p, a, b), 0, 0.5,
-                                **options)[0]
+        total += integrate.quad(lambda p: func(p) * stats.beta.pdf(p, a, b), 0, 0.5, **options)[0]
     if b < 1:
-        total += integrate.quad(lambda v: func(1 - v ** (1 / b)) * (1 - v ** (1 / b)) ** (a - 1)
-                                / b, 0, 0.5**b, **options)[0] / special.beta(a, b)
+        total += integrate.quad(
+            lambda v: func(1 - v ** (1 / b)) * (1 - v ** (1 / b)) ** (a - 1) / b,
+            0,
+            0.5**b,
+            **options,
+        )[0] / special.beta(a, b)
     else:
-        total += integrate.quad(lambda p: func(p) * stats.beta.pdf(p, a, b), 0.5, 1,
-                                **options)[0]
+        total += integrate.quad(lambda p: func(p) * stats.beta.pdf(p, a, b), 0.5, 1, **options)[0]
     return total
 
 
@@ -215,15 +246,19 @@ def test_beta_closed_forms_equal_numerical_integration(a, b):
     assert c1[0] == pytest.approx(_beta_expectation(lambda p: (2 * p - 1) ** 2, a, b), abs=1e-10)
     assert c2[0] == pytest.approx(_beta_expectation(lambda p: (2 * p - 1) ** 4, a, b), abs=1e-10)
     # tau = 1 is pass^k's closed form
-    np.testing.assert_allclose(bf.beta_moments(np.array(a), np.array(b), "g-pass@k", ks, 1.0)[0],
-                               bf.beta_moments(np.array(a), np.array(b), "pass^k", ks)[0],
-                               rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(
+        bf.beta_moments(np.array(a), np.array(b), "g-pass@k", ks, 1.0)[0],
+        bf.beta_moments(np.array(a), np.array(b), "pass^k", ks)[0],
+        rtol=1e-10,
+        atol=1e-14,
+    )
 
 
 @pytest.fixture(scope="module")
 def grid_fit():
-    data = be.from_counts([[4, 2, 0, 3, 4, 1, 4, 0], [4, 3, 1, 3, 4, 4, 4, 2]], trials=4,
-                          systems=["A", "B"])
+    data = be.from_counts(
+        [[4, 2, 0, 3, 4, 1, 4, 0], [4, 3, 1, 3, 4, 4, 4, 2]], trials=4, systems=["A", "B"]
+    )
     return be.fit(data, model="hierarchical", sampler="grid", draws=150, chains=2, seed=1)
 
 
@@ -234,8 +269,9 @@ def test_hierarchical_population_readout_is_the_beta_integral(grid_fit):
     for chain, draw, s in ((0, 0, 0), (1, 17, 1), (0, 99, 1)):
         a, b = alpha[chain, draw, 0, s, 0], beta[chain, draw, 0, s, 0]
         for i, k in enumerate((2, 3)):
-            ref = _beta_expectation(lambda p, k=k: stats.binom.sf(_needed(Fraction(1, 2), k) - 1,
-                                                                  k, p), a, b)
+            ref = _beta_expectation(
+                lambda p, k=k: stats.binom.sf(_needed(Fraction(1, 2), k) - 1, k, p), a, b
+            )
             assert g.values[chain, draw, s, i] == pytest.approx(ref, abs=1e-9)
         ref = _beta_expectation(lambda p: (2 * p - 1) ** 2, a, b)
         assert cons.values[chain, draw, s] == pytest.approx(ref, abs=1e-9)
@@ -249,15 +285,19 @@ def test_results_methods_on_a_beta_fit(grid_fit):
         cons = res.consistency(estimand=estimand)
         assert cons.dims == ("chain", "draw", "system") and cons.name == "consistency"
         assert float(cons.min()) >= 0 and float(cons.max()) <= 1
-        np.testing.assert_allclose(res.g_pass_at_k(3, 1.0, estimand=estimand),
-                                   res.pass_hat_k(3, estimand=estimand), atol=1e-10)
+        np.testing.assert_allclose(
+            res.g_pass_at_k(3, 1.0, estimand=estimand),
+            res.pass_hat_k(3, estimand=estimand),
+            atol=1e-10,
+        )
         # at least half of four: between all four and at least one
         assert (res.pass_hat_k(4, estimand=estimand) <= g.sel(k=4) + 1e-12).all()
         assert (g.sel(k=4) <= res.pass_at_k(4, estimand=estimand) + 1e-12).all()
     out = res.compare("B", "A", metric="g-pass@k", k=4, tau=0.5, estimand="tasks")
     assert out.attrs["tau"] == 0.5 and out["effect"].dims == ("chain", "draw")
-    direct = (res.g_pass_at_k(4, 0.5, estimand="tasks").sel(system="B")
-              - res.g_pass_at_k(4, 0.5, estimand="tasks").sel(system="A"))
+    direct = res.g_pass_at_k(4, 0.5, estimand="tasks").sel(system="B") - res.g_pass_at_k(
+        4, 0.5, estimand="tasks"
+    ).sel(system="A")
     np.testing.assert_allclose(out["effect"], direct)
     assert "k" not in res.compare("B", "A", metric="consistency")["effect"].dims
     table = res.summary(k=[1, 3], metrics=["pass@k", "g-pass@k", "consistency"], tau=0.5)
@@ -269,14 +309,17 @@ def test_results_methods_on_a_beta_fit(grid_fit):
     assert res.compare_all(metric="g-pass@k", k=2, tau=0.5).attrs["tau"] == 0.5
 
 
-@pytest.mark.parametrize("kwargs, error, pattern", [
-    ({"metric": "g-pass@k"}, ValueError, "needs tau"),
-    ({"metric": "g-pass@k", "tau": 0}, ValueError, r"tau must lie in \(0, 1\].*got 0"),
-    ({"metric": "g-pass@k", "tau": "high"}, TypeError, "tau must be a number"),
-    ({"metric": "pass@k", "tau": 0.5}, ValueError, "tau applies to metric='g-pass@k' only"),
-    ({"metric": "consistency", "k": [1, 3]}, ValueError, "consistency' has no k"),
-    ({"metric": "g-pass", "tau": 0.5}, ValueError, "metric must be one of"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, pattern",
+    [
+        ({"metric": "g-pass@k"}, ValueError, "needs tau"),
+        ({"metric": "g-pass@k", "tau": 0}, ValueError, r"tau must lie in \(0, 1\].*got 0"),
+        ({"metric": "g-pass@k", "tau": "high"}, TypeError, "tau must be a number"),
+        ({"metric": "pass@k", "tau": 0.5}, ValueError, "tau applies to metric='g-pass@k' only"),
+        ({"metric": "consistency", "k": [1, 3]}, ValueError, "consistency' has no k"),
+        ({"metric": "g-pass", "tau": 0.5}, ValueError, "metric must be one of"),
+    ],
+)
 def test_results_refuse_bad_metric_arguments(grid_fit, kwargs, error, pattern):
     with pytest.raises(error, match=pattern):
         grid_fit.compare("B", "A", **kwargs)
@@ -298,13 +341,15 @@ def test_normal_expectation_of_the_new_metrics_matches_direct_quadrature():
     g = normal_expectation(loc, scale, "g-pass@k", np.array([2, 5]), 0.6)
     cons = normal_expectation(loc, scale, "consistency", np.array([2]))
     for i in range(4):
+
         def rate(z, i=i):
             return special.expit(loc[i] + scale[i] * z)
 
         for j, k in enumerate((2, 5)):
             m = _needed(Fraction("0.6"), k)
-            ref = integrate.quad(lambda z: stats.norm.pdf(z) * stats.binom.sf(m - 1, k, rate(z)),
-                                 -12, 12)[0]
+            ref = integrate.quad(
+                lambda z: stats.norm.pdf(z) * stats.binom.sf(m - 1, k, rate(z)), -12, 12
+            )[0]
             assert g[i, j] == pytest.approx(ref, abs=1e-7)
         ref = integrate.quad(lambda z: stats.norm.pdf(z) * (2 * rate(z) - 1) ** 2, -12, 12)[0]
         assert cons[i, 0] == pytest.approx(ref, abs=1e-7)
@@ -328,8 +373,9 @@ def test_quadrature_moments_of_the_new_metrics_match_monte_carlo(n_trials):
         for p_ in range(2):
             one = np.zeros((2, 2))
             one[p_] = 1.0  # one task of pattern p_: its conditional mean and variance
-            centre, cov = quad.task_sums(eta, c, n, sigma_e, sigma_v, True, ks_m, metric, one,
-                                         np.ones(2), tau=tau)
+            centre, cov = quad.task_sums(
+                eta, c, n, sigma_e, sigma_v, True, ks_m, metric, one, np.ones(2), tau=tau
+            )
             mean = centre[0].T  # (k, system)
             second = np.diagonal(cov[0], axis1=1, axis2=2) + mean**2
             rate = special.expit(eta[0, p_][None, :] + e[:, None] + v)
@@ -346,37 +392,50 @@ def test_quadrature_moments_of_the_new_metrics_match_monte_carlo(n_trials):
 def _fake_logit_normal(data, draws=30, seed=3):
     rng = np.random.default_rng(seed)
     systems = data.systems
-    post = xr.Dataset({
-        "alpha": (("chain", "draw", "system"), rng.normal(0.4, 0.3, (2, draws, len(systems)))),
-        "sigma_task": (("chain", "draw"), rng.uniform(1.0, 2.0, (2, draws))),
-        "sigma_task_system": (("chain", "draw"), rng.uniform(0.2, 0.6, (2, draws))),
-    }, coords={"chain": [0, 1], "draw": np.arange(draws),
-               "system": np.asarray(systems, dtype=object)})
+    post = xr.Dataset(
+        {
+            "alpha": (("chain", "draw", "system"), rng.normal(0.4, 0.3, (2, draws, len(systems)))),
+            "sigma_task": (("chain", "draw"), rng.uniform(1.0, 2.0, (2, draws))),
+            "sigma_task_system": (("chain", "draw"), rng.uniform(0.2, 0.6, (2, draws))),
+        },
+        coords={
+            "chain": [0, 1],
+            "draw": np.arange(draws),
+            "system": np.asarray(systems, dtype=object),
+        },
+    )
     tree = xr.DataTree.from_dict({"/posterior": post, "/observed_data": data.dataset})
-    tree.attrs.update(model="logit_normal", sampler="fake", seed=seed, draws=draws, chains=2,
-                      priors="{}", missing_policy="none", input_hash="fake")
+    tree.attrs.update(
+        model="logit_normal",
+        sampler="fake",
+        seed=seed,
+        draws=draws,
+        chains=2,
+        priors="{}",
+        missing_policy="none",
+        input_hash="fake",
+    )
     return Results(tree), post
 
 
 def test_logit_normal_population_agrees_with_monte_carlo():
-    data = be.from_counts([[4, 2, 0, 3, 4, 1], [4, 3, 1, 3, 4, 4]], trials=4,
-                          systems=["A", "B"])
+    data = be.from_counts([[4, 2, 0, 3, 4, 1], [4, 3, 1, 3, 4, 4]], trials=4, systems=["A", "B"])
     res, post = _fake_logit_normal(data)
     rng = np.random.default_rng(11)
     spread = np.sqrt(post["sigma_task"] ** 2 + post["sigma_task_system"] ** 2).values
     z = rng.standard_normal(200_000)
     rate = special.expit(post["alpha"].values[..., None] + spread[..., None, None] * z)
     g = res.g_pass_at_k([2, 4], 0.5, estimand="population")
-    ref = np.stack([stats.binom.sf(0, 2, rate).mean(-1), stats.binom.sf(1, 4, rate).mean(-1)],
-                   axis=-1)
+    ref = np.stack(
+        [stats.binom.sf(0, 2, rate).mean(-1), stats.binom.sf(1, 4, rate).mean(-1)], axis=-1
+    )
     np.testing.assert_allclose(g.values, ref, atol=4e-3)
     cons = res.consistency(estimand="population")
     np.testing.assert_allclose(cons.values, ((2 * rate - 1) ** 2).mean(-1), atol=4e-3)
 
 
 def test_logit_normal_tasks_estimand_and_comparison():
-    data = be.from_counts([[4, 2, 0, 3, 4, 1], [4, 3, 1, 3, 4, 4]], trials=4,
-                          systems=["A", "B"])
+    data = be.from_counts([[4, 2, 0, 3, 4, 1], [4, 3, 1, 3, 4, 4]], trials=4, systems=["A", "B"])
     res, _ = _fake_logit_normal(data)
     g = res.g_pass_at_k(4, 1.0, estimand="tasks")
     # the same quadrature and the same normal draws as pass^4
@@ -455,8 +514,10 @@ def test_trial_bootstrap_of_the_new_metrics_matches_direct_trial_resampling():
         for j in range(2 * k + 1):
             weight = Fraction(comb(cc, j) * comb(n - cc, 2 * k - j), comb(n, 2 * k))
             # f^2 of a 2k-subset with j successes: two disjoint k-halves both reach m
-            halves = Fraction(sum(comb(j, a) * comb(2 * k - j, k - a)
-                                  for a in range(m, k + 1) if j - a >= m), comb(2 * k, k))
+            halves = Fraction(
+                sum(comb(j, a) * comb(2 * k - j, k - a) for a in range(m, k + 1) if j - a >= m),
+                comb(2 * k, k),
+            )
             total += weight * halves
         return total
 
@@ -467,28 +528,30 @@ def test_trial_bootstrap_of_the_new_metrics_matches_direct_trial_resampling():
     ours = boot["replicates"].values
     assert ours.mean() == pytest.approx(estimate, abs=2e-3)
     assert ours.std() == pytest.approx(direct.std(), rel=0.03)
-    np.testing.assert_allclose(boot["interval"].values[0], np.quantile(direct, [0.025, 0.975]),
-                               atol=0.01)
+    np.testing.assert_allclose(
+        boot["interval"].values[0], np.quantile(direct, [0.025, 0.975]), atol=0.01
+    )
 
 
 def test_trial_bootstrap_marks_consistency_below_four_trials():
-    few = be.bootstrap.consistency(be.from_counts([[1, 2, 0, 3]], trials=3), unit="trial",
-                                   n_boot=200)
+    few = be.bootstrap.consistency(
+        be.from_counts([[1, 2, 0, 3]], trials=3), unit="trial", n_boot=200
+    )
     assert not few["interval_valid"].item()
     assert "n >= 4 trials per task" in str(few["interval_reason"].values)
-    enough = be.bootstrap.consistency(be.from_counts([[1, 2, 0, 3]], trials=4), unit="trial",
-                                      n_boot=200)
+    enough = be.bootstrap.consistency(
+        be.from_counts([[1, 2, 0, 3]], trials=4), unit="trial", n_boot=200
+    )
     assert enough["interval_valid"].item()
     with pytest.raises(ValueError, match="needs at least 2 valid trials"):
         be.bootstrap.consistency(be.from_counts([[1, 0, 1]], trials=1), n_boot=200)
 
 
 def test_paired_bootstrap_comparison_of_the_new_metrics():
-    data = be.from_counts([[5, 1, 3, 4, 2, 6], [6, 2, 3, 6, 3, 6]], trials=6,
-                          systems=["A", "B"])
+    data = be.from_counts([[5, 1, 3, 4, 2, 6], [6, 2, 3, 6, 3, 6]], trials=6, systems=["A", "B"])
     out = be.bootstrap.compare(data, "B", "A", k=4, metric="g-pass@k", tau=0.75, n_boot=2000)
     counts = data.dataset["successes"].values
-    direct = (est.g_pass_at_k(6, counts[1], 4, 0.75) - est.g_pass_at_k(6, counts[0], 4, 0.75))
+    direct = est.g_pass_at_k(6, counts[1], 4, 0.75) - est.g_pass_at_k(6, counts[0], 4, 0.75)
     assert float(out["effect_estimate"]) == pytest.approx(direct.mean(), abs=1e-15)
     assert out.attrs["tau"] == 0.75
     cons = be.bootstrap.compare(data, "B", "A", metric="consistency", n_boot=2000)

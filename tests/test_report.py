@@ -45,8 +45,15 @@ def parse_html(text: str) -> _Page:
 
 @pytest.fixture(scope="module")
 def sim():
-    return simulate_benchmark(n_tasks=40, n_trials=4, n_systems=3, effect=[-0.3, 2.0],
-                              rates="beta_2_5", clusters=5, seed=11)
+    return simulate_benchmark(
+        n_tasks=40,
+        n_trials=4,
+        n_systems=3,
+        effect=[-0.3, 2.0],
+        rates="beta_2_5",
+        clusters=5,
+        seed=11,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +63,14 @@ def res(sim):
 
 @pytest.fixture(scope="module")
 def out(res):
-    return report_data(res, comparisons=[("system_2", "system_0"), ("system_1", "system_0")],
-                       k=[1, 3], margin=0.02, n_boot=N_BOOT, seed=SEED)
+    return report_data(
+        res,
+        comparisons=[("system_2", "system_0"), ("system_1", "system_0")],
+        k=[1, 3],
+        margin=0.02,
+        n_boot=N_BOOT,
+        seed=SEED,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,26 +92,25 @@ def test_metric_rows_are_the_crosscheck(res, out):
     for estimand in ("population", "tasks"):
         for system in res.systems:
             for k in (1, 3):
-                row = _row(out["metrics"], system=system, metric="pass@k", k=k,
-                           estimand=estimand)
+                row = _row(out["metrics"], system=system, metric="pass@k", k=k, estimand=estimand)
                 cell = check.sel(estimand=estimand, system=system, k=k)
                 assert row["bayes_mean"] == float(cell["bayes_mean"])
                 assert row["bayes_lower"] == float(cell["bayes_interval"][0])
                 assert row["bootstrap_upper"] == float(cell["bootstrap_interval"][1])
-                assert row["bootstrap_unit"] == {"population": "task", "tasks": "trial"}[
-                    estimand]
+                assert row["bootstrap_unit"] == {"population": "task", "tasks": "trial"}[estimand]
     hat = be.crosscheck(res, k=[3], metric="pass^k", n_boot=N_BOOT, seed=SEED)
     row = _row(out["metrics"], system="system_1", metric="pass^k", k=3, estimand="tasks")
-    assert row["bayes_mean"] == float(hat.sel(estimand="tasks", system="system_1", k=3)[
-        "bayes_mean"])
+    assert row["bayes_mean"] == float(
+        hat.sel(estimand="tasks", system="system_1", k=3)["bayes_mean"]
+    )
     # pass^1 is pass@1: not repeated
     assert not [r for r in out["metrics"] if r["metric"] == "pass^k" and r["k"] == 1]
     # the cluster bootstrap sits beside the population rows
-    cluster = be.bootstrap.pass_at_k(res.data, k=[1, 3], unit="cluster", n_boot=N_BOOT,
-                                     seed=SEED)
+    cluster = be.bootstrap.pass_at_k(res.data, k=[1, 3], unit="cluster", n_boot=N_BOOT, seed=SEED)
     row = _row(out["metrics"], system="system_0", metric="pass@k", k=3, estimand="population")
     assert row["cluster_bootstrap_estimate"] == float(
-        cluster["estimate"].sel(system="system_0", k=3))
+        cluster["estimate"].sel(system="system_0", k=3)
+    )
 
 
 def test_comparison_is_compare_and_noninferiority(res, out):
@@ -113,14 +125,21 @@ def test_comparison_is_compare_and_noninferiority(res, out):
     units = [b["unit"] for b in entry["bootstrap"]]
     assert units == ["task", "cluster"]
     for boot in entry["bootstrap"]:
-        twin = be.bootstrap.compare(res.data, "system_2", "system_0", k=1, unit=boot["unit"],
-                                    n_boot=N_BOOT, seed=SEED, margin=0.02)
+        twin = be.bootstrap.compare(
+            res.data,
+            "system_2",
+            "system_0",
+            k=1,
+            unit=boot["unit"],
+            n_boot=N_BOOT,
+            seed=SEED,
+            margin=0.02,
+        )
         assert boot["rows"][0]["effect"] == float(twin["effect_estimate"])
         assert boot["rows"][0]["lower"] == float(twin["effect_interval"][0])
         assert boot["decision"]["decision"] == be.noninferiority(twin, 0.02, 0.95).decision
         replicates = twin["effect"].values
-        side = min((replicates > 0).sum(), (replicates < 0).sum()) + 0.5 * (
-            replicates == 0).sum()
+        side = min((replicates > 0).sum(), (replicates < 0).sum()) + 0.5 * (replicates == 0).sum()
         assert boot["p_value"] == pytest.approx(min(1, 2 * (1 + side) / (N_BOOT + 1)))
 
 
@@ -167,8 +186,7 @@ def test_paired_spread_splits_task_spread_from_trial_noise():
 def test_units_statuses_and_settings(res, out):
     data = out["data"]
     assert (data["n_systems"], data["n_tasks"], data["clusters"]["count"]) == (3, 40, 5)
-    assert data["trials_per_task"] == {"min": 4, "median": 4.0, "max": 4,
-                                       "used": "valid trials"}
+    assert data["trials_per_task"] == {"min": 4, "median": 4.0, "max": 4, "used": "valid trials"}
     assert data["status_totals"]["ok"] == 3 * 40 * 4
     icc = be.design_effect(res.data)["icc"].sel(system="system_1")
     assert _row(data["design_effect"], system="system_1")["icc"] == float(icc)
@@ -178,8 +196,12 @@ def test_units_statuses_and_settings(res, out):
     assert out["estimand"]["name"] == "population"
     assert "new task" in out["estimand"]["description"]
     names = [item["name"] for item in out["systematic"]]
-    assert names[:4] == ["Contamination", "Harness and environment drift",
-                         "Judge and grader bias", "Task selection"]
+    assert names[:4] == [
+        "Contamination",
+        "Harness and environment drift",
+        "Judge and grader bias",
+        "Task selection",
+    ]
     json.dumps(out, allow_nan=False)
 
 
@@ -216,21 +238,31 @@ def test_html_is_self_contained_with_plots(res, out):
 def test_diagnostics_table_names_the_parameter_of_each_worst_value(monkeypatch, res, out):
     """An MCMC fit's worst values come with the parameter that has them (Results.diagnostics'
     ``*_parameter`` keys): a column of the table in both formats, kept out of the numbers."""
-    diag = {"max_rhat": 1.072, "min_ess_bulk": 78.7, "min_ess_tail": 51.1,
-            "max_rhat_parameter": "sigma_task_system", "min_ess_bulk_parameter": "phi[B]",
-            "min_ess_tail_parameter": "phi[B]", "divergences": 0, "min_bfmi": 0.27}
+    diag = {
+        "max_rhat": 1.072,
+        "min_ess_bulk": 78.7,
+        "min_ess_tail": 51.1,
+        "max_rhat_parameter": "sigma_task_system",
+        "min_ess_bulk_parameter": "phi[B]",
+        "min_ess_tail_parameter": "phi[B]",
+        "divergences": 0,
+        "min_bfmi": 0.27,
+    }
     monkeypatch.setattr(type(res), "diagnostics", property(lambda self: diag))
     section = report._diagnostics_section(res)
     assert section["mcmc"] == {k: v for k, v in diag.items() if "parameter" not in k}
-    assert section["parameter"] == {"max_rhat": "sigma_task_system", "min_ess_bulk": "phi[B]",
-                                    "min_ess_tail": "phi[B]"}
+    assert section["parameter"] == {
+        "max_rhat": "sigma_task_system",
+        "min_ess_bulk": "phi[B]",
+        "min_ess_tail": "phi[B]",
+    }
     data = {**out, "diagnostics": section}
     markdown = build_report(res, fmt="markdown", plots=False, data=data)
     assert "| max_rhat | 1.072 | `sigma_task_system` |" in markdown
     assert "| min_ess_bulk | 78.700 | `phi[B]` |" in markdown
     assert "| divergences | 0 |  |" in markdown
     html = build_report(res, plots=False, data=data)
-    assert "<th>min_ess_tail</th><td class=\"n\">51.100</td><td>phi[B]</td>" in html
+    assert '<th>min_ess_tail</th><td class="n">51.100</td><td>phi[B]</td>' in html
 
 
 def test_markdown_file_gets_its_plots_beside_it(tmp_path, bounded):
@@ -253,8 +285,7 @@ def test_without_matplotlib_every_number_stays(monkeypatch, res, out):
     assert "pip install 'bayeval[plots]'" in text.split("## What is estimated")[0]
     assert "![" not in text
     row = out["metrics"][0]
-    assert f"{row['bayes_mean']:.3f} [{row['bayes_lower']:.3f}, {row['bayes_upper']:.3f}]" \
-        in text
+    assert f"{row['bayes_mean']:.3f} [{row['bayes_lower']:.3f}, {row['bayes_upper']:.3f}]" in text
 
 
 def test_a_broken_plot_becomes_a_note(monkeypatch, res):
@@ -272,8 +303,9 @@ def test_a_broken_plot_becomes_a_note(monkeypatch, res):
 
 
 def test_caveats_become_notes_not_warnings():
-    data = be.from_counts([[1, 0, 1, 1, 0, 1, 0, 1], [1, 1, 1, 1, 0, 1, 0, 1]], trials=1,
-                          systems=["A", "B"])
+    data = be.from_counts(
+        [[1, 0, 1, 1, 0, 1, 0, 1], [1, 1, 1, 1, 0, 1, 0, 1]], trials=1, systems=["A", "B"]
+    )
     with pytest.warns(be.BayevalWarning, match="one trial per task"):
         res = be.fit(data, sampler="grid", draws=200, chains=2, seed=0)
     with warnings.catch_warnings():
@@ -306,7 +338,8 @@ def test_results_table_is_ordered_by_the_measured_rate():
     """Rows follow each system's measured pass@1, best first, whatever the input's order."""
     from bayeval.report import _measured_order
 
-    data = be.from_counts([[2, 3, 1], [9, 8, 9], [5, 6, 4]], trials=10,
-                          systems=["low", "high", "mid"])
+    data = be.from_counts(
+        [[2, 3, 1], [9, 8, 9], [5, 6, 4]], trials=10, systems=["low", "high", "mid"]
+    )
     res = be.fit(data, model="hierarchical", sampler="grid", draws=50, chains=2, seed=0)
     assert _measured_order(res) == {"high": 0, "mid": 1, "low": 2}

@@ -16,8 +16,9 @@ from bayeval.report import build_report, report_data
 def parts():
     rng = np.random.default_rng(3)
     counts = rng.binomial(2, 0.7, size=(3, 200))
-    data = be.from_counts(counts, trials=2, systems=["A", "B", "C"],
-                          clusters=[f"repo{j // 10}" for j in range(200)])
+    data = be.from_counts(
+        counts, trials=2, systems=["A", "B", "C"], clusters=[f"repo{j // 10}" for j in range(200)]
+    )
     return be.split_tasks(data, fractions=(0.5, 0.5), by="cluster", seed=4)
 
 
@@ -46,8 +47,9 @@ def test_three_systems_on_the_test_part_are_counted_and_their_optimism_stated(pa
     ds = test.dataset
     p = float(ds["successes"].sum() / ds["trials"].sum())
     sigma = math.sqrt(p * (1 - p) / (2 * len(test.tasks)))
-    assert split["optimism_of_best"] == pytest.approx(sigma * 3 / (2 * math.sqrt(math.pi)),
-                                                      rel=0.15)
+    assert split["optimism_of_best"] == pytest.approx(
+        sigma * 3 / (2 * math.sqrt(math.pi)), rel=0.15
+    )
     assert "3 systems were scored on the held-out part 'test'" in split["note"]
     assert split["note"] in out["notes"]
     jsonschema.validate(json.loads(json.dumps(out)), _schema())
@@ -71,13 +73,15 @@ def test_data_that_are_not_a_split_part_have_no_section(parts):
     jsonschema.validate(json.loads(json.dumps(out)), _schema())
     assert "Task split" not in build_report(
         be.fit(whole, model="hierarchical", sampler="grid", draws=100, chains=2, seed=0),
-        fmt="markdown", plots=False, n_boot=100)
+        fmt="markdown",
+        plots=False,
+        n_boot=100,
+    )
 
 
 @pytest.mark.parametrize("fmt", ["markdown", "html"])
 def test_the_card_shows_the_split(parts, fmt):
-    res = be.fit(parts["test"], model="hierarchical", sampler="grid", draws=100, chains=2,
-                 seed=0)
+    res = be.fit(parts["test"], model="hierarchical", sampler="grid", draws=100, chains=2, seed=0)
     text = build_report(res, fmt=fmt, plots=False, n_boot=100)
     assert "Task split" in text
     assert "Systems scored on this part: 3." in text

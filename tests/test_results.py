@@ -11,18 +11,28 @@ from bayeval import BayevalWarning
 
 @pytest.fixture(scope="module")
 def tau_fit():
-    return be.fit(be.datasets.load("tau_bench_airline"), draws=500, chains=2, seed=7, model="hierarchical")
+    return be.fit(
+        be.datasets.load("tau_bench_airline"), draws=500, chains=2, seed=7, model="hierarchical"
+    )
 
 
 @pytest.fixture(scope="module")
 def bounds_fit():
-    df = pd.DataFrame({
-        "system": ["A"] * 8 + ["B"] * 8,
-        "task": [f"t{i}" for i in range(4)] * 4,
-        "trial": [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4,
-        "success": [1, 0, np.nan, 1, 1, 1, 0, 1, 1, np.nan, 1, 1, 0, 1, 1, np.nan],
-    })
-    return be.fit(be.from_frame(df, trial="trial", missing="bounds"), draws=400, chains=2, seed=1, model="hierarchical")
+    df = pd.DataFrame(
+        {
+            "system": ["A"] * 8 + ["B"] * 8,
+            "task": [f"t{i}" for i in range(4)] * 4,
+            "trial": [0] * 4 + [1] * 4 + [0] * 4 + [1] * 4,
+            "success": [1, 0, np.nan, 1, 1, 1, 0, 1, 1, np.nan, 1, 1, 0, 1, 1, np.nan],
+        }
+    )
+    return be.fit(
+        be.from_frame(df, trial="trial", missing="bounds"),
+        draws=400,
+        chains=2,
+        seed=1,
+        model="hierarchical",
+    )
 
 
 def test_metric_dims(tau_fit):
@@ -50,8 +60,9 @@ def test_population_closed_form_per_draw(tau_fit):
 def test_tasks_estimand_is_the_mean_of_stored_task_rates(tau_fit):
     p = tau_fit.task_rates()
     assert p.dims == ("chain", "draw", "system", "task")
-    np.testing.assert_allclose(tau_fit.pass_hat_k(k=2, estimand="tasks").values,
-                               (p**2).mean("task").values)
+    np.testing.assert_allclose(
+        tau_fit.pass_hat_k(k=2, estimand="tasks").values, (p**2).mean("task").values
+    )
 
 
 def test_bounds_are_carried_and_cross_in_compare(bounds_fit):
@@ -61,10 +72,12 @@ def test_bounds_are_carried_and_cross_in_compare(bounds_fit):
     assert (upper.mean(["chain", "draw"]) > lower.mean(["chain", "draw"])).all()
     out = bounds_fit.compare("B", "A", estimand="tasks")
     expected_lower = draws.sel(system="B", missing_bound="lower") - draws.sel(
-        system="A", missing_bound="upper")
+        system="A", missing_bound="upper"
+    )
     np.testing.assert_allclose(out["effect"].sel(missing_bound="lower"), expected_lower)
     expected_upper = draws.sel(system="B", missing_bound="upper") - draws.sel(
-        system="A", missing_bound="lower")
+        system="A", missing_bound="lower"
+    )
     np.testing.assert_allclose(out["effect"].sel(missing_bound="upper"), expected_upper)
     assert out["effect_interval"].dims == ("missing_bound", "ci_bound")
 
@@ -73,13 +86,19 @@ def test_compare_dataset(tau_fit):
     data = be.from_counts([[3, 5, 1, 8, 2], [6, 9, 2, 9, 4]], 10, systems=["A", "B"])
     res = be.fit(data, draws=500, chains=2, seed=3, model="hierarchical")
     out = res.compare("B", "A", k=[1, 3], margin=0.05, estimand="population")
-    assert set(out.data_vars) == {"effect", "effect_mean", "effect_interval", "prob_positive",
-                                  "prob_above_margin", "prob_noninferior", "effect_mcse",
-                                  "effect_ess"}
+    assert set(out.data_vars) == {
+        "effect",
+        "effect_mean",
+        "effect_interval",
+        "prob_positive",
+        "prob_above_margin",
+        "prob_noninferior",
+        "effect_mcse",
+        "effect_ess",
+    }
     assert out["effect"].dims == ("chain", "draw", "k")
     effect = out["effect"].sel(k=1)
-    assert float(out["prob_above_margin"].sel(k=1)) == pytest.approx(
-        float((effect > 0.05).mean()))
+    assert float(out["prob_above_margin"].sel(k=1)) == pytest.approx(float((effect > 0.05).mean()))
     assert (out["prob_noninferior"] >= out["prob_positive"]).all()
     assert (out["prob_positive"] >= out["prob_above_margin"]).all()
     assert out.attrs["margin"] == 0.05 and out.attrs["candidate"] == "B"
@@ -91,8 +110,18 @@ def test_compare_dataset(tau_fit):
 
 def test_summary_table(tau_fit):
     table = tau_fit.summary(ci_prob=0.9, k=[1, 2], metrics=("pass@k", "pass^k"))
-    assert list(table.columns) == ["system", "estimand", "metric", "k", "mean", "sd", "lower",
-                                   "upper", "mcse_mean", "ess_bulk"]
+    assert list(table.columns) == [
+        "system",
+        "estimand",
+        "metric",
+        "k",
+        "mean",
+        "sd",
+        "lower",
+        "upper",
+        "mcse_mean",
+        "ess_bulk",
+    ]
     assert len(table) == 2 * 2 * 2
     assert table.attrs["ci_prob"] == 0.9
     row = table.query("estimand == 'tasks' and metric == 'pass^k' and k == 2").iloc[0]
@@ -123,8 +152,9 @@ def test_roundtrip_netcdf(tmp_path, bounds_fit):
     bounds_fit.to_netcdf(path)
     back = be.load(path)
     assert back.tree.identical(bounds_fit.tree)
-    xr.testing.assert_identical(back.pass_at_k(k=[1, 2], estimand="tasks"),
-                                bounds_fit.pass_at_k(k=[1, 2], estimand="tasks"))
+    xr.testing.assert_identical(
+        back.pass_at_k(k=[1, 2], estimand="tasks"), bounds_fit.pass_at_k(k=[1, 2], estimand="tasks")
+    )
     assert back.data.fingerprint() == bounds_fit.data.fingerprint()
 
 
@@ -153,8 +183,19 @@ def test_seed_reproducibility_and_recording():
 
 def test_attrs_record_settings(tau_fit):
     attrs = tau_fit.tree.attrs
-    for key in ("model", "sampler", "sampler_requested", "seed", "draws", "chains", "priors",
-                "missing_policy", "input_hash", "library_versions", "created_at"):
+    for key in (
+        "model",
+        "sampler",
+        "sampler_requested",
+        "seed",
+        "draws",
+        "chains",
+        "priors",
+        "missing_policy",
+        "input_hash",
+        "library_versions",
+        "created_at",
+    ):
         assert key in attrs
     assert attrs["input_hash"] == be.datasets.load("tau_bench_airline").fingerprint()
     assert "pymc" in attrs["library_versions"]
@@ -176,12 +217,20 @@ def test_repr_is_readable(tau_fit):
 def test_strata_populations_combine_with_declared_weights():
     rng = np.random.default_rng(3)
     easy, hard = rng.binomial(10, rng.beta(5, 1, 12)), rng.binomial(10, rng.beta(1, 5, 8))
-    data = be.from_counts(np.r_[easy, hard], 10, strata=["easy"] * 12 + ["hard"] * 8,
-                          stratum_weights={"easy": 0.3, "hard": 0.7})
+    data = be.from_counts(
+        np.r_[easy, hard],
+        10,
+        strata=["easy"] * 12 + ["hard"] * 8,
+        stratum_weights={"easy": 0.3, "hard": 0.7},
+    )
     res = be.fit(data, draws=4000, chains=2, seed=0, model="hierarchical")
     assert res.tree["posterior"]["mu"].dims == ("chain", "draw", "system", "stratum")
-    alone = [be.fit(be.from_counts(x, 10), draws=4000, chains=2, seed=1, model="hierarchical").pass_at_k().values
-             for x in (easy, hard)]
+    alone = [
+        be.fit(be.from_counts(x, 10), draws=4000, chains=2, seed=1, model="hierarchical")
+        .pass_at_k()
+        .values
+        for x in (easy, hard)
+    ]
     expected = 0.3 * alone[0].mean() + 0.7 * alone[1].mean()
     assert float(res.pass_at_k().mean()) == pytest.approx(expected, abs=0.005)
     tasks = res.pass_at_k(estimand="tasks")
@@ -194,15 +243,20 @@ def test_crosscheck_pairs_estimands_with_bootstrap_units(tau_fit):
     out = be.crosscheck(tau_fit, k=[1, 2], metric="pass^k", n_boot=2000)
     assert out["bayes_interval"].dims == ("estimand", "system", "k", "ci_bound")
     assert out["bootstrap_unit"].values.tolist() == ["trial", "task"]
-    boot = be.bootstrap.pass_hat_k(be.datasets.load("tau_bench_airline"), k=[1, 2],
-                                   unit="trial", n_boot=2000, seed=0)
-    xr.testing.assert_allclose(out["bootstrap_interval"].sel(estimand="tasks", drop=True),
-                               boot["interval"].reset_coords(drop=True))
+    boot = be.bootstrap.pass_hat_k(
+        be.datasets.load("tau_bench_airline"), k=[1, 2], unit="trial", n_boot=2000, seed=0
+    )
+    xr.testing.assert_allclose(
+        out["bootstrap_interval"].sel(estimand="tasks", drop=True),
+        boot["interval"].reset_coords(drop=True),
+    )
     width = out["bayes_width"]
     assert float(width.sel(estimand="population", k=1).item()) > float(
-        width.sel(estimand="tasks", k=1).item())
-    np.testing.assert_allclose(out["centre_difference"],
-                               out["bayes_mean"] - out["bootstrap_estimate"])
+        width.sel(estimand="tasks", k=1).item()
+    )
+    np.testing.assert_allclose(
+        out["centre_difference"], out["bayes_mean"] - out["bootstrap_estimate"]
+    )
     frame = be.crosscheck(tau_fit, n_boot=500, fmt="dataframe")
     assert {"bayes_lower", "bootstrap_upper", "width_ratio"} <= set(frame.columns)
     assert len(frame) == 2

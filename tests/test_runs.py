@@ -22,8 +22,15 @@ def _frame(seed=0, run_sd=0.3, n_tasks=30, n_runs=3, trials=4):
             a_run = a + rng.normal(0, run_sd)
             for j in range(n_tasks):
                 p = special.expit(a_run + e[j] + rng.normal(0, 0.3))
-                rows += [{"recipe": recipe, "seed": run, "task": f"t{j}",
-                          "success": int(rng.random() < p)} for _ in range(trials)]
+                rows += [
+                    {
+                        "recipe": recipe,
+                        "seed": run,
+                        "task": f"t{j}",
+                        "success": int(rng.random() < p),
+                    }
+                    for _ in range(trials)
+                ]
     return pd.DataFrame(rows)
 
 
@@ -45,8 +52,10 @@ def test_runs_become_checkpoints_with_recipe_and_run_coordinates():
     assert data.dataset["recipe"].values.tolist() == ["A", "A", "B", "B"]
     assert data.dataset["run"].values.tolist() == [0, 1, 0, 1]
     one = df[(df.recipe == "A") & (df.seed == 1)]
-    assert data.dataset["successes"].sel(system="A/1").values.tolist() == one.groupby(
-        "task")["success"].sum().loc[list(data.tasks)].tolist()
+    assert (
+        data.dataset["successes"].sel(system="A/1").values.tolist()
+        == one.groupby("task")["success"].sum().loc[list(data.tasks)].tolist()
+    )
 
 
 def test_run_column_refusals():
@@ -59,8 +68,9 @@ def test_run_column_refusals():
     gap.loc[3, "seed"] = None
     with pytest.raises(ValueError, match="seed"):
         be.from_frame(gap, system="recipe", run="seed")
-    clash = pd.DataFrame({"recipe": ["a/b", "a"], "seed": ["c", "b/c"], "task": ["t", "t"],
-                          "success": [1, 0]})
+    clash = pd.DataFrame(
+        {"recipe": ["a/b", "a"], "seed": ["c", "b/c"], "task": ["t", "t"], "success": [1, 0]}
+    )
     with pytest.raises(ValueError, match="same checkpoint label 'a/b/c'"):
         be.from_frame(clash, system="recipe", run="seed")
 
@@ -70,8 +80,9 @@ def test_observed_runs_average_the_checkpoints_and_round_trip(tmp_path):
     res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
     out = res.compare("B", "A", runs="observed")
     draws = res.pass_at_k()
-    by_hand = (draws.sel(system=["B/0", "B/1", "B/2"]).mean("system")
-               - draws.sel(system=["A/0", "A/1", "A/2"]).mean("system"))
+    by_hand = draws.sel(system=["B/0", "B/1", "B/2"]).mean("system") - draws.sel(
+        system=["A/0", "A/1", "A/2"]
+    ).mean("system")
     np.testing.assert_allclose(out["effect"].values, by_hand.values, rtol=1e-12)
     assert out.attrs["runs"] == "observed" and len(out.attrs["checkpoints"]) == 6
     tasks = res.compare("B", "A", runs="observed", estimand="tasks")
@@ -80,14 +91,20 @@ def test_observed_runs_average_the_checkpoints_and_round_trip(tmp_path):
     res.to_netcdf(path)
     again = be.load(path)
     assert again.tree["observed_data"]["recipe"].values.tolist() == ["A"] * 3 + ["B"] * 3
-    np.testing.assert_array_equal(again.compare("B", "A", runs="observed")["effect"].values,
-                                  out["effect"].values)
+    np.testing.assert_array_equal(
+        again.compare("B", "A", runs="observed")["effect"].values, out["effect"].values
+    )
     with pytest.raises(ValueError, match="runs='new' needs the logit_normal model"):
         res.compare("B", "A", runs="new")
     with pytest.raises(ValueError, match="'C' is not a recipe"):
         res.compare("C", "A", runs="observed")
-    plain = be.fit(be.from_counts([[1, 2], [2, 1]], trials=3, systems=["A", "B"]),
-                   model="hierarchical", draws=50, chains=2, seed=0)
+    plain = be.fit(
+        be.from_counts([[1, 2], [2, 1]], trials=3, systems=["A", "B"]),
+        model="hierarchical",
+        draws=50,
+        chains=2,
+        seed=0,
+    )
     with pytest.raises(ValueError, match="read the data with from_frame"):
         plain.compare("B", "A", runs="observed")
 
@@ -97,8 +114,10 @@ def test_new_runs_are_wider_than_these_checkpoints(paired_runs):
     assert "sigma_run" in res.tree["posterior"]
     new = res.compare("B", "A", runs="new")
     observed = res.compare("B", "A", runs="observed")
-    width = {name: float(np.diff(o["effect_interval"].values)[0])
-             for name, o in (("new", new), ("observed", observed))}
+    width = {
+        name: float(np.diff(o["effect_interval"].values)[0])
+        for name, o in (("new", new), ("observed", observed))
+    }
     assert width["new"] > 1.3 * width["observed"]
     with pytest.raises(ValueError, match="estimand='population'"):
         res.compare("B", "A", runs="new", estimand="tasks")

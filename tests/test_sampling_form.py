@@ -32,16 +32,19 @@ def _counts(systems, tasks, trials, seed=0):
     return be.from_counts(c, np.full((systems, tasks), trials))
 
 
-@pytest.mark.parametrize("systems, tasks, trials, form", [
-    (25, 500, 1, "task-latent"),      # single attempts of many systems: a table read per cell
-    (2, 500, 1, "collapsed"),         # single attempts of two: patterns repeat, quadrature cheap
-    (13, 80, 5, "full-latent"),       # 1040 cells of five trials each
-    (2, 10, 32, "full-latent"),       # 20 cells: 1 s against 7-8 s collapsed
-    (2, 4, 8, "collapsed"),           # 8 cells: below the measured sizes
-    (3, 48, 4, "full-latent"),        # 144 cells: the three-system toy, 2-6x faster latent
-    (1, 2000, 8, "collapsed"),        # one system: no inner integrals, tasks share patterns
-    (45, 400, 10, "full-latent"),
-])
+@pytest.mark.parametrize(
+    "systems, tasks, trials, form",
+    [
+        (25, 500, 1, "task-latent"),  # single attempts of many systems: a table read per cell
+        (2, 500, 1, "collapsed"),  # single attempts of two: patterns repeat, quadrature cheap
+        (13, 80, 5, "full-latent"),  # 1040 cells of five trials each
+        (2, 10, 32, "full-latent"),  # 20 cells: 1 s against 7-8 s collapsed
+        (2, 4, 8, "collapsed"),  # 8 cells: below the measured sizes
+        (3, 48, 4, "full-latent"),  # 144 cells: the three-system toy, 2-6x faster latent
+        (1, 2000, 8, "collapsed"),  # one system: no inner integrals, tasks share patterns
+        (45, 400, 10, "full-latent"),
+    ],
+)
 def test_form_follows_trials_and_size(systems, tasks, trials, form):
     chosen, why = sampling_form(_counts(systems, tasks, trials).dataset)
     assert chosen == form
@@ -65,7 +68,10 @@ def test_the_bundled_files_get_the_form_the_benchmarks_measured():
     tb = be.datasets.load("terminal_bench", missing="fail")
     lcb = be.datasets.load("livecodebench")
     assert [sampling_form(d.dataset)[0] for d in (swe, tb, lcb)] == [
-        "task-latent", "full-latent", "full-latent"]
+        "task-latent",
+        "full-latent",
+        "full-latent",
+    ]
 
 
 def test_many_systems_with_few_trials_take_the_task_latent_form():
@@ -79,12 +85,15 @@ def test_many_systems_with_few_trials_take_the_task_latent_form():
     assert sampling_form(be.from_counts(rng.binomial(n, 0.5), n).dataset)[0] == "collapsed"
 
 
-@pytest.mark.parametrize("tasks, clusters, form", [
-    (100, 20, "collapsed"),  # 5 tasks a cluster: fewer than were simulated
-    (3 * TASK_LATENT_CLUSTER_TASKS, 3, "task-latent"),  # exactly the threshold
-    (3 * TASK_LATENT_CLUSTER_TASKS - 3, 3, "collapsed"),  # one task a cluster fewer
-    (100, None, "task-latent"),
-])
+@pytest.mark.parametrize(
+    "tasks, clusters, form",
+    [
+        (100, 20, "collapsed"),  # 5 tasks a cluster: fewer than were simulated
+        (3 * TASK_LATENT_CLUSTER_TASKS, 3, "task-latent"),  # exactly the threshold
+        (3 * TASK_LATENT_CLUSTER_TASKS - 3, 3, "collapsed"),  # one task a cluster fewer
+        (100, None, "task-latent"),
+    ],
+)
 def test_the_task_latent_form_needs_clusters_of_many_tasks(tasks, clusters, form):
     """The task-latent form samples the cluster effects centred, guided where the data pin
     them loosely; it was simulated down to 10 tasks a cluster (no divergences in 40 fits),
@@ -92,8 +101,9 @@ def test_the_task_latent_form_needs_clusters_of_many_tasks(tasks, clusters, form
     data = _counts(TASK_LATENT_SYSTEMS, tasks, 1)
     if clusters is not None:
         labels = [f"c{j * clusters // tasks}" for j in range(tasks)]
-        data = be.from_counts(data.dataset["successes"].values, data.dataset["trials"].values,
-                              clusters=labels)
+        data = be.from_counts(
+            data.dataset["successes"].values, data.dataset["trials"].values, clusters=labels
+        )
     chosen, why = sampling_form(data.dataset)
     assert chosen == form
     if form == "collapsed":
@@ -111,21 +121,36 @@ def test_rotated_cluster_pairs_keep_the_posterior(centred, monkeypatch):
     rng = np.random.default_rng(21)
     labels = [f"c{g}" for g in range(18)] + [f"m{g}" for g in range(4) for _ in range(3)]
     cluster = np.unique(labels, return_inverse=True)[1]
-    logit = (rng.normal(0, 1.5, cluster.max() + 1)[cluster] + rng.normal(0, 0.8, len(labels))
-             + np.array([[-0.3], [0.0], [0.4]]) + rng.normal(0, 0.4, (3, len(labels))))
-    data = be.from_counts(rng.binomial(14, 1 / (1 + np.exp(-logit))).tolist(), trials=14,
-                          systems=["A", "B", "C"], clusters=labels)
+    logit = (
+        rng.normal(0, 1.5, cluster.max() + 1)[cluster]
+        + rng.normal(0, 0.8, len(labels))
+        + np.array([[-0.3], [0.0], [0.4]])
+        + rng.normal(0, 0.4, (3, len(labels)))
+    )
+    data = be.from_counts(
+        rng.binomial(14, 1 / (1 + np.exp(-logit))).tolist(),
+        trials=14,
+        systems=["A", "B", "C"],
+        clusters=labels,
+    )
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
     layout = logit_normal.Layout.from_dataset(data.dataset)
     assert sampling_form(data.dataset)[0] == "full-latent" and layout.task_centred == centred
     assert logit_normal.coordinates(layout, latent_tasks=30).cluster_pairs
-    fits = {on: _forced_fit(monkeypatch, data, "ROTATED_CLUSTER_PAIRS", on, draws=300,
-                            tune=300, chains=4, seed=5) for on in (True, False)}
+    fits = {
+        on: _forced_fit(
+            monkeypatch, data, "ROTATED_CLUSTER_PAIRS", on, draws=300, tune=300, chains=4, seed=5
+        )
+        for on in (True, False)
+    }
     names = ["alpha", "cluster_effect", *logit_normal.SIGMAS]
-    means = {on: fit.tree["posterior"].to_dataset()[names].mean(("chain", "draw"))
-             for on, fit in fits.items()}
-    errors = {on: azs.mcse(fit.tree, group="posterior", var_names=names)
-              for on, fit in fits.items()}
+    means = {
+        on: fit.tree["posterior"].to_dataset()[names].mean(("chain", "draw"))
+        for on, fit in fits.items()
+    }
+    errors = {
+        on: azs.mcse(fit.tree, group="posterior", var_names=names) for on, fit in fits.items()
+    }
     for name in names:
         gap = np.abs(means[True][name] - means[False][name]).values
         allowed = 4 * np.hypot(errors[True][name], errors[False][name]).values
@@ -133,8 +158,9 @@ def test_rotated_cluster_pairs_keep_the_posterior(centred, monkeypatch):
     assert fits[True].tree.attrs["cluster_effects"].startswith("rotated")
     assert fits[False].tree.attrs["cluster_effects"] == "non-centred"
     # the rotation changes the sampler's path, not the model: the draws differ
-    assert not np.allclose(fits[True].tree["posterior"]["sigma_task"],
-                           fits[False].tree["posterior"]["sigma_task"])
+    assert not np.allclose(
+        fits[True].tree["posterior"]["sigma_task"], fits[False].tree["posterior"]["sigma_task"]
+    )
 
 
 def test_integrated_cells_keep_the_posterior(monkeypatch):
@@ -147,16 +173,31 @@ def test_integrated_cells_keep_the_posterior(monkeypatch):
     import arviz_stats as azs
 
     rng = np.random.default_rng(3)
-    logit = rng.normal(-1.0, 3.0, 40)[None, :] + np.array([[-0.5], [0.0], [0.6]]) \
+    logit = (
+        rng.normal(-1.0, 3.0, 40)[None, :]
+        + np.array([[-0.5], [0.0], [0.6]])
         + rng.normal(0, 1.0, (3, 40))
-    data = be.from_counts(rng.binomial(8, 1 / (1 + np.exp(-logit))), np.full((3, 40), 8),
-                          systems=["A", "B", "C"])
+    )
+    data = be.from_counts(
+        rng.binomial(8, 1 / (1 + np.exp(-logit))), np.full((3, 40), 8), systems=["A", "B", "C"]
+    )
     c = data.dataset["successes"].values
     assert ((c == 0) | (c == 8)).mean() > 0.4
     assert sampling_form(data.dataset)[0] == "full-latent"
     monkeypatch.setattr(logit_normal, "CELL_TABLES", 4)  # of the 5 pairs of counts
-    fits = {on: _forced_fit(monkeypatch, data, "TABLED_CELLS", 1 if on else 10**9,
-                            draws=500, tune=500, chains=4, seed=2) for on in (True, False)}
+    fits = {
+        on: _forced_fit(
+            monkeypatch,
+            data,
+            "TABLED_CELLS",
+            1 if on else 10**9,
+            draws=500,
+            tune=500,
+            chains=4,
+            seed=2,
+        )
+        for on in (True, False)
+    }
     names = ["alpha", *[n for n in logit_normal.SIGMAS if n in fits[True].tree["posterior"]]]
     for group, name in [*[("posterior", n) for n in names], ("task_effects", "task_effect")]:
         a, b = (fit.tree[group].to_dataset()[name] for fit in (fits[True], fits[False]))
@@ -177,11 +218,13 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     fits = {}
     asked = []  # the target acceptance each fit hands nutpie
     sample = nutpie.sample
-    monkeypatch.setattr(nutpie, "sample", lambda *a, **k: asked.append(k["target_accept"])
-                        or sample(*a, **k))
+    monkeypatch.setattr(
+        nutpie, "sample", lambda *a, **k: asked.append(k["target_accept"]) or sample(*a, **k)
+    )
     for form, cells in (("collapsed", 10**9), ("full-latent", 1)):
-        fits[form] = _forced_fit(monkeypatch, data, "LATENT_CELLS", cells, draws=300, tune=300,
-                                 chains=2, seed=3)
+        fits[form] = _forced_fit(
+            monkeypatch, data, "LATENT_CELLS", cells, draws=300, tune=300, chains=2, seed=3
+        )
         assert fits[form].tree.attrs["form"] == form
         # 40 tasks: the collapsed form too samples at the higher target (below FEW_TASKS)
         assert asked[-1] == fits[form].tree.attrs["target_accept"] == logit_normal.TARGET_ACCEPT
@@ -189,8 +232,9 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
         again = be.fit(data, model="logit_normal", draws=300, tune=300, chains=2, seed=3)
-    np.testing.assert_array_equal(again.tree["posterior"]["alpha"].values,
-                                  latent.tree["posterior"]["alpha"].values)  # seeded
+    np.testing.assert_array_equal(
+        again.tree["posterior"]["alpha"].values, latent.tree["posterior"]["alpha"].values
+    )  # seeded
     assert "theta" not in latent.tree["posterior"]
     assert set(latent.tree["posterior"].data_vars) == set(collapsed.tree["posterior"].data_vars)
     assert "log_likelihood" in latent.tree.children
@@ -198,8 +242,10 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
         a, b = (f.tree["posterior"][name].values.ravel() for f in (latent, collapsed))
         assert abs(a.mean() - b.mean()) < 4 * np.hypot(a.std(), b.std()) / np.sqrt(100)
     effect = latent.compare("system_1", "system_0", estimand="tasks")["effect"].values
-    observed = (data.dataset["successes"].sel(system="system_1").sum()
-                - data.dataset["successes"].sel(system="system_0").sum()) / (40 * 6)
+    observed = (
+        data.dataset["successes"].sel(system="system_1").sum()
+        - data.dataset["successes"].sel(system="system_0").sum()
+    ) / (40 * 6)
     assert abs(effect.mean() - float(observed)) < 0.03
     # the full-latent fit keeps its task effects (one per task and draw, not per system) in a
     # group of their own, and reads the tasks estimand from them: the same posterior as the
@@ -207,8 +253,10 @@ def test_full_latent_fit_keeps_the_collapsed_fits_quantities(monkeypatch):
     effects = latent.tree["task_effects"]["task_effect"]
     assert effects.dims == ("chain", "draw", "task") and "task_effects" not in collapsed.tree
     for system in ("system_0", "system_2"):
-        a, b = (f.pass_at_k(k=[1, 3], estimand="tasks").sel(system=system).values.reshape(
-            -1, 2) for f in (latent, collapsed))
+        a, b = (
+            f.pass_at_k(k=[1, 3], estimand="tasks").sel(system=system).values.reshape(-1, 2)
+            for f in (latent, collapsed)
+        )
         assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / 10)
         assert np.all(np.abs(a.std(0) / b.std(0) - 1) < 0.25)
 
@@ -230,11 +278,20 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
     # 20 tasks a cluster on average: fit's own choice (TASK_LATENT_CLUSTER_TASKS); the
     # task-latent fit itself is compared, not a collapsed refit had it diverged
     assert 60 / 3 >= logit_normal.TASK_LATENT_CLUSTER_TASKS
-    monkeypatch.setattr(importlib.import_module("bayeval.fit"), "REFIT_DIVERGENT_TASK_LATENT",
-                        False)
+    monkeypatch.setattr(
+        importlib.import_module("bayeval.fit"), "REFIT_DIVERGENT_TASK_LATENT", False
+    )
     for form, threshold in (("task-latent", TASK_LATENT_SYSTEMS), ("collapsed", 10**9)):
-        fits[form] = _forced_fit(monkeypatch, data, "TASK_LATENT_SYSTEMS", threshold,
-                                 draws=400, tune=400, chains=2, seed=4)
+        fits[form] = _forced_fit(
+            monkeypatch,
+            data,
+            "TASK_LATENT_SYSTEMS",
+            threshold,
+            draws=400,
+            tune=400,
+            chains=2,
+            seed=4,
+        )
         assert fits[form].tree.attrs["form"] == form
     latent, collapsed = fits["task-latent"], fits["collapsed"]
     attrs = latent.tree.attrs
@@ -245,15 +302,17 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
 
     def close(a, b, draws=80):  # ~80 effective draws of 800 in these short runs
         a, b = a.reshape(800, -1), b.reshape(800, -1)
-        return np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
-                      / np.sqrt(draws))
+        return np.all(
+            np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / np.sqrt(draws)
+        )
 
-    for name in ("sigma_task", "sigma_task_system", "sigma_cluster", "alpha",
-                 "cluster_effect"):
+    for name in ("sigma_task", "sigma_task_system", "sigma_cluster", "alpha", "cluster_effect"):
         assert close(*(f.tree["posterior"][name].values for f in (latent, collapsed))), name
     assert close(*(f.pass_at_k(estimand="population").values for f in (latent, collapsed)))
-    a, b = (f.compare("system_1", "system_0", estimand="tasks")["effect"].values
-            for f in (latent, collapsed))
+    a, b = (
+        f.compare("system_1", "system_0", estimand="tasks")["effect"].values
+        for f in (latent, collapsed)
+    )
     assert close(a, b) and abs(a.std() / b.std() - 1) < 0.25
 
 
@@ -263,11 +322,37 @@ _CONDITIONAL_ROWS = [
     # whose proposal is mostly refused (a wide spread, counts far from the predictor), that
     # fall to the hull, and that are drawn from their likelihood (successes and failures, a
     # narrow likelihood against the spread: both routes are taken at each spread)
-    ([(0.8, 3, 10), (0.8, 0, 10), (0.8, 1, 1), (-2.5, 0, 1), (3.0, 40, 40), (-6.0, 40, 40),
-      (1.5, 7, 200), (-4.0, 1, 1), (0.0, 5, 10), (-3.0, 5, 10)], (1.2, 6.0)),
+    (
+        [
+            (0.8, 3, 10),
+            (0.8, 0, 10),
+            (0.8, 1, 1),
+            (-2.5, 0, 1),
+            (3.0, 40, 40),
+            (-6.0, 40, 40),
+            (1.5, 7, 200),
+            (-4.0, 1, 1),
+            (0.0, 5, 10),
+            (-3.0, 5, 10),
+        ],
+        (1.2, 6.0),
+    ),
     # single trials: the squeeze keeps most proposals, the rest are tested cell by cell
-    ([(0.8, 1, 1), (-2.5, 0, 1), (-4.0, 1, 1), (2.0, 0, 1), (0.0, 1, 1), (1.0, 1, 1),
-      (-1.0, 0, 1), (3.0, 1, 1), (-0.5, 1, 1), (0.3, 0, 1)], (0.4, 1.0)),
+    (
+        [
+            (0.8, 1, 1),
+            (-2.5, 0, 1),
+            (-4.0, 1, 1),
+            (2.0, 0, 1),
+            (0.0, 1, 1),
+            (1.0, 1, 1),
+            (-1.0, 0, 1),
+            (3.0, 1, 1),
+            (-0.5, 1, 1),
+            (0.3, 0, 1),
+        ],
+        (0.4, 1.0),
+    ),
 ]
 
 
@@ -291,14 +376,24 @@ def test_latent_task_draws_follow_the_conditional_given_the_task_effect(row):
     for sigma_v in spreads:
         routes = [_likelihood_route(*cell, 1 / sigma_v**2) for cell in cells]
         assert (any(routes) and not all(routes)) if row == 0 else not any(routes)
-        rates = latent_task_draws(np.full((D, 1, 1), 0.3), np.zeros((D, 1)),
-                                  np.zeros((D, 1, 1)), np.tile(y - 0.3, (D, 1)),
-                                  np.full(D, sigma_v), np.zeros(J, int), np.zeros(J, int), c, n,
-                                  True, np.random.default_rng(0))[:, 0]
+        rates = latent_task_draws(
+            np.full((D, 1, 1), 0.3),
+            np.zeros((D, 1)),
+            np.zeros((D, 1, 1)),
+            np.tile(y - 0.3, (D, 1)),
+            np.full(D, sigma_v),
+            np.zeros(J, int),
+            np.zeros(J, int),
+            c,
+            n,
+            True,
+            np.random.default_rng(0),
+        )[:, 0]
         v = np.linspace(-60, 60, 240_001)
         for j, (y_j, c_j, n_j) in enumerate(cells):
-            log_density = (stats.norm.logpdf(v, 0, sigma_v)
-                           + stats.binom.logpmf(c_j, n_j, special.expit(y_j + v)))
+            log_density = stats.norm.logpdf(v, 0, sigma_v) + stats.binom.logpmf(
+                c_j, n_j, special.expit(y_j + v)
+            )
             density = np.exp(log_density - log_density.max())
             density /= density.sum()
             p = special.expit(y_j + v)
@@ -309,11 +404,16 @@ def test_latent_task_draws_follow_the_conditional_given_the_task_effect(row):
             assert abs(draws.mean() - mean) < 4 * sd / np.sqrt(D), (sigma_v, cells[j])
             # the standard error of a sample sd over the true sd: sqrt((kurtosis - 1) / 4 D)
             assert abs(draws.std() / sd - 1) < 4 * np.sqrt((kurtosis - 1) / (4 * D)), (
-                sigma_v, cells[j])
+                sigma_v,
+                cells[j],
+            )
             cdf = np.cumsum(density)
             for q in (0.1, 0.5, 0.9):
                 assert abs(np.mean(draws <= p[np.searchsorted(cdf, q)]) - q) < 0.012, (
-                    sigma_v, cells[j], q)
+                    sigma_v,
+                    cells[j],
+                    q,
+                )
 
 
 def _fits_by_form(data, rule, attr, monkeypatch):
@@ -327,8 +427,7 @@ def _fits_by_form(data, rule, attr, monkeypatch):
             warnings.simplefilter("ignore", be.BayevalWarning)
             fits[centred] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
         recorded = fits[centred].tree.attrs[attr]
-        assert recorded == "centred" if centred else recorded.startswith(("non-centred",
-                                                                            "rotated"))
+        assert recorded == "centred" if centred else recorded.startswith(("non-centred", "rotated"))
     return fits
 
 
@@ -338,8 +437,9 @@ def _assert_one_posterior(fits, names):
         a, b = (f.tree[group][name].values for f in (fits[True], fits[False]))
         a, b = a.reshape(-1, *a.shape[2:]), b.reshape(-1, *b.shape[2:])
         # Monte Carlo error from a conservative 200 effective draws of each
-        assert np.all(np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0))
-                      / np.sqrt(200)), name
+        assert np.all(
+            np.abs(a.mean(0) - b.mean(0)) < 4 * np.hypot(a.std(0), b.std(0)) / np.sqrt(200)
+        ), name
 
 
 def test_centred_and_non_centred_cluster_effects_give_one_posterior(monkeypatch):
@@ -348,14 +448,20 @@ def test_centred_and_non_centred_cluster_effects_give_one_posterior(monkeypatch)
     posterior as the non-centred coordinates, within Monte Carlo error."""
     rng = np.random.default_rng(8)
     clusters = np.repeat(["a", "b", "c"], 20)
-    logit = (rng.normal(0, 1.0, 60) + np.repeat(rng.normal(0, 1.0, 3), 20))[None, :] \
-        + np.array([[0.0], [0.4]])
+    logit = (rng.normal(0, 1.0, 60) + np.repeat(rng.normal(0, 1.0, 3), 20))[None, :] + np.array(
+        [[0.0], [0.4]]
+    )
     c = rng.binomial(10, 1 / (1 + np.exp(-logit)))
     data = be.from_counts(c, np.full(c.shape, 10), clusters=clusters, systems=["A", "B"])
     assert logit_normal.cluster_parametrisation(data.dataset)
     fits = _fits_by_form(data, "cluster_parametrisation", "cluster_effects", monkeypatch)
-    _assert_one_posterior(fits, [("posterior", name) for name in (
-        "alpha", "cluster_system_effect", "sigma_cluster", "sigma_task")])
+    _assert_one_posterior(
+        fits,
+        [
+            ("posterior", name)
+            for name in ("alpha", "cluster_system_effect", "sigma_cluster", "sigma_task")
+        ],
+    )
 
 
 def test_centred_and_non_centred_task_effects_give_one_posterior(monkeypatch):
@@ -366,18 +472,26 @@ def test_centred_and_non_centred_task_effects_give_one_posterior(monkeypatch):
     rng = np.random.default_rng(4)
     clusters = np.repeat(["a", "b", "c"], 10)
     strata = np.tile(["easy", "hard"], 15)
-    logit = (rng.normal(0, 1.0, 30) + np.repeat(rng.normal(0, 0.8, 3), 10)
-             - 0.8 * (strata == "hard"))[None, :] + np.array([[0.0], [0.3]])
+    logit = (
+        rng.normal(0, 1.0, 30) + np.repeat(rng.normal(0, 0.8, 3), 10) - 0.8 * (strata == "hard")
+    )[None, :] + np.array([[0.0], [0.3]])
     c = rng.binomial(24, 1 / (1 + np.exp(-logit)))
-    data = be.from_counts(c, np.full(c.shape, 24), clusters=clusters, strata=strata,
-                          systems=["A", "B"])
+    data = be.from_counts(
+        c, np.full(c.shape, 24), clusters=clusters, strata=strata, systems=["A", "B"]
+    )
     assert logit_normal.task_parametrisation(data.dataset)
     assert sampling_form(data.dataset)[0] == "full-latent"
     fits = _fits_by_form(data, "task_parametrisation", "task_effects", monkeypatch)
-    _assert_one_posterior(fits, [("posterior", "alpha"), ("posterior", "cluster_effect"),
-                                 ("posterior", "sigma_task"),
-                                 ("posterior", "sigma_task_system"),
-                                 ("task_effects", "task_effect")])
+    _assert_one_posterior(
+        fits,
+        [
+            ("posterior", "alpha"),
+            ("posterior", "cluster_effect"),
+            ("posterior", "sigma_task"),
+            ("posterior", "sigma_task_system"),
+            ("task_effects", "task_effect"),
+        ],
+    )
 
 
 def test_attenuated_and_plain_intercepts_give_one_posterior(monkeypatch):
@@ -388,8 +502,9 @@ def test_attenuated_and_plain_intercepts_give_one_posterior(monkeypatch):
     logits) and the attenuation is about 1.6, so intercepts left divided by it would fail."""
     rng = np.random.default_rng(11)
     clusters = np.repeat(["a", "b", "c"], 50)
-    logit = (rng.normal(0, 1.5, 150) + np.repeat(rng.normal(0, 0.5, 3), 50))[None, :] \
-        + np.array([[-1.5], [-0.5], [0.5], [1.5]])
+    logit = (rng.normal(0, 1.5, 150) + np.repeat(rng.normal(0, 0.5, 3), 50))[None, :] + np.array(
+        [[-1.5], [-0.5], [0.5], [1.5]]
+    )
     c = rng.binomial(1, 1 / (1 + np.exp(-logit)))
     data = be.from_counts(c, np.ones_like(c), clusters=clusters, systems=["A", "B", "C", "D"])
     fits = {}
@@ -399,12 +514,24 @@ def test_attenuated_and_plain_intercepts_give_one_posterior(monkeypatch):
             warnings.simplefilter("ignore", be.BayevalWarning)
             fits[attenuated] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
         assert fits[attenuated].tree.attrs["form"] == "collapsed"
-        assert fits[attenuated].tree.attrs["intercepts"] == ("attenuated" if attenuated
-                                                             else "plain")
+        assert fits[attenuated].tree.attrs["intercepts"] == (
+            "attenuated" if attenuated else "plain"
+        )
         # three clusters of 50 tasks: equal shares, no weighting to record
         assert "intercept_level" not in fits[attenuated].tree.attrs
-    _assert_one_posterior(fits, [("posterior", name) for name in (
-        "alpha", "sigma_task", "sigma_task_system", "cluster_effect", "sigma_system")])
+    _assert_one_posterior(
+        fits,
+        [
+            ("posterior", name)
+            for name in (
+                "alpha",
+                "sigma_task",
+                "sigma_task_system",
+                "cluster_effect",
+                "sigma_system",
+            )
+        ],
+    )
     contrasts = {}
     for key, f in fits.items():
         alpha = f.tree["posterior"]["alpha"].values.reshape(-1, 4)
@@ -420,8 +547,9 @@ def test_clusters_of_unequal_size_shift_the_intercepts_by_the_task_weighted_leve
     zero-sum means where the clusters' sizes differ (recorded in ``attrs``); the kernel's
     density with the shift is checked against SciPy in ``test_logit_normal``."""
     c = np.array([[1, 0, 1, 1, 0, 1], [0, 0, 1, 1, 1, 0]])
-    data = be.from_counts(c, np.ones_like(c), clusters=["a", "a", "a", "a", "b", "b"],
-                          systems=["A", "B"])
+    data = be.from_counts(
+        c, np.ones_like(c), clusters=["a", "a", "a", "a", "b", "b"], systems=["A", "B"]
+    )
     coord = logit_normal.coordinates(logit_normal.Layout.from_dataset(data.dataset))
     assert coord.level_weights == pytest.approx((4 / 6, 2 / 6))
     with warnings.catch_warnings():
@@ -478,12 +606,17 @@ def test_the_default_warm_up_follows_the_sampled_form(monkeypatch):
         raise Stop
 
     monkeypatch.setattr(fit_module, "_nuts", record)
-    cases = [(_counts(2, 40, 1), {}, ("logit_normal", "collapsed", 300)),
-             (_counts(TASK_LATENT_SYSTEMS, 40, 1), {}, ("logit_normal", "task-latent", 300)),
-             (_counts(13, 80, 5), {}, ("logit_normal", "full-latent", 1000)),
-             (_counts(2, 40, 1), {"model": "hierarchical", "sampler": "nutpie"},
-              ("hierarchical", None, 1000)),
-             (_counts(2, 40, 1), {"tune": 75}, ("logit_normal", "collapsed", 75))]
+    cases = [
+        (_counts(2, 40, 1), {}, ("logit_normal", "collapsed", 300)),
+        (_counts(TASK_LATENT_SYSTEMS, 40, 1), {}, ("logit_normal", "task-latent", 300)),
+        (_counts(13, 80, 5), {}, ("logit_normal", "full-latent", 1000)),
+        (
+            _counts(2, 40, 1),
+            {"model": "hierarchical", "sampler": "nutpie"},
+            ("hierarchical", None, 1000),
+        ),
+        (_counts(2, 40, 1), {"tune": 75}, ("logit_normal", "collapsed", 75)),
+    ]
     for data, options, expected in cases:
         with pytest.raises(Stop), warnings.catch_warnings():
             warnings.simplefilter("ignore", be.BayevalWarning)  # one trial a task

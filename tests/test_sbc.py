@@ -8,7 +8,6 @@ deviation fails it (checked on synthetic ranks by the fast test). The logit-norm
 (NUTS, seconds per fit) is left to the benchmark itself.
 """
 
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -18,16 +17,20 @@ sbc = load_benchmark("sbc")
 THRESHOLD = 0.001
 
 
-def _synthetic_ranks(scale: float, shift: float, replicates: int = 300, draws: int = 99,
-                     seed: int = 0) -> pd.DataFrame:
+def _synthetic_ranks(
+    scale: float, shift: float, replicates: int = 300, draws: int = 99, seed: int = 0
+) -> pd.DataFrame:
     """Ranks of a N(0, 1) truth among draws of a posterior N(shift, scale) of the prior
     predictive (conjugate normal with known unit prior and likelihood variance)."""
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal(replicates)
     y = theta + rng.standard_normal(replicates)
     post_mean, post_sd = y / 2, np.sqrt(0.5)
-    d = (post_mean[:, None] + shift * post_sd
-         + scale * post_sd * rng.standard_normal((replicates, draws)))
+    d = (
+        post_mean[:, None]
+        + shift * post_sd
+        + scale * post_sd * rng.standard_normal((replicates, draws))
+    )
     ranks = (d < theta[:, None]).sum(axis=1)
     return pd.DataFrame(dict(model="normal", quantity="theta", rank=ranks, draws=draws))
 

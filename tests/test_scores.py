@@ -30,8 +30,16 @@ def _frame(seed=0, n_task=8, n_trial=3, systems=("A", "B")):
                     y = float(rng.beta(5 * p, 5 * (1 - p)))
                 else:
                     y = float(rng.random() < p)
-                rows.append({"system": system, "task": f"t{j}", "trial": t, "score": y,
-                             "status": "ok", "cluster": f"c{j % 3}"})
+                rows.append(
+                    {
+                        "system": system,
+                        "task": f"t{j}",
+                        "trial": t,
+                        "score": y,
+                        "status": "ok",
+                        "cluster": f"c{j % 3}",
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -54,7 +62,7 @@ def test_score_statistics_match_pandas_and_frame_is_untouched():
         assert int(cell["score_n1"]) == (y == 1).sum() == int(cell["successes"])
         assert int(cell["score_nmid"]) == len(mid)
         assert float(cell["score_sum"]) == pytest.approx(y.sum())
-        assert float(cell["score_sumsq"]) == pytest.approx((y ** 2).sum())
+        assert float(cell["score_sumsq"]) == pytest.approx((y**2).sum())
         assert float(cell["score_sumlog"]) == pytest.approx(np.log(mid).sum())
         assert float(cell["score_sumlog1m"]) == pytest.approx(np.log1p(-mid).sum())
     # policies: a non-ok attempt scores 0 under fail, 0 and 1 under bounds
@@ -64,7 +72,8 @@ def test_score_statistics_match_pandas_and_frame_is_untouched():
     assert int(fail["n0"].sum() - excl["n0"].sum()) == 2
     assert float(fail["sum"].sum()) == pytest.approx(float(excl["sum"].sum()))
     assert float(bounds["sum"].sel(missing_bound="upper").sum()) == pytest.approx(
-        float(excl["sum"].sum()) + 2)
+        float(excl["sum"].sum()) + 2
+    )
     assert (fail["trials"].values == data.with_missing("fail").dataset["trials"].values).all()
 
 
@@ -77,15 +86,19 @@ def test_binary_data_give_score_statistics_of_their_counts():
     assert float(st["nmid"].sum()) == 0
 
 
-@pytest.mark.parametrize("values, error, words", [
-    ([0.5, "x", 1.0], TypeError, ["'score'", "row [1]", "'x'"]),
-    ([0.5, True, 1.0], TypeError, ["'score'", "row [1]", "True/False"]),
-    ([0.5, 1.5, -0.1], ValueError, ["'score'", "rows [1, 2]", "[0, 1]"]),
-    ([0.5, np.inf, 1.0], ValueError, ["'score'", "row [1]"]),
-])
+@pytest.mark.parametrize(
+    "values, error, words",
+    [
+        ([0.5, "x", 1.0], TypeError, ["'score'", "row [1]", "'x'"]),
+        ([0.5, True, 1.0], TypeError, ["'score'", "row [1]", "True/False"]),
+        ([0.5, 1.5, -0.1], ValueError, ["'score'", "rows [1, 2]", "[0, 1]"]),
+        ([0.5, np.inf, 1.0], ValueError, ["'score'", "row [1]"]),
+    ],
+)
 def test_bad_scores_are_refused_naming_column_and_rows(values, error, words):
-    df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3"],
-                       "score": pd.Series(values, dtype=object)})
+    df = pd.DataFrame(
+        {"system": "A", "task": ["t1", "t2", "t3"], "score": pd.Series(values, dtype=object)}
+    )
     with pytest.raises(error) as info:
         be.from_frame(df, score="score")
     for word in words:
@@ -144,17 +157,35 @@ def test_zoib_loglik_matches_scipy_and_the_pymc_model():
     point = model.initial_point()
     potential = model.replace_rvs_by_values([model.potentials[0]])[0]
     fn = model.compile_fn(potential, inputs=model.value_vars, on_unused_input="ignore")
-    names = ["alpha", "delta", "gamma", "log_phi", "task_effect_z", "task_system_effect_z",
-             "zoi_task_effect_z", "sigma_task_log__", "sigma_task_system_log__",
-             "sigma_zoi_log__"]
+    names = [
+        "alpha",
+        "delta",
+        "gamma",
+        "log_phi",
+        "task_effect_z",
+        "task_system_effect_z",
+        "zoi_task_effect_z",
+        "sigma_task_log__",
+        "sigma_task_system_log__",
+        "sigma_zoi_log__",
+    ]
     point = {k: rng.normal(0, 0.5, np.shape(point[k])) for k in names}
-    sigma = {k: np.exp(point[f"{k}_log__"]) for k in ("sigma_task", "sigma_task_system",
-                                                      "sigma_zoi")}
-    eta = (point["alpha"][:, None] + sigma["sigma_task"] * point["task_effect_z"][None]
-           + sigma["sigma_task_system"] * point["task_system_effect_z"])
+    sigma = {
+        k: np.exp(point[f"{k}_log__"]) for k in ("sigma_task", "sigma_task_system", "sigma_zoi")
+    }
+    eta = (
+        point["alpha"][:, None]
+        + sigma["sigma_task"] * point["task_effect_z"][None]
+        + sigma["sigma_task_system"] * point["task_system_effect_z"]
+    )
     zeta = point["gamma"][:, None] + sigma["sigma_zoi"] * point["zoi_task_effect_z"][None]
-    expected = zoib.zoib_loglik(zoib.score_arrays(data), eta, zeta, point["delta"][:, None],
-                                np.exp(point["log_phi"])[:, None]).sum()
+    expected = zoib.zoib_loglik(
+        zoib.score_arrays(data),
+        eta,
+        zeta,
+        point["delta"][:, None],
+        np.exp(point["log_phi"])[:, None],
+    ).sum()
     assert float(fn(point)) == pytest.approx(expected, rel=1e-8)
 
 
@@ -170,33 +201,49 @@ def _kernel_point(model, x, spec, cluster):
     off = _zoib_kernel.offsets(S, J, G, bool(paired), bool(clusters))
     x = np.array(x)
     if spec[6]:  # the task and cluster coordinates are H z (H: the orthonormal Helmert matrix)
-        x[off[5]:off[5] + J] = linalg.helmert(J, full=True).T @ x[off[5]:off[5] + J]
+        x[off[5] : off[5] + J] = linalg.helmert(J, full=True).T @ x[off[5] : off[5] + J]
         if clusters:
-            x[off[7]:off[7] + G] = linalg.helmert(G, full=True).T @ x[off[7]:off[7] + G]
-    shared = np.exp(x[off[0]]) * x[off[5]:off[5] + J]
+            x[off[7] : off[7] + G] = linalg.helmert(G, full=True).T @ x[off[7] : off[7] + G]
+    shared = np.exp(x[off[0]]) * x[off[5] : off[5] + J]
     if clusters:
         shared = shared + np.exp(x[off[2]]) * x[off[7] + np.asarray(cluster)]
     level = shared.mean() if spec[6] else 0.0
-    point = {"alpha": x[:S] - level, "delta": x[S:2 * S], "gamma": x[2 * S:3 * S],
-             "log_phi": x[3 * S:4 * S]}
-    for q, name in enumerate(("sigma_task", "sigma_task_system", "sigma_cluster",
-                              "sigma_cluster_system", "sigma_zoi")):
+    point = {
+        "alpha": x[:S] - level,
+        "delta": x[S : 2 * S],
+        "gamma": x[2 * S : 3 * S],
+        "log_phi": x[3 * S : 4 * S],
+    }
+    for q, name in enumerate(
+        ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system", "sigma_zoi")
+    ):
         if off[q] >= 0:
             point[f"{name}_log__"] = x[off[q]]
-    for q, (name, shape) in enumerate((("task_effect_z", (J,)),
-                                       ("task_system_effect_z", (S, J)),
-                                       ("cluster_effect_z", (G,)),
-                                       ("cluster_system_effect_z", (S, G)),
-                                       ("zoi_task_effect_z", (J,)))):
+    for q, (name, shape) in enumerate(
+        (
+            ("task_effect_z", (J,)),
+            ("task_system_effect_z", (S, J)),
+            ("cluster_effect_z", (G,)),
+            ("cluster_system_effect_z", (S, G)),
+            ("zoi_task_effect_z", (J,)),
+        )
+    ):
         if off[5 + q] >= 0:
-            point[name] = x[off[5 + q]:off[5 + q] + int(np.prod(shape))].reshape(shape)
+            point[name] = x[off[5 + q] : off[5 + q] + int(np.prod(shape))].reshape(shape)
     assert set(point) == {v.name for v in model.value_vars}
     return point
 
 
 @pytest.mark.parametrize("level", [False, True])
-@pytest.mark.parametrize("systems, cluster", [(("A", "B"), "cluster"), (("A", "B"), None),
-                                               (("A",), "cluster"), (("A", "B", "C"), "cluster")])
+@pytest.mark.parametrize(
+    "systems, cluster",
+    [
+        (("A", "B"), "cluster"),
+        (("A", "B"), None),
+        (("A",), "cluster"),
+        (("A", "B", "C"), "cluster"),
+    ],
+)
 def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
     from bayeval.models import _zoib_kernel
 
@@ -208,8 +255,13 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
     assert inputs["spec"][6] == 0  # nine tasks: alpha is the coordinate
     spec = inputs["spec"].copy()
     spec[6] = level  # the systems' levels instead (from 50 tasks on)
-    args = [spec, *(inputs[name] for name in ("const", "cluster", "n0", "n1", "nmid",
-                                              "interior", "sumlog", "sumlog1m"))]
+    args = [
+        spec,
+        *(
+            inputs[name]
+            for name in ("const", "cluster", "n0", "n1", "nmid", "interior", "sumlog", "sumlog1m")
+        ),
+    ]
     dim = _zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10]
     assert dim == sum(np.size(v) for v in model.initial_point().values())
     cluster = inputs["cluster"]
@@ -230,8 +282,9 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
         assert value - got[0][0] == pytest.approx(expected - ref[0], rel=1e-10, abs=1e-7)
     # and the same gradient: PyMC's, carried back through the map's Jacobian (complex step)
     for x, (_, grad) in zip(points, got):
-        jac = np.stack([to_model(x + 1e-30j * np.eye(dim)[i]).imag / 1e-30
-                        for i in range(dim)], axis=1)
+        jac = np.stack(
+            [to_model(x + 1e-30j * np.eye(dim)[i]).imag / 1e-30 for i in range(dim)], axis=1
+        )
         assert abs(abs(np.linalg.det(jac)) - 1.0) < 1e-12  # (a reordering, a shear, a rotation)
         expected = jac.T @ dlogp(_kernel_point(model, x, spec, cluster))
         # (PyTensor's digamma is good to about 1e-9; near mu = 1, as above, the two lose
@@ -242,13 +295,12 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
     out = np.empty(_zoib_kernel.kept_size(*spec[:3], bool(spec[3]), bool(spec[4])))
     _zoib_kernel.expand(x, spec, cluster, out)
     post = zoib.split_values(out[None, None], zoib.Layout.from_dataset(data.dataset))
-    named = [name for name in (*zoib.POSTERIOR_VARS, *zoib.LATENT_VARS)
-             if name in model.named_vars]
+    named = [name for name in (*zoib.POSTERIOR_VARS, *zoib.LATENT_VARS) if name in model.named_vars]
     assert sorted(post.data_vars) == sorted(named)
     outputs = model.replace_rvs_by_values([model[name] for name in named])
-    values = model.compile_fn(outputs, inputs=model.value_vars,
-                              on_unused_input="ignore")(_kernel_point(model, x, spec,
-                                                                      cluster))
+    values = model.compile_fn(outputs, inputs=model.value_vars, on_unused_input="ignore")(
+        _kernel_point(model, x, spec, cluster)
+    )
     for name, value in zip(named, values):
         np.testing.assert_allclose(post[name].values[0, 0], value, rtol=1e-12, err_msg=name)
 
@@ -276,20 +328,27 @@ def _fake_tree(data, draws=40, seed=0):
     S, J = ds.sizes["system"], ds.sizes["task"]
     G = len(np.unique(ds["cluster"].values))
     lead = ("chain", "draw")
-    post = xr.Dataset({
-        "alpha": (lead + ("system",), rng.normal(0, 1, (1, draws, S))),
-        "delta": (lead + ("system",), rng.normal(0, 0.5, (1, draws, S))),
-        "gamma": (lead + ("system",), rng.normal(0, 1, (1, draws, S))),
-        "phi": (lead + ("system",), np.exp(rng.normal(1.5, 0.3, (1, draws, S)))),
-        **{name: (lead, np.abs(rng.normal(0.8, 0.2, (1, draws))))
-           for name in (*zoib.SIGMAS, "sigma_zoi")},
-        "task_effect": (lead + ("task",), rng.normal(0, 1, (1, draws, J))),
-        "task_system_effect": (lead + ("system", "task"), rng.normal(0, 0.5, (1, draws, S, J))),
-        "cluster_effect": (lead + ("cluster",), rng.normal(0, 0.5, (1, draws, G))),
-        "cluster_system_effect": (lead + ("system", "cluster"),
-                                  rng.normal(0, 0.3, (1, draws, S, G))),
-        "zoi_task_effect": (lead + ("task",), rng.normal(0, 1, (1, draws, J))),
-    }, coords={"chain": [0], "draw": np.arange(draws), "system": ds["system"].values})
+    post = xr.Dataset(
+        {
+            "alpha": (lead + ("system",), rng.normal(0, 1, (1, draws, S))),
+            "delta": (lead + ("system",), rng.normal(0, 0.5, (1, draws, S))),
+            "gamma": (lead + ("system",), rng.normal(0, 1, (1, draws, S))),
+            "phi": (lead + ("system",), np.exp(rng.normal(1.5, 0.3, (1, draws, S)))),
+            **{
+                name: (lead, np.abs(rng.normal(0.8, 0.2, (1, draws))))
+                for name in (*zoib.SIGMAS, "sigma_zoi")
+            },
+            "task_effect": (lead + ("task",), rng.normal(0, 1, (1, draws, J))),
+            "task_system_effect": (lead + ("system", "task"), rng.normal(0, 0.5, (1, draws, S, J))),
+            "cluster_effect": (lead + ("cluster",), rng.normal(0, 0.5, (1, draws, G))),
+            "cluster_system_effect": (
+                lead + ("system", "cluster"),
+                rng.normal(0, 0.3, (1, draws, S, G)),
+            ),
+            "zoi_task_effect": (lead + ("task",), rng.normal(0, 1, (1, draws, J))),
+        },
+        coords={"chain": [0], "draw": np.arange(draws), "system": ds["system"].values},
+    )
     tree = xr.DataTree.from_dict({"/posterior": post, "/observed_data": ds})
     tree.attrs = {"seed": 0}
     return tree
@@ -305,9 +364,13 @@ def test_estimands_match_direct_computation_and_monte_carlo():
     got = rates.tasks(tree, "mean", np.array([1])).isel(k=0)
     for d in (0, 17):
         p = post.isel(chain=0, draw=d)
-        eta = (p["alpha"].values[:, None] + p["task_effect"].values[None]
-               + p["task_system_effect"].values + p["cluster_effect"].values[codes][None]
-               + p["cluster_system_effect"].values[:, codes])
+        eta = (
+            p["alpha"].values[:, None]
+            + p["task_effect"].values[None]
+            + p["task_system_effect"].values
+            + p["cluster_effect"].values[codes][None]
+            + p["cluster_system_effect"].values[:, codes]
+        )
         zoi = special.expit(p["gamma"].values[:, None] + p["zoi_task_effect"].values[None])
         m = zoi * special.expit(eta) + (1 - zoi) * special.expit(eta + p["delta"].values[:, None])
         np.testing.assert_allclose(got.isel(chain=0, draw=d).values, m.mean(axis=1))
@@ -317,10 +380,12 @@ def test_estimands_match_direct_computation_and_monte_carlo():
     for d in (3, 30):
         p = post.isel(chain=0, draw=d)
         n = 400_000
-        shared = (rng.normal(size=n) * float(p["sigma_task"])
-                  + rng.normal(size=n) * float(p["sigma_cluster"]))
-        zoi = special.expit(p["gamma"].values[:, None]
-                            + float(p["sigma_zoi"]) * rng.normal(size=n)[None])
+        shared = rng.normal(size=n) * float(p["sigma_task"]) + rng.normal(size=n) * float(
+            p["sigma_cluster"]
+        )
+        zoi = special.expit(
+            p["gamma"].values[:, None] + float(p["sigma_zoi"]) * rng.normal(size=n)[None]
+        )
         own = np.hypot(float(p["sigma_task_system"]), float(p["sigma_cluster_system"]))
         eta = p["alpha"].values[:, None] + shared[None] + own * rng.normal(size=(2, n))
         m = zoi * special.expit(eta) + (1 - zoi) * special.expit(eta + p["delta"].values[:, None])
@@ -354,13 +419,14 @@ def test_auto_picks_zoib_and_results_serve_the_mean_score(score_fit, tmp_path):
         assert mean.dims == ("chain", "draw", "system")
         np.testing.assert_array_equal(mean.values, res.pass_at_k(1, estimand=estimand).values)
         out = res.compare("B", "A", metric="mean", estimand=estimand)
-        np.testing.assert_allclose(out["effect"].values,
-                                   (mean.sel(system="B") - mean.sel(system="A")).values)
+        np.testing.assert_allclose(
+            out["effect"].values, (mean.sel(system="B") - mean.sel(system="A")).values
+        )
     table = res.summary(metrics=("mean",))
     assert set(table["estimand"]) == {"tasks", "population"}
     assert table["mean"].between(0, 1).all()
     # the observed mean score sits inside the posterior of the tasks estimand
-    observed = (data.dataset["score_sum"].sum("task") / data.dataset["trials"].sum("task"))
+    observed = data.dataset["score_sum"].sum("task") / data.dataset["trials"].sum("task")
     tasks = res.mean_score(estimand="tasks")
     for s in ("A", "B"):
         lo, hi = np.quantile(tasks.sel(system=s).values, [0.005, 0.995])
@@ -371,14 +437,19 @@ def test_auto_picks_zoib_and_results_serve_the_mean_score(score_fit, tmp_path):
     back = be.load(path)
     assert back.tree.identical(res.tree)
     assert back.data.has_scores
-    np.testing.assert_array_equal(back.mean_score("population").values,
-                                  res.mean_score("population").values)
+    np.testing.assert_array_equal(
+        back.mean_score("population").values, res.mean_score("population").values
+    )
 
 
 def test_binary_metrics_are_refused_on_scores(score_fit):
     data, res = score_fit
-    for kwargs in ({"metric": "pass^k"}, {"metric": "pass@k", "k": 2},
-                   {"metric": "g-pass@k", "k": 2, "tau": 0.5}, {"metric": "consistency"}):
+    for kwargs in (
+        {"metric": "pass^k"},
+        {"metric": "pass@k", "k": 2},
+        {"metric": "g-pass@k", "k": 2, "tau": 0.5},
+        {"metric": "consistency"},
+    ):
         with pytest.raises(ValueError, match="mean score"):
             res.compare("B", "A", **kwargs)
     with pytest.raises(ValueError, match="mean score"):
@@ -395,8 +466,9 @@ def test_binary_metrics_are_refused_on_scores(score_fit):
 def test_fits_are_reproducible(score_fit):
     data, res = score_fit
     again = be.fit(data, seed=11, **FIT)
-    xr.testing.assert_equal(again.tree["posterior"].to_dataset(),
-                            res.tree["posterior"].to_dataset())
+    xr.testing.assert_equal(
+        again.tree["posterior"].to_dataset(), res.tree["posterior"].to_dataset()
+    )
 
 
 def test_without_the_kernel_route_the_pymc_model_is_compiled_once_per_shape(monkeypatch):
@@ -414,14 +486,16 @@ def test_without_the_kernel_route_the_pymc_model_is_compiled_once_per_shape(monk
         # a model compiled on other data of the same shape, with interior scores in other
         # cells, its data swapped for these, gives the fit compiled on these
         other = be.from_frame(_frame(seed=7, n_task=10), score="score", cluster="cluster")
-        assert not np.array_equal(other.dataset["score_nmid"].values > 0,
-                                  data.dataset["score_nmid"].values > 0)
+        assert not np.array_equal(
+            other.dataset["score_nmid"].values > 0, data.dataset["score_nmid"].values > 0
+        )
         zoib._compiled.clear()
         be.fit(other, seed=3, draws=50, chains=1, tune=50)
         swapped = be.fit(data, seed=11, **small)
     assert len(zoib._compiled) == 1
-    xr.testing.assert_equal(swapped.tree["posterior"].to_dataset(),
-                            first.tree["posterior"].to_dataset())
+    xr.testing.assert_equal(
+        swapped.tree["posterior"].to_dataset(), first.tree["posterior"].to_dataset()
+    )
     assert first.mean_score("population").shape == (1, 200, 2)
 
 
@@ -430,22 +504,24 @@ def test_binary_data_agree_with_logit_normal():
     # two trials a cell keep logit_normal on its collapsed form's fixed grid
     rng = np.random.default_rng(4)
     e = rng.normal(0, 1.2, 10)
-    c = np.stack([rng.binomial(2, special.expit(a + e + rng.normal(0, 0.3, 10)))
-                  for a in (-0.3, 0.4)])
-    data = be.from_counts(c, trials=2, systems=["A", "B"],
-                          clusters=[f"c{j % 3}" for j in range(10)])
+    c = np.stack(
+        [rng.binomial(2, special.expit(a + e + rng.normal(0, 0.3, 10))) for a in (-0.3, 0.4)]
+    )
+    data = be.from_counts(
+        c, trials=2, systems=["A", "B"], clusters=[f"c{j % 3}" for j in range(10)]
+    )
     fits = {m: be.fit(data, model=m, seed=3, **FIT) for m in ("zoib", "logit_normal")}
     for estimand in ("tasks", "population"):
-        tables = {m: r.summary(estimands=(estimand,)).set_index("system")
-                  for m, r in fits.items()}
+        tables = {m: r.summary(estimands=(estimand,)).set_index("system") for m, r in fits.items()}
         for s in ("A", "B"):
             z, ln = tables["zoib"].loc[s], tables["logit_normal"].loc[s]
             assert abs(z["mean"] - ln["mean"]) < 4 * np.hypot(z["mcse_mean"], ln["mcse_mean"])
             assert abs(z["sd"] - ln["sd"]) < 0.2 * ln["sd"]
         effects = {m: r.compare("B", "A", estimand=estimand) for m, r in fits.items()}
         diff = float(effects["zoib"]["effect_mean"] - effects["logit_normal"]["effect_mean"])
-        assert abs(diff) < 4 * float(np.hypot(effects["zoib"]["effect_mcse"],
-                                              effects["logit_normal"]["effect_mcse"]))
+        assert abs(diff) < 4 * float(
+            np.hypot(effects["zoib"]["effect_mcse"], effects["logit_normal"]["effect_mcse"])
+        )
 
 
 def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_1():
@@ -472,7 +548,8 @@ def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_
         out = res.compare("B", "A", metric="mean", estimand=estimand)
         assert out.attrs["metric"] == "mean"
         np.testing.assert_array_equal(
-            out["effect"].values, ref.compare("B", "A", estimand=estimand)["effect"].values)
+            out["effect"].values, ref.compare("B", "A", estimand=estimand)["effect"].values
+        )
     table = res.summary(metrics=("mean",))
     assert set(table["metric"]) == {"mean"}
     with pytest.raises(ValueError, match="no k or tau"):
@@ -485,8 +562,7 @@ def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_
 
     rows = report_data(res, comparisons=[("B", "A")], metric="mean")["metrics"]
     assert {r["metric"] for r in rows} == {"mean"}
-    text = build_report(res, fmt="markdown", plots=False, comparisons=[("B", "A")],
-                        metric="mean")
+    text = build_report(res, fmt="markdown", plots=False, comparisons=[("B", "A")], metric="mean")
     assert "fitted by the binomial model `logit_normal`" in text
     assert "given as success= get the trial bootstrap" in text
     html = build_report(res, fmt="html", plots=False, comparisons=[("B", "A")], metric="mean")
@@ -505,8 +581,9 @@ def test_mean_score_bootstrap_is_the_task_resampling_of_task_means():
     np.testing.assert_allclose(out["estimate"].values, task_means.mean(axis=1).values)
     # the same replicates from a direct loop: multinomial counts over distinct task patterns
     rows = task_means.T.to_numpy()  # (task, system)
-    patterns, mult = np.unique(np.concatenate([rows, np.ones_like(rows)], 1), axis=0,
-                               return_counts=True)
+    patterns, mult = np.unique(
+        np.concatenate([rows, np.ones_like(rows)], 1), axis=0, return_counts=True
+    )
     rng = np.random.default_rng(9)
     counts = rng.multinomial(mult.sum(), mult / mult.sum(), size=500)
     expected = counts @ patterns[:, :2] / mult.sum()
@@ -515,14 +592,19 @@ def test_mean_score_bootstrap_is_the_task_resampling_of_task_means():
     assert out.attrs["metric"] == "mean" and out.attrs["estimand"] == "population"
     paired = be.bootstrap.compare(data, "B", "A", metric="mean", n_boot=500, seed=9)
     assert float(paired["effect_estimate"]) == pytest.approx(
-        float(out["estimate"].sel(system="B") - out["estimate"].sel(system="A")))
+        float(out["estimate"].sel(system="B") - out["estimate"].sel(system="A"))
+    )
     with pytest.raises(ValueError, match="unit='task'"):
         be.bootstrap.mean_score(data, unit="trial")
 
 
 def test_mean_score_bootstrap_of_binary_data_is_the_pass_at_1_bootstrap():
-    data = be.from_counts([[3, 0, 5, 2, 4], [4, 1, 5, 3, 2]], trials=5, systems=["A", "B"],
-                          clusters=["x", "x", "y", "y", "z"])
+    data = be.from_counts(
+        [[3, 0, 5, 2, 4], [4, 1, 5, 3, 2]],
+        trials=5,
+        systems=["A", "B"],
+        clusters=["x", "x", "y", "y", "z"],
+    )
     for unit in ("task", "cluster"):
         mean = be.bootstrap.mean_score(data, unit=unit, n_boot=300, seed=1)
         p1 = be.bootstrap.pass_at_k(data, unit=unit, n_boot=300, seed=1)
@@ -543,5 +625,6 @@ def test_one_attempt_scores_are_told_that_tau_and_phi_are_confounded():
     assert "pass@k" not in str(got[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        _warn_single_trial(be.from_frame(_frame(n_trial=2), score="score", cluster="cluster"),
-                           "zoib")
+        _warn_single_trial(
+            be.from_frame(_frame(n_trial=2), score="score", cluster="cluster"), "zoib"
+        )

@@ -12,8 +12,15 @@ def _pass_at_k(p, k):
     return 1.0 - (1.0 - p) ** k
 
 
-@pytest.mark.parametrize("rates, a, b", [("u_shaped", 0.4, 0.3), ("beta_2_5", 2.0, 5.0),
-                                         ("uniform", 1.0, 1.0), (("beta", 3.0, 0.5), 3.0, 0.5)])
+@pytest.mark.parametrize(
+    "rates, a, b",
+    [
+        ("u_shaped", 0.4, 0.3),
+        ("beta_2_5", 2.0, 5.0),
+        ("uniform", 1.0, 1.0),
+        (("beta", 3.0, 0.5), 3.0, 0.5),
+    ],
+)
 def test_single_system_rates_follow_the_beta(rates, a, b):
     n = 100_000
     p = simulate_benchmark(n_tasks=n, n_trials=1, rates=rates, seed=1).rates[0]
@@ -38,10 +45,11 @@ def test_population_truth_closed_forms():
     a, b = 0.4, 0.3
     sim = simulate_benchmark(rates="u_shaped", seed=0)
     assert sim.truth(estimand="population")[0] == pytest.approx(a / (a + b), abs=1e-12)
-    hat2 = a * (a + 1) / ((a + b) * (a + b + 1))          # E p^2
+    hat2 = a * (a + 1) / ((a + b) * (a + b + 1))  # E p^2
     assert sim.truth("pass^k", 2, "population")[0] == pytest.approx(hat2, abs=1e-12)
-    assert sim.truth("pass@k", 2, "population")[0] == pytest.approx(2 * a / (a + b) - hat2,
-                                                                    abs=1e-12)
+    assert sim.truth("pass@k", 2, "population")[0] == pytest.approx(
+        2 * a / (a + b) - hat2, abs=1e-12
+    )
 
 
 def _check_monte_carlo(truth, samples):
@@ -64,8 +72,7 @@ def test_shifted_and_noisy_beta_population_truth_matches_monte_carlo():
     rng = np.random.default_rng(7)
     n = 2_000_000
     logit = special.logit(rng.beta(0.4, 0.3, size=n))
-    sim = simulate_benchmark(n_tasks=5, n_systems=3, effect=[0.8, -1.5], task_system_sd=0.7,
-                             seed=0)
+    sim = simulate_benchmark(n_tasks=5, n_systems=3, effect=[0.8, -1.5], task_system_sd=0.7, seed=0)
     for system, shift in enumerate([0.0, 0.8, -1.5]):
         p = special.expit(logit + shift + 0.7 * rng.standard_normal(n))
         for metric, f in (("pass@k", _pass_at_k(p, 3)), ("pass^k", p**3)):
@@ -74,8 +81,16 @@ def test_shifted_and_noisy_beta_population_truth_matches_monte_carlo():
 
 def test_logit_normal_population_truth_with_clusters_matches_monte_carlo():
     rng = np.random.default_rng(8)
-    sim = simulate_benchmark(n_tasks=40, n_systems=2, rates=("logit_normal", -0.5, 1.2),
-                             clusters=8, cluster_sd=0.9, effect=0.6, task_system_sd=0.4, seed=0)
+    sim = simulate_benchmark(
+        n_tasks=40,
+        n_systems=2,
+        rates=("logit_normal", -0.5, 1.2),
+        clusters=8,
+        cluster_sd=0.9,
+        effect=0.6,
+        task_system_sd=0.4,
+        seed=0,
+    )
     total_sd = np.sqrt(1.2**2 + 0.9**2 + 0.4**2)
     for system, shift in enumerate([0.0, 0.6]):
         p = special.expit(-0.5 + shift + total_sd * rng.standard_normal(2_000_000))
@@ -95,7 +110,7 @@ def test_tasks_truth_is_the_mean_over_drawn_rates():
 
 def test_tasks_truth_weights_strata_by_their_shares():
     shares = {"a": 0.5, "b": 0.3, "c": 0.2}
-    sim = simulate_benchmark(n_tasks=7, strata=shares, seed=5)   # 4, 2 and 1 tasks
+    sim = simulate_benchmark(n_tasks=7, strata=shares, seed=5)  # 4, 2 and 1 tasks
     labels = np.asarray(sim.data.dataset["stratum"].values)
     p = sim.rates[0]
     expected = sum(w * p[labels == s].mean() for s, w in shares.items())
@@ -127,8 +142,9 @@ def test_effect_makes_the_candidate_better(rates):
 
 @pytest.mark.parametrize("sd", [0.3, 3.0])
 def test_systems_share_task_difficulty(sd):
-    sim = simulate_benchmark(n_tasks=20_000, n_systems=2, rates=("logit_normal", 0.0, 1.0),
-                             task_system_sd=sd, seed=9)
+    sim = simulate_benchmark(
+        n_tasks=20_000, n_systems=2, rates=("logit_normal", 0.0, 1.0), task_system_sd=sd, seed=9
+    )
     logits = special.logit(sim.rates)
     # Var(base) = 1, Var(noise) = sd^2: corr = 1 / (1 + sd^2)
     assert np.corrcoef(logits)[0, 1] == pytest.approx(1 / (1 + sd**2), abs=0.02)
@@ -136,8 +152,9 @@ def test_systems_share_task_difficulty(sd):
 
 
 def test_clusters_share_effects():
-    sim = simulate_benchmark(n_tasks=3000, rates=("logit_normal", 0.0, 0.5), clusters=30,
-                             cluster_sd=2.0, seed=10)
+    sim = simulate_benchmark(
+        n_tasks=3000, rates=("logit_normal", 0.0, 0.5), clusters=30, cluster_sd=2.0, seed=10
+    )
     cluster = sim.data.dataset["cluster"].values
     assert len(np.unique(cluster)) == 30
     logit = special.logit(sim.rates[0])
@@ -148,8 +165,13 @@ def test_clusters_share_effects():
 
 
 def test_mcar_missing_share_matches_rate():
-    sim = simulate_benchmark(n_tasks=500, n_trials=20, n_systems=2,
-                             missing=dict(rate=0.15, mechanism="mcar", status="error"), seed=11)
+    sim = simulate_benchmark(
+        n_tasks=500,
+        n_trials=20,
+        n_systems=2,
+        missing=dict(rate=0.15, mechanism="mcar", status="error"),
+        seed=11,
+    )
     data = sim.data
     assert data.missing == "exclude"
     counts = data.dataset["status_counts"].sum(("system", "task"))
@@ -164,7 +186,8 @@ def test_mcar_missing_share_matches_rate():
     # MCAR: the valid outcomes estimate the true rates without bias
     c = data.dataset["successes"].values
     assert c.sum() / ok.sum() == pytest.approx(
-        (sim.rates * ok).sum() / ok.sum(), abs=4 * np.sqrt(0.25 / ok.sum()))
+        (sim.rates * ok).sum() / ok.sum(), abs=4 * np.sqrt(0.25 / ok.sum())
+    )
 
 
 def test_missingness_keeps_the_complete_outcomes_of_the_same_seed():
@@ -180,8 +203,14 @@ def test_missingness_keeps_the_complete_outcomes_of_the_same_seed():
 def test_hard_missingness_follows_its_formula_and_biases_exclude_upward():
     rate, n_trials = 0.3, 4
     gaps, observed_missing, expected_missing = [], 0, 0.0
-    for sim in simulate_many(10, n_tasks=300, n_trials=n_trials, rates="beta_2_5",
-                             missing=dict(rate=rate, mechanism="hard"), seed=13):
+    for sim in simulate_many(
+        10,
+        n_tasks=300,
+        n_trials=n_trials,
+        rates="beta_2_5",
+        missing=dict(rate=rate, mechanism="hard"),
+        seed=13,
+    ):
         ds = sim.data.dataset
         p = sim.rates
         observed_missing += int(ds["status_counts"].sel(status="timeout").sum())
@@ -195,8 +224,13 @@ def test_hard_missingness_follows_its_formula_and_biases_exclude_upward():
 
 
 def test_reproducible_from_seed():
-    kwargs = dict(n_tasks=40, n_systems=3, clusters=4, strata={"a": 1, "b": 1},
-                  missing=dict(rate=0.2, mechanism="hard"))
+    kwargs = dict(
+        n_tasks=40,
+        n_systems=3,
+        clusters=4,
+        strata={"a": 1, "b": 1},
+        missing=dict(rate=0.2, mechanism="hard"),
+    )
     one, two = simulate_benchmark(**kwargs, seed=3), simulate_benchmark(**kwargs, seed=3)
     assert one.data.fingerprint() == two.data.fingerprint()
     np.testing.assert_array_equal(one.rates, two.rates)
@@ -208,14 +242,13 @@ def test_reproducible_from_seed():
     second = list(simulate_many(4, n_tasks=15, seed=21))
     assert [s.data.fingerprint() for s in first] == [s.data.fingerprint() for s in second]
     assert len({s.data.fingerprint() for s in first}) == 4
-    assert simulate_benchmark(**first[2].settings).data.fingerprint() == \
-        first[2].data.fingerprint()
+    assert simulate_benchmark(**first[2].settings).data.fingerprint() == first[2].data.fingerprint()
     assert not one.rates.flags.writeable
 
 
 @pytest.mark.parametrize("n_tasks, expected", [(100, [50, 30, 20]), (7, [4, 2, 1])])
 def test_strata_shares_respected(n_tasks, expected):
-    shares = {"a": 5, "b": 3, "c": 2}              # normalised to 0.5, 0.3, 0.2
+    shares = {"a": 5, "b": 3, "c": 2}  # normalised to 0.5, 0.3, 0.2
     sim = simulate_benchmark(n_tasks=n_tasks, strata=shares, seed=0)
     labels = sim.data.dataset["stratum"].values.tolist()
     assert [labels.count(s) for s in shares] == expected
@@ -223,25 +256,28 @@ def test_strata_shares_respected(n_tasks, expected):
     assert sim.settings["strata"] == shares
 
 
-@pytest.mark.parametrize("kwargs, argument", [
-    (dict(rates="bimodal"), "rates"),
-    (dict(rates=("beta", -1.0, 2.0)), "rates"),
-    (dict(rates=("gamma", 1.0, 2.0)), "rates"),
-    (dict(n_tasks=0), "n_tasks"),
-    (dict(n_trials=0), "n_trials"),
-    (dict(missing=dict(rate=1.0)), "rate"),
-    (dict(missing=dict(rate=-0.1)), "rate"),
-    (dict(missing=dict(rate=0.1, mechanism="mnar")), "mechanism"),
-    (dict(missing=dict(rate=0.1, status="ok")), "status"),
-    (dict(missing=dict(share=0.1)), "missing"),
-    (dict(n_systems=3, effect=[1.0, 2.0, 3.0]), "effect"),
-    (dict(effect=0.5), "effect"),
-    (dict(clusters=20, n_tasks=10), "clusters"),
-    (dict(cluster_sd=-1.0, clusters=2), "cluster_sd"),
-    (dict(n_systems=2, task_system_sd=np.nan), "task_system_sd"),
-    (dict(n_tasks=2, strata={"a": 1, "b": 1, "c": 1}), "strata"),
-    (dict(strata={"a": 0}), "strata"),
-])
+@pytest.mark.parametrize(
+    "kwargs, argument",
+    [
+        (dict(rates="bimodal"), "rates"),
+        (dict(rates=("beta", -1.0, 2.0)), "rates"),
+        (dict(rates=("gamma", 1.0, 2.0)), "rates"),
+        (dict(n_tasks=0), "n_tasks"),
+        (dict(n_trials=0), "n_trials"),
+        (dict(missing=dict(rate=1.0)), "rate"),
+        (dict(missing=dict(rate=-0.1)), "rate"),
+        (dict(missing=dict(rate=0.1, mechanism="mnar")), "mechanism"),
+        (dict(missing=dict(rate=0.1, status="ok")), "status"),
+        (dict(missing=dict(share=0.1)), "missing"),
+        (dict(n_systems=3, effect=[1.0, 2.0, 3.0]), "effect"),
+        (dict(effect=0.5), "effect"),
+        (dict(clusters=20, n_tasks=10), "clusters"),
+        (dict(cluster_sd=-1.0, clusters=2), "cluster_sd"),
+        (dict(n_systems=2, task_system_sd=np.nan), "task_system_sd"),
+        (dict(n_tasks=2, strata={"a": 1, "b": 1, "c": 1}), "strata"),
+        (dict(strata={"a": 0}), "strata"),
+    ],
+)
 def test_invalid_arguments_name_the_argument(kwargs, argument):
     with pytest.raises(ValueError, match=argument):
         simulate_benchmark(**kwargs)
@@ -249,13 +285,16 @@ def test_invalid_arguments_name_the_argument(kwargs, argument):
 
 def test_invalid_truth_arguments_and_eager_simulate_many():
     sim = simulate_benchmark(n_tasks=5, n_systems=2, seed=0)
-    for kwargs, argument in ((dict(metric="pass@2"), "metric"), (dict(estimand="all"), "estimand"),
-                             (dict(k=0), "k")):
+    for kwargs, argument in (
+        (dict(metric="pass@2"), "metric"),
+        (dict(estimand="all"), "estimand"),
+        (dict(k=0), "k"),
+    ):
         with pytest.raises(ValueError, match=argument):
             sim.truth(**kwargs)
     with pytest.raises(ValueError, match="candidate"):
         sim.effect_truth(candidate=2)
     with pytest.raises(ValueError, match="n_tasks"):
-        simulate_many(3, n_tasks=0)                # raised before iterating
+        simulate_many(3, n_tasks=0)  # raised before iterating
     with pytest.raises(TypeError):
         simulate_many(3, n_task=5)

@@ -18,6 +18,7 @@ def _points(seed=0, size=40):
 
 def _log_abs_jacobian(x, y, h=1e-6):
     """log |det d(alpha, beta) / d(x, y)| by central differences of the map itself."""
+
     def ab(x, y):
         mu, kappa = 1 / (1 + np.exp(-x)), np.exp(y)
         return np.stack([mu * kappa, (1 - mu) * kappa])
@@ -67,8 +68,10 @@ def test_pymc_form_of_the_bda3_prior_matches_the_grid_density():
     x, y = _points(2, 6)
     pymc = []
     for xi, yi in zip(x, y):
-        point = {"mu_logodds__": np.array([xi]),
-                 "log_kappa_interval__": np.array([special.logit((yi - lo) / (hi - lo))])}
+        point = {
+            "mu_logodds__": np.array([xi]),
+            "log_kappa_interval__": np.array([special.logit((yi - lo) / (hi - lo))]),
+        }
         # without Jacobians PyMC's density is on (mu, log kappa); the grid's is on (logit mu,
         # log kappa), which adds log(mu (1 - mu))
         pymc.append(logp(point) + special.log_expit(xi) + special.log_expit(-xi))
@@ -79,8 +82,9 @@ def test_pymc_form_of_the_bda3_prior_matches_the_grid_density():
 
 def test_fit_records_and_uses_the_bda3_prior():
     data = be.from_counts([[30, 0, 32, 5, 1]], trials=32)
-    res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=0,
-                 priors={"log_kappa": "bda3"})
+    res = be.fit(
+        data, model="hierarchical", draws=500, chains=2, seed=0, priors={"log_kappa": "bda3"}
+    )
     assert json.loads(res.tree.attrs["priors"])["log_kappa"] == "bda3"
     log_kappa = np.log(res.tree["posterior"]["kappa"].values)
     lo, hi = hier.BDA3_LOG_KAPPA_RANGE
@@ -192,7 +196,20 @@ def test_fit_warns_for_few_all_or_nothing_tasks_unless_the_prior_is_chosen():
         be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=1, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", be.BayevalWarning)
-        be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=1, seed=0,
-               priors={"log_kappa": (0.0, 3.0)})  # a prior chosen for these data: no warning
-        be.fit(be.from_counts([[20, 5, 31, 12, 9, 17]], trials=32), model="hierarchical",
-               sampler="grid", draws=100, chains=1, seed=0)
+        be.fit(
+            data,
+            model="hierarchical",
+            sampler="grid",
+            draws=100,
+            chains=1,
+            seed=0,
+            priors={"log_kappa": (0.0, 3.0)},
+        )  # a prior chosen for these data: no warning
+        be.fit(
+            be.from_counts([[20, 5, 31, 12, 9, 17]], trials=32),
+            model="hierarchical",
+            sampler="grid",
+            draws=100,
+            chains=1,
+            seed=0,
+        )

@@ -18,8 +18,13 @@ def clustered(sizes, seed=0):
     rng = np.random.default_rng(seed)
     clusters = np.concatenate([[f"g{i}"] * s for i, s in enumerate(sizes)])
     successes = rng.binomial(4, 0.5, size=(2, len(clusters)))
-    return be.from_counts(successes, trials=4, systems=["A", "B"], clusters=clusters,
-                          tasks=[f"t{i}" for i in range(len(clusters))])
+    return be.from_counts(
+        successes,
+        trials=4,
+        systems=["A", "B"],
+        clusters=clusters,
+        tasks=[f"t{i}" for i in range(len(clusters))],
+    )
 
 
 def test_swebench_halves_keep_repositories_whole(swebench):
@@ -41,8 +46,7 @@ def test_swebench_halves_keep_repositories_whole(swebench):
         assert part.systems == swebench.systems
 
 
-@pytest.mark.parametrize("fractions", [(0.5, 0.5), (0.7, 0.3), (0.2, 0.3, 0.5),
-                                       (0.1, 0.1, 0.8)])
+@pytest.mark.parametrize("fractions", [(0.5, 0.5), (0.7, 0.3), (0.2, 0.3, 0.5), (0.1, 0.1, 0.8)])
 @pytest.mark.parametrize("seed", range(8))
 def test_realised_fractions_within_one_cluster(fractions, seed):
     sizes = np.random.default_rng(seed).integers(1, 9, size=25)
@@ -106,17 +110,20 @@ def test_does_not_mutate(swebench):
     assert "split" not in swebench.dataset.attrs
 
 
-@pytest.mark.parametrize("kwargs, error, match", [
-    ({"fractions": (0.6, 0.6)}, ValueError, "must sum to 1"),
-    ({"fractions": (1.0,)}, ValueError, "at least two parts"),
-    ({"fractions": (1.2, -0.2)}, ValueError, "positive numbers"),
-    ({"fractions": (0.5, float("nan"))}, ValueError, "positive numbers"),
-    ({"fractions": 0.5}, TypeError, "sequence of numbers"),
-    ({"by": "repo"}, ValueError, "by must be one of"),
-    ({"names": ("a",)}, ValueError, "2 distinct non-empty strings"),
-    ({"names": ("a", "a")}, ValueError, "2 distinct non-empty strings"),
-    ({"seed": -1}, TypeError, "seed must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"fractions": (0.6, 0.6)}, ValueError, "must sum to 1"),
+        ({"fractions": (1.0,)}, ValueError, "at least two parts"),
+        ({"fractions": (1.2, -0.2)}, ValueError, "positive numbers"),
+        ({"fractions": (0.5, float("nan"))}, ValueError, "positive numbers"),
+        ({"fractions": 0.5}, TypeError, "sequence of numbers"),
+        ({"by": "repo"}, ValueError, "by must be one of"),
+        ({"names": ("a",)}, ValueError, "2 distinct non-empty strings"),
+        ({"names": ("a", "a")}, ValueError, "2 distinct non-empty strings"),
+        ({"seed": -1}, TypeError, "seed must be"),
+    ],
+)
 def test_bad_arguments(swebench, kwargs, error, match):
     with pytest.raises(error, match=match):
         split_tasks(swebench, **kwargs)

@@ -14,12 +14,22 @@ from bayeval.models.hierarchical import HierarchicalRates, build_hierarchical_mo
 from bayeval.models.logit_normal import LogitNormalRates, build_logit_normal_model
 from bayeval.models.zoib import ZoibScores, build_zoib_model
 
-__all__ = ["build_beta_binomial_model", "build_hierarchical_model", "build_logit_normal_model",
-           "build_zoib_model", "MODELS", "get_model"]
+__all__ = [
+    "build_beta_binomial_model",
+    "build_hierarchical_model",
+    "build_logit_normal_model",
+    "build_zoib_model",
+    "MODELS",
+    "get_model",
+]
 
 #: Name -> object computing the model's estimands from a fitted DataTree.
-MODELS = {"beta_binomial": BetaBinomialRates(), "hierarchical": HierarchicalRates(),
-          "logit_normal": LogitNormalRates(), "zoib": ZoibScores()}
+MODELS = {
+    "beta_binomial": BetaBinomialRates(),
+    "hierarchical": HierarchicalRates(),
+    "logit_normal": LogitNormalRates(),
+    "zoib": ZoibScores(),
+}
 
 
 def get_model(name: str):

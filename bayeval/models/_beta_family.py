@@ -99,8 +99,13 @@ def beta_bernstein(a, b, coefficients) -> np.ndarray:
     j = np.arange(d + 1)
     a = np.asarray(a, dtype=float)[..., None]
     b = np.asarray(b, dtype=float)[..., None]
-    log_pmf = (special.gammaln(d + 1) - special.gammaln(j + 1) - special.gammaln(d - j + 1)
-               + special.betaln(a + j, b + d - j) - special.betaln(a, b))
+    log_pmf = (
+        special.gammaln(d + 1)
+        - special.gammaln(j + 1)
+        - special.gammaln(d - j + 1)
+        + special.betaln(a + j, b + d - j)
+        - special.betaln(a, b)
+    )
     return np.exp(log_pmf) @ coefficients
 
 
@@ -158,8 +163,9 @@ def task_weights(n: np.ndarray, pops: Populations) -> np.ndarray:
     return weights
 
 
-def tasks_draws(alpha, beta, c, n, pops: Populations, metric, ks, seed, system_index,
-                tau=None) -> np.ndarray:
+def tasks_draws(
+    alpha, beta, c, n, pops: Populations, metric, ks, seed, system_index, tau=None
+) -> np.ndarray:
     """Draws of the tasks estimand for one system (and one bound).
 
     ``alpha``/``beta`` hold the population parameters per draw and population, shape
@@ -218,11 +224,15 @@ def predictive_counts(alpha, beta, n, pops: Populations, seed, system_index, max
         sizes, mult = np.unique(trials, return_counts=True)
         for nn, m in zip(sizes, mult):
             outcomes = np.arange(nn + 1)
-            logp = (special.gammaln(nn + 1) - special.gammaln(outcomes + 1)
-                    - special.gammaln(nn - outcomes + 1)
-                    + special.betaln(outcomes[None] + alpha[:, h, None],
-                                     nn - outcomes[None] + beta[:, h, None])
-                    - special.betaln(alpha[:, h, None], beta[:, h, None]))
+            logp = (
+                special.gammaln(nn + 1)
+                - special.gammaln(outcomes + 1)
+                - special.gammaln(nn - outcomes + 1)
+                + special.betaln(
+                    outcomes[None] + alpha[:, h, None], nn - outcomes[None] + beta[:, h, None]
+                )
+                - special.betaln(alpha[:, h, None], beta[:, h, None])
+            )
             prob = np.exp(logp)
             prob /= prob.sum(axis=1, keepdims=True)
             counts = rng.multinomial(m, prob)
@@ -248,7 +258,6 @@ def stratum_dims(pops: Populations) -> tuple[tuple, dict]:
     if pops.strata is None:
         return (), {}
     return ("stratum",), {"stratum": np.asarray(pops.strata, dtype=object)}
-
 
 
 # -- estimands from a fitted tree --------------------------------------------------------------
@@ -278,9 +287,14 @@ class BetaRates:
         post = tree["posterior"]
         systems = tree["observed_data"]["system"].values if systems is None else systems
         da = xr.DataArray(
-            values, dims=("chain", "draw", "missing_bound", "system", "k"),
-            coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                    "system": systems, "k": ks},
+            values,
+            dims=("chain", "draw", "missing_bound", "system", "k"),
+            coords={
+                "chain": post["chain"].values,
+                "draw": post["draw"].values,
+                "system": systems,
+                "k": ks,
+            },
             name=name,
         ).transpose("chain", "draw", "system", "missing_bound", "k")
         if bounds is None:
@@ -313,9 +327,18 @@ class BetaRates:
         values = np.zeros((n_chain, n_draw, c.shape[0], c.shape[1], len(ks)))
         for b in range(c.shape[0]):
             for s in range(c.shape[1]):
-                draws = tasks_draws(alpha[:, :, b, s].reshape(n_chain * n_draw, -1),
-                                    beta[:, :, b, s].reshape(n_chain * n_draw, -1),
-                                    c[b, s], n[b, s], pops, metric, ks, seed, [b, s], tau)
+                draws = tasks_draws(
+                    alpha[:, :, b, s].reshape(n_chain * n_draw, -1),
+                    beta[:, :, b, s].reshape(n_chain * n_draw, -1),
+                    c[b, s],
+                    n[b, s],
+                    pops,
+                    metric,
+                    ks,
+                    seed,
+                    [b, s],
+                    tau,
+                )
                 values[:, :, b, s] = draws.reshape(n_chain, n_draw, len(ks))
         return self._wrap(values, tree, bounds, ks, metric)
 
@@ -333,19 +356,33 @@ class BetaRates:
         for b in range(c.shape[0]):
             for i, label in enumerate(chosen):
                 s = all_systems.index(label)
-                p = task_rate_draws(alpha[:, :, b, s].reshape(n_chain * n_draw, -1),
-                                    beta[:, :, b, s].reshape(n_chain * n_draw, -1),
-                                    c[b, s], n[b, s], pops, seed, [b, s])
+                p = task_rate_draws(
+                    alpha[:, :, b, s].reshape(n_chain * n_draw, -1),
+                    beta[:, :, b, s].reshape(n_chain * n_draw, -1),
+                    c[b, s],
+                    n[b, s],
+                    pops,
+                    seed,
+                    [b, s],
+                )
                 out[:, :, b, i] = p.reshape(n_chain, n_draw, -1)
         post = tree["posterior"]
         da = xr.DataArray(
-            out, dims=("chain", "draw", "missing_bound", "system", "task"),
-            coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                    "system": np.asarray(chosen, dtype=object), "task": ds["task"].values},
+            out,
+            dims=("chain", "draw", "missing_bound", "system", "task"),
+            coords={
+                "chain": post["chain"].values,
+                "draw": post["draw"].values,
+                "system": np.asarray(chosen, dtype=object),
+                "task": ds["task"].values,
+            },
             name="p",
         ).transpose("chain", "draw", "system", "task", "missing_bound")
-        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
-            missing_bound=bounds)
+        return (
+            da.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else da.assign_coords(missing_bound=bounds)
+        )
 
     def predictive(self, tree) -> xr.Dataset:
         """Posterior predictive success-count histogram for new tasks, and its U-shape check."""
@@ -358,18 +395,33 @@ class BetaRates:
         share = np.zeros((n_chain, n_draw, c.shape[0], c.shape[1]))
         for b in range(c.shape[0]):
             for s in range(c.shape[1]):
-                h, sh = predictive_counts(alpha[:, :, b, s].reshape(n_chain * n_draw, -1),
-                                          beta[:, :, b, s].reshape(n_chain * n_draw, -1),
-                                          n[b, s], pops, seed, [b, s], max_n)
+                h, sh = predictive_counts(
+                    alpha[:, :, b, s].reshape(n_chain * n_draw, -1),
+                    beta[:, :, b, s].reshape(n_chain * n_draw, -1),
+                    n[b, s],
+                    pops,
+                    seed,
+                    [b, s],
+                    max_n,
+                )
                 hist[:, :, b, s] = h.reshape(n_chain, n_draw, -1)
                 share[:, :, b, s] = sh.reshape(n_chain, n_draw)
         post = tree["posterior"]
-        coords = {"chain": post["chain"].values, "draw": post["draw"].values,
-                  "system": ds["system"].values, "count": np.arange(max_n + 1)}
+        coords = {
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
+            "system": ds["system"].values,
+            "count": np.arange(max_n + 1),
+        }
         out = xr.Dataset(
-            {"count_histogram": (("chain", "draw", "missing_bound", "system", "count"), hist),
-             "extreme_share": (("chain", "draw", "missing_bound", "system"), share)},
+            {
+                "count_histogram": (("chain", "draw", "missing_bound", "system", "count"), hist),
+                "extreme_share": (("chain", "draw", "missing_bound", "system"), share),
+            },
             coords=coords,
         ).transpose("chain", "draw", "system", "missing_bound", ...)
-        return out.isel(missing_bound=0, drop=True) if bounds is None else out.assign_coords(
-            missing_bound=bounds)
+        return (
+            out.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else out.assign_coords(missing_bound=bounds)
+        )

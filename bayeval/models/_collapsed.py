@@ -104,8 +104,9 @@ def task_reflections(cluster, stratum) -> np.ndarray:
     """
     cluster, stratum = np.asarray(cluster), np.asarray(stratum)
     J = len(cluster)
-    indicators = np.column_stack([np.eye(cluster.max() + 1)[cluster],
-                                  np.eye(stratum.max() + 1)[stratum]])
+    indicators = np.column_stack(
+        [np.eye(cluster.max() + 1)[cluster], np.eye(stratum.max() + 1)[stratum]]
+    )
     left, values, _ = np.linalg.svd(indicators, full_matrices=False)
     a = left[:, values > values[0] * 1e-10].copy()  # orthonormal basis of the subspace
     r = a.shape[1]
@@ -226,7 +227,7 @@ def reflect(reflections: np.ndarray, x: np.ndarray, transpose: bool = False) -> 
     r = int(reflections[0])
     vectors = reflections[1:].reshape(r, -1)
     out = np.array(x, dtype=float, copy=True)
-    for i in (range(r) if transpose else reversed(range(r))):
+    for i in range(r) if transpose else reversed(range(r)):
         out -= 2.0 * (out @ vectors[i])[..., None] * vectors[i]
     return out
 
@@ -260,8 +261,7 @@ def cluster_pair_map(cluster, reflections) -> np.ndarray | None:
         return None
     basis = reflect(reflections, np.eye(J)[:r])  # rows: H's first r columns
     sizes = np.bincount(cluster, minlength=G)
-    return np.ascontiguousarray((np.eye(G)[cluster] / np.sqrt(sizes[cluster])[:, None]).T
-                                @ basis.T)
+    return np.ascontiguousarray((np.eye(G)[cluster] / np.sqrt(sizes[cluster])[:, None]).T @ basis.T)
 
 
 def task_cluster_fold(cluster, stratum, reflections) -> np.ndarray:
@@ -326,16 +326,24 @@ class Coordinates:
     @property
     def offsets(self) -> dict:
         S, H, G = self.S, self.H, self.G
-        sizes = [("sigma_task", 1), ("sigma_task_system", int(self.paired)),
-                 ("sigma_cluster", int(self.clusters)),
-                 ("sigma_cluster_system", int(self.clusters and self.paired)),
-                 ("m_u", int(self.clusters)), ("f_u", (G - 1) * self.clusters),
-                 ("m_w", S * (self.clusters and self.paired)),
-                 ("f_w", S * (G - 1) * (self.clusters and self.paired)),
-                 ("sigma_system", int(self.system_level > 0)), ("z_alpha", S * H),
-                 ("z_e", self.latent_tasks),
-                 ("z_v", (S * self.latent_tasks if self.sampled_cells < 0
-                          else self.sampled_cells) * (self.paired and not self.cells_integrated))]
+        sizes = [
+            ("sigma_task", 1),
+            ("sigma_task_system", int(self.paired)),
+            ("sigma_cluster", int(self.clusters)),
+            ("sigma_cluster_system", int(self.clusters and self.paired)),
+            ("m_u", int(self.clusters)),
+            ("f_u", (G - 1) * self.clusters),
+            ("m_w", S * (self.clusters and self.paired)),
+            ("f_w", S * (G - 1) * (self.clusters and self.paired)),
+            ("sigma_system", int(self.system_level > 0)),
+            ("z_alpha", S * H),
+            ("z_e", self.latent_tasks),
+            (
+                "z_v",
+                (S * self.latent_tasks if self.sampled_cells < 0 else self.sampled_cells)
+                * (self.paired and not self.cells_integrated),
+            ),
+        ]
         out, start = {}, 0
         for name, size in sizes:
             out[name] = (start, size)
@@ -354,15 +362,34 @@ class Coordinates:
 
     def spec(self, rules: Rules) -> np.ndarray:
         """Integer constants of the kernel (int64)."""
-        return np.array([self.S, self.H, self.G, self.clusters, self.paired, rules.x.size,
-                         rules.z.size, rules.u.size, self.system_level, self.latent_tasks,
-                         self.centring_code,
-                         ((3 if self.task_centred else 4) if self.cluster_pairs
-                          else 2 if self.task_fold
-                          else int(self.task_centred)),
-                         self.attenuated, bool(self.level_weights), self.cells_integrated,
-                         bool(self.cell_tables), int(self.guided)],
-                        dtype=np.int64)
+        return np.array(
+            [
+                self.S,
+                self.H,
+                self.G,
+                self.clusters,
+                self.paired,
+                rules.x.size,
+                rules.z.size,
+                rules.u.size,
+                self.system_level,
+                self.latent_tasks,
+                self.centring_code,
+                (
+                    (3 if self.task_centred else 4)
+                    if self.cluster_pairs
+                    else 2
+                    if self.task_fold
+                    else int(self.task_centred)
+                ),
+                self.attenuated,
+                bool(self.level_weights),
+                self.cells_integrated,
+                bool(self.cell_tables),
+                int(self.guided),
+            ],
+            dtype=np.int64,
+        )
 
     @property
     def centring_code(self) -> int:
@@ -382,13 +409,28 @@ class Coordinates:
         (the full-latent form's task reflections), and the level weights last."""
         mean, sd = priors["alpha"]
         level = priors["sigma_run"] if self.blocks else priors["sigma_system"]
-        head = [mean, sd, priors["sigma_task"], priors["sigma_task_system"],
-                priors["sigma_cluster"], priors["sigma_cluster_system"], level]
+        head = [
+            mean,
+            sd,
+            priors["sigma_task"],
+            priors["sigma_task_system"],
+            priors["sigma_cluster"],
+            priors["sigma_cluster_system"],
+            level,
+        ]
         rotation, size = self.rotation
-        return np.ascontiguousarray(np.concatenate(
-            [np.asarray(head, float), rotation.ravel(), size,
-             *rules.arrays(), np.asarray(extra, float).ravel(),
-             np.asarray(self.level_weights, float)]))
+        return np.ascontiguousarray(
+            np.concatenate(
+                [
+                    np.asarray(head, float),
+                    rotation.ravel(),
+                    size,
+                    *rules.arrays(),
+                    np.asarray(extra, float).ravel(),
+                    np.asarray(self.level_weights, float),
+                ]
+            )
+        )
 
     def plain(self, theta: np.ndarray) -> np.ndarray:
         """The plain coordinates of draws of ``theta (..., size)`` (or of its leading
@@ -414,19 +456,19 @@ class Coordinates:
         _, size = self.rotation
         start, H = off["z_alpha"][0], self.H
         for t in range(self.S):
-            scaled[start + t * H:start + (t + 1) * H] = size[t] > 0 or self.system_level != 2
+            scaled[start + t * H : start + (t + 1) * H] = size[t] > 0 or self.system_level != 2
         if self.cluster_centred:
             for name in ("f_u", "f_w") if self.w_centred else ("f_u",):
                 first, n = off[name]
-                scaled[first:first + n] = True
+                scaled[first : first + n] = True
         names = ("sigma_cluster", "sigma_cluster_system", "sigma_system")
         if self.latent_tasks:
             names = ("sigma_task", *names)
             first, n = off["z_e"]
-            scaled[first + self.task_rank:first + n] = True
+            scaled[first + self.task_rank : first + n] = True
         for name in names:
             first, n = off[name]
-            shifted[first:first + n] = 1.0
+            shifted[first : first + n] = 1.0
         width = theta.shape[-1]
         return np.where(scaled[:width], theta * kappa, theta + shifted[:width] * np.log(kappa))
 
@@ -450,11 +492,18 @@ class Coordinates:
 
         def take(name, shape):
             start, size = off[name]
-            return theta[..., start:start + size].reshape(lead + shape)
+            return theta[..., start : start + size].reshape(lead + shape)
 
-        out = {name: (np.exp(take(name, ())) if off[name][1] else np.ones(lead))
-               for name in ("sigma_task", "sigma_task_system", "sigma_cluster",
-                            "sigma_cluster_system", "sigma_system")}
+        out = {
+            name: (np.exp(take(name, ())) if off[name][1] else np.ones(lead))
+            for name in (
+                "sigma_task",
+                "sigma_task_system",
+                "sigma_cluster",
+                "sigma_cluster_system",
+                "sigma_system",
+            )
+        }
         mean = priors["alpha"][0]
         basis = zero_sum_basis(G)
         u = np.zeros(lead + (G,))
@@ -511,14 +560,15 @@ class CollapsedLogp(Op):
     def make_node(self, theta, spec, const, index, c, n, mult):
         dtypes = ("float64", "int64", "float64", "int64", "float64", "float64", "float64")
         # casts, not conversions: PyMC stores integer data as int32
-        inputs = [pt.cast(pt.as_tensor_variable(value), dtype)
-                  for value, dtype in zip((theta, spec, const, index, c, n, mult), dtypes)]
+        inputs = [
+            pt.cast(pt.as_tensor_variable(value), dtype)
+            for value, dtype in zip((theta, spec, const, index, c, n, mult), dtypes)
+        ]
         return Apply(self, inputs, [pt.dscalar(), pt.dvector()])
 
     def perform(self, node, inputs, outputs):
         theta, spec, const, index, c, n, mult = (np.ascontiguousarray(a) for a in inputs)
-        logp, grad = _quadrature.logp_and_grad(theta, spec, const, index[0], index[1], c, n,
-                                               mult)
+        logp, grad = _quadrature.logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
         outputs[0][0] = np.asarray(logp, dtype="float64")
         outputs[1][0] = grad
 
@@ -543,13 +593,27 @@ def _register_numba():
         def collapsed_logp(theta, spec, const, index, c, n, mult):
             theta, spec = np.ascontiguousarray(theta), np.ascontiguousarray(spec)
             const, index = np.ascontiguousarray(const), np.ascontiguousarray(index)
-            c, n, mult = np.ascontiguousarray(c), np.ascontiguousarray(n), np.ascontiguousarray(
-                mult)
+            c, n, mult = (
+                np.ascontiguousarray(c),
+                np.ascontiguousarray(n),
+                np.ascontiguousarray(mult),
+            )
             out = np.empty(1)
             grad = np.empty(theta.shape[0])
-            kernel(theta.ctypes, theta.shape[0], spec.ctypes, const.ctypes, const.shape[0],
-                   index.ctypes, index.shape[1], c.ctypes, n.ctypes, mult.ctypes, out.ctypes,
-                   grad.ctypes)
+            kernel(
+                theta.ctypes,
+                theta.shape[0],
+                spec.ctypes,
+                const.ctypes,
+                const.shape[0],
+                index.ctypes,
+                index.shape[1],
+                c.ctypes,
+                n.ctypes,
+                mult.ctypes,
+                out.ctypes,
+                grad.ctypes,
+            )
             return np.asarray(out[0]), grad
 
         return collapsed_logp

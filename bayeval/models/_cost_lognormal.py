@@ -68,11 +68,18 @@ def cell_arrays(stats: dict, cluster=None) -> dict:
         codes = np.zeros(n.shape[0], dtype=np.int64)
     else:
         _, codes = np.unique(np.asarray(cluster), return_inverse=True)
-    return {"n": np.where(mask > 0, n, 1.0), "ybar": stats["ybar"].T.astype(float),
-            "mask": mask, "df": df, "within": stats["within"].sum(axis=1).astype(float),
-            "has_within": (df > 0).astype(float), "centre": centre.astype(float),
-            "cluster": codes.astype(np.int64), "n_clusters": int(codes.max()) + 1,
-            "cluster_onehot": np.eye(int(codes.max()) + 1)[codes]}
+    return {
+        "n": np.where(mask > 0, n, 1.0),
+        "ybar": stats["ybar"].T.astype(float),
+        "mask": mask,
+        "df": df,
+        "within": stats["within"].sum(axis=1).astype(float),
+        "has_within": (df > 0).astype(float),
+        "centre": centre.astype(float),
+        "cluster": codes.astype(np.int64),
+        "n_clusters": int(codes.max()) + 1,
+        "cluster_onehot": np.eye(int(codes.max()) + 1)[codes],
+    }
 
 
 def _linalg(xp):
@@ -114,8 +121,7 @@ def _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp):
     d, inv_d, r, q, big_a, big_b = _cell_sums(arr, lam, omega, sigma, arr["centre"])
     one_plus = 1.0 + big_a
     scaled = q / one_plus[:, None]  # X_t' V_t^-1 lambda_t
-    gram = (xp.eye(mask.shape[1]) * inv_d.sum(axis=0)[None, :]
-            - xp.dot(scaled.T, q))
+    gram = xp.eye(mask.shape[1]) * inv_d.sum(axis=0)[None, :] - xp.dot(scaled.T, q)
     cross = (inv_d * r).sum(axis=0) - (scaled * big_b[:, None]).sum(axis=0)
     quad = (inv_d * r * r).sum() - (big_b**2 / one_plus).sum()
     logdet = (mask * xp.log(d)).sum() + xp.log(one_plus).sum()
@@ -150,9 +156,12 @@ def loglik(arr, lam, omega, sigma, sigma_cluster=None, xp=np):
     # within cells: each cell's deviations from its own mean, and the 1/sqrt(n) of its mean
     sigma2 = sigma**2
     n_obs = (arr["mask"] * arr["n"]).sum()
-    total += (-0.5 * (arr["df"] * xp.log(sigma2)).sum() - 0.5 * (arr["within"] / sigma2).sum()
-              - 0.5 * (arr["mask"] * xp.log(arr["n"])).sum()
-              - 0.5 * n_obs * np.log(2.0 * np.pi))
+    total += (
+        -0.5 * (arr["df"] * xp.log(sigma2)).sum()
+        - 0.5 * (arr["within"] / sigma2).sum()
+        - 0.5 * (arr["mask"] * xp.log(arr["n"])).sum()
+        - 0.5 * n_obs * np.log(2.0 * np.pi)
+    )
     return total
 
 
@@ -165,8 +174,13 @@ def mu_draws(arr, params: dict, clusters: bool, rng) -> np.ndarray:
     out = np.empty_like(params["loading"])
     for i in range(n_draws):
         gram, cross, _, _ = _gls_terms(
-            arr, params["loading"][i], params["omega"][i], params["sigma"][i],
-            params["sigma_cluster"][i] if clusters else None, np)
+            arr,
+            params["loading"][i],
+            params["omega"][i],
+            params["sigma"][i],
+            params["sigma_cluster"][i] if clusters else None,
+            np,
+        )
         chol = np.linalg.cholesky(gram)
         mean = solve_triangular(chol.T, solve_triangular(chol, cross, lower=True), lower=False)
         noise = solve_triangular(chol.T, rng.standard_normal(len(cross)), lower=False)
@@ -197,9 +211,13 @@ def build_model(arr, clusters: bool):
         # Heywood case: two systems of SWE-bench drew sigma ~ 1e-3, divergences and a
         # singular least squares); its prior is the boundary-avoiding Gamma(2, 2) instead
         # (zero density at 0, mode 0.5 log units): log Gamma(2, 2) - log half-Cauchy(0, 1)
-        pm.Potential("sigma_boundary", ((1.0 - data["has_within"])
-                                        * (pt.log(sigma) - 2.0 * sigma
-                                           + pt.log1p((sigma / PRIOR_SCALE) ** 2))).sum())
+        pm.Potential(
+            "sigma_boundary",
+            (
+                (1.0 - data["has_within"])
+                * (pt.log(sigma) - 2.0 * sigma + pt.log1p((sigma / PRIOR_SCALE) ** 2))
+            ).sum(),
+        )
         sigma_cluster = pm.HalfCauchy("sigma_cluster", PRIOR_SCALE) if clusters else None
         pm.Potential("loglik", loglik(data, lam, omega, sigma, sigma_cluster, xp=pt))
     return model
@@ -216,10 +234,14 @@ def sample(arr, clusters: bool, n_draws: int, seed: int) -> dict:
     # a compiled model takes data of any number of tasks and clusters (with_data), not of
     # another number of systems (the parameters' shape)
     key = (arr["n"].shape[1], clusters)
-    compiled = _compiled.get(key, lambda: build_model(arr, clusters),
-                             lambda: {name: arr[name] for name in _data_names(clusters)})
-    trace = nutpie.sample(compiled, draws=draws, tune=TUNE, chains=CHAINS, seed=seed,
-                          progress_bar=False)
+    compiled = _compiled.get(
+        key,
+        lambda: build_model(arr, clusters),
+        lambda: {name: arr[name] for name in _data_names(clusters)},
+    )
+    trace = nutpie.sample(
+        compiled, draws=draws, tune=TUNE, chains=CHAINS, seed=seed, progress_bar=False
+    )
     post = trace.posterior
 
     def flat(name):
@@ -228,7 +250,7 @@ def sample(arr, clusters: bool, n_draws: int, seed: int) -> dict:
 
     out = {name: flat(name) for name in ("loading", "omega", "sigma")}
     out["omega"] = out["omega"] * arr["has_within"][None, :]
-    out["sigma_cluster"] = (flat("sigma_cluster") if clusters else np.zeros(n_draws))
+    out["sigma_cluster"] = flat("sigma_cluster") if clusters else np.zeros(n_draws)
     out["mu"] = mu_draws(arr, out, clusters, np.random.default_rng([seed, 1]))
     out["divergences"] = int(trace.sample_stats["diverging"].values.sum())
     return out
@@ -247,8 +269,9 @@ def effect_draws(arr, params: dict, rng) -> np.ndarray:
     out = np.empty((n_draws, n_systems, n_tasks))
     for start in range(0, n_draws, EFFECT_CHUNK):
         part = slice(start, min(start + EFFECT_CHUNK, n_draws))
-        out[part] = _effect_chunk(arr, {k: v[part] for k, v in params.items()
-                                        if k != "divergences"}, rng)
+        out[part] = _effect_chunk(
+            arr, {k: v[part] for k, v in params.items() if k != "divergences"}, rng
+        )
     return out
 
 
@@ -274,6 +297,10 @@ def _effect_chunk(arr, params, rng):
     resid = r - shared * mask
     with np.errstate(divide="ignore", invalid="ignore"):
         prec_w = np.where(omega2 > 0, 1.0 / omega2, np.inf) + mask * n / sigma2
-        w = np.where(np.isfinite(prec_w), mask * (n / sigma2) * resid / prec_w
-                     + rng.standard_normal(prec_w.shape) / np.sqrt(prec_w), 0.0)
+        w = np.where(
+            np.isfinite(prec_w),
+            mask * (n / sigma2) * resid / prec_w
+            + rng.standard_normal(prec_w.shape) / np.sqrt(prec_w),
+            0.0,
+        )
     return (shared + w).transpose(0, 2, 1)

@@ -34,23 +34,31 @@ def available() -> bool:
         from nutpie.sample import CompiledModel  # noqa: F401
     except ImportError:
         return False
-    return all(hasattr(_lib, name) for name in _INTERNALS) and hasattr(_lib.PySampler,
-                                                                      "from_pymc")
+    return all(hasattr(_lib, name) for name in _INTERNALS) and hasattr(_lib.PySampler, "from_pymc")
 
 
 def meta_array(names, sizes: dict, arrays: dict) -> np.ndarray:
     """The user data of a kernel's C functions: for each of ``names`` in order, its integer
     from ``sizes`` or else the address of its array in ``arrays`` (kept alive by the caller)."""
-    return np.array([sizes[name] if name in sizes else arrays[name].ctypes.data
-                     for name in names], dtype=np.int64)
+    return np.array(
+        [sizes[name] if name in sizes else arrays[name].ctypes.data for name in names],
+        dtype=np.int64,
+    )
 
 
 def _meta(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int) -> np.ndarray:
     """The user data of the C functions (:data:`bayeval.models._quadrature.NUTPIE_FIELDS`)."""
     c = values["c"]
-    sizes = {"dim": dim, "P": c.shape[0], "S": c.shape[1], "n_spec": values["spec"].size,
-             "n_const": values["const"].size, "n_kept": kept, "J": tasks,
-             "log_sigma_task": log_sigma_task}
+    sizes = {
+        "dim": dim,
+        "P": c.shape[0],
+        "S": c.shape[1],
+        "n_spec": values["spec"].size,
+        "n_const": values["const"].size,
+        "n_kept": kept,
+        "J": tasks,
+        "log_sigma_task": log_sigma_task,
+    }
     return meta_array(_quadrature.NUTPIE_FIELDS, sizes, values)
 
 
@@ -96,8 +104,17 @@ class KernelModel(_Base):
         names = ("theta",) if tasks == 0 else ("hyper", "task_effect")
         shapes = ((dim,),) if tasks == 0 else ((kept,), (tasks,))
         meta = _meta(values, dim, kept, tasks, log_sigma_task)
-        return cls(dims={}, values=values, dim=dim, names=names, shapes_=shapes, kept=kept,
-                   tasks=tasks, log_sigma_task=log_sigma_task, meta=meta)
+        return cls(
+            dims={},
+            values=values,
+            dim=dim,
+            names=names,
+            shapes_=shapes,
+            kept=kept,
+            tasks=tasks,
+            log_sigma_task=log_sigma_task,
+            meta=meta,
+        )
 
     @property
     def n_dim(self) -> int:
@@ -121,31 +138,42 @@ class KernelModel(_Base):
 
         logp_c, expand_c = (self.functions or _quadrature.nutpie_functions)()
         address = self.meta.ctypes.data
-        expand = _lib.ExpandFunc(self.dim, self.kept + self.tasks, expand_c.address, address,
-                                 self)
+        expand = _lib.ExpandFunc(self.dim, self.kept + self.tasks, expand_c.address, address, self)
         logp = _lib.LogpFunc(logp_c.address, address, self)
         # nutpie's trace names every coordinate of the sampler's vector
         coords = {"unconstrained_parameter": pd.Index([f"theta_{i}" for i in range(self.dim)])}
         sizes = {"unconstrained_parameter": self.dim}
-        variables = _lib.PyVariable.new_variables(list(self.names),
-                                                  ["float64"] * len(self.names),
-                                                  [tuple(s) for s in self.shapes_], sizes, {})
+        variables = _lib.PyVariable.new_variables(
+            list(self.names),
+            ["float64"] * len(self.names),
+            [tuple(s) for s in self.shapes_],
+            sizes,
+            {},
+        )
 
         def make_adapter(*args, **kwargs):  # only nutpie's "flow" adaptation asks for it
             from nutpie.transform_adapter import make_transform_adapter
 
             return make_transform_adapter()(*args, **kwargs, logp_fn=None)
 
-        return _lib.PyMcModel(logp, expand, variables, self.dim, sizes, coords,
-                              self._initial_point, make_adapter)
+        return _lib.PyMcModel(
+            logp, expand, variables, self.dim, sizes, coords, self._initial_point, make_adapter
+        )
 
-    def _make_sampler(self, settings, init_mean, cores, progress_type, extra_callback,
-                      extra_callback_rate, store):
+    def _make_sampler(
+        self, settings, init_mean, cores, progress_type, extra_callback, extra_callback_rate, store
+    ):
         from nutpie import _lib
 
-        return _lib.PySampler.from_pymc(settings, cores, self._make_model(init_mean),
-                                        progress_type, extra_callback, extra_callback_rate,
-                                        store)
+        return _lib.PySampler.from_pymc(
+            settings,
+            cores,
+            self._make_model(init_mean),
+            progress_type,
+            extra_callback,
+            extra_callback_rate,
+            store,
+        )
 
 
 def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
@@ -169,11 +197,19 @@ def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: 
 
         def expand(x, **_):
             x = _quadrature.unmapped(x, data["spec"], data["const"], data["index"][0])
-            return {"hyper": x[:kept].copy(),
-                    "task_effect": _quadrature.latent_task_effects(
-                        x, data["spec"], data["const"], kept, tasks, log_sigma_task)}
+            return {
+                "hyper": x[:kept].copy(),
+                "task_effect": _quadrature.latent_task_effects(
+                    x, data["spec"], data["const"], kept, tasks, log_sigma_task
+                ),
+            }
 
-    return from_pyfunc(dim, lambda: logp, lambda *_: expand,
-                       [np.dtype("float64")] * len(names), shapes, names,
-                       make_initial_point_fn=lambda seed: np.random.default_rng(seed).uniform(
-                           -1.0, 1.0, dim))
+    return from_pyfunc(
+        dim,
+        lambda: logp,
+        lambda *_: expand,
+        [np.dtype("float64")] * len(names),
+        shapes,
+        names,
+        make_initial_point_fn=lambda seed: np.random.default_rng(seed).uniform(-1.0, 1.0, dim),
+    )

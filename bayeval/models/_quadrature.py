@@ -203,8 +203,9 @@ def _joint_mode(eta, c, n, prec_e, prec_v, paired, v, weight):
         if largest > MAX_STEP:
             scale = MAX_STEP / largest
         for _ in range(30):
-            candidate = _joint_log_density(eta, c, n, e + scale * step_e, v + scale * step_v,
-                                           prec_e, prec_v)
+            candidate = _joint_log_density(
+                eta, c, n, e + scale * step_e, v + scale * step_v, prec_e, prec_v
+            )
             if candidate >= current:
                 e += scale * step_e
                 for s in range(S):
@@ -256,8 +257,9 @@ def _pattern(eta, c, n, sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t, log
                     vl = vc + _SQRT2 * s_v * x[m]
                     y = eta[s] + ek + vl
                     v_kl[k, s, m] = vl
-                    log_t[k, s, m] = (logw[m] + offset - 0.5 * prec_v * vl * vl
-                                      + c[s] * y - n[s] * _softplus(y))
+                    log_t[k, s, m] = (
+                        logw[m] + offset - 0.5 * prec_v * vl * vl + c[s] * y - n[s] * _softplus(y)
+                    )
                 log_g[k, s] = _logsumexp(log_t[k, s, :K])
             lf += log_g[k, s]
         log_f[k] = lf
@@ -348,8 +350,23 @@ def _refresh_table(eta_row, sigma_e, sigma_v, paired, z, u, tab_p, tab_q, last):
 
 
 @numba.njit(cache=True)
-def _single_terms(eta_s, sigma_e, sigma_v, paired, z, u, lam, ez, eu, reach, g_lin, score_e,
-                  score_v, failure, success):
+def _single_terms(
+    eta_s,
+    sigma_e,
+    sigma_v,
+    paired,
+    z,
+    u,
+    lam,
+    ez,
+    eu,
+    reach,
+    g_lin,
+    score_e,
+    score_v,
+    failure,
+    success,
+):
     """Grid terms of both one-attempt counts of a system, straight from its predictor: a success
     has inner integral ``E p`` and score mean ``E[p q] / E p``, a failure ``E q`` and
     ``-E[p q] / E q`` (likewise with the node ``u``); writes rows ``failure`` and ``success``.
@@ -458,7 +475,7 @@ def _pattern_grid(c, n, paired, z, log_omega, u, lam, prob, comp, r, score, log_
             total = 0.0
             for m in range(L):
                 pk, qk = prob[k, s, m], comp[k, s, m]
-                like = (lam[m] if paired else 1.0)
+                like = lam[m] if paired else 1.0
                 for _ in range(cs):
                     like *= pk
                 for _ in range(fs):
@@ -475,8 +492,9 @@ def _pattern_grid(c, n, paired, z, log_omega, u, lam, prob, comp, r, score, log_
 
 
 @numba.njit(cache=True)
-def _aghq_node_terms(eta, c, n, sigma_e, sigma_v, paired, x, e_k, v_kl, log_t, log_g, r,
-                     score, prob):
+def _aghq_node_terms(
+    eta, c, n, sigma_e, sigma_v, paired, x, e_k, v_kl, log_t, log_g, r, score, prob
+):
     """Normalised inner weights, scores and rates at the AGHQ nodes of one pattern."""
     S = eta.shape[0]
     K = x.shape[0]
@@ -526,24 +544,37 @@ def _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, 
     e_k, log_f, v_kl, log_t, r, score, prob, log_g, tab_p, tab_q, last = buf
     if _is_low(n[p]):
         _refresh_table(eta[p], sigma_e, sigma_v, paired, z, u, tab_p, tab_q, last)
-        log_l = _pattern_grid(c[p], n[p], paired, z, log_omega, u, lam, tab_p, tab_q, r,
-                              score, log_g, log_f)
+        log_l = _pattern_grid(
+            c[p], n[p], paired, z, log_omega, u, lam, tab_p, tab_q, r, score, log_g, log_f
+        )
         L = u.shape[0] if paired else 1
         prob[: z.shape[0], :, :L] = tab_p[:, :, :L]
         return log_l, z.shape[0], L
-    log_l = _pattern(eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t,
-                     log_g, log_f)
-    _aghq_node_terms(eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, e_k, v_kl, log_t, log_g,
-                     r, score, prob)
+    log_l = _pattern(
+        eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, logw, e_k, v_kl, log_t, log_g, log_f
+    )
+    _aghq_node_terms(
+        eta[p], c[p], n[p], sigma_e, sigma_v, paired, x, e_k, v_kl, log_t, log_g, r, score, prob
+    )
     return log_l, x.shape[0], (x.shape[0] if paired else 1)
 
 
 @numba.njit(cache=True)
 def _buffers(S, n_x, n_z, n_u):
     K, L = max(n_x, n_z), max(n_x, n_u)
-    return (np.empty(K), np.empty(K), np.zeros((K, S, L)), np.zeros((K, S, L)),
-            np.zeros((K, S, L)), np.zeros((K, S, L)), np.zeros((K, S, L)), np.empty((K, S)),
-            np.zeros((n_z, S, L)), np.zeros((n_z, S, L)), np.full(S, np.nan))
+    return (
+        np.empty(K),
+        np.empty(K),
+        np.zeros((K, S, L)),
+        np.zeros((K, S, L)),
+        np.zeros((K, S, L)),
+        np.zeros((K, S, L)),
+        np.zeros((K, S, L)),
+        np.empty((K, S)),
+        np.zeros((n_z, S, L)),
+        np.zeros((n_z, S, L)),
+        np.full(S, np.nan),
+    )
 
 
 @numba.njit(cache=True)
@@ -752,8 +783,9 @@ def _table_read(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
     read is the same interpolant; only the slope changes sign)."""
     if q >= 0:
         return _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
-    value, slope, curve, dv = _table_at(-y, -1 - q, nq - cq, nq, prec_v, log_sigma_v, x, logw,
-                                        tab, terms)
+    value, slope, curve, dv = _table_at(
+        -y, -1 - q, nq - cq, nq, prec_v, log_sigma_v, x, logw, tab, terms
+    )
     return value, -slope, curve, dv
 
 
@@ -793,8 +825,12 @@ def _cell_value(y, q, i, t, tab):
     h = TABLE_STEP
     f0, d0, f1, d1 = tab[q, i, 0], tab[q, i, 1], tab[q, i + 1, 0], tab[q, i + 1, 1]
     t2, t3 = t * t, t * t * t
-    return ((2 * t3 - 3 * t2 + 1) * f0 + (t3 - 2 * t2 + t) * h * d0
-            + (-2 * t3 + 3 * t2) * f1 + (t3 - t2) * h * d1)
+    return (
+        (2 * t3 - 3 * t2 + 1) * f0
+        + (t3 - 2 * t2 + t) * h * d0
+        + (-2 * t3 + 3 * t2) * f1
+        + (t3 - t2) * h * d1
+    )
 
 
 @numba.njit(cache=True)
@@ -819,18 +855,31 @@ def _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
     f0, d0, f1, d1 = tab[q, i, 0], tab[q, i, 1], tab[q, i + 1, 0], tab[q, i + 1, 1]
     t2 = t * t
     t3 = t2 * t
-    slope = ((6 * t2 - 6 * t) / h * f0 + (3 * t2 - 4 * t + 1) * d0
-             + (-6 * t2 + 6 * t) / h * f1 + (3 * t2 - 2 * t) * d1)
-    curve = ((12 * t - 6) / (h * h) * f0 + (6 * t - 4) / h * d0
-             + (-12 * t + 6) / (h * h) * f1 + (6 * t - 2) / h * d1)
-    dv = ((2 * t3 - 3 * t2 + 1) * tab[q, i, 2] + (t3 - 2 * t2 + t) * h * tab[q, i, 4]
-          + (-2 * t3 + 3 * t2) * tab[q, i + 1, 2] + (t3 - t2) * h * tab[q, i + 1, 4])
+    slope = (
+        (6 * t2 - 6 * t) / h * f0
+        + (3 * t2 - 4 * t + 1) * d0
+        + (-6 * t2 + 6 * t) / h * f1
+        + (3 * t2 - 2 * t) * d1
+    )
+    curve = (
+        (12 * t - 6) / (h * h) * f0
+        + (6 * t - 4) / h * d0
+        + (-12 * t + 6) / (h * h) * f1
+        + (6 * t - 2) / h * d1
+    )
+    dv = (
+        (2 * t3 - 3 * t2 + 1) * tab[q, i, 2]
+        + (t3 - 2 * t2 + t) * h * tab[q, i, 4]
+        + (-2 * t3 + 3 * t2) * tab[q, i + 1, 2]
+        + (t3 - t2) * h * tab[q, i + 1, 4]
+    )
     return value, slope, curve, dv
 
 
 @numba.njit(cache=True)
-def _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab,
-                terms):
+def _marginal_e(
+    e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms
+):
     """The task effect's log marginal density (up to a constant) and its first two
     derivatives, from the tables (one system: the binomial log-likelihood itself)."""
     value = -0.5 * prec_e * e * e
@@ -841,12 +890,16 @@ def _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired,
             continue
         y = eta_p[s] + e
         if paired:
-            f, d1, d2, _ = _table_read(y, slot_p[s], c_p[s], n_p[s], prec_v, log_sigma_v, x,
-                                       logw, tab, terms)
+            f, d1, d2, _ = _table_read(
+                y, slot_p[s], c_p[s], n_p[s], prec_v, log_sigma_v, x, logw, tab, terms
+            )
         else:
             pr = _sigmoid(y)
-            f, d1, d2 = c_p[s] * y - n_p[s] * _softplus(y), c_p[s] - n_p[s] * pr, \
-                -n_p[s] * pr * (1.0 - pr)
+            f, d1, d2 = (
+                c_p[s] * y - n_p[s] * _softplus(y),
+                c_p[s] - n_p[s] * pr,
+                -n_p[s] * pr * (1.0 - pr),
+            )
         value += f
         slope += d1
         curve += d2
@@ -854,8 +907,9 @@ def _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired,
 
 
 @numba.njit(cache=True)
-def _marginal_value(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw,
-                    tab, terms):
+def _marginal_value(
+    e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms
+):
     """The log marginal density of :func:`_marginal_e`, without its derivatives."""
     value = -0.5 * prec_e * e * e
     for s in range(eta_p.shape[0]):
@@ -863,28 +917,44 @@ def _marginal_value(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, pai
             continue
         y = eta_p[s] + e
         if paired:
-            value += _table_read_value(y, slot_p[s], c_p[s], n_p[s], prec_v, log_sigma_v, x,
-                                       logw, tab, terms)
+            value += _table_read_value(
+                y, slot_p[s], c_p[s], n_p[s], prec_v, log_sigma_v, x, logw, tab, terms
+            )
         else:
             value += c_p[s] * y - n_p[s] * _softplus(y)
     return value
 
 
 @numba.njit(cache=True)
-def _marginal_mode(eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab,
-                   terms, tol):
+def _marginal_mode(
+    eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms, tol
+):
     """The mode of the task effect's log marginal (:func:`_marginal_e`; log-concave) by
     damped Newton steps from 0 until a step is below ``tol``: ``(mode, log density there,
     Laplace sd)``."""
     e = 0.0
-    value, slope, curve = _marginal_e(e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v,
-                                      paired, x, logw, tab, terms)
+    value, slope, curve = _marginal_e(
+        e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms
+    )
     for _ in range(TABLE_NEWTON):
         step = _clip(-slope / min(curve, -prec_e))
         moved = False
         for _ in range(30):
-            cand = _marginal_e(e + step, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v,
-                               paired, x, logw, tab, terms)
+            cand = _marginal_e(
+                e + step,
+                eta_p,
+                slot_p,
+                c_p,
+                n_p,
+                prec_e,
+                prec_v,
+                log_sigma_v,
+                paired,
+                x,
+                logw,
+                tab,
+                terms,
+            )
             if cand[0] >= value:
                 e += step
                 value, slope, curve = cand
@@ -897,8 +967,26 @@ def _marginal_mode(eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired,
 
 
 @numba.njit(cache=True)
-def _trapezoid_nodes(e, value, s_e, sigma_e, eta_p, slot_p, c_p, n_p, prec_e, prec_v,
-                     log_sigma_v, paired, x, logw, tab, terms, e_k, log_f):
+def _trapezoid_nodes(
+    e,
+    value,
+    s_e,
+    sigma_e,
+    eta_p,
+    slot_p,
+    c_p,
+    n_p,
+    prec_e,
+    prec_v,
+    log_sigma_v,
+    paired,
+    x,
+    logw,
+    tab,
+    terms,
+    e_k,
+    log_f,
+):
     """Trapezoid nodes over the marginal's whole extent: outwards from the mode ``e`` in
     steps of ``s_e / 2`` until the log density lies ``TABLE_TAIL`` below its peak (the step
     doubles while a side would need more than half the nodes). Fills ``e_k`` and ``log_f``
@@ -918,8 +1006,21 @@ def _trapezoid_nodes(e, value, s_e, sigma_e, eta_p, slot_p, c_p, n_p, prec_e, pr
                     fits = False
                     break
                 point = e + side * j * step
-                level = _marginal_value(point, eta_p, slot_p, c_p, n_p, prec_e, prec_v,
-                                        log_sigma_v, paired, x, logw, tab, terms)
+                level = _marginal_value(
+                    point,
+                    eta_p,
+                    slot_p,
+                    c_p,
+                    n_p,
+                    prec_e,
+                    prec_v,
+                    log_sigma_v,
+                    paired,
+                    x,
+                    logw,
+                    tab,
+                    terms,
+                )
                 e_k[count] = point
                 log_f[count] = level
                 count += 1
@@ -938,8 +1039,9 @@ def _trapezoid_nodes(e, value, s_e, sigma_e, eta_p, slot_p, c_p, n_p, prec_e, pr
 
 
 @numba.njit(cache=True)
-def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, tab, terms,
-                    e_k, log_f, g_eta):
+def _tabled_pattern(
+    p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, tab, terms, e_k, log_f, g_eta
+):
     """One adaptive-rule pattern from the tables: the outer Gauss-Hermite rule centred and
     scaled at the mode of the task effect's marginal; adds ``m`` times its gradient in
     ``eta`` to ``g_eta[p]`` and returns ``(log L, d/dsigma_e, d/dsigma_v)`` (times ``m``);
@@ -949,8 +1051,9 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
     prec_e = 1.0 / sigma_e**2
     prec_v = 1.0 / sigma_v**2 if paired else 0.0
     log_sigma_v = math.log(sigma_v) if paired else 0.0
-    e, value, s_e = _marginal_mode(eta[p], slot[p], c[p], n[p], prec_e, prec_v, log_sigma_v,
-                                   paired, x, logw, tab, terms, 1e-9)
+    e, value, s_e = _marginal_mode(
+        eta[p], slot[p], c[p], n[p], prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms, 1e-9
+    )
     # Gauss-Hermite at the mode, except for a pattern with at most one success or at most
     # one failure over all its trials: its likelihood barely turns in e, the marginal is
     # one-sided under a wide task spread and 9 nodes misjudge it by up to 1e-2, so it takes a
@@ -965,12 +1068,46 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
         offset = math.log(_SQRT2 * s_e) - math.log(sigma_e) - _LOG_SQRT_2PI
         for k in range(K):
             e_k[k] = e + _SQRT2 * s_e * x[k]
-            log_f[k] = logw[k] + offset + _marginal_value(e_k[k], eta[p], slot[p], c[p],
-                                                         n[p], prec_e, prec_v, log_sigma_v,
-                                                         paired, x, logw, tab, terms)
+            log_f[k] = (
+                logw[k]
+                + offset
+                + _marginal_value(
+                    e_k[k],
+                    eta[p],
+                    slot[p],
+                    c[p],
+                    n[p],
+                    prec_e,
+                    prec_v,
+                    log_sigma_v,
+                    paired,
+                    x,
+                    logw,
+                    tab,
+                    terms,
+                )
+            )
     else:
-        Kn = _trapezoid_nodes(e, value, s_e, sigma_e, eta[p], slot[p], c[p], n[p], prec_e,
-                              prec_v, log_sigma_v, paired, x, logw, tab, terms, e_k, log_f)
+        Kn = _trapezoid_nodes(
+            e,
+            value,
+            s_e,
+            sigma_e,
+            eta[p],
+            slot[p],
+            c[p],
+            n[p],
+            prec_e,
+            prec_v,
+            log_sigma_v,
+            paired,
+            x,
+            logw,
+            tab,
+            terms,
+            e_k,
+            log_f,
+        )
     log_l = _logsumexp(log_f[:Kn])
     d_se, d_sv = 0.0, 0.0
     if g_eta.shape[0] == 0:  # the value only (pattern_logliks)
@@ -985,8 +1122,9 @@ def _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, ta
                 continue
             y = eta[p, s] + e_k[k]
             if paired:
-                _, d1, _, dv = _table_read(y, slot[p, s], c[p, s], n[p, s], prec_v,
-                                           log_sigma_v, x, logw, tab, terms)
+                _, d1, _, dv = _table_read(
+                    y, slot[p, s], c[p, s], n[p, s], prec_v, log_sigma_v, x, logw, tab, terms
+                )
                 d_sv += pi * dv
             else:
                 d1 = c[p, s] - n[p, s] * _sigmoid(y)
@@ -1032,13 +1170,13 @@ def _table_slots(c, n, every):
 @numba.njit(cache=True)
 def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam):
     """``sum_p mult_p log L_p`` and its gradient (see :func:`_loglik`)."""
-    return _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-                   np.empty(0))
+    return _loglik(
+        eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, np.empty(0)
+    )
 
 
 @numba.njit(cache=True)
-def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-            per_pattern):
+def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, per_pattern):
     """``sum_p mult_p log L_p`` and its gradient in ``eta (P, S)``, ``sigma_e``, ``sigma_v``;
     with a ``(P,)`` array ``per_pattern``, instead each pattern's ``log L_p`` (the gradient
     then left out: the grid's node sums and the adaptive rule's second pass over its
@@ -1102,16 +1240,54 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
                     g_v[row, :] = 0.0
                     ready[row] = True
                 elif ns == 1:
-                    _single_terms(eta[p, s], sigma_e, sigma_v, paired, z, u, lam, ez, eu, reach,
-                                  g_lin, g_e, g_v, row - cs, row - cs + 1)
-                    ready[row - cs:row - cs + 2] = True
+                    _single_terms(
+                        eta[p, s],
+                        sigma_e,
+                        sigma_v,
+                        paired,
+                        z,
+                        u,
+                        lam,
+                        ez,
+                        eu,
+                        reach,
+                        g_lin,
+                        g_e,
+                        g_v,
+                        row - cs,
+                        row - cs + 1,
+                    )
+                    ready[row - cs : row - cs + 2] = True
                 else:
                     if not table_ready[s]:
-                        _system_table(eta[p, s], s, sigma_e, sigma_v, paired, z, u, ez, eu,
-                                      reach, tab_p, tab_q)
+                        _system_table(
+                            eta[p, s],
+                            s,
+                            sigma_e,
+                            sigma_v,
+                            paired,
+                            z,
+                            u,
+                            ez,
+                            eu,
+                            reach,
+                            tab_p,
+                            tab_q,
+                        )
                         table_ready[s] = True
-                    _combo(s, c[p, s], n[p, s], paired, u, lam, tab_p, tab_q, g_lin[row],
-                           g_e[row], g_v[row])
+                    _combo(
+                        s,
+                        c[p, s],
+                        n[p, s],
+                        paired,
+                        u,
+                        lam,
+                        tab_p,
+                        tab_q,
+                        g_lin[row],
+                        g_e[row],
+                        g_v[row],
+                    )
                     ready[row] = True
             log_l = _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f)
             total += m * log_l
@@ -1124,11 +1300,25 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
             continue
         if tab.shape[0] == 0:  # the first adaptive-rule pattern: the tables, empty
             slot, _, n_tables = _table_slots(c, n, False)
-            tab = np.zeros((max(n_tables, 1), TABLE_SIZE, 5)) if paired else np.zeros(
-                (1, 1, 5))
-        log_l, d_se, d_sv = _tabled_pattern(p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x,
-                                            logw, tab, terms, e_k, trap_f,
-                                            no_gradient if per_pattern.shape[0] else g_eta)
+            tab = np.zeros((max(n_tables, 1), TABLE_SIZE, 5)) if paired else np.zeros((1, 1, 5))
+        log_l, d_se, d_sv = _tabled_pattern(
+            p,
+            eta,
+            c,
+            n,
+            slot,
+            m,
+            sigma_e,
+            sigma_v,
+            paired,
+            x,
+            logw,
+            tab,
+            terms,
+            e_k,
+            trap_f,
+            no_gradient if per_pattern.shape[0] else g_eta,
+        )
         total += log_l
         if per_pattern.shape[0]:
             per_pattern[p] = log_l / m
@@ -1145,8 +1335,11 @@ def metric_arguments(metric: str, ks, tau=None) -> tuple[int, np.ndarray]:
     """The kernels' metric arguments: its code and, per k, the successes it needs (G-pass@k's
     ``ceil(tau k)``; unused by the other metrics)."""
     ks = np.asarray(ks, dtype=float)
-    needed = (success_threshold(ks.astype(np.int64), tau).astype(float)
-              if metric == "g-pass@k" else np.ones(len(ks)))
+    needed = (
+        success_threshold(ks.astype(np.int64), tau).astype(float)
+        if metric == "g-pass@k"
+        else np.ones(len(ks))
+    )
     return METRIC_CODES[metric], needed
 
 
@@ -1164,8 +1357,9 @@ def _binomial_tail(p, k, m):
     lo, hi = (M, K + 1) if upper else (0, M)
     total = 0.0
     for j in range(lo, hi):
-        total += math.exp(lk - math.lgamma(j + 1.0) - math.lgamma(K - j + 1.0) + j * lp
-                          + (K - j) * lq)
+        total += math.exp(
+            lk - math.lgamma(j + 1.0) - math.lgamma(K - j + 1.0) + j * lp + (K - j) * lq
+        )
     value = total if upper else 1.0 - total
     return min(max(value, 0.0), 1.0)
 
@@ -1187,15 +1381,38 @@ def _f(p, k, code, m):
 
 
 @numba.njit(cache=True)
-def _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-                     ks, code, needed, buf, h1, h2, mean_p, cross_p, full):
+def _pattern_moments(
+    p,
+    eta,
+    c,
+    n,
+    sigma_e,
+    sigma_v,
+    paired,
+    x,
+    logw,
+    z,
+    log_omega,
+    u,
+    lam,
+    ks,
+    code,
+    needed,
+    buf,
+    h1,
+    h2,
+    mean_p,
+    cross_p,
+    full,
+):
     """Conditional moments of f(p_s) of pattern ``p`` into ``mean_p (S, Q)`` and ``cross_p
     (S, S, Q)`` (only its diagonal unless ``full``)."""
     S = eta.shape[1]
     Q = ks.shape[0]
     _, log_f, _, _, r, _, prob, _, _, _, _ = buf
-    log_l, K, L = _evaluate(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
-                            u, lam, buf)
+    log_l, K, L = _evaluate(
+        p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, buf
+    )
     h1[:] = 0.0
     h2[:] = 0.0
     mean_p[:] = 0.0
@@ -1229,8 +1446,27 @@ def _moment_work(S, Q, x, z, u):
 
 
 @numba.njit(cache=True)
-def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, ks, code,
-               needed, weight, mult, centre, cov):
+def _task_sums(
+    eta,
+    c,
+    n,
+    sigma_e,
+    sigma_v,
+    paired,
+    x,
+    logw,
+    z,
+    log_omega,
+    u,
+    lam,
+    ks,
+    code,
+    needed,
+    weight,
+    mult,
+    centre,
+    cov,
+):
     """Weighted sums over the patterns of one draw: ``centre (S, Q)`` of the conditional means
     and ``cov (Q, S, S)`` of the conditional covariances of the mean over tasks (tasks are
     independent given the draw), without a per-pattern system x system array."""
@@ -1240,8 +1476,30 @@ def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, la
     buf, h1, h2, cross_p = _moment_work(S, Q, x, z, u)
     mean_p = np.empty((S, Q))
     for p in range(P):
-        _pattern_moments(p, eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam,
-                         ks, code, needed, buf, h1, h2, mean_p, cross_p, True)
+        _pattern_moments(
+            p,
+            eta,
+            c,
+            n,
+            sigma_e,
+            sigma_v,
+            paired,
+            x,
+            logw,
+            z,
+            log_omega,
+            u,
+            lam,
+            ks,
+            code,
+            needed,
+            buf,
+            h1,
+            h2,
+            mean_p,
+            cross_p,
+            True,
+        )
         m = mult[p]
         for s in range(S):
             ws = weight[p, s]
@@ -1252,12 +1510,12 @@ def _task_sums(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, la
                 for t in range(S):
                     wt = weight[p, t]
                     if wt != 0.0:
-                        cov[j, s, t] += m * ws * wt * (cross_p[s, t, j]
-                                                       - mean_p[s, j] * mean_p[t, j])
+                        cov[j, s, t] += (
+                            m * ws * wt * (cross_p[s, t, j] - mean_p[s, j] * mean_p[t, j])
+                        )
 
 
-def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rules=None,
-              tau=None):
+def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rules=None, tau=None):
     """Per draw, the mean over tasks' conditional centre ``(D, S, k)`` and covariance
     ``(D, k, S, S)``: ``sum_p mult_p w_ps E[f_s]`` and ``sum_p mult_p w_ps w_pt Cov(f_s, f_t)``
     (memory O(D S^2 k), not O(D P S^2 k)); f is ``metric`` (one of :data:`METRIC_CODES`,
@@ -1272,9 +1530,22 @@ def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rul
     weight = np.ascontiguousarray(weight, dtype=float)
     mult = np.ascontiguousarray(mult, dtype=float)
     for d in range(D):
-        _task_sums(np.ascontiguousarray(eta[d]), c, n, float(sigma_e[d]), float(sigma_v[d]),
-                   paired, *rules.arrays(), np.asarray(ks, float), code, needed, weight, mult,
-                   centre[d], cov[d])
+        _task_sums(
+            np.ascontiguousarray(eta[d]),
+            c,
+            n,
+            float(sigma_e[d]),
+            float(sigma_v[d]),
+            paired,
+            *rules.arrays(),
+            np.asarray(ks, float),
+            code,
+            needed,
+            weight,
+            mult,
+            centre[d],
+            cov[d],
+        )
     return centre, cov
 
 
@@ -1328,8 +1599,7 @@ def _hull_draw(hx, hh, hd, k, z, log_mass):
     the point and the hull's log density there."""
     for i in range(k - 1):  # where tangents i and i + 1 cross
         if abs(hd[i] - hd[i + 1]) > 1e-12:
-            z[i] = ((hh[i + 1] - hh[i] - hx[i + 1] * hd[i + 1] + hx[i] * hd[i])
-                    / (hd[i] - hd[i + 1]))
+            z[i] = (hh[i + 1] - hh[i] - hx[i + 1] * hd[i + 1] + hx[i] * hd[i]) / (hd[i] - hd[i + 1])
             z[i] = min(max(z[i], hx[i]), hx[i + 1])
         else:
             z[i] = 0.5 * (hx[i] + hx[i + 1])
@@ -1509,8 +1779,9 @@ def _v_tangent_tries(rng, eta_e, c, n, prec_v, sigma_v, v0, b, l0, tries):
                 continue
         return v, _sigmoid_of(y, small)
     M = HULL_POINTS
-    v = _v_hull(eta_e, c, n, prec_v, np.empty(M), np.empty(M), np.empty(M), np.empty(M),
-                np.empty(M))
+    v = _v_hull(
+        eta_e, c, n, prec_v, np.empty(M), np.empty(M), np.empty(M), np.empty(M), np.empty(M)
+    )
     return v, _sigmoid(eta_e + v)
 
 
@@ -1592,8 +1863,24 @@ PRIOR_KEEP = 0.1
 
 
 @numba.njit(cache=True)
-def _start_hull(guess_p, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw,
-                tab, terms, ex, eh, ed):
+def _start_hull(
+    guess_p,
+    eta_p,
+    slot_p,
+    c_p,
+    n_p,
+    prec_e,
+    prec_v,
+    log_sigma_v,
+    paired,
+    x,
+    logw,
+    tab,
+    terms,
+    ex,
+    eh,
+    ed,
+):
     """The first points of a pattern's hull over the task effect's marginal (into ``ex``,
     ``eh``, ``ed``; returns their number). The hull needs points either side of the mode,
     not the mode: from the guess ``(mode, scale)``, each side steps out (doubling) until its
@@ -1603,8 +1890,21 @@ def _start_hull(guess_p, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, p
         reach = guess_p[1]
         while True:
             point = guess_p[0] + side * reach
-            h, d, _ = _marginal_e(point, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v,
-                                  paired, x, logw, tab, terms)
+            h, d, _ = _marginal_e(
+                point,
+                eta_p,
+                slot_p,
+                c_p,
+                n_p,
+                prec_e,
+                prec_v,
+                log_sigma_v,
+                paired,
+                x,
+                logw,
+                tab,
+                terms,
+            )
             k = _hull_insert(ex, eh, ed, k, point, h, d)
             if side * d < 0.0 or k >= ex.shape[0]:
                 break
@@ -1613,8 +1913,30 @@ def _start_hull(guess_p, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, p
 
 
 @numba.njit(cache=True)
-def _exact_task_sums(rng, eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw, ks,
-                     code, needed, weight, order, start, guess, prior, peak, out, rates):
+def _exact_task_sums(
+    rng,
+    eta,
+    c,
+    n,
+    slot,
+    n_tables,
+    sigma_e,
+    sigma_v,
+    paired,
+    x,
+    logw,
+    ks,
+    code,
+    needed,
+    weight,
+    order,
+    start,
+    guess,
+    prior,
+    peak,
+    out,
+    rates,
+):
     """For one draw: every task's rates drawn from their joint conditional, and
     ``out (S, Q) += weight[j, s] f(p[s, j])`` summed over the tasks.
 
@@ -1658,25 +1980,56 @@ def _exact_task_sums(rng, eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x
             e = 0.0
             if prior[p]:
                 for _ in range(PRIOR_TRIES):
-                    kept, e = _prior_try(rng, eta[p], c[p], n[p], peak[p], sigma_e, sigma_v,
-                                         paired, v)
+                    kept, e = _prior_try(
+                        rng, eta[p], c[p], n[p], peak[p], sigma_e, sigma_v, paired, v
+                    )
                     if kept:
                         break
             if not kept:
                 if k < 0:
-                    k = _start_hull(guess[p], eta[p], slot[p], c[p], n[p], prec_e, prec_v,
-                                    log_sigma_v, paired, x, logw, tab, terms, ex, eh, ed)
+                    k = _start_hull(
+                        guess[p],
+                        eta[p],
+                        slot[p],
+                        c[p],
+                        n[p],
+                        prec_e,
+                        prec_v,
+                        log_sigma_v,
+                        paired,
+                        x,
+                        logw,
+                        tab,
+                        terms,
+                        ex,
+                        eh,
+                        ed,
+                    )
                 while True:
                     e, upper = _hull_draw(ex, eh, ed, k, z, log_mass)
-                    h, d, _ = _marginal_e(e, eta[p], slot[p], c[p], n[p], prec_e, prec_v,
-                                          log_sigma_v, paired, x, logw, tab, terms)
+                    h, d, _ = _marginal_e(
+                        e,
+                        eta[p],
+                        slot[p],
+                        c[p],
+                        n[p],
+                        prec_e,
+                        prec_v,
+                        log_sigma_v,
+                        paired,
+                        x,
+                        logw,
+                        tab,
+                        terms,
+                    )
                     if -rng.standard_exponential() <= h - upper:
                         break
                     k = _hull_insert(ex, eh, ed, k, e, h, d)
                 for s in range(S):
                     if weight[j, s] != 0.0 and paired:
-                        v[s], _ = _v_draw_from(rng, eta[p, s] + e, c[p, s], n[p, s], prec_v,
-                                               sigma_v)
+                        v[s], _ = _v_draw_from(
+                            rng, eta[p, s] + e, c[p, s], n[p, s], prec_v, sigma_v
+                        )
             for s in range(S):
                 ws = weight[j, s]
                 if ws == 0.0:
@@ -1702,8 +2055,21 @@ def _marginal_guesses(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, lo
     tab[:, :, 3] = 0.0
     guess = np.empty((P, 2))
     for p in range(P):
-        e, _, s_e = _marginal_mode(eta[p], slot[p], c[p], n[p], prec_e, prec_v, log_sigma_v,
-                                   paired, x, logw, tab, terms, 0.05)
+        e, _, s_e = _marginal_mode(
+            eta[p],
+            slot[p],
+            c[p],
+            n[p],
+            prec_e,
+            prec_v,
+            log_sigma_v,
+            paired,
+            x,
+            logw,
+            tab,
+            terms,
+            0.05,
+        )
         guess[p, 0], guess[p, 1] = e, s_e
     return guess
 
@@ -1722,9 +2088,34 @@ def _exact_setup(rng, eta_ref, c, n, sigma_e, sigma_v, paired, x, logw, prior_ke
 
 
 @numba.njit(cache=True, nogil=True)
-def _exact_block(rng, seed, first, last, eta, rows, c, n, slot, n_tables, guess, prior, peak,
-                 sigma_e, sigma_v, paired, x, logw, ks, code, needed, weight, order, start, out,
-                 rates):
+def _exact_block(
+    rng,
+    seed,
+    first,
+    last,
+    eta,
+    rows,
+    c,
+    n,
+    slot,
+    n_tables,
+    guess,
+    prior,
+    peak,
+    sigma_e,
+    sigma_v,
+    paired,
+    x,
+    logw,
+    ks,
+    code,
+    needed,
+    weight,
+    order,
+    start,
+    out,
+    rates,
+):
     """:func:`_exact_task_sums` for draws ``first`` to ``last`` (one stream: ``rng``, and the
     legacy generator seeded with ``seed`` for the hulls). Pattern ``p``'s predictors in draw
     ``d`` are ``eta[d, rows[p]]``; a non-empty ``rates (D, S, J)`` takes the rates
@@ -1732,9 +2123,30 @@ def _exact_block(rng, seed, first, last, eta, rows, c, n, slot, n_tables, guess,
     np.random.seed(seed)
     none = np.empty((0, 0))
     for d in range(first, last):
-        _exact_task_sums(rng, eta[d][rows], c, n, slot, n_tables, sigma_e[d], sigma_v[d],
-                         paired, x, logw, ks, code, needed, weight, order, start, guess, prior,
-                         peak, out[d], rates[d] if rates.shape[0] else none)
+        _exact_task_sums(
+            rng,
+            eta[d][rows],
+            c,
+            n,
+            slot,
+            n_tables,
+            sigma_e[d],
+            sigma_v[d],
+            paired,
+            x,
+            logw,
+            ks,
+            code,
+            needed,
+            weight,
+            order,
+            start,
+            guess,
+            prior,
+            peak,
+            out[d],
+            rates[d] if rates.shape[0] else none,
+        )
 
 
 #: Posterior draws per random stream of the per-system draws given sampled task effects: each
@@ -1761,8 +2173,15 @@ def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
     are buffers of the row's length."""
     m = y.shape[0]
     prec_v = 1.0 / sigma_v**2
-    small, v0, b, z, gap, y1, route = (work[0], work[1], work[2], work[3], work[4], work[5],
-                                       work[6])
+    small, v0, b, z, gap, y1, route = (
+        work[0],
+        work[1],
+        work[2],
+        work[3],
+        work[4],
+        work[5],
+        work[6],
+    )
     _neg_abs_exp(y, small, bits)
     for i in range(m):  # the first Newton step, over the row
         p0 = _sigmoid_of(y[i], small[i])
@@ -1799,8 +2218,9 @@ def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
                 continue
             l0 = _conditional_log_density(y[i], c[i], n[i], v0[i], 0.0)
             if not _tangent_keeps(gap[i], c[i], n[i], y1[i], small[i], l0, b[i], z[i]):
-                _, rate[i] = _v_tangent_tries(rng, y[i], c[i], n[i], prec_v, sigma_v, v0[i],
-                                              b[i], l0, TANGENT_TRIES - 1)
+                _, rate[i] = _v_tangent_tries(
+                    rng, y[i], c[i], n[i], prec_v, sigma_v, v0[i], b[i], l0, TANGENT_TRIES - 1
+                )
         return
     # many (several trials, a wide spread): the full test over the row, l(v) - l(v0) - b (v -
     # v0) with l(v) = c y - n softplus(y)
@@ -1814,13 +2234,35 @@ def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
         # gap: the exponential draw's negative less l(v) - b (v - v0); kept if gap <= -l(v0)
         l0 = c[i] * y1[i] - n[i] * (max(y1[i], 0.0) + small[i])
         if not route[i] and gap[i] > -l0:  # refused: more tangent proposals, then the hull
-            _, rate[i] = _v_tangent_tries(rng, y[i], c[i], n[i], prec_v, sigma_v, v0[i], b[i],
-                                          l0, TANGENT_TRIES - 1)
+            _, rate[i] = _v_tangent_tries(
+                rng, y[i], c[i], n[i], prec_v, sigma_v, v0[i], b[i], l0, TANGENT_TRIES - 1
+            )
 
 
 @numba.njit(cache=True, nogil=True)
-def _latent_block(rng, seed, s, first, last, alpha, u, w, e, sigma_v, cluster, stratum, c, n,
-                  paired, ks, code, needed, weight, out, rates):
+def _latent_block(
+    rng,
+    seed,
+    s,
+    first,
+    last,
+    alpha,
+    u,
+    w,
+    e,
+    sigma_v,
+    cluster,
+    stratum,
+    c,
+    n,
+    paired,
+    ks,
+    code,
+    needed,
+    weight,
+    out,
+    rates,
+):
     """System ``s``'s draws ``first`` to ``last`` (one stream: ``rng``, and the legacy
     generator seeded with ``seed`` for the hull): every task's rate given the draw's sampled
     task effect, the task-by-system effects drawn exactly from their one-dimensional
@@ -1860,8 +2302,24 @@ def _latent_block(rng, seed, s, first, last, alpha, u, w, e, sigma_v, cluster, s
             out[d, s, q] += total
 
 
-def latent_task_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, rng, ks=None,
-                      metric="pass@k", weight=None, tau=None, systems=None):
+def latent_task_draws(
+    alpha,
+    u,
+    w,
+    e,
+    sigma_v,
+    cluster,
+    stratum,
+    c,
+    n,
+    paired,
+    rng,
+    ks=None,
+    metric="pass@k",
+    weight=None,
+    tau=None,
+    systems=None,
+):
     """The tasks estimand (or the task rates) from a full-latent fit's task effects.
 
     A full-latent fit samples every task's effect jointly with the parameters, so its draws
@@ -1886,16 +2344,36 @@ def latent_task_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, r
     else:
         code, needed = metric_arguments(metric, ks, tau)
         out, rates = np.zeros((D, S, len(ks))), np.zeros((0, 0, 0))
-    shared = (as_float(alpha), as_float(u), as_float(w), as_float(e), as_float(sigma_v),
-              np.ascontiguousarray(cluster, dtype=np.int64),
-              np.ascontiguousarray(stratum, dtype=np.int64), as_float(c.T), as_float(n.T),
-              paired, as_float(ks), code, needed, as_float(weight), out, rates)
+    shared = (
+        as_float(alpha),
+        as_float(u),
+        as_float(w),
+        as_float(e),
+        as_float(sigma_v),
+        np.ascontiguousarray(cluster, dtype=np.int64),
+        np.ascontiguousarray(stratum, dtype=np.int64),
+        as_float(c.T),
+        as_float(n.T),
+        paired,
+        as_float(ks),
+        code,
+        needed,
+        as_float(weight),
+        out,
+        rates,
+    )
 
     def block(item):
         s, b = item
         seed = int(seeds[s, b])
-        _latent_block(np.random.Generator(np.random.PCG64(seed)), seed, s, b * LATENT_BLOCK,
-                      min(D, (b + 1) * LATENT_BLOCK), *shared)
+        _latent_block(
+            np.random.Generator(np.random.PCG64(seed)),
+            seed,
+            s,
+            b * LATENT_BLOCK,
+            min(D, (b + 1) * LATENT_BLOCK),
+            *shared,
+        )
 
     items = [(s, b) for s in systems for b in range(seeds.shape[1])]
     with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
@@ -1903,8 +2381,23 @@ def latent_task_draws(alpha, u, w, e, sigma_v, cluster, stratum, c, n, paired, r
     return rates if rates.shape[0] else out
 
 
-def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inverse, rng,
-                    rules=None, tau=None, rows=None, prior_keep=PRIOR_KEEP):
+def exact_task_sums(
+    eta,
+    c,
+    n,
+    sigma_e,
+    sigma_v,
+    paired,
+    ks,
+    metric,
+    weight,
+    inverse,
+    rng,
+    rules=None,
+    tau=None,
+    rows=None,
+    prior_keep=PRIOR_KEEP,
+):
     """The tasks estimand drawn task by task: per posterior draw, every task's rates in all
     systems drawn jointly from their conditional (no normal approximation of the mean over
     tasks), ``sum_j weight[j, s] f(p[s, j])`` as ``(D, S, k)``.
@@ -1919,13 +2412,42 @@ def exact_task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, inv
     """
     code, needed = metric_arguments(metric, ks, tau)
     out = np.zeros((eta.shape[0], eta.shape[2], len(ks)))
-    _exact(eta, c, n, sigma_e, sigma_v, paired, np.asarray(ks, float), code, needed, weight,
-           inverse, rng, rules, rows, out, np.empty((0, 0, 0)), prior_keep)
+    _exact(
+        eta,
+        c,
+        n,
+        sigma_e,
+        sigma_v,
+        paired,
+        np.asarray(ks, float),
+        code,
+        needed,
+        weight,
+        inverse,
+        rng,
+        rules,
+        rows,
+        out,
+        np.empty((0, 0, 0)),
+        prior_keep,
+    )
     return out
 
 
-def exact_task_rates(eta, c, n, sigma_e, sigma_v, paired, keep, inverse, rng, rules=None,
-                     rows=None, prior_keep=PRIOR_KEEP):
+def exact_task_rates(
+    eta,
+    c,
+    n,
+    sigma_e,
+    sigma_v,
+    paired,
+    keep,
+    inverse,
+    rng,
+    rules=None,
+    rows=None,
+    prior_keep=PRIOR_KEEP,
+):
     """Every task's rates, per posterior draw drawn jointly over the systems from their
     conditional, exactly as :func:`exact_task_sums` draws them: ``(D, S, J)``, NaN where
     ``keep (J, S)`` is false (a system not asked for, or one that did not run the task).
@@ -1934,14 +2456,47 @@ def exact_task_rates(eta, c, n, sigma_e, sigma_v, paired, keep, inverse, rng, ru
     """
     D, S, J = eta.shape[0], eta.shape[2], len(inverse)
     rates = np.full((D, S, J), np.nan)
-    _exact(eta, c, n, sigma_e, sigma_v, paired, np.ones(1), 0, np.ones(1),
-           np.asarray(keep, dtype=float), inverse, rng, rules, rows, np.zeros((D, S, 1)),
-           rates, prior_keep)
+    _exact(
+        eta,
+        c,
+        n,
+        sigma_e,
+        sigma_v,
+        paired,
+        np.ones(1),
+        0,
+        np.ones(1),
+        np.asarray(keep, dtype=float),
+        inverse,
+        rng,
+        rules,
+        rows,
+        np.zeros((D, S, 1)),
+        rates,
+        prior_keep,
+    )
     return rates
 
 
-def _exact(eta, c, n, sigma_e, sigma_v, paired, ks, code, needed, weight, inverse, rng, rules,
-           rows, out, rates, prior_keep):
+def _exact(
+    eta,
+    c,
+    n,
+    sigma_e,
+    sigma_v,
+    paired,
+    ks,
+    code,
+    needed,
+    weight,
+    inverse,
+    rng,
+    rules,
+    rows,
+    out,
+    rates,
+    prior_keep,
+):
     """:func:`_exact_block` from NumPy arrays, over blocks of :data:`LATENT_BLOCK` draws on
     numba's threads, each block with its own seeds (so the draws do not depend on how many
     threads run them); the hulls start from the modes of the reference draw, the one with
@@ -1951,8 +2506,7 @@ def _exact(eta, c, n, sigma_e, sigma_v, paired, ks, code, needed, weight, invers
     P = c.shape[0]
     rows = np.arange(P, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     order = np.argsort(inverse, kind="stable").astype(np.int64)
-    start = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=P))]).astype(
-        np.int64)
+    start = np.concatenate([[0], np.cumsum(np.bincount(inverse, minlength=P))]).astype(np.int64)
     c, n = np.ascontiguousarray(c, dtype=float), np.ascontiguousarray(n, dtype=float)
     eta = np.ascontiguousarray(eta, dtype=float)
     sigma_e = np.ascontiguousarray(sigma_e, dtype=float)
@@ -1961,16 +2515,51 @@ def _exact(eta, c, n, sigma_e, sigma_v, paired, ks, code, needed, weight, invers
     seeds = rng.integers(0, 2**31 - 1, size=blocks + 1)
     reference = int(np.argsort(sigma_e, kind="stable")[D // 2])
     slot, n_tables, guess, prior, peak = _exact_setup(
-        np.random.Generator(np.random.PCG64(int(seeds[-1]))), eta[reference][rows], c, n,
-        sigma_e[reference], sigma_v[reference], paired, rules.x, rules.logw, float(prior_keep))
-    shared = (eta, rows, c, n, slot, n_tables, guess, prior, peak, sigma_e, sigma_v, paired,
-              rules.x, rules.logw, ks, code, needed, np.ascontiguousarray(weight, dtype=float),
-              order, start, out, rates)
+        np.random.Generator(np.random.PCG64(int(seeds[-1]))),
+        eta[reference][rows],
+        c,
+        n,
+        sigma_e[reference],
+        sigma_v[reference],
+        paired,
+        rules.x,
+        rules.logw,
+        float(prior_keep),
+    )
+    shared = (
+        eta,
+        rows,
+        c,
+        n,
+        slot,
+        n_tables,
+        guess,
+        prior,
+        peak,
+        sigma_e,
+        sigma_v,
+        paired,
+        rules.x,
+        rules.logw,
+        ks,
+        code,
+        needed,
+        np.ascontiguousarray(weight, dtype=float),
+        order,
+        start,
+        out,
+        rates,
+    )
 
     def block(b):
         seed = int(seeds[b])
-        _exact_block(np.random.Generator(np.random.PCG64(seed)), seed, b * LATENT_BLOCK,
-                     min(D, (b + 1) * LATENT_BLOCK), *shared)
+        _exact_block(
+            np.random.Generator(np.random.PCG64(seed)),
+            seed,
+            b * LATENT_BLOCK,
+            min(D, (b + 1) * LATENT_BLOCK),
+            *shared,
+        )
 
     with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
         list(pool.map(block, range(blocks)))
@@ -1993,9 +2582,16 @@ def log_marginal(eta, c, n, sigma_e, sigma_v=None, n_nodes: int = N_NODES) -> np
     c, n = np.atleast_2d(np.asarray(c, float)), np.atleast_2d(np.asarray(n, float))
     out = np.empty(eta.shape[0])
     for p in range(eta.shape[0]):
-        out[p] = loglik_and_grad(eta[p:p + 1], c[p:p + 1], n[p:p + 1], np.ones(1),
-                                 float(sigma_e), 1.0 if sigma_v is None else float(sigma_v),
-                                 sigma_v is not None, *arrays)[0]
+        out[p] = loglik_and_grad(
+            eta[p : p + 1],
+            c[p : p + 1],
+            n[p : p + 1],
+            np.ones(1),
+            float(sigma_e),
+            1.0 if sigma_v is None else float(sigma_v),
+            sigma_v is not None,
+            *arrays,
+        )[0]
     return out
 
 
@@ -2041,7 +2637,7 @@ def _zero_sum_adjoint(g, scale, out):
 
 _LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts (Cody and Waite): k ln 2 is exact
 _LN2_LO = 1.90821492927058770002e-10
-_INV_LN2 = 1.44269504088896338700e+00
+_INV_LN2 = 1.44269504088896338700e00
 
 
 @numba.njit(cache=True, fastmath={"contract"})
@@ -2124,11 +2720,11 @@ def _task_rotation(spec, const):
     if spec.shape[0] < 12 or spec[11] == 0 or spec[11] == 4 or J == 0:
         return False, 0, np.zeros((0, max(J, 1))), False, np.zeros((0, 0))
     k, r = _reflections_at(spec, const)
-    vectors = const[k + 1:k + 1 + r * J].reshape((r, J))
+    vectors = const[k + 1 : k + 1 + r * J].reshape((r, J))
     if spec[11] != 2:
         return True, r, vectors, False, np.zeros((0, 0))
     k += 1 + r * J
-    return True, r, vectors, True, const[k:k + (spec[2] - 1) * r].reshape((spec[2] - 1, r))
+    return True, r, vectors, True, const[k : k + (spec[2] - 1) * r].reshape((spec[2] - 1, r))
 
 
 @numba.njit(cache=True)
@@ -2282,8 +2878,17 @@ def cell_tables(counts, x, logw):
         tab = np.zeros((1, TABLE_SIZE, 5))
         terms = np.zeros((2, INNER_NODES))
         for i in range(TABLE_SIZE):
-            _cell_table_node(i, counts[q, 0], counts[q, 1], CELL_TABLE_LOW + k * CELL_TABLE_STEP,
-                             x, logw, tab, terms, out[q, k, i])
+            _cell_table_node(
+                i,
+                counts[q, 0],
+                counts[q, 1],
+                CELL_TABLE_LOW + k * CELL_TABLE_STEP,
+                x,
+                logw,
+                tab,
+                terms,
+                out[q, k, i],
+            )
     return out
 
 
@@ -2309,9 +2914,16 @@ def _hermite_basis(t, h):
     t2 = t * t
     t3 = t2 * t
     h01 = 3.0 * t2 - 2.0 * t3
-    return (1.0 - h01, (t3 - 2.0 * t2 + t) * h, h01, (t3 - t2) * h,
-            (6.0 * t2 - 6.0 * t) / h, 3.0 * t2 - 4.0 * t + 1.0, (6.0 * t - 6.0 * t2) / h,
-            3.0 * t2 - 2.0 * t)
+    return (
+        1.0 - h01,
+        (t3 - 2.0 * t2 + t) * h,
+        h01,
+        (t3 - t2) * h,
+        (6.0 * t2 - 6.0 * t) / h,
+        3.0 * t2 - 4.0 * t + 1.0,
+        (6.0 * t - 6.0 * t2) / h,
+        3.0 * t2 - 2.0 * t,
+    )
 
 
 @numba.njit(cache=True)
@@ -2324,8 +2936,8 @@ def _cell_table_block(spec, const):
     end = const.shape[0] - 1
     T = int(const[end])
     size = T * CELL_TABLE_SIZE * TABLE_SIZE * 4
-    block = const[end - 2 * T - size:end - 2 * T].reshape((T, CELL_TABLE_SIZE, TABLE_SIZE, 4))
-    return block, const[end - 2 * T:end].reshape((T, 2))
+    block = const[end - 2 * T - size : end - 2 * T].reshape((T, CELL_TABLE_SIZE, TABLE_SIZE, 4))
+    return block, const[end - 2 * T : end].reshape((T, 2))
 
 
 @numba.njit(cache=True)
@@ -2350,10 +2962,13 @@ def _cell_table_slice(block, q, sigma_v, lo, hi, out):
         return
     h00, h10, h01, h11, d00, d10, d01, d11 = _hermite_basis(t - k, CELL_TABLE_STEP)
     for i in range(lo, hi + 1):
-        a0, a1, a2, a3 = block[q, k, i, 0], block[q, k, i, 1], block[q, k, i, 2], block[
-            q, k, i, 3]
-        b0, b1, b2, b3 = block[q, k + 1, i, 0], block[q, k + 1, i, 1], block[
-            q, k + 1, i, 2], block[q, k + 1, i, 3]
+        a0, a1, a2, a3 = block[q, k, i, 0], block[q, k, i, 1], block[q, k, i, 2], block[q, k, i, 3]
+        b0, b1, b2, b3 = (
+            block[q, k + 1, i, 0],
+            block[q, k + 1, i, 1],
+            block[q, k + 1, i, 2],
+            block[q, k + 1, i, 3],
+        )
         out[q, i - lo, 0] = h00 * a0 + h10 * a2 + h01 * b0 + h11 * b2
         out[q, i - lo, 1] = h00 * a1 + h10 * a3 + h01 * b1 + h11 * b3
         out[q, i - lo, 2] = d00 * a0 + d10 * a2 + d01 * b0 + d11 * b2
@@ -2372,14 +2987,19 @@ def _cell_table_at(y, q, first, rows, coef):
         i = 0 if t <= 0.0 else TABLE_SIZE - 1
         r = i - first
         dy = y - (TABLE_LOW + i * TABLE_STEP)
-        return (rows[q, r, 0] + rows[q, r, 1] * dy, rows[q, r, 1],
-                rows[q, r, 2] + rows[q, r, 3] * dy)
+        return (
+            rows[q, r, 0] + rows[q, r, 1] * dy,
+            rows[q, r, 1],
+            rows[q, r, 2] + rows[q, r, 3] * dy,
+        )
     i = min(int(t), TABLE_SIZE - 2)
     t -= i
     k = coef[q, i - first]
-    return (k[0] + t * (k[1] + t * (k[2] + t * k[3])),
-            (k[1] + t * (2.0 * k[2] + 3.0 * t * k[3])) * (1.0 / TABLE_STEP),
-            k[4] + t * (k[5] + t * (k[6] + t * k[7])))
+    return (
+        k[0] + t * (k[1] + t * (k[2] + t * k[3])),
+        (k[1] + t * (2.0 * k[2] + 3.0 * t * k[3])) * (1.0 / TABLE_STEP),
+        k[4] + t * (k[5] + t * (k[6] + t * k[7])),
+    )
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
@@ -2567,8 +3187,7 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
     coef = np.empty((3, rows, 8))
     for q in range(3):
         if used & (1 << q):
-            _fixed_rows(first, top, q, _LOW_COUNTS[q, 0], _LOW_COUNTS[q, 1], sigma_v, u, lam,
-                        tab)
+            _fixed_rows(first, top, q, _LOW_COUNTS[q, 0], _LOW_COUNTS[q, 1], sigma_v, u, lam, tab)
             _hermite_coefficients(tab, q, 0, rows - 1, coef)
     h = TABLE_STEP
     inv_h = 1.0 / TABLE_STEP
@@ -2627,15 +3246,15 @@ def _kernel_layout(spec, const):
     scale = const[2:6]
     scale_sys = const[6]
     k = 7
-    rot = const[k:k + S * S].reshape((S, S))
+    rot = const[k : k + S * S].reshape((S, S))
     k += S * S
-    msize = const[k:k + S]  # per rotated coordinate: its block's size (a mean), 0 (a contrast)
+    msize = const[k : k + S]  # per rotated coordinate: its block's size (a mean), 0 (a contrast)
     k += S
-    x, logw = const[k:k + nx], const[k + nx:k + 2 * nx]
+    x, logw = const[k : k + nx], const[k + nx : k + 2 * nx]
     k += 2 * nx
-    z, log_omega = const[k:k + nz], const[k + nz:k + 2 * nz]
+    z, log_omega = const[k : k + nz], const[k + nz : k + 2 * nz]
     k += 2 * nz
-    u, lam = const[k:k + nu], const[k + nu:k + 2 * nu]
+    u, lam = const[k : k + nu], const[k + nu : k + 2 * nu]
     present = np.array([True, paired, clusters, clusters and paired])
     i_sig = np.full(4, -1)
     i = 0
@@ -2650,9 +3269,39 @@ def _kernel_layout(spec, const):
     i_ss = i_fw + (S * Gm if clusters and paired else 0)
     i_za = i_ss + (1 if system_level else 0)
     i_tail = i_za + S * H
-    return (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale,
-            scale_sys, rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu,
-            i_mw, i_fw, i_ss, i_za, i_tail, centred)
+    return (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    )
 
 
 #: The probit approximation's constant: ``E expit(a + s Z) ~ expit(a / sqrt(1 + ATTENUATION
@@ -2688,9 +3337,39 @@ def _attenuated_parts(spec, const):
     the intercepts' rotated coordinates but the non-centred contrasts, and centred cluster
     coordinates' zero-sum parts) and which log spreads it holds less ``log kappa``
     (``shifted``: the cluster, cluster-by-system and system spreads); index arrays."""
-    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
-     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail, centred) = _kernel_layout(spec, const)
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
     scaled = []
     for t in range(S):
         if not (noncentred and msize[t] == 0):
@@ -2747,8 +3426,9 @@ def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired, fir
         d_log_kappa += grad[i]
     # d log kappa / d log sigma = (pi / 8) sigma^2 / kappa^2
     for j in range(first, 2 if paired else 1):
-        grad[i_sig[j]] += d_log_kappa * ATTENUATION * math.exp(2.0 * theta[i_sig[j]]) / (
-            kappa * kappa)
+        grad[i_sig[j]] += (
+            d_log_kappa * ATTENUATION * math.exp(2.0 * theta[i_sig[j]]) / (kappa * kappa)
+        )
     return scaled.shape[0] * math.log(kappa)
 
 
@@ -2767,7 +3447,7 @@ def _level_weights(spec, const):
     if spec.shape[0] < 14 or spec[13] == 0:
         return np.zeros(0)
     G = spec[2]
-    return const[const.shape[0] - G:]
+    return const[const.shape[0] - G :]
 
 
 @numba.njit(cache=True)
@@ -2829,9 +3509,39 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
     each (cluster, stratum). The cluster
     effects' zero-sum coordinates are normal about ``centre_u``, whose gradient adds to
     ``g_centre_u``."""
-    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
-     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail, centred) = _kernel_layout(spec, const)
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
     grad = np.zeros(theta.shape[0])
     logp = 0.0
     sig = np.ones(4)
@@ -2858,18 +3568,30 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
     level_u = 0.0
     level_w = np.zeros(S)
     if clusters:
-        logp += _cluster_prior(theta, i_mu, i_fu, Gm, G, sig_u, centred, i_sig[2], grad,
-                               centre_u, g_centre_u)
-        _zero_sum(theta[i_fu:i_fu + Gm], d_u)
+        logp += _cluster_prior(
+            theta, i_mu, i_fu, Gm, G, sig_u, centred, i_sig[2], grad, centre_u, g_centre_u
+        )
+        _zero_sum(theta[i_fu : i_fu + Gm], d_u)
         level_u = _weighted_level(pi, d_u)
         shift += a_u * level_u
         if paired:
             no_centre, scratch = np.zeros(Gm), np.zeros(Gm)
             for s in range(S):
                 shift[s] += sig_w * theta[i_mw + s]
-                logp += _cluster_prior(theta, i_mw + s, i_fw + s * Gm, Gm, G, sig_w, centred_w,
-                                       i_sig[3], grad, no_centre, scratch)
-                _zero_sum(theta[i_fw + s * Gm:i_fw + (s + 1) * Gm], d_w[s])
+                logp += _cluster_prior(
+                    theta,
+                    i_mw + s,
+                    i_fw + s * Gm,
+                    Gm,
+                    G,
+                    sig_w,
+                    centred_w,
+                    i_sig[3],
+                    grad,
+                    no_centre,
+                    scratch,
+                )
+                _zero_sum(theta[i_fw + s * Gm : i_fw + (s + 1) * Gm], d_w[s])
                 level_w[s] = _weighted_level(pi, d_w[s])
                 shift[s] += a_w * level_w[s]
     # intercepts: z_alpha ~ N(R' shift, sd_t), identified = mean + R z_alpha. Without a system
@@ -2928,8 +3650,9 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
     for g in range(G):
         for h in range(H):
             for s in range(S):
-                base[g, h, s] = (identified[s, h] + a_u * (d_u[g] - level_u)
-                                 + a_w * (d_w[s, g] - level_w[s]))
+                base[g, h, s] = (
+                    identified[s, h] + a_u * (d_u[g] - level_u) + a_w * (d_w[s, g] - level_w[s])
+                )
     eta = np.empty((max(P, 0), S))
     for p in range(P):
         eta[p] = base[p_cluster[p], p_stratum[p]]
@@ -2937,31 +3660,108 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
 
 
 @numba.njit(cache=True)
-def _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u, d_w,
-              d_shift, sig_sys, d_sig_sys):
+def _backward(
+    theta,
+    spec,
+    const,
+    p_cluster,
+    p_stratum,
+    g_eta,
+    g_se,
+    g_sv,
+    grad,
+    sig,
+    d_u,
+    d_w,
+    d_shift,
+    sig_sys,
+    d_sig_sys,
+):
     """Adds to ``grad`` the likelihood's gradient, given in the linear predictors ``g_eta (P,
     S)`` and the task-level spreads (``g_se``, ``g_sv``), by the chain rule through the
     transforms of :func:`_forward`."""
-    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
-     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail, centred) = _kernel_layout(spec, const)
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
     P = g_eta.shape[0]
     # the patterns' gradients summed per (cluster, stratum) row by row (contiguous)
     by_gh = np.zeros((G, H, S))
     for p in range(P):
         by_gh[p_cluster[p], p_stratum[p]] += g_eta[p]
-    _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift,
-                   sig_sys, d_sig_sys)
+    _backward_rows(
+        theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
+    )
 
 
 @numba.njit(cache=True)
-def _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift,
-                   sig_sys, d_sig_sys):
+def _backward_rows(
+    theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
+):
     """:func:`_backward` from the likelihood's gradient summed per (cluster, stratum),
     ``by_gh (G, H, S)``."""
-    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
-     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail, centred) = _kernel_layout(spec, const)
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
     sig_u = sig[2] if clusters else 0.0
     sig_w = sig[3] if clusters and paired else 0.0
     centred_w = centred and spec[10] == 1
@@ -3011,7 +3811,7 @@ def _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d
             for g in range(G):
                 d_sig_u += g_u[g] * d_u[g]
         grad[i_mu] += sig_u * total_shift
-        _zero_sum_adjoint(g_u, a_u, grad[i_fu:i_fu + Gm])
+        _zero_sum_adjoint(g_u, a_u, grad[i_fu : i_fu + Gm])
         grad[i_sig[2]] += sig_u * d_sig_u
         if paired:
             d_sig_w = 0.0
@@ -3021,7 +3821,7 @@ def _backward_rows(theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d
                 if not centred_w:
                     for g in range(G):
                         d_sig_w += g_w[s, g] * d_w[s, g]
-                _zero_sum_adjoint(g_w[s], a_w, grad[i_fw + s * Gm:i_fw + (s + 1) * Gm])
+                _zero_sum_adjoint(g_w[s], a_w, grad[i_fw + s * Gm : i_fw + (s + 1) * Gm])
             grad[i_sig[3]] += sig_w * d_sig_w
 
 
@@ -3047,15 +3847,16 @@ def _guide_block(spec, const, r):
     end = const.shape[0] - (G if spec[13] != 0 else 0)
     n_w = S * Gm * (Gm + 2) if spec[16] & 1 else 0
     first = end - n_w
-    vectors = const[first:first + S * Gm * Gm].reshape((S, Gm, Gm)) if n_w else np.zeros(
-        (0, 0, 0))
+    vectors = (
+        const[first : first + S * Gm * Gm].reshape((S, Gm, Gm)) if n_w else np.zeros((0, 0, 0))
+    )
     k = first + S * Gm * Gm
-    values = const[k:k + S * Gm].reshape((S, Gm)) if n_w else np.zeros((0, 0))
-    score = const[k + S * Gm:end].reshape((S, Gm)) if n_w else np.zeros((0, 0))
+    values = const[k : k + S * Gm].reshape((S, Gm)) if n_w else np.zeros((0, 0))
+    score = const[k + S * Gm : end].reshape((S, Gm)) if n_w else np.zeros((0, 0))
     n_u = r * (r + 1) if spec[16] & 2 else 0
     first_u = first - n_u
-    u_vectors = const[first_u:first_u + r * r].reshape((r, r)) if n_u else np.zeros((0, 0))
-    u_values = const[first_u + r * r:first] if n_u else np.zeros(0)
+    u_vectors = const[first_u : first_u + r * r].reshape((r, r)) if n_u else np.zeros((0, 0))
+    u_values = const[first_u + r * r : first] if n_u else np.zeros(0)
     return vectors, values, score, u_vectors, u_values
 
 
@@ -3066,11 +3867,54 @@ def _guide_setup(spec, const):
     rotation = _task_rotation(spec, const)
     r, fold_map = rotation[1], rotation[4]
     vectors, values, score, u_vectors, u_values = _guide_block(spec, const, r)
-    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
-     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail, centred) = _kernel_layout(spec, const)
-    return (r, fold_map, vectors, values, score, u_vectors, u_values, S, Gm, i_sig, i_fu, i_fw,
-            i_tail)
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
+    return (
+        r,
+        fold_map,
+        vectors,
+        values,
+        score,
+        u_vectors,
+        u_values,
+        S,
+        Gm,
+        i_sig,
+        i_fu,
+        i_fw,
+        i_tail,
+    )
 
 
 @numba.njit(cache=True)
@@ -3110,8 +3954,9 @@ def _unguide(x, spec, const):
     the conditional of ``z`` is the same)."""
     if not _guided(spec):
         return x, 0.0
-    (r, fold_map, vectors, values, score, u_vectors, u_values, S, Gm, i_sig, i_fu, i_fw,
-     i_tail) = _guide_setup(spec, const)
+    (r, fold_map, vectors, values, score, u_vectors, u_values, S, Gm, i_sig, i_fu, i_fw, i_tail) = (
+        _guide_setup(spec, const)
+    )
     theta = x.copy()
     log_jacobian = 0.0
     if vectors.shape[0]:
@@ -3164,8 +4009,9 @@ def _guide_adjoint(x, spec, const, grad):
     (the log-Jacobian's gradient included), in place."""
     if not _guided(spec):
         return
-    (r, fold_map, vectors, values, score, u_vectors, u_values, S, Gm, i_sig, i_fu, i_fw,
-     i_tail) = _guide_setup(spec, const)
+    (r, fold_map, vectors, values, score, u_vectors, u_values, S, Gm, i_sig, i_fu, i_fw, i_tail) = (
+        _guide_setup(spec, const)
+    )
     if vectors.shape[0]:
         sigma = math.exp(x[i_sig[3]])
         s2 = sigma * sigma
@@ -3173,7 +4019,7 @@ def _guide_adjoint(x, spec, const, grad):
         g_f = np.empty(Gm)  # the gradient in f, read before it is overwritten
         for s in range(S):
             first = i_fw + s * Gm
-            g_f[:] = grad[first:first + Gm]
+            g_f[:] = grad[first : first + Gm]
             for k in range(Gm):
                 h = 0.0  # the gradient in the eigenbasis' k-th coordinate
                 for i in range(Gm):
@@ -3182,8 +4028,11 @@ def _guide_adjoint(x, spec, const, grad):
                 q = 1.0 + sl
                 root = math.sqrt(q)
                 # d/d log sigma of the mean sigma b / q, of the scale 1 / sqrt(q), of -log(q)/2
-                d_log_sigma += h * (sigma * score[s, k] * (1.0 - sl) / (q * q)
-                                    - sl * x[first + k] / (q * root)) - sl / q
+                d_log_sigma += (
+                    h
+                    * (sigma * score[s, k] * (1.0 - sl) / (q * q) - sl * x[first + k] / (q * root))
+                    - sl / q
+                )
                 grad[first + k] = h / root
         grad[i_sig[3]] += d_log_sigma
     if u_values.shape[0]:
@@ -3238,7 +4087,7 @@ def _pair_matrix(spec, const):
     G, J = spec[2], spec[9]
     k, r = _reflections_at(spec, const)
     k += 1 + r * J
-    return const[k:k + G * r].reshape((G, r))
+    return const[k : k + G * r].reshape((G, r))
 
 
 @numba.njit(cache=True)
@@ -3261,9 +4110,39 @@ def _pair_layout(spec, const, cluster):
     """What :func:`_unpair` reads: the systems and clusters, whether paired, one over the
     root of each cluster's tasks, the log spreads' indices ``(task, task-by-system, cluster,
     cluster-by-system)`` and the cluster and task coordinates' starts."""
-    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale,
-     scale_sys, rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw,
-     i_fw, i_ss, i_za, i_tail, centred) = _kernel_layout(spec, const)
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
     size = np.zeros(G)
     for j in range(cluster.shape[0]):
         size[cluster[j]] += 1.0
@@ -3299,8 +4178,9 @@ def _unpair(theta, spec, const, cluster, Q):
     stay standardised. The spreads of each pair are held in polar coordinates
     (:func:`_from_polar`), the map applied before this one.
     """
-    S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(spec, const,
-                                                                                cluster)
+    S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(
+        spec, const, cluster
+    )
     out = theta.copy()
     J = cluster.shape[0]
     # the cluster effects and the task effects' cluster components
@@ -3311,23 +4191,24 @@ def _unpair(theta, spec, const, cluster, Q):
     else:
         a = np.empty(G)
         zs = np.empty(G)
-        _zero_sum(theta[i_fu:i_fu + G - 1], a)
+        _zero_sum(theta[i_fu : i_fu + G - 1], a)
         inv_large = math.exp(-theta[i_sig[2]])
         for g in range(G):  # a = A / rho, 1 / rho = cos / sigma_cluster
             a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
             log_jacobian += math.log(cos[g] * inv_large)
-        b = _times(Q, theta[i_tail:i_tail + G], False)
+        b = _times(Q, theta[i_tail : i_tail + G], False)
         for g in range(G):
             zs[g] = cos[g] * a[g] - sin[g] * b[g]
             b[g] = sin[g] * a[g] + cos[g] * b[g]
-        out[i_tail:i_tail + G] = _times(Q, b, True)
+        out[i_tail : i_tail + G] = _times(Q, b, True)
         _from_cluster_vector(zs, out, i_mu, i_fu, True)
     if not paired:
         return out, log_jacobian
     cos, sin = _pair_parts(theta, i_sig[1], i_sig[3], inv_root)
     for s in range(S):
-        _turn_sums(theta, out, i_mw + s, i_fw + s * (G - 1), i_tail + J + s, S, cos, sin,
-                   inv_root, cluster)
+        _turn_sums(
+            theta, out, i_mw + s, i_fw + s * (G - 1), i_tail + J + s, S, cos, sin, inv_root, cluster
+        )
     return out, log_jacobian
 
 
@@ -3339,7 +4220,7 @@ def _turn_sums(theta, out, i_m, i_f, first, stride, cos, sin, inv_root, cluster)
     directions, the partners; written into ``out``."""
     G = inv_root.shape[0]
     a, b, zs = np.empty(G), np.zeros(G), np.empty(G)
-    _zero_sum(theta[i_f:i_f + G - 1], a)
+    _zero_sum(theta[i_f : i_f + G - 1], a)
     for j in range(cluster.shape[0]):
         b[cluster[j]] += theta[first + j * stride]
     for g in range(G):
@@ -3359,8 +4240,8 @@ def _turn_sums_adjoint(theta, grad, i_m, i_f, first, stride, cos, sin, inv_root,
     G = inv_root.shape[0]
     a, b = np.empty(G), np.zeros(G)
     g_z, g_xi, g_a = np.empty(G), np.zeros(G), np.empty(G)
-    _zero_sum(theta[i_f:i_f + G - 1], a)
-    _zero_sum(grad[i_f:i_f + G - 1], g_z)
+    _zero_sum(theta[i_f : i_f + G - 1], a)
+    _zero_sum(grad[i_f : i_f + G - 1], g_z)
     for j in range(cluster.shape[0]):
         b[cluster[j]] += theta[first + j * stride]
         g_xi[cluster[j]] += grad[first + j * stride]
@@ -3393,34 +4274,34 @@ def _from_cluster_vector(z, out, i_m, i_f, mean):
     out[i_m] = total / G if mean else total
     for k in range(G - 1):
         out[i_f + k] = 0.0
-    _zero_sum_adjoint(z, 1.0, out[i_f:i_f + G - 1])
+    _zero_sum_adjoint(z, 1.0, out[i_f : i_f + G - 1])
 
 
 @numba.njit(cache=True)
 def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
     """The gradient in the sampler's coordinates (:func:`_unpair`) from ``grad``, that in
     the unrotated ones (overwritten), the log-Jacobian's included."""
-    S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(spec, const,
-                                                                                cluster)
+    S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(
+        spec, const, cluster
+    )
     J = cluster.shape[0]
     cos, sin = _pair_parts(theta, i_sig[0], i_sig[2], inv_root)
     if Q.shape[0] == 0:  # task effects standardised: the sums too
-        turn = _turn_sums_adjoint(theta, grad, i_mu, i_fu, i_tail, 1, cos, sin, inv_root,
-                                  cluster)
+        turn = _turn_sums_adjoint(theta, grad, i_mu, i_fu, i_tail, 1, cos, sin, inv_root, cluster)
         grad[i_sig[0]] += turn
         grad[i_sig[2]] -= turn
     else:
         a = np.empty(G)
         g_z, g_a = np.empty(G), np.empty(G)
-        _zero_sum(theta[i_fu:i_fu + G - 1], a)
+        _zero_sum(theta[i_fu : i_fu + G - 1], a)
         inv_large = math.exp(-theta[i_sig[2]])
         for g in range(G):
             a[g] = (a[g] + theta[i_mu]) * cos[g] * inv_large
-        b = _times(Q, theta[i_tail:i_tail + G], False)
-        _zero_sum(grad[i_fu:i_fu + G - 1], g_z)
+        b = _times(Q, theta[i_tail : i_tail + G], False)
+        _zero_sum(grad[i_fu : i_fu + G - 1], g_z)
         for g in range(G):
             g_z[g] += grad[i_mu] / G
-        g_zeta = _times(Q, grad[i_tail:i_tail + G], False)
+        g_zeta = _times(Q, grad[i_tail : i_tail + G], False)
         turn = d_small = d_large = 0.0
         for g in range(G):
             z_g = cos[g] * a[g] - sin[g] * b[g]
@@ -3432,7 +4313,7 @@ def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
             d_small -= (g_a[g] * a[g] + 1.0) * sin[g] * sin[g]
             d_large -= (g_a[g] * a[g] + 1.0) * cos[g] * cos[g]
             g_a[g] *= cos[g] * inv_large
-        grad[i_tail:i_tail + G] = _times(Q, g_zeta, True)
+        grad[i_tail : i_tail + G] = _times(Q, g_zeta, True)
         _from_cluster_vector(g_a, grad, i_mu, i_fu, False)
         grad[i_sig[0]] += turn + d_small
         grad[i_sig[2]] += d_large - turn
@@ -3441,8 +4322,18 @@ def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
     cos, sin = _pair_parts(theta, i_sig[1], i_sig[3], inv_root)
     turn = 0.0
     for s in range(S):
-        turn += _turn_sums_adjoint(theta, grad, i_mw + s, i_fw + s * (G - 1), i_tail + J + s, S,
-                                   cos, sin, inv_root, cluster)
+        turn += _turn_sums_adjoint(
+            theta,
+            grad,
+            i_mw + s,
+            i_fw + s * (G - 1),
+            i_tail + J + s,
+            S,
+            cos,
+            sin,
+            inv_root,
+            cluster,
+        )
     grad[i_sig[1]] += turn
     grad[i_sig[3]] -= turn
     return grad
@@ -3545,9 +4436,39 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
 @numba.njit(cache=True)
 def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     """:func:`logp_and_grad` in the unrotated coordinates (see :func:`_unpair`)."""
-    (S, H, G, Gm, clusters, paired, system_level, noncentred, latent, mean, sd, scale, scale_sys,
-     rot, msize, x, logw, z, log_omega, u, lam, present, i_sig, i_mu, i_fu, i_mw, i_fw, i_ss,
-     i_za, i_tail, centred) = _kernel_layout(spec, const)
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
     kappa = _attenuation(spec, attenuated, i_sig, paired)
     scaled = shifted = np.zeros(0, dtype=np.int64)
     if kappa != 1.0:
@@ -3571,8 +4492,15 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     # predictors per (cluster, stratum) as it goes
     integrated = latent and paired and spec.shape[0] > 14 and spec[14] != 0
     logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, base = _forward(
-        theta, spec, const, p_cluster, p_stratum, -1 if integrated else c.shape[0], centre_u,
-        g_centre_u)
+        theta,
+        spec,
+        const,
+        p_cluster,
+        p_stratum,
+        -1 if integrated else c.shape[0],
+        centre_u,
+        g_centre_u,
+    )
     g_base = np.zeros((0, 0, 0))
     g_eta = np.zeros((0, 0))
     if latent:  # the patterns are the tasks, their effects the tail of theta
@@ -3587,13 +4515,14 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
             for j in range(J):
                 seen[j] -= d_fold[p_cluster[j]]
         if integrated:
-            total, g_base, g_e, g_sv = _integrated_cells(base, p_cluster, p_stratum, seen, c,
-                                                         n, sig[1], u, lam)
+            total, g_base, g_e, g_sv = _integrated_cells(
+                base, p_cluster, p_stratum, seen, c, n, sig[1], u, lam
+            )
         else:
-            total, g_eta, g_e, g_sv = _sampled_cells(spec, const, tail, eta, seen, c, n,
-                                                     sig[1], paired, grad[i_tail:])
-        prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors,
-                                    grad[i_tail:])
+            total, g_eta, g_e, g_sv = _sampled_cells(
+                spec, const, tail, eta, seen, c, n, sig[1], paired, grad[i_tail:]
+            )
+        prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors, grad[i_tail:])
         total += prior_e
         if fold:  # the centre's gradient, from the cluster prior and the likelihood
             per_cluster = np.zeros(G)
@@ -3608,17 +4537,35 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
             for a in range(Gm):
                 g_se += centre_u[a] * g_centre_u[a] / sig[0]
     else:
-        total, g_eta, g_se, g_sv = loglik_and_grad(eta, c, n, mult, sig[0], sig[1], paired, x,
-                                                   logw, z, log_omega, u, lam)
+        total, g_eta, g_se, g_sv = loglik_and_grad(
+            eta, c, n, mult, sig[0], sig[1], paired, x, logw, z, log_omega, u, lam
+        )
     if integrated:
-        _backward_rows(theta, spec, const, g_base, g_se, g_sv, grad, sig, d_u, d_w, d_shift,
-                       sig_sys, d_sig_sys)
+        _backward_rows(
+            theta, spec, const, g_base, g_se, g_sv, grad, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
+        )
     else:
-        _backward(theta, spec, const, p_cluster, p_stratum, g_eta, g_se, g_sv, grad, sig, d_u,
-                  d_w, d_shift, sig_sys, d_sig_sys)
+        _backward(
+            theta,
+            spec,
+            const,
+            p_cluster,
+            p_stratum,
+            g_eta,
+            g_se,
+            g_sv,
+            grad,
+            sig,
+            d_u,
+            d_w,
+            d_shift,
+            sig_sys,
+            d_sig_sys,
+        )
     if kappa != 1.0:
-        logp += _attenuation_adjoint(attenuated, grad, kappa, scaled, shifted, i_sig, paired,
-                                     1 if latent else 0)
+        logp += _attenuation_adjoint(
+            attenuated, grad, kappa, scaled, shifted, i_sig, paired, 1 if latent else 0
+        )
     return logp + total, grad
 
 
@@ -3651,11 +4598,18 @@ def kernel_logp(theta, spec, const, index, c, n, mult):
 _F64 = numba.types.CPointer(numba.types.float64)
 _I64 = numba.types.CPointer(numba.types.int64)
 _C_SIG = numba.types.void(
-    _F64, numba.types.int64,  # theta, its length
-    _I64, _F64, numba.types.int64,  # spec (SPEC_SIZE,), constants, their length
-    _I64, numba.types.int64,  # cluster and stratum of each pattern (2, P), P
-    _F64, _F64, _F64,  # c, n (P, S), mult (P,)
-    _F64, _F64,  # out: log density, gradient
+    _F64,
+    numba.types.int64,  # theta, its length
+    _I64,
+    _F64,
+    numba.types.int64,  # spec (SPEC_SIZE,), constants, their length
+    _I64,
+    numba.types.int64,  # cluster and stratum of each pattern (2, P), P
+    _F64,
+    _F64,
+    _F64,  # c, n (P, S), mult (P,)
+    _F64,
+    _F64,  # out: log density, gradient
 )
 _SYMBOL = f"bayeval_collapsed_logp_{KERNEL_HASH}"
 #: The kernel's integer constants (:meth:`bayeval.models._collapsed.Coordinates.spec`).
@@ -3663,15 +4617,20 @@ SPEC_SIZE = 16
 _symbol_ready = False
 
 
-def _c_kernel(theta_p, D, spec_p, const_p, n_const, index_p, P, c_p, n_p, mult_p, out_p,
-              grad_p):
+def _c_kernel(theta_p, D, spec_p, const_p, n_const, index_p, P, c_p, n_p, mult_p, out_p, grad_p):
     spec = numba.carray(spec_p, (SPEC_SIZE,))
     S = spec[0]
     index = numba.carray(index_p, (2, P))
-    logp, grad = logp_and_grad(numba.carray(theta_p, (D,)), spec,
-                               numba.carray(const_p, (n_const,)), index[0], index[1],
-                               numba.carray(c_p, (P, S)), numba.carray(n_p, (P, S)),
-                               numba.carray(mult_p, (P,)))
+    logp, grad = logp_and_grad(
+        numba.carray(theta_p, (D,)),
+        spec,
+        numba.carray(const_p, (n_const,)),
+        index[0],
+        index[1],
+        numba.carray(c_p, (P, S)),
+        numba.carray(n_p, (P, S)),
+        numba.carray(mult_p, (P,)),
+    )
     numba.carray(out_p, (1,))[0] = logp
     numba.carray(grad_p, (D,))[:] = grad
 
@@ -3694,24 +4653,27 @@ def kernel_symbol() -> str:
 
 
 @numba.njit(cache=True, nogil=True)
-def _pattern_logliks_block(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z,
-                           log_omega, u, lam, first, last, out):
+def _pattern_logliks_block(
+    eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, first, last, out
+):
     """Rows ``first:last`` of :func:`all_pattern_logliks`' ``out``, without the GIL."""
     P, S = c.shape
     eta = np.empty((P, S))
     for d in range(first, last):
         for p in range(P):
             eta[p] = eta_rows[d, row[p]]
-        out[d] = pattern_logliks(eta, c, n, sigma_e[d], sigma_v[d], paired, x, logw, z,
-                                 log_omega, u, lam)
+        out[d] = pattern_logliks(
+            eta, c, n, sigma_e[d], sigma_v[d], paired, x, logw, z, log_omega, u, lam
+        )
 
 
 #: Draws a thread takes at a time in :func:`all_pattern_logliks`.
 LOGLIK_BLOCK = 100
 
 
-def all_pattern_logliks(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega,
-                        u, lam):
+def all_pattern_logliks(
+    eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam
+):
     """:func:`pattern_logliks` for every draw ``(D, P)``: the linear predictors ``eta_rows
     (D, R, S)`` of each (cluster, stratum) row, pattern ``p`` reading row ``row[p]``, and
     ``sigma_e``, ``sigma_v (D,)``. Blocks of :data:`LOGLIK_BLOCK` draws run on numba's
@@ -3721,8 +4683,24 @@ def all_pattern_logliks(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, 
     out = np.empty((D, c.shape[0]))
 
     def block(first):
-        _pattern_logliks_block(eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z,
-                               log_omega, u, lam, first, min(D, first + LOGLIK_BLOCK), out)
+        _pattern_logliks_block(
+            eta_rows,
+            row,
+            c,
+            n,
+            sigma_e,
+            sigma_v,
+            paired,
+            x,
+            logw,
+            z,
+            log_omega,
+            u,
+            lam,
+            first,
+            min(D, first + LOGLIK_BLOCK),
+            out,
+        )
 
     with ThreadPoolExecutor(max_workers=numba.get_num_threads()) as pool:
         list(pool.map(block, range(0, D, LOGLIK_BLOCK)))
@@ -3734,8 +4712,22 @@ def pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, 
     """Log marginal likelihood of every pattern ``(P,)`` at one draw (binomial coefficients
     omitted), by the rule :func:`loglik_and_grad` uses for it."""
     out = np.empty(eta.shape[0])
-    _loglik(eta, c, n, np.ones(eta.shape[0]), sigma_e, sigma_v, paired, x, logw, z, log_omega,
-            u, lam, out)
+    _loglik(
+        eta,
+        c,
+        n,
+        np.ones(eta.shape[0]),
+        sigma_e,
+        sigma_v,
+        paired,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        out,
+    )
     return out
 
 
@@ -3746,8 +4738,22 @@ def pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, 
 # signature, compiled once per machine (cached on disk): a fit builds no PyMC model and
 # compiles nothing, and keeps per draw only what the expansion writes. The user data is an
 # int64 array of sizes and the addresses of the kernel's data arrays (NUTPIE_FIELDS).
-NUTPIE_FIELDS = ("dim", "P", "S", "n_spec", "n_const", "spec", "const", "index", "c", "n",
-                 "mult", "n_kept", "J", "log_sigma_task")
+NUTPIE_FIELDS = (
+    "dim",
+    "P",
+    "S",
+    "n_spec",
+    "n_const",
+    "spec",
+    "const",
+    "index",
+    "c",
+    "n",
+    "mult",
+    "n_kept",
+    "J",
+    "log_sigma_task",
+)
 
 
 def _pointer_intrinsic(dtype, doc):
@@ -3785,10 +4791,16 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     const = numba.carray(_as_f64_pointer(meta[6]), (meta[4],))
     index = numba.carray(_as_i64_pointer(meta[7]), (2, P))
     try:  # as nutpie's own C functions: an error is code 1, a point the sampler rejects
-        logp, grad = logp_and_grad(x, spec, const, index[0], index[1],
-                                   numba.carray(_as_f64_pointer(meta[8]), (P, S)),
-                                   numba.carray(_as_f64_pointer(meta[9]), (P, S)),
-                                   numba.carray(_as_f64_pointer(meta[10]), (P,)))
+        logp, grad = logp_and_grad(
+            x,
+            spec,
+            const,
+            index[0],
+            index[1],
+            numba.carray(_as_f64_pointer(meta[8]), (P, S)),
+            numba.carray(_as_f64_pointer(meta[9]), (P, S)),
+            numba.carray(_as_f64_pointer(meta[10]), (P,)),
+        )
     except Exception:  # noqa: BLE001
         return 1
     out = numba.carray(grad_p, (D,))
@@ -3845,8 +4857,7 @@ def unmapped(x, spec, const, cluster):
         return _unguide(x, spec, const)[0]
     if not _pairs(spec):
         return x
-    return _unpair(_from_polar(x, spec, const), spec, const, cluster,
-                   _pair_matrix(spec, const))[0]
+    return _unpair(_from_polar(x, spec, const), spec, const, cluster, _pair_matrix(spec, const))[0]
 
 
 @numba.njit(cache=True)
@@ -3859,8 +4870,7 @@ def latent_task_effects(x, spec, const, kept, J, log_sigma_task):
     if kappa != 1.0:  # the task-latent form's attenuated coordinates, made plain
         scaled, shifted = _attenuated_parts(spec, const)
         x = _plain_theta(x, kappa, scaled, shifted)
-    return _task_effects(x[kept:kept + J], J, math.exp(x[log_sigma_task]), centred, r,
-                         vectors)
+    return _task_effects(x[kept : kept + J], J, math.exp(x[log_sigma_task]), centred, r, vectors)
 
 
 def nutpie_functions():
@@ -3868,8 +4878,10 @@ def nutpie_functions():
     loaded from numba's disk cache after the first compilation on a machine."""
     global _nutpie_cfuncs
     if _nutpie_cfuncs is None:
-        _nutpie_cfuncs = (numba.cfunc(_NUTPIE_LOGP_SIG, cache=True)(_nutpie_logp),
-                          numba.cfunc(_NUTPIE_EXPAND_SIG, cache=True)(_nutpie_expand))
+        _nutpie_cfuncs = (
+            numba.cfunc(_NUTPIE_LOGP_SIG, cache=True)(_nutpie_logp),
+            numba.cfunc(_NUTPIE_EXPAND_SIG, cache=True)(_nutpie_expand),
+        )
     return _nutpie_cfuncs
 
 

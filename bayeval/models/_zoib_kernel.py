@@ -53,21 +53,52 @@ import numpy as np
 
 # (small helpers shared with the collapsed kernel's C functions; a change to them needs the
 # disk cache of this file cleared too)
-from bayeval.models._quadrature import (_as_f64_pointer, _as_i64_pointer, _sigmoid, finite,
-                                         nutpie_status)
+from bayeval.models._quadrature import (
+    _as_f64_pointer,
+    _as_i64_pointer,
+    _sigmoid,
+    finite,
+    nutpie_status,
+)
 
 #: The kernel's integer constants: systems, tasks, clusters (1 without), paired, clustered,
 #: the number of cells with an interior score, and whether the first S coordinates are the
 #: systems' levels (module docstring) rather than ``alpha``.
 SPEC = ("S", "J", "G", "paired", "clusters", "I", "level")
 #: The prior constants, in order (Normal mean and sd, then the HalfNormal scales).
-PRIOR_CONSTANTS = ("alpha", "delta", "gamma", "log_phi", "sigma_task", "sigma_task_system",
-                   "sigma_cluster", "sigma_cluster_system", "sigma_zoi")
+PRIOR_CONSTANTS = (
+    "alpha",
+    "delta",
+    "gamma",
+    "log_phi",
+    "sigma_task",
+    "sigma_task_system",
+    "sigma_cluster",
+    "sigma_cluster_system",
+    "sigma_zoi",
+)
 #: Their number: four (mean, sd) pairs and five scales.
 N_CONST = 2 * 4 + 5
 #: The user data of the C functions: sizes, then the addresses of the data arrays.
-FIELDS = ("dim", "n_kept", "S", "J", "G", "paired", "clusters", "I", "level", "const",
-          "cluster", "n0", "n1", "nmid", "interior", "sumlog", "sumlog1m")
+FIELDS = (
+    "dim",
+    "n_kept",
+    "S",
+    "J",
+    "G",
+    "paired",
+    "clusters",
+    "I",
+    "level",
+    "const",
+    "cluster",
+    "n0",
+    "n1",
+    "nmid",
+    "interior",
+    "sumlog",
+    "sumlog1m",
+)
 _EULER_TERMS = (1 / 12, 1 / 120, 1 / 252, 1 / 240, 1 / 132)
 #: From this many tasks the kernel samples the systems' levels (module docstring).
 LEVEL_TASKS = 50
@@ -82,8 +113,11 @@ def digamma(x):
         out -= 1.0 / x
         x += 1.0
     f = 1.0 / (x * x)
-    tail = f * (_EULER_TERMS[0] - f * (_EULER_TERMS[1] - f * (
-        _EULER_TERMS[2] - f * (_EULER_TERMS[3] - f * _EULER_TERMS[4]))))
+    tail = f * (
+        _EULER_TERMS[0]
+        - f
+        * (_EULER_TERMS[1] - f * (_EULER_TERMS[2] - f * (_EULER_TERMS[3] - f * _EULER_TERMS[4])))
+    )
     return out + math.log(x) - 0.5 / x - tail
 
 
@@ -99,8 +133,13 @@ def offsets(S, J, G, paired, clusters):
         if present[q]:
             out[q] = i
             i += 1
-    sizes = (J, S * J if paired else 0, G if clusters else 0,
-             S * G if (paired and clusters) else 0, J)
+    sizes = (
+        J,
+        S * J if paired else 0,
+        G if clusters else 0,
+        S * G if (paired and clusters) else 0,
+        J,
+    )
     for q in range(5):
         if sizes[q] > 0:
             out[5 + q] = i
@@ -112,8 +151,14 @@ def offsets(S, J, G, paired, clusters):
 @numba.njit(cache=True)
 def kept_size(S, J, G, paired, clusters):
     """Values kept per draw (:func:`expand`): 4 S parameters, 5 spreads, the effects."""
-    return (4 * S + 5 + 2 * J + (S * J if paired else 0) + (G if clusters else 0)
-            + (S * G if (paired and clusters) else 0))
+    return (
+        4 * S
+        + 5
+        + 2 * J
+        + (S * J if paired else 0)
+        + (G if clusters else 0)
+        + (S * G if (paired and clusters) else 0)
+    )
 
 
 @numba.njit(cache=True, nogil=True)
@@ -147,12 +192,12 @@ def task_and_cluster_normals(x, off, J, G, level):
     """The standard normals of the task and cluster effects: the coordinates themselves, or,
     where the systems' levels are sampled (``level``), their images under ``H'``
     (:func:`helmert_to`) so that the coordinates' first is their common shift."""
-    e = x[off[5]:off[5] + J].copy()
-    u = x[off[7]:off[7] + G].copy() if off[7] >= 0 else np.zeros(G)
+    e = x[off[5] : off[5] + J].copy()
+    u = x[off[7] : off[7] + G].copy() if off[7] >= 0 else np.zeros(G)
     if level:
-        helmert_to(x[off[5]:off[5] + J], e)
+        helmert_to(x[off[5] : off[5] + J], e)
         if off[7] >= 0:
-            helmert_to(x[off[7]:off[7] + G], u)
+            helmert_to(x[off[7] : off[7] + G], u)
     return e, u
 
 
@@ -246,8 +291,11 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
             lr = math.log1p(r)
             log_zoi = -(max(-zeta, 0.0) + lr)
             log_1m_zoi = -(max(zeta, 0.0) + lr)
-            logp += (a0 * (log_zoi - max(eta, 0.0) - lt) + a1 * (log_zoi - max(-eta, 0.0) - lt)
-                     + am * log_1m_zoi)
+            logp += (
+                a0 * (log_zoi - max(eta, 0.0) - lt)
+                + a1 * (log_zoi - max(-eta, 0.0) - lt)
+                + am * log_1m_zoi
+            )
             ge = a1 - (a0 + a1) * p
             gz = (a0 + a1) * (1.0 - q) - am * q
             if i < n_interior and interior[i] == k:  # the Beta density of its interior scores
@@ -257,16 +305,19 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
                 mu = min(max(mu, 1e-12), 1.0 - 1e-12)
                 a = mu * phi[s]
                 b = phi[s] - a
-                logp += (a - 1.0) * sl + (b - 1.0) * sl1 - m * (
-                    math.lgamma(a) + math.lgamma(b) - lg_phi[s])
+                logp += (
+                    (a - 1.0) * sl
+                    + (b - 1.0) * sl1
+                    - m * (math.lgamma(a) + math.lgamma(b) - lg_phi[s])
+                )
                 psi_a, psi_b = digamma(a), digamma(b)
                 if not clipped:
                     g_x = phi[s] * (sl - sl1 - m * (psi_a - psi_b)) * mu * (1.0 - mu)
                     ge += g_x
                     grad[S + s] += g_x
-                grad[3 * S + s] += phi[s] * (mu * sl + (1.0 - mu) * sl1
-                                             - m * (mu * psi_a + (1.0 - mu) * psi_b
-                                                    - psi_phi[s]))
+                grad[3 * S + s] += phi[s] * (
+                    mu * sl + (1.0 - mu) * sl1 - m * (mu * psi_a + (1.0 - mu) * psi_b - psi_phi[s])
+                )
                 i += 1
             # the chain rule back to the coordinates
             g_alpha += ge
@@ -298,8 +349,8 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
             g_task[j] += g_level / J
     # the derivatives in the task and cluster effects' standard normals: into the gradient,
     # or (with the levels) first into g_ze, g_zu and then back through H' (helmert_add)
-    g_ze = np.zeros(J) if levels else grad[e0:e0 + J]
-    g_zu = np.zeros(G) if levels or not clusters else grad[u0:u0 + G]
+    g_ze = np.zeros(J) if levels else grad[e0 : e0 + J]
+    g_zu = np.zeros(G) if levels or not clusters else grad[u0 : u0 + G]
     for j in range(J):
         g_ze[j] += sig[0] * g_task[j]
         g_e += g_task[j] * ze[j]
@@ -309,9 +360,9 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
             g_zu[cluster[j]] += sig[2] * g_task[j]
             g_u += g_task[j] * zu[cluster[j]]
     if levels:
-        helmert_add(g_ze, grad[e0:e0 + J])
+        helmert_add(g_ze, grad[e0 : e0 + J])
         if clusters:
-            helmert_add(g_zu, grad[u0:u0 + G])
+            helmert_add(g_zu, grad[u0 : u0 + G])
     grad[off[0]] += sig[0] * g_e
     grad[off[4]] += sig[4] * g_b
     if clusters:
@@ -370,14 +421,18 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     out = numba.carray(grad_p, (D,))
     try:  # as nutpie's own C functions: an error is code 1, a point the sampler rejects
         logp = logp_into(
-            x, spec, numba.carray(_as_f64_pointer(meta[9]), (N_CONST,)),
+            x,
+            spec,
+            numba.carray(_as_f64_pointer(meta[9]), (N_CONST,)),
             numba.carray(_as_i64_pointer(meta[10]), (J,)),
             numba.carray(_as_f64_pointer(meta[11]), (S * J,)),
             numba.carray(_as_f64_pointer(meta[12]), (S * J,)),
             numba.carray(_as_f64_pointer(meta[13]), (S * J,)),
             numba.carray(_as_i64_pointer(meta[14]), (I,)),
             numba.carray(_as_f64_pointer(meta[15]), (I,)),
-            numba.carray(_as_f64_pointer(meta[16]), (I,)), out)
+            numba.carray(_as_f64_pointer(meta[16]), (I,)),
+            out,
+        )
     except Exception:  # noqa: BLE001
         return 1
     numba.carray(logp_p, (1,))[0] = logp
@@ -389,8 +444,12 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
     D, kept = meta[0], meta[1]
     if dim != D or n_expanded != kept:
         return -1
-    expand(numba.carray(x_p, (D,)), meta[2:9],
-           numba.carray(_as_i64_pointer(meta[10]), (meta[3],)), numba.carray(out_p, (kept,)))
+    expand(
+        numba.carray(x_p, (D,)),
+        meta[2:9],
+        numba.carray(_as_i64_pointer(meta[10]), (meta[3],)),
+        numba.carray(out_p, (kept,)),
+    )
     return 0
 
 
@@ -402,6 +461,8 @@ def nutpie_functions():
     first compilation on a machine."""
     global _cfuncs
     if _cfuncs is None:
-        _cfuncs = (numba.cfunc(_LOGP_SIG, cache=True)(_nutpie_logp),
-                   numba.cfunc(_EXPAND_SIG, cache=True)(_nutpie_expand))
+        _cfuncs = (
+            numba.cfunc(_LOGP_SIG, cache=True)(_nutpie_logp),
+            numba.cfunc(_EXPAND_SIG, cache=True)(_nutpie_expand),
+        )
     return _cfuncs

@@ -60,8 +60,13 @@ from bayeval._validate import BayevalWarning, merge_priors
 from bayeval.grid import adaptive_grid
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, patterns
 
-__all__ = ["build_hierarchical_model", "DEFAULT_PRIORS", "BDA3_LOG_KAPPA_RANGE",
-           "log_prior", "warn_few_tasks"]
+__all__ = [
+    "build_hierarchical_model",
+    "DEFAULT_PRIORS",
+    "BDA3_LOG_KAPPA_RANGE",
+    "log_prior",
+    "warn_few_tasks",
+]
 
 DEFAULT_PRIORS = {"mu": (1.0, 1.0), "log_kappa": (1.0, 1.5)}
 
@@ -86,14 +91,18 @@ def validate_priors(priors) -> dict:
     for name, value in merged.items():
         if name == "log_kappa" and isinstance(value, str):
             if value not in NAMED_KAPPA_PRIORS:
-                raise ValueError(f"prior log_kappa must be (mean, sd) or one of "
-                                 f"{list(NAMED_KAPPA_PRIORS)}; got {value!r}")
+                raise ValueError(
+                    f"prior log_kappa must be (mean, sd) or one of "
+                    f"{list(NAMED_KAPPA_PRIORS)}; got {value!r}"
+                )
             out[name] = value
             continue
         first, second = value
         if not (np.isfinite(first) and np.isfinite(second) and second > 0):
-            raise ValueError(f"prior {name} needs finite parameters with a positive second one; "
-                             f"got {merged[name]}")
+            raise ValueError(
+                f"prior {name} needs finite parameters with a positive second one; "
+                f"got {merged[name]}"
+            )
         if name == "mu" and first <= 0:
             raise ValueError(f"prior mu needs Beta parameters > 0; got {merged[name]}")
         out[name] = (float(first), float(second))
@@ -149,8 +158,9 @@ def _dims(pops: Populations):
     return ("system", "stratum") if pops.strata is not None else ("system",)
 
 
-def build_hierarchical_model(data, priors=None, marginal: bool = True, missing_bound=None,
-                             compress: bool = False) -> pm.Model:
+def build_hierarchical_model(
+    data, priors=None, marginal: bool = True, missing_bound=None, compress: bool = False
+) -> pm.Model:
     """Build the hierarchical Beta-binomial model as a PyMC model.
 
     Parameters
@@ -207,15 +217,23 @@ def build_hierarchical_model(data, priors=None, marginal: bool = True, missing_b
         beta = ((1 - mu) * kappa).reshape((len(coords["system"]), pops.n))
         if marginal and compress:
             pop_index, pat_n, pat_c, pat_m = _pattern_arrays(c, n, pops)
-            dist = pm.BetaBinomial.dist(n=pat_n, alpha=alpha.ravel()[pop_index],
-                                        beta=beta.ravel()[pop_index])
+            dist = pm.BetaBinomial.dist(
+                n=pat_n, alpha=alpha.ravel()[pop_index], beta=beta.ravel()[pop_index]
+            )
             pm.Potential("loglik", (pat_m * pm.logp(dist, pat_c)).sum())
         elif marginal:
-            pm.BetaBinomial("y", n=n, alpha=alpha[:, pops.code], beta=beta[:, pops.code],
-                            observed=c, dims=("system", "task"))
+            pm.BetaBinomial(
+                "y",
+                n=n,
+                alpha=alpha[:, pops.code],
+                beta=beta[:, pops.code],
+                observed=c,
+                dims=("system", "task"),
+            )
         else:
-            p = pm.Beta("p", alpha=alpha[:, pops.code], beta=beta[:, pops.code],
-                        dims=("system", "task"))
+            p = pm.Beta(
+                "p", alpha=alpha[:, pops.code], beta=beta[:, pops.code], dims=("system", "task")
+            )
             pm.Binomial("y", n=n, p=p, observed=c, dims=("system", "task"))
     return model
 
@@ -241,8 +259,10 @@ def _log_density(priors, pn, pc, pm_):
         a = special.expit(x) * kappa
         b = special.expit(-x) * kappa
         lp = prior(x, y)  # incl. Jacobian
-        lik = (special.betaln(pc[None] + a[:, None], (pn - pc)[None] + b[:, None])
-               - special.betaln(a, b)[:, None])
+        lik = (
+            special.betaln(pc[None] + a[:, None], (pn - pc)[None] + b[:, None])
+            - special.betaln(a, b)[:, None]
+        )
         return lp + lik @ pm_
 
     return logdensity
@@ -304,7 +324,9 @@ def warn_few_tasks(data) -> None:
             "population interval of such benchmarks covers about 0.87 (models/hierarchical.md, "
             "'Small task counts'). estimand='tasks' is not affected; for a new task read the "
             "interval as optimistic, or widen the prior, e.g. priors={'log_kappa': (0.0, 3.0)}",
-            BayevalWarning, stacklevel=2)
+            BayevalWarning,
+            stacklevel=2,
+        )
 
 
 def fit_grid(data, priors, draws, chains, seed, n_grid=200):
@@ -323,8 +345,9 @@ def fit_grid(data, priors, draws, chains, seed, n_grid=200):
             for h in range(pops.n):
                 members = pops.code == h
                 pn, pc, pm_ = patterns(c[b, s, members], n[b, s, members])
-                grid = adaptive_grid(_log_density(priors, pn, pc, pm_.astype(float)), box,
-                                     n_grid=n_grid)
+                grid = adaptive_grid(
+                    _log_density(priors, pn, pc, pm_.astype(float)), box, n_grid=n_grid
+                )
                 rng = np.random.default_rng([seed, 0, b, s, h])
                 x, y = grid.sample(chains * draws, rng)
                 mu[:, :, b, s, h] = special.expit(x).reshape(chains, draws)

@@ -154,8 +154,10 @@ def validate_priors(priors) -> dict:
     for name in (*SIGMAS, "sigma_system", "sigma_run"):
         if not (np.isfinite(merged[name]) and merged[name] > 0):
             raise ValueError(f"prior {name} is a HalfNormal scale > 0; got {merged[name]!r}")
-    return {"alpha": (float(mean), float(sd)),
-            **{k: float(merged[k]) for k in (*SIGMAS, "sigma_system", "sigma_run")}}
+    return {
+        "alpha": (float(mean), float(sd)),
+        **{k: float(merged[k]) for k in (*SIGMAS, "sigma_system", "sigma_run")},
+    }
 
 
 #: How many times their mean squared standard error the spread of the systems' pooled logits
@@ -359,27 +361,38 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     cells = int((n[:, multi] > 0).sum())
     paired = n.shape[0] > 1
     if paired and multi.mean() >= 0.5 and cells >= LATENT_CELLS:
-        return "full-latent", (f"{int(multi.sum())} of {n.shape[1]} tasks have more than "
-                               f"{LOW_TRIALS} trials ({cells} system-task cells): the full-latent "
-                               "form, cheaper than a quadrature per task")
+        return "full-latent", (
+            f"{int(multi.sum())} of {n.shape[1]} tasks have more than "
+            f"{LOW_TRIALS} trials ({cells} system-task cells): the full-latent "
+            "form, cheaper than a quadrature per task"
+        )
     _, labels = cluster_codes(ds)
     per_cluster = n.shape[1] / (1 if labels is None else len(labels))
-    if (not multi.any() and n.shape[0] >= TASK_LATENT_SYSTEMS
-            and per_cluster >= TASK_LATENT_CLUSTER_TASKS):
-        return "task-latent", (f"{n.shape[0]} systems with at most {LOW_TRIALS} trials a task: "
-                               "the task-latent form (task effects sampled, each cell's "
-                               "task-by-system effect integrated out), cheaper than a "
-                               "quadrature over every system")
+    if (
+        not multi.any()
+        and n.shape[0] >= TASK_LATENT_SYSTEMS
+        and per_cluster >= TASK_LATENT_CLUSTER_TASKS
+    ):
+        return "task-latent", (
+            f"{n.shape[0]} systems with at most {LOW_TRIALS} trials a task: "
+            "the task-latent form (task effects sampled, each cell's "
+            "task-by-system effect integrated out), cheaper than a "
+            "quadrature over every system"
+        )
     if not multi.any() and n.shape[0] >= TASK_LATENT_SYSTEMS:
-        why = (f"{per_cluster:.0f} tasks a cluster, under {TASK_LATENT_CLUSTER_TASKS} (fewer "
-               "than the task-latent form was simulated with)")
+        why = (
+            f"{per_cluster:.0f} tasks a cluster, under {TASK_LATENT_CLUSTER_TASKS} (fewer "
+            "than the task-latent form was simulated with)"
+        )
     elif not multi.any():
         why = f"every task has at most {LOW_TRIALS} trials"
     elif not paired:
         why = "one system (no integral over task-by-system effects)"
     else:
-        why = (f"{int(multi.sum())} of {n.shape[1]} tasks with more than {LOW_TRIALS} trials "
-               f"({cells} system-task cells)")
+        why = (
+            f"{int(multi.sum())} of {n.shape[1]} tasks with more than {LOW_TRIALS} trials "
+            f"({cells} system-task cells)"
+        )
     return "collapsed", f"{why}: the collapsed form (task effects integrated out)"
 
 
@@ -432,8 +445,15 @@ class Layout:
             centring = (labels is not None, True, True)
         else:
             centring = (cluster_parametrisation(ds), task_parametrisation(ds), False)
-        return cls(ds.sizes["system"], labels, codes, Populations.from_dataset(ds),
-                   system_parametrisation(ds), recipe_codes(ds), *centring)
+        return cls(
+            ds.sizes["system"],
+            labels,
+            codes,
+            Populations.from_dataset(ds),
+            system_parametrisation(ds),
+            recipe_codes(ds),
+            *centring,
+        )
 
     @property
     def level_name(self) -> str:
@@ -458,15 +478,29 @@ class Patterns:
 def task_patterns(c: np.ndarray, n: np.ndarray, layout: Layout) -> Patterns:
     """Group the tasks of ``c``/``n`` (system, task) into patterns sharing one integral."""
     keys = np.concatenate([layout.cluster[:, None], layout.pops.code[:, None], c.T, n.T], 1)
-    uniq, first, inverse, mult = np.unique(keys, axis=0, return_index=True,
-                                           return_inverse=True, return_counts=True)
+    uniq, first, inverse, mult = np.unique(
+        keys, axis=0, return_index=True, return_inverse=True, return_counts=True
+    )
     S = c.shape[0]
-    return Patterns(uniq[:, 0], uniq[:, 1], uniq[:, 2:2 + S].astype(float),
-                    uniq[:, 2 + S:].astype(float), mult, inverse.ravel(), first)
+    return Patterns(
+        uniq[:, 0],
+        uniq[:, 1],
+        uniq[:, 2 : 2 + S].astype(float),
+        uniq[:, 2 + S :].astype(float),
+        mult,
+        inverse.ravel(),
+        first,
+    )
 
 
-def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_bound=None,
-                             n_nodes: int = N_NODES, kernel: bool = False) -> pm.Model:
+def build_logit_normal_model(
+    data,
+    priors=None,
+    marginal: bool = True,
+    missing_bound=None,
+    n_nodes: int = N_NODES,
+    kernel: bool = False,
+) -> pm.Model:
     """Build the logit-normal random-effects model as a PyMC model.
 
     Parameters
@@ -531,8 +565,11 @@ def build_logit_normal_model(data, priors=None, marginal: bool = True, missing_b
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
         sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
-        sigma_v = (pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
-                   if layout.paired else None)
+        sigma_v = (
+            pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
+            if layout.paired
+            else None
+        )
         identified, zero_sum = _intercepts_and_cluster_effects(priors, layout, alpha_dims, S)
         logit_p = identified[:, layout.pops.code] + zero_sum[:, layout.cluster]  # (S, J)
         z_e = pm.Normal("task_effect_z", 0.0, 1.0, dims="task")
@@ -615,14 +652,34 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     if task_centred:
         rank = int(task_reflections(layout.cluster, layout.pops.code)[0])
     fold = folds_clusters(layout) and latent_tasks > 0
-    pairs = (ROTATED_CLUSTER_PAIRS and latent_tasks > 0 and layout.has_clusters and not fold
-             and not integrated and not layout.cluster_centred
-             and (rank == G or not task_centred))
-    return Coordinates(layout.n_systems, layout.pops.n, G, layout.has_clusters, layout.paired,
-                       layout.system_level, blocks, latent_tasks, layout.cluster_centred,
-                       not integrated, task_centred, fold,
-                       ATTENUATED_INTERCEPTS and like_collapsed, weights, integrated, rank,
-                       pairs)
+    pairs = (
+        ROTATED_CLUSTER_PAIRS
+        and latent_tasks > 0
+        and layout.has_clusters
+        and not fold
+        and not integrated
+        and not layout.cluster_centred
+        and (rank == G or not task_centred)
+    )
+    return Coordinates(
+        layout.n_systems,
+        layout.pops.n,
+        G,
+        layout.has_clusters,
+        layout.paired,
+        layout.system_level,
+        blocks,
+        latent_tasks,
+        layout.cluster_centred,
+        not integrated,
+        task_centred,
+        fold,
+        ATTENUATED_INTERCEPTS and like_collapsed,
+        weights,
+        integrated,
+        rank,
+        pairs,
+    )
 
 
 def folds_clusters(layout: Layout) -> bool:
@@ -639,8 +696,12 @@ def folds_clusters(layout: Layout) -> bool:
     >>> folds_clusters(Layout.from_dataset(data.dataset))  # 800 trials a cluster, 80 a task
     True
     """
-    return bool(layout.task_centred and layout.cluster_centred and layout.has_clusters
-                and len(layout.cluster_labels) > 1)
+    return bool(
+        layout.task_centred
+        and layout.cluster_centred
+        and layout.has_clusters
+        and len(layout.cluster_labels) > 1
+    )
 
 
 def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -648,8 +709,11 @@ def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]
     the map of their cluster components into the cluster coordinates
     (:func:`task_cluster_fold`; an empty ``(0, 0)`` array without)."""
     reflections = task_reflections(layout.cluster, layout.pops.code)
-    fold_map = (task_cluster_fold(layout.cluster, layout.pops.code, reflections) if fold
-                else np.zeros((0, 0)))
+    fold_map = (
+        task_cluster_fold(layout.cluster, layout.pops.code, reflections)
+        if fold
+        else np.zeros((0, 0))
+    )
     return reflections, fold_map
 
 
@@ -664,9 +728,14 @@ def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     rules = Rules(n_nodes)
     pat = task_patterns(c, n, layout)
     index = np.ascontiguousarray(np.stack([pat.cluster, pat.stratum]).astype(np.int64))
-    values = (coord.spec(rules), coord.constants(priors, rules), index,
-              np.ascontiguousarray(pat.c), np.ascontiguousarray(pat.n),
-              pat.mult.astype(float))
+    values = (
+        coord.spec(rules),
+        coord.constants(priors, rules),
+        index,
+        np.ascontiguousarray(pat.c),
+        np.ascontiguousarray(pat.n),
+        pat.mult.astype(float),
+    )
     return coord, dict(zip(COLLAPSED_DATA, values))
 
 
@@ -677,8 +746,10 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     S, J = c.shape
     coord = coordinates(layout, latent_tasks=J)
     if coord.cells_integrated and np.max(n) > LOW_TRIALS:  # its tables hold low counts only
-        raise ValueError(f"the task-latent form takes at most {LOW_TRIALS} trials a cell; "
-                         f"these data have up to {int(np.max(n))}")
+        raise ValueError(
+            f"the task-latent form takes at most {LOW_TRIALS} trials a cell; "
+            f"these data have up to {int(np.max(n))}"
+        )
     rules = Rules(n_nodes)
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
     extra = np.zeros(0)
@@ -694,22 +765,33 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
         extra = np.concatenate([extra, vectors.ravel(), np.maximum(values, 0.0)])
         guided += 2
     if guides_cluster_system(coord):
-        extra = np.concatenate([extra, cluster_system_guide(c, n, layout.cluster,
-                                                            layout.pops.code,
-                                                            coord.level_weights)])
+        extra = np.concatenate(
+            [
+                extra,
+                cluster_system_guide(c, n, layout.cluster, layout.pops.code, coord.level_weights),
+            ]
+        )
         guided += 1
     coord = dataclasses.replace(coord, guided=guided)
     tabled = _tabled_cells(c, n, coord)
     if tabled is not None:
         cells, counts = tabled
-        coord = dataclasses.replace(coord, cell_tables=tuple(map(tuple, counts.tolist())),
-                                    sampled_cells=int(((n > 0) & ~cells).sum()))
+        coord = dataclasses.replace(
+            coord,
+            cell_tables=tuple(map(tuple, counts.tolist())),
+            sampled_cells=int(((n > 0) & ~cells).sum()),
+        )
         tables = _cell_table_stack(counts)
         extra = np.concatenate([extra, tables.ravel(), counts.ravel(), [len(counts)]])
     const = coord.constants(priors, rules, extra)
-    values = (coord.spec(rules), const, index,
-              np.ascontiguousarray(c.T, dtype=float), np.ascontiguousarray(n.T, dtype=float),
-              np.ones(J))
+    values = (
+        coord.spec(rules),
+        const,
+        index,
+        np.ascontiguousarray(c.T, dtype=float),
+        np.ascontiguousarray(n.T, dtype=float),
+        np.ones(J),
+    )
     return coord, dict(zip(COLLAPSED_DATA, values))
 
 
@@ -734,8 +816,14 @@ def guides_cluster_system(coord) -> bool:
     >>> guides_cluster_system(coordinates(Layout.from_dataset(ds)))  # the collapsed form
     False
     """
-    return bool(GUIDED_CLUSTER_SYSTEM and coord.cells_integrated and coord.clusters
-                and coord.paired and coord.G > 1 and not coord.w_centred)
+    return bool(
+        GUIDED_CLUSTER_SYSTEM
+        and coord.cells_integrated
+        and coord.clusters
+        and coord.paired
+        and coord.G > 1
+        and not coord.w_centred
+    )
 
 
 #: Whether the task-latent form samples its task effects' cluster means guided by their
@@ -756,8 +844,7 @@ def guides_task_means(coord) -> bool:
     >>> guides_task_means(coordinates(Layout.from_dataset(ds, "task-latent"), 500))
     True
     """
-    return bool(GUIDED_TASK_MEANS and coord.cells_integrated and coord.task_fold
-                and coord.G > 1)
+    return bool(GUIDED_TASK_MEANS and coord.cells_integrated and coord.task_fold and coord.G > 1)
 
 
 def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
@@ -877,9 +964,19 @@ def target_accept(form: str, n_tasks: int) -> float:
     return TARGET_ACCEPT if form in LATENT_FORMS or n_tasks < FEW_TASKS else 0.8
 
 
-def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: int,
-                  progress: bool, cores: int, form: str = "collapsed", missing_bound=None,
-                  n_nodes: int = N_NODES):
+def sample_kernel(
+    data,
+    priors: dict,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    progress: bool,
+    cores: int,
+    form: str = "collapsed",
+    missing_bound=None,
+    n_nodes: int = N_NODES,
+):
     """NUTS (nutpie) on the compiled log density of ``form``; returns nutpie's DataTree,
     whose posterior holds ``theta`` (collapsed) or ``hyper`` (the coordinates
     :func:`collapsed_posterior` reads) and ``task_effect (chain, draw, task)`` (full-latent).
@@ -904,18 +1001,32 @@ def sample_kernel(data, priors: dict, draws: int, tune: int, chains: int, seed: 
     inputs = _latent_inputs if latent else _collapsed_inputs
     coord, values = inputs(c[index], n[index], layout, priors, n_nodes)
     kept = coord.hyper_size if latent else coord.size
-    args = (values, coord.size, kept, c.shape[2] if latent else 0,
-            coord.offsets["sigma_task"][0])
-    model = (_nutpie_kernel.KernelModel.build(*args) if _nutpie_kernel.available()
-             else _nutpie_kernel.python_model(*args))
-    return nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains, cores=cores,
-                         seed=seed, progress_bar=progress, save_warmup=False,
-                         target_accept=target_accept(form, ds.sizes["task"]))
+    args = (values, coord.size, kept, c.shape[2] if latent else 0, coord.offsets["sigma_task"][0])
+    model = (
+        _nutpie_kernel.KernelModel.build(*args)
+        if _nutpie_kernel.available()
+        else _nutpie_kernel.python_model(*args)
+    )
+    return nutpie.sample(
+        model,
+        draws=draws,
+        tune=max(tune, 1),
+        chains=chains,
+        cores=cores,
+        seed=seed,
+        progress_bar=progress,
+        save_warmup=False,
+        target_accept=target_accept(form, ds.sizes["task"]),
+    )
 
 
-def collapsed_posterior(theta: xr.DataArray, data, priors=None,
-                        task_effect: xr.DataArray | None = None,
-                        form: str | None = None) -> xr.Dataset:
+def collapsed_posterior(
+    theta: xr.DataArray,
+    data,
+    priors=None,
+    task_effect: xr.DataArray | None = None,
+    form: str | None = None,
+) -> xr.Dataset:
     """The named quantities (:data:`POSTERIOR_VARS`) from draws of the collapsed ``theta``.
 
     ``theta`` has dims ``(chain, draw, <parameter>)``; a full-latent fit gives the leading
@@ -934,8 +1045,9 @@ def collapsed_posterior(theta: xr.DataArray, data, priors=None,
         effects = task_effect.transpose("chain", "draw", ...).values
         # sigma_task z: the first r coordinates of H' e
         fold = reflect(reflections, effects, transpose=True)[..., :r] @ fold_map.T
-    values = coord.unpack(theta.transpose("chain", "draw", ...).values, validate_priors(priors),
-                          fold)
+    values = coord.unpack(
+        theta.transpose("chain", "draw", ...).values, validate_priors(priors), fold
+    )
     lead = ("chain", "draw")
     out = {"alpha": ((*lead, "system", "stratum"), values["alpha"])}
     out.update({name: (lead, values[name]) for name in SIGMAS if coord.offsets[name][1]})
@@ -946,8 +1058,10 @@ def collapsed_posterior(theta: xr.DataArray, data, priors=None,
         coords["cluster"] = np.asarray(layout.cluster_labels, dtype=object)
         out["cluster_effect"] = ((*lead, "cluster"), values["cluster_effect"])
         if layout.paired:
-            out["cluster_system_effect"] = ((*lead, "system", "cluster"),
-                                            values["cluster_system_effect"])
+            out["cluster_system_effect"] = (
+                (*lead, "system", "cluster"),
+                values["cluster_system_effect"],
+            )
     post = xr.Dataset(out, coords=coords)
     if layout.pops.strata is None:
         return post.assign(alpha=post["alpha"].isel(stratum=0, drop=True))
@@ -978,24 +1092,34 @@ def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
         G = len(layout.cluster_labels)
         sigma_u = pm.HalfNormal("sigma_cluster", priors["sigma_cluster"])
         m_u = pm.Normal("cluster_effect_mean_z", 0.0, 1.0 / np.sqrt(G))
-        d_u = (pm.ZeroSumNormal("cluster_effect_zerosum_z", sigma=1.0, dims="cluster")
-               if G > 1 else pt.zeros(1))
+        d_u = (
+            pm.ZeroSumNormal("cluster_effect_zerosum_z", sigma=1.0, dims="cluster")
+            if G > 1
+            else pt.zeros(1)
+        )
         pm.Deterministic("cluster_effect", sigma_u * (m_u + d_u), dims="cluster")
         shift = shift + sigma_u * m_u
         zero_sum = zero_sum + sigma_u * d_u[None, :]
         if layout.paired:
             sigma_w = pm.HalfNormal("sigma_cluster_system", priors["sigma_cluster_system"])
             m_w = pm.Normal("cluster_system_effect_mean_z", 0.0, 1.0 / np.sqrt(G), dims="system")
-            d_w = (pm.ZeroSumNormal("cluster_system_effect_zerosum_z", sigma=1.0,
-                                    dims=("system", "cluster")) if G > 1 else pt.zeros((S, 1)))
-            pm.Deterministic("cluster_system_effect", sigma_w * (m_w[:, None] + d_w),
-                             dims=("system", "cluster"))
+            d_w = (
+                pm.ZeroSumNormal(
+                    "cluster_system_effect_zerosum_z", sigma=1.0, dims=("system", "cluster")
+                )
+                if G > 1
+                else pt.zeros((S, 1))
+            )
+            pm.Deterministic(
+                "cluster_system_effect", sigma_w * (m_w[:, None] + d_w), dims=("system", "cluster")
+            )
             shift = shift + (sigma_w * m_w)[:, None]
             zero_sum = zero_sum + sigma_w * d_w
     # alpha + cluster-effect means, the intercept the data identify, in rotated coordinates:
     # z ~ N(R' shift, sd) makes alpha = mean + R z - shift ~ N(mean, sd) whatever the shift
-    rotation, size = block_rotation(np.zeros(S, np.int64) if layout.recipes is None
-                                    else layout.recipes)
+    rotation, size = block_rotation(
+        np.zeros(S, np.int64) if layout.recipes is None else layout.recipes
+    )
     shift = pt.broadcast_to(shift, (S, H))
     sd_rotated = sd
     if layout.system_level:
@@ -1005,16 +1129,16 @@ def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
         name = layout.level_name
         level = pm.HalfNormal(name, priors[name])
         sd_rotated = pt.where(size > 0, pt.sqrt(level**2 + size * sd**2), level)[:, None]
-    z_alpha = pm.Normal("alpha_rotated_z", pt.dot(rotation.T, shift), sd_rotated,
-                        shape=(S, H))
+    z_alpha = pm.Normal("alpha_rotated_z", pt.dot(rotation.T, shift), sd_rotated, shape=(S, H))
     identified = mean + pt.dot(rotation, z_alpha)  # (S, H)
     alpha = identified - shift
     pm.Deterministic("alpha", alpha if "stratum" in alpha_dims else alpha[:, 0], dims=alpha_dims)
     return identified, zero_sum
 
 
-POSTERIOR_VARS = ("alpha",) + SIGMAS + ("sigma_system", "sigma_run", "cluster_effect",
-                                         "cluster_system_effect")
+POSTERIOR_VARS = (
+    ("alpha",) + SIGMAS + ("sigma_system", "sigma_run", "cluster_effect", "cluster_system_effect")
+)
 
 
 # -- estimands ---------------------------------------------------------------------------------
@@ -1042,8 +1166,7 @@ def normal_expectation(location, scale, metric, ks, tau=None):
     >>> round(float(normal_expectation(0.0, 2.0, "pass@k", [1])[0]), 12)  # symmetric: 1/2
     0.5
     """
-    location, scale = np.broadcast_arrays(np.asarray(location, float),
-                                          np.asarray(scale, float))
+    location, scale = np.broadcast_arrays(np.asarray(location, float), np.asarray(scale, float))
     lead = location.shape
     loc, sc = location.reshape(-1), scale.reshape(-1)
     ks = np.asarray(ks, float)
@@ -1056,15 +1179,21 @@ def normal_expectation(location, scale, metric, ks, tau=None):
         rows = np.flatnonzero(sizes == size)
         if metric in ("pass@k", "pass^k"):  # 1 - E (1 - p)^k, E p^k: compiled, threaded
             part = np.empty((rows.size, ks.size))
-            grid_expectations(np.ascontiguousarray(loc[rows]), np.ascontiguousarray(sc[rows]),
-                              z, weight, ks, metric == "pass^k", part)
+            grid_expectations(
+                np.ascontiguousarray(loc[rows]),
+                np.ascontiguousarray(sc[rows]),
+                z,
+                weight,
+                ks,
+                metric == "pass^k",
+                part,
+            )
             out[rows] = 1.0 - part if metric == "pass@k" else part
             continue
         chunk = max(1, 2_000_000 // z.size)
         for first in range(0, rows.size, chunk):
-            at = rows[first:first + chunk]
-            out[at] = _other_expectation(loc[at, None] + sc[at, None] * z, metric, ks, tau,
-                                         weight)
+            at = rows[first : first + chunk]
+            out[at] = _other_expectation(loc[at, None] + sc[at, None] * z, metric, ks, tau, weight)
     return out.reshape(lead + (ks.size,))
 
 
@@ -1075,8 +1204,7 @@ def _other_expectation(y, metric, ks, tau, weight):
         return (np.tanh(0.5 * y) ** 2 @ weight)[:, None] * np.ones(ks.size)
     p = special.expit(y)
     needed = success_threshold(ks.astype(np.int64), tau)
-    return np.stack([special.betainc(m, k - m + 1, p) @ weight
-                     for k, m in zip(ks, needed)], axis=1)
+    return np.stack([special.betainc(m, k - m + 1, p) @ weight for k, m in zip(ks, needed)], axis=1)
 
 
 class LogitNormalRates:
@@ -1101,7 +1229,8 @@ class LogitNormalRates:
         if "stratum" not in alpha.dims:
             alpha = alpha.expand_dims("stratum", axis=-1)
         alpha = alpha.transpose("chain", "draw", "system", "stratum").values.reshape(
-            draws, layout.n_systems, -1)
+            draws, layout.n_systems, -1
+        )
 
         def get(name, shape):
             if name in post:
@@ -1112,10 +1241,13 @@ class LogitNormalRates:
         params = {
             "alpha": alpha,
             "u": get("cluster_effect", (n_cluster,)),
-            "w": (post["cluster_system_effect"].transpose("chain", "draw", "system", "cluster")
-                  .values.reshape(draws, layout.n_systems, n_cluster)
-                  if "cluster_system_effect" in post else np.zeros((draws, layout.n_systems,
-                                                                    n_cluster))),
+            "w": (
+                post["cluster_system_effect"]
+                .transpose("chain", "draw", "system", "cluster")
+                .values.reshape(draws, layout.n_systems, n_cluster)
+                if "cluster_system_effect" in post
+                else np.zeros((draws, layout.n_systems, n_cluster))
+            ),
             **{name: get(name, ()) for name in SIGMAS},
         }
         return params, layout, post.sizes["chain"], post.sizes["draw"]
@@ -1145,8 +1277,9 @@ class LogitNormalRates:
         labels = tree["observed_data"]["system"].values.tolist()
         return np.asarray([labels.index(label) for label in systems], dtype=np.int64)
 
-    def population(self, tree, metric, ks, clusters="new", weighting="task", tau=None,
-                   systems=None):
+    def population(
+        self, tree, metric, ks, clusters="new", weighting="task", tau=None, systems=None
+    ):
         """Draws of ``metric`` for a new task, ``(chain, draw, system[, missing_bound], k)``,
         of the ``systems`` (labels) asked for, default all."""
         c, n, bounds = self._bounds(tree)
@@ -1161,9 +1294,13 @@ class LogitNormalRates:
                 value = self._observed_clusters(prm_chosen, layout, metric, ks, weighting, tau)
             else:
                 spread = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
-                value = normal_expectation(prm_chosen["alpha"], spread[:, None, None]
-                                           * np.ones_like(prm_chosen["alpha"]), metric, ks,
-                                           tau)  # (draw, system, stratum, k)
+                value = normal_expectation(
+                    prm_chosen["alpha"],
+                    spread[:, None, None] * np.ones_like(prm_chosen["alpha"]),
+                    metric,
+                    ks,
+                    tau,
+                )  # (draw, system, stratum, k)
                 value = clip_probability(np.einsum("dshk,h->dsk", value, layout.pops.weight))
             full = np.zeros((value.shape[0], prm["alpha"].shape[1], value.shape[2]))
             full[:, chosen] = value
@@ -1194,8 +1331,9 @@ class LogitNormalRates:
                 runs = prm["alpha"][:, recipes == r]  # (draw, m, H)
                 precision = 1 / sd**2 + runs.shape[1] / sigma**2
                 centre = (mean / sd**2 + runs.sum(1) / sigma[:, None] ** 2) / precision[:, None]
-                beta.append(centre + rng.standard_normal(centre.shape)
-                            / np.sqrt(precision)[:, None])
+                beta.append(
+                    centre + rng.standard_normal(centre.shape) / np.sqrt(precision)[:, None]
+                )
             spread = np.sqrt(sum(prm[name] ** 2 for name in SIGMAS))
             out.append((np.stack(beta, axis=1), sigma, spread, layout))
         return out, labels, bounds, (post["chain"].values, post["draw"].values)
@@ -1212,8 +1350,9 @@ class LogitNormalRates:
             scale = np.sqrt(spread**2 + sigma**2)[:, None, None] * np.ones_like(beta)
             value = normal_expectation(beta, scale, metric, ks, tau)  # (draw, recipe, H, k)
             out.append(clip_probability(np.einsum("drhk,h->drk", value, layout.pops.weight)))
-        return self._recipe_array(out, labels, bounds, chains, draws,
-                                  {"k": np.asarray(ks, dtype=np.int64)}, metric)
+        return self._recipe_array(
+            out, labels, bounds, chains, draws, {"k": np.asarray(ks, dtype=np.int64)}, metric
+        )
 
     def run_variance(self, tree):
         """Per recipe: the variance over new training runs of a checkpoint's population pass@1
@@ -1226,8 +1365,12 @@ class LogitNormalRates:
         out = []
         for beta, sigma, spread, layout in parts:
             loc = beta[..., None] + sigma[:, None, None, None] * x  # (draw, recipe, H, node)
-            g = normal_expectation(loc, np.broadcast_to(spread[:, None, None, None], loc.shape),
-                                   "pass@k", np.array([1]))[..., 0]
+            g = normal_expectation(
+                loc,
+                np.broadcast_to(spread[:, None, None, None], loc.shape),
+                "pass@k",
+                np.array([1]),
+            )[..., 0]
             g = np.einsum("drhq,h->drq", g, layout.pops.weight)
             first = g @ w
             out.append(np.maximum((g**2) @ w - first**2, 0.0))
@@ -1238,11 +1381,22 @@ class LogitNormalRates:
         values = np.stack(out, axis=0)  # (bound, draw, recipe, ...)
         values = values.reshape((len(out), len(chains), len(draws)) + values.shape[2:])
         dims = ("chain", "draw", "system", *extra, "missing_bound")
-        da = xr.DataArray(np.moveaxis(values, 0, -1), dims=dims, name=name,
-                          coords={"chain": chains, "draw": draws,
-                                  "system": np.asarray(labels, dtype=object), **extra})
-        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
-            missing_bound=bounds)
+        da = xr.DataArray(
+            np.moveaxis(values, 0, -1),
+            dims=dims,
+            name=name,
+            coords={
+                "chain": chains,
+                "draw": draws,
+                "system": np.asarray(labels, dtype=object),
+                **extra,
+            },
+        )
+        return (
+            da.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else da.assign_coords(missing_bound=bounds)
+        )
 
     @staticmethod
     def _observed_clusters(prm, layout, metric, ks, weighting, tau=None):
@@ -1251,10 +1405,14 @@ class LogitNormalRates:
         for h, stratum_weight in enumerate(layout.pops.weight):
             in_h = layout.pops.code == h
             labels, sizes = np.unique(layout.cluster[in_h], return_counts=True)
-            shares = sizes / sizes.sum() if weighting == "task" else np.full(len(labels),
-                                                                              1 / len(labels))
-            location = (prm["alpha"][:, :, h, None] + prm["u"][:, None, labels]
-                        + prm["w"][:, :, labels])  # (draw, system, cluster)
+            shares = (
+                sizes / sizes.sum()
+                if weighting == "task"
+                else np.full(len(labels), 1 / len(labels))
+            )
+            location = (
+                prm["alpha"][:, :, h, None] + prm["u"][:, None, labels] + prm["w"][:, :, labels]
+            )  # (draw, system, cluster)
             scale = np.broadcast_to(spread[:, None, None], location.shape)
             value = normal_expectation(location, scale, metric, ks, tau)  # (draw, sys, cl, k)
             total = total + stratum_weight * np.einsum("dsgk,g->dsk", value, shares)
@@ -1267,8 +1425,11 @@ class LogitNormalRates:
         ``(draw, P, S)`` would hold draws x patterns x systems numbers (334 MB on the
         25-system SWE-bench fit)."""
         pat = task_patterns(c, n, layout)
-        base = (prm["alpha"][:, None, :, :] + prm["u"][:, :, None, None]
-                + prm["w"].transpose(0, 2, 1)[..., None]).transpose(0, 1, 3, 2)  # (D, G, H, S)
+        base = (
+            prm["alpha"][:, None, :, :]
+            + prm["u"][:, :, None, None]
+            + prm["w"].transpose(0, 2, 1)[..., None]
+        ).transpose(0, 1, 3, 2)  # (D, G, H, S)
         D, G, H, S = base.shape
         rows = pat.cluster * H + pat.stratum
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(D)
@@ -1290,9 +1451,20 @@ class LogitNormalRates:
     def _latent(prm, layout, effects, c, n, rng, **kwargs):
         """:func:`bayeval.models._quadrature.latent_task_draws` for one bound."""
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(effects))
-        return latent_task_draws(prm["alpha"], prm["u"], prm["w"], effects, sigma_v,
-                                 layout.cluster, layout.pops.code, c, n, layout.paired, rng,
-                                 **kwargs)
+        return latent_task_draws(
+            prm["alpha"],
+            prm["u"],
+            prm["w"],
+            effects,
+            sigma_v,
+            layout.cluster,
+            layout.pops.code,
+            c,
+            n,
+            layout.paired,
+            rng,
+            **kwargs,
+        )
 
     def tasks(self, tree, metric, ks, shared=None, tau=None, systems=None):
         """Draws of ``metric`` over these tasks, ``(chain, draw, system[, missing_bound],
@@ -1302,8 +1474,7 @@ class LogitNormalRates:
         c, n, bounds = self._bounds(tree)
         weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
         seed = int(tree.attrs["seed"])
-        index = (self._system_index(tree, systems) if "task_effects" in tree.children
-                 else None)
+        index = self._system_index(tree, systems) if "task_effects" in tree.children else None
         out = []
         for b in range(c.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
@@ -1311,26 +1482,56 @@ class LogitNormalRates:
             rng = np.random.default_rng([seed, 1, b])
             effects = self._task_effects(tree, b)
             if effects is not None:  # a full-latent fit: its task effects, sampled
-                draws = self._latent(prm, layout, effects, c[b], n[b], rng,
-                                     ks=ks.astype(float), metric=metric, weight=weights.T,
-                                     tau=tau, systems=index)
+                draws = self._latent(
+                    prm,
+                    layout,
+                    effects,
+                    c[b],
+                    n[b],
+                    rng,
+                    ks=ks.astype(float),
+                    metric=metric,
+                    weight=weights.T,
+                    tau=tau,
+                    systems=index,
+                )
                 out.append(np.clip(draws, 0.0, 1.0))
                 continue
             base, rows, sigma_v, pat = self._rows(prm, layout, c[b], n[b])
             # patterns of at most EXACT_TASKS tasks: each task's rates drawn from their joint
             # conditional; the sum over a larger pattern's tasks from its normal
             one_by_one = pat.mult[pat.inverse] <= EXACT_TASKS  # (J,)
-            draws = exact_task_sums(base, pat.c, pat.n, prm["sigma_task"], sigma_v,
-                                    layout.paired, ks.astype(float), metric,
-                                    weights.T[one_by_one], pat.inverse[one_by_one], rng,
-                                    tau=tau, rows=rows)
+            draws = exact_task_sums(
+                base,
+                pat.c,
+                pat.n,
+                prm["sigma_task"],
+                sigma_v,
+                layout.paired,
+                ks.astype(float),
+                metric,
+                weights.T[one_by_one],
+                pat.inverse[one_by_one],
+                rng,
+                tau=tau,
+                rows=rows,
+            )
             large = np.flatnonzero(pat.mult > EXACT_TASKS)
             if large.size:
                 w_p = weights[:, pat.first[large]].T  # (large patterns, S)
-                centre, cov = task_sums(np.take(base, rows[large], axis=1), pat.c[large],
-                                        pat.n[large], prm["sigma_task"], sigma_v,
-                                        layout.paired, ks.astype(float), metric, w_p,
-                                        pat.mult[large], tau=tau)
+                centre, cov = task_sums(
+                    np.take(base, rows[large], axis=1),
+                    pat.c[large],
+                    pat.n[large],
+                    prm["sigma_task"],
+                    sigma_v,
+                    layout.paired,
+                    ks.astype(float),
+                    metric,
+                    w_p,
+                    pat.mult[large],
+                    tau=tau,
+                )
                 z = rng.standard_normal(centre.shape[:2])  # (draw, system): shared across k
                 jitter = 1e-12 * np.eye(cov.shape[-1])
                 chol = np.linalg.cholesky(_nearest_psd(cov) + jitter)  # (draw, k, S, S)
@@ -1360,25 +1561,44 @@ class LogitNormalRates:
             if effects is not None:  # a full-latent fit: exact, given its sampled task effects
                 # (given them, the systems' rates are independent: a subset is drawn alone,
                 # each system from its own streams)
-                out.append(self._latent(prm, layout, effects, c[b], n[b], rng,
-                                        systems=index)[:, index])
+                out.append(
+                    self._latent(prm, layout, effects, c[b], n[b], rng, systems=index)[:, index]
+                )
                 continue
             base, rows, sigma_v, pat = self._rows(prm, layout, c[b], n[b])
             keep = np.zeros(n[b].shape[::-1], dtype=bool)  # (J, S)
             keep[:, index] = n[b][index].T > 0
-            p = exact_task_rates(base, pat.c, pat.n, prm["sigma_task"], sigma_v, layout.paired,
-                                 keep, pat.inverse, rng, rows=rows)
+            p = exact_task_rates(
+                base,
+                pat.c,
+                pat.n,
+                prm["sigma_task"],
+                sigma_v,
+                layout.paired,
+                keep,
+                pat.inverse,
+                rng,
+                rows=rows,
+            )
             out.append(p[:, index])  # (draw, S', J)
         values = np.stack(out).reshape((len(out), n_chain, n_draw, len(chosen), -1))
         post = tree["posterior"]
         da = xr.DataArray(
-            np.moveaxis(values, 0, -1), dims=("chain", "draw", "system", "task", "missing_bound"),
-            coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                    "system": np.asarray(chosen, dtype=object), "task": obs["task"].values},
+            np.moveaxis(values, 0, -1),
+            dims=("chain", "draw", "system", "task", "missing_bound"),
+            coords={
+                "chain": post["chain"].values,
+                "draw": post["draw"].values,
+                "system": np.asarray(chosen, dtype=object),
+                "task": obs["task"].values,
+            },
             name="p",
         )
-        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
-            missing_bound=bounds)
+        return (
+            da.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else da.assign_coords(missing_bound=bounds)
+        )
 
     def predictive(self, tree, max_draws: int = 1000) -> xr.Dataset:
         """Success-count histograms of new tasks in the observed clusters (thinned draws)."""
@@ -1400,34 +1620,48 @@ class LogitNormalRates:
             # a block of draws at a time: memory stays bounded at any number of systems
             block = max(1, 2_000_000 // max(S * J, 1))
             for start in range(0, D, block):
-                part = keep[start:start + block]
+                part = keep[start : start + block]
                 d = len(part)
-                eta = (prm["alpha"][part][:, :, layout.pops.code]
-                       + prm["u"][part][:, layout.cluster][:, None, :]
-                       + prm["w"][part][:, :, layout.cluster])  # (d, S, J)
+                eta = (
+                    prm["alpha"][part][:, :, layout.pops.code]
+                    + prm["u"][part][:, layout.cluster][:, None, :]
+                    + prm["w"][part][:, :, layout.cluster]
+                )  # (d, S, J)
                 e = rng.standard_normal((d, 1, J)) * prm["sigma_task"][part, None, None]
                 v = rng.standard_normal(eta.shape) * prm["sigma_task_system"][part, None, None]
                 counts = rng.binomial(n[b][None], special.expit(eta + e + v))
                 for s in range(S):
                     cols = counts[:, s, valid[0, s]]
                     offsets = cols + (np.arange(d) * (max_n + 1))[:, None]
-                    hist[start:start + d, s] = np.bincount(
-                        offsets.ravel(), minlength=d * (max_n + 1)).reshape(d, max_n + 1)
+                    hist[start : start + d, s] = np.bincount(
+                        offsets.ravel(), minlength=d * (max_n + 1)
+                    ).reshape(d, max_n + 1)
                 extreme = ((counts == 0) | (counts == n[b][None])) & multi
                 with np.errstate(invalid="ignore", divide="ignore"):
-                    share[start:start + d] = extreme.sum(-1) / multi.sum(-1)
+                    share[start : start + d] = extreme.sum(-1) / multi.sum(-1)
             hists.append(hist.reshape(n_chain, -1, layout.n_systems, max_n + 1))
             shares.append(share.reshape(n_chain, -1, layout.n_systems))
         draws = tree["posterior"]["draw"].values[::thin]
         out = xr.Dataset(
-            {"count_histogram": (("missing_bound", "chain", "draw", "system", "count"),
-                                 np.stack(hists)),
-             "extreme_share": (("missing_bound", "chain", "draw", "system"), np.stack(shares))},
-            coords={"chain": tree["posterior"]["chain"].values, "draw": draws,
-                    "system": obs["system"].values, "count": np.arange(max_n + 1)},
+            {
+                "count_histogram": (
+                    ("missing_bound", "chain", "draw", "system", "count"),
+                    np.stack(hists),
+                ),
+                "extreme_share": (("missing_bound", "chain", "draw", "system"), np.stack(shares)),
+            },
+            coords={
+                "chain": tree["posterior"]["chain"].values,
+                "draw": draws,
+                "system": obs["system"].values,
+                "count": np.arange(max_n + 1),
+            },
         ).transpose("chain", "draw", "system", "missing_bound", ...)
-        return out.isel(missing_bound=0, drop=True) if bounds is None else out.assign_coords(
-            missing_bound=bounds)
+        return (
+            out.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else out.assign_coords(missing_bound=bounds)
+        )
 
 
 def _nearest_psd(cov):

@@ -75,8 +75,13 @@ DEFAULT_PRIORS = {
 }
 SIGMAS = ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system")
 POSTERIOR_VARS = ("alpha", "delta", "gamma", "phi", *SIGMAS, "sigma_zoi")
-LATENT_VARS = ("task_effect", "task_system_effect", "cluster_effect", "cluster_system_effect",
-               "zoi_task_effect")
+LATENT_VARS = (
+    "task_effect",
+    "task_system_effect",
+    "cluster_effect",
+    "cluster_system_effect",
+    "zoi_task_effect",
+)
 STATS = ("n0", "n1", "nmid", "sumlog", "sumlog1m")
 #: NUTS target acceptance, by the number of tasks (:func:`target_accept`). The variance
 #: components are funnel-shaped. With fewer than :data:`FEW_TASKS` tasks: two systems, two
@@ -104,8 +109,9 @@ def validate_priors(priors) -> dict:
     for name in ("alpha", "delta", "gamma", "log_phi"):
         mean, sd = merged[name]
         if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
-            raise ValueError(f"prior {name} needs a finite mean and a positive sd; "
-                             f"got {merged[name]!r}")
+            raise ValueError(
+                f"prior {name} needs a finite mean and a positive sd; got {merged[name]!r}"
+            )
         out[name] = (float(mean), float(sd))
     for name in (*SIGMAS, "sigma_zoi"):
         if not (np.isfinite(merged[name]) and merged[name] > 0):
@@ -134,8 +140,10 @@ class Layout:
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> Layout:
         if "stratum" in ds.coords:
-            raise ValueError("model='zoib' does not support strata yet: fit each stratum "
-                             "on its own (data.sel(task=...)) or leave stratum= unset")
+            raise ValueError(
+                "model='zoib' does not support strata yet: fit each stratum "
+                "on its own (data.sel(task=...)) or leave stratum= unset"
+            )
         from bayeval.models.logit_normal import cluster_codes
 
         codes, labels = cluster_codes(ds)
@@ -153,8 +161,10 @@ def score_arrays(data, missing_bound=None) -> dict:
         if missing_bound not in bounds:
             raise ValueError(f"data use missing='bounds': choose missing_bound= in {bounds}")
         stats = stats.sel(missing_bound=missing_bound)
-    return {name: stats[name].transpose("system", "task").values.astype(float)
-            for name in (*STATS, "trials")}
+    return {
+        name: stats[name].transpose("system", "task").values.astype(float)
+        for name in (*STATS, "trials")
+    }
 
 
 def _functions(xp):
@@ -176,8 +186,7 @@ def _interior_terms(nmid, sumlog, sumlog1m, mean_logit, phi, xp):
     _, gammaln, expit = _functions(xp)
     mu = xp.clip(expit(mean_logit), 1e-12, 1 - 1e-12)
     a, b = mu * phi, (1 - mu) * phi
-    return ((a - 1) * sumlog + (b - 1) * sumlog1m
-            - nmid * (gammaln(a) + gammaln(b) - gammaln(phi)))
+    return (a - 1) * sumlog + (b - 1) * sumlog1m - nmid * (gammaln(a) + gammaln(b) - gammaln(phi))
 
 
 def zoib_loglik(stats: dict, eta, zeta, delta, phi, xp=np):
@@ -186,9 +195,9 @@ def zoib_loglik(stats: dict, eta, zeta, delta, phi, xp=np):
     ``eta``, ``zeta`` are (system, task); ``delta``, ``phi`` per system, shape (system, 1).
     ``xp`` is NumPy (with SciPy's ``gammaln``) or PyTensor's tensor module.
     """
-    return (_zero_one_terms(stats["n0"], stats["n1"], stats["nmid"], eta, zeta, xp)
-            + _interior_terms(stats["nmid"], stats["sumlog"], stats["sumlog1m"], eta + delta,
-                              phi, xp))
+    return _zero_one_terms(
+        stats["n0"], stats["n1"], stats["nmid"], eta, zeta, xp
+    ) + _interior_terms(stats["nmid"], stats["sumlog"], stats["sumlog1m"], eta + delta, phi, xp)
 
 
 def _model_data(stats: dict) -> dict:
@@ -213,11 +222,17 @@ def _gathered_loglik(data_vars, eta, zeta, delta, phi):
     import pytensor.tensor as pt
 
     system, cells = data_vars["interior_system"], data_vars["interior"]
-    return (_zero_one_terms(data_vars["n0"], data_vars["n1"], data_vars["nmid"], eta, zeta,
-                            pt).sum()
-            + _interior_terms(data_vars["interior_nmid"], data_vars["interior_sumlog"],
-                              data_vars["interior_sumlog1m"],
-                              eta.ravel()[cells] + delta[system], phi[system], pt).sum())
+    return (
+        _zero_one_terms(data_vars["n0"], data_vars["n1"], data_vars["nmid"], eta, zeta, pt).sum()
+        + _interior_terms(
+            data_vars["interior_nmid"],
+            data_vars["interior_sumlog"],
+            data_vars["interior_sumlog1m"],
+            eta.ravel()[cells] + delta[system],
+            phi[system],
+            pt,
+        ).sum()
+    )
 
 
 def build_zoib_model(data, priors=None, missing_bound=None):
@@ -267,29 +282,43 @@ def build_zoib_model(data, priors=None, missing_bound=None):
         log_phi = pm.Normal("log_phi", *priors["log_phi"], dims="system")
         phi = pm.Deterministic("phi", pt.exp(log_phi), dims="system")
         sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
-        e = pm.Deterministic("task_effect", sigma_task * pm.Normal(
-            "task_effect_z", 0.0, 1.0, dims="task"), dims="task")
+        e = pm.Deterministic(
+            "task_effect",
+            sigma_task * pm.Normal("task_effect_z", 0.0, 1.0, dims="task"),
+            dims="task",
+        )
         eta = alpha[:, None] + e[None, :]
         if layout.paired:
             sigma_v = pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
-            v = pm.Deterministic("task_system_effect", sigma_v * pm.Normal(
-                "task_system_effect_z", 0.0, 1.0, dims=("system", "task")),
-                dims=("system", "task"))
+            v = pm.Deterministic(
+                "task_system_effect",
+                sigma_v * pm.Normal("task_system_effect_z", 0.0, 1.0, dims=("system", "task")),
+                dims=("system", "task"),
+            )
             eta = eta + v
         if layout.has_clusters:
             sigma_u = pm.HalfNormal("sigma_cluster", priors["sigma_cluster"])
-            u = pm.Deterministic("cluster_effect", sigma_u * pm.Normal(
-                "cluster_effect_z", 0.0, 1.0, dims="cluster"), dims="cluster")
+            u = pm.Deterministic(
+                "cluster_effect",
+                sigma_u * pm.Normal("cluster_effect_z", 0.0, 1.0, dims="cluster"),
+                dims="cluster",
+            )
             eta = eta + u[layout.cluster][None, :]
             if layout.paired:
                 sigma_w = pm.HalfNormal("sigma_cluster_system", priors["sigma_cluster_system"])
-                w = pm.Deterministic("cluster_system_effect", sigma_w * pm.Normal(
-                    "cluster_system_effect_z", 0.0, 1.0, dims=("system", "cluster")),
-                    dims=("system", "cluster"))
+                w = pm.Deterministic(
+                    "cluster_system_effect",
+                    sigma_w
+                    * pm.Normal("cluster_system_effect_z", 0.0, 1.0, dims=("system", "cluster")),
+                    dims=("system", "cluster"),
+                )
                 eta = eta + w[:, layout.cluster]
         sigma_zoi = pm.HalfNormal("sigma_zoi", priors["sigma_zoi"])
-        b = pm.Deterministic("zoi_task_effect", sigma_zoi * pm.Normal(
-            "zoi_task_effect_z", 0.0, 1.0, dims="task"), dims="task")
+        b = pm.Deterministic(
+            "zoi_task_effect",
+            sigma_zoi * pm.Normal("zoi_task_effect_z", 0.0, 1.0, dims="task"),
+            dims="task",
+        )
         zeta = gamma[:, None] + b[None, :]
         pm.Potential("loglik", _gathered_loglik(data_vars, eta, zeta, delta, phi))
     return model
@@ -318,13 +347,25 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
     stats = _model_data(score_arrays(data, missing_bound))
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     const = [v for name in _zoib_kernel.PRIOR_CONSTANTS for v in np.atleast_1d(priors[name])]
-    values = {"spec": [layout.n_systems, layout.n_tasks, G, layout.paired,
-                       layout.has_clusters, stats["interior"].size,
-                       layout.n_tasks >= _zoib_kernel.LEVEL_TASKS],
-              "const": const, "cluster": layout.cluster,
-              "n0": stats["n0"].ravel(), "n1": stats["n1"].ravel(),
-              "nmid": stats["nmid"].ravel(), "interior": stats["interior"],
-              "sumlog": stats["interior_sumlog"], "sumlog1m": stats["interior_sumlog1m"]}
+    values = {
+        "spec": [
+            layout.n_systems,
+            layout.n_tasks,
+            G,
+            layout.paired,
+            layout.has_clusters,
+            stats["interior"].size,
+            layout.n_tasks >= _zoib_kernel.LEVEL_TASKS,
+        ],
+        "const": const,
+        "cluster": layout.cluster,
+        "n0": stats["n0"].ravel(),
+        "n1": stats["n1"].ravel(),
+        "nmid": stats["nmid"].ravel(),
+        "interior": stats["interior"],
+        "sumlog": stats["interior_sumlog"],
+        "sumlog1m": stats["interior_sumlog1m"],
+    }
     return _nutpie_kernel.kernel_data(values, integers=("spec", "cluster", "interior"))
 
 
@@ -339,9 +380,17 @@ def kernel_model(inputs: dict):
     kept = int(_zoib_kernel.kept_size(*shape))
     sizes = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist()))}
     meta = _nutpie_kernel.meta_array(_zoib_kernel.FIELDS, sizes, inputs)
-    return _nutpie_kernel.KernelModel(dims={}, values=inputs, dim=dim, names=("values",),
-                                      shapes_=((kept,),), kept=kept, tasks=0, meta=meta,
-                                      functions=_zoib_kernel.nutpie_functions)
+    return _nutpie_kernel.KernelModel(
+        dims={},
+        values=inputs,
+        dim=dim,
+        names=("values",),
+        shapes_=((kept,),),
+        kept=kept,
+        tasks=0,
+        meta=meta,
+        functions=_zoib_kernel.nutpie_functions,
+    )
 
 
 def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
@@ -355,14 +404,18 @@ def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
     def take(name, dims, shape):
         nonlocal i
         size = int(np.prod(shape))
-        out[name] = (("chain", "draw", *dims), values[..., i:i + size].reshape(lead + shape))
+        out[name] = (("chain", "draw", *dims), values[..., i : i + size].reshape(lead + shape))
         i += size
 
     for name in ("alpha", "delta", "gamma", "phi"):
         take(name, ("system",), (S,))
-    present = {"sigma_task": True, "sigma_task_system": layout.paired,
-               "sigma_cluster": layout.has_clusters,
-               "sigma_cluster_system": layout.paired and layout.has_clusters, "sigma_zoi": True}
+    present = {
+        "sigma_task": True,
+        "sigma_task_system": layout.paired,
+        "sigma_cluster": layout.has_clusters,
+        "sigma_cluster_system": layout.paired and layout.has_clusters,
+        "sigma_zoi": True,
+    }
     for name, here in present.items():
         take(name, (), ())
         if not here:
@@ -378,8 +431,9 @@ def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
     return xr.Dataset(out)
 
 
-def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie",
-           missing_bound=None) -> xr.DataTree:
+def sample(
+    data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie", missing_bound=None
+) -> xr.DataTree:
     """NUTS on the zoib model: a DataTree whose posterior holds :data:`POSTERIOR_VARS` and the
     latent effects, and its sampler statistics.
 
@@ -399,29 +453,58 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
         import nutpie
 
         model = kernel_model(kernel_inputs(data, priors, missing_bound))
-        trace = nutpie.sample(model, draws=draws, tune=max(tune, 1), chains=chains,
-                              cores=cores, seed=seed, progress_bar=progress, save_warmup=False,
-                              target_accept=accept, **NUTPIE_OPTIONS)
-        post = split_values(trace["posterior"]["values"].transpose("chain", "draw", ...).values,
-                            layout)
-        return xr.DataTree.from_dict({"posterior": post,
-                                      "sample_stats": trace["sample_stats"].to_dataset()})
+        trace = nutpie.sample(
+            model,
+            draws=draws,
+            tune=max(tune, 1),
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            progress_bar=progress,
+            save_warmup=False,
+            target_accept=accept,
+            **NUTPIE_OPTIONS,
+        )
+        post = split_values(
+            trace["posterior"]["values"].transpose("chain", "draw", ...).values, layout
+        )
+        return xr.DataTree.from_dict(
+            {"posterior": post, "sample_stats": trace["sample_stats"].to_dataset()}
+        )
     if engine == "nutpie":
         import nutpie
 
         key = (layout.key(), tuple(sorted((k, str(v)) for k, v in priors.items())))
-        compiled = _compiled.get(key, lambda: build_zoib_model(data, priors, missing_bound),
-                                 lambda: _model_data(score_arrays(data, missing_bound)))
-        trace = nutpie.sample(compiled, draws=draws, tune=max(tune, 1), chains=chains,
-                              cores=cores, seed=seed, progress_bar=progress,
-                              target_accept=accept, **NUTPIE_OPTIONS)
+        compiled = _compiled.get(
+            key,
+            lambda: build_zoib_model(data, priors, missing_bound),
+            lambda: _model_data(score_arrays(data, missing_bound)),
+        )
+        trace = nutpie.sample(
+            compiled,
+            draws=draws,
+            tune=max(tune, 1),
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            progress_bar=progress,
+            target_accept=accept,
+            **NUTPIE_OPTIONS,
+        )
     else:
         with build_zoib_model(data, priors, missing_bound):
-            trace = pm.sample(draws=draws, tune=tune, chains=chains, random_seed=seed,
-                              progressbar=progress, quiet=not progress,
-                              compute_convergence_checks=False, cores=cores,
-                              target_accept=accept,
-                              mp_ctx="forkserver")
+            trace = pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                random_seed=seed,
+                progressbar=progress,
+                quiet=not progress,
+                compute_convergence_checks=False,
+                cores=cores,
+                target_accept=accept,
+                mp_ctx="forkserver",
+            )
     return trace
 
 
@@ -452,8 +535,11 @@ class ZoibScores:
     @staticmethod
     def _bounds(tree):
         obs = tree["observed_data"].to_dataset()
-        return obs["successes"]["missing_bound"].values.tolist() if (
-            "missing_bound" in obs["successes"].dims) else None
+        return (
+            obs["successes"]["missing_bound"].values.tolist()
+            if ("missing_bound" in obs["successes"].dims)
+            else None
+        )
 
     @staticmethod
     def _flat(post, name, dims, shape):
@@ -481,9 +567,13 @@ class ZoibScores:
     @staticmethod
     def cell_means(prm, layout, draws=slice(None)):
         """Mean score ``m[s, j]`` per draw, (draw, system, task)."""
-        eta = (prm["alpha"][draws][:, :, None] + prm["e"][draws][:, None, :] + prm["v"][draws]
-               + prm["u"][draws][:, layout.cluster][:, None, :]
-               + prm["w"][draws][:, :, layout.cluster])
+        eta = (
+            prm["alpha"][draws][:, :, None]
+            + prm["e"][draws][:, None, :]
+            + prm["v"][draws]
+            + prm["u"][draws][:, layout.cluster][:, None, :]
+            + prm["w"][draws][:, :, layout.cluster]
+        )
         zoi = special.expit(prm["gamma"][draws][:, :, None] + prm["b"][draws][:, None, :])
         coi = special.expit(eta)
         mu = special.expit(eta + prm["delta"][draws][:, :, None])
@@ -514,14 +604,14 @@ class ZoibScores:
         out = []
         for b in range(trials.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
-            weights = task_weights(trials[b], Populations.from_dataset(
-                tree["observed_data"].to_dataset()))  # (S, J)
+            weights = task_weights(
+                trials[b], Populations.from_dataset(tree["observed_data"].to_dataset())
+            )  # (S, J)
             total = np.empty((n_chain * n_draw, layout.n_systems))
             step = max(1, 2_000_000 // max(layout.n_systems * layout.n_tasks, 1))
             for start in range(0, len(total), step):
                 chunk = slice(start, start + step)
-                total[chunk] = np.einsum("dsj,sj->ds", self.cell_means(prm, layout, chunk),
-                                         weights)
+                total[chunk] = np.einsum("dsj,sj->ds", self.cell_means(prm, layout, chunk), weights)
             out.append(np.clip(total, 0.0, 1.0))
         return self._wrap(out, tree, bounds, n_chain, n_draw)
 
@@ -534,10 +624,14 @@ class ZoibScores:
             zoi = _normal_mean_expit(prm["gamma"], prm["sigma_zoi"][:, None])  # (D, S)
             if clusters == "observed" and layout.has_clusters:
                 labels, sizes = np.unique(layout.cluster, return_counts=True)
-                shares = (sizes / sizes.sum() if weighting == "task"
-                          else np.full(len(labels), 1 / len(labels)))
-                location = (prm["alpha"][:, :, None] + prm["u"][:, None, labels]
-                            + prm["w"][:, :, labels])  # (D, S, G)
+                shares = (
+                    sizes / sizes.sum()
+                    if weighting == "task"
+                    else np.full(len(labels), 1 / len(labels))
+                )
+                location = (
+                    prm["alpha"][:, :, None] + prm["u"][:, None, labels] + prm["w"][:, :, labels]
+                )  # (D, S, G)
                 spread = np.sqrt(prm["sigma_task"] ** 2 + prm["sigma_task_system"] ** 2)
             else:
                 location = prm["alpha"][:, :, None]
@@ -567,13 +661,21 @@ class ZoibScores:
             out.append(m.reshape(n_chain, n_draw, len(index), -1))
         post = tree["posterior"]
         da = xr.DataArray(
-            np.stack(out, axis=-1), dims=("chain", "draw", "system", "task", "missing_bound"),
-            coords={"chain": post["chain"].values, "draw": post["draw"].values,
-                    "system": np.asarray(chosen, dtype=object), "task": obs["task"].values},
+            np.stack(out, axis=-1),
+            dims=("chain", "draw", "system", "task", "missing_bound"),
+            coords={
+                "chain": post["chain"].values,
+                "draw": post["draw"].values,
+                "system": np.asarray(chosen, dtype=object),
+                "task": obs["task"].values,
+            },
             name="p",
         )
-        return da.isel(missing_bound=0, drop=True) if bounds is None else da.assign_coords(
-            missing_bound=bounds)
+        return (
+            da.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else da.assign_coords(missing_bound=bounds)
+        )
 
     def predictive(self, tree) -> xr.Dataset:
         """No posterior predictive check yet for scores (an empty dataset)."""

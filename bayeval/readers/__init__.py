@@ -51,9 +51,21 @@ from bayeval.readers.table import TABLE_SUFFIXES, read_table, table_kind
 from bayeval.readers.tau_bench import is_trajectories, read_tau_bench
 from bayeval.readers.terminal_bench import is_run_results, read_terminal_bench
 
-__all__ = ["FORMATS", "detect_format", "mapping", "mapping_report", "read", "read_helm",
-           "read_humaneval", "read_inspect", "read_lm_eval", "read_swebench", "read_table",
-           "read_tau_bench", "read_terminal_bench"]
+__all__ = [
+    "FORMATS",
+    "detect_format",
+    "mapping",
+    "mapping_report",
+    "read",
+    "read_helm",
+    "read_humaneval",
+    "read_inspect",
+    "read_lm_eval",
+    "read_swebench",
+    "read_table",
+    "read_tau_bench",
+    "read_terminal_bench",
+]
 
 #: Format names accepted by :func:`read` and the reader each one calls.
 FORMATS = {
@@ -130,8 +142,11 @@ def detect_format(path) -> str:
     >>> br.detect_format(path)
     'humaneval'
     """
-    if isinstance(path, (str, os.PathLike)) and not Path(path).exists() \
-            and glob.has_magic(str(path)):
+    if (
+        isinstance(path, (str, os.PathLike))
+        and not Path(path).exists()
+        and glob.has_magic(str(path))
+    ):
         matches = sorted(glob.glob(str(path), recursive=True))
         if not matches:
             raise FileNotFoundError(f"read: the glob {str(path)!r} matches no file")
@@ -140,9 +155,14 @@ def detect_format(path) -> str:
     if path.is_dir():
         return _folder_format(path)
     if path.suffix.lower() == ".json" and path.name.startswith("resolved_by_"):
-        raise ValueError(_unknown(path, "it is a per-repository or per-year summary of a "
-                                        "SWE-bench run (counts, no instances); read the run's "
-                                        "results.json"))
+        raise ValueError(
+            _unknown(
+                path,
+                "it is a per-repository or per-year summary of a "
+                "SWE-bench run (counts, no instances); read the run's "
+                "results.json",
+            )
+        )
     if path.suffix.lower() == ".eval":
         return "inspect"
     kind, compression = table_kind(path)
@@ -173,8 +193,11 @@ def _folder_format(folder: Path) -> str:
             return "inspect"
         if next(folder.rglob("per_instance_stats.json"), None) is not None:
             return "helm"
-        files = sorted(p for p in folder.rglob("*.json") if p.is_file()
-                       and p.name not in _NOT_RESULTS and not p.name.startswith("resolved_by_"))
+        files = sorted(
+            p
+            for p in folder.rglob("*.json")
+            if p.is_file() and p.name not in _NOT_RESULTS and not p.name.startswith("resolved_by_")
+        )
     except PermissionError as exc:
         raise PermissionError(f"read: a folder under '{folder}' cannot be read ({exc})") from None
     found: dict[str, list[Path]] = {}
@@ -188,14 +211,20 @@ def _folder_format(folder: Path) -> str:
     if len(known) == 1:
         return next(iter(known))
     if len(known) > 1:
-        shown = "; ".join(f"{k}: '{v[0]}'" + (f" and {len(v) - 1} more" if len(v) > 1 else "")
-                          for k, v in known.items())
-        raise ValueError(f"read: the folder '{folder}' mixes result formats ({shown}); give "
-                         "the files of one format, or format=")
-    raise ValueError(f"read: cannot tell the format of folder '{folder}': it holds no lm-eval "
-                     "samples_*.jsonl, no Inspect .eval logs and no JSON results file bayeval "
-                     f"knows ({len(files)} .json file(s) looked at); known formats: "
-                     f"{', '.join(FORMATS)}; give a file, or format=")
+        shown = "; ".join(
+            f"{k}: '{v[0]}'" + (f" and {len(v) - 1} more" if len(v) > 1 else "")
+            for k, v in known.items()
+        )
+        raise ValueError(
+            f"read: the folder '{folder}' mixes result formats ({shown}); give "
+            "the files of one format, or format="
+        )
+    raise ValueError(
+        f"read: cannot tell the format of folder '{folder}': it holds no lm-eval "
+        "samples_*.jsonl, no Inspect .eval logs and no JSON results file bayeval "
+        f"knows ({len(files)} .json file(s) looked at); known formats: "
+        f"{', '.join(FORMATS)}; give a file, or format="
+    )
 
 
 def _jsonl_format(path: Path) -> str:
@@ -208,17 +237,24 @@ def _jsonl_format(path: Path) -> str:
         record = json.loads(line)
     except (json.JSONDecodeError, RecursionError):
         raise ValueError(_unknown(path, "its first line is not JSON")) from None
-    if isinstance(record, dict) and "doc_id" in record and (
-            "metrics" in record or "filter" in record or "filtered_resps" in record):
+    if (
+        isinstance(record, dict)
+        and "doc_id" in record
+        and ("metrics" in record or "filter" in record or "filtered_resps" in record)
+    ):
         return "lm_eval"
-    if isinstance(record, dict) and "task_id" in record and (
-            "passed" in record or "result" in record):
+    if (
+        isinstance(record, dict)
+        and "task_id" in record
+        and ("passed" in record or "result" in record)
+    ):
         return "humaneval"
     if isinstance(record, dict) and "task_id" in record and "completion" in record:
         raise ValueError(
             f"read: '{path}' holds HumanEval samples (task_id, completion) that were not scored "
             "yet: run `evaluate_functional_correctness` on it (or EvalPlus's evaluate) and read "
-            "the results file it writes (<samples>.jsonl_results.jsonl)")
+            "the results file it writes (<samples>.jsonl_results.jsonl)"
+        )
     if path.name.startswith("samples_"):
         return "lm_eval"
     return "table"
@@ -246,11 +282,14 @@ def _json_format(path: Path) -> str:
     for key in ("records", "rows", "data"):
         if isinstance(payload.get(key), list):
             return "table"
-    raise ValueError(_unknown(path, f"its keys {sorted(map(str, payload))[:12]} match no known "
-                                    "format"))
+    raise ValueError(
+        _unknown(path, f"its keys {sorted(map(str, payload))[:12]} match no known format")
+    )
 
 
 def _unknown(path: Path, why: str) -> str:
-    return (f"read: cannot tell the format of '{path}': {why}. Known formats: "
-            f"{', '.join(FORMATS)} (give format= to choose one); tables are "
-            f"{', '.join(TABLE_SUFFIXES)}")
+    return (
+        f"read: cannot tell the format of '{path}': {why}. Known formats: "
+        f"{', '.join(FORMATS)} (give format= to choose one); tables are "
+        f"{', '.join(TABLE_SUFFIXES)}"
+    )

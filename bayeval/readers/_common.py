@@ -24,21 +24,35 @@ from bayeval.data import STATUSES, EvalData, from_frame
 __all__: list[str] = []
 
 #: File stems that say nothing about the system (the directory above names it instead).
-GENERIC_STEMS = frozenset({
-    "", "results", "result", "report", "eval_results", "samples", "results_report", "output",
-    "outputs", "predictions", "preds", "all_preds",
-})
+GENERIC_STEMS = frozenset(
+    {
+        "",
+        "results",
+        "result",
+        "report",
+        "eval_results",
+        "samples",
+        "results_report",
+        "output",
+        "outputs",
+        "predictions",
+        "preds",
+        "all_preds",
+    }
+)
 #: Directories skipped when a system is named after the folder holding its file.
-GENERIC_DIRS = frozenset({"results", "result", "logs", "eval", "evaluation", "outputs", "output",
-                          "reports", "report"})
+GENERIC_DIRS = frozenset(
+    {"results", "result", "logs", "eval", "evaluation", "outputs", "output", "reports", "report"}
+)
 COLUMNS = ["system", "task", "trial", "success", "status", "cluster"]
 
 
 def check_path(path, reader: str) -> Path:
     """A path that exists (``str`` or ``os.PathLike``)."""
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"{reader}: expected a file path (str or os.PathLike); "
-                        f"got {type(path).__name__}")
+        raise TypeError(
+            f"{reader}: expected a file path (str or os.PathLike); got {type(path).__name__}"
+        )
     path = Path(path)
     try:
         mode = path.stat().st_mode
@@ -48,12 +62,16 @@ def check_path(path, reader: str) -> Path:
         raise PermissionError(f"{reader}: '{path}' cannot be read (permission denied)") from None
     if stat.S_ISDIR(mode):
         if not os.access(path, os.R_OK | os.X_OK):
-            raise PermissionError(f"{reader}: the folder '{path}' cannot be read (permission "
-                                  "denied), so its files cannot be listed")
+            raise PermissionError(
+                f"{reader}: the folder '{path}' cannot be read (permission "
+                "denied), so its files cannot be listed"
+            )
     elif not stat.S_ISREG(mode):
         kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
-        raise ValueError(f"{reader}: '{path}' is {kind}; give a results file or folder (a pipe "
-                         "or device would block or change while it is read)")
+        raise ValueError(
+            f"{reader}: '{path}' is {kind}; give a results file or folder (a pipe "
+            "or device would block or change while it is read)"
+        )
     elif not os.access(path, os.R_OK):
         raise PermissionError(f"{reader}: '{path}' cannot be read (permission denied)")
     return path
@@ -83,14 +101,18 @@ def check_systems(path_or_paths, system, reader: str) -> bool:
     by one ``system=`` name for every file (or from each file). True for a dict."""
     if isinstance(path_or_paths, Mapping):
         if system is not None:
-            raise TypeError(f"{reader}: give system names either as the keys of a dict or with "
-                            "system=, not both")
+            raise TypeError(
+                f"{reader}: give system names either as the keys of a dict or with "
+                "system=, not both"
+            )
         if not path_or_paths:
             raise ValueError(f"{reader}: the dict of systems is empty")
         return True
     if system is not None and not isinstance(system, str):
-        raise TypeError(f"{reader}: system= must be a str (one name for every file); "
-                        f"got {type(system).__name__}; use a dict {{system: path}} for several")
+        raise TypeError(
+            f"{reader}: system= must be a str (one name for every file); "
+            f"got {type(system).__name__}; use a dict {{system: path}} for several"
+        )
     return False
 
 
@@ -119,8 +141,10 @@ def expand(path_or_paths, reader: str, accept: Callable[[Path], bool], what: str
     files: list[Path] = []
     for item in items:
         if not isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"{reader}: expected file paths, folders or glob patterns (str or "
-                            f"os.PathLike); got {type(item).__name__}")
+            raise TypeError(
+                f"{reader}: expected file paths, folders or glob patterns (str or "
+                f"os.PathLike); got {type(item).__name__}"
+            )
         if not Path(item).exists() and _glob.has_magic(str(item)):
             found = sorted(Path(p) for p in _glob.glob(str(item), recursive=True))
             if not found:
@@ -132,8 +156,9 @@ def expand(path_or_paths, reader: str, accept: Callable[[Path], bool], what: str
             try:
                 found = sorted(p for p in path.rglob("*") if p.is_file() and accept(p))
             except PermissionError as exc:
-                raise PermissionError(f"{reader}: a folder under '{path}' cannot be read "
-                                      f"({exc})") from None
+                raise PermissionError(
+                    f"{reader}: a folder under '{path}' cannot be read ({exc})"
+                ) from None
             if not found:
                 raise ValueError(f"{reader}: the folder '{path}' holds no {what}")
             files += found
@@ -151,8 +176,10 @@ def read_json(path: Path, reader: str):
     except json.JSONDecodeError as exc:
         raise ValueError(f"{reader}: '{path}' is not valid JSON ({exc})") from None
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{reader}: '{path}' is not UTF-8 text (byte {exc.start}: {exc.reason}); "
-                         "JSON files must be UTF-8 (is it binary, or another encoding?)") from None
+        raise ValueError(
+            f"{reader}: '{path}' is not UTF-8 text (byte {exc.start}: {exc.reason}); "
+            "JSON files must be UTF-8 (is it binary, or another encoding?)"
+        ) from None
     except RecursionError:
         raise ValueError(f"{reader}: '{path}' is nested too deeply to parse as JSON") from None
 
@@ -169,14 +196,18 @@ def read_jsonl(path: Path, reader: str) -> list[tuple[int, dict]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ValueError(f"{reader}: '{path}' line {number} is not valid JSON "
-                                 f"({exc})") from None
+                raise ValueError(
+                    f"{reader}: '{path}' line {number} is not valid JSON ({exc})"
+                ) from None
             except RecursionError:
-                raise ValueError(f"{reader}: '{path}' line {number} is nested too deeply to "
-                                 "parse as JSON") from None
+                raise ValueError(
+                    f"{reader}: '{path}' line {number} is nested too deeply to parse as JSON"
+                ) from None
             if not isinstance(record, dict):
-                raise ValueError(f"{reader}: '{path}' line {number} is a "
-                                 f"{type(record).__name__}, not a JSON object")
+                raise ValueError(
+                    f"{reader}: '{path}' line {number} is a "
+                    f"{type(record).__name__}, not a JSON object"
+                )
             records.append((number, record))
     if not records:
         raise ValueError(f"{reader}: '{path}' holds no records")
@@ -187,8 +218,10 @@ def _lines(handle, path, reader) -> list[str]:
     try:
         return handle.readlines()
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{reader}: '{path}' is not UTF-8 text (byte {exc.start}: "
-                         f"{exc.reason}); JSON lines must be UTF-8") from None
+        raise ValueError(
+            f"{reader}: '{path}' is not UTF-8 text (byte {exc.start}: "
+            f"{exc.reason}); JSON lines must be UTF-8"
+        ) from None
 
 
 def describe_lines(numbers, limit: int = 5) -> str:
@@ -205,13 +238,24 @@ def merge_status_map(default: Mapping, user: Mapping | None, reader: str) -> dic
     if user is None:
         return dict(default)
     if not isinstance(user, Mapping):
-        raise TypeError(f"{reader}: status_map must be a mapping of raw status -> bayeval status; "
-                        f"got {type(user).__name__}")
+        raise TypeError(
+            f"{reader}: status_map must be a mapping of raw status -> bayeval status; "
+            f"got {type(user).__name__}"
+        )
     return {**default, **user}
 
 
-def build(rows: list[dict], reader: str, files, *, status_map: dict, missing, planned_trials,
-          cluster: bool, notes=None) -> EvalData:
+def build(
+    rows: list[dict],
+    reader: str,
+    files,
+    *,
+    status_map: dict,
+    missing,
+    planned_trials,
+    cluster: bool,
+    notes=None,
+) -> EvalData:
     """Tidy rows -> :func:`bayeval.from_frame`, numbering trials within each cell in order."""
     frame = pd.DataFrame(rows, columns=COLUMNS)
     if frame.empty:
@@ -221,16 +265,23 @@ def build(rows: list[dict], reader: str, files, *, status_map: dict, missing, pl
     frame["trial"] = frame.groupby(["system", "task"], sort=False).cumcount()
     try:
         data = from_frame(
-            frame, trial="trial", status="status", status_map=status_map,
-            cluster="cluster" if cluster else None, missing=missing,
+            frame,
+            trial="trial",
+            status="status",
+            status_map=status_map,
+            cluster="cluster" if cluster else None,
+            missing=missing,
             planned_trials=planned_trials,
         )
     except (ValueError, TypeError) as exc:
         shown = describe_values([str(f) for f in files], limit=3)
         raw = frame["status"].dropna().value_counts(sort=False)
         listed = ", ".join(f"{k!r}: {int(v)}" for k, v in raw.items())
-        note = (f" [raw statuses in the source: {listed}; status map in use: "
-                f"{status_map}]" if listed else "")
+        note = (
+            f" [raw statuses in the source: {listed}; status map in use: {status_map}]"
+            if listed
+            else ""
+        )
         raise type(exc)(f"{reader} ({shown}): {exc}{note}") from exc
     record_mapping(data, reader, frame, status_map, notes=notes)
     return data
@@ -249,8 +300,9 @@ def mapped_status(raw, recorded: bool, status_map: Mapping) -> str:
     return "ok" if recorded else "no_verdict"
 
 
-def record_mapping(data: EvalData, reader: str, frame: pd.DataFrame, status_map: Mapping,
-                   notes=None) -> None:
+def record_mapping(
+    data: EvalData, reader: str, frame: pd.DataFrame, status_map: Mapping, notes=None
+) -> None:
     """Store, in ``data.dataset.attrs``, the rows per (system, raw status -> bayeval status)."""
     recorded = frame["success"].notna()
     raw = frame["status"].where(frame["status"].notna(), None)
@@ -260,9 +312,11 @@ def record_mapping(data: EvalData, reader: str, frame: pd.DataFrame, status_map:
         status = mapped_status(value, bool(has), status_map)
         key = (str(system), label, status)
         rows[key] = rows.get(key, 0) + 1
-    payload = {"reader": reader,
-               "rows": [[s, r, b, n] for (s, r, b), n in rows.items()],
-               "notes": list(notes or [])}
+    payload = {
+        "reader": reader,
+        "rows": [[s, r, b, n] for (s, r, b), n in rows.items()],
+        "notes": list(notes or []),
+    }
     data.dataset.attrs[MAPPING_ATTR] = json.dumps(payload)
 
 

@@ -84,6 +84,8 @@ def _payload(data: EvalData) -> dict:
         raise TypeError(f"mapping: expected an EvalData; got {type(data).__name__}")
     text = data.dataset.attrs.get(MAPPING_ATTR)
     if text is None:
-        raise ValueError("mapping: this EvalData was not made by a bayeval reader (it records no "
-                         "mapping of raw categories to statuses)")
+        raise ValueError(
+            "mapping: this EvalData was not made by a bayeval reader (it records no "
+            "mapping of raw categories to statuses)"
+        )
     return json.loads(text)

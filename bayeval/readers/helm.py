@@ -40,16 +40,34 @@ __all__ = ["CORRECTNESS_METRICS", "is_per_instance_stats", "read_helm"]
 _READER = "read_helm"
 _FILE = "per_instance_stats.json"
 #: 0/1 correctness metrics of HELM, in the order a default is chosen from them.
-CORRECTNESS_METRICS = ("exact_match", "quasi_exact_match", "prefix_exact_match",
-                       "quasi_prefix_exact_match", "exact_match_indicator",
-                       "math_equiv", "math_equiv_chain_of_thought", "code_eval_acc",
-                       "exact_set_match", "equivalent", "pass")
+CORRECTNESS_METRICS = (
+    "exact_match",
+    "quasi_exact_match",
+    "prefix_exact_match",
+    "quasi_prefix_exact_match",
+    "exact_match_indicator",
+    "math_equiv",
+    "math_equiv_chain_of_thought",
+    "code_eval_acc",
+    "exact_set_match",
+    "equivalent",
+    "pass",
+)
 _MODEL = re.compile(r"(?:^|[:,_])model=(?P<model>[^,]+)")
 
 
-def read_helm(path_or_paths, system=None, metric=None, *, split=None, perturbation=None,
-              cluster="scenario", missing=None, status_map=None,
-              planned_trials=None) -> EvalData:
+def read_helm(
+    path_or_paths,
+    system=None,
+    metric=None,
+    *,
+    split=None,
+    perturbation=None,
+    cluster="scenario",
+    missing=None,
+    status_map=None,
+    planned_trials=None,
+) -> EvalData:
     """Read HELM ``per_instance_stats.json`` files (one run each) into counts.
 
     Parameters
@@ -114,8 +132,10 @@ def read_helm(path_or_paths, system=None, metric=None, *, split=None, perturbati
     ([[1, 1, 1]], [[2, 2, 2]])
     """
     if not (cluster is None or cluster == "scenario"):
-        raise ValueError(f"{_READER}: cluster must be 'scenario' (the scenario of each run) or "
-                         f"None (no clusters); got {cluster!r}")
+        raise ValueError(
+            f"{_READER}: cluster must be 'scenario' (the scenario of each run) or "
+            f"None (no clusters); got {cluster!r}"
+        )
     for name, value in (("metric", metric), ("split", split), ("perturbation", perturbation)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{_READER}: {name}= must be a str; got {type(value).__name__}")
@@ -131,10 +151,15 @@ def read_helm(path_or_paths, system=None, metric=None, *, split=None, perturbati
         key = metric if metric is not None else _default_metric(records, path)
         outcomes, skipped = _outcomes(records, path, key, split, perturbation)
         runs.append((name, scenario, outcomes))
-        notes.append(f"'{path}': metric {key!r}" + (
-            f", perturbation {perturbation!r}" if perturbation is not None else "") + (
-            f"; {skipped} perturbed stat(s) of {key!r} skipped (perturbation= reads them)"
-            if skipped else ""))
+        notes.append(
+            f"'{path}': metric {key!r}"
+            + (f", perturbation {perturbation!r}" if perturbation is not None else "")
+            + (
+                f"; {skipped} perturbed stat(s) of {key!r} skipped (perturbation= reads them)"
+                if skipped
+                else ""
+            )
+        )
     several = len({scenario for _, scenario, _ in runs}) > 1
     seen: dict[tuple, Path] = {}
     rows = []
@@ -143,16 +168,32 @@ def read_helm(path_or_paths, system=None, metric=None, *, split=None, perturbati
             task = f"{scenario}/{instance}" if several else str(instance)
             first = seen.setdefault((name, task, trial), path)
             if first != path:
-                raise ValueError(f"{_READER}: system {name!r} has instance {instance!r} trial "
-                                 f"{trial} in both '{first}' and '{path}'; read repeated runs as "
-                                 "distinct systems (a {system: path} dict) or give one of them")
-            rows.append({"system": name, "task": task, "trial": trial, "success": success,
-                         "status": raw, "cluster": scenario})
+                raise ValueError(
+                    f"{_READER}: system {name!r} has instance {instance!r} trial "
+                    f"{trial} in both '{first}' and '{path}'; read repeated runs as "
+                    "distinct systems (a {system: path} dict) or give one of them"
+                )
+            rows.append(
+                {
+                    "system": name,
+                    "task": task,
+                    "trial": trial,
+                    "success": success,
+                    "status": raw,
+                    "cluster": scenario,
+                }
+            )
     rows.sort(key=lambda r: r["trial"])  # trials of a cell in train_trial_index order
-    return build(rows, _READER, [p for _, p in pairs],
-                 status_map=merge_status_map({"no_value": "no_verdict"}, status_map, _READER),
-                 missing=missing, planned_trials=planned_trials, cluster=cluster is not None,
-                 notes=notes)
+    return build(
+        rows,
+        _READER,
+        [p for _, p in pairs],
+        status_map=merge_status_map({"no_value": "no_verdict"}, status_map, _READER),
+        missing=missing,
+        planned_trials=planned_trials,
+        cluster=cluster is not None,
+        notes=notes,
+    )
 
 
 def is_per_instance_stats(payload) -> bool:
@@ -166,20 +207,29 @@ def is_per_instance_stats(payload) -> bool:
     >>> is_per_instance_stats([{"task_id": 1, "trial": 0, "reward": 1.0}])
     False
     """
-    return isinstance(payload, list) and bool(payload) and all(
-        isinstance(r, Mapping) and "instance_id" in r and isinstance(r.get("stats"), list)
-        for r in payload[:50])
+    return (
+        isinstance(payload, list)
+        and bool(payload)
+        and all(
+            isinstance(r, Mapping) and "instance_id" in r and isinstance(r.get("stats"), list)
+            for r in payload[:50]
+        )
+    )
 
 
 def _sources(path_or_paths, system) -> list[tuple[str | None, Path]]:
     """``[(system or None, per_instance_stats.json), ...]``."""
+
     def accept(p: Path) -> bool:
         return p.name == _FILE
 
     what = f"HELM {_FILE} files"
     if check_systems(path_or_paths, system, _READER):
-        return [(name, p) for name, spec in path_or_paths.items()
-                for p in expand(_run_files(spec), _READER, accept, what)]
+        return [
+            (name, p)
+            for name, spec in path_or_paths.items()
+            for p in expand(_run_files(spec), _READER, accept, what)
+        ]
     return [(system, p) for p in expand(_run_files(path_or_paths), _READER, accept, what)]
 
 
@@ -197,17 +247,29 @@ def _run_files(spec):
 
 def _check_records(records, path: Path) -> None:
     if not isinstance(records, list):
-        found = sorted(map(str, records))[:12] if isinstance(records, Mapping) else \
-            type(records).__name__
-        raise ValueError(f"{_READER}: '{path}' is not a HELM {_FILE}: it needs a JSON list of "
-                         f"records with 'instance_id', 'train_trial_index' and 'stats'; found "
-                         f"{found}")
-    bad = [i for i, r in enumerate(records) if not isinstance(r, Mapping)
-           or "instance_id" not in r or not isinstance(r.get("stats"), list)]
+        found = (
+            sorted(map(str, records))[:12]
+            if isinstance(records, Mapping)
+            else type(records).__name__
+        )
+        raise ValueError(
+            f"{_READER}: '{path}' is not a HELM {_FILE}: it needs a JSON list of "
+            f"records with 'instance_id', 'train_trial_index' and 'stats'; found "
+            f"{found}"
+        )
+    bad = [
+        i
+        for i, r in enumerate(records)
+        if not isinstance(r, Mapping)
+        or "instance_id" not in r
+        or not isinstance(r.get("stats"), list)
+    ]
     if bad or not records:
-        raise ValueError(f"{_READER}: '{path}' records {describe_values(bad) if bad else '(none)'}"
-                         " lack 'instance_id' or a 'stats' list; a HELM per-instance record is "
-                         "{'instance_id', 'train_trial_index', 'stats': [...]}")
+        raise ValueError(
+            f"{_READER}: '{path}' records {describe_values(bad) if bad else '(none)'}"
+            " lack 'instance_id' or a 'stats' list; a HELM per-instance record is "
+            "{'instance_id', 'train_trial_index', 'stats': [...]}"
+        )
 
 
 def _run_spec(path: Path) -> Mapping:
@@ -233,9 +295,11 @@ def _model(spec: Mapping, path: Path) -> str:
     match = _MODEL.search(path.parent.name)
     if match:
         return match["model"]
-    raise ValueError(f"{_READER}: no system name for '{path}': no run_spec.json with "
-                     "adapter_spec.model beside it and no 'model=' in its folder's name; give "
-                     "system= (or a {system: path} dict)")
+    raise ValueError(
+        f"{_READER}: no system name for '{path}': no run_spec.json with "
+        "adapter_spec.model beside it and no 'model=' in its folder's name; give "
+        "system= (or a {system: path} dict)"
+    )
 
 
 def _metric_name(stat) -> tuple[str | None, str | None, Mapping | None]:
@@ -251,9 +315,11 @@ def _default_metric(records, path: Path) -> str:
     for metric in CORRECTNESS_METRICS:
         if metric in names:
             return metric
-    raise ValueError(f"{_READER}: '{path}' has none of HELM's 0/1 correctness metrics "
-                     f"{list(CORRECTNESS_METRICS)}; choose one with metric= (its metrics: "
-                     f"{describe_values(names, limit=30)})")
+    raise ValueError(
+        f"{_READER}: '{path}' has none of HELM's 0/1 correctness metrics "
+        f"{list(CORRECTNESS_METRICS)}; choose one with metric= (its metrics: "
+        f"{describe_values(names, limit=30)})"
+    )
 
 
 def _names(records) -> list[str]:
@@ -288,18 +354,26 @@ def _outcomes(records, path: Path, metric: str, split, perturbation):
             chosen.append((index, record, stat_split, stat))
     if not chosen:
         if perturbation is not None and metric in _names(records):
-            raise ValueError(f"{_READER}: '{path}' has no {metric!r} stats under perturbation "
-                             f"{perturbation!r}; its perturbations: "
-                             f"{list(perturbations) or 'none'}")
-        raise ValueError(f"{_READER}: metric {metric!r} not found in '{path}'; its metrics: "
-                         f"{describe_values(_names(records), limit=30)}")
+            raise ValueError(
+                f"{_READER}: '{path}' has no {metric!r} stats under perturbation "
+                f"{perturbation!r}; its perturbations: "
+                f"{list(perturbations) or 'none'}"
+            )
+        raise ValueError(
+            f"{_READER}: metric {metric!r} not found in '{path}'; its metrics: "
+            f"{describe_values(_names(records), limit=30)}"
+        )
     if split is None and len(splits) > 1:
-        raise ValueError(f"{_READER}: '{path}' has {metric!r} stats of several splits "
-                         f"{list(splits)}; choose one with split=")
+        raise ValueError(
+            f"{_READER}: '{path}' has {metric!r} stats of several splits "
+            f"{list(splits)}; choose one with split="
+        )
     if split is not None:
         if split not in splits:
-            raise ValueError(f"{_READER}: split {split!r} not found for {metric!r} in '{path}'; "
-                             f"its splits: {list(splits)}")
+            raise ValueError(
+                f"{_READER}: split {split!r} not found for {metric!r} in '{path}'; "
+                f"its splits: {list(splits)}"
+            )
         chosen = [c for c in chosen if c[2] == split]
     out, bad, twice, seen = [], [], [], set()
     for index, record, _, stat in chosen:
@@ -317,14 +391,18 @@ def _outcomes(records, path: Path, metric: str, split, perturbation):
         else:
             bad.append((index, count, total))
     if twice:
-        raise ValueError(f"{_READER}: '{path}' lists (instance, train_trial_index) "
-                         f"{describe_values(twice)} twice for {metric!r}")
+        raise ValueError(
+            f"{_READER}: '{path}' lists (instance, train_trial_index) "
+            f"{describe_values(twice)} twice for {metric!r}"
+        )
     if bad:
         binary = [m for m in _names(records) if _is_binary(records, m)]
         shown = describe_values([f"record {i}: count {c}, sum {s}" for i, c, s in bad])
-        raise ValueError(f"{_READER}: metric {metric!r} in '{path}' is not one 0/1 value per "
-                         f"instance and trial ({shown}); bayeval needs pass/fail outcomes; "
-                         f"metrics of this file that are 0/1: {binary or 'none'}")
+        raise ValueError(
+            f"{_READER}: metric {metric!r} in '{path}' is not one 0/1 value per "
+            f"instance and trial ({shown}); bayeval needs pass/fail outcomes; "
+            f"metrics of this file that are 0/1: {binary or 'none'}"
+        )
     return out, skipped
 
 
@@ -336,6 +414,7 @@ def _is_binary(records, metric: str) -> bool:
                 continue
             found = True
             if stat.get("count") not in (0, 1) or (
-                    stat.get("count") == 1 and stat.get("sum") not in (0, 1)):
+                stat.get("count") == 1 and stat.get("sum") not in (0, 1)
+            ):
                 return False
     return found

@@ -37,14 +37,14 @@ from bayeval.readers._common import (
 __all__ = ["read_humaneval"]
 
 _READER = "read_humaneval"
-_SUFFIXES = (".jsonl_results.jsonl", "_results.jsonl", ".eval_results.json",
-             "_eval_results.json")
+_SUFFIXES = (".jsonl_results.jsonl", "_results.jsonl", ".eval_results.json", "_eval_results.json")
 _HUMANEVAL_STATUS = {"passed": 1.0, "failed": 0.0, "timed out": 0.0}
 _EVALPLUS_STATUS = {"pass": 1.0, "fail": 0.0, "timeout": 0.0}
 
 
-def read_humaneval(path, system=None, *, suite="base", missing=None, status_map=None,
-                   planned_trials=None) -> EvalData:
+def read_humaneval(
+    path, system=None, *, suite="base", missing=None, status_map=None, planned_trials=None
+) -> EvalData:
     """Read HumanEval-style (human-eval or EvalPlus) sample results into counts.
 
     Parameters
@@ -101,24 +101,39 @@ def read_humaneval(path, system=None, *, suite="base", missing=None, status_map=
             samples = _evalplus(read_json(file, _READER), file, suite)
         else:
             samples = _humaneval(read_jsonl(file, _READER), file)
-        rows += [{"system": name, "task": task, "success": success, "status": raw,
-                  "cluster": None} for task, success, raw in samples]
-    return build(rows, _READER, [p for _, p in pairs],
-                 status_map=merge_status_map({"timed out": "timeout"}, status_map, _READER),
-                 missing=missing, planned_trials=planned_trials, cluster=False)
+        rows += [
+            {"system": name, "task": task, "success": success, "status": raw, "cluster": None}
+            for task, success, raw in samples
+        ]
+    return build(
+        rows,
+        _READER,
+        [p for _, p in pairs],
+        status_map=merge_status_map({"timed out": "timeout"}, status_map, _READER),
+        missing=missing,
+        planned_trials=planned_trials,
+        cluster=False,
+    )
 
 
 def _folders(path):
     """Folders (searched recursively) stand for the result files in them, in name order."""
+
     def one(item):
         if isinstance(item, (str, os.PathLike)) and Path(item).is_dir():
-            return expand(item, _READER, _is_result_file,
-                          "human-eval *_results.jsonl or EvalPlus *eval_results.json files")
+            return expand(
+                item,
+                _READER,
+                _is_result_file,
+                "human-eval *_results.jsonl or EvalPlus *eval_results.json files",
+            )
         return [item]
 
     if isinstance(path, Mapping):
-        return {name: [f for item in (v if isinstance(v, (list, tuple)) else [v])
-                       for f in one(item)] for name, v in path.items()}
+        return {
+            name: [f for item in (v if isinstance(v, (list, tuple)) else [v]) for f in one(item)]
+            for name, v in path.items()
+        }
     if isinstance(path, (list, tuple)):
         return [f for item in path for f in one(item)]
     found = one(path)
@@ -156,20 +171,27 @@ def _humaneval(records, path) -> list[tuple]:
             continue
         out.append((task, success, raw))
     if no_task:
-        raise ValueError(f"{_READER}: '{path}' has no 'task_id' on {describe_lines(no_task)}; "
-                         "each sample result needs task_id and passed/result")
+        raise ValueError(
+            f"{_READER}: '{path}' has no 'task_id' on {describe_lines(no_task)}; "
+            "each sample result needs task_id and passed/result"
+        )
     if no_outcome:
-        raise ValueError(f"{_READER}: '{path}' has neither 'passed' nor 'result' on "
-                         f"{describe_lines(no_outcome)}; is this a samples file that was not "
-                         "evaluated yet (run evaluate_functional_correctness first)?")
+        raise ValueError(
+            f"{_READER}: '{path}' has neither 'passed' nor 'result' on "
+            f"{describe_lines(no_outcome)}; is this a samples file that was not "
+            "evaluated yet (run evaluate_functional_correctness first)?"
+        )
     if unknown:
         lines = describe_lines([n for n, _ in unknown])
-        raise ValueError(f"{_READER}: '{path}' has unknown outcomes "
-                         f"{describe_values([v for _, v in unknown])} on {lines}; 'passed' must "
-                         "be true/false and 'result' one of 'passed', 'failed: ...', 'timed out'")
+        raise ValueError(
+            f"{_READER}: '{path}' has unknown outcomes "
+            f"{describe_values([v for _, v in unknown])} on {lines}; 'passed' must "
+            "be true/false and 'result' one of 'passed', 'failed: ...', 'timed out'"
+        )
     if clash:
-        raise ValueError(f"{_READER}: '{path}' has 'passed' disagreeing with 'result' on "
-                         f"{describe_lines(clash)}")
+        raise ValueError(
+            f"{_READER}: '{path}' has 'passed' disagreeing with 'result' on {describe_lines(clash)}"
+        )
     return out
 
 
@@ -177,17 +199,23 @@ def _evalplus(report, path, suite: str) -> list[tuple]:
     """``[(task_id, success, raw status), ...]`` from an EvalPlus ``eval_results.json``."""
     if not isinstance(report, dict) or not isinstance(report.get("eval"), dict):
         found = sorted(report)[:8] if isinstance(report, dict) else type(report).__name__
-        raise ValueError(f"{_READER}: '{path}' is not an EvalPlus eval_results.json: it needs "
-                         "an 'eval' object {task_id: [sample results]}; found " + str(found))
+        raise ValueError(
+            f"{_READER}: '{path}' is not an EvalPlus eval_results.json: it needs "
+            "an 'eval' object {task_id: [sample results]}; found " + str(found)
+        )
     out = []
     for task, entries in report["eval"].items():
         if isinstance(entries, dict) and "base" in entries:  # EvalPlus < 0.2: [status, details]
             plus = entries.get("plus") or [[None]] * len(entries["base"])
-            entries = [{"base_status": b[0], "plus_status": p[0]}
-                       for b, p in zip(entries["base"], plus, strict=True)]
+            entries = [
+                {"base_status": b[0], "plus_status": p[0]}
+                for b, p in zip(entries["base"], plus, strict=True)
+            ]
         if not isinstance(entries, list):
-            raise ValueError(f"{_READER}: '{path}' eval[{task!r}] must be a list of sample "
-                             f"results; got {type(entries).__name__}")
+            raise ValueError(
+                f"{_READER}: '{path}' eval[{task!r}] must be a list of sample "
+                f"results; got {type(entries).__name__}"
+            )
         for index, entry in enumerate(entries):
             statuses = [entry.get("base_status")]
             if suite == "plus":
@@ -195,11 +223,14 @@ def _evalplus(report, path, suite: str) -> list[tuple]:
                 if statuses[1] is None:
                     raise ValueError(
                         f"{_READER}: '{path}' eval[{task!r}][{index}] has no plus_status (an "
-                        "EvalPlus run with --base-only); read it with suite='base'")
+                        "EvalPlus run with --base-only); read it with suite='base'"
+                    )
             bad = [s for s in statuses if s not in _EVALPLUS_STATUS]
             if bad:
-                raise ValueError(f"{_READER}: '{path}' eval[{task!r}][{index}] has status "
-                                 f"{bad[0]!r}; expected one of {list(_EVALPLUS_STATUS)}")
+                raise ValueError(
+                    f"{_READER}: '{path}' eval[{task!r}][{index}] has status "
+                    f"{bad[0]!r}; expected one of {list(_EVALPLUS_STATUS)}"
+                )
             out.append((task, *_combine(statuses)))
     return out
 
@@ -211,4 +242,3 @@ def _combine(statuses: list[str]) -> tuple[float, str]:
     if "timeout" in statuses:
         return 0.0, "timeout"
     return 1.0, "pass"
-

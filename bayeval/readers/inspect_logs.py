@@ -45,8 +45,9 @@ _VALUES = {"C": 1.0, "CORRECT": 1.0, "I": 0.0, "INCORRECT": 0.0}
 _SKIP_FIELDS = {"messages", "events", "store", "attachments"}
 
 
-def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_map=None,
-                 planned_trials=None) -> EvalData:
+def read_inspect(
+    path_or_dir, system=None, *, scorer=None, missing=None, status_map=None, planned_trials=None
+) -> EvalData:
     """Read Inspect AI logs into counts (epochs are trials).
 
     Parameters
@@ -109,8 +110,10 @@ def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_
         _check_samples(log, file)
         status = getattr(log, "status", "success")
         if status != "success":
-            message = (f"'{file}' has status {status!r} (the run did not finish): samples it "
-                       "lacks are counted as not_run")
+            message = (
+                f"'{file}' has status {status!r} (the run did not finish): samples it "
+                "lacks are counted as not_run"
+            )
             notes.append(message)
             warnings.warn(f"{_READER}: {message}", BayevalWarning, stacklevel=2)
     as_text = _ids_as_text(logs)
@@ -128,9 +131,16 @@ def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_
             origin[key].append(file)
             seen.add((sample_id, sample.epoch))
             success, raw = _outcome(sample, name, file)
-            rows.append({"system": model, "task": f"{task_name}/{sample_id}" if several
-                         else sample_id, "success": success, "status": raw,
-                         "cluster": task_name, "epoch": sample.epoch})
+            rows.append(
+                {
+                    "system": model,
+                    "task": f"{task_name}/{sample_id}" if several else sample_id,
+                    "success": success,
+                    "status": raw,
+                    "cluster": task_name,
+                    "epoch": sample.epoch,
+                }
+            )
         configured = getattr(log.eval.config, "epochs", None)
         # epochs: as configured, else those the samples present have (never assumed)
         epochs = range(1, configured + 1) if configured else sorted({e for _, e in seen})
@@ -139,9 +149,16 @@ def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_
             for epoch in epochs:
                 if (sample_id, epoch) not in seen:
                     origin[(model, task_name, sample_id, epoch)].append(file)
-                    rows.append({"system": model, "task": f"{task_name}/{sample_id}" if several
-                                 else sample_id, "success": np.nan, "status": "not_run",
-                                 "cluster": task_name, "epoch": epoch})
+                    rows.append(
+                        {
+                            "system": model,
+                            "task": f"{task_name}/{sample_id}" if several else sample_id,
+                            "success": np.nan,
+                            "status": "not_run",
+                            "cluster": task_name,
+                            "epoch": epoch,
+                        }
+                    )
     twice = {k: v for k, v in origin.items() if len(v) > 1}
     if twice:
         (model, task_name, sample_id, epoch), where = next(iter(twice.items()))
@@ -154,8 +171,16 @@ def read_inspect(path_or_dir, system=None, *, scorer=None, missing=None, status_
     rows.sort(key=lambda row: row["epoch"])  # stable: trials follow epochs, tasks their order
     for row in rows:
         del row["epoch"]
-    return build(rows, _READER, files, status_map=merge_status_map({}, status_map, _READER),
-                 missing=missing, planned_trials=planned_trials, cluster=several, notes=notes)
+    return build(
+        rows,
+        _READER,
+        files,
+        status_map=merge_status_map({}, status_map, _READER),
+        missing=missing,
+        planned_trials=planned_trials,
+        cluster=several,
+        notes=notes,
+    )
 
 
 def _check_samples(log, file) -> None:
@@ -170,7 +195,8 @@ def _check_samples(log, file) -> None:
             f"{_READER}: '{file}' holds no per-sample records (its header reports "
             f"{completed} completed sample(s) of {listed or 'an unknown number'}), so no "
             "outcome can be counted per task; re-run with sample logging (Inspect's "
-            "log_samples=True / --log-samples, the default) and read that log")
+            "log_samples=True / --log-samples, the default) and read that log"
+        )
 
 
 def _ids_as_text(logs) -> bool:
@@ -184,8 +210,10 @@ def _inspect_log():
     try:
         import inspect_ai.log as log_module
     except ImportError as exc:
-        raise ImportError(f"{_READER} needs the optional dependency inspect_ai; install it with "
-                          f"`{INSTALL_HINT}` (or `pip install inspect_ai`)") from exc
+        raise ImportError(
+            f"{_READER} needs the optional dependency inspect_ai; install it with "
+            f"`{INSTALL_HINT}` (or `pip install inspect_ai`)"
+        ) from exc
     return log_module
 
 
@@ -197,8 +225,10 @@ def _log_files(path_or_dir, log_module) -> list[Path]:
     for item in items:
         path = check_path(item, _READER)
         if path.is_dir():
-            found = sorted(Path(_local(info.name)) for info in log_module.list_eval_logs(
-                str(path), recursive=True))
+            found = sorted(
+                Path(_local(info.name))
+                for info in log_module.list_eval_logs(str(path), recursive=True)
+            )
             if not found:
                 raise ValueError(f"{_READER}: no Inspect logs (.eval/.json) in folder '{path}'")
             files += found
@@ -218,26 +248,33 @@ def _read(log_module, file: Path):
     try:
         return log_module.read_eval_log(os.fspath(file), **kwargs)
     except Exception as exc:  # inspect raises many kinds for a file that is not a log
-        raise ValueError(f"{_READER}: could not read '{file}' as an Inspect log: "
-                         f"{type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            f"{_READER}: could not read '{file}' as an Inspect log: {type(exc).__name__}: {exc}"
+        ) from None
 
 
 def _scorer(scorer, log, file) -> str | None:
     """The scorer to read in one log: given, given for its task, or its only one."""
     if isinstance(scorer, Mapping):
         if log.eval.task not in scorer:
-            raise ValueError(f"{_READER}: scorer= names no scorer for task {log.eval.task!r} "
-                             f"('{file}'); it covers {list(scorer)}")
+            raise ValueError(
+                f"{_READER}: scorer= names no scorer for task {log.eval.task!r} "
+                f"('{file}'); it covers {list(scorer)}"
+            )
         scorer = scorer[log.eval.task]
     if scorer is not None:
         if not isinstance(scorer, str):
-            raise TypeError(f"{_READER}: scorer= must be a scorer name or a {{task: name}} "
-                            f"dict; got {type(scorer).__name__}")
+            raise TypeError(
+                f"{_READER}: scorer= must be a scorer name or a {{task: name}} "
+                f"dict; got {type(scorer).__name__}"
+            )
         return scorer
     names = list(dict.fromkeys(k for sample in log.samples or [] for k in (sample.scores or {})))
     if len(names) > 1:
-        raise ValueError(f"{_READER}: '{file}' has several scorers {names}; choose one with "
-                         f"scorer= (a name, or a dict {{{log.eval.task!r}: name}})")
+        raise ValueError(
+            f"{_READER}: '{file}' has several scorers {names}; choose one with "
+            f"scorer= (a name, or a dict {{{log.eval.task!r}: name}})"
+        )
     return names[0] if names else None
 
 
@@ -248,8 +285,10 @@ def _outcome(sample, scorer, file) -> tuple[float, str | None]:
     scores = sample.scores or {}
     if scorer not in scores:
         if scores:
-            raise ValueError(f"{_READER}: scorer {scorer!r} not found in '{file}' (sample "
-                             f"{sample.id!r}); its scorers are {list(scores)}")
+            raise ValueError(
+                f"{_READER}: scorer {scorer!r} not found in '{file}' (sample "
+                f"{sample.id!r}); its scorers are {list(scores)}"
+            )
         return np.nan, "no_verdict"
     value = scores[scorer].value
     if isinstance(value, str) and value.upper() in ("N", "NOANSWER"):

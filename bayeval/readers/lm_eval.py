@@ -39,12 +39,32 @@ __all__ = ["harness_task", "is_results_file", "read_lm_eval"]
 _READER = "read_lm_eval"
 _FILE = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<date>\d{4}-\d{2}-\d{2}T[\d.\-]+))?\.jsonl$")
 _RESULTS = re.compile(r"^results_(?P<date>.+)\.json$")
-_NOT_METRICS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter",
-                "metrics", "doc_hash", "prompt_hash", "target_hash"}
+_NOT_METRICS = {
+    "doc_id",
+    "doc",
+    "target",
+    "arguments",
+    "resps",
+    "filtered_resps",
+    "filter",
+    "metrics",
+    "doc_hash",
+    "prompt_hash",
+    "target_hash",
+}
 
 
-def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster="task",
-                 missing=None, status_map=None, planned_trials=None) -> EvalData:
+def read_lm_eval(
+    path_or_glob,
+    system=None,
+    metric=None,
+    *,
+    filter=None,
+    cluster="task",
+    missing=None,
+    status_map=None,
+    planned_trials=None,
+) -> EvalData:
     """Read lm-evaluation-harness ``samples_*.jsonl`` logs into counts.
 
     Parameters
@@ -110,8 +130,10 @@ def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster
     ['EleutherAI/pythia-160m']
     """
     if not (cluster is None or cluster == "task"):
-        raise ValueError(f"{_READER}: cluster must be 'task' (the harness task of each document) "
-                         f"or None (no clusters); got {cluster!r}")
+        raise ValueError(
+            f"{_READER}: cluster must be 'task' (the harness task of each document) "
+            f"or None (no clusters); got {cluster!r}"
+        )
     pairs = _files(path_or_glob, system)
     rows = []
     for name, path in pairs:
@@ -122,13 +144,29 @@ def read_lm_eval(path_or_glob, system=None, metric=None, *, filter=None, cluster
         if metric is None:
             key = _primary(chosen, path)
         if not isinstance(key, str):
-            raise ValueError(f"{_READER}: no metric for harness task {task!r} ('{path}'); "
-                             "metric= must be a name or a {task: name} dict covering it")
+            raise ValueError(
+                f"{_READER}: no metric for harness task {task!r} ('{path}'); "
+                "metric= must be a name or a {task: name} dict covering it"
+            )
         for doc_id, success in _outcomes(chosen, path, key):
-            rows.append({"system": name, "task": f"{task}/{doc_id}", "success": success,
-                         "status": None, "cluster": task})
-    return build(rows, _READER, [p for _, p in pairs], status_map=dict(status_map or {}),
-                 missing=missing, planned_trials=planned_trials, cluster=cluster is not None)
+            rows.append(
+                {
+                    "system": name,
+                    "task": f"{task}/{doc_id}",
+                    "success": success,
+                    "status": None,
+                    "cluster": task,
+                }
+            )
+    return build(
+        rows,
+        _READER,
+        [p for _, p in pairs],
+        status_map=dict(status_map or {}),
+        missing=missing,
+        planned_trials=planned_trials,
+        cluster=cluster is not None,
+    )
 
 
 def harness_task(path) -> str:
@@ -156,22 +194,29 @@ def is_results_file(payload) -> bool:
     >>> is_results_file({"results": [{"task_id": "a", "is_resolved": True}]})
     False
     """
-    return isinstance(payload, Mapping) and isinstance(payload.get("results"), Mapping) and any(
-        isinstance(payload.get(key), Mapping)
-        for key in ("configs", "versions", "n-shot", "config", "higher_is_better"))
+    return (
+        isinstance(payload, Mapping)
+        and isinstance(payload.get("results"), Mapping)
+        and any(
+            isinstance(payload.get(key), Mapping)
+            for key in ("configs", "versions", "n-shot", "config", "higher_is_better")
+        )
+    )
 
 
 def _files(path_or_glob, system) -> list[tuple[str, Path]]:
     if isinstance(path_or_glob, Mapping):
         if system is not None:
-            raise TypeError(f"{_READER}: give system names either as dict keys or with "
-                            "system=, not both")
+            raise TypeError(
+                f"{_READER}: give system names either as dict keys or with system=, not both"
+            )
         pairs = [(name, p) for name, spec in path_or_glob.items() for p, _ in _expand(spec)]
     else:
         if system is not None and not isinstance(system, str):
             raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
-        pairs = [(system or named or p.resolve().parent.name, p)
-                 for p, named in _expand(path_or_glob)]
+        pairs = [
+            (system or named or p.resolve().parent.name, p) for p, named in _expand(path_or_glob)
+        ]
     return pairs
 
 
@@ -181,8 +226,9 @@ def _expand(spec) -> list[tuple[Path, str | None]]:
     files: list[tuple[Path, str | None]] = []
     for item in specs:
         if not isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"{_READER}: expected paths or glob patterns; got "
-                            f"{type(item).__name__}")
+            raise TypeError(
+                f"{_READER}: expected paths or glob patterns; got {type(item).__name__}"
+            )
         path = Path(item)
         if path.is_file() and path.suffix.lower() == ".json":
             files += _from_results(path)
@@ -197,14 +243,17 @@ def _expand(spec) -> list[tuple[Path, str | None]]:
         elif path.is_file():
             found, where = [path], ""
         elif glob.has_magic(str(item)):
-            found = sorted(Path(p) for p in glob.glob(str(item), recursive=True)
-                           if Path(p).is_file())
+            found = sorted(
+                Path(p) for p in glob.glob(str(item), recursive=True) if Path(p).is_file()
+            )
             where = f"glob {str(item)!r}"
         else:
             raise FileNotFoundError(f"{_READER}: no such file, folder or glob match: '{item}'")
         if not found:
-            raise ValueError(f"{_READER}: no sample files in {where}; run the harness with "
-                             "--log_samples --output_path <dir> to write samples_<task>_*.jsonl")
+            raise ValueError(
+                f"{_READER}: no sample files in {where}; run the harness with "
+                "--log_samples --output_path <dir> to write samples_<task>_*.jsonl"
+            )
         files += [(p, None) for p in found]
     return files
 
@@ -213,11 +262,16 @@ def _from_results(path: Path) -> list[tuple[Path, str | None]]:
     """The sample files an aggregated ``results_<timestamp>.json`` names, and its model."""
     report = read_json(path, _READER)
     if not is_results_file(report):
-        found = sorted(map(str, report))[:12] if isinstance(report, Mapping) else \
-            f"a JSON {type(report).__name__}"
-        raise ValueError(f"{_READER}: '{path}' is neither a samples_<task>_<time>.jsonl file nor "
-                         "the harness's aggregated results_<time>.json (an object with "
-                         f"'results' and 'configs'/'versions'); found {found}")
+        found = (
+            sorted(map(str, report))[:12]
+            if isinstance(report, Mapping)
+            else f"a JSON {type(report).__name__}"
+        )
+        raise ValueError(
+            f"{_READER}: '{path}' is neither a samples_<task>_<time>.jsonl file nor "
+            "the harness's aggregated results_<time>.json (an object with "
+            f"'results' and 'configs'/'versions'); found {found}"
+        )
     tasks = _leaf_tasks(report)
     match = _RESULTS.match(path.name)
     date = match["date"] if match else None
@@ -227,8 +281,9 @@ def _from_results(path: Path) -> list[tuple[Path, str | None]]:
             exact = path.parent / f"samples_{task}_{date}.jsonl"
             candidates = [exact] if exact.is_file() else []
         else:
-            candidates = sorted(p for p in path.parent.glob(f"samples_{task}_*.jsonl")
-                                if harness_task(p) == task)
+            candidates = sorted(
+                p for p in path.parent.glob(f"samples_{task}_*.jsonl") if harness_task(p) == task
+            )
         if candidates:
             found += candidates
         else:
@@ -240,13 +295,15 @@ def _from_results(path: Path) -> list[tuple[Path, str | None]]:
             "no per-sample files beside it (samples_<task>_"
             f"{date or '<time>'}.jsonl): its aggregate scores cannot be analysed per document "
             "(no outcomes, no pairing of systems on the same documents); re-run with "
-            "--log_samples (and --output_path) and read the results file or its samples")
+            "--log_samples (and --output_path) and read the results file or its samples"
+        )
     if lacking:
         raise ValueError(
             f"{_READER}: '{path}' lists tasks {shown}, but the sample files of "
             f"{describe_values(lacking)} are not beside it (samples_<task>_{date or '<time>'}"
             ".jsonl); re-run them with --log_samples, or read the sample files there are "
-            "directly")
+            "directly"
+        )
     return [(p, _model_name(report)) for p in found]
 
 
@@ -256,7 +313,8 @@ def _leaf_tasks(report: Mapping) -> list[str]:
     if isinstance(configs, Mapping) and configs:
         return list(configs)
     groups = set(report.get("groups") or {}) | {
-        g for g, members in (report.get("group_subtasks") or {}).items() if members}
+        g for g, members in (report.get("group_subtasks") or {}).items() if members
+    }
     return [t for t in report["results"] if t not in groups]
 
 
@@ -282,12 +340,15 @@ def _pick(records, path, task, filter) -> list[tuple[int, dict]]:
     wanted = filter.get(task) if isinstance(filter, Mapping) else filter
     if wanted is None:
         if len(present) > 1:
-            raise ValueError(f"{_READER}: '{path}' has several filters {present}; choose one "
-                             f"with filter= (a name, or a dict {{{task!r}: name}})")
+            raise ValueError(
+                f"{_READER}: '{path}' has several filters {present}; choose one "
+                f"with filter= (a name, or a dict {{{task!r}: name}})"
+            )
         wanted = present[0]
     if wanted not in present:
-        raise ValueError(f"{_READER}: filter {wanted!r} not found in '{path}'; "
-                         f"its filters are {present}")
+        raise ValueError(
+            f"{_READER}: filter {wanted!r} not found in '{path}'; its filters are {present}"
+        )
     return [(n, r) for n, r in records if r.get("filter", "none") == wanted]
 
 
@@ -312,8 +373,10 @@ def _outcomes(records, path, metric: str) -> list[tuple]:
         raise ValueError(f"{_READER}: '{path}' has no 'doc_id' on {describe_lines(no_doc)}")
     if no_metric:
         names = _metric_names(records)
-        raise ValueError(f"{_READER}: metric {metric!r} not found in '{path}' "
-                         f"({describe_lines(no_metric)}); its metrics are {names}")
+        raise ValueError(
+            f"{_READER}: metric {metric!r} not found in '{path}' "
+            f"({describe_lines(no_metric)}); its metrics are {names}"
+        )
     if bad:
         binary_ones = [m for m in _metric_names(records) if _is_binary(records, m)]
         raise ValueError(
@@ -328,12 +391,16 @@ def _outcomes(records, path, metric: str) -> list[tuple]:
 
 def _primary(records, path) -> str:
     """The first metric the sample lines list (the task's primary metric)."""
-    listed = next((r["metrics"] for _, r in records
-                   if isinstance(r.get("metrics"), list) and r["metrics"]), None)
+    listed = next(
+        (r["metrics"] for _, r in records if isinstance(r.get("metrics"), list) and r["metrics"]),
+        None,
+    )
     if listed is None:
-        raise ValueError(f"{_READER}: '{path}' lists no 'metrics' on its lines, so it has no "
-                         f"primary metric; choose one with metric= (its keys: "
-                         f"{_metric_names(records)})")
+        raise ValueError(
+            f"{_READER}: '{path}' lists no 'metrics' on its lines, so it has no "
+            f"primary metric; choose one with metric= (its keys: "
+            f"{_metric_names(records)})"
+        )
     return listed[0]
 
 

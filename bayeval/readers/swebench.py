@@ -76,8 +76,17 @@ from bayeval.readers._common import (
     read_json,
 )
 
-__all__ = ["CLASSIC_KEYS", "CLASSIC_ORDER", "CLASSIC_STATUS", "INSTANCE_LISTS", "OUTCOME_KEYS",
-           "instance_list", "is_report", "read_swebench", "repository"]
+__all__ = [
+    "CLASSIC_KEYS",
+    "CLASSIC_ORDER",
+    "CLASSIC_STATUS",
+    "INSTANCE_LISTS",
+    "OUTCOME_KEYS",
+    "instance_list",
+    "is_report",
+    "read_swebench",
+    "repository",
+]
 
 #: Report lists that give an outcome: raw status -> (success, default bayeval status or None).
 OUTCOME_KEYS = {
@@ -89,26 +98,59 @@ OUTCOME_KEYS = {
 }
 _SUPERSETS = ("completed", "submitted")
 #: Lists of a classic report (the experiments repository's ``results/results.json``).
-CLASSIC_KEYS = ("no_generation", "generated", "with_logs", "install_fail", "reset_failed",
-                "no_apply", "applied", "test_errored", "test_timeout", "resolved", "no_logs")
+CLASSIC_KEYS = (
+    "no_generation",
+    "generated",
+    "with_logs",
+    "install_fail",
+    "reset_failed",
+    "no_apply",
+    "applied",
+    "test_errored",
+    "test_timeout",
+    "resolved",
+    "no_logs",
+)
 #: Which category an instance listed under several takes: the first that holds it.
-CLASSIC_ORDER = ("resolved", "no_generation", "no_apply", "install_fail", "reset_failed",
-                 "test_errored", "test_timeout", "no_logs")
+CLASSIC_ORDER = (
+    "resolved",
+    "no_generation",
+    "no_apply",
+    "install_fail",
+    "reset_failed",
+    "test_errored",
+    "test_timeout",
+    "no_logs",
+)
 #: Default bayeval status of each classic category (see the module docstring).
-CLASSIC_STATUS = {"no_generation": "invalid", "no_apply": "invalid", "install_fail": "error",
-                  "reset_failed": "error", "test_errored": "error", "test_timeout": "timeout",
-                  "no_logs": "no_verdict", "no_test_output": "no_verdict",
-                  "not_submitted": "not_run"}
+CLASSIC_STATUS = {
+    "no_generation": "invalid",
+    "no_apply": "invalid",
+    "install_fail": "error",
+    "reset_failed": "error",
+    "test_errored": "error",
+    "test_timeout": "timeout",
+    "no_logs": "no_verdict",
+    "no_test_output": "no_verdict",
+    "not_submitted": "not_run",
+}
 #: Bundled benchmark instance lists, by name (``instances=``): file and number of ids.
-INSTANCE_LISTS = {"verified": ("swebench_verified.txt", 500),
-                  "lite": ("swebench_lite.txt", 300)}
+INSTANCE_LISTS = {"verified": ("swebench_verified.txt", 500), "lite": ("swebench_lite.txt", 300)}
 _SPLIT_DIRS = {"verified": "verified", "lite": "lite", "test": "full"}
 _INSTANCE = re.compile(r"^(?P<owner>[^/]+?)__(?P<repo>.+)-(?P<number>\d+)$")
 _READER = "read_swebench"
 
 
-def read_swebench(path_or_paths, system=None, missing=None, cluster="repository", *,
-                  instances=None, status_map=None, planned_trials=None) -> EvalData:
+def read_swebench(
+    path_or_paths,
+    system=None,
+    missing=None,
+    cluster="repository",
+    *,
+    instances=None,
+    status_map=None,
+    planned_trials=None,
+) -> EvalData:
     """Read SWE-bench-style reports (lists of instance ids by outcome) into counts.
 
     Parameters
@@ -184,19 +226,19 @@ def read_swebench(path_or_paths, system=None, missing=None, cluster="repository"
     {'ok': 0, 'invalid': 1, 'timeout': 0, 'error': 1, 'no_verdict': 0, 'not_run': 1}
     """
     if not (cluster is None or cluster == "repository"):
-        raise ValueError(f"{_READER}: cluster must be 'repository' (the repository in each "
-                         f"instance id) or None (no clusters); got {cluster!r}")
+        raise ValueError(
+            f"{_READER}: cluster must be 'repository' (the repository in each "
+            f"instance id) or None (no clusters); got {cluster!r}"
+        )
     pairs, one_per_system = _sources(path_or_paths, system)
     given = None if instances is None else instance_list(instances)
     rows, notes, owner = [], [], {}
     for name, path in pairs:
         report = read_json(path, _READER)
         if _is_classic(report):
-            ids, where = (given, "instances=") if given is not None else \
-                _split_list(path, report)
+            ids, where = (given, "instances=") if given is not None else _split_list(path, report)
             outcomes, quirks = _classic_outcomes(report, path, ids)
-            notes.append(f"'{path}': classic report, denominator {len(ids)} instances "
-                         f"({where})")
+            notes.append(f"'{path}': classic report, denominator {len(ids)} instances ({where})")
             notes += [f"'{path}': {quirk}" for quirk in quirks]
         else:
             outcomes = _report_outcomes(report, path)
@@ -209,27 +251,43 @@ def read_swebench(path_or_paths, system=None, missing=None, cluster="repository"
                     raise ValueError(
                         f"{_READER}: two reports claim system {name!r}: '{first}' and '{path}' "
                         f"(both list {instance!r}); read repeated runs of one system as "
-                        "{system: [paths]}, or give the runs distinct names")
+                        "{system: [paths]}, or give the runs distinct names"
+                    )
             success = _SUCCESS.get(raw, np.nan)
-            rows.append({"system": name, "task": instance, "success": success, "status": raw,
-                         "cluster": None})
+            rows.append(
+                {
+                    "system": name,
+                    "task": instance,
+                    "success": success,
+                    "status": raw,
+                    "cluster": None,
+                }
+            )
     if cluster == "repository":
         ids = [row["task"] for row in rows]
         repos = {i: repository(i) for i in dict.fromkeys(ids)}
         bad = [i for i, r in repos.items() if r is None]
         if bad:
-            raise ValueError(f"{_READER}: instance ids {describe_values(bad)} do not look like "
-                             "'owner__repo-number', so no repository can be read from them; "
-                             "pass cluster=None to read them without clusters")
+            raise ValueError(
+                f"{_READER}: instance ids {describe_values(bad)} do not look like "
+                "'owner__repo-number', so no repository can be read from them; "
+                "pass cluster=None to read them without clusters"
+            )
         for row in rows:
             row["cluster"] = repos[row["task"]]
     defaults = {raw: status for raw, (_, status) in OUTCOME_KEYS.items() if status is not None}
     defaults["completed"] = "no_verdict"
     defaults.update(CLASSIC_STATUS)
-    return build(rows, _READER, [p for _, p in pairs],
-                 status_map=merge_status_map(defaults, status_map, _READER),
-                 missing=missing, planned_trials=planned_trials, cluster=cluster is not None,
-                 notes=notes)
+    return build(
+        rows,
+        _READER,
+        [p for _, p in pairs],
+        status_map=merge_status_map(defaults, status_map, _READER),
+        missing=missing,
+        planned_trials=planned_trials,
+        cluster=cluster is not None,
+        notes=notes,
+    )
 
 
 def instance_list(instances) -> list[str]:
@@ -259,29 +317,42 @@ def instance_list(instances) -> list[str]:
         assert len(ids) == expected, f"bundled list {name} has {len(ids)} ids, not {expected}"
         return ids
     if isinstance(instances, (str, os.PathLike)):
-        if isinstance(instances, str) and not Path(instances).exists() and "/" not in instances \
-                and not instances.endswith((".txt", ".json")):
-            raise ValueError(f"{_READER}: instances={instances!r} is neither a bundled list "
-                             f"({', '.join(INSTANCE_LISTS)}) nor an existing file of ids")
+        if (
+            isinstance(instances, str)
+            and not Path(instances).exists()
+            and "/" not in instances
+            and not instances.endswith((".txt", ".json"))
+        ):
+            raise ValueError(
+                f"{_READER}: instances={instances!r} is neither a bundled list "
+                f"({', '.join(INSTANCE_LISTS)}) nor an existing file of ids"
+            )
         path = check_path(instances, _READER)
         if path.suffix.lower() == ".json":
             ids = read_json(path, _READER)
         else:
             try:
-                ids = [line.strip() for line in path.read_text("utf-8").splitlines()
-                       if line.strip()]
+                ids = [
+                    line.strip() for line in path.read_text("utf-8").splitlines() if line.strip()
+                ]
             except UnicodeDecodeError:
-                raise ValueError(f"{_READER}: the instance list '{path}' is not UTF-8 text "
-                                 "(one instance id per line)") from None
+                raise ValueError(
+                    f"{_READER}: the instance list '{path}' is not UTF-8 text "
+                    "(one instance id per line)"
+                ) from None
         where = f"the instance list '{path}'"
     else:
         ids, where = instances, "instances="
-    if not isinstance(ids, (list, tuple)) or not ids or \
-            not all(isinstance(i, str) and i for i in ids):
-        raise ValueError(f"{_READER}: {where} must be a non-empty list of instance ids "
-                         f"(strings); got {str(ids)[:80]}")
-    twice = sorted({i for i in ids if list(ids).count(i) > 1}) if len(set(ids)) < len(ids) \
-        else []
+    if (
+        not isinstance(ids, (list, tuple))
+        or not ids
+        or not all(isinstance(i, str) and i for i in ids)
+    ):
+        raise ValueError(
+            f"{_READER}: {where} must be a non-empty list of instance ids "
+            f"(strings); got {str(ids)[:80]}"
+        )
+    twice = sorted({i for i in ids if list(ids).count(i) > 1}) if len(set(ids)) < len(ids) else []
     if twice:
         raise ValueError(f"{_READER}: {where} lists ids twice: {describe_values(twice)}")
     return list(ids)
@@ -300,14 +371,24 @@ def is_report(payload) -> bool:
         return False
     if _is_classic(payload) or _is_per_instance(payload):
         return True
-    return any(isinstance(payload.get(k), list) for k in
-               ("resolved_ids", "unresolved_ids")) or (
-        isinstance(payload.get("resolved"), list) and isinstance(payload.get("unresolved"), list))
+    return any(isinstance(payload.get(k), list) for k in ("resolved_ids", "unresolved_ids")) or (
+        isinstance(payload.get("resolved"), list) and isinstance(payload.get("unresolved"), list)
+    )
 
 
-_SUCCESS = {"resolved": 1.0, "unresolved": 0.0, "empty_patch": 0.0, "no_generation": 0.0,
-            "no_apply": 0.0, "install_fail": 0.0, "reset_failed": 0.0, "test_errored": 0.0,
-            "test_timeout": 0.0, "no_logs": 0.0, "no_test_output": 0.0}
+_SUCCESS = {
+    "resolved": 1.0,
+    "unresolved": 0.0,
+    "empty_patch": 0.0,
+    "no_generation": 0.0,
+    "no_apply": 0.0,
+    "install_fail": 0.0,
+    "reset_failed": 0.0,
+    "test_errored": 0.0,
+    "test_timeout": 0.0,
+    "no_logs": 0.0,
+    "no_test_output": 0.0,
+}
 
 
 def _sources(path_or_paths, system) -> tuple[list[tuple[str, Path]], bool]:
@@ -325,7 +406,8 @@ def _sources(path_or_paths, system) -> tuple[list[tuple[str, Path]], bool]:
         raise ValueError(f"{_READER}: no files given")
     files = expand(items, _READER, _report_file, "SWE-bench reports (.json)")
     several = len(files) > len(items) or any(
-        isinstance(i, (str, os.PathLike)) and Path(i).is_dir() for i in items)
+        isinstance(i, (str, os.PathLike)) and Path(i).is_dir() for i in items
+    )
     pairs = [(system if system is not None else _system_of(p), p) for p in files]
     return pairs, several
 
@@ -353,8 +435,13 @@ def _is_classic(report) -> bool:
 
 
 def _is_per_instance(report) -> bool:
-    return isinstance(report, Mapping) and bool(report) and all(
-        isinstance(v, Mapping) and isinstance(v.get("resolved"), bool) for v in report.values())
+    return (
+        isinstance(report, Mapping)
+        and bool(report)
+        and all(
+            isinstance(v, Mapping) and isinstance(v.get("resolved"), bool) for v in report.values()
+        )
+    )
 
 
 def _split_list(path: Path, report: Mapping) -> tuple[list[str], str]:
@@ -363,35 +450,42 @@ def _split_list(path: Path, report: Mapping) -> tuple[list[str], str]:
     for folder, name in _SPLIT_DIRS.items():
         if folder in parts:
             if name in INSTANCE_LISTS:
-                return instance_list(name), (f"the bundled {name} list, from the folder "
-                                             f"'{folder}' in its path")
+                return instance_list(name), (
+                    f"the bundled {name} list, from the folder '{folder}' in its path"
+                )
             raise ValueError(
                 f"{_READER}: '{path}' is a classic SWE-bench report of the {name!r} split (from "
                 f"its path), whose instance list bayeval does not bundle (bundled: "
                 f"{', '.join(INSTANCE_LISTS)}); give the benchmark's ids with instances= (a list "
                 "or a file of ids): unresolved instances are not listed in these reports, so "
-                "they cannot be counted without it")
-    listed = {i for key in CLASSIC_KEYS for i in (report.get(key) or [])
-              if isinstance(i, str)}
+                "they cannot be counted without it"
+            )
+    listed = {i for key in CLASSIC_KEYS for i in (report.get(key) or []) if isinstance(i, str)}
     holding = [name for name in INSTANCE_LISTS if listed <= set(instance_list(name))]
     if listed and len(holding) == 1:
         name = holding[0]
-        return instance_list(name), (f"the bundled {name} list, the only one holding all "
-                                     f"{len(listed)} ids it lists")
-    why = (f"its {len(listed)} ids fit the bundled lists {holding} alike" if len(holding) > 1
-           else f"its {len(listed)} ids are not all in any bundled list "
-                f"({', '.join(INSTANCE_LISTS)}; the full test split is not bundled)")
+        return instance_list(name), (
+            f"the bundled {name} list, the only one holding all {len(listed)} ids it lists"
+        )
+    why = (
+        f"its {len(listed)} ids fit the bundled lists {holding} alike"
+        if len(holding) > 1
+        else f"its {len(listed)} ids are not all in any bundled list "
+        f"({', '.join(INSTANCE_LISTS)}; the full test split is not bundled)"
+    )
     raise ValueError(
         f"{_READER}: '{path}' is a classic SWE-bench report (lists "
         f"{', '.join(k for k in CLASSIC_KEYS if k in report)}): unresolved instances are "
         "not listed, so the benchmark's instance list is the denominator, and " + why + "; "
         f"give it with instances= (a bundled name: {', '.join(INSTANCE_LISTS)}; a list of ids; "
         "or a file of ids), or keep the report under a folder naming its split "
-        "(evaluation/verified/..., evaluation/lite/...)")
+        "(evaluation/verified/..., evaluation/lite/...)"
+    )
 
 
-def _classic_outcomes(report: Mapping, path: Path,
-                      ids: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+def _classic_outcomes(
+    report: Mapping, path: Path, ids: list[str]
+) -> tuple[list[tuple[str, str]], list[str]]:
     """``([(instance, raw category), ...], notes on ids listed twice or contradictorily)``."""
     lists, quirks = {}, []
     for key in CLASSIC_KEYS:
@@ -399,25 +493,31 @@ def _classic_outcomes(report: Mapping, path: Path,
         if value is None:
             continue
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
-            raise ValueError(f"{_READER}: '{path}' key {key!r} must be a list of instance ids "
-                             f"(strings); got {str(value)[:80]}")
+            raise ValueError(
+                f"{_READER}: '{path}' key {key!r} must be a list of instance ids "
+                f"(strings); got {str(value)[:80]}"
+            )
         lists[key] = set(value)
         if len(lists[key]) < len(value):
             twice = sorted({i for i in value if value.count(i) > 1})
             quirks.append(f"{key!r} lists {describe_values(twice)} more than once (counted once)")
     both = sorted(lists.get("no_generation", set()) & lists.get("generated", set()))
     if both:
-        quirks.append(f"{describe_values(both)} listed under both 'no_generation' and "
-                      "'generated' (two predictions for one instance?): each takes the first "
-                      f"category of {list(CLASSIC_ORDER)} that holds it")
+        quirks.append(
+            f"{describe_values(both)} listed under both 'no_generation' and "
+            "'generated' (two predictions for one instance?): each takes the first "
+            f"category of {list(CLASSIC_ORDER)} that holds it"
+        )
     known = set(ids)
     listed = set().union(*lists.values())
     outside = sorted(listed - known)
     if outside:
-        raise ValueError(f"{_READER}: '{path}' lists {len(outside)} instance(s) that are not in "
-                         f"the benchmark's instance list ({len(ids)} ids): "
-                         f"{describe_values(outside)}; is instances= the benchmark this run "
-                         "was evaluated on?")
+        raise ValueError(
+            f"{_READER}: '{path}' lists {len(outside)} instance(s) that are not in "
+            f"the benchmark's instance list ({len(ids)} ids): "
+            f"{describe_values(outside)}; is instances= the benchmark this run "
+            "was evaluated on?"
+        )
     outcomes = []
     for instance in ids:
         raw = next((key for key in CLASSIC_ORDER if instance in lists.get(key, ())), None)
@@ -439,8 +539,10 @@ def _within(outcomes, ids: list[str], path) -> list[tuple[str, str]]:
     known = set(ids)
     outside = sorted({i for i, _ in outcomes} - known)
     if outside:
-        raise ValueError(f"{_READER}: '{path}' reports {len(outside)} instance(s) that are not "
-                         f"in instances= ({len(ids)} ids): {describe_values(outside)}")
+        raise ValueError(
+            f"{_READER}: '{path}' reports {len(outside)} instance(s) that are not "
+            f"in instances= ({len(ids)} ids): {describe_values(outside)}"
+        )
     seen = {i for i, _ in outcomes}
     return outcomes + [(i, "not_submitted") for i in ids if i not in seen]
 
@@ -463,8 +565,10 @@ def _report_outcomes(report, path) -> list[tuple[str, str]]:
     if _is_per_instance(report):
         return _instance_reports(report, path)
     if not isinstance(report, Mapping):
-        raise ValueError(f"{_READER}: '{path}' must hold a JSON object (a SWE-bench report); "
-                         f"found a {type(report).__name__}")
+        raise ValueError(
+            f"{_READER}: '{path}' must hold a JSON object (a SWE-bench report); "
+            f"found a {type(report).__name__}"
+        )
     lists = {key: _id_list(report, key, path) for key in (*OUTCOME_KEYS, *_SUPERSETS)}
     if lists["resolved"] is None or lists["unresolved"] is None:
         raise ValueError(
@@ -484,9 +588,11 @@ def _report_outcomes(report, path) -> list[tuple[str, str]]:
             seen[instance] = key
             outcomes.append((instance, key))
     if clashes:
-        raise ValueError(f"{_READER}: '{path}' lists instances under two outcomes: "
-                         f"{', '.join(clashes[:5])}; each instance needs exactly one of "
-                         f"{list(OUTCOME_KEYS)}")
+        raise ValueError(
+            f"{_READER}: '{path}' lists instances under two outcomes: "
+            f"{', '.join(clashes[:5])}; each instance needs exactly one of "
+            f"{list(OUTCOME_KEYS)}"
+        )
     outcomes += [(i, "completed") for i in lists["completed"] or [] if i not in seen]
     return outcomes
 
@@ -497,11 +603,14 @@ def _id_list(report: Mapping, key: str, path) -> list | None:
     found = [v for v in found if not isinstance(v, (int, float))]  # e.g. "resolved": 3 counts
     for value in found:
         if not isinstance(value, list) or not all(isinstance(i, str) for i in value):
-            raise ValueError(f"{_READER}: '{path}' key {key + '_ids'!r}/{key!r} must be a list "
-                             f"of instance ids (strings); got {str(value)[:80]}")
+            raise ValueError(
+                f"{_READER}: '{path}' key {key + '_ids'!r}/{key!r} must be a list "
+                f"of instance ids (strings); got {str(value)[:80]}"
+            )
     if len(found) == 2 and sorted(found[0]) != sorted(found[1]):
-        raise ValueError(f"{_READER}: '{path}' has both {key + '_ids'!r} and {key!r} and they "
-                         "disagree; keep one")
+        raise ValueError(
+            f"{_READER}: '{path}' has both {key + '_ids'!r} and {key!r} and they disagree; keep one"
+        )
     return found[0] if found else None
 
 
@@ -510,8 +619,10 @@ def _instance_reports(report: Mapping, path) -> list[tuple[str, str]]:
     for instance, entry in report.items():
         resolved = entry["resolved"]
         if not isinstance(resolved, bool):
-            raise ValueError(f"{_READER}: '{path}' instance {instance!r} has 'resolved': "
-                             f"{resolved!r}; expected true or false")
+            raise ValueError(
+                f"{_READER}: '{path}' instance {instance!r} has 'resolved': "
+                f"{resolved!r}; expected true or false"
+            )
         if entry.get("patch_is_None") or entry.get("patch_exists") is False:
             outcomes.append((instance, "empty_patch"))
         else:

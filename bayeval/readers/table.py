@@ -84,16 +84,21 @@ def load_table(path, reader: str = "read_table") -> pd.DataFrame:
     """Load a table file into a new :class:`pandas.DataFrame` (see :func:`read_table`)."""
     path = check_path(path, reader)
     if path.is_dir():
-        raise ValueError(f"{reader}: '{path}' is a directory; give a table file "
-                         f"({', '.join(TABLE_SUFFIXES)})")
+        raise ValueError(
+            f"{reader}: '{path}' is a directory; give a table file ({', '.join(TABLE_SUFFIXES)})"
+        )
     kind, compression = table_kind(path)
     if kind is None:
-        raise ValueError(f"{reader}: cannot tell the table format of '{path}' from its suffix "
-                         f"{path.suffix!r}; supported: {', '.join(TABLE_SUFFIXES)} (text formats "
-                         f"optionally compressed: {', '.join(COMPRESSIONS)})")
+        raise ValueError(
+            f"{reader}: cannot tell the table format of '{path}' from its suffix "
+            f"{path.suffix!r}; supported: {', '.join(TABLE_SUFFIXES)} (text formats "
+            f"optionally compressed: {', '.join(COMPRESSIONS)})"
+        )
     if kind == "parquet" and compression:
-        raise ValueError(f"{reader}: '{path}': Parquet compresses internally; give the "
-                         "uncompressed .parquet file")
+        raise ValueError(
+            f"{reader}: '{path}': Parquet compresses internally; give the "
+            "uncompressed .parquet file"
+        )
     try:
         if kind == "csv":
             return pd.read_csv(path)
@@ -103,20 +108,30 @@ def load_table(path, reader: str = "read_table") -> pd.DataFrame:
             return _read_parquet(path, reader)
         if kind == "jsonl":
             return pd.read_json(path, lines=True, dtype=False)
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OSError, EOFError,
-            lzma.LZMAError, zlib.error, RecursionError) as exc:
+    except (
+        ValueError,
+        pd.errors.ParserError,
+        pd.errors.EmptyDataError,
+        OSError,
+        EOFError,
+        lzma.LZMAError,
+        zlib.error,
+        RecursionError,
+    ) as exc:
         # OSError/EOFError: a truncated or corrupt compressed file (bad gzip, cut-off stream)
-        raise ValueError(f"{reader}: could not read '{path}' as {kind}"
-                         f"{' (' + compression + ')' if compression else ''}: "
-                         f"{type(exc).__name__}: {exc}") from None
+        raise ValueError(
+            f"{reader}: could not read '{path}' as {kind}"
+            f"{' (' + compression + ')' if compression else ''}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
     if compression:
         try:
             with COMPRESSIONS[compression](path, "rt", encoding="utf-8") as handle:
                 payload = json.load(handle)
-        except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError,
-                RecursionError) as exc:
-            raise ValueError(f"{reader}: could not read '{path}' as compressed JSON: "
-                             f"{exc}") from None
+        except (OSError, EOFError, lzma.LZMAError, zlib.error, ValueError, RecursionError) as exc:
+            raise ValueError(
+                f"{reader}: could not read '{path}' as compressed JSON: {exc}"
+            ) from None
     else:
         payload = read_json(path, reader)
     return _records_frame(payload, path, reader)
@@ -141,8 +156,10 @@ def _read_parquet(path: Path, reader: str) -> pd.DataFrame:
     try:
         return pd.read_parquet(path)
     except ImportError as exc:
-        raise ImportError(f"{reader}: reading Parquet ('{path}') needs a Parquet engine; "
-                          f"install one with `pip install pyarrow` ({exc})") from None
+        raise ImportError(
+            f"{reader}: reading Parquet ('{path}') needs a Parquet engine; "
+            f"install one with `pip install pyarrow` ({exc})"
+        ) from None
 
 
 def _records_frame(payload, path: Path, reader: str) -> pd.DataFrame:

@@ -33,8 +33,9 @@ __all__ = ["is_trajectories", "read_tau_bench"]
 _READER = "read_tau_bench"
 
 
-def read_tau_bench(path_or_paths, system=None, missing=None, *, threshold=1.0, status_map=None,
-                   planned_trials=None) -> EvalData:
+def read_tau_bench(
+    path_or_paths, system=None, missing=None, *, threshold=1.0, status_map=None, planned_trials=None
+) -> EvalData:
     """Read τ-bench trajectory files (tasks x trials, rewards) into counts.
 
     Parameters
@@ -73,14 +74,20 @@ def read_tau_bench(path_or_paths, system=None, missing=None, *, threshold=1.0, s
     >>> data.systems, data.dataset["successes"].values.tolist()
     (['gpt-4o-airline'], [[1, 2]])
     """
-    if not isinstance(threshold, Real) or isinstance(threshold, bool) or \
-            not math.isfinite(threshold):
-        raise TypeError(f"{_READER}: threshold must be a finite number (the reward a success "
-                        f"needs); got {threshold!r}")
+    if (
+        not isinstance(threshold, Real)
+        or isinstance(threshold, bool)
+        or not math.isfinite(threshold)
+    ):
+        raise TypeError(
+            f"{_READER}: threshold must be a finite number (the reward a success "
+            f"needs); got {threshold!r}"
+        )
     if isinstance(path_or_paths, Mapping):
         if system is not None:
-            raise TypeError(f"{_READER}: give system names either as dict keys or with "
-                            "system=, not both")
+            raise TypeError(
+                f"{_READER}: give system names either as dict keys or with system=, not both"
+            )
         pairs = [(n, p) for n, spec in path_or_paths.items() for p in _files(spec)]
     else:
         if system is not None and not isinstance(system, str):
@@ -89,28 +96,50 @@ def read_tau_bench(path_or_paths, system=None, missing=None, *, threshold=1.0, s
     rows, notes, owner = [], [f"success = reward >= {threshold:g}"], {}
     for name, path in pairs:
         if name in owner and not isinstance(path_or_paths, Mapping) and system is None:
-            raise ValueError(f"{_READER}: two files claim system {name!r}: '{owner[name]}' and "
-                             f"'{path}'; name them with a dict {{system: path}}")
+            raise ValueError(
+                f"{_READER}: two files claim system {name!r}: '{owner[name]}' and "
+                f"'{path}'; name them with a dict {{system: path}}"
+            )
         owner.setdefault(name, path)
         episodes, partial = _episodes(read_json(path, _READER), path, threshold)
         if partial:
-            notes.append(f"'{path}': {partial} episode(s) with a reward strictly between 0 "
-                         f"and 1, judged by the threshold {threshold:g}")
-        rows += [{"system": name, "task": task, "success": success, "status": raw,
-                  "cluster": None, "trial_no": trial} for task, trial, success, raw in episodes]
+            notes.append(
+                f"'{path}': {partial} episode(s) with a reward strictly between 0 "
+                f"and 1, judged by the threshold {threshold:g}"
+            )
+        rows += [
+            {
+                "system": name,
+                "task": task,
+                "success": success,
+                "status": raw,
+                "cluster": None,
+                "trial_no": trial,
+            }
+            for task, trial, success, raw in episodes
+        ]
     seen = set()
     for row in rows:
         key = (row["system"], row["task"], row["trial_no"])
         if key in seen:
-            raise ValueError(f"{_READER}: task {row['task']!r} trial {row['trial_no']} appears "
-                             f"twice for system {row['system']!r}")
+            raise ValueError(
+                f"{_READER}: task {row['task']!r} trial {row['trial_no']} appears "
+                f"twice for system {row['system']!r}"
+            )
         seen.add(key)
     rows.sort(key=lambda row: row["trial_no"])  # stable: trials in trial order
     for row in rows:
         del row["trial_no"]
-    return build(rows, _READER, [p for _, p in pairs],
-                 status_map=merge_status_map({}, status_map, _READER), missing=missing,
-                 planned_trials=planned_trials, cluster=False, notes=notes)
+    return build(
+        rows,
+        _READER,
+        [p for _, p in pairs],
+        status_map=merge_status_map({}, status_map, _READER),
+        missing=missing,
+        planned_trials=planned_trials,
+        cluster=False,
+        notes=notes,
+    )
 
 
 def is_trajectories(payload) -> bool:
@@ -122,22 +151,32 @@ def is_trajectories(payload) -> bool:
     >>> is_trajectories([{"task_id": 0, "trial": 0, "reward": 1.0, "info": {}}])
     True
     """
-    return isinstance(payload, list) and bool(payload) and all(
-        isinstance(r, Mapping) and {"task_id", "reward", "trial"} <= set(r) for r in payload)
+    return (
+        isinstance(payload, list)
+        and bool(payload)
+        and all(
+            isinstance(r, Mapping) and {"task_id", "reward", "trial"} <= set(r) for r in payload
+        )
+    )
 
 
 def _files(spec) -> list[Path]:
-    return expand(spec, _READER, lambda p: p.suffix.lower() == ".json",
-                  "τ-bench trajectory files (.json)")
+    return expand(
+        spec, _READER, lambda p: p.suffix.lower() == ".json", "τ-bench trajectory files (.json)"
+    )
 
 
 def _episodes(payload, path, threshold) -> tuple[list[tuple], int]:
     if not is_trajectories(payload):
-        found = (f"a list whose first record has keys {sorted(payload[0])[:10]}"
-                 if isinstance(payload, list) and payload and isinstance(payload[0], Mapping)
-                 else f"a JSON {type(payload).__name__}")
-        raise ValueError(f"{_READER}: '{path}' is not a τ-bench trajectory file: it needs a "
-                         "list of records with 'task_id', 'trial' and 'reward'; found " + found)
+        found = (
+            f"a list whose first record has keys {sorted(payload[0])[:10]}"
+            if isinstance(payload, list) and payload and isinstance(payload[0], Mapping)
+            else f"a JSON {type(payload).__name__}"
+        )
+        raise ValueError(
+            f"{_READER}: '{path}' is not a τ-bench trajectory file: it needs a "
+            "list of records with 'task_id', 'trial' and 'reward'; found " + found
+        )
     out, bad, partial = [], [], 0
     for index, record in enumerate(payload):
         reward, info = record["reward"], record.get("info") or {}
@@ -153,6 +192,8 @@ def _episodes(payload, path, threshold) -> tuple[list[tuple], int]:
         raw = "no_reward_info" if "reward_info" in info and info["reward_info"] is None else None
         out.append((record["task_id"], record["trial"], float(reward >= threshold), raw))
     if bad:
-        raise ValueError(f"{_READER}: '{path}' has rewards {describe_values([v for _, v in bad])}"
-                         f" on records {[i for i, _ in bad][:5]}; a reward must be a number")
+        raise ValueError(
+            f"{_READER}: '{path}' has rewards {describe_values([v for _, v in bad])}"
+            f" on records {[i for i, _ in bad][:5]}; a reward must be a number"
+        )
     return out, partial

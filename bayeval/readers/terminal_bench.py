@@ -51,14 +51,25 @@ __all__ = ["FAILURE_STATUS", "is_run_results", "read_terminal_bench"]
 
 _READER = "read_terminal_bench"
 #: Default bayeval status of each Terminal-Bench ``failure_mode``.
-FAILURE_STATUS = {"parse_error": "invalid", "test_timeout": "timeout",
-                  "unknown_agent_error": "error", "agent_installation_failed": "error",
-                  "unknown_error": "error"}
+FAILURE_STATUS = {
+    "parse_error": "invalid",
+    "test_timeout": "timeout",
+    "unknown_agent_error": "error",
+    "agent_installation_failed": "error",
+    "unknown_error": "error",
+}
 _ATTEMPT = re.compile(r"\.(?P<k>\d+)-of-(?P<n>\d+)(?:\.|$)")
 
 
-def read_terminal_bench(path_or_paths, system=None, missing=None, cluster="family", *,
-                        status_map=None, planned_trials=None) -> EvalData:
+def read_terminal_bench(
+    path_or_paths,
+    system=None,
+    missing=None,
+    cluster="family",
+    *,
+    status_map=None,
+    planned_trials=None,
+) -> EvalData:
     """Read Terminal-Bench run results (trials of tasks) into counts.
 
     Parameters
@@ -112,8 +123,10 @@ def read_terminal_bench(path_or_paths, system=None, missing=None, cluster="famil
     np.int64(1)
     """
     if not (cluster is None or cluster == "family"):
-        raise ValueError(f"{_READER}: cluster must be 'family' (the task id before its first "
-                         f"'.') or None (no clusters); got {cluster!r}")
+        raise ValueError(
+            f"{_READER}: cluster must be 'family' (the task id before its first "
+            f"'.') or None (no clusters); got {cluster!r}"
+        )
     pairs, named = _sources(path_or_paths, system)
     rows, owner, notes = [], {}, []
     for name, path in pairs:
@@ -124,26 +137,43 @@ def read_terminal_bench(path_or_paths, system=None, missing=None, cluster="famil
                 raise ValueError(
                     f"{_READER}: two runs claim system {name!r}: '{first}' and '{path}'; "
                     "read repeated runs of one system as {system: [paths]} (their trials are "
-                    "combined), or name each run with a dict")
+                    "combined), or name each run with a dict"
+                )
         for task, attempt, resolved, mode in trials:
-            rows.append({"system": name, "task": task, "success": resolved,
-                         "status": None if mode in (None, "unset") else mode,
-                         "cluster": task.split(".", 1)[0], "attempt": attempt, "file": path})
+            rows.append(
+                {
+                    "system": name,
+                    "task": task,
+                    "success": resolved,
+                    "status": None if mode in (None, "unset") else mode,
+                    "cluster": task.split(".", 1)[0],
+                    "attempt": attempt,
+                    "file": path,
+                }
+            )
         notes.append(f"'{path}': {len(trials)} trials")
     seen = {}
     for row in rows:
         key = (row["system"], row["task"], row["attempt"], row["file"])
         if row["attempt"] is not None and key in seen and seen[key] is not row:
-            raise ValueError(f"{_READER}: attempt {row['attempt']} of task {row['task']!r} "
-                             f"appears twice in '{row['file']}'; a resumed run can leave a "
-                             "trial next to its retry")
+            raise ValueError(
+                f"{_READER}: attempt {row['attempt']} of task {row['task']!r} "
+                f"appears twice in '{row['file']}'; a resumed run can leave a "
+                "trial next to its retry"
+            )
         seen[key] = row
     for row in rows:
         del row["attempt"], row["file"]
-    return build(rows, _READER, [p for _, p in pairs],
-                 status_map=merge_status_map(FAILURE_STATUS, status_map, _READER),
-                 missing=missing, planned_trials=planned_trials, cluster=cluster is not None,
-                 notes=notes)
+    return build(
+        rows,
+        _READER,
+        [p for _, p in pairs],
+        status_map=merge_status_map(FAILURE_STATUS, status_map, _READER),
+        missing=missing,
+        planned_trials=planned_trials,
+        cluster=cluster is not None,
+        notes=notes,
+    )
 
 
 def is_run_results(payload) -> bool:
@@ -173,13 +203,13 @@ def _sources(path_or_paths, system) -> tuple[list[tuple[str, Path]], bool]:
     if check_systems(path_or_paths, system, _READER):
         return [(name, p) for name, spec in path_or_paths.items() for p in _files(spec)], True
     files = _files(path_or_paths)
-    return [(system if system is not None else _system_of(p), p) for p in files], \
-        system is not None
+    return [(system if system is not None else _system_of(p), p) for p in files], system is not None
 
 
 def _files(spec) -> list[Path]:
-    files = expand(spec, _READER, lambda p: p.name == "results.json",
-                   "Terminal-Bench results.json files")
+    files = expand(
+        spec, _READER, lambda p: p.name == "results.json", "Terminal-Bench results.json files"
+    )
     runs = {p.parent for p in files}
     # a trial's own results.json sits in <run>/<task>/<trial>/: the run file covers it
     return [p for p in files if not any(r in p.parents for r in runs if r != p.parent)]
@@ -201,9 +231,11 @@ def _system_of(path: Path) -> str:
 def _trials(payload, path) -> list[tuple]:
     if not is_run_results(payload):
         keys = sorted(payload)[:12] if isinstance(payload, Mapping) else type(payload).__name__
-        raise ValueError(f"{_READER}: '{path}' is not a Terminal-Bench results.json: it needs "
-                         "'results', a list of trials with 'task_id' and 'is_resolved' (or one "
-                         f"trial record); found {keys}")
+        raise ValueError(
+            f"{_READER}: '{path}' is not a Terminal-Bench results.json: it needs "
+            "'results', a list of trials with 'task_id' and 'is_resolved' (or one "
+            f"trial record); found {keys}"
+        )
     records = [payload] if _is_trial(payload) else payload["results"]
     out, bad = [], []
     for index, record in enumerate(records):
@@ -213,12 +245,20 @@ def _trials(payload, path) -> list[tuple]:
             continue
         match = _ATTEMPT.search(str(record.get("trial_name", "")))
         attempt = int(match["k"]) if match else None
-        out.append((str(record["task_id"]), attempt,
-                    np.nan if resolved is None else float(resolved), record.get("failure_mode")))
+        out.append(
+            (
+                str(record["task_id"]),
+                attempt,
+                np.nan if resolved is None else float(resolved),
+                record.get("failure_mode"),
+            )
+        )
     if bad:
-        raise ValueError(f"{_READER}: '{path}' has 'is_resolved' values "
-                         f"{describe_values([v for _, v in bad])} on results "
-                         f"{[i for i, _ in bad][:5]}; expected true, false or null")
+        raise ValueError(
+            f"{_READER}: '{path}' has 'is_resolved' values "
+            f"{describe_values([v for _, v in bad])} on results "
+            f"{[i for i, _ in bad][:5]}; expected true, false or null"
+        )
     # trials in attempt order within each task (stable for records without an attempt number)
     order = sorted(range(len(out)), key=lambda i: (out[i][1] is None, out[i][1] or 0))
     return [out[i] for i in order]
