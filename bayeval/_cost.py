@@ -74,8 +74,8 @@ K_STATISTICS = ("pass_at_k", "cost_of_k", "expected_spend", "cost_per_success_at
 
 
 def _check_column(data, column) -> None:
-    from bayeval.bootstrap import _refuse_scores
     from bayeval.data import EvalData
+    from bayeval.resampling import _refuse_scores
 
     if not isinstance(data, EvalData):
         raise TypeError(f"data must be an EvalData (from be.from_frame); got {type(data).__name__}")
@@ -293,7 +293,7 @@ def cost(data, column, unit="task", n_boot=10_000, ci_prob=0.95, seed=0, k=None)
     >>> out["cost_per_success_at_k"].values.tolist()  # (2 + 2) / 0.5, then (3 + 4) / 1
     [[8.0, 7.0]]
     """
-    from bayeval.bootstrap import _layout
+    from bayeval.resampling import _layout
 
     _check_column(data, column)
     validate_choice("unit", unit, ("task", "cluster"))
@@ -1009,7 +1009,7 @@ def _latency_unit_weights(data, unit, n_rep, rng, kind) -> tuple[np.ndarray, np.
     """Each replicate's weight of each resampling unit ``(rep, unit)`` and each task's unit:
     multinomial counts (``kind="bootstrap"``) or Dirichlet weights scaled to the same total
     (``"bayes"``), within strata."""
-    from bayeval.bootstrap import _layout
+    from bayeval.resampling import _layout
 
     layout = _layout(data, unit, "task", None)
     n_unit = int(layout.unit.max()) + 1

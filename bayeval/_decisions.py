@@ -382,7 +382,7 @@ def curve_bootstrap(
         raise ValueError(f"the curve needs a list of at least two ks; got {k!r}")
     if unit not in ("task", "cluster"):
         raise ValueError(f"unit must be 'task' or 'cluster'; got {unit!r}")
-    from bayeval.bootstrap import _refuse_scores
+    from bayeval.resampling import _refuse_scores
 
     _refuse_scores(data, metric)
     ds = data.dataset

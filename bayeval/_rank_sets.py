@@ -219,7 +219,7 @@ def rank_sets(
     True
     """
     # bayeval.bootstrap re-exports this function: import it here, not at module level
-    from bayeval.bootstrap import ESTIMAND_OF_UNIT, _run, _status_vars, _validate_common
+    from bayeval.resampling import ESTIMAND_OF_UNIT, _run, _status_vars, _validate_common
 
     ci_prob, n_boot, seed = _validate_common(
         data, unit, weighting, clusters, "percentile", ci_prob, n_boot, seed, metric

@@ -54,7 +54,7 @@ def recipe_values(
     validate_choice("runs", runs, RUNS)
     recipes = recipes_of(results)
     if runs == "observed":
-        values = results._metric(metric, k, estimand, clusters, weighting, shared=shared, tau=tau)
+        values = results.draws(metric, k, estimand, clusters, weighting, shared=shared, tau=tau)
         grouped = values.assign_coords(recipe=("system", recipes)).groupby("recipe").mean("system")
         order = list(dict.fromkeys(recipes.tolist()))
         out = grouped.sel(recipe=order).rename(recipe="system")

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 import bayeval as be
+from bayeval import resampling
 from bayeval.data import MISSING_POLICIES
 from bayeval.readers import FORMATS as READER_FORMATS
 from bayeval.readers import detect_format
@@ -923,14 +924,13 @@ def _latency_roles(frame, text: str, roles: dict) -> tuple:
 def _check_k_before_fit(data, pairs, ks, metric):
     """Refuse a k larger than some task's trials before any sampling starts (the bootstrap
     twins and benchmark-level metrics need n >= k in every task)."""
-    from bayeval import bootstrap
 
     systems = (
         list(dict.fromkeys(s for pair in pairs for s in pair)) if pairs else list(data.systems)
     )
-    c, n, _ = bootstrap._arrays(data, systems)
+    c, n, _ = resampling._arrays(data, systems)
     try:
-        bootstrap._check_k(data, systems, c, n, np.asarray(ks), metric)
+        resampling._check_k(data, systems, c, n, np.asarray(ks), metric)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--k") from None
 

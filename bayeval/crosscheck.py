@@ -115,7 +115,7 @@ def crosscheck(
     twins = {}
     for estimand in estimands:
         options = {} if estimand == "tasks" else {"clusters": clusters, "weighting": weighting}
-        draws = results._metric(metric, k, estimand, **options)
+        draws = results.draws(metric, k, estimand, **options)
         twin = twins[estimand] = bootstrap_twin(results, estimand, clusters, weighting)
         unit = twin["unit"]
         boot = boot_func(

@@ -383,7 +383,7 @@ def posterior_noise(
     alpha, power, ci_prob = _check_common(alpha, power, ci_prob)
     n_draws = validate_positive_int("n_draws", n_draws)
     data = EvalData(results.tree["observed_data"].to_dataset())
-    from bayeval.bootstrap import _refuse_scores
+    from bayeval.resampling import _refuse_scores
 
     _refuse_scores(data, "the trial variance p(1 - p)")
     c, n, cluster, clustered = _arrays(data)
@@ -537,7 +537,7 @@ def noise(
     n_boot = validate_positive_int("n_boot", n_boot, minimum=2)
     rng = np.random.default_rng(validate_seed(seed))
     require_valid_outcomes(data)
-    from bayeval.bootstrap import _refuse_scores
+    from bayeval.resampling import _refuse_scores
 
     _refuse_scores(data, "the trial variance p(1 - p)")
     c, n, cluster, clustered = _arrays(data)

@@ -1,21 +1,13 @@
-"""``Results``: a fitted model as one ``xarray.DataTree``, and the quantities derived from it.
+"""``Results``: a fitted model's :class:`~bayeval.posterior.Posterior` with its analyses.
 
-The tree has ArviZ's groups — ``posterior`` (hyperparameters, and per-task rates ``p`` for small
-task sets), ``sample_stats`` (MCMC fits), ``observed_data`` (the input counts, statuses and task
-coordinates) and ``posterior_predictive`` (success-count histograms of new tasks) — so ArviZ
-functions work on ``results.tree`` directly. The root holds only attributes: model, priors,
-sampler, seed, draws, library versions, a hash of the input and the missing policy.
-
-Every method returns a new object; nothing mutates the tree. ``to_netcdf`` and
-:func:`load` round-trip the tree exactly, without rebuilding the PyMC model.
+Every method here is a thin delegation to a function of :mod:`bayeval.analyses` (or a readout of
+:meth:`Posterior.draws`); nothing mutates the tree.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -23,42 +15,19 @@ import xarray as xr
 
 from bayeval._arviz import mcse_and_ess
 from bayeval._validate import (
-    BayevalWarning,
     describe_values,
-    validate_choice,
     validate_k,
     validate_prob,
 )
-from bayeval.estimators import metric_ks, validate_metric
+from bayeval.posterior import Posterior, credible_interval, read_tree
 
 __all__ = ["Results", "load"]
 
-ESTIMANDS = ("tasks", "population")
-_REQUIRED_GROUPS = ("posterior", "observed_data")
-_REQUIRED_ATTRS = (
-    "model",
-    "sampler",
-    "seed",
-    "draws",
-    "chains",
-    "priors",
-    "missing_policy",
-    "input_hash",
-)
+# names other modules read from here
+_interval = credible_interval
 
 
-def _interval(draws: xr.DataArray, ci_prob: float, sample_dims) -> xr.DataArray:
-    """Equal-tailed interval on a ``ci_bound`` dim."""
-    alpha = 1 - ci_prob
-    q = draws.quantile([alpha / 2, 1 - alpha / 2], dim=sample_dims)
-    return (
-        q.rename(quantile="ci_bound")
-        .assign_coords(ci_bound=["lower", "upper"])
-        .transpose(..., "ci_bound")
-    )
-
-
-class Results:
+class Results(Posterior):
     """Posterior of a fitted model with its estimands, comparisons and checks.
 
     Build with :func:`bayeval.fit` or :func:`bayeval.load`.
@@ -75,216 +44,6 @@ class Results:
     >>> res.summary().columns.tolist()[:4]
     ['system', 'estimand', 'metric', 'k']
     """
-
-    def __init__(self, tree: xr.DataTree):
-        problems = [f"missing group {g!r}" for g in _REQUIRED_GROUPS if g not in tree.children]
-        problems += [f"missing attribute {a!r}" for a in _REQUIRED_ATTRS if a not in tree.attrs]
-        if tree.to_dataset().coords:
-            problems.append("the root holds coordinates (children would inherit them)")
-        if problems:
-            raise ValueError("not a bayeval results tree: " + "; ".join(problems))
-        from bayeval.models import get_model
-
-        for node in tree.subtree:
-            for var in node.variables.values():
-                var.values.flags.writeable = False
-        self._tree = tree
-        self._cache = {}
-        self._model = get_model(tree.attrs["model"])
-
-    # -- plain facts ---------------------------------------------------------------------------
-    @property
-    def tree(self) -> xr.DataTree:
-        """The underlying DataTree: a copy whose arrays are read-only, so these results never
-        change."""
-        return self._tree.copy()
-
-    @property
-    def data(self):
-        """The input counts as :class:`~bayeval.EvalData`."""
-        from bayeval.data import EvalData
-
-        return EvalData(self._tree["observed_data"].to_dataset().copy(deep=True))
-
-    @property
-    def model(self) -> str:
-        return self._tree.attrs["model"]
-
-    @property
-    def estimands(self) -> tuple[str, ...]:
-        return self._model.estimands
-
-    @property
-    def systems(self) -> list:
-        return self._tree["observed_data"]["system"].values.tolist()
-
-    @property
-    def diagnostics(self) -> dict:
-        """Convergence summary of MCMC fits (empty for the grid and conjugate engines): the
-        worst r-hat, bulk and tail ESS over the sampled parameters, each with the parameter
-        that has it (``max_rhat_parameter``, ``min_ess_bulk_parameter``,
-        ``min_ess_tail_parameter``: a name, with its labels in brackets where it has
-        dimensions), the divergences and the lowest BFMI."""
-        return json.loads(self._tree.attrs.get("diagnostics", "{}"))
-
-    # -- estimands -----------------------------------------------------------------------------
-    def _check_estimand(self, estimand):
-        validate_choice("estimand", estimand, ESTIMANDS)
-        if estimand not in self.estimands:
-            raise ValueError(
-                f"model {self.model!r} supports estimand in {list(self.estimands)}; "
-                f"got {estimand!r}. Its tasks share nothing, so a new task's rate is only the "
-                "prior: fit model='hierarchical' for the population estimand"
-            )
-
-    def _cluster_options(self, estimand, clusters, weighting) -> dict:
-        """Validate ``clusters``/``weighting`` and return the model's keyword arguments."""
-        validate_choice("weighting", weighting, ("task", "cluster"))
-        if self.model not in ("logit_normal", "zoib"):
-            if clusters is not None or weighting != "task":
-                raise ValueError(
-                    f"clusters= and weighting= need model='logit_normal' or "
-                    f"'zoib'; this fit is {self.model!r}"
-                )
-            return {}
-        has_clusters = "cluster" in self._tree["observed_data"].coords
-        if estimand == "tasks":
-            if clusters is not None:
-                raise ValueError("clusters= applies to estimand='population'")
-            return {}
-        if clusters is None:
-            clusters = "new" if has_clusters else "observed"
-        validate_choice("clusters", clusters, ("new", "observed"))
-        if clusters == "observed" and not has_clusters and weighting == "cluster":
-            raise ValueError("weighting='cluster' needs task clusters")
-        return {"clusters": clusters, "weighting": weighting}
-
-    def _validate_metric(self, metric, tau, k=1):
-        """``(metric, tau)`` checked against what this model estimates: a model of scores
-        (``metrics`` attribute) estimates the mean score only; the others binary metrics, and
-        the mean score of data whose scores are all 0 or 1 (pass@1, which it is)."""
-        own = getattr(self._model, "metrics", None)
-        if own is None:
-            if metric == "mean" and self.data.has_scores:
-                if tau is not None or not np.array_equal(np.ravel(k), [1]):
-                    raise ValueError(
-                        f"metric='mean' has no k or tau (leave them at their "
-                        f"defaults); got k={k!r}, tau={tau!r}"
-                    )
-                return "pass@k", None
-            if metric == "mean":
-                raise ValueError(
-                    f"metric 'mean' is the mean of partial-credit scores, "
-                    f"estimated by model='zoib' (data built with score=); this "
-                    f"fit is {self.model!r}: use metric='pass@k' with k=1"
-                )
-            return validate_metric(metric, tau)
-        binary = metric != "mean"
-        if (
-            metric not in own
-            or tau is not None
-            or (binary and not np.array_equal(np.ravel(k), [1]))
-        ):
-            raise ValueError(
-                f"model {self.model!r} estimates the mean score (metric='mean'; 'pass@k' at "
-                f"k=1 reads the same); got metric={metric!r}, k={k!r}"
-                f"{'' if tau is None else f', tau={tau!r}'}. pass@k for k > 1, pass^k, "
-                "G-pass@k and consistency are metrics of 0/1 outcomes: threshold the scores "
-                "into a success= column and fit a binary model for them"
-            )
-        if not np.array_equal(np.ravel(k), [1]):
-            raise ValueError(f"metric='mean' has no k (leave k at its default); got k={k!r}")
-        return metric, None
-
-    def _metric(
-        self,
-        metric: str,
-        k,
-        estimand: str,
-        clusters=None,
-        weighting: str = "task",
-        shared=None,
-        tau=None,
-        systems=None,
-    ) -> xr.DataArray:
-        """Draws of ``metric``; of the ``systems`` asked for (default all), in that order."""
-        asked = metric
-        metric, tau = self._validate_metric(metric, tau, k)
-        self._check_estimand(estimand)
-        options = self._cluster_options(estimand, clusters, weighting)
-        ks, scalar = metric_ks(metric, k)
-        self._warn_extrapolation(ks, metric)
-        mask = None if shared is None else tuple(np.asarray(shared, bool).tolist())
-        key = (metric, tau, estimand, tuple(ks.tolist()), tuple(sorted(options.items())), mask)
-        wanted = self.systems if systems is None else list(systems)
-        cached = self._cache.get(key)
-        have = set() if cached is None else set(cached["system"].values.tolist())
-        missing = [label for label in wanted if label not in have]
-        if missing:
-            # every readout (compare, summary, crosscheck, plots) is a function of these draws:
-            # computed once per fit, estimand and system, then read from here; a model whose
-            # systems' draws do not depend on each other computes only the systems asked for
-            chosen = {"systems": missing} if getattr(self._model, "subsets", False) else {}
-            if estimand == "population":
-                fresh = self._model.population(self._tree, metric, ks, tau=tau, **options, **chosen)
-            elif shared is not None:
-                fresh = self._model.tasks(
-                    self._tree, metric, ks, shared=np.asarray(shared), tau=tau, **chosen
-                )
-            else:
-                fresh = self._model.tasks(self._tree, metric, ks, tau=tau, **chosen)
-            if cached is not None:
-                fresh = fresh.sel(
-                    system=[label for label in fresh["system"].values.tolist() if label not in have]
-                )
-                fresh = xr.concat([cached, fresh], dim="system")
-            present = set(fresh["system"].values.tolist())
-            cached = fresh.sel(system=[label for label in self.systems if label in present])
-            cached.values.flags.writeable = False
-            self._cache[key] = cached
-        values = cached.copy(deep=False)
-        if systems is not None or len(wanted) != cached.sizes["system"]:
-            values = values.sel(system=wanted)
-        values.attrs = {
-            "metric": asked,
-            "estimand": estimand,
-            "model": self.model,
-            **options,
-            **({} if tau is None else {"tau": tau}),
-        }
-        values.name = asked
-        return values.isel(k=0) if scalar else values
-
-    @property
-    def _paired(self) -> str:
-        """How this model's comparisons treat systems that share tasks (for attrs)."""
-        if self.model in ("logit_normal", "zoib"):
-            return "yes"
-        return (
-            f"no: the {self.model} model treats systems independently (unpaired); "
-            "model='logit_normal', the default for systems on shared tasks, pairs them"
-        )
-
-    def _single_metric(self, caller, metric, k, estimand, clusters, weighting, tau=None):
-        """The metric's draws at one k and without missing bounds, or a clear refusal."""
-        values = self._metric(metric, k, estimand, clusters, weighting, tau=tau)
-        if "k" in values.dims or "missing_bound" in values.dims:
-            raise ValueError(
-                f"{caller} takes one k and no missing bounds (use compare for the "
-                "crossing bounds of one pair)"
-            )
-        return values
-
-    def _warn_extrapolation(self, ks, metric):
-        trials = self._tree["observed_data"]["trials"].values
-        smallest = int(trials[trials > 0].min())
-        if ks.max() > smallest and smallest > 1:
-            warnings.warn(
-                f"{metric} at k={int(ks.max())} goes beyond the {smallest} trial(s) observed "
-                "for some tasks: the model extrapolates there",
-                BayevalWarning,
-                stacklevel=4,
-            )
 
     def pass_at_k(
         self, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
@@ -316,7 +75,7 @@ class Results:
         >>> res.pass_at_k(k=[1, 5], estimand="tasks").dims
         ('chain', 'draw', 'system', 'k')
         """
-        return self._metric("pass@k", k, estimand, clusters, weighting)
+        return self.draws("pass@k", k, estimand, clusters, weighting)
 
     def pass_hat_k(
         self, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
@@ -333,7 +92,7 @@ class Results:
         ...     k=1, estimand="tasks").mean())
         True
         """
-        return self._metric("pass^k", k, estimand, clusters, weighting)
+        return self.draws("pass^k", k, estimand, clusters, weighting)
 
     def g_pass_at_k(
         self, k, tau, estimand: str = "population", clusters=None, weighting: str = "task"
@@ -367,7 +126,7 @@ class Results:
         >>> bool((g >= res.pass_hat_k(k=4, estimand="tasks")).all())
         True
         """
-        return self._metric("g-pass@k", k, estimand, clusters, weighting, tau=tau)
+        return self.draws("g-pass@k", k, estimand, clusters, weighting, tau=tau)
 
     def consistency(
         self, estimand: str = "population", clusters=None, weighting: str = "task"
@@ -394,7 +153,7 @@ class Results:
         >>> res.consistency(estimand="tasks").dims
         ('chain', 'draw', 'system')
         """
-        return self._metric("consistency", 2, estimand, clusters, weighting)
+        return self.draws("consistency", 2, estimand, clusters, weighting)
 
     def mean_score(
         self, estimand: str = "population", clusters=None, weighting: str = "task"
@@ -419,7 +178,7 @@ class Results:
         >>> round(float(res.mean_score(estimand="population").mean()), 2)
         0.51
         """
-        return self._metric("mean", 1, estimand, clusters, weighting)
+        return self.draws("mean", 1, estimand, clusters, weighting)
 
     def task_rates(self, system=None) -> xr.DataArray:
         """Posterior draws of every task's rate, from its exact conditional distribution.
@@ -555,7 +314,7 @@ class Results:
                 self, metric, k, estimand, clusters, weighting, runs, shared=shared, tau=tau
             )
         else:
-            values = self._metric(
+            values = self.draws(
                 metric, k, estimand, clusters, weighting, shared=shared, tau=tau, systems=members
             )
         crossed_fit = (
@@ -580,7 +339,7 @@ class Results:
             {
                 "effect": effect,
                 "effect_mean": effect.mean(sample_dims),
-                "effect_interval": _interval(effect, ci_prob, sample_dims),
+                "effect_interval": credible_interval(effect, ci_prob, sample_dims),
                 "prob_positive": (effect > 0).mean(sample_dims),
                 "prob_above_margin": (effect > margin).mean(sample_dims),
                 "prob_noninferior": (effect > -margin).mean(sample_dims),
@@ -645,7 +404,7 @@ class Results:
             self._cache[key] = fits
         parts = []
         for bound in ("lower", "upper"):
-            values = fits[bound]._metric(
+            values = fits[bound].draws(
                 metric, k, estimand, clusters, weighting, shared=shared, tau=tau
             )
             parts.append(
@@ -700,7 +459,7 @@ class Results:
         ci_prob = validate_prob("ci_prob", ci_prob)
         if isinstance(top, bool) or not isinstance(top, int) or top < 1:
             raise ValueError(f"top must be a positive int; got {top!r}")
-        values = self._metric(metric, k, estimand, clusters, weighting, tau=tau)
+        values = self.draws(metric, k, estimand, clusters, weighting, tau=tau)
         if "k" in values.dims:
             raise ValueError("ranks take one k; got a list")
         axis = values.get_axis_num("system")
@@ -715,7 +474,7 @@ class Results:
             {
                 "rank": rank,
                 "rank_mean": rank.mean(sample_dims),
-                "rank_interval": _interval(rank, ci_prob, sample_dims),
+                "rank_interval": credible_interval(rank, ci_prob, sample_dims),
                 "prob_best": (rank == 1).mean(sample_dims),
                 "prob_top": (rank <= top).mean(sample_dims),
             }
@@ -1288,13 +1047,13 @@ class Results:
         frames = []
         for estimand in estimands:
             for metric in metrics:
-                values = self._metric(
+                values = self.draws(
                     metric,
                     [2] if metric == "consistency" else ks.tolist(),
                     estimand,
                     tau=tau if metric == "g-pass@k" else None,
                 )
-                interval = _interval(values, ci_prob, ["chain", "draw"])
+                interval = credible_interval(values, ci_prob, ["chain", "draw"])
                 mcse, ess = mcse_and_ess(values)
                 table = (
                     xr.Dataset(
@@ -1378,7 +1137,9 @@ class Results:
             {
                 "observed_histogram": observed_hist,
                 "predicted_histogram": pred["count_histogram"].mean(sample),
-                "predicted_histogram_interval": _interval(pred["count_histogram"], ci_prob, sample),
+                "predicted_histogram_interval": credible_interval(
+                    pred["count_histogram"], ci_prob, sample
+                ),
                 "observed_extreme_share": observed_share,
                 "predicted_extreme_share": rep.mean(sample),
                 "p_value": p_value,
@@ -1390,260 +1151,6 @@ class Results:
             "ci_prob": ci_prob,
         }
         return out
-
-    # -- persistence and display ---------------------------------------------------------------
-    def with_log_likelihood(self) -> Results:
-        """These results with the ``log_likelihood`` group (each task's log-likelihood, joint
-        over the systems that ran it), for ``arviz_stats.loo`` and ``arviz_stats.compare``.
-
-        ``fit`` stores it unless its quadrature would take long; this adds it on demand.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[3, 5, 1, 8], [6, 9, 2, 9]], trials=10, systems=["A", "B"])
-        >>> res = be.fit(data, model="hierarchical", draws=100, chains=2, seed=0,
-        ...              log_likelihood=False)
-        >>> res.with_log_likelihood().tree["log_likelihood"]["successes"].dims
-        ('chain', 'draw', 'task')
-        """
-        from bayeval import _groups
-
-        if "log_likelihood" in self._tree.children:
-            return self
-        loglik = _groups.log_likelihood(self._tree)
-        if loglik is None:
-            raise ValueError(
-                f"a log-likelihood is not defined for model {self.model!r} or "
-                "under missing='bounds' (two data sets, one per bound)"
-            )
-        tree = self._tree.copy()
-        tree["log_likelihood"] = xr.DataTree(loglik)
-        return Results(tree)
-
-    def to_netcdf(self, path) -> None:
-        """Write the tree to a netCDF file (h5netcdf engine); read back with :func:`load`.
-
-        The file round-trips exactly: object (``str``) label coordinates come back as object
-        arrays, and attributes that netCDF cannot hold as they are (``int``, ``float``, ``bool``,
-        lists, dicts, ``None``) are written as JSON and decoded by :func:`load`. The root
-        attribute ``bayeval_checksum`` holds a SHA-256 of every variable's values and every
-        string attribute, in a fixed order, which :func:`load` verifies.
-
-        Examples
-        --------
-        >>> import tempfile, os, bayeval as be
-        >>> res = be.fit(be.from_counts([[9, 1, 10]], trials=10), draws=50, chains=1, seed=0)
-        >>> path = os.path.join(tempfile.mkdtemp(), "fit.nc")
-        >>> res.to_netcdf(path)
-        >>> be.load(path).tree.identical(res.tree)
-        True
-        """
-        _encode_tree(self._tree).to_netcdf(path, engine="h5netcdf")
-
-    def __repr__(self) -> str:
-        attrs = self._tree.attrs
-        obs = self._tree["observed_data"]
-        lines = [
-            f"bayeval Results: model={attrs['model']!r}, sampler={attrs['sampler']!r}, "
-            f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed={attrs['seed']}",
-            f"  {obs.sizes['system']} system(s) x {obs.sizes['task']} task(s); "
-            f"missing policy: {attrs['missing_policy']}; estimands: {list(self.estimands)}",
-        ]
-        if self.diagnostics:
-            diag = self.diagnostics
-            lines.append(
-                "  diagnostics: "
-                + ", ".join(
-                    f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in diag.items()
-                )
-            )
-        estimand = "population" if "population" in self.estimands else "tasks"
-        draws = self._metric("pass@k", 1, estimand)
-        interval = _interval(draws, 0.95, ["chain", "draw"])
-        lines.append(f"  pass@1 ({estimand}), posterior mean [95% interval]:")
-        for system in self.systems[:10]:
-            mean = draws.sel(system=system).mean(["chain", "draw"]).values
-            lo = interval.sel(system=system, ci_bound="lower").values
-            hi = interval.sel(system=system, ci_bound="upper").values
-            body = "; ".join(
-                f"{m:.3f} [{a:.3f}, {b:.3f}]"
-                for m, a, b in zip(np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi))
-            )
-            lines.append(f"    {system}: {body}")
-        if len(self.systems) > 10:
-            lines.append(f"    ... {len(self.systems) - 10} more")
-        return "\n".join(lines)
-
-
-# -- netCDF files ------------------------------------------------------------------------------
-_CHECKSUM_ATTR = "bayeval_checksum"
-_ENCODING_ATTR = "bayeval_encoding"
-_JSON_ATTR_TYPES = (bool, int, float, list, tuple, dict, type(None))
-# Variables whose values have a known range (checked by ``load``), by name.
-_PROBABILITIES = ("mu", "p", "extreme_share")
-_COUNTS = (
-    "successes",
-    "trials",
-    "attempts",
-    "status_counts",
-    "count_histogram",
-    "score_n0",
-    "score_n1",
-    "score_nmid",
-)
-_COUNT_GROUPS = ("/observed_data", "/constant_data", "/posterior_predictive")
-
-
-def _node_datasets(tree: xr.DataTree) -> dict:
-    return {node.path: node.to_dataset(inherit=False) for node in tree.subtree}
-
-
-def _checksum(datasets: dict) -> str:
-    """SHA-256 over every node's variables (name, dtype, shape, values) and string attributes,
-    in sorted order of node path and name."""
-    digest = hashlib.sha256()
-
-    def update(*parts):
-        for part in parts:
-            digest.update(part if isinstance(part, bytes) else str(part).encode())
-            digest.update(b"\x00")
-
-    for path in sorted(datasets):
-        ds = datasets[path]
-        for name in sorted(str(k) for k in ds.attrs):
-            if name != _CHECKSUM_ATTR and isinstance(ds.attrs[name], str):
-                update("attr", path, name, ds.attrs[name])
-        for name in sorted(str(k) for k in ds.variables):
-            values = ds.variables[name].values
-            if values.dtype.kind in "OUS":
-                body = json.dumps(
-                    [v if isinstance(v, str) else repr(v) for v in values.ravel().tolist()]
-                ).encode()
-                kind = "labels"
-            else:
-                body, kind = np.ascontiguousarray(values).tobytes(), values.dtype.str
-            update("var", path, name, kind, values.shape, body)
-    return digest.hexdigest()
-
-
-def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
-    """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged."""
-    datasets, encoding = {}, {"object_variables": {}, "json_attrs": {}}
-    for path, ds in _node_datasets(tree).items():
-        ds = ds.copy()
-        objects = sorted(str(k) for k, v in ds.variables.items() if v.dtype == object)
-        if objects:
-            encoding["object_variables"][path] = objects
-        as_json = sorted(str(k) for k, v in ds.attrs.items() if isinstance(v, _JSON_ATTR_TYPES))
-        if as_json:
-            encoding["json_attrs"][path] = as_json
-            ds.attrs = {k: json.dumps(v) if k in as_json else v for k, v in ds.attrs.items()}
-        datasets[path] = ds
-    datasets["/"].attrs[_ENCODING_ATTR] = json.dumps(encoding)
-    datasets["/"].attrs[_CHECKSUM_ATTR] = _checksum(datasets)
-    return xr.DataTree.from_dict(datasets)
-
-
-def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
-    """Undo :func:`_encode_tree`, verifying the checksum (files written before bayeval wrote
-    one load with a note instead)."""
-    datasets = _node_datasets(tree)
-    root = datasets["/"].attrs
-    checksum = root.pop(_CHECKSUM_ATTR, None)
-    encoding = root.pop(_ENCODING_ATTR, None)
-    try:
-        encoding = json.loads(encoding) if encoding is not None else None
-        if encoding is not None and not isinstance(encoding, dict):
-            raise ValueError("not a JSON object")
-    except ValueError as err:
-        raise ValueError(
-            f"{path}: attribute {_ENCODING_ATTR!r} is damaged ({err}); the file "
-            "is not a readable bayeval results file"
-        ) from None
-    if encoding is not None:
-        for node, names in encoding.get("object_variables", {}).items():
-            ds = datasets.get(node)
-            if ds is None:
-                continue
-            coords = {n: ds.variables[n].astype(object) for n in names if n in ds.coords}
-            data_vars = {n: ds[n].astype(object) for n in names if n in ds.data_vars}
-            datasets[node] = ds.assign_coords(coords).assign(data_vars)
-        for node, names in encoding.get("json_attrs", {}).items():
-            attrs = datasets[node].attrs if node in datasets else {}
-            for name in names:
-                try:
-                    attrs[name] = json.loads(attrs[name])
-                except (KeyError, TypeError, ValueError):
-                    raise ValueError(
-                        f"{path}: attribute {name!r} of group {node!r} is missing "
-                        "or damaged (it should hold JSON)"
-                    ) from None
-    if checksum is None:
-        warnings.warn(
-            f"{path} holds no checksum (written by a bayeval that did not store "
-            "one), so damage to its arrays cannot be detected: only the value ranges "
-            "were checked. Save it again with to_netcdf to add one.",
-            BayevalWarning,
-            stacklevel=3,
-        )
-    else:
-        encoded = _encode_tree(xr.DataTree.from_dict(datasets))
-        if encoded.attrs[_CHECKSUM_ATTR] != checksum:
-            raise ValueError(
-                f"{path}: the checksum does not match the file's contents (stored "
-                f"{checksum[:12]}..., computed "
-                f"{encoded.attrs[_CHECKSUM_ATTR][:12]}...): the file is damaged "
-                "or was changed after to_netcdf wrote it; refit or restore a copy"
-            )
-    for node, ds in datasets.items():
-        _check_ranges(ds, node, path)
-    return xr.DataTree.from_dict(datasets)
-
-
-def _check_ranges(ds: xr.Dataset, node: str, path) -> None:
-    """Refuse values no bayeval fit can hold, naming the variable, group and file."""
-
-    def fail(name, rule, bad):
-        var = ds[name]
-        where = np.argwhere(np.asarray(bad))[:3].tolist()
-        examples = np.asarray(var.values)[np.asarray(bad)][:3].tolist()
-        raise ValueError(
-            f"{path}: variable {name!r} of group {node!r} must be {rule}; "
-            f"{int(np.sum(bad))} value(s) are not (for example {examples} at "
-            f"indices {where} of dims {list(var.dims)}): the file is damaged"
-        )
-
-    for name in ds.data_vars:
-        values = ds[name].values
-        if values.dtype.kind not in "biuf":
-            continue
-        if name in _COUNTS and node in _COUNT_GROUPS:
-            if values.dtype.kind == "f":
-                bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
-            else:
-                bad = values < 0
-            if bad.any():
-                fail(name, "non-negative whole numbers", bad)
-        elif name in _PROBABILITIES:
-            bad = (values < 0) | (values > 1)
-            if name != "extreme_share":  # NaN where a system has one trial per task
-                bad |= np.isnan(values)
-            if bad.any():
-                fail(name, "a probability in [0, 1]", bad)
-        elif name in ("kappa", "phi") or name.startswith("sigma"):
-            bad = ~(values > 0)
-            if bad.any():
-                fail(name, "positive (a concentration or standard deviation)", bad)
-    if "successes" in ds.data_vars and "trials" in ds.data_vars and node != "/posterior_predictive":
-        successes, trials = xr.broadcast(ds["successes"], ds["trials"])
-        bad = (successes > trials).values
-        if bad.any():
-            fail("successes", "at most trials", bad)
-    if "trials" in ds.data_vars and "attempts" in ds.data_vars:
-        bad = (ds["trials"] > ds["attempts"]).values
-        if bad.any():
-            fail("trials", "at most attempts", bad)
 
 
 def load(path) -> Results:
@@ -1663,25 +1170,8 @@ def load(path) -> Results:
     >>> be.load(path).model
     'hierarchical'
     """
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no such results file")
-        raise ValueError(f"{path}: not a file (a bayeval results file is one netCDF file)")
-    try:
-        with xr.open_datatree(path, engine="h5netcdf") as tree:
-            tree = tree.load()
-    except OSError as err:
-        raise ValueError(
-            f"{path}: not a readable netCDF4/HDF5 file, as Results.to_netcdf "
-            f"writes ({type(err).__name__}: {err})"
-        ) from None
-    except Exception as err:  # h5py/h5netcdf raise several types for damaged files
-        raise ValueError(
-            f"{path}: the file could not be read as bayeval results ({type(err).__name__}: {err})"
-        ) from None
-    tree = _decode_tree(tree, path)
+    tree = read_tree(path)
     try:
         return Results(tree)
     except ValueError as err:
-        raise ValueError(f"{path}: {err}") from None
+        raise ValueError(f"{os.fspath(path)}: {err}") from None

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import bayeval as be
-from bayeval.bootstrap import _layout
+from bayeval.resampling import _layout
 
 
 def _frame(seed=0, n_task=12, n_trial=3):

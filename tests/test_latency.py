@@ -9,7 +9,7 @@ import pytest
 
 import bayeval as be
 from bayeval._cost import _weighted_quantiles, posterior_latency
-from bayeval.bootstrap import _layout
+from bayeval.resampling import _layout
 
 STATUSES = ["ok", "ok", "ok", "timeout", "error", "invalid"]
 
