@@ -3,12 +3,14 @@ of the common arguments, and the legend and title layout (private to :mod:`bayev
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 import numpy as np
 import xarray as xr
 
 from bayeval._validate import describe_values, validate_k
+from bayeval.results import Results
 
 _SAMPLE_DIMS = ["chain", "draw"]
 
@@ -27,17 +29,19 @@ def _pyplot():
     return plt
 
 
-def _axes_class():
+def _mpl():
+    """The matplotlib package, loaded by :func:`_pyplot` together with the modules whose
+    classes the plots build (``axes``, ``lines``, ``patches``, ``ticker``, ``colormaps``)."""
     _pyplot()
-    from matplotlib.axes import Axes
+    return sys.modules["matplotlib"]
 
-    return Axes
+
+def _axes_class():
+    return _mpl().axes.Axes
 
 
 # -- arguments ---------------------------------------------------------------------------------
 def _check_results(results):
-    from bayeval.results import Results
-
     if not isinstance(results, Results):
         raise TypeError(
             f"results must be a bayeval Results (from be.fit or be.load); "

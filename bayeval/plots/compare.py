@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from bayeval._decisions import curve_bootstrap
 from bayeval._validate import validate_choice, validate_prob
 from bayeval.plots._base import (
     _SAMPLE_DIMS,
@@ -14,6 +15,7 @@ from bayeval.plots._base import (
     _check_system,
     _legend,
     _metric_name,
+    _mpl,
     _offsets,
     _pyplot,
     _set_gid,
@@ -99,9 +101,11 @@ def plot_effect(
     )
     out = out.drop_vars([c for c in ("k",) if c in out.coords])
     fig, ax = _single_ax(ax, figsize=(10, 4.5))
+    # deferred: arviz_plots imports matplotlib, which `import bayeval.plots` must not load
     import arviz_plots
     from arviz_plots import PlotCollection
-    from matplotlib.lines import Line2D
+
+    Line2D = _mpl().lines.Line2D
 
     bounds = _bounds(out["effect"])
     posterior = xr.Dataset({"effect": out["effect"]})
@@ -349,7 +353,7 @@ def plot_task_rates(
 
 
 def _move_handles(moves) -> list:
-    from matplotlib.patches import Patch
+    Patch = _mpl().patches.Patch
 
     return [
         Patch(
@@ -378,7 +382,7 @@ def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
     tick_size = "small" if len(tasks) > 20 else "medium"
     below = _text_inches(max(ticks, key=len, default=""), tick_size)  # rotated tick labels
     fig, ax = _single_ax(ax, figsize=(min(max(9, 6 + 0.25 * len(tasks)), 20), 4.0 + below))
-    from matplotlib.lines import Line2D
+    Line2D = _mpl().lines.Line2D
 
     for gid, mask, color in (
         ("gain", moves["gains"], GAIN_COLOR),
@@ -444,8 +448,7 @@ def _task_rate_bars(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
 
 def _task_differences(ax, values, moves, bounds, tasks, ci_prob, printed, labels):
     """Each task's posterior difference of rates, sorted (plot_task_rates, kind="differences")."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    Line2D, Patch = _mpl().lines.Line2D, _mpl().patches.Patch
 
     alpha = 1 - ci_prob
     defined = moves["defined"]
@@ -573,8 +576,6 @@ def plot_compare_curve(
         label=f"posterior mean, {ci_prob:.0%} pointwise",
     )
     if data is not None:
-        from bayeval._decisions import curve_bootstrap
-
         boot = curve_bootstrap(
             data,
             candidate,

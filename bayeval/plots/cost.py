@@ -10,7 +10,7 @@ import xarray as xr
 
 from bayeval._cost import frontier
 from bayeval._validate import validate_choice
-from bayeval.plots._base import _pyplot, _single_ax
+from bayeval.plots._base import _mpl, _pyplot, _single_ax
 from bayeval.plots.style import short_names
 
 __all__ = ["compact_names", "plot_cost_success"]
@@ -233,12 +233,11 @@ def plot_cost_success(
         )
         ax.legend(loc="lower right", fontsize=fontsize, frameon=False)
     if log:
-        from matplotlib.ticker import FuncFormatter, LogLocator
-
+        ticker = _mpl().ticker
         ax.set_xscale("log")
-        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        plain = ticker.FuncFormatter(lambda v, _: f"{v:g}")
         ax.xaxis.set_major_formatter(plain)
-        ax.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        ax.xaxis.set_minor_locator(ticker.LogLocator(subs=(2.0, 5.0)))
         ax.xaxis.set_minor_formatter(plain)
     word = "attempt" if cost == "cost_per_attempt" else "success"
     column = cost_result.attrs.get("column", "cost")

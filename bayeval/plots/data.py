@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeval.data import STATUSES, EvalData
 from bayeval.plots._base import _legend, _pyplot, _set_gid, _single_ax, _title
 from bayeval.plots.style import _names
+from bayeval.results import Results
 
 __all__ = ["STATUS_COLORS", "plot_status"]
 
@@ -55,9 +57,6 @@ def plot_status(data, ax=None, shorten: bool = True):
     ['coverage 50.0%', 'coverage 100.0%']
     >>> plt.close(fig)
     """
-    from bayeval.data import STATUSES, EvalData
-    from bayeval.results import Results
-
     _pyplot()
     if isinstance(data, Results):
         data = data.data

@@ -7,6 +7,7 @@ import numpy as np
 import xarray as xr
 
 from bayeval._validate import validate_choice, validate_k, validate_prob
+from bayeval.crosscheck import crosscheck
 from bayeval.estimators import METRICS
 from bayeval.plots._base import (
     _SAMPLE_DIMS,
@@ -16,6 +17,7 @@ from bayeval.plots._base import (
     _legend,
     _legend_layout,
     _metric_name,
+    _mpl,
     _offsets,
     _pyplot,
     _single_ax,
@@ -25,6 +27,7 @@ from bayeval.plots._base import (
     _title,
 )
 from bayeval.plots.style import BOUND_MARKERS, _bound_handles, _bound_suffix, _names, palette
+from bayeval.results import _interval
 
 __all__ = ["plot_forest", "plot_pass_at_k"]
 
@@ -88,8 +91,6 @@ def plot_forest(
     ['A', 'B']
     >>> plt.close(fig)
     """
-    from bayeval.crosscheck import crosscheck
-
     _pyplot()
     _check_results(results)
     k = _single_k(k)
@@ -129,7 +130,7 @@ def plot_forest(
     n_marks = len(series) * len(bounds)
     row = 0.45 if len(systems) <= 15 or n_marks > 2 else 0.3
     fig, ax = _single_ax(ax, figsize=(10, 1.5 + row * len(systems)))
-    from matplotlib.lines import Line2D
+    Line2D = _mpl().lines.Line2D
 
     rows = np.arange(len(systems))
     offsets = _offsets(len(series) * len(bounds), 0.3 if len(series) * len(bounds) > 2 else 0.15)
@@ -232,8 +233,6 @@ def plot_pass_at_k(
     [1, 2, 3, 4, 5]
     >>> plt.close(fig)
     """
-    from bayeval.results import _interval
-
     _pyplot()
     _check_results(results)
     validate_choice("metric", metric, METRICS)
@@ -256,7 +255,7 @@ def plot_pass_at_k(
         fontsize, ncol = _legend_layout(n_entries, 7.0 * 0.85)
     height = 4.5 if ncol == 1 and n_entries <= 20 else 7.0
     fig, ax = _single_ax(ax, figsize=(10 + 1.6 * (ncol - 1), height))
-    from matplotlib.lines import Line2D
+    Line2D = _mpl().lines.Line2D
 
     colors = palette(len(chosen))
     reached = max(own) if own else 0  # beyond it every system drawn is extrapolated

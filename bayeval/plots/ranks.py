@@ -10,6 +10,7 @@ from bayeval.plots._base import (
     _check_results,
     _legend,
     _metric_name,
+    _mpl,
     _offsets,
     _single_ax,
     _single_k,
@@ -102,17 +103,14 @@ def plot_ranks(
     ax.set_yticks(rows, labels, fontsize="small" if len(systems) <= 25 else "x-small")
     ax.set_ylim(-0.6, len(systems) - 0.4)
     ax.set_xlim(len(systems) + 0.5, 0.5)  # rank 1 on the right
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True, nbins="auto"))
+    ax.xaxis.set_major_locator(_mpl().ticker.MaxNLocator(integer=True, nbins="auto"))
     ax.set_xlabel("rank (1 = best)")
     ax.grid(axis="x", alpha=0.3)
     name = _metric_name(metric, _single_k(k))
     if bounds == [None]:
         reserve = _legend(ax)
     else:
-        from matplotlib.lines import Line2D
-
+        Line2D = _mpl().lines.Line2D
         reserve = _legend(
             ax,
             [

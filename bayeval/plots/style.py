@@ -9,6 +9,8 @@ import re
 
 import numpy as np
 
+from bayeval.plots._base import _mpl
+
 __all__ = ["BOUND_MARKERS", "BOUND_TEXT", "palette", "short_names"]
 
 #: Marker of a point estimate for each missing-outcome bound (``None``: no bounds).
@@ -54,9 +56,7 @@ def palette(n: int) -> list[tuple[float, float, float]]:
 
 @functools.lru_cache(maxsize=8)
 def _palette(n: int) -> tuple:
-    from matplotlib import colormaps
-
-    tab10 = [tuple(float(v) for v in c[:3]) for c in colormaps["tab10"].colors]
+    tab10 = [tuple(float(v) for v in c[:3]) for c in _mpl().colormaps["tab10"].colors]
     if n <= 10:
         return tuple(tab10[:n])
     chosen = list(tab10)
@@ -197,8 +197,7 @@ def _bound_suffix(bound) -> str:
 
 def _bound_handles(bounds: list, linestyles: bool = False) -> list:
     """One legend entry per missing-outcome bound, in black: its marker (or line style)."""
-    from matplotlib.lines import Line2D
-
+    Line2D = _mpl().lines.Line2D
     styles = {"lower": "--", "upper": ":"}
     return [
         Line2D(
