@@ -1557,8 +1557,6 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
             )
         )
     if report.get("cost"):
-        from bayeval._plot_cost import plot_cost_success
-
         c = report["cost"]
         specs.append(
             (
@@ -1570,7 +1568,7 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
                     "joins the systems on the cost-success frontier (no other system "
                     "succeeds as often for less)."
                 ),
-                lambda: plot_cost_success(
+                lambda: plots.plot_cost_success(
                     results.cost(
                         c["column"],
                         ci_prob=s["ci_prob"],

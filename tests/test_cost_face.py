@@ -12,7 +12,7 @@ from click.testing import CliRunner
 import bayeval as be
 from bayeval import cli
 from bayeval._cost import frontier
-from bayeval._plot_cost import compact_names, plot_cost_success
+from bayeval.plots import compact_names, plot_cost_success
 from bayeval.report import build_report, report_data
 
 GRID = [
@@ -135,7 +135,7 @@ def test_reports_render_the_cost_table(res, out):
 
 
 def test_the_report_plots_the_cost_model_its_table_uses(res, monkeypatch):
-    from bayeval import _plot_cost
+    from bayeval import plots
 
     plotted = []
 
@@ -143,7 +143,7 @@ def test_the_report_plots_the_cost_model_its_table_uses(res, monkeypatch):
         plotted.append(result.attrs["cost_model"])
         return plot_cost_success(result, **kwargs)
 
-    monkeypatch.setattr(_plot_cost, "plot_cost_success", spy)
+    monkeypatch.setattr(plots, "plot_cost_success", spy)
     data = report_data(res, n_boot=200, cost="cost", cost_model="lognormal")
     assert data["cost"]["cost_model"] == "lognormal"
     html = build_report(res, fmt="html", plots=True, data=data)

@@ -1,8 +1,5 @@
-"""Success against cost, with the cost-success frontier: the plot of :func:`bayeval._cost.cost`
-(``bayeval.bootstrap.cost``) and :meth:`bayeval.Results.cost`.
-
-matplotlib is imported when the plot is drawn, as in :mod:`bayeval.plots`.
-"""
+"""Success against cost, with the cost-success frontier (:func:`plot_cost_success`): the plot
+of :func:`bayeval.bootstrap.cost` and :meth:`bayeval.Results.cost`."""
 
 from __future__ import annotations
 
@@ -13,11 +10,13 @@ import xarray as xr
 
 from bayeval._cost import frontier
 from bayeval._validate import validate_choice
+from bayeval.plots._base import _mpl, _pyplot, _single_ax
+from bayeval.plots.style import short_names
 
-__all__ = ["plot_cost_success", "compact_names"]
+__all__ = ["compact_names", "plot_cost_success"]
 
+#: Colours of the systems on the cost-success frontier and of the others.
 FRONTIER_COLOR, POINT_COLOR = "#d1603d", "#4c72b0"
-
 #: Parts of leaderboard labels that tell no two systems apart in a plot: a leading date, a
 #: scaffold version tag (``mini-v1.16.0_``) and a trailing date.
 _NOISE = (
@@ -35,13 +34,11 @@ def compact_names(labels, max_length: int = 28) -> list[str]:
 
     Examples
     --------
-    >>> from bayeval._plot_cost import compact_names
+    >>> from bayeval.plots import compact_names
     >>> compact_names(["20251124_mini-v1.16.0_claude-opus-4-5-20251101",
     ...                "20250720_mini-v0.0.0-claude-3-7-sonnet-20250219", "gpt-5"])
     ['claude-opus-4-5', 'claude-3-7-sonnet', 'gpt-5']
     """
-    from bayeval.plots import short_names
-
     names = [str(x) for x in labels]
     for pattern in _NOISE:
         trial = [pattern.sub("", n) for n in names]
@@ -165,7 +162,7 @@ def plot_cost_success(
     Examples
     --------
     >>> import pandas as pd, bayeval as be
-    >>> from bayeval._plot_cost import plot_cost_success
+    >>> from bayeval.plots import plot_cost_success
     >>> df = pd.DataFrame({"system": ["A"] * 4 + ["B"] * 4, "task": [0, 1, 2, 3] * 2,
     ...                    "success": [1, 1, 0, 1, 1, 0, 0, 0], "cost": [1.0] * 4 + [2.0] * 4})
     >>> out = be.bootstrap.cost(be.from_frame(df, covariates=["cost"]), "cost", n_boot=200)
@@ -173,8 +170,6 @@ def plot_cost_success(
     >>> ax.get_ylabel()
     'pass@1 per attempt'
     """
-    from bayeval.plots import _pyplot, _single_ax
-
     if not isinstance(cost_result, xr.Dataset) or "cost_per_attempt_draws" not in cost_result:
         raise TypeError("cost_result must be the Dataset of bayeval.bootstrap.cost or Results.cost")
     validate_choice("cost", cost, ("cost_per_attempt", "cost_per_success"))
@@ -238,12 +233,11 @@ def plot_cost_success(
         )
         ax.legend(loc="lower right", fontsize=fontsize, frameon=False)
     if log:
-        from matplotlib.ticker import FuncFormatter, LogLocator
-
+        ticker = _mpl().ticker
         ax.set_xscale("log")
-        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        plain = ticker.FuncFormatter(lambda v, _: f"{v:g}")
         ax.xaxis.set_major_formatter(plain)
-        ax.xaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
+        ax.xaxis.set_minor_locator(ticker.LogLocator(subs=(2.0, 5.0)))
         ax.xaxis.set_minor_formatter(plain)
     word = "attempt" if cost == "cost_per_attempt" else "success"
     column = cost_result.attrs.get("column", "cost")
