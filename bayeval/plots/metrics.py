@@ -27,7 +27,7 @@ from bayeval.plots._base import (
     _title,
 )
 from bayeval.plots.style import BOUND_MARKERS, _bound_handles, _bound_suffix, _names, palette
-from bayeval.results import _interval
+from bayeval.posterior import credible_interval as _interval
 
 __all__ = ["plot_forest", "plot_pass_at_k"]
 
