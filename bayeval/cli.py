@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 
 import bayeval as be
-from bayeval import resampling
 from bayeval.data import MISSING_POLICIES
 from bayeval.readers import FORMATS as READER_FORMATS
 from bayeval.readers import detect_format
@@ -928,6 +927,8 @@ def _check_k_before_fit(data, pairs, ks, metric):
     systems = (
         list(dict.fromkeys(s for pair in pairs for s in pair)) if pairs else list(data.systems)
     )
+    from bayeval import resampling  # TEMP: moves to the data layer's k check
+
     c, n, _ = resampling._arrays(data, systems)
     try:
         resampling._check_k(data, systems, c, n, np.asarray(ks), metric)
