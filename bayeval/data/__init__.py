@@ -32,7 +32,8 @@ Modules
 ``statuses``    statuses, their mapping and the missing-outcome policies;
 ``columns``     role columns and their labels; ``values``: numeric cells read exactly;
 ``scores``, ``covariates``, ``latency``: per-attempt values summarised per cell;
-``strata``      task-level clusters and strata; ``runs``: training runs as systems.
+``strata``      task-level clusters and strata; ``runs``: training runs as systems;
+``digests``     canonical-JSON harness digests and the comparability check (a leaf).
 """
 
 from bayeval.data.counts import from_counts

@@ -16,6 +16,7 @@ import xarray as xr
 
 from bayeval._validate import describe_values
 from bayeval.data.covariates import _COVARIATE_VARS
+from bayeval.data.digests import _EvalRecord
 from bayeval.data.latency import LATENCY_VARS
 from bayeval.data.scores import SCORE_VARS
 from bayeval.data.statuses import STATUSES, _assemble, _check_policy
@@ -401,6 +402,9 @@ class EvalData:
         lines.append(f"  statuses: {totals}")
         lines.append(f"  missing:  {self.missing}")
         return "\n".join(lines)
+
+
+_EvalRecord.register(EvalData)  # check_comparable (a leaf below this module) reads EvalData
 
 
 def require_valid_outcomes(data: EvalData, systems=None) -> None:

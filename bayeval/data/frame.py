@@ -26,6 +26,7 @@ from bayeval.data.columns import (
     _labels,
 )
 from bayeval.data.covariates import _covariate_names, _covariate_stats
+from bayeval.data.digests import _canonical, digest
 from bayeval.data.evaldata import EvalData
 from bayeval.data.latency import _latency_arrays, _latency_names, _latency_seconds
 from bayeval.data.runs import _CHECKPOINT, _checkpoint_labels, _with_run_coords
@@ -510,8 +511,6 @@ def _check_system_name(df: pd.DataFrame, system, system_name) -> None:
 
 def _harness_column(df, column, sys_codes, systems) -> tuple[np.ndarray, dict]:
     """One harness digest per system (refusing a system with several) and the configs given."""
-    from bayeval.harness import _canonical, digest
-
     _check_not_missing(df, column)
     values = df[column].to_numpy(dtype=object)
     row_digest = np.empty(len(values), dtype=object)
