@@ -1,5 +1,8 @@
 """EvalData: counts, statuses, policies and the errors bad input gets."""
 
+import ast
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -570,3 +573,28 @@ def test_from_counts_leaves_the_callers_arrays_writeable():
     for name, var in data.dataset.data_vars.items():
         assert not var.values.flags.writeable, name
     assert not data.dataset["cluster"].values.flags.writeable
+
+
+def test_data_package_imports_only_the_layer_below_at_module_level():
+    # bayeval.data sits just above the helpers; its digests are a leaf every layer may use
+    package = Path(be.data.__file__).parent
+    below = ("bayeval._validate", "bayeval.grid", "bayeval._arviz")
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        top = set(tree.body)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            ours = [n for n in names if n == "bayeval" or n.startswith("bayeval.")]
+            if not ours:
+                continue
+            assert node in top, f"{path.name}: import of {ours} inside a function"
+            allowed = ("bayeval._validate",) if path.name == "digests.py" else below
+            for name in ours:
+                assert name in allowed or (
+                    path.name != "digests.py" and name.startswith("bayeval.data.")
+                ), f"{path.name} imports {name}"

@@ -4,6 +4,7 @@ import copy
 import hashlib
 import json
 import random
+import types
 import warnings
 from pathlib import Path
 
@@ -374,6 +375,16 @@ def test_check_comparable_without_recorded_harness_and_on_results():
         harness.check_comparable(data, ["A", "Z"])
     with pytest.raises(TypeError, match="EvalData or a Results"):
         harness.check_comparable({"A": 1}, ["A"])
+
+
+def test_check_comparable_reads_the_data_an_object_carries():
+    data = from_frame(_frame(), trial="trial", harness="config")
+    carrier = types.SimpleNamespace(data=data)
+    with pytest.raises(ValueError, match="different harnesses"):
+        harness.check_comparable(carrier, ["A", "B"])
+    assert harness.check_comparable(carrier, ["A", "C"]).status == "same"
+    with pytest.raises(TypeError, match="EvalData or a Results; got SimpleNamespace"):
+        harness.check_comparable(types.SimpleNamespace(data={"A": 1}), ["A"])
 
 
 # -- canary ------------------------------------------------------------------------------------
