@@ -48,7 +48,7 @@ _LAZY = {
     "frontier": "bayeval._cost",
     "Results": "bayeval.results",
     "load": "bayeval.results",
-    "fit": "bayeval.fit",
+    "fit": "bayeval.results",
     "crosscheck": "bayeval.crosscheck",
 }
 
@@ -71,12 +71,12 @@ def __dir__():
 
 
 class _Package(types.ModuleType):
-    """``bayeval.fit`` and ``bayeval.crosscheck`` are functions named like their modules: when
-    such a module is first imported, the import system binds it on the package; bind the
-    function instead (what the eager ``from bayeval.fit import fit`` used to leave)."""
+    """``bayeval.crosscheck`` is a function named like its module: when the module is first
+    imported, the import system binds it on the package; bind the function instead (what the
+    eager ``from bayeval.crosscheck import crosscheck`` used to leave)."""
 
     def __setattr__(self, name, value):
-        if name in ("fit", "crosscheck") and isinstance(value, types.ModuleType):
+        if name == "crosscheck" and isinstance(value, types.ModuleType):
             value = getattr(value, name)
         super().__setattr__(name, value)
 

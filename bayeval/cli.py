@@ -1003,7 +1003,7 @@ def _fit(
         data = data.sel(system=[s for s in data.systems if s in wanted])
     chosen = model
     if model == "auto":
-        from bayeval.fit import choose_model
+        from bayeval.inference import choose_model
 
         chosen = choose_model(data, sampler)[0]
     if chosen in ("logit_normal", "zoib") or sampler in ("nutpie", "pymc"):
@@ -1016,7 +1016,7 @@ def _fit(
 
             form = sampling_form(ds)[0]
             how += f", {form} form"
-        from bayeval.fit import default_tune
+        from bayeval.inference import default_tune
 
         warm_up = default_tune(chosen, form) if tune is None else tune
         status(

@@ -713,7 +713,7 @@ def _plain(value):
 
 
 def _refit_scores(results, data, subsets, metric, k, estimand, fit_options):
-    from bayeval.fit import fit
+    from bayeval.results import fit
 
     attrs = results.tree.attrs
     options = {

@@ -113,7 +113,7 @@ def _validate_margin(margin) -> float:
 
 
 def _fit_paired(data, fit_options):
-    from bayeval.fit import fit
+    from bayeval.results import fit
 
     options = {"model": "logit_normal", **fit_options}
     return fit(data, **options)

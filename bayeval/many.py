@@ -61,7 +61,7 @@ class FitManyError(RuntimeError):
 def _option_names() -> tuple[list[str], list[str]]:
     """The keyword names of ``from_frame`` (less the frame) and of ``fit`` (less data, seed)."""
     from bayeval.data import from_frame
-    from bayeval.fit import fit
+    from bayeval.results import fit
 
     frame = [p for p in inspect.signature(from_frame).parameters if p != "df"]
     model = [p for p in inspect.signature(fit).parameters if p not in ("data", "seed")]
@@ -116,7 +116,7 @@ def group_seed(seed: int, key) -> int:
 def _fit_group(key, frame, frame_options, fit_options, seed, ci_prob, keep):
     """One group's analysis (runs on a worker): a plain record, never an exception."""
     from bayeval.data import from_frame
-    from bayeval.fit import fit
+    from bayeval.results import fit
 
     record = {"key": key, "seed": seed}
     with warnings.catch_warnings(record=True) as caught:

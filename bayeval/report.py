@@ -940,7 +940,7 @@ def _multiplicity_section(comparisons, method) -> dict | None:
 
 
 def _diagnostics_section(results) -> dict:
-    from bayeval.fit import GATES
+    from bayeval.inference import GATES
 
     attrs = results.tree.attrs
     diag = results.diagnostics

@@ -13,15 +13,17 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from bayeval import checks
 from bayeval._arviz import mcse_and_ess
 from bayeval._validate import (
     describe_values,
     validate_k,
     validate_prob,
 )
+from bayeval.inference import infer
 from bayeval.posterior import Posterior, credible_interval, read_tree
 
-__all__ = ["Results", "load"]
+__all__ = ["Results", "fit", "load"]
 
 # names other modules read from here
 _interval = credible_interval
@@ -376,8 +378,6 @@ class Results(Posterior):
     ) -> xr.DataArray:
         """Effect draws under crossed missing-outcome bounds from one joint fit per bound
         (:meth:`bayeval.EvalData.crossed`), with this fit's settings; cached."""
-        from bayeval.fit import fit
-
         key = ("crossed", candidate, baseline)
         fits = self._cache.get(key)
         if fits is None:
@@ -1109,48 +1109,7 @@ class Results(Posterior):
         >>> bool(res.ppc()["flagged"].item())
         False
         """
-        if "posterior_predictive" not in self._tree.children:
-            raise ValueError(f"model {self.model!r} has no population to check")
-        ci_prob = validate_prob("ci_prob", ci_prob)
-        from bayeval.models._beta_family import counts_by_bound, observed_histogram
-
-        pred = self._tree["posterior_predictive"].to_dataset()
-        c, n, bounds = counts_by_bound(self._tree["observed_data"].to_dataset())
-        max_n = pred.sizes["count"] - 1
-        hist = np.zeros(c.shape[:2] + (max_n + 1,))
-        share = np.zeros(c.shape[:2])
-        for b in range(c.shape[0]):
-            for s in range(c.shape[1]):
-                hist[b, s], share[b, s] = observed_histogram(c[b, s], n[b, s], max_n)
-        dims = ("missing_bound", "system")
-        observed_share = xr.DataArray(share, dims=dims)
-        observed_hist = xr.DataArray(hist, dims=dims + ("count",))
-        if bounds is None:
-            observed_share = observed_share.isel(missing_bound=0, drop=True)
-            observed_hist = observed_hist.isel(missing_bound=0, drop=True)
-        sample = ["chain", "draw"]
-        rep = pred["extreme_share"]
-        above = (rep >= observed_share).mean(sample)
-        below = (rep <= observed_share).mean(sample)
-        p_value = np.minimum(1.0, 2 * np.minimum(above, below)).where(observed_share.notnull())
-        out = xr.Dataset(
-            {
-                "observed_histogram": observed_hist,
-                "predicted_histogram": pred["count_histogram"].mean(sample),
-                "predicted_histogram_interval": credible_interval(
-                    pred["count_histogram"], ci_prob, sample
-                ),
-                "observed_extreme_share": observed_share,
-                "predicted_extreme_share": rep.mean(sample),
-                "p_value": p_value,
-                "flagged": p_value < 0.01,
-            }
-        )
-        out.attrs = {
-            "statistic": "share of tasks with 0 or n successes (n >= 2)",
-            "ci_prob": ci_prob,
-        }
-        return out
+        return checks.ppc(self, ci_prob)
 
 
 def load(path) -> Results:
@@ -1175,3 +1134,92 @@ def load(path) -> Results:
         return Results(tree)
     except ValueError as err:
         raise ValueError(f"{os.fspath(path)}: {err}") from None
+
+
+def fit(
+    data,
+    *,
+    model: str = "auto",
+    draws: int = 1000,
+    chains: int = 4,
+    seed=None,
+    sampler: str = "auto",
+    tune: int | None = None,
+    priors: dict | None = None,
+    progress: bool | None = None,
+    strict: bool = False,
+    task_draws="auto",
+    log_likelihood="auto",
+) -> Results:
+    """Fit a Bayesian model to evaluation counts.
+
+    Parameters
+    ----------
+    data : EvalData
+    model : {"auto", "hierarchical", "beta_binomial", "logit_normal", "zoib"}, default "auto"
+        ``logit_normal`` adds clusters and pairs the systems through shared task effects;
+        ``"auto"`` picks it for several systems on shared tasks and ``hierarchical`` otherwise
+        (:func:`~bayeval.inference.choose_model`), and records the choice in
+        ``attrs["model_choice"]``. ``zoib`` models partial-credit scores in [0, 1] (the
+        ``"auto"`` choice for data built with ``score=`` where some score lies strictly
+        between 0 and 1; scores that are all 0 or 1 get the binomial models, and binary data
+        fit ``zoib`` too when asked); the binary models refuse scores strictly between 0
+        and 1.
+    draws, chains : int, default 1000 and 4
+        Posterior draws per chain, and chains (the grid and conjugate engines fill the same
+        ``(chain, draw)`` layout).
+    seed : int, optional
+        Seed for every random step; ``None`` draws one and records it in ``attrs["seed"]``.
+    sampler : {"auto", "conjugate", "grid", "nutpie", "pymc", "numpyro"}, default "auto"
+        Engine (see :mod:`bayeval.inference`); "numpyro" needs ``bayeval[jax]``.
+    tune : int, optional
+        NUTS warm-up draws per chain; default: 300 where ``logit_normal`` samples a form with
+        its latent effects integrated out (``attrs["form"]`` "collapsed" or "task-latent"),
+        1000 otherwise (:func:`~bayeval.inference.default_tune`). The warm-up run is recorded
+        in ``attrs["tune"]``.
+    priors : dict, optional
+        Model priors (see each model's ``DEFAULT_PRIORS``); recorded in attrs.
+    progress : bool, optional
+        Show the sampler's progress bar; default: on an interactive terminal or in a
+        Jupyter kernel (:func:`~bayeval.inference.interactive`).
+    strict : bool, default False
+        Raise instead of warning when the MCMC diagnostics fail their gates.
+    task_draws : {"auto", True, False}
+        Store per-task rate draws (``"auto"``: when they hold at most 4 million numbers) in a
+        ``task_rates`` group of their own (the conjugate model's are its posterior); they are
+        otherwise drawn on demand by ``Results.task_rates``.
+    log_likelihood : {"auto", True, False}
+        Store the ``log_likelihood`` group (per task, joint over the systems; for
+        ``arviz_stats.loo``); ``"auto"``: unless its quadrature is estimated to take more than
+        30 s (then ``Results.with_log_likelihood()`` adds it on demand). Not defined under
+        ``missing="bounds"`` or for ``beta_binomial``.
+
+    Returns
+    -------
+    Results
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[9, 1, 10, 0, 7, 3, 10, 0]], trials=10)
+    >>> res = be.fit(data, draws=500, chains=2, seed=1)   # one system: "auto" is hierarchical
+    >>> res.tree.attrs["model"], res.tree.attrs["sampler"]
+    ('hierarchical', 'grid')
+    >>> res.pass_at_k(k=1, estimand="population").dims
+    ('chain', 'draw', 'system')
+    """
+    posterior = infer(
+        data,
+        model=model,
+        draws=draws,
+        chains=chains,
+        seed=seed,
+        sampler=sampler,
+        tune=tune,
+        priors=priors,
+        progress=progress,
+        strict=strict,
+        task_draws=task_draws,
+        log_likelihood=log_likelihood,
+    )
+    return Results(posterior.tree)

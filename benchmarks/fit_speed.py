@@ -42,9 +42,9 @@ import pymc as pm
 
 import bayeval as be
 from bayeval._arviz import convergence
-from bayeval.fit import POSTERIOR_VARS
 from bayeval.models import build_hierarchical_model, build_logit_normal_model
 from bayeval.models import logit_normal as logit_normal_module
+from bayeval.models.logit_normal import POSTERIOR_VARS
 
 LATENT_CAP = 1_000
 
@@ -95,7 +95,7 @@ def _latent_logit_normal(data, draws, chains, seed):
             compute_convergence_checks=False,
         )
     post = trace["posterior"].to_dataset()
-    kept = post[[name for name in POSTERIOR_VARS["logit_normal"] if name in post]]
+    kept = post[[name for name in POSTERIOR_VARS if name in post]]
     return (int(trace["sample_stats"]["diverging"].sum()), convergence(kept, None)["min_ess_bulk"])
 
 

@@ -538,7 +538,7 @@ def test_fit_shows_progress_in_a_jupyter_kernel(monkeypatch):
     import sys
     import types
 
-    from bayeval.fit import interactive
+    from bayeval.inference import interactive
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
     shell = types.SimpleNamespace(kernel=object())

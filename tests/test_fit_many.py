@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from bayeval.data import from_frame
-from bayeval.fit import fit
 from bayeval.many import FitManyError, fit_many, group_seed, split_options
+from bayeval.results import fit
 
 COUNTS = {"success": None, "successes": "successes", "trials": "trials"}
 FAST = {

@@ -485,7 +485,7 @@ def _reference_log_density(
             for s in np.flatnonzero(~sampled[:, j]):  # tabled: integrated over v
                 total += np.log(
                     integrate.quad(
-                        lambda v, s=s: (
+                        lambda v, s=s, j=j, y=y: (
                             stats.norm.pdf(v, 0, sigma_v)
                             * stats.binom.pmf(c[s, j], n[s, j], special.expit(y[s] + v))
                         ),
@@ -830,7 +830,7 @@ def test_full_latent_cells_integrated(
     )[0]
     low = np.minimum(c, n - c)
     pairs, size = np.unique(np.stack([low.ravel(), n.ravel()], axis=1), axis=0, return_counts=True)
-    common = {tuple(p): k for p, k in zip(pairs.tolist(), size)}
+    common = {tuple(p): k for p, k in zip(pairs.tolist(), size, strict=True)}
     assert len(coord.cell_tables) == min(tables, len(pairs))
     tabled = np.zeros(c.shape, dtype=bool)
     for cq, nq in coord.cell_tables:

@@ -189,7 +189,7 @@ def test_the_gate_warning_names_the_parameter_that_fails():
     import xarray as xr
 
     from bayeval._arviz import convergence
-    from bayeval.fit import _check_gates
+    from bayeval.inference import _check_gates
 
     rng = np.random.default_rng(0)
     phi = rng.normal(size=(4, 400, 2))

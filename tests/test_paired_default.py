@@ -8,7 +8,7 @@ import pytest
 
 import bayeval as be
 from bayeval import cli
-from bayeval.fit import choose_model
+from bayeval.inference import choose_model
 from bayeval.report import report_data
 from click.testing import CliRunner
 

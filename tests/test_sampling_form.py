@@ -1,14 +1,13 @@
 """Which form of the paired model NUTS samples: collapsed (quadrature), full-latent or
 task-latent."""
 
-import importlib
 import warnings
 
 import numpy as np
 import pytest
 
 import bayeval as be
-from bayeval.models import logit_normal
+from bayeval.models import base, logit_normal
 from bayeval.models.logit_normal import (
     LATENT_CELLS,
     TASK_LATENT_CLUSTER_TASKS,
@@ -278,9 +277,7 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
     # 20 tasks a cluster on average: fit's own choice (TASK_LATENT_CLUSTER_TASKS); the
     # task-latent fit itself is compared, not a collapsed refit had it diverged
     assert 60 / 3 >= logit_normal.TASK_LATENT_CLUSTER_TASKS
-    monkeypatch.setattr(
-        importlib.import_module("bayeval.fit"), "REFIT_DIVERGENT_TASK_LATENT", False
-    )
+    monkeypatch.setattr(logit_normal, "REFIT_DIVERGENT_TASK_LATENT", False)
     for form, threshold in (("task-latent", TASK_LATENT_SYSTEMS), ("collapsed", 10**9)):
         fits[form] = _forced_fit(
             monkeypatch,
@@ -563,8 +560,7 @@ def test_a_task_latent_fit_that_diverges_is_sampled_again_collapsed(monkeypatch)
     """A task-latent fit with a divergence (its centred cluster effects can be a funnel) is
     replaced by the collapsed form's fit of the same data, and the choice says so; one
     without keeps its form."""
-    fit_module = importlib.import_module("bayeval.fit")
-    real = fit_module._nuts
+    real = base.nuts
     forms = []
 
     def diverging(*args):
@@ -581,7 +577,7 @@ def test_a_task_latent_fit_that_diverges_is_sampled_again_collapsed(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # short fits
         kept = be.fit(data, **settings)
-        monkeypatch.setattr(fit_module, "_nuts", diverging)
+        monkeypatch.setattr(base, "nuts", diverging)
         res = be.fit(data, **settings)
     assert kept.tree.attrs["form"] == "task-latent"
     assert forms == ["task-latent", "collapsed"]
@@ -595,17 +591,16 @@ def test_the_default_warm_up_follows_the_sampled_form(monkeypatch):
     """Without ``tune``, fit warms up 300 draws where logit_normal integrates its latent
     effects out (collapsed, task-latent) and 1000 for the full-latent form and the other
     models; a ``tune`` given is used as given."""
-    fit_module = importlib.import_module("bayeval.fit")
     seen = []
 
     class Stop(Exception):
         pass
 
-    def record(data, model, priors, draws, chains, tune, *rest):
-        seen.append((model, rest[-1], tune))
+    def record(data, model, priors, draws, chains, tune, seed, engine, progress, bounds, form=None):
+        seen.append((model.name, form, tune))
         raise Stop
 
-    monkeypatch.setattr(fit_module, "_nuts", record)
+    monkeypatch.setattr(base, "nuts", record)
     cases = [
         (_counts(2, 40, 1), {}, ("logit_normal", "collapsed", 300)),
         (_counts(TASK_LATENT_SYSTEMS, 40, 1), {}, ("logit_normal", "task-latent", 300)),

@@ -13,7 +13,7 @@ from scipy import linalg, special, stats
 
 import bayeval as be
 from bayeval._validate import BayevalWarning
-from bayeval.fit import choose_model
+from bayeval.inference import choose_model
 from bayeval.models import zoib
 
 
@@ -278,10 +278,10 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
     # the same density up to its normalising constants (the map has Jacobian one). Some of
     # these points put a Beta mean within 1e-8 of 1 (b = (1 - mu) phi near 4e-9), where the
     # kernel's phi - a and PyTensor's (1 - mu) phi lose different digits: 1e-7 absolute.
-    for (value, _), expected in zip(got[1:], ref[1:]):
+    for (value, _), expected in zip(got[1:], ref[1:], strict=True):
         assert value - got[0][0] == pytest.approx(expected - ref[0], rel=1e-10, abs=1e-7)
     # and the same gradient: PyMC's, carried back through the map's Jacobian (complex step)
-    for x, (_, grad) in zip(points, got):
+    for x, (_, grad) in zip(points, got, strict=True):
         jac = np.stack(
             [to_model(x + 1e-30j * np.eye(dim)[i]).imag / 1e-30 for i in range(dim)], axis=1
         )
@@ -301,7 +301,7 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
     values = model.compile_fn(outputs, inputs=model.value_vars, on_unused_input="ignore")(
         _kernel_point(model, x, spec, cluster)
     )
-    for name, value in zip(named, values):
+    for name, value in zip(named, values, strict=True):
         np.testing.assert_allclose(post[name].values[0, 0], value, rtol=1e-12, err_msg=name)
 
 
@@ -617,7 +617,7 @@ def test_mean_score_bootstrap_of_binary_data_is_the_pass_at_1_bootstrap():
 def test_one_attempt_scores_are_told_that_tau_and_phi_are_confounded():
     """zoib on one attempt per (system, task) gets its own note (the task-by-system spread
     against the Beta precision), not the binomial models' pass@k one; more attempts, none."""
-    from bayeval.fit import _warn_single_trial
+    from bayeval.inference import _warn_single_trial
 
     one = be.from_frame(_frame(n_trial=1), score="score", cluster="cluster")
     with pytest.warns(BayevalWarning, match=r"phi are told apart only by the shape") as got:

@@ -67,7 +67,7 @@ def test_pymc_form_of_the_bda3_prior_matches_the_grid_density():
     lo, hi = hier.BDA3_LOG_KAPPA_RANGE
     x, y = _points(2, 6)
     pymc = []
-    for xi, yi in zip(x, y):
+    for xi, yi in zip(x, y, strict=True):
         point = {
             "mu_logodds__": np.array([xi]),
             "log_kappa_interval__": np.array([special.logit((yi - lo) / (hi - lo))]),
@@ -146,7 +146,7 @@ def test_small_n_grid_intervals_reproduce_the_calibration_fit(cell):
             small_n.grid_intervals(fast, sim, seed, opts, ks, truths, priors=priors)
             cal._hierarchical(slow, sim, seed, opts, ks, truths, priors=priors)
         assert len(fast.rows) == len(slow.rows) == 2 * len(ks)
-        for a, b in zip(fast.rows, slow.rows):
+        for a, b in zip(fast.rows, slow.rows, strict=True):
             assert (a["method"], a["metric"]) == (b["method"], b["metric"])
             for key in ("estimate", "lower", "upper"):
                 assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-12)

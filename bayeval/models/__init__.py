@@ -1,4 +1,5 @@
-"""Statistical models: one module per model, each a pure builder returning a ``pm.Model``.
+"""Statistical models: one module per model, each an object of one protocol
+(:class:`~bayeval.models.base.Model`), registered here by name.
 
 * :mod:`~bayeval.models.beta_binomial` — independent tasks, conjugate Beta prior;
 * :mod:`~bayeval.models.hierarchical` — Beta-binomial with a population per system;
@@ -9,6 +10,7 @@ The model cards in the repository's ``models/`` folder give the mathematics, pri
 assumptions and measured calibration of each.
 """
 
+from bayeval.models.base import Model
 from bayeval.models.beta_binomial import BetaBinomialRates, build_beta_binomial_model
 from bayeval.models.hierarchical import HierarchicalRates, build_hierarchical_model
 from bayeval.models.logit_normal import LogitNormalRates, build_logit_normal_model
@@ -20,20 +22,27 @@ __all__ = [
     "build_logit_normal_model",
     "build_zoib_model",
     "MODELS",
+    "Model",
     "get_model",
 ]
 
-#: Name -> object computing the model's estimands from a fitted DataTree.
-MODELS = {
-    "beta_binomial": BetaBinomialRates(),
-    "hierarchical": HierarchicalRates(),
-    "logit_normal": LogitNormalRates(),
-    "zoib": ZoibScores(),
+#: Name -> the model (:class:`~bayeval.models.base.Model`): how it fits data and how its
+#: fitted tree is read.
+MODELS: dict[str, Model] = {
+    model.name: model
+    for model in (BetaBinomialRates(), HierarchicalRates(), LogitNormalRates(), ZoibScores())
 }
 
 
-def get_model(name: str):
-    """The estimand calculator of a model, by name."""
+def get_model(name: str) -> Model:
+    """The model registered as ``name``.
+
+    Examples
+    --------
+    >>> from bayeval.models import get_model
+    >>> get_model("logit_normal").paired, get_model("zoib").engines["auto"]
+    (True, 'nutpie')
+    """
     if name not in MODELS:
         raise ValueError(f"model must be one of {sorted(MODELS)}; got {name!r}")
     return MODELS[name]

@@ -37,6 +37,7 @@ from bayeval.estimators import (
     square_coefficients,
     success_threshold,
 )
+from bayeval.models.base import Model
 
 EXACT_LIMIT = 100  # tasks per (n, c) group drawn one by one; larger groups use their moments
 
@@ -178,7 +179,7 @@ def tasks_draws(
         members = pops.code == h
         keys = np.stack([n[members], c[members], weights[members]], 1)[n[members] > 0]
         groups, mult = np.unique(keys, axis=0, return_counts=True)
-        for (nn, cc, w), m in zip(groups, mult):
+        for (nn, cc, w), m in zip(groups, mult, strict=True):
             a = alpha[:, h] + cc
             b = beta[:, h] + nn - cc
             if m <= EXACT_LIMIT:
@@ -222,7 +223,7 @@ def predictive_counts(alpha, beta, n, pops: Populations, seed, system_index, max
     for h in range(pops.n):
         trials = n[(pops.code == h) & (n > 0)]
         sizes, mult = np.unique(trials, return_counts=True)
-        for nn, m in zip(sizes, mult):
+        for nn, m in zip(sizes, mult, strict=True):
             outcomes = np.arange(nn + 1)
             logp = (
                 special.gammaln(nn + 1)
@@ -261,15 +262,12 @@ def stratum_dims(pops: Populations) -> tuple[tuple, dict]:
 
 
 # -- estimands from a fitted tree --------------------------------------------------------------
-class BetaRates:
+class BetaRates(Model):
     """Estimands of a fitted Beta-rate model, read from its DataTree.
 
     Subclasses say how to get the Beta parameters of each population per draw
     (:meth:`params`), as arrays of shape ``(chain, draw, bound, system, population)``.
     """
-
-    name = ""
-    estimands: tuple[str, ...] = ()
 
     def params(self, tree) -> tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError

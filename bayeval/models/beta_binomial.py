@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import xarray as xr
 
 from bayeval._validate import merge_priors
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound
+from bayeval.models.base import sampled
 
 __all__ = ["build_beta_binomial_model", "DEFAULT_PRIORS"]
 
@@ -87,10 +89,73 @@ def conjugate_task_rates(data, priors, draws, chains, seed) -> np.ndarray:
 
 
 class BetaBinomialRates(BetaRates):
-    """Estimands of the conjugate model: the population parameters are the prior's."""
+    """The conjugate model: exact draws of the task rates, no sampler; its population
+    parameters are the prior's."""
 
     name = "beta_binomial"
     estimands = ("tasks",)
+    engines = {"auto": "conjugate", "conjugate": "conjugate"}
+    count_groups = False
+    task_rates_group = "posterior"  # the task rates are the model's parameters
+
+    def validate_priors(self, priors) -> dict:
+        """:func:`validate_priors`: defaults filled in, checked."""
+        return validate_priors(priors)
+
+    def build(self, data, priors=None, **options) -> pm.Model:
+        """:func:`build_beta_binomial_model` (never sampled: the posterior is conjugate)."""
+        return build_beta_binomial_model(data, priors, **options)
+
+    def single_trial_warning(self, data) -> str:
+        """The task rates lean on the prior."""
+        return (
+            "with one trial per task the beta_binomial task rates lean on the prior "
+            "(Beta(1, 1) pulls a system solving 74% of tasks to about 58%); fit "
+            "model='hierarchical', which learns the task population from the data"
+        )
+
+    def sample(
+        self,
+        data,
+        *,
+        sampler="auto",
+        draws=1000,
+        chains=4,
+        tune=None,
+        seed=0,
+        priors=None,
+        progress=False,
+    ) -> xr.DataTree:
+        """No sampler: the posterior holds only ``(chain, draw)``; the task rates are drawn
+        exactly by :meth:`task_rate_draws`."""
+        self.engine(sampler)
+        priors = validate_priors(priors)
+        posterior = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})
+        return sampled({"posterior": posterior}, {"tune": tune, "prior_p": list(priors["p"])})
+
+    def task_rate_draws(self, data, *, priors, seed, posterior, task_effects=None):
+        """Exact posterior draws of every task rate (:func:`conjugate_task_rates`)."""
+        ds = data.dataset
+        _, _, bounds = counts_by_bound(ds)
+        p = conjugate_task_rates(
+            data, priors, posterior.sizes["draw"], posterior.sizes["chain"], seed
+        )
+        da = xr.DataArray(
+            p,
+            dims=("chain", "draw", "missing_bound", "system", "task"),
+            coords={
+                "chain": posterior["chain"].values,
+                "draw": posterior["draw"].values,
+                "system": ds["system"].values,
+                "task": ds["task"].values,
+            },
+        )
+        da = da.transpose("chain", "draw", "system", "task", "missing_bound")
+        return (
+            da.isel(missing_bound=0, drop=True)
+            if bounds is None
+            else da.assign_coords(missing_bound=bounds)
+        )
 
     def params(self, tree):
         a, b = (float(x) for x in tree.attrs["prior_p"])

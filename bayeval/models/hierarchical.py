@@ -54,11 +54,19 @@ import warnings
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
+import xarray as xr
 from scipy import special, stats
 
 from bayeval._validate import BayevalWarning, merge_priors
 from bayeval.grid import adaptive_grid
-from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, patterns
+from bayeval.models import base
+from bayeval.models._beta_family import (
+    BetaRates,
+    Populations,
+    counts_by_bound,
+    patterns,
+    stratum_dims,
+)
 
 __all__ = [
     "build_hierarchical_model",
@@ -356,11 +364,105 @@ def fit_grid(data, priors, draws, chains, seed, n_grid=200):
     return mu, kappa, grids
 
 
+POSTERIOR_VARS = ("mu", "kappa")
+
+
 class HierarchicalRates(BetaRates):
-    """Estimands of a fitted hierarchical model (parameters from the posterior)."""
+    """The hierarchical model: a Beta population per system, fitted on a grid or by NUTS
+    (parameters read from the posterior)."""
 
     name = "hierarchical"
     estimands = ("tasks", "population")
+    engines = {"auto": "grid", "grid": "grid", "nutpie": "nutpie", "pymc": "pymc"}
+    posterior_vars = POSTERIOR_VARS
+
+    def validate_priors(self, priors) -> dict:
+        """:func:`validate_priors`: defaults filled in, checked."""
+        return validate_priors(priors)
+
+    def build(self, data, priors=None, **options) -> pm.Model:
+        """The form NUTS samples: :func:`build_hierarchical_model` with the task rates
+        integrated out and the counts compressed into patterns (``options`` override)."""
+        return build_hierarchical_model(
+            data, priors, **{"marginal": True, "compress": True, **options}
+        )
+
+    def warn(self, data, priors) -> None:
+        """:func:`warn_few_tasks` under the default concentration prior, which undercovers
+        few, mostly all-or-nothing tasks."""
+        if (priors or {}).get("log_kappa") is None:
+            warn_few_tasks(data)
+
+    def sample(
+        self,
+        data,
+        *,
+        sampler="auto",
+        draws=1000,
+        chains=4,
+        tune=None,
+        seed=0,
+        priors=None,
+        progress=False,
+    ) -> xr.DataTree:
+        """The grid posterior (:func:`fit_grid`) or NUTS on :meth:`build`'s model."""
+        engine = self.engine(sampler)
+        priors = validate_priors(priors)
+        ds = data.dataset
+        _, _, bounds = counts_by_bound(ds)
+        sample_stats = None
+        if engine == "grid":
+            mu, kappa, _ = fit_grid(data, priors, draws, chains, seed)
+            extra_dims, extra_coords = stratum_dims(Populations.from_dataset(ds))
+            dims = ("chain", "draw", "missing_bound", "system", "stratum")
+            coords = {
+                "chain": np.arange(chains),
+                "draw": np.arange(draws),
+                "system": ds["system"].values,
+                **extra_coords,
+            }
+            posterior = xr.Dataset({"mu": (dims, mu), "kappa": (dims, kappa)}, coords=coords)
+            if not extra_dims:
+                posterior = posterior.isel(stratum=0, drop=True)
+            posterior = posterior.transpose("chain", "draw", "system", ...)
+        else:
+            if tune is None:
+                tune = self.default_tune()
+            posterior, sample_stats = base.nuts(
+                data, self, priors, draws, chains, tune, seed, engine, progress, bounds
+            )
+        posterior = base.finish_bounds(posterior, bounds)
+        return base.sampled({"posterior": posterior, "sample_stats": sample_stats}, {"tune": tune})
+
+    def sample_bound(
+        self,
+        data,
+        priors,
+        *,
+        draws,
+        tune,
+        chains,
+        seed,
+        engine,
+        progress,
+        cores,
+        missing_bound=None,
+        form=None,
+    ):
+        """One NUTS run (:func:`bayeval.models.base.nuts`): the named posterior and the trace."""
+        model = self.build(data, priors, missing_bound=missing_bound)
+        trace = base.pymc_nuts(
+            model,
+            engine=engine,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=seed,
+            progress=progress,
+            cores=cores,
+        )
+        post = trace["posterior"].to_dataset()
+        return post[[v for v in POSTERIOR_VARS if v in post.data_vars]], trace
 
     def params(self, tree):
         post = tree["posterior"]

@@ -79,6 +79,7 @@ import collections
 import dataclasses
 import functools
 import json
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -91,7 +92,8 @@ from scipy import special
 
 from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
-from bayeval.models._beta_family import Populations, counts_by_bound, task_weights
+from bayeval.models import _nutpie_kernel, base
+from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, task_weights
 from bayeval.models._collapsed import (
     CollapsedLogp,
     Coordinates,
@@ -299,7 +301,7 @@ TASK_LATENT_SYSTEMS = 12
 #: collapsed form's 9.3-9.8 s (4 chains x 1000 draws). Fewer tasks a cluster were not
 #: simulated at that scale (2 a cluster, two fits: 8.2-8.5 s against 36-38 s, no
 #: divergences). ``fit`` still samples the collapsed form when a task-latent fit diverges
-#: (:data:`bayeval.fit.REFIT_DIVERGENT_TASK_LATENT`). SWE-bench has 42.
+#: (:data:`REFIT_DIVERGENT_TASK_LATENT`). SWE-bench has 42.
 TASK_LATENT_CLUSTER_TASKS = 10
 
 
@@ -736,7 +738,7 @@ def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
         np.ascontiguousarray(pat.n),
         pat.mult.astype(float),
     )
-    return coord, dict(zip(COLLAPSED_DATA, values))
+    return coord, dict(zip(COLLAPSED_DATA, values, strict=True))
 
 
 def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
@@ -792,7 +794,7 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
         np.ascontiguousarray(n.T, dtype=float),
         np.ones(J),
     )
-    return coord, dict(zip(COLLAPSED_DATA, values))
+    return coord, dict(zip(COLLAPSED_DATA, values, strict=True))
 
 
 #: Whether the task-latent form samples its cluster-by-system coordinates guided by the
@@ -877,7 +879,7 @@ def _cell_table_stack(counts) -> np.ndarray:
         if missing:
             rule = Rules(CELL_TABLE_NODES)
             built = cell_tables(np.ascontiguousarray(counts[missing]), rule.x, rule.logw)
-            for i, table in zip(missing, built):
+            for i, table in zip(missing, built, strict=True):
                 _tables[keys[i]] = table
         stack = np.stack([_tables[key] for key in keys])
         for key in keys:
@@ -902,7 +904,7 @@ def integrates_cells(ds: xr.Dataset) -> bool:
     """
     c, n, _ = counts_by_bound(ds)
     coord = coordinates(Layout.from_dataset(ds), latent_tasks=ds.sizes["task"])
-    return any(_tabled_cells(cb, nb, coord) is not None for cb, nb in zip(c, n))
+    return any(_tabled_cells(cb, nb, coord) is not None for cb, nb in zip(c, n, strict=True))
 
 
 def _kernel_model(coord, values: dict, coords: dict):
@@ -989,9 +991,7 @@ def sample_kernel(
     fit of LiveCodeBench's 45 x 400 x 10). The start is the flat prior's support point, zero,
     jittered by U(-1, 1) per coordinate, as nutpie does for PyMC models.
     """
-    import nutpie
-
-    from bayeval.models import _nutpie_kernel
+    import nutpie  # its import takes seconds: loaded when a fit samples with it
 
     ds = data.dataset
     c, n, bounds = counts_by_bound(ds)
@@ -1204,17 +1204,235 @@ def _other_expectation(y, metric, ks, tau, weight):
         return (np.tanh(0.5 * y) ** 2 @ weight)[:, None] * np.ones(ks.size)
     p = special.expit(y)
     needed = success_threshold(ks.astype(np.int64), tau)
-    return np.stack([special.betainc(m, k - m + 1, p) @ weight for k, m in zip(ks, needed)], axis=1)
+    return np.stack(
+        [special.betainc(m, k - m + 1, p) @ weight for k, m in zip(ks, needed, strict=True)], axis=1
+    )
 
 
-class LogitNormalRates:
-    """Estimands of a fitted logit-normal model, read from its DataTree."""
+#: Whether a task-latent fit that diverged is replaced by the collapsed form's fit of the same
+#: data (the same posterior, its cluster effects held as the data suggest rather than centred).
+REFIT_DIVERGENT_TASK_LATENT = True
+
+#: NUTS warm-up draws per chain when ``tune`` is not given and the form sampled integrates the
+#: latent effects out (``collapsed``, ``task-latent``): nutpie's own default, which settles the
+#: step size and mass matrix of a few hundred well-scaled coordinates (measured in the model
+#: card); the full-latent form takes :data:`bayeval.models.base.DEFAULT_TUNE`.
+INTEGRATED_TUNE = 300
+
+
+def fit_attrs(ds: xr.Dataset, engine: str, form: str, form_choice: str) -> dict:
+    """What a fit of ``form`` with ``engine`` records of how it was sampled: the form and why,
+    the target acceptance and each effect's parametrisation."""
+    attrs = {
+        "form": form,
+        "form_choice": form_choice,
+        "target_accept": target_accept(form, ds.sizes["task"]),
+    }
+    if "cluster" in ds.coords:
+        attrs["cluster_effects"] = "centred" if cluster_parametrisation(ds) else "non-centred"
+    if form == "full-latent" and engine == "nutpie":
+        attrs["task_effects"] = "centred" if task_parametrisation(ds) else "non-centred"
+        layout = Layout.from_dataset(ds)
+        if layout.paired:
+            attrs["task_system_effects"] = (
+                "integrated (tables of the most common counts), sampled elsewhere"
+                if integrates_cells(ds)
+                else "sampled"
+            )
+        if coordinates(layout, latent_tasks=ds.sizes["task"]).cluster_pairs:
+            sums = "centred" if layout.task_centred else "standardised"
+            attrs["cluster_effects"] = (
+                f"rotated with their tasks' mean effects: the sums {sums}, the spreads polar"
+            )
+    if form == "task-latent":
+        attrs["task_effects"] = "centred"
+        if "cluster" in ds.coords:
+            attrs["cluster_effects"] = "centred (cluster-by-system non-centred)"
+    if form in ("collapsed", "task-latent"):
+        attrs["intercepts"] = "attenuated" if ATTENUATED_INTERCEPTS else "plain"
+        if coordinates(Layout.from_dataset(ds)).level_weights:
+            attrs["intercept_level"] = "task-weighted"
+    return attrs
+
+
+def _check_jax():
+    try:  # JAX and NumPyro: the optional bayeval[jax] dependencies
+        import jax  # noqa: F401
+        import numpyro  # noqa: F401
+    except ImportError as err:
+        raise ImportError(
+            "sampler='numpyro' needs JAX and NumPyro: pip install 'bayeval[jax]'"
+        ) from err
+
+
+class LogitNormalRates(base.Model):
+    """The logit-normal model: sampled by NUTS in the form :func:`sampling_form` picks, its
+    estimands read from the fitted DataTree."""
 
     name = "logit_normal"
     estimands = ("tasks", "population")
+    engines = {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc", "numpyro": "numpyro"}
+    paired = True
     #: :meth:`population` and :meth:`tasks` take ``systems``: a system's draws are the same
     #: whichever systems are read beside it, so a reader may ask for a few and add the rest
     subsets = True
+    posterior_vars = POSTERIOR_VARS
+    task_draws_auto = False  # drawn exactly a task at a time: on demand
+
+    # -- fitting -------------------------------------------------------------------------------
+    def validate_priors(self, priors) -> dict:
+        """:func:`validate_priors`: defaults filled in, checked."""
+        return validate_priors(priors)
+
+    def build(self, data, priors=None, **options) -> pm.Model:
+        """:func:`build_logit_normal_model` (default: the collapsed form)."""
+        return build_logit_normal_model(data, priors, **options)
+
+    def default_tune(self, form: str | None = None) -> int:
+        """:data:`INTEGRATED_TUNE` for the forms that integrate the latent effects out
+        (``"collapsed"``, ``"task-latent"``), :data:`~bayeval.models.base.DEFAULT_TUNE` for
+        the full-latent form."""
+        if form in ("collapsed", "task-latent"):
+            return INTEGRATED_TUNE
+        return base.DEFAULT_TUNE
+
+    def single_trial_warning(self, data) -> str:
+        """Several systems: what is identified only through the other systems."""
+        if len(data.systems) < 2:
+            return super().single_trial_warning(data)
+        return (
+            "with one trial per task a system's own task-to-task spread is identified "
+            "only through the other systems: the task-by-system spread and pass@k, pass^k "
+            "for k > 1 lean on their priors, and intervals over these tasks "
+            "(estimand='tasks') covered 0.90-0.92 at 95% in simulations of 12 systems "
+            "(models/logit_normal.md)"
+        )
+
+    def sample(
+        self,
+        data,
+        *,
+        sampler="auto",
+        draws=1000,
+        chains=4,
+        tune=None,
+        seed=0,
+        priors=None,
+        progress=False,
+    ) -> xr.DataTree:
+        """NUTS on the form :func:`sampling_form` picks (the full-latent form for
+        ``sampler="numpyro"``); a task-latent fit that diverges is sampled again collapsed
+        (:data:`REFIT_DIVERGENT_TASK_LATENT`). Latent fits keep their task effects in a
+        ``task_effects`` group."""
+        engine = self.engine(sampler)
+        priors = validate_priors(priors)
+        ds = data.dataset
+        _, _, bounds = counts_by_bound(ds)
+        form, form_choice = (  # the collapsed kernel is numba code: JAX takes the latent form
+            ("full-latent", "sampler='numpyro': the full-latent form, which JAX compiles")
+            if engine == "numpyro"
+            else sampling_form(ds)
+        )
+        if tune is None:
+            tune = self.default_tune(form)
+        posterior, sample_stats = base.nuts(
+            data, self, priors, draws, chains, tune, seed, engine, progress, bounds, form
+        )
+        diverged = int(sample_stats["diverging"].sum())
+        if form == "task-latent" and diverged and REFIT_DIVERGENT_TASK_LATENT:
+            # its cluster effects are centred: where the clusters' spread is small against
+            # what their tasks say of it, a funnel; the collapsed form, the same posterior,
+            # holds them as the data suggest
+            form, form_choice = (
+                "collapsed",
+                (
+                    f"{form_choice}; its fit diverged {diverged} times, so the collapsed form "
+                    "(task effects integrated out) was sampled instead"
+                ),
+            )
+            if progress:
+                print(
+                    f"the task-latent fit diverged {diverged} times: sampling the collapsed "
+                    "form instead",
+                    file=sys.stderr,
+                )
+            posterior, sample_stats = base.nuts(
+                data, self, priors, draws, chains, tune, seed, engine, progress, bounds, form
+            )
+        posterior = base.finish_bounds(posterior, bounds)
+        effects = None
+        if "task_effect" in posterior:
+            # a latent fit's task effects, per task: a group of their own keeps summaries small
+            effects = posterior[["task_effect"]]
+            posterior = posterior.drop_vars(["task_effect", "task"])
+        groups = {"posterior": posterior, "sample_stats": sample_stats, "task_effects": effects}
+        return base.sampled(groups, {"tune": tune, **fit_attrs(ds, engine, form, form_choice)})
+
+    def sample_bound(
+        self,
+        data,
+        priors,
+        *,
+        draws,
+        tune,
+        chains,
+        seed,
+        engine,
+        progress,
+        cores,
+        missing_bound=None,
+        form=None,
+    ):
+        """One NUTS run (:func:`bayeval.models.base.nuts`): the named posterior and the trace."""
+        collapsed = form == "collapsed"
+        # nutpie samples every form as one compiled log density
+        compiled = engine == "nutpie"
+        if engine == "numpyro":
+            _check_jax()
+        if compiled:
+            trace = sample_kernel(
+                data,
+                priors,
+                draws,
+                tune,
+                chains,
+                seed,
+                progress,
+                cores,
+                form=form,
+                missing_bound=missing_bound,
+            )
+        else:
+            trace = base.pymc_nuts(
+                build_logit_normal_model(
+                    data, priors, missing_bound=missing_bound, marginal=collapsed
+                ),
+                engine=engine,
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                seed=seed,
+                progress=progress,
+                cores=cores,
+                target_accept=target_accept(form, data.dataset.sizes["task"]),
+            )
+        post = trace["posterior"].to_dataset()
+        if compiled:
+            effect = None
+            if not collapsed:
+                effect = post["task_effect"]
+                effect = effect.rename({effect.dims[-1]: "task"})
+            post = collapsed_posterior(
+                post["theta" if collapsed else "hyper"], data, priors, task_effect=effect, form=form
+            )
+            if not collapsed:  # the latent forms' task effects: the tasks estimand's
+                post["task_effect"] = effect.drop_vars(
+                    [name for name in effect.coords if name not in ("chain", "draw")]
+                )
+        names = [v for v in (*POSTERIOR_VARS, "task_effect") if v in post.data_vars]
+        return post[names], trace
+
+    # -- estimands -----------------------------------------------------------------------------
 
     @staticmethod
     def _params(tree, bound):
@@ -1260,8 +1478,6 @@ class LogitNormalRates:
     def _wrap(self, values, tree, bounds, ks, n_chain, n_draw, index=None):
         """Per-bound ``(draws, system, k)`` values of every system as a DataArray; with
         ``index``, of those systems only, in that order."""
-        from bayeval.models._beta_family import BetaRates
-
         values = np.stack(values, axis=0)  # (bound, draws, system, k)
         values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
         labels = tree["observed_data"]["system"].values

@@ -53,12 +53,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
 import xarray as xr
 from scipy import special
 
 from bayeval._validate import merge_priors
+from bayeval.data import EvalData
+from bayeval.models import _nutpie_kernel, _zoib_kernel, base
+from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, task_weights
 from bayeval.models._nutpie_cache import CompiledModels
-from bayeval.models._beta_family import Populations, task_weights
+from bayeval.models.logit_normal import cluster_codes, normal_expectation
 
 __all__ = ["build_zoib_model", "DEFAULT_PRIORS", "ZoibScores", "zoib_loglik"]
 
@@ -100,6 +105,11 @@ FEW_TASKS = 50
 #: 360 tasks, with no better mixing).
 NUTPIE_OPTIONS: dict = {}
 _compiled = CompiledModels()  # structure -> compiled nutpie model
+#: Why the model refuses data with strata.
+NO_STRATA = (
+    "model='zoib' does not support strata yet: fit each stratum "
+    "on its own (data.sel(task=...)) or leave stratum= unset"
+)
 
 
 def validate_priors(priors) -> dict:
@@ -140,12 +150,7 @@ class Layout:
     @classmethod
     def from_dataset(cls, ds: xr.Dataset) -> Layout:
         if "stratum" in ds.coords:
-            raise ValueError(
-                "model='zoib' does not support strata yet: fit each stratum "
-                "on its own (data.sel(task=...)) or leave stratum= unset"
-            )
-        from bayeval.models.logit_normal import cluster_codes
-
+            raise ValueError(NO_STRATA)
         codes, labels = cluster_codes(ds)
         return cls(ds.sizes["system"], ds.sizes["task"], labels, codes)
 
@@ -219,8 +224,6 @@ def _model_data(stats: dict) -> dict:
 
 def _gathered_loglik(data_vars, eta, zeta, delta, phi):
     """The sum over cells of :func:`zoib_loglik` in PyTensor, the Beta part on interior cells."""
-    import pytensor.tensor as pt
-
     system, cells = data_vars["interior_system"], data_vars["interior"]
     return (
         _zero_one_terms(data_vars["n0"], data_vars["n1"], data_vars["nmid"], eta, zeta, pt).sum()
@@ -264,9 +267,6 @@ def build_zoib_model(data, priors=None, missing_bound=None):
     >>> sorted(model.named_vars_to_dims["task_system_effect"])
     ['system', 'task']
     """
-    import pymc as pm
-    import pytensor.tensor as pt
-
     priors = validate_priors(priors)
     ds = data.dataset
     layout = Layout.from_dataset(ds)
@@ -340,8 +340,6 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
     """The compiled kernel's data (:mod:`bayeval.models._zoib_kernel`), by the names of its
     ``FIELDS``: ``spec``, the prior constants and the cells' statistics, C-contiguous,
     int64 or float64 and read-only (nutpie is handed their addresses)."""
-    from bayeval.models import _nutpie_kernel, _zoib_kernel
-
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
     stats = _model_data(score_arrays(data, missing_bound))
@@ -372,13 +370,11 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
 def kernel_model(inputs: dict):
     """:func:`kernel_inputs` as a model ``nutpie.sample`` takes: the compiled kernel called as
     C functions from nutpie's threads; each draw keeps ``values`` (:func:`split_values`)."""
-    from bayeval.models import _nutpie_kernel, _zoib_kernel
-
     spec = inputs["spec"]
     shape = (*spec[:3], bool(spec[3]), bool(spec[4]))
     dim = int(_zoib_kernel.offsets(*shape)[10])
     kept = int(_zoib_kernel.kept_size(*shape))
-    sizes = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist()))}
+    sizes = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist(), strict=True))}
     meta = _nutpie_kernel.meta_array(_zoib_kernel.FIELDS, sizes, inputs)
     return _nutpie_kernel.KernelModel(
         dims={},
@@ -442,15 +438,11 @@ def sample(
     the PyMC model is compiled for nutpie instead (kept per data shape and priors, with only
     its data replaced by later fits).
     """
-    import pymc as pm
-
-    from bayeval.models import _nutpie_kernel
-
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
     accept = target_accept(layout.n_tasks)
     if engine == "nutpie" and _nutpie_kernel.available():
-        import nutpie
+        import nutpie  # its import takes seconds: loaded when a fit samples with it
 
         model = kernel_model(kernel_inputs(data, priors, missing_bound))
         trace = nutpie.sample(
@@ -472,7 +464,7 @@ def sample(
             {"posterior": post, "sample_stats": trace["sample_stats"].to_dataset()}
         )
     if engine == "nutpie":
-        import nutpie
+        import nutpie  # its import takes seconds: loaded when a fit samples with it
 
         key = (layout.key(), tuple(sorted((k, str(v)) for k, v in priors.items())))
         compiled = _compiled.get(
@@ -511,19 +503,120 @@ def sample(
 # -- estimands ---------------------------------------------------------------------------------
 def _normal_mean_expit(location, scale):
     """``E expit(location + scale Z)`` for Z standard normal (a fine grid, as logit_normal)."""
-    from bayeval.models.logit_normal import normal_expectation
-
     return normal_expectation(location, scale, "pass@k", [1])[..., 0]
 
 
-class ZoibScores:
-    """Estimands of a fitted zoib model (the mean score), read from its DataTree."""
+class ZoibScores(base.Model):
+    """The zoib model: sampled by NUTS, its estimands (the mean score) read from the fitted
+    DataTree."""
 
     name = "zoib"
     estimands = ("tasks", "population")
     #: Metrics this model estimates: the mean score (``"pass@k"`` at k = 1 reads the same:
     #: the expected score of one attempt, pass@1 on binary data).
     metrics = ("mean", "pass@k")
+    engines = {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc"}
+    paired = True
+    posterior_vars = POSTERIOR_VARS
+    count_groups = False  # scores: no binomial counts to replicate or score
+
+    # -- fitting -------------------------------------------------------------------------------
+    def supports(self, data) -> str | None:
+        """Scores in [0, 1] and 0/1 outcomes alike; not strata."""
+        return NO_STRATA if "stratum" in data.dataset.coords else None
+
+    def validate_priors(self, priors) -> dict:
+        """:func:`validate_priors`: defaults filled in, checked."""
+        return validate_priors(priors)
+
+    def build(self, data, priors=None, *, missing_bound=None, kernel: bool = False):
+        """:func:`build_zoib_model`, or with ``kernel`` the compiled log density nutpie
+        samples (:func:`kernel_model`)."""
+        if kernel:
+            return kernel_model(kernel_inputs(data, priors, missing_bound))
+        return build_zoib_model(data, priors, missing_bound)
+
+    def single_trial_warning(self, data) -> str:
+        """Several systems: what is identified only through the other systems."""
+        if len(data.systems) < 2:
+            return super().single_trial_warning(data)
+        return (
+            "with one attempt per task the task-by-system spread and the Beta precision "
+            "phi are told apart only by the shape of the interior scores: they mix slowly "
+            "and, on LiveBench-like data, fail the MCMC gates; read the mean score's own "
+            "ESS in summary() before relying on it (models/zoib.md)"
+        )
+
+    def sample(
+        self,
+        data,
+        *,
+        sampler="auto",
+        draws=1000,
+        chains=4,
+        tune=None,
+        seed=0,
+        priors=None,
+        progress=False,
+    ) -> xr.DataTree:
+        """NUTS on every effect (:func:`sample`, once per missing-outcome bound)."""
+        engine = self.engine(sampler)
+        priors = validate_priors(priors)
+        ds = data.dataset
+        _, _, bounds = counts_by_bound(ds)
+        if tune is None:
+            tune = self.default_tune()
+        posterior, sample_stats = base.nuts(
+            data, self, priors, draws, chains, tune, seed, engine, progress, bounds
+        )
+        posterior = base.finish_bounds(posterior, bounds)
+        return base.sampled(
+            {"posterior": posterior, "sample_stats": sample_stats},
+            {"tune": tune, "target_accept": target_accept(ds.sizes["task"])},
+        )
+
+    def sample_bound(
+        self,
+        data,
+        priors,
+        *,
+        draws,
+        tune,
+        chains,
+        seed,
+        engine,
+        progress,
+        cores,
+        missing_bound=None,
+        form=None,
+    ):
+        """One NUTS run (:func:`bayeval.models.base.nuts`): the named posterior and the trace."""
+        trace = sample(
+            data,
+            priors,
+            draws,
+            tune,
+            chains,
+            seed,
+            progress,
+            cores,
+            engine,
+            missing_bound=missing_bound,
+        )
+        post = trace["posterior"].to_dataset()
+        names = [v for v in (*POSTERIOR_VARS, *LATENT_VARS) if v in post]
+        kept = post[names].drop_vars([c for c in ("task", "cluster") if c in post.coords])
+        return kept, trace
+
+    def label_draws(self, posterior, data):
+        """The cluster labels of the cluster effects."""
+        if "cluster" not in posterior.dims:
+            return posterior
+        return posterior.assign_coords(
+            cluster=np.asarray(Layout.from_dataset(data.dataset).cluster_labels, dtype=object)
+        )
+
+    # -- estimands -----------------------------------------------------------------------------
 
     @staticmethod
     def _posterior(tree, bound):
@@ -580,15 +673,11 @@ class ZoibScores:
         return zoi * coi + (1 - zoi) * mu
 
     def _wrap(self, values, tree, bounds, n_chain, n_draw):
-        from bayeval.models._beta_family import BetaRates
-
         values = np.stack(values, axis=0)  # (bound, draws, system)
         values = values.reshape((len(values), n_chain, n_draw, values.shape[-1], 1))
         return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, np.array([1]), "")
 
     def _trials(self, tree):
-        from bayeval.data import EvalData
-
         stats = EvalData(tree["observed_data"].to_dataset()).score_statistics()
         trials = stats["trials"]
         if "missing_bound" not in trials.dims:

@@ -1,0 +1,387 @@
+"""``infer(data, model=...)``: run a model with an engine and check the fit, as a
+:class:`~bayeval.posterior.Posterior` (the public face is :func:`bayeval.fit`).
+
+The model is chosen by :func:`choose_model` (``model="auto"``) and looked up in the registry
+(:data:`bayeval.models.MODELS`); everything particular to a model is asked of it
+(:class:`bayeval.models.base.Model`), so nothing here depends on which model runs.
+
+Engines:
+
+* ``"conjugate"`` — exact posterior draws of the ``beta_binomial`` model, no sampler;
+* ``"grid"`` — deterministic quadrature over each population's two hyperparameters (tasks
+  grouped by their distinct counts); draws are sampled from the grid posterior;
+* ``"nutpie"`` / ``"pymc"`` — NUTS on the marginal model (task rates or task effects
+  integrated out, one likelihood term per distinct count pattern), through PyMC with nutpie's
+  or PyMC's sampler; the only engines of the ``logit_normal`` model, which samples its
+  full-latent form instead for several systems where most tasks have several trials, and its
+  task-latent form for many systems with one or two trials a task, where quadrature would
+  cost more (:func:`bayeval.models.logit_normal.sampling_form`; recorded in
+  ``attrs["form"]``). nutpie samples every form of ``logit_normal`` as one compiled log
+  density, without building a PyMC model (:func:`bayeval.models.logit_normal.sample_kernel`:
+  compiled once per machine); a fit that samples the task effects keeps their draws in a
+  ``task_effects`` group, from which the tasks estimand is read.
+* ``"numpyro"`` — NUTS through PyMC's JAX backend (``bayeval[jax]``), for a machine with an
+  accelerator: the ``logit_normal`` model in its full-latent form (a latent effect per task and
+  per task and system, written with PyMC distributions, which JAX compiles), the same model as
+  the collapsed one nutpie samples on a CPU and the same answers within Monte Carlo error.
+
+``sampler="auto"`` picks ``conjugate`` or ``grid`` where the model allows it and NUTS otherwise,
+and records its choice. Every MCMC fit stores divergences, r-hat, ESS (bulk and tail) and BFMI
+and checks them against :data:`GATES`; a fit that fails warns with what to do, or raises under
+``strict=True``. Population models get a posterior predictive check of the per-task
+success-count histogram (:func:`bayeval.checks.ppc`), which warns when the data look U-shaped
+and the fit does not.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from importlib.metadata import version
+
+import xarray as xr
+
+from bayeval import _groups, checks
+from bayeval._arviz import convergence
+from bayeval._validate import (
+    BayevalWarning,
+    validate_choice,
+    validate_positive_int,
+    validate_seed,
+)
+from bayeval.data import EvalData, require_valid_outcomes
+from bayeval.models import MODELS, get_model
+from bayeval.models._beta_family import counts_by_bound
+from bayeval.posterior import Posterior
+
+__all__ = ["GATES", "SAMPLERS", "choose_model", "default_tune", "infer", "interactive"]
+
+SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc", "numpyro")
+GATES = {"max_rhat": 1.01, "min_ess_per_chain": 100, "min_bfmi": 0.3}
+TASK_DRAWS_LIMIT = 4_000_000  # stored per-task draws (chain x draw x system x task x bound)
+
+
+def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
+    """The model ``fit(data, model="auto")`` runs, and why.
+
+    Several systems run on shared tasks get the paired ``logit_normal`` model (shared task and
+    cluster effects: comparisons are paired); one system, or systems without two shared tasks,
+    get ``hierarchical``. A sampler that only one model has decides it: ``"grid"`` is the
+    hierarchical model's, ``"conjugate"`` the beta-binomial's. Partial-credit scores
+    (``from_frame(..., score=)`` with some score strictly between 0 and 1) get the
+    zero-one-inflated Beta model ``zoib``. Scores that are all 0 or 1 are 0/1 outcomes and get
+    the binomial models as above (their mean score is pass@1): ``zoib`` gives the same answer
+    on them but mixes far worse with many systems of one attempt each (``models/zoib.md``).
+
+    Parameters
+    ----------
+    data : EvalData
+    sampler : str, default "auto"
+
+    Returns
+    -------
+    (model, reason) : tuple of str
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.inference import choose_model
+    >>> choose_model(be.from_counts([[3, 5, 1], [4, 6, 2]], trials=10, systems=["A", "B"]))[0]
+    'logit_normal'
+    >>> choose_model(be.from_counts([3, 5, 1], trials=10))[0]
+    'hierarchical'
+    """
+    if getattr(data, "has_partial_credit", False) and sampler not in ("grid", "conjugate"):
+        return "zoib", (
+            "scores in [0, 1] (score=): the zero-one-inflated Beta model, with "
+            "shared task and cluster effects"
+        )
+    model, why = _choose_binary_model(data, sampler)
+    if getattr(data, "has_scores", False):
+        why = f"scores all 0 or 1 (0/1 outcomes; the mean score is pass@1); {why}"
+    return model, why
+
+
+def _choose_binary_model(data, sampler: str) -> tuple[str, str]:
+    """:func:`choose_model` for 0/1 outcomes."""
+    if sampler == "grid":
+        return "hierarchical", "sampler='grid' runs the hierarchical model"
+    if sampler == "conjugate":
+        return "beta_binomial", "sampler='conjugate' runs the beta_binomial model"
+    _, n, _ = counts_by_bound(data.dataset)
+    n_systems = n.shape[1]
+    shared = int(((n[0] > 0).sum(axis=0) >= 2).sum())
+    if n_systems >= 2 and shared >= 2:
+        return "logit_normal", (
+            f"{n_systems} systems share {shared} tasks: the paired "
+            "logit_normal model (shared task and cluster effects)"
+        )
+    why = "one system" if n_systems < 2 else f"the systems share {shared} task(s)"
+    return "hierarchical", f"{why}: the hierarchical model"
+
+
+def default_tune(model: str, form: str | None = None) -> int:
+    """The warm-up :func:`bayeval.fit` runs when ``tune`` is not given: the model's own
+    (:meth:`bayeval.models.base.Model.default_tune`), 300 for ``logit_normal``'s integrated
+    forms (``form`` "collapsed" or "task-latent") and 1000 otherwise.
+
+    Examples
+    --------
+    >>> from bayeval.inference import default_tune
+    >>> default_tune("logit_normal", "task-latent"), default_tune("logit_normal", "full-latent")
+    (300, 1000)
+    >>> default_tune("hierarchical")
+    1000
+    """
+    return get_model(model).default_tune(form)
+
+
+def infer(
+    data,
+    *,
+    model: str = "auto",
+    draws: int = 1000,
+    chains: int = 4,
+    seed=None,
+    sampler: str = "auto",
+    tune: int | None = None,
+    priors: dict | None = None,
+    progress: bool | None = None,
+    strict: bool = False,
+    task_draws="auto",
+    log_likelihood="auto",
+) -> Posterior:
+    """Fit a model to evaluation counts and check the fit: :func:`bayeval.fit`, whose
+    parameters these are, as a :class:`~bayeval.posterior.Posterior`.
+
+    Returns
+    -------
+    Posterior
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.inference import infer
+    >>> post = infer(be.from_counts([[9, 1, 10, 0, 7, 3]], trials=10), draws=100, chains=2,
+    ...              seed=1)
+    >>> post.model, post.tree.attrs["sampler"]
+    ('hierarchical', 'grid')
+    """
+    if not isinstance(data, EvalData):
+        raise TypeError(
+            f"data must be an EvalData (from be.from_frame / be.from_counts); "
+            f"got {type(data).__name__}"
+        )
+    require_valid_outcomes(data)
+    validate_choice("model", model, ("auto", *MODELS))
+    validate_choice("sampler", sampler, SAMPLERS)
+    name, choice = (model, None) if model in MODELS else choose_model(data, sampler)
+    spec = get_model(name)
+    engine = spec.engine(sampler)
+    reason = spec.supports(data)
+    if reason is not None:
+        raise ValueError(reason)
+    draws = validate_positive_int("draws", draws)
+    chains = validate_positive_int("chains", chains)
+    if tune is not None:
+        tune = validate_positive_int("tune", tune, minimum=0)
+    seed = validate_seed(seed)
+    if log_likelihood not in ("auto", True, False):
+        raise ValueError(f"log_likelihood must be 'auto', True or False; got {log_likelihood!r}")
+    if task_draws not in ("auto", True, False):
+        raise ValueError(f"task_draws must be 'auto', True or False; got {task_draws!r}")
+    if progress is None:
+        progress = interactive()
+    _warn_single_trial(data, name)
+    spec.warn(data, priors)
+    priors = spec.validate_priors(priors)
+
+    drawn = spec.sample(
+        data,
+        sampler=engine,
+        draws=draws,
+        chains=chains,
+        tune=tune,
+        seed=seed,
+        priors=priors,
+        progress=progress,
+    )
+    posterior = drawn["posterior"].to_dataset()
+    sample_stats = _group(drawn, "sample_stats")
+    effects = _group(drawn, "task_effects")
+    model_attrs = dict(drawn.attrs)
+    tune = model_attrs.pop("tune")
+
+    ds = data.dataset
+    c, _, _ = counts_by_bound(ds)
+    size = chains * draws * c.size
+    small = task_draws == "auto" and size <= TASK_DRAWS_LIMIT and spec.task_draws_auto
+    rates_group = None
+    if task_draws is True or small:
+        p = spec.task_rate_draws(
+            data, priors=priors, seed=seed, posterior=posterior, task_effects=effects
+        )
+        if spec.task_rates_group == "posterior":
+            posterior = posterior.assign(p=p)
+        else:  # a group of their own keeps summaries of the posterior small
+            rates_group = xr.Dataset({"p": p})
+    attrs = _attrs(data, spec, engine, sampler, seed, draws, chains, tune, priors)
+    attrs["model_requested"] = model
+    attrs["model_choice"] = choice or f"model={name!r} as requested"
+    attrs.update(model_attrs)
+    groups = {
+        "posterior": posterior,
+        "observed_data": ds.copy(),
+        "constant_data": ds[["trials", "attempts"]].copy(),
+    }
+    if rates_group is not None:
+        groups["task_rates"] = rates_group
+    if effects is not None:
+        groups["task_effects"] = effects
+    if sample_stats is not None:
+        groups["sample_stats"] = sample_stats
+    tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
+    tree.attrs = attrs
+    wanted = spec.count_groups and (
+        log_likelihood is True
+        or (
+            log_likelihood == "auto"
+            and _groups.log_likelihood_cost(tree) <= _groups.LOG_LIKELIHOOD_SECONDS
+        )
+    )
+    with ThreadPoolExecutor(max_workers=1) as background:
+        # the log_likelihood group's kernel releases the GIL: it runs beside the diagnostics
+        # and the predictive checks, which hold it (arviz_stats loops over the quantities)
+        pending = background.submit(_groups.log_likelihood, tree) if wanted else None
+        if sample_stats is not None:
+            names = [v for v in spec.posterior_vars if v in posterior.data_vars]
+            diag = convergence(posterior[names], sample_stats)
+            tree.attrs["diagnostics"] = json.dumps(diag)
+            _check_gates(diag, chains, strict)
+        predictive = xr.Dataset()
+        if "population" in spec.estimands:
+            predictive = spec.predictive(tree)
+        if spec.count_groups:
+            replicated = _groups.replicated_successes(tree, seed)
+            if replicated is not None:
+                predictive = predictive.assign(successes=replicated)
+        loglik = pending.result() if pending is not None else None
+    if loglik is not None:
+        tree["log_likelihood"] = xr.DataTree(loglik)
+    if predictive.data_vars:
+        tree["posterior_predictive"] = xr.DataTree(predictive)
+    fitted = Posterior(tree)
+    if "posterior_predictive" in tree.children:
+        _warn_ppc(fitted)
+    return fitted
+
+
+def _group(tree: xr.DataTree, name: str) -> xr.Dataset | None:
+    return tree[name].to_dataset() if name in tree.children else None
+
+
+def interactive() -> bool:
+    """Whether someone is watching: stderr is a terminal, or the code runs in a Jupyter
+    kernel (whose stderr is not a terminal but whose cells show a progress bar)."""
+    if sys.stderr.isatty():
+        return True
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    kernel = get() if get is not None else None
+    return kernel is not None and getattr(kernel, "kernel", None) is not None
+
+
+def _attrs(data, spec, engine, requested, seed, draws, chains, tune, priors) -> dict:
+    versions = {pkg: version(pkg) for pkg in ("pymc", "arviz", "numpy", "xarray", "nutpie")}
+    try:
+        versions["bayeval"] = version("bayeval")
+    except Exception:  # a source tree without install
+        versions["bayeval"] = "unknown"
+    return {
+        "model": spec.name,
+        "sampler": engine,
+        "sampler_requested": requested,
+        "seed": seed,
+        "draws": draws,
+        "chains": chains,
+        "tune": tune if engine in ("nutpie", "pymc") else 0,
+        "priors": json.dumps(priors),
+        "estimands": list(spec.estimands),
+        "missing_policy": data.missing or "none",
+        "input_hash": data.fingerprint(),
+        "created_at": datetime.now(UTC).isoformat(),
+        "library_versions": json.dumps(versions),
+        "inference_library": engine if engine in ("nutpie", "pymc") else "bayeval",
+        "inference_library_version": versions.get(engine, versions["bayeval"]),
+    }
+
+
+def _warn_single_trial(data, model: str):
+    """Warn, in the words of ``model``, where a system has at most one trial per task."""
+    trials = data.dataset["trials"].values
+    single = [
+        s for s, row in zip(data.systems, trials, strict=True) if row[row > 0].max(initial=0) <= 1
+    ]
+    if not single:
+        return
+    message = get_model(model).single_trial_warning(data)
+    warnings.warn(
+        f"{message} (systems: {single[:3]}{' ...' if len(single) > 3 else ''})",
+        BayevalWarning,
+        stacklevel=4,
+    )
+
+
+def _check_gates(diag: dict, chains: int, strict: bool):
+    problems = []
+    if diag.get("divergences", 0) > 0:
+        problems.append(f"{diag['divergences']} divergent transitions")
+
+    def at(key):  # the parameter that has the worst value
+        return f" in {diag[key + '_parameter']}" if key + "_parameter" in diag else ""
+
+    if diag["max_rhat"] > GATES["max_rhat"]:
+        problems.append(
+            f"r-hat up to {diag['max_rhat']:.3f}{at('max_rhat')} (gate {GATES['max_rhat']})"
+        )
+    min_ess = GATES["min_ess_per_chain"] * chains
+    for kind in ("bulk", "tail"):
+        if diag[f"min_ess_{kind}"] < min_ess:
+            problems.append(
+                f"{kind} ESS down to {diag[f'min_ess_{kind}']:.0f}"
+                f"{at('min_ess_' + kind)} (gate {min_ess})"
+            )
+    if diag.get("min_bfmi", 1.0) < GATES["min_bfmi"]:
+        problems.append(f"BFMI down to {diag['min_bfmi']:.2f} (gate {GATES['min_bfmi']})")
+    if not problems:
+        return
+    message = (
+        "the MCMC diagnostics fail their gates: " + "; ".join(problems) + ". Increase "
+        "draws and tune, check the priors, or use sampler='grid' where the model allows"
+    )
+    if strict:
+        raise RuntimeError(message)
+    warnings.warn(message, BayevalWarning, stacklevel=4)
+
+
+def _warn_ppc(posterior: Posterior):
+    check = checks.ppc(posterior)
+    flagged = check["flagged"]
+    if not bool(flagged.any()):
+        return
+    systems = (
+        flagged["system"]
+        .values[flagged.any([d for d in flagged.dims if d != "system"]).values]
+        .tolist()
+    )
+    warnings.warn(
+        "posterior predictive check: the share of tasks that are always or never solved "
+        f"falls outside what the fitted population predicts for {systems[:3]} (see "
+        "Results.ppc()). The population cannot take the shape of the data: check the "
+        "concentration prior",
+        BayevalWarning,
+        stacklevel=4,
+    )

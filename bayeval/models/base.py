@@ -1,0 +1,307 @@
+"""The model protocol: what every model is to :func:`bayeval.inference.infer`, with the defaults
+the models share.
+
+A model is one object (:class:`Model`), registered by name in :data:`bayeval.models.MODELS`. Fitting
+asks it, in order:
+
+* :meth:`Model.supports` whether it can fit the data (the reason it cannot, or None);
+* :meth:`Model.engine` which engine a requested sampler runs (:attr:`Model.engines`);
+* :meth:`Model.single_trial_warning` and :meth:`Model.warn` what the data should be warned of;
+* :meth:`Model.validate_priors` for its priors, with defaults filled in;
+* :meth:`Model.sample` for the posterior draws: a DataTree whose children are the groups the
+  model fills (``posterior``, ``sample_stats``, ``task_effects``) and whose attributes are the
+  sampling facts to record (``tune``, a sampled form, a target acceptance, ...);
+* :meth:`Model.task_rate_draws` for per-task rate draws, where they are stored.
+
+A fitted tree is read back through :meth:`Model.readout` (the ``population`` and ``tasks``
+estimands), :meth:`Model.task_rates` and :meth:`Model.predictive`. The facts about a model that
+fitting needs are class attributes: :attr:`Model.paired`, :attr:`Model.posterior_vars`,
+:attr:`Model.count_groups`, :attr:`Model.task_draws_auto`, :attr:`Model.task_rates_group`.
+
+:func:`nuts` is the NUTS loop the sampled models share (one run per missing-outcome bound, the
+draws joined over the bounds), :func:`pymc_nuts` NUTS on a PyMC model.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from typing import ClassVar
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+
+__all__ = ["DEFAULT_TUNE", "Model", "finish_bounds", "kept_stats", "nuts", "pymc_nuts"]
+
+#: NUTS warm-up draws per chain when ``tune`` is not given (:meth:`Model.default_tune`).
+DEFAULT_TUNE = 1000
+
+#: Sampler statistics a fit keeps (the rest of what the samplers record is dropped).
+KEPT_STATS = ("diverging", "energy", "tree_depth", "depth", "n_steps", "step_size")
+
+
+class Model(ABC):
+    """One statistical model: how it fits data and how its fitted tree is read.
+
+    Subclasses set the class attributes and implement the abstract methods; the other methods
+    are defaults they may override.
+
+    Examples
+    --------
+    >>> from bayeval.models import get_model
+    >>> model = get_model("hierarchical")
+    >>> model.name, model.engine("auto"), model.paired
+    ('hierarchical', 'grid', False)
+    """
+
+    #: The name the registry knows the model by (``fit(..., model=name)``).
+    name: ClassVar[str] = ""
+    #: The estimands its fits answer (``"tasks"``, ``"population"``).
+    estimands: ClassVar[tuple[str, ...]] = ()
+    #: Requested sampler -> the engine that runs it (``"auto"`` included).
+    engines: ClassVar[dict[str, str]] = {}
+    #: Whether comparisons of systems on shared tasks are paired (shared task effects).
+    paired: ClassVar[bool] = False
+    #: Whether :meth:`population` and :meth:`tasks` take ``systems`` (a system's draws do not
+    #: depend on the systems read beside it).
+    subsets: ClassVar[bool] = False
+    #: The sampled parameters whose convergence diagnostics are checked against the gates.
+    posterior_vars: ClassVar[tuple[str, ...]] = ()
+    #: Whether a fit has the count-based groups (``log_likelihood``, replicated ``successes``).
+    count_groups: ClassVar[bool] = True
+    #: Whether ``task_draws="auto"`` stores per-task rate draws when they are few.
+    task_draws_auto: ClassVar[bool] = True
+    #: The group stored task-rate draws go to: their own, or the posterior (whose parameters
+    #: they are in a model of independent tasks).
+    task_rates_group: ClassVar[str] = "task_rates"
+
+    # -- fitting -------------------------------------------------------------------------------
+    def supports(self, data) -> str | None:
+        """Why the model cannot fit ``data``, or None where it can.
+
+        The default is a model of 0/1 outcomes: it refuses scores strictly between 0 and 1.
+        """
+        if not data.has_partial_credit:
+            return None
+        n_mid = int(data.dataset["score_nmid"].sum())
+        return (
+            f"model {self.name!r} is a model of 0/1 outcomes, but {n_mid} valid "
+            "score(s) lie strictly between 0 and 1: fit model='zoib' (the mean "
+            "score), or threshold the scores into a success= column first if "
+            "full credit is what counts"
+        )
+
+    def engine(self, sampler: str) -> str:
+        """The engine a requested ``sampler`` runs; a ValueError if the model has none."""
+        if sampler not in self.engines:
+            raise ValueError(
+                f"model {self.name!r} runs with sampler in {sorted(self.engines)}; got {sampler!r}"
+            )
+        return self.engines[sampler]
+
+    def default_tune(self, form: str | None = None) -> int:
+        """NUTS warm-up draws per chain when ``tune`` is not given, for a sampled ``form``."""
+        return DEFAULT_TUNE
+
+    def single_trial_warning(self, data) -> str:
+        """What one trial per task means for this model's answers (the warning's text)."""
+        return (
+            "with one trial per task the spread of rates between tasks is not "
+            "identified: pass@1 of the population is, but pass@k and pass^k for k > 1 "
+            "and the 'tasks' estimand lean on the concentration prior"
+        )
+
+    def warn(self, data, priors) -> None:  # noqa: B027 - a default that does nothing
+        """Warn of what else in ``data`` (under the ``priors`` asked for) limits the answers."""
+
+    @abstractmethod
+    def validate_priors(self, priors) -> dict:
+        """The priors with defaults filled in, checked."""
+
+    @abstractmethod
+    def build(self, data, priors=None):
+        """The model as the sampler sees it (a ``pm.Model`` or a compiled kernel)."""
+
+    @abstractmethod
+    def sample(
+        self,
+        data,
+        *,
+        sampler: str = "auto",
+        draws: int = 1000,
+        chains: int = 4,
+        tune: int | None = None,
+        seed: int = 0,
+        priors=None,
+        progress: bool = False,
+    ) -> xr.DataTree:
+        """Posterior draws of the model on ``data``.
+
+        Returns
+        -------
+        xarray.DataTree
+            Children ``posterior`` (over ``chain``, ``draw``), and where the engine has them
+            ``sample_stats`` and ``task_effects``; attributes ``tune`` (the warm-up run, None
+            where no sampler warms up) and the model's facts to record with the fit.
+        """
+
+    def sample_bound(
+        self,
+        data,
+        priors: dict,
+        *,
+        draws: int,
+        tune: int,
+        chains: int,
+        seed: int,
+        engine: str,
+        progress: bool,
+        cores: int,
+        missing_bound=None,
+        form: str | None = None,
+    ) -> tuple[xr.Dataset, xr.DataTree]:
+        """One NUTS run of :func:`nuts` (one missing-outcome bound): the named posterior and
+        the sampler's trace."""
+        raise NotImplementedError(f"model {self.name!r} is not sampled with NUTS")
+
+    def label_draws(self, posterior: xr.Dataset, data) -> xr.Dataset:
+        """NUTS draws (:func:`nuts`) with any labels the model's dims need beyond the
+        systems and tasks."""
+        return posterior
+
+    def task_rate_draws(
+        self, data, *, priors, seed: int, posterior: xr.Dataset, task_effects=None
+    ) -> xr.DataArray:
+        """Per-task rate draws ``(chain, draw, system, task[, missing_bound])`` of a fit."""
+        ds = data.dataset
+        groups = {"/posterior": posterior, "/observed_data": ds}
+        if task_effects is not None:
+            groups["/task_effects"] = task_effects
+        tree = xr.DataTree.from_dict(groups)
+        tree.attrs = {"seed": seed}
+        return self.task_rates(tree)
+
+    # -- reading a fitted tree -----------------------------------------------------------------
+    def readout(self, tree, metric, ks, estimand, *, shared=None, tau=None, **options):
+        """Draws of ``metric`` at each of ``ks`` for ``estimand`` from a fitted tree:
+        :meth:`population` or :meth:`tasks` (over the ``shared`` tasks only, if given).
+
+        Examples
+        --------
+        >>> import numpy as np, bayeval as be
+        >>> from bayeval.models import get_model
+        >>> res = be.fit(be.from_counts([[9, 1, 10, 0]], trials=10), draws=50, chains=1,
+        ...              seed=0)
+        >>> get_model(res.model).readout(res.tree, "pass@k", np.array([1]), "tasks").dims
+        ('chain', 'draw', 'system', 'k')
+        """
+        if estimand == "population":
+            return self.population(tree, metric, ks, tau=tau, **options)
+        if shared is not None:
+            options["shared"] = shared
+        return self.tasks(tree, metric, ks, tau=tau, **options)
+
+    @abstractmethod
+    def population(self, tree, metric, ks, *, tau=None) -> xr.DataArray:
+        """Draws of ``metric`` for a new task, ``(chain, draw, system[, missing_bound], k)``."""
+
+    @abstractmethod
+    def tasks(self, tree, metric, ks, *, shared=None, tau=None) -> xr.DataArray:
+        """Draws of the mean of ``metric`` over these tasks."""
+
+    @abstractmethod
+    def task_rates(self, tree, systems=None) -> xr.DataArray:
+        """Per-task rate draws ``(chain, draw, system, task[, missing_bound])``."""
+
+    @abstractmethod
+    def predictive(self, tree) -> xr.Dataset:
+        """The ``posterior_predictive`` group of new tasks (empty where there is none)."""
+
+
+# -- the samplers the models share -------------------------------------------------------------
+def kept_stats(trace) -> xr.Dataset:
+    """The sampler statistics of ``trace`` a fit keeps (:data:`KEPT_STATS`)."""
+    sample_stats = trace["sample_stats"].to_dataset()
+    return sample_stats[[v for v in KEPT_STATS if v in sample_stats]]
+
+
+def pymc_nuts(model, *, engine, draws, tune, chains, seed, progress, cores, **options):
+    """NUTS on a PyMC model with PyMC's ``engine`` (``nuts_sampler``); returns its trace."""
+    with model:
+        return pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            random_seed=seed,
+            nuts_sampler=engine,
+            progressbar=progress,
+            quiet=not progress,
+            compute_convergence_checks=False,
+            cores=cores,
+            **({"mp_ctx": "forkserver"} if engine == "pymc" else {}),
+            **options,
+        )
+
+
+def nuts(data, model, priors, draws, chains, tune, seed, engine, progress, bounds, form=None):
+    """NUTS with ``model`` once per missing-outcome bound (seeds ``seed``, ``seed + 1``).
+
+    Each run is ``model.sample_bound(...)``, which returns the run's named posterior and its
+    trace; the draws are joined over a ``missing_bound`` dim (when ``bounds`` is given) and
+    labelled with the systems (and tasks, where task effects are kept). ``form`` is the form
+    of the model sampled, where it has several.
+
+    Returns
+    -------
+    (posterior, sample_stats) : tuple of xarray.Dataset
+    """
+    posteriors, stats = [], []
+    for i, bound in enumerate(bounds or [None]):
+        cores = min(chains, os.cpu_count() or 1)
+        post, trace = model.sample_bound(
+            data,
+            priors,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            seed=seed + i,
+            engine=engine,
+            progress=progress,
+            cores=cores,
+            missing_bound=bound,
+            form=form,
+        )
+        posteriors.append(post)
+        stats.append(kept_stats(trace))
+    if bounds:
+        posterior = xr.concat(posteriors, dim="missing_bound")
+        sample_stats = xr.concat(stats, dim="missing_bound").assign_coords(missing_bound=bounds)
+    else:
+        posterior, sample_stats = posteriors[0], stats[0]
+    posterior = posterior.assign_coords(
+        system=data.dataset["system"].values, chain=np.arange(chains), draw=np.arange(draws)
+    )
+    if "task_effect" in posterior:  # latent task effects: the labels
+        posterior = posterior.assign_coords(task=data.dataset["task"].values)
+    posterior = model.label_draws(posterior, data)
+    sample_stats = sample_stats.assign(diverging=sample_stats["diverging"].astype(np.int8))
+    sample_stats = sample_stats.assign_coords(chain=np.arange(chains), draw=np.arange(draws))
+    return posterior, sample_stats
+
+
+def finish_bounds(posterior: xr.Dataset, bounds) -> xr.Dataset:
+    """``posterior`` without a ``missing_bound`` dim where the data have no bounds, with the
+    bound labels where they do."""
+    if bounds is None and "missing_bound" in posterior.dims:
+        return posterior.isel(missing_bound=0, drop=True)
+    if bounds is not None and "missing_bound" in posterior.dims:
+        return posterior.assign_coords(missing_bound=bounds)
+    return posterior
+
+
+def sampled(groups: dict, attrs: dict) -> xr.DataTree:
+    """What :meth:`Model.sample` returns: the ``groups`` (None left out) and the ``attrs``."""
+    tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items() if v is not None})
+    tree.attrs = attrs
+    return tree
