@@ -45,7 +45,7 @@ _LAZY = {
     "required_units": "bayeval.planning",
     "selection_bias": "bayeval.planning",
     "split_tasks": "bayeval.splits",
-    "frontier": "bayeval._cost",
+    "frontier": "bayeval.analyses.tradeoff",
     "Results": "bayeval.results",
     "load": "bayeval.results",
     "fit": "bayeval.fit",

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import xarray as xr
 
-from bayeval._cost import frontier
+from bayeval.analyses.tradeoff import frontier
 from bayeval._validate import validate_choice
 
 __all__ = ["plot_cost_success", "compact_names"]

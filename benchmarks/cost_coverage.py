@@ -1,4 +1,6 @@
-"""Coverage of cost per success and calibration of P(A dominates B) (bayeval._cost).
+"""Coverage of cost per success and calibration of P(A dominates B).
+
+Code: bayeval.analyses.cost (both cost analyses) and bayeval.analyses.tradeoff (frontier).
 
 Run:  python benchmarks/cost_coverage.py [--n-sim 300] [--n-boot 2000] [--out PATH]
                                           [--model hierarchical|logit_normal]
@@ -41,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 import bayeval as be
-from bayeval._cost import frontier
+from bayeval.analyses.tradeoff import frontier
 
 OUT = Path(__file__).resolve().parent / "results" / "cost_coverage.txt"
 N_SYS, N_TASK, N_TRIAL = 4, 100, 2

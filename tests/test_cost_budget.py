@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import bayeval as be
-from bayeval._cost import frontier
+from bayeval.analyses.tradeoff import frontier
 
 
 def _frame(seed=0, n_task=10, n_trial=4, systems=("A", "B", "C")):

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 import bayeval as be
 from bayeval import cli
-from bayeval._cost import frontier
 from bayeval._plot_cost import compact_names, plot_cost_success
+from bayeval.analyses.tradeoff import frontier
 from bayeval.report import build_report, report_data
 
 GRID = [

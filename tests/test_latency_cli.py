@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import bayeval as be
 from bayeval import cli
-from bayeval._cost import latency_table, posterior_latency
+from bayeval.analyses.latency import latency_table, posterior_latency
 from bayeval.report import build_report, report_data
 
 FAST = ["--model", "beta_binomial", "--n-boot", "300"]
