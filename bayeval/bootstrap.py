@@ -463,4 +463,4 @@ from bayeval._rank_sets import rank_sets  # noqa: E402
 __all__ += ["rank_sets", "compare_curve"]
 from bayeval.analyses.cost import cost  # noqa: E402,F401  (twin of Results.cost)
 from bayeval.analyses.latency import latency  # noqa: E402,F401  (twin of Results.latency)
-from bayeval.noise import noise  # noqa: E402,F401  (twin of Results.noise)
+from bayeval.analyses.noise import noise  # noqa: E402,F401  (twin of Results.noise)

@@ -21,6 +21,7 @@ from bayeval._validate import (
 )
 from bayeval.analyses.cost import posterior_cost
 from bayeval.analyses.latency import posterior_latency
+from bayeval.analyses.noise import posterior_noise
 from bayeval.posterior import Posterior, credible_interval, read_tree
 
 __all__ = ["Results", "load"]
@@ -816,36 +817,16 @@ class Results(Posterior):
         )
 
     def noise(
-        self, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8, n_draws: int = 400
+        self,
+        *,
+        alpha: float = 0.05,
+        power: float = 0.8,
+        ci_prob: float = 0.95,
+        n_draws: int = 400,
     ) -> xr.Dataset:
-        """Where the variance of each benchmark score comes from, and what more data buys.
-
-        The score's variance over new benchmarks of the same design splits into trial
-        (evaluation) noise, task sampling and cluster sampling (:mod:`bayeval.noise`); for
-        each pair, the covariance the two scores share through their tasks and the minimum
-        detectable difference (two-sided level ``alpha``, ``power``), as run and under plans
-        with more tasks or more trials. Computed per posterior draw from that draw's task
-        rates (``n_draws`` of them, taken evenly). Its twin is
-        :func:`bayeval.bootstrap.noise` (the method of moments).
-
-        Returns
-        -------
-        xarray.Dataset
-            As :func:`bayeval.bootstrap.noise`: posterior means, with intervals on ``ci_bound``.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[3, 1, 4, 0, 2, 4], [4, 2, 4, 1, 2, 3]], trials=4,
-        ...                       systems=["A", "B"])
-        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
-        >>> out = res.noise(n_draws=100)
-        >>> out["mdd"].sel(candidate="B", baseline="A").dims
-        ('plan',)
-        """
-        from bayeval.noise import posterior_noise
-
-        return posterior_noise(self, ci_prob=ci_prob, alpha=alpha, power=power, n_draws=n_draws)
+        """Where the variance of each benchmark score comes from, and what more data buys:
+        :func:`bayeval.analyses.noise.posterior_noise` of this fit."""
+        return posterior_noise(self, alpha=alpha, power=power, ci_prob=ci_prob, n_draws=n_draws)
 
     def latency(
         self,
