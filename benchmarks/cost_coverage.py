@@ -52,6 +52,7 @@ SYSTEMS = list("ABCD")
 ZERO_SHARE = 0.1  # the lognormal scenario's share of zero-cost attempts
 SCENARIOS = ("correlated", "lognormal")
 ROUTES = ("posterior", "lognormal", "bootstrap")
+BINS = np.linspace(0, 1, 11)  # of the reliability table
 
 
 def truth(a, c, scenario):
@@ -98,7 +99,7 @@ def covers(interval, value):
     return (interval[..., 0] <= value) & (value <= interval[..., 1])
 
 
-def reliability(pred, true, edges=np.linspace(0, 1, 11)):
+def reliability(pred, true, edges=BINS):
     rows = []
     idx = np.clip(np.digitize(pred, edges[1:-1]), 0, len(edges) - 2)
     for b in range(len(edges) - 1):

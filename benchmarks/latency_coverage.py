@@ -126,7 +126,7 @@ def main():
             }
             bounds["checked"] = tuple(
                 np.where(flagged[:, None], b, ln)
-                for b, ln in zip(bounds["bootstrap"], bounds["lognormal"])
+                for b, ln in zip(bounds["bootstrap"], bounds["lognormal"], strict=True)
             )
             for m, (lo, hi) in bounds.items():
                 hits[m].append((lo <= true) & (true <= hi))
@@ -153,7 +153,7 @@ def main():
         f"{'p50 width':>9s} {'p95 width':>9s}",
         "-" * 76,
     ]
-    for label, m, cover, w, n in table:
+    for label, m, cover, w, _n in table:
         if m == "truth":
             lines.append(f"{label:16s} {'(truth, seconds)':20s} {cover[0]:9.0f} {cover[1]:9.0f}")
             lines.append(f"{label:16s} the log-normal check flags {w:.3f} of the systems")

@@ -188,7 +188,7 @@ def test_frontier_matches_brute_force(cost):
         for i in range(4)
     ]
     assert got["on_frontier"].values.tolist() == undominated
-    front = [s for s, u in zip("ABCD", undominated) if u]
+    front = [s for s, u in zip("ABCD", undominated, strict=True) if u]
     assert got.attrs["frontier"] == sorted(front, key=lambda s: c_est["ABCD".index(s)])
     assert got["prob_dominates"].dims == ("candidate", "baseline")
 

@@ -140,7 +140,7 @@ def _reference_weighted(values, weights, q):
 
     def at(rank):
         cum = 0.0
-        for v, w in zip(values, weights):
+        for v, w in zip(values, weights, strict=True):
             cum += w
             if cum > rank:
                 return v

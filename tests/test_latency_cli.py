@@ -31,7 +31,7 @@ def frame():
     rows = []
     for s in ("A", "B"):
         for j in range(10):
-            for t in range(3):
+            for _ in range(3):
                 status = rng.choice(["ok", "ok", "ok", "timeout", "error"])
                 rows.append(
                     {

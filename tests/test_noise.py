@@ -189,7 +189,7 @@ def test_matrix_route_equals_the_per_column_route(rng, clustered):
         matrix, _ = _matrix_design(
             x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, corrected
         )
-        for a, b in zip(general, matrix):
+        for a, b in zip(general, matrix, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-14)
 
 
