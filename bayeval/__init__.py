@@ -7,6 +7,7 @@ statsmodels or ArviZ until a fit, an interval or a bootstrap needs them.
 
 import sys
 import types
+import warnings
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
@@ -27,7 +28,6 @@ _LAZY = {
     "monitor": None,
     "harness": None,
     "contamination": None,
-    "noise": None,
     "fit_many": "bayeval.many",
     "STATUSES": "bayeval.data",
     "EvalData": "bayeval.data",
@@ -45,7 +45,7 @@ _LAZY = {
     "required_units": "bayeval.planning",
     "selection_bias": "bayeval.planning",
     "split_tasks": "bayeval.splits",
-    "frontier": "bayeval._cost",
+    "frontier": "bayeval.analyses.tradeoff",
     "Results": "bayeval.results",
     "load": "bayeval.results",
     "fit": "bayeval.results",
@@ -54,8 +54,18 @@ _LAZY = {
 
 __all__ = sorted([*_LAZY, "BayevalWarning"], key=str.lower)
 
+#: Submodules that moved: the old name -> its module now (given with a DeprecationWarning).
+_MOVED = {"noise": "bayeval.analyses.noise"}
+
 
 def __getattr__(name):
+    if name in _MOVED:
+        warnings.warn(
+            f"bayeval.{name} moved to {_MOVED[name]}: import it from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return import_module(_MOVED[name])
     if name not in _LAZY:
         raise AttributeError(f"module 'bayeval' has no attribute {name!r}")
     module = _LAZY[name]

@@ -461,8 +461,6 @@ from bayeval._decisions import curve_bootstrap as compare_curve  # noqa: E402
 from bayeval._rank_sets import rank_sets  # noqa: E402
 
 __all__ += ["rank_sets", "compare_curve"]
-from bayeval._cost import (
-    cost,  # noqa: E402,F401  (twin of Results.cost)
-    latency,  # noqa: E402,F401  (twin of bayeval._cost.posterior_latency)
-)
-from bayeval.noise import noise  # noqa: E402,F401  (twin of Results.noise)
+from bayeval.analyses.cost import cost  # noqa: E402,F401  (twin of Results.cost)
+from bayeval.analyses.latency import latency  # noqa: E402,F401  (twin of Results.latency)
+from bayeval.analyses.noise import noise  # noqa: E402,F401  (twin of Results.noise)

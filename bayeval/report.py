@@ -1115,7 +1115,7 @@ def report_data(
         comparison's ``harness`` entry then says what changed, and so does a note.
     cost : str, optional
         A per-attempt covariate (``from_frame(..., covariates=[cost])``): adds the ``cost``
-        section, the evidence table of cost and success (:func:`bayeval._cost.evidence`):
+        section, the evidence table of cost and success (:func:`bayeval.analyses.tradeoff.evidence`):
         per system pass@1 and pass@k per attempt, the paired effect against the reference,
         cost per success, the timeout and error rates, the cost-success frontier, every
         pair's P(dominates) and the budget curve, posterior next to bootstrap.
@@ -1127,7 +1127,7 @@ def report_data(
     latency : bool or {"lognormal", "bayesian_bootstrap"}, default False
         Add the ``latency`` section (the data needs ``from_frame(..., latency=...)``): per
         system the p50 and p95 of attempt latency, posterior next to bootstrap, with the
-        timeout and error rates (:func:`bayeval._cost.latency_table`). ``True`` takes the
+        timeout and error rates (:func:`bayeval.analyses.latency.latency_table`). ``True`` takes the
         log-normal posterior with its check; a model name chooses the posterior.
 
     Returns
@@ -1231,7 +1231,7 @@ def report_data(
         )
     pairs = _check_comparisons(comparisons, compare_results.systems)
     if cost is not None:
-        from bayeval._cost import _check_column
+        from bayeval.analyses.cost import _check_column
 
         _check_column(results.data, cost)
         if cost_reference is not None and cost_reference not in results.systems:
@@ -1241,7 +1241,7 @@ def report_data(
                 f"{cost_reference!r}"
             )
     if latency is not False and latency is not True:
-        from bayeval._cost import LATENCY_MODELS
+        from bayeval.analyses.latency import LATENCY_MODELS
 
         validate_choice("latency", latency, LATENCY_MODELS)
     if latency and not results.data.has_latency:
@@ -1363,7 +1363,7 @@ def _cost_section(
     """The cost-success evidence table, or None without a cost column."""
     if column is None:
         return None
-    from bayeval._cost import evidence
+    from bayeval.analyses.tradeoff import evidence
 
     if results.data.missing == "bounds":
         raise ValueError(
@@ -1395,7 +1395,7 @@ def _latency_section(results, wanted, n_boot, seed, ci_prob):
     """The latency table (p50 and p95 per system), or None when not asked for."""
     if not wanted:
         return None
-    from bayeval._cost import latency_table
+    from bayeval.analyses.latency import latency_table
 
     return latency_table(
         results.data,

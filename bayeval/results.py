@@ -20,6 +20,9 @@ from bayeval._validate import (
     validate_k,
     validate_prob,
 )
+from bayeval.analyses.cost import posterior_cost
+from bayeval.analyses.latency import posterior_latency
+from bayeval.analyses.noise import posterior_noise
 from bayeval.inference import infer
 from bayeval.posterior import Posterior, credible_interval, read_tree
 
@@ -814,190 +817,55 @@ class Results(Posterior):
         )
 
     def noise(
-        self, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8, n_draws: int = 400
+        self,
+        *,
+        alpha: float = 0.05,
+        power: float = 0.8,
+        ci_prob: float = 0.95,
+        n_draws: int = 400,
     ) -> xr.Dataset:
-        """Where the variance of each benchmark score comes from, and what more data buys.
-
-        The score's variance over new benchmarks of the same design splits into trial
-        (evaluation) noise, task sampling and cluster sampling (:mod:`bayeval.noise`); for
-        each pair, the covariance the two scores share through their tasks and the minimum
-        detectable difference (two-sided level ``alpha``, ``power``), as run and under plans
-        with more tasks or more trials. Computed per posterior draw from that draw's task
-        rates (``n_draws`` of them, taken evenly). Its twin is
-        :func:`bayeval.bootstrap.noise` (the method of moments).
-
-        Returns
-        -------
-        xarray.Dataset
-            As :func:`bayeval.bootstrap.noise`: posterior means, with intervals on ``ci_bound``.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[3, 1, 4, 0, 2, 4], [4, 2, 4, 1, 2, 3]], trials=4,
-        ...                       systems=["A", "B"])
-        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
-        >>> out = res.noise(n_draws=100)
-        >>> out["mdd"].sel(candidate="B", baseline="A").dims
-        ('plan',)
-        """
-        from bayeval.noise import posterior_noise
-
-        return posterior_noise(self, ci_prob=ci_prob, alpha=alpha, power=power, n_draws=n_draws)
+        """Where the variance of each benchmark score comes from, and what more data buys:
+        :func:`bayeval.analyses.noise.posterior_noise` of this fit."""
+        return posterior_noise(self, alpha=alpha, power=power, ci_prob=ci_prob, n_draws=n_draws)
 
     def latency(
         self,
+        *,
         q=(0.5, 0.95),
+        statuses=None,
         model: str = "lognormal",
         unit: str = "task",
-        n_draws: int = 4000,
         ci_prob: float = 0.95,
+        n_draws: int = 4000,
         seed: int = 0,
-        statuses=None,
     ) -> xr.Dataset:
-        """Posterior of each system's attempt-latency quantiles (p50, p95, ...) with the
-        timeout and error rates, from this fit's data (built with ``from_frame(...,
-        latency=...)``).
-
-        Latency is not part of the pass/fail model: the posterior is its own model of the
-        durations, per system (:func:`bayeval._cost.posterior_latency`): by default a
-        log-normal with task effects (``model="lognormal"``, checked against the data per
-        system), or the Bayesian bootstrap over tasks (``"bayesian_bootstrap"``: no shape
-        assumed). The twin is :func:`bayeval.bootstrap.latency`.
-
-        Parameters
-        ----------
-        q : sequence of float, default (0.5, 0.95)
-            Quantile levels, strictly between 0 and 1 for the log-normal.
-        model : {"lognormal", "bayesian_bootstrap"}, default "lognormal"
-        unit : {"task", "cluster"}, default "task"
-            Resampling unit of the Bayesian bootstrap (the log-normal takes tasks).
-        n_draws, ci_prob, seed, statuses
-            As in :func:`bayeval._cost.posterior_latency`.
-
-        Returns
-        -------
-        xarray.Dataset
-            Quantile draws and summaries per system, and the timeout and error rates.
-
-        Examples
-        --------
-        >>> import pandas as pd, bayeval as be
-        >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t1", "t2", "t2", "t3", "t3"],
-        ...                    "success": [1, 0, 1, 1, 0, 1],
-        ...                    "seconds": [12.0, 30.0, 8.0, 9.5, 60.0, 41.0]})
-        >>> data = be.from_frame(df, latency="seconds")
-        >>> res = be.fit(data, model="beta_binomial", draws=100, chains=1, seed=0)
-        >>> out = res.latency(q=[0.5], model="bayesian_bootstrap", n_draws=200)
-        >>> out["latency_interval"].dims
-        ('system', 'quantile', 'ci_bound')
-        >>> int(out["n_latency"].sel(system="A"))
-        6
-        """
-        from bayeval._cost import posterior_latency
-
+        """Posterior of each system's attempt-latency quantiles with the timeout and error
+        rates: :func:`bayeval.analyses.latency.posterior_latency` of this fit's data."""
         return posterior_latency(
             self,
             q=q,
-            unit=unit,
-            n_draws=n_draws,
-            ci_prob=ci_prob,
-            seed=seed,
             statuses=statuses,
             model=model,
+            unit=unit,
+            ci_prob=ci_prob,
+            n_draws=n_draws,
+            seed=seed,
         )
 
     def cost(
         self,
         column: str,
+        *,
+        k=None,
+        model: str = "bayesian_bootstrap",
         ci_prob: float = 0.95,
         n_draws: int = 1000,
         seed: int = 0,
-        k=None,
-        model: str = "bayesian_bootstrap",
     ) -> xr.Dataset:
-        """Posterior cost per attempt, cost per success and timeout/error/invalid rates.
-
-        The cost side is the Bayesian bootstrap over tasks (Rubin 1981): tasks are
-        exchangeable draws from a population whose distribution of per-task values (total
-        cost, attempts, statuses) is given Dirichlet(1, ..., 1) weights on the observed tasks,
-        the posterior of a Dirichlet-process model as its concentration goes to zero. It
-        assumes nothing about the shape of the cost (skew and zeros are fine) but gives no
-        mass to tasks unlike the observed ones. The success side is the fitted model: in each
-        posterior draw, task j's expected successes are its trials (those the missing-outcome
-        policy uses) times its posterior rate, and
-
-            cost_per_success = sum_j w_j cost_j / sum_j w_j trials_j p_j,
-
-        with the same weights w for cost and successes and for every system (paired), so the
-        population pass@1 and the cost are coupled through the tasks. ``cost_per_attempt`` is
-        ``sum_j w_j cost_j / sum_j w_j attempts_j``, the rates likewise. Every attempt's cost
-        counts under its status; ``not_run`` attempts cost nothing and are not attempts. The
-        twin is :func:`bayeval.bootstrap.cost`.
-
-        ``model="lognormal"`` models the cost side instead: an attempt of system s costs 0
-        with probability pi_s (a hurdle, Beta(1, 1) prior, so the posterior is
-        Beta(1 + zeros, 1 + positives)), and otherwise, on task t of cluster c,
-
-            log cost = mu_s + lambda_s (g_c + u_t) + w_st + e,
-
-        with ``g_c ~ N(0, sigma_cluster^2)`` and ``u_t ~ N(0, 1)`` shared by the systems that
-        ran the task (the costs are paired, as the successes are), a loading ``lambda_s`` per
-        system, a task-by-system effect ``w_st ~ N(0, omega_s^2)`` and attempt noise
-        ``e ~ N(0, sigma_s^2)``; flat prior on mu, half-Cauchy(0, 1) on the loadings and
-        spreads (log units). It is fitted from the stored per-cell counts, sums of logs and
-        squared logs of the positive costs, the effects and mu integrated out in closed form
-        (NUTS on the loadings and spreads; ``attrs["cost_divergences"]`` counts divergent
-        transitions), and each observed task's expected attempt cost ``(1 - pi_s)
-        exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)`` is drawn from its
-        posterior. These task costs take the place of the observed ones under the same
-        Dirichlet task weights, so cost and success stay coupled task by task (the budget
-        curve included: a hard task that also costs more counts as both). Each system
-        needs at least 2 positive costs on at least 2 tasks. The first fit for a number of
-        systems compiles its sampler (seconds), later ones in the process reuse it.
-        ``models/cost.md`` has the coverage of both models.
-
-        Parameters
-        ----------
-        column : str
-            A covariate given to ``from_frame(..., covariates=[...])``.
-        ci_prob : float, default 0.95
-            Coverage of the equal-tailed intervals (on ``ci_bound``).
-        n_draws : int, default 1000
-            Posterior draws used (about that many, taken evenly from each chain; per-task
-            readouts cost in proportion), one weight vector each.
-        seed : int, default 0
-        k : int or list of int, optional
-            The budget curve (``pass_at_k``, ``cost_of_k``, ``expected_spend``,
-            ``cost_per_success_at_k`` on a ``k`` dim); see :func:`bayeval._cost.posterior_cost`.
-        model : {"bayesian_bootstrap", "lognormal"}, default "bayesian_bootstrap"
-            The cost side: the Bayesian bootstrap over tasks (no shape assumed) or the
-            crossed hurdle log-normal (task and cluster effects shared by the systems).
-
-        Returns
-        -------
-        xarray.Dataset
-            For each statistic: the posterior mean (``system``), ``<stat>_interval``
-            (``system, ci_bound``) and ``<stat>_draws`` (``draw, system``); the same
-            variables under either model, which ``attrs["cost_model"]`` names.
-
-        Examples
-        --------
-        >>> import pandas as pd, bayeval as be
-        >>> df = pd.DataFrame({"system": "A", "task": [f"t{i // 2}" for i in range(40)],
-        ...                    "success": [1, 0, 1, 1, 0, 1, 1, 0] * 5, "cost": [1.0, 2.0] * 20})
-        >>> data = be.from_frame(df, covariates=["cost"])
-        >>> res = be.fit(data, model="beta_binomial", draws=200, chains=2, seed=0)
-        >>> res.cost("cost", n_draws=200)["cost_per_success_interval"].dims
-        ('system', 'ci_bound')
-        >>> out = res.cost("cost", n_draws=200, model="lognormal")
-        >>> out.attrs["cost_model"], 1.0 < float(out["cost_per_attempt"].item()) < 2.5
-        ('lognormal', True)
-        """
-        from bayeval._cost import posterior_cost
-
+        """Posterior cost per attempt, cost per success, status rates and budget curve:
+        :func:`bayeval.analyses.cost.posterior_cost` of this fit."""
         return posterior_cost(
-            self, column, ci_prob=ci_prob, n_draws=n_draws, seed=seed, k=k, model=model
+            self, column, k=k, model=model, ci_prob=ci_prob, n_draws=n_draws, seed=seed
         )
 
     # -- summaries and checks ------------------------------------------------------------------

@@ -1,4 +1,6 @@
-"""Coverage of cost per success and calibration of P(A dominates B) (bayeval._cost).
+"""Coverage of cost per success and calibration of P(A dominates B).
+
+Code: bayeval.analyses.cost (both cost analyses) and bayeval.analyses.tradeoff (frontier).
 
 Run:  python benchmarks/cost_coverage.py [--n-sim 300] [--n-boot 2000] [--out PATH]
                                           [--model hierarchical|logit_normal]
@@ -41,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 import bayeval as be
-from bayeval._cost import frontier
+from bayeval.analyses.tradeoff import frontier
 
 OUT = Path(__file__).resolve().parent / "results" / "cost_coverage.txt"
 N_SYS, N_TASK, N_TRIAL = 4, 100, 2
@@ -50,6 +52,7 @@ SYSTEMS = list("ABCD")
 ZERO_SHARE = 0.1  # the lognormal scenario's share of zero-cost attempts
 SCENARIOS = ("correlated", "lognormal")
 ROUTES = ("posterior", "lognormal", "bootstrap")
+BINS = np.linspace(0, 1, 11)  # of the reliability table
 
 
 def truth(a, c, scenario):
@@ -96,7 +99,7 @@ def covers(interval, value):
     return (interval[..., 0] <= value) & (value <= interval[..., 1])
 
 
-def reliability(pred, true, edges=np.linspace(0, 1, 11)):
+def reliability(pred, true, edges=BINS):
     rows = []
     idx = np.clip(np.digitize(pred, edges[1:-1]), 0, len(edges) - 2)
     for b in range(len(edges) - 1):

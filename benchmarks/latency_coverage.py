@@ -1,4 +1,4 @@
-"""Coverage of the p50 and p95 attempt-latency intervals (bayeval._cost latency functions).
+"""Coverage of the p50 and p95 attempt-latency intervals (bayeval.analyses.latency).
 
 Run:  python benchmarks/latency_coverage.py [--n-sim 150] [--n-boot 1000] [--out PATH]
 
@@ -18,7 +18,7 @@ attempt j on it lasts y_tj seconds:
 The truth is the population quantile of one attempt on a new task from the same
 population: exp(5.8 + z_q sqrt(0.6^2 + 0.5^2)) for the log-normal designs, the quantile of
 4 million simulated (task, attempt) draws for the others. Methods: bayeval.bootstrap.latency
-(tasks resampled with their attempts), bayeval._cost.posterior_latency with
+(tasks resampled with their attempts), bayeval.analyses.latency.posterior_latency with
 model='lognormal' (task effects per system, grid posterior) and model='bayesian_bootstrap'
 (Dirichlet weights over tasks). Reported: coverage of the nominal 95% intervals, and the
 median interval width over the truth; and the log-normal's check (``_lognormal_misfit``,
@@ -36,7 +36,8 @@ import pandas as pd
 from scipy.special import ndtri
 
 import bayeval as be
-from bayeval._cost import _lognormal_misfit, posterior_latency
+from bayeval.analyses.latency import posterior_latency
+from bayeval.models.latency import _lognormal_misfit
 
 OUT = Path(__file__).resolve().parent / "results" / "latency_coverage.txt"
 QS = np.array([0.5, 0.95])
@@ -125,7 +126,7 @@ def main():
             }
             bounds["checked"] = tuple(
                 np.where(flagged[:, None], b, ln)
-                for b, ln in zip(bounds["bootstrap"], bounds["lognormal"])
+                for b, ln in zip(bounds["bootstrap"], bounds["lognormal"], strict=True)
             )
             for m, (lo, hi) in bounds.items():
                 hits[m].append((lo <= true) & (true <= hi))
@@ -152,7 +153,7 @@ def main():
         f"{'p50 width':>9s} {'p95 width':>9s}",
         "-" * 76,
     ]
-    for label, m, cover, w, n in table:
+    for label, m, cover, w, _n in table:
         if m == "truth":
             lines.append(f"{label:16s} {'(truth, seconds)':20s} {cover[0]:9.0f} {cover[1]:9.0f}")
             lines.append(f"{label:16s} the log-normal check flags {w:.3f} of the systems")

@@ -174,7 +174,7 @@ def test_bootstrap_matches_slow_loop(unit):
     m = units.max() + 1
     counts = rng.multinomial(m, np.full(m, 1 / m), size=n_boot)
     assert len(layout.weight) == 1
-    task_unit = dict(zip(data.tasks, units))
+    task_unit = dict(zip(data.tasks, units, strict=True))
     df = df.assign(unit=df["task"].map(task_unit))
     reps = {s: [] for s in ("A", "B")}
     for b in range(n_boot):

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import bayeval as be
-from bayeval._cost import frontier
+from bayeval.analyses.tradeoff import frontier
 
 
 def _frame(seed=0, n_task=10, n_trial=4, systems=("A", "B", "C")):
@@ -188,7 +188,7 @@ def test_frontier_matches_brute_force(cost):
         for i in range(4)
     ]
     assert got["on_frontier"].values.tolist() == undominated
-    front = [s for s, u in zip("ABCD", undominated) if u]
+    front = [s for s, u in zip("ABCD", undominated, strict=True) if u]
     assert got.attrs["frontier"] == sorted(front, key=lambda s: c_est["ABCD".index(s)])
     assert got["prob_dominates"].dims == ("candidate", "baseline")
 

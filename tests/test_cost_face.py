@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import bayeval as be
 from bayeval import cli
-from bayeval._cost import frontier
+from bayeval.analyses.tradeoff import frontier
 from bayeval.plots import compact_names, plot_cost_success
 from bayeval.report import build_report, report_data
 

@@ -5,8 +5,8 @@ import pandas as pd
 import pytest
 
 import bayeval as be
-from bayeval import _cost
-from bayeval._cost import _lognormal_cost_draws, frontier
+from bayeval.analyses.tradeoff import frontier
+from bayeval.models.cost import _lognormal_cost_draws
 
 
 def _frame(seed=0, n_task=40, n_trial=3, mu=-1.0, tau=0.5, sigma=0.6, zero=0.0, systems=("A",)):
@@ -87,8 +87,8 @@ def test_loglik_is_the_dense_normal_marginal_with_mu_integrated_out(clusters):
     log N(mu0; mu_hat, F^-1) at any mu0, and the PyMC model's potential is the same."""
     from scipy.stats import multivariate_normal
 
-    from bayeval._cost import _positive_cost_stats
-    from bayeval.models import _cost_lognormal as cl
+    from bayeval.models import cost as cl
+    from bayeval.models.cost import _positive_cost_stats
 
     df = _ragged()
     data = be.from_frame(
@@ -128,8 +128,8 @@ def test_loglik_is_the_dense_normal_marginal_with_mu_integrated_out(clusters):
 def test_mu_and_effects_follow_their_exact_normal_conditionals():
     """Given the spreads, mu is the GLS normal and each cell's lambda (g + u) + w is the dense
     Gaussian conditional given mu and the log costs (cells without a cost from the prior)."""
-    from bayeval._cost import _positive_cost_stats
-    from bayeval.models import _cost_lognormal as cl
+    from bayeval.models import cost as cl
+    from bayeval.models.cost import _positive_cost_stats
 
     df = _ragged(seed=1)
     data = be.from_frame(
@@ -292,7 +292,7 @@ def test_same_variables_as_the_bayesian_bootstrap_and_frontier_works():
     front = frontier(post)
     assert front["prob_dominates"].dims == ("candidate", "baseline")
     assert np.isfinite(front["prob_dominates"].values[~np.eye(3, dtype=bool)]).all()
-    from bayeval._cost import evidence  # the evidence table reads the default model
+    from bayeval.analyses.tradeoff import evidence  # the evidence table reads the default model
 
     assert evidence(res, "cost", n_boot=200, n_draws=200)["rows"][0]["system"] == "A"
 
@@ -331,7 +331,7 @@ def test_a_system_whose_log_costs_are_skewed_is_flagged_against_the_bootstrap():
     """Left-skewed log costs (log cost = -1 - 2 E, E exponential) make the log-normal's
     exp(sigma^2 / 2) factor overstate the mean threefold; the evidence table names that
     system and no other."""
-    from bayeval._cost import evidence
+    from bayeval.analyses.tradeoff import evidence
 
     rng = np.random.default_rng(11)
     n_task = 60

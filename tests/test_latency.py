@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import bayeval as be
-from bayeval._cost import _weighted_quantiles, posterior_latency
+from bayeval.analyses.latency import _weighted_quantiles, posterior_latency
 from bayeval.resampling import _layout
 
 STATUSES = ["ok", "ok", "ok", "timeout", "error", "invalid"]
@@ -140,7 +140,7 @@ def _reference_weighted(values, weights, q):
 
     def at(rank):
         cum = 0.0
-        for v, w in zip(values, weights):
+        for v, w in zip(values, weights, strict=True):
             cum += w
             if cum > rank:
                 return v
@@ -400,7 +400,7 @@ def _dense_log_posterior(y, task, sigma, tau):
 
 
 def test_lognormal_grid_posterior_matches_the_dense_likelihood():
-    from bayeval._cost import _lognormal_log_posterior
+    from bayeval.models.latency import _lognormal_log_posterior
 
     rng = np.random.default_rng(0)
     task = np.repeat(np.arange(5), [1, 2, 3, 4, 2])  # unequal attempts, one task with one
@@ -465,7 +465,7 @@ def test_lognormal_refusals():
 
 
 def test_lognormal_check_flags_a_time_limit_and_a_second_mode():
-    from bayeval._cost import _lognormal_misfit
+    from bayeval.models.latency import _lognormal_misfit
 
     rng = np.random.default_rng(3)
     n_task, n_trial = 150, 5

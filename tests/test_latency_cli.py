@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import bayeval as be
 from bayeval import cli
-from bayeval._cost import latency_table, posterior_latency
+from bayeval.analyses.latency import latency_table, posterior_latency
 from bayeval.report import build_report, report_data
 
 FAST = ["--model", "beta_binomial", "--n-boot", "300"]
@@ -31,7 +31,7 @@ def frame():
     rows = []
     for s in ("A", "B"):
         for j in range(10):
-            for t in range(3):
+            for _ in range(3):
                 status = rng.choice(["ok", "ok", "ok", "timeout", "error"])
                 rows.append(
                     {

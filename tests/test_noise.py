@@ -11,7 +11,7 @@ import statsmodels.api as sm
 
 import bayeval as be
 from bayeval import BayevalWarning
-from bayeval.noise import noise
+from bayeval.analyses.noise import noise
 from bayeval.report import paired_spread
 
 
@@ -170,7 +170,7 @@ def test_posterior_noise_of_a_paired_fit_is_reproducible(rng):
 def test_matrix_route_equals_the_per_column_route(rng, clustered):
     """With every system on every task, the covariance-matrix route gives what the general
     per-column route (the one masks need) gives, resampling weights included."""
-    from bayeval.noise import _column_values, _columns, _design, _matrix_design
+    from bayeval.analyses.noise import _column_values, _columns, _design, _matrix_design
 
     B, S, J = 3, 3, 12
     cluster = np.repeat(np.arange(4), 3) if clustered else np.arange(J)
@@ -189,7 +189,7 @@ def test_matrix_route_equals_the_per_column_route(rng, clustered):
         matrix, _ = _matrix_design(
             x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, corrected
         )
-        for a, b in zip(general, matrix):
+        for a, b in zip(general, matrix, strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-14)
 
 

@@ -10,7 +10,7 @@ from scipy import special, stats
 
 import bayeval as be
 from bayeval import BayevalWarning
-from bayeval.noise import noise
+from bayeval.analyses.noise import noise
 
 
 def _frame(seed=0, run_sd=0.3, n_tasks=30, n_runs=3, trials=4):

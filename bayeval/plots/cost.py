@@ -8,8 +8,8 @@ import re
 import numpy as np
 import xarray as xr
 
-from bayeval._cost import frontier
 from bayeval._validate import validate_choice
+from bayeval.analyses.tradeoff import frontier
 from bayeval.plots._base import _mpl, _pyplot, _single_ax
 from bayeval.plots.style import short_names
 
@@ -134,7 +134,7 @@ def plot_cost_success(
     """Success against cost per system, with intervals and the cost-success frontier.
 
     Each system is a point at its cost (x) and pass@1 per attempt (y) with the intervals of
-    both (on ``ci_bound``); the systems on the frontier (:func:`bayeval._cost.frontier`:
+    both (on ``ci_bound``); the systems on the frontier (:func:`bayeval.analyses.tradeoff.frontier`:
     none other succeeds at least as often for at most the cost) are joined by a staircase
     and drawn in another colour. Labels are compact names (:func:`compact_names`) placed to
     avoid each other.

@@ -56,12 +56,16 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
+from bayeval._decisions import thinned
 from bayeval._validate import (
     validate_choice,
     validate_positive_int,
     validate_prob,
     validate_seed,
 )
+from bayeval.data import EvalData, require_valid_outcomes
+from bayeval.posterior import Posterior
+from bayeval.resampling import _refuse_scores
 
 __all__ = ["noise", "posterior_noise", "PLANS"]
 
@@ -371,31 +375,66 @@ def _design_attrs(n, valid, cluster, clustered) -> dict:
 
 
 def posterior_noise(
-    results, ci_prob: float = 0.95, alpha: float = 0.05, power: float = 0.8, n_draws: int = 400
+    posterior: Posterior,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    ci_prob: float = 0.95,
+    n_draws: int = 400,
 ) -> xr.Dataset:
-    """The components of a benchmark score's variance, from the posterior (see the module).
+    """Where the variance of each benchmark score comes from, and what more data buys, from
+    the posterior (``Results.noise``).
 
-    See :meth:`bayeval.Results.noise`.
+    The score's variance over new benchmarks of the same design splits into trial
+    (evaluation) noise, task sampling and cluster sampling (see the module); for each pair,
+    the covariance the two scores share through their tasks and the minimum detectable
+    difference (two-sided level ``alpha``, ``power``), as run and under plans with more
+    tasks or more trials. Computed per posterior draw from that draw's task rates
+    (``n_draws`` of them, taken evenly). Its twin is :func:`noise`
+    (``bayeval.bootstrap.noise``, the method of moments).
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A fit of success data (the trial variance is ``p (1 - p)``).
+    alpha, power : float, default 0.05, 0.8
+        The two-sided test level and the power of the minimum detectable difference.
+    ci_prob : float, default 0.95
+        Coverage of the equal-tailed intervals (on ``ci_bound``).
+    n_draws : int, default 400
+        Posterior draws used, taken evenly from each chain.
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`noise`: posterior means, with intervals on ``ci_bound``; with training
+        runs, ``run_var`` per ``recipe`` from the run level of ``logit_normal``.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.analyses.noise import posterior_noise
+    >>> data = be.from_counts([[3, 1, 4, 0, 2, 4], [4, 2, 4, 1, 2, 3]], trials=4,
+    ...                       systems=["A", "B"])
+    >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+    >>> out = posterior_noise(res, n_draws=100)
+    >>> out["mdd"].sel(candidate="B", baseline="A").dims
+    ('plan',)
     """
-    from bayeval._decisions import thinned
-    from bayeval.data import EvalData
-
     alpha, power, ci_prob = _check_common(alpha, power, ci_prob)
     n_draws = validate_positive_int("n_draws", n_draws)
-    data = EvalData(results.tree["observed_data"].to_dataset())
-    from bayeval.resampling import _refuse_scores
-
+    data = EvalData(posterior.tree["observed_data"].to_dataset())
     _refuse_scores(data, "the trial variance p(1 - p)")
     c, n, cluster, clustered = _arrays(data)
     valid = n > 0
     _require_tasks(valid, data.systems)
-    thin = thinned(results, n_draws)
-    rates = thin.task_rates().transpose("chain", "draw", "system", "task")
+    thin = thinned(posterior, n_draws)
+    rates = thin._model.task_rates(thin.tree).transpose("chain", "draw", "system", "task")
     p = rates.values.reshape((-1,) + rates.shape[2:])
     p = np.where(valid[None], p, 0.0)
     B = p.shape[0]
     ones_t, ones_g = np.ones((B, len(cluster))), np.ones((B, cluster.max() + 1))
-    values = {}
+    values: dict = {}  # key -> per-chunk arrays, then their concatenation
     for sl in _slices(B, p.shape[1] ** 2 * p.shape[2]):
         part = _components(
             p[sl],
@@ -422,14 +461,14 @@ def posterior_noise(
             interval,
             {
                 "method": "posterior",
-                "model": results.model,
+                "model": posterior.model,
                 "n_draws": int(B),
                 "alpha": alpha,
                 "power": power,
                 **_design_attrs(n, valid, cluster, clustered),
             },
         )
-    if "recipe" in data.dataset.coords and "sigma_run" in results.tree["posterior"]:
+    if "recipe" in data.dataset.coords and "sigma_run" in posterior.tree["posterior"]:
         runs = thin._model.run_variance(thin.tree)
         draws = runs.stack(sample=("chain", "draw")).transpose("sample", ...).values
         out = _with_runs(out, runs["system"].values, draws, interval)
@@ -475,28 +514,29 @@ def _require_tasks(valid, systems):
 
 
 def noise(
-    data,
-    unit: str | None = None,
-    ci_prob: float = 0.95,
+    data: EvalData,
+    *,
     alpha: float = 0.05,
     power: float = 0.8,
+    unit: str | None = None,
+    ci_prob: float = 0.95,
     n_boot: int = 1000,
     seed=0,
 ) -> xr.Dataset:
     """The components of a benchmark score's variance by the method of moments.
 
-    The frequentist twin of :meth:`bayeval.Results.noise`: trial noise from each task's
-    repeated attempts, task and cluster sampling from the spread of the observed rates (see
-    :mod:`bayeval.noise`), with intervals from resampling tasks or clusters.
+    The frequentist twin of :func:`posterior_noise` (``Results.noise``): trial noise from
+    each task's repeated attempts, task and cluster sampling from the spread of the observed
+    rates (see the module), with intervals from resampling tasks or clusters.
 
     Parameters
     ----------
     data : EvalData
+    alpha, power : float, default 0.05, 0.8
+        The two-sided test level and the power of the minimum detectable difference.
     unit : {"task", "cluster"}, optional
         What the intervals resample; default clusters when the data have them, else tasks.
     ci_prob : float, default 0.95
-    alpha, power : float, default 0.05, 0.8
-        The two-sided test level and the power of the minimum detectable difference.
     n_boot : int, default 1000
     seed : int, default 0
 
@@ -509,7 +549,7 @@ def noise(
         ``component`` (cluster, task, trial): ``components`` and their ``share``. Per pair
         ``(candidate, baseline)``: ``diff_sd`` and ``mdd`` over ``plan``, ``shared_cov`` (the
         covariance of the two scores that pairing removes), ``diff_components`` and
-        ``diff_share``; ``trial_imputed`` per system (see :mod:`bayeval.noise`); with runs,
+        ``diff_share``; ``trial_imputed`` per system (see the module); with runs,
         ``run_var`` per ``recipe`` (NaN for a recipe with one run). With few
         clusters (fewer than about 10) cluster-resampled intervals are unreliable (the
         bootstrap cannot see variation it has few units of). Components are truncated at
@@ -529,16 +569,12 @@ def noise(
     >>> out["mdd"].sel(candidate="B", baseline="A", plan="as run").round(3).item()
     0.233
     """
-    from bayeval.data import EvalData, require_valid_outcomes
-
     if not isinstance(data, EvalData):
         raise TypeError(f"data must be an EvalData (from be.from_frame); got {type(data).__name__}")
     alpha, power, ci_prob = _check_common(alpha, power, ci_prob)
     n_boot = validate_positive_int("n_boot", n_boot, minimum=2)
     rng = np.random.default_rng(validate_seed(seed))
     require_valid_outcomes(data)
-    from bayeval.resampling import _refuse_scores
-
     _refuse_scores(data, "the trial variance p(1 - p)")
     c, n, cluster, clustered = _arrays(data)
     unit = ("cluster" if clustered else "task") if unit is None else unit
@@ -568,7 +604,7 @@ def noise(
         cluster_w[1:] = rng.multinomial(G, np.full(G, 1 / G), size=n_boot)
     x = np.broadcast_to(r, (1,) + r.shape)
     s2 = np.broadcast_to(sigma2, (1,) + r.shape)
-    values = {}
+    values: dict = {}  # key -> per-chunk arrays, then their concatenation
     for sl in _slices(n_boot + 1, r.shape[0] ** 2 * J):
         size = sl.stop - sl.start
         part = _components(

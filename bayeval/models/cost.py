@@ -1,6 +1,20 @@
-"""The crossed hurdle log-normal cost model behind ``Results.cost(model="lognormal")``.
+"""Models of an attempt's cost behind ``posterior_cost`` (``Results.cost``).
 
-An attempt of system s on task t (cluster c) costs 0 with probability ``pi_s`` and otherwise
+Each model is one object with the behaviour that differs between them, so the analysis
+(:mod:`bayeval.analyses.cost`) asks the object rather than branching on its name:
+
+* ``name`` and ``method`` (the result's ``attrs["cost_model"]`` and ``attrs["method"]``);
+* ``refuse(data, column)``: raise ``ValueError`` where the model cannot be fitted (before the
+  per-task readouts of the success side);
+* ``task_costs(data, column, n_draws, rng, seed)``: draws ``(draw, system, task)`` of each
+  task's expected attempt cost (``None``: the observed costs stand) and the result's extra
+  attributes;
+* ``misfit(post, boot)``: per system, whether its cost per attempt is suspect next to the
+  bootstrap's.
+
+``bayesian_bootstrap`` is not a parametric model: the task costs stay the observed ones, under
+the Dirichlet task weights the analysis draws. ``lognormal`` is the crossed hurdle log-normal:
+an attempt of system s on task t (cluster c) costs 0 with probability ``pi_s`` and otherwise
 
     log cost = mu_s + lambda_s (g_c + u_t) + w_st + e,
     g_c ~ N(0, sigma_cluster^2), u_t ~ N(0, 1), w_st ~ N(0, omega_s^2), e ~ N(0, sigma_s^2),
@@ -12,9 +26,9 @@ with a task's size than another's has the larger loading), ``w`` a task-by-syste
 ``e`` attempt noise, both with a spread per system. Priors: flat on ``mu``, half-Cauchy(0, 1)
 on the loadings and every spread (log units), except Gamma(2, 2) on ``sigma_s`` of a system
 without within-cell replication (see :func:`build_model`); ``pi_s | data ~ Beta(1 + zeros, 1 +
-positives)``. One common loading (``lambda_s = tau`` for every s) misstates the mean of a
-system whose costs follow the task more or less closely than the others': on the bundled
-SWE-bench file it put one system's expected attempt cost 16% below its observed mean.
+positives)``. Loadings per system, not one common loading: a common one misstates the mean of
+a system whose costs follow the task more or less closely than the others' (``models/cost.md``
+has the case).
 
 The model is fitted from what ``from_frame(covariates=[...])`` stores: per (system, task) the
 count ``n`` of positive costs, the mean of their logs and the within-cell sum of squares. The
@@ -22,11 +36,11 @@ effects ``g``, ``u``, ``w`` are integrated out in closed form: per task the cell
 normal with covariance ``lambda lambda' + diag(omega_s^2 + sigma_s^2 / n)``, inverted by
 Sherman-Morrison, and per cluster the tasks' blocks gain the rank-one ``sigma_cluster^2``
 term the same way; ``mu`` is integrated out too (flat prior: generalised least squares on
-the systems; sampled, it mixed badly, bulk ESS 17 of 1000 on SWE-bench, its common shift
-tied to the few clusters' spread). NUTS (nutpie) samples the loadings and spreads; each
-draw's ``mu`` and effects are then drawn from their exact normal conditionals (``mu``, then
-cluster, task and cell effects), so every observed task has draws of its expected attempt
-cost ``(1 - pi_s) exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)``.
+the systems; sampled, it mixes badly, its common shift tied to the few clusters' spread).
+NUTS (nutpie) samples the loadings and spreads; each draw's ``mu`` and effects are then drawn
+from their exact normal conditionals (``mu``, then cluster, task and cell effects), so every
+observed task has draws of its expected attempt cost
+``(1 - pi_s) exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)``.
 
 A system without two positive costs on any one task has no within-cell spread to tell
 ``omega_s`` from ``sigma_s``: its ``omega_s`` is left out (``has_within``), so its attempt
@@ -37,12 +51,27 @@ between ``w`` and ``e`` is not identified).
 from __future__ import annotations
 
 import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+from scipy.linalg import solve_triangular
 
+from bayeval.models._misfit import apart
 from bayeval.models._nutpie_cache import CompiledModels
 
+__all__ = [
+    "MODELS",
+    "BayesianBootstrapCost",
+    "HurdleLognormalCost",
+    "build_model",
+    "cell_arrays",
+    "effect_draws",
+    "loglik",
+    "mu_draws",
+    "sample",
+]
+
 #: Draws per chain are ``ceil(n_draws / CHAINS)``; the model is small and Gaussian given its
-#: spreads, so a short tuning suffices (0 divergent transitions on the bundled SWE-bench file,
-#: two seeds, and in the tests).
+#: spreads, so a short tuning suffices (``models/cost.md`` has the divergences seen).
 CHAINS = 4
 TUNE = 500
 PRIOR_SCALE = 1.0  # of the half-Cauchy priors on the spreads (log units)
@@ -51,7 +80,7 @@ _compiled = CompiledModels()
 
 
 def cell_arrays(stats: dict, cluster=None) -> dict:
-    """The model's arrays from :func:`bayeval._cost._positive_cost_stats` (system, task).
+    """The model's arrays from :func:`_positive_cost_stats` (system, task).
 
     Returns (task, system) arrays ``n``, ``ybar``, ``mask`` (a positive cost there), per system
     ``df`` (within-cell degrees of freedom), ``within`` (within-cell sum of squares),
@@ -85,12 +114,8 @@ def cell_arrays(stats: dict, cluster=None) -> dict:
 def _linalg(xp):
     """``cholesky`` and ``solve_triangular`` of an array backend (NumPy/SciPy or PyTensor)."""
     if xp is np:
-        from scipy.linalg import solve_triangular
-
         return np.linalg.cholesky, solve_triangular
-    from pytensor.tensor.linalg import cholesky, solve_triangular
-
-    return cholesky, solve_triangular
+    return pt.linalg.cholesky, pt.linalg.solve_triangular
 
 
 def _cell_sums(arr, lam, omega, sigma, level):
@@ -168,8 +193,6 @@ def loglik(arr, lam, omega, sigma, sigma_cluster=None, xp=np):
 def mu_draws(arr, params: dict, clusters: bool, rng) -> np.ndarray:
     """``mu`` drawn from its exact normal conditional given each draw's spreads (generalised
     least squares: mean ``centre + F^-1 h``, covariance ``F^-1``), ``(draw, system)``."""
-    from scipy.linalg import solve_triangular
-
     n_draws = params["loading"].shape[0]
     out = np.empty_like(params["loading"])
     for i in range(n_draws):
@@ -198,19 +221,16 @@ def _data_names(clusters: bool) -> tuple:
 def build_model(arr, clusters: bool):
     """The PyMC model of the crossed log-normal on ``cell_arrays``' output (``pm.Data``):
     the loadings and spreads, ``mu`` and the effects integrated out."""
-    import pymc as pm
-    import pytensor.tensor as pt
-
     with pm.Model(coords={"system": range(arr["n"].shape[1])}) as model:
         data = {name: pm.Data(name, arr[name]) for name in _data_names(clusters)}
         lam = pm.HalfCauchy("loading", PRIOR_SCALE, dims="system")
         omega = pm.HalfCauchy("omega", PRIOR_SCALE, dims="system")
         sigma = pm.HalfCauchy("sigma", PRIOR_SCALE, dims="system")
         # a system without within-cell replication tells its attempt noise from its loading
-        # only through the other systems' covariance, and its sigma could run to 0 (a
-        # Heywood case: two systems of SWE-bench drew sigma ~ 1e-3, divergences and a
-        # singular least squares); its prior is the boundary-avoiding Gamma(2, 2) instead
-        # (zero density at 0, mode 0.5 log units): log Gamma(2, 2) - log half-Cauchy(0, 1)
+        # only through the other systems' covariance, and its sigma can run to 0 (a Heywood
+        # case: divergences and a singular least squares, models/cost.md); its prior is the
+        # boundary-avoiding Gamma(2, 2) instead (zero density at 0, mode 0.5 log units):
+        # log Gamma(2, 2) - log half-Cauchy(0, 1)
         pm.Potential(
             "sigma_boundary",
             (
@@ -228,7 +248,7 @@ def sample(arr, clusters: bool, n_draws: int, seed: int) -> dict:
     (0 where ``has_within`` is 0), ``sigma`` and ``sigma_cluster`` (zeros without clusters)
     by NUTS, ``mu`` from its exact conditional (drawn with ``seed``), and the number of
     divergent transitions (``divergences``)."""
-    import nutpie
+    import nutpie  # deferred: its compiled extension takes seconds to load, only sampling needs it
 
     draws = -(-n_draws // CHAINS)
     # a compiled model takes data of any number of tasks and clusters (with_data), not of
@@ -304,3 +324,131 @@ def _effect_chunk(arr, params, rng):
             0.0,
         )
     return (shared + w).transpose(0, 2, 1)
+
+
+# -- the cost side of Results.cost ---------------------------------------------------------------
+def _positive_cost_stats(data, column) -> dict:
+    """Per ``(system, task)``, over the attempted statuses (``not_run`` left out): the count of
+    positive costs, the mean and within-task sum of squares of their logs (from the stored
+    sums of logs and squared logs), and per system the attempts with a zero cost."""
+    ds = data.dataset.sel(covariate=column).drop_sel(status="not_run")
+
+    def summed(name):
+        return ds[name].sum("status").transpose("system", "task").values.astype(float)
+
+    n_pos, logsum, logsumsq = (
+        summed(v) for v in ("covariate_positive", "covariate_logsum", "covariate_logsumsq")
+    )
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ybar = np.where(n_pos > 0, logsum / np.where(n_pos > 0, n_pos, 1), 0.0)
+    within = np.clip(logsumsq - n_pos * ybar**2, 0.0, None)
+    zeros = (summed("covariate_count") - n_pos).sum(axis=1)
+    return {
+        "n": n_pos,
+        "ybar": ybar,
+        "within": within,
+        "logsum": logsum,
+        "logsumsq": logsumsq,
+        "zeros": zeros,
+    }
+
+
+def _check_lognormal_cost(data, column, stats) -> None:
+    """Refuse a system with fewer than 2 positive costs or positive costs on fewer than 2
+    tasks: the log-normal's spreads would rest on the prior alone."""
+    few = [
+        (str(system), int(stats["n"][s].sum()), int((stats["n"][s] > 0).sum()))
+        for s, system in enumerate(data.systems)
+        if stats["n"][s].sum() < 2 or (stats["n"][s] > 0).sum() < 2
+    ]
+    if few:
+        listed = "; ".join(f"{name}: {n} positive cost(s) on {t} task(s)" for name, n, t in few)
+        raise ValueError(
+            f"the log-normal cost model of covariate {column!r} needs at least 2 positive "
+            f"costs on at least 2 tasks per system (its log-scale spread and task spread are "
+            f"estimated from them); system(s) {listed}: use model='bayesian_bootstrap' (no "
+            "shape assumed) or drop those systems"
+        )
+
+
+def _lognormal_cost_draws(data, column, n_draws, rng, seed=0):
+    """Posterior draws ``(n_draws, system, task)`` of each task's expected attempt cost under
+    the crossed hurdle log-normal,
+    ``(1 - pi_s) exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)``, and a dict of the
+    draws of its parameters (``mu``, ``loading``, ``omega``, ``sigma`` and ``zero_share`` per
+    system, ``sigma_cluster``), the expected cost of an attempt on a new task of a new cluster
+    (``new_task``, ``(n_draws, system)``) and the sampler's ``divergences``."""
+    stats = _positive_cost_stats(data, column)
+    _check_lognormal_cost(data, column, stats)
+    arr = cell_arrays(stats, data.dataset["cluster"].values if data.has_clusters else None)
+    params = sample(arr, data.has_clusters, n_draws, seed)
+    effects = effect_draws(arr, params, rng)
+    positives = stats["n"].sum(axis=1)
+    params["zero_share"] = rng.beta(
+        1.0 + stats["zeros"], 1.0 + positives, size=(n_draws, len(positives))
+    )
+    keep = 1.0 - params["zero_share"]
+    half_var = 0.5 * params["sigma"] ** 2
+    spread = (
+        params["loading"] ** 2 * (1.0 + params["sigma_cluster"] ** 2)[:, None]
+        + params["omega"] ** 2
+    )
+    with np.errstate(over="ignore"):
+        params["new_task"] = keep * np.exp(params["mu"] + half_var + 0.5 * spread)
+        per_task = keep[..., None] * np.exp((params["mu"] + half_var)[..., None] + effects)
+    return per_task, params
+
+
+class BayesianBootstrapCost:
+    """The observed task costs under Dirichlet(1, ..., 1) task weights (Rubin 1981): no shape
+    assumed, nothing refused, no misfit."""
+
+    name = "bayesian_bootstrap"
+    method = "posterior (Bayesian bootstrap over tasks, model task rates)"
+
+    def refuse(self, data, column) -> None:
+        """Nothing to refuse: skew and zero costs are taken as they are."""
+
+    def task_costs(self, data, column, n_draws, rng, seed) -> tuple[None, dict]:
+        """``None``: the observed task costs stand; no extra attributes."""
+        return None, {}
+
+    def misfit(self, post, boot) -> np.ndarray:
+        """No system is suspect: ``(system,)`` of False."""
+        return np.zeros(post.sizes["system"], dtype=bool)
+
+
+class HurdleLognormalCost:
+    """The crossed hurdle log-normal (see the module)."""
+
+    name = "lognormal"
+    method = (
+        "posterior (crossed hurdle log-normal cost with task effects shared by the "
+        "systems, model task rates, both under Bayesian bootstrap task weights)"
+    )
+
+    def refuse(self, data, column) -> None:
+        """Refuse a system with fewer than 2 positive costs or positive costs on fewer than 2
+        tasks."""
+        _check_lognormal_cost(data, column, _positive_cost_stats(data, column))
+
+    def task_costs(self, data, column, n_draws, rng, seed) -> tuple[np.ndarray, dict]:
+        """Draws of each task's expected attempt cost (:func:`_lognormal_cost_draws`) and the
+        sampler's divergent transitions as ``cost_divergences``."""
+        task_cost, params = _lognormal_cost_draws(data, column, n_draws, rng, seed)
+        return task_cost, {"cost_divergences": params["divergences"]}
+
+    def misfit(self, post, boot) -> np.ndarray:
+        """Per system: whether the log-normal's cost per attempt and the bootstrap's disagree
+        (either's point outside the other's interval), ``(system,)`` bool. The log-normal's
+        mean's ``exp(sigma^2 / 2)`` factor rests on the log costs being normal: a skewed
+        shape moves it by tens of percent while the task-resampled mean stays where the data
+        put it (``models/cost.md`` has the systems flagged on SWE-bench)."""
+        return apart(post, boot, "cost_per_attempt")
+
+
+#: Name -> cost model, in the order the choices are listed.
+MODELS: dict[str, BayesianBootstrapCost | HurdleLognormalCost] = {
+    "bayesian_bootstrap": BayesianBootstrapCost(),
+    "lognormal": HurdleLognormalCost(),
+}
