@@ -47,6 +47,8 @@ class _LazyModule:
 
 
 _report = _LazyModule("bayeval.report")
+_report_format = _LazyModule("bayeval.report._format")
+_report_values = _LazyModule("bayeval.report._values")
 
 EXIT_PASS, EXIT_WORSE, EXIT_USAGE, EXIT_UNDECIDED, EXIT_INTERNAL = 0, 1, 2, 3, 4
 MODELS = ("auto", "hierarchical", "beta_binomial", "logit_normal")
@@ -1113,7 +1115,7 @@ def _metric_table(report: dict, estimands, metric: str) -> pd.DataFrame:
         )
         if not wanted or row["estimand"] not in estimands or row["k"] not in ks:
             continue
-        name = _report._metric_name(metric, row["k"])
+        name = _report_format._metric_name(metric, row["k"])
         key = (row["system"], row["missing_bound"] or "")
         label = "" if len(estimands) == 1 else f"{row['estimand']} "
         cells = rows.setdefault(key, {})
@@ -1142,7 +1144,7 @@ def _echo_table(report, estimands, metric, ci_prob):
         "display.max_rows",
         None,
     ):
-        title = _report._metric_name(metric, 1) if metric == "mean" else metric
+        title = _report_format._metric_name(metric, 1) if metric == "mean" else metric
         click.echo(
             f"\n{title}: posterior mean [{ci_prob:.0%} interval] and its bootstrap twin "
             f"({', '.join(estimands)} estimand{'s' if len(estimands) > 1 else ''})"
@@ -1156,7 +1158,7 @@ def _decision_text(decision: dict) -> str:
 
 def _echo_comparisons(report: dict):
     for entry in report["comparisons"]:
-        name = _report._metric_name(entry["metric"], entry["k"])
+        name = _report_format._metric_name(entry["metric"], entry["k"])
         click.echo(
             f"\n{entry['candidate']} - {entry['baseline']}: {name}, {entry['estimand']} "
             f"estimand, margin {entry['margin']:g}, {entry['test']} at prob "
@@ -1184,7 +1186,7 @@ def _echo_comparisons(report: dict):
                 click.echo(
                     f"    effect{bound} {row['effect']:+.3f} "
                     f"{_interval_text(row['lower'], row['upper'])}, share > 0 = "
-                    f"{row['prob_positive']:.3f}, p = {_report._pvalue(row['p_value'])}"
+                    f"{row['prob_positive']:.3f}, p = {_report_format._pvalue(row['p_value'])}"
                 )
             click.echo(f"    decision: {_decision_text(boot['decision'])}")
     family = report["multiplicity"]
@@ -1194,7 +1196,10 @@ def _echo_comparisons(report: dict):
             "bootstrap p-values:"
         )
         for label, p, adj in zip(family["family"], family["p_values"], family["adjusted"]):
-            click.echo(f"  {label}: p = {_report._pvalue(p)}, adjusted {_report._pvalue(adj)}")
+            click.echo(
+                f"  {label}: p = {_report_format._pvalue(p)}, "
+                f"adjusted {_report_format._pvalue(adj)}"
+            )
 
 
 def _header(data, lines, res=None, err=False):
@@ -1679,11 +1684,11 @@ def _recipes_section(
                 "baseline": str(baseline),
                 "checkpoints": [str(s) for s in out.attrs["checkpoints"]],
                 "runs_per_recipe": boot["runs"],
-                "bayes_mean": _report._num(out["effect_mean"]),
-                "bayes_lower": _report._num(lower),
-                "bayes_upper": _report._num(upper),
-                "prob_positive": _report._num(out["prob_positive"]),
-                "prob_above_margin": _report._num(out["prob_above_margin"]),
+                "bayes_mean": _report_values._num(out["effect_mean"]),
+                "bayes_lower": _report_values._num(lower),
+                "bayes_upper": _report_values._num(upper),
+                "prob_positive": _report_values._num(out["prob_positive"]),
+                "prob_above_margin": _report_values._num(out["prob_above_margin"]),
                 "bootstrap_estimate": boot["estimate"],
                 "bootstrap_lower": boot["lower"],
                 "bootstrap_upper": boot["upper"],
@@ -1729,7 +1734,7 @@ def _curves_section(res, pairs, k, metric, estimand, ci_prob, n_boot, seed) -> d
 
     twin = bootstrap_twin(res, estimand, None, "task")["unit"]
     unit = twin if twin in ("task", "cluster") else "task"
-    num = _report._num
+    num = _report_values._num
     k = sorted(k)  # --k takes any order; a curve runs from the smallest k
     rows = []
     for candidate, baseline in pairs:
@@ -1799,7 +1804,7 @@ def _curves_section(res, pairs, k, metric, estimand, ci_prob, n_boot, seed) -> d
 def _echo_curves(section: dict, ci_prob: float):
     """Each pair's effect over k: posterior (pointwise interval and simultaneous band) beside
     the paired bootstrap's, then where the curves cross and the tasks behind it."""
-    name = _report._metric_name(section["metric"], "k")
+    name = _report_format._metric_name(section["metric"], "k")
     click.echo(
         f"\neffect over k ({name}, {section['estimand']} estimand): posterior mean "
         f"[{ci_prob:.0%} pointwise] {{band over all k}} beside the "
@@ -1861,7 +1866,7 @@ def _echo_recipes(section: dict, ci_prob: float):
 
 
 def _money(value) -> str:
-    return _report._amount(value)
+    return _report_format._amount(value)
 
 
 def _echo_cost(section: dict, ci_prob: float):
@@ -1892,11 +1897,11 @@ def _echo_cost(section: dict, ci_prob: float):
         ):
             cells[f"cost/success {label}"] = (
                 f"{_money(row[f'cost_per_success_{prefix}_{key}'])} "
-                f"{_report._amounts(row[f'cost_per_success_{prefix}_lower'], row[f'cost_per_success_{prefix}_upper'])}"
+                f"{_report_format._amounts(row[f'cost_per_success_{prefix}_lower'], row[f'cost_per_success_{prefix}_upper'])}"
             )
         cells["cost/attempt"] = _money(row["cost_per_attempt_bootstrap_estimate"])
-        cells["timeout"] = _report._percent(row["timeout_rate"])
-        cells["error"] = _report._percent(row["error_rate"])
+        cells["timeout"] = _report_format._percent(row["timeout_rate"])
+        cells["error"] = _report_format._percent(row["error_rate"])
         cells["frontier"] = "yes" if row["on_frontier_bayes"] else ""
         rows[row["system"]] = cells
     table = pd.DataFrame.from_dict(rows, orient="index")
@@ -1938,7 +1943,7 @@ def _echo_cost(section: dict, ci_prob: float):
             click.echo(
                 f"  {b['system']} k={b['k']}: "
                 f"{_money(b['cost_per_success_at_k_bayes_mean'])} "
-                f"{_report._amounts(b['cost_per_success_at_k_bayes_lower'], b['cost_per_success_at_k_bayes_upper'])}"
+                f"{_report_format._amounts(b['cost_per_success_at_k_bayes_lower'], b['cost_per_success_at_k_bayes_upper'])}"
                 f" / {'n/a' if boot is None else _money(boot)}"
             )
 
@@ -1968,11 +1973,11 @@ def _echo_latency(section: dict, ci_prob: float):
                     if point is None
                     else (
                         f"{_money(point)} "
-                        f"{_report._amounts(x[f'{prefix}_lower'], x[f'{prefix}_upper'])}"
+                        f"{_report_format._amounts(x[f'{prefix}_lower'], x[f'{prefix}_upper'])}"
                     )
                 )
-        cells["timeout"] = _report._percent(row["timeout_rate"]["bootstrap_estimate"])
-        cells["error"] = _report._percent(row["error_rate"]["bootstrap_estimate"])
+        cells["timeout"] = _report_format._percent(row["timeout_rate"]["bootstrap_estimate"])
+        cells["error"] = _report_format._percent(row["error_rate"]["bootstrap_estimate"])
         if section["bayes_model"] == "lognormal":
             cells["log-normal check"] = _latency_check(row)
         rows[row["system"]] = cells
@@ -2077,7 +2082,7 @@ def _contamination(
         "n_clean": int(out.attrs["n_clean"]),
         "estimand": out.attrs["estimand"],
         "reading": out.attrs["reading"],
-        "metric": _report._metric_name(metric, k),
+        "metric": _report_format._metric_name(metric, k),
         "subsets": [str(s) for s in out["subset"].values],
         "rows": rows,
     }
@@ -2447,7 +2452,7 @@ def rank(
 
 def _echo_ranks(summary: dict, ci_prob: float, top: int):
     settings = summary["settings"]
-    name = _report._metric_name(settings["metric"], settings["k"])
+    name = _report_format._metric_name(settings["metric"], settings["k"])
     table = pd.DataFrame(
         [
             {
@@ -2635,7 +2640,7 @@ def gate(
         if decision["decision"] == "inconclusive"
         else EXIT_WORSE
     )
-    name = _report._metric_name(metric, k)
+    name = _report_format._metric_name(metric, k)
     threshold = margin if superior else -margin
     click.echo(
         f"gate: {pair[0]} (candidate) vs {pair[1]} (baseline), {name}, "
@@ -2917,7 +2922,7 @@ def power(
             "baseline": pair[1],
             **spread,
             "icc_used": icc,
-            "system_icc": dict(zip(pair, map(_report._num, icc_values[:2]))),
+            "system_icc": dict(zip(pair, map(_report_values._num, icc_values[:2]))),
         }
         pilot_trials = round(base_trials)
         default_grid = (
