@@ -1523,23 +1523,29 @@ def analyze(
     _echo_notes(report["notes"], len(notes.items))
     report["input"] = {"files": [str(f) for f in files], "lines": lines}
     if recipe_pairs:
-        report["recipes"] = _recipes_section(
+        report["recipes"] = _report.recipes_section(
             res,
-            data,
             recipe_pairs,
-            runs,
-            compare_k or k[0],
-            report["estimand"]["name"],
-            margin,
-            ci_prob,
-            n_boot,
-            seed,
-            allow_harness_change,
+            runs=runs,
+            k=compare_k or k[0],
+            estimand=report["estimand"]["name"],
+            margin=margin,
+            ci_prob=ci_prob,
+            n_boot=n_boot,
+            seed=seed,
+            allow_harness_change=allow_harness_change,
         )
     curve_pairs = pairs if len(k) > 1 and metric in ("pass@k", "pass^k") else ()
     if curve_pairs and data.missing != "bounds":
-        report["curves"] = _curves_section(
-            res, curve_pairs, k, metric, report["estimand"]["name"], ci_prob, n_boot, seed
+        report["curves"] = _report.curves_section(
+            res,
+            curve_pairs,
+            k=k,
+            metric=metric,
+            estimand=report["estimand"]["name"],
+            ci_prob=ci_prob,
+            n_boot=n_boot,
+            seed=seed,
         )
     if flagged_path:
         report["contamination"] = _contamination(
@@ -1653,152 +1659,6 @@ def _check_recipe_pairs(data, pairs, runs, estimand, metric) -> list[tuple]:
         if candidate == baseline:
             raise click.BadParameter("candidate and baseline must differ", param_hint="--compare")
     return [tuple(p) for p in pairs]
-
-
-def _recipes_section(
-    res, data, pairs, runs, k, estimand, margin, ci_prob, n_boot, seed, allow_harness_change
-) -> dict:
-    """Each recipe comparison: the posterior (``Results.compare(..., runs=)``) beside the
-    paired task bootstrap of :func:`bayeval._runs.bootstrap_recipe_effect`."""
-    from bayeval._runs import bootstrap_recipe_effect
-
-    rows = []
-    for candidate, baseline in pairs:
-        out = res.compare(
-            candidate,
-            baseline,
-            k=k,
-            estimand=estimand,
-            margin=margin,
-            ci_prob=ci_prob,
-            runs=runs,
-            allow_harness_change=allow_harness_change,
-        )
-        boot = bootstrap_recipe_effect(
-            res.data, candidate, baseline, runs=runs, k=k, n_boot=n_boot, seed=seed, ci_prob=ci_prob
-        )
-        lower, upper = out["effect_interval"].values.tolist()
-        rows.append(
-            {
-                "candidate": str(candidate),
-                "baseline": str(baseline),
-                "checkpoints": [str(s) for s in out.attrs["checkpoints"]],
-                "runs_per_recipe": boot["runs"],
-                "bayes_mean": _report_values._num(out["effect_mean"]),
-                "bayes_lower": _report_values._num(lower),
-                "bayes_upper": _report_values._num(upper),
-                "prob_positive": _report_values._num(out["prob_positive"]),
-                "prob_above_margin": _report_values._num(out["prob_above_margin"]),
-                "bootstrap_estimate": boot["estimate"],
-                "bootstrap_lower": boot["lower"],
-                "bootstrap_upper": boot["upper"],
-                "bootstrap_n_tasks": boot["n_tasks"],
-            }
-        )
-    post = res.tree["posterior"]
-    sigma_run = None
-    if "sigma_run" in post:
-        draws = post["sigma_run"].values.ravel()
-        tail = (1 - ci_prob) / 2
-        sigma_run = {
-            "mean": float(draws.mean()),
-            "lower": float(np.quantile(draws, tail)),
-            "upper": float(np.quantile(draws, 1 - tail)),
-        }
-    return {
-        "runs": runs,
-        "k": int(k),
-        "estimand": estimand,
-        "margin": float(margin),
-        "model": res.model,
-        "sigma_run": sigma_run,
-        "rows": rows,
-        "bootstrap": (
-            "paired task bootstrap"
-            if runs == "observed"
-            else "paired task bootstrap with each recipe's runs resampled"
-        ),
-        "n_boot": int(n_boot),
-    }
-
-
-def _curves_section(res, pairs, k, metric, estimand, ci_prob, n_boot, seed) -> dict:
-    """Each compared pair's effect over the ``--k`` values (:meth:`Results.compare_curve`):
-    pointwise intervals and a simultaneous band, the posterior of the k where the curves
-    cross and the tasks behind a reversal, beside the paired bootstrap of the curve
-    (``bootstrap.compare_curve``) over the estimand's twin unit (tasks where the twin is the
-    trial bootstrap, which has no curve)."""
-    from bayeval import bootstrap
-    from bayeval._decisions import reversal_tasks
-    from bayeval.crosscheck import bootstrap_twin
-
-    twin = bootstrap_twin(res, estimand, None, "task")["unit"]
-    unit = twin if twin in ("task", "cluster") else "task"
-    num = _report_values._num
-    k = sorted(k)  # --k takes any order; a curve runs from the smallest k
-    rows = []
-    for candidate, baseline in pairs:
-        curve = res.compare_curve(
-            candidate, baseline, k=list(k), metric=metric, estimand=estimand, ci_prob=ci_prob
-        )
-        boot = bootstrap.compare_curve(
-            res.data,
-            candidate,
-            baseline,
-            k=list(k),
-            metric=metric,
-            unit=unit,
-            n_boot=n_boot,
-            ci_prob=ci_prob,
-            seed=seed,
-        )
-        points = []
-        for i, kk in enumerate(curve["k"].values):
-            interval, band = curve["effect_interval"].values[i], curve["effect_band"].values[i]
-            b_interval, b_band = boot["effect_interval"].values[i], boot["effect_band"].values[i]
-            points.append(
-                {
-                    "k": int(kk),
-                    "bayes_mean": num(curve["effect_mean"].values[i]),
-                    "bayes_lower": num(interval[0]),
-                    "bayes_upper": num(interval[1]),
-                    "band_lower": num(band[0]),
-                    "band_upper": num(band[1]),
-                    "prob_positive": num(curve["prob_positive"].values[i]),
-                    "bootstrap_estimate": num(boot["effect"].values[i]),
-                    "bootstrap_lower": num(b_interval[0]),
-                    "bootstrap_upper": num(b_interval[1]),
-                    "bootstrap_band_lower": num(b_band[0]),
-                    "bootstrap_band_upper": num(b_band[1]),
-                }
-            )
-        crossing = curve["crossing_interval"].values
-        tasks = reversal_tasks(curve, top=5)
-        rows.append(
-            {
-                "candidate": str(candidate),
-                "baseline": str(baseline),
-                "points": points,
-                "prob_cross": num(curve["prob_cross"]),
-                "crossing_lower": num(crossing[0]),
-                "crossing_upper": num(crossing[1]),
-                "reversal_tasks": [
-                    {"task": str(t), "change": num(c)}
-                    for t, c in zip(tasks["task"], tasks["change"], strict=True)
-                ],
-            }
-        )
-    return {
-        "metric": metric,
-        "estimand": estimand,
-        "k": [int(v) for v in k],
-        "model": res.model,
-        "band": "simultaneous over k (sup-t)",
-        "bootstrap": f"paired {unit} bootstrap"
-        + ("" if twin == unit else f" (the {twin} bootstrap, this estimand's twin, has no curve)"),
-        "n_boot": int(n_boot),
-        "rows": rows,
-    }
 
 
 def _echo_curves(section: dict, ci_prob: float):
@@ -2044,7 +1904,7 @@ def _flagged_tasks(path: str, tasks) -> list:
 def _contamination(
     res, data, path, metric, k, ci_prob, model, sampler, draws, chains, seed, tune, notes
 ) -> dict:
-    """Clean versus flagged tasks (Results.compare_subsets), as plain data."""
+    """The report's clean-versus-flagged section of the tasks ``path`` flags."""
     flagged = _flagged_tasks(path, data.tasks)
     click.echo(
         f"contamination: fitting the {len(flagged)} flagged and the "
@@ -2061,31 +1921,9 @@ def _contamination(
         **({} if sampler == "auto" else {"sampler": sampler}),
     }
     with notes:
-        out = res.compare_subsets(flagged, metric=metric, k=k, ci_prob=ci_prob, **options)
-    rows = []
-    for system in out["system"].values:
-        part = out.sel(system=system)
-        row = {"system": str(system)}
-        for subset in out["subset"].values:
-            row[f"{subset}_mean"] = float(part["score_mean"].sel(subset=subset))
-            low, high = part["score_interval"].sel(subset=subset).values
-            row[f"{subset}_lower"], row[f"{subset}_upper"] = float(low), float(high)
-        row["difference_mean"] = float(part["difference_mean"])
-        row["difference_lower"], row["difference_upper"] = (
-            float(v) for v in part["difference_interval"].values
+        return _report.contamination_section(
+            res, flagged, file=path, metric=metric, k=k, ci_prob=ci_prob, **options
         )
-        row["inflation_mean"] = float(part["inflation_mean"])
-        rows.append(row)
-    return {
-        "file": str(path),
-        "n_flagged": int(out.attrs["n_flagged"]),
-        "n_clean": int(out.attrs["n_clean"]),
-        "estimand": out.attrs["estimand"],
-        "reading": out.attrs["reading"],
-        "metric": _report_format._metric_name(metric, k),
-        "subsets": [str(s) for s in out["subset"].values],
-        "rows": rows,
-    }
 
 
 def _echo_contamination(section: dict):
@@ -2713,9 +2551,8 @@ def gate(
 def _gate_canary(
     data, canary_pair, margin, metric, k, ci_prob, model, sampler, draws, chains, seed, tune, notes
 ) -> dict:
-    """The canary's change between its two harness runs (bayeval.harness.canary), printed."""
-    from bayeval.harness import canary
-
+    """The canary's change between its two harness runs (the report's canary section),
+    printed."""
     old, new = canary_pair
     click.echo(f"canary: fitting {old} -> {new} ...", err=True)
     options = {
@@ -2728,34 +2565,15 @@ def _gate_canary(
         **({} if sampler == "auto" else {"sampler": sampler}),
     }
     with notes:
-        out = canary(
-            data.sel(system=[old, new]),
-            canary=f"{old} -> {new}",
-            baseline=old,
-            candidate=new,
-            margin=margin,
-            metric=metric,
-            k=k,
-            ci_prob=ci_prob,
-            **options,
+        section = _report.canary_section(
+            data, old, new, margin=margin, metric=metric, k=k, ci_prob=ci_prob, **options
         )
-    lower, upper = (float(v) for v in out["effect_interval"].values)
-    mean = float(out["effect_mean"])
     click.echo(
-        f"  canary {old} -> {new}: change {mean:+.4f}, {ci_prob:.0%} interval "
-        f"{_interval_text(lower, upper)}, margin {margin:g}: {out.attrs['verdict']}"
+        f"  canary {old} -> {new}: change {section['change']:+.4f}, {ci_prob:.0%} interval "
+        f"{_interval_text(section['lower'], section['upper'])}, margin {margin:g}: "
+        f"{section['verdict']}"
     )
-    return {
-        "old": old,
-        "new": new,
-        "margin": margin,
-        "change": mean,
-        "lower": lower,
-        "upper": upper,
-        "verdict": out.attrs["verdict"],
-        "rule": out.attrs.get("verdict_rule"),
-        "prob_within_margin": float(out["prob_within_margin"]),
-    }
+    return section
 
 
 # -- power -------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ warnings.
 =========================  ======================================================================
 :mod:`.assemble`           :func:`report_data` and :class:`ReportOptions`
 :mod:`.comparisons`        the comparisons, their power and multiplicity; :func:`paired_spread`
-:mod:`.sections`           optional sections: the cost and latency tables
+:mod:`.sections`           optional sections: recipes, curves over k, contamination, canary
 :mod:`.figures`            which plots a report draws, rendered to PNG
 :mod:`.render`             :func:`build_report` and :func:`write_report` (HTML, Markdown)
 =========================  ======================================================================
@@ -33,6 +33,12 @@ from bayeval.report.assemble import ADJUST_METHODS, SCHEMA_VERSION, ReportOption
 from bayeval.report.comparisons import DEFAULT_POWER_EFFECTS, paired_spread
 from bayeval.report.figures import PLOTS_HINT
 from bayeval.report.render import FORMATS, TEMPLATES, build_report, write_report
+from bayeval.report.sections import (
+    canary_section,
+    contamination_section,
+    curves_section,
+    recipes_section,
+)
 
 __all__ = [
     "ADJUST_METHODS",
@@ -43,7 +49,11 @@ __all__ = [
     "TEMPLATES",
     "ReportOptions",
     "build_report",
+    "canary_section",
+    "contamination_section",
+    "curves_section",
     "paired_spread",
+    "recipes_section",
     "report_data",
     "write_report",
 ]
