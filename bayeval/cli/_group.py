@@ -36,6 +36,7 @@ report_values = LazyModule("bayeval.report._values")
 fitting = LazyModule("bayeval.fit")
 bootstrap = LazyModule("bayeval.bootstrap")
 decisions = LazyModule("bayeval._decisions")
+models = LazyModule("bayeval.models")
 logit_normal = LazyModule("bayeval.models.logit_normal")
 
 

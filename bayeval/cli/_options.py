@@ -14,11 +14,13 @@ import click
 import numpy as np
 
 import bayeval as be
+from bayeval.cli._group import models
 from bayeval.data import MISSING_POLICIES
 from bayeval.readers import FORMATS as READER_FORMATS
 
-MODELS = ("auto", "hierarchical", "beta_binomial", "logit_normal")
 SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc", "numpyro")
+# the models the --model help listed first, in its order; the registry's others follow
+_SHOWN_FIRST = ("hierarchical", "beta_binomial", "logit_normal")
 
 
 class _NumberList(click.ParamType):
@@ -54,10 +56,28 @@ class _NumberList(click.ParamType):
         return out
 
 
+class ModelChoice(click.Choice):
+    """``auto`` and the names of the model registry (:data:`bayeval.models.MODELS`).
+
+    The registry is read on first use (a value to check, a help page to show): it imports
+    PyMC, which the command's start does not need.
+    """
+
+    def __init__(self):
+        self.case_sensitive = True
+
+    @functools.cached_property
+    def choices(self) -> tuple[str, ...]:  # type: ignore[override]
+        names = list(models.MODELS)
+        first = [name for name in _SHOWN_FIRST if name in names]
+        return ("auto", *first, *(name for name in names if name not in first))
+
+
 K_LIST = _NumberList(int, 1, strict=False)
 TRIALS_LIST = _NumberList(int, 1, strict=False)
 EFFECT_LIST = _NumberList(float, 0.0, strict=True)
 PROBABILITY = click.FloatRange(0.0, 1.0, min_open=True, max_open=True)
+MODELS = ModelChoice()
 
 
 @dataclass(frozen=True)
@@ -285,7 +305,7 @@ def model_options(func):
     options = [
         click.option(
             "--model",
-            type=click.Choice(MODELS),
+            type=MODELS,
             default="auto",
             show_default=True,
             help="Statistical model; auto: the paired "

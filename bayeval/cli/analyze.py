@@ -483,7 +483,7 @@ def _check_score_options(
                 "leave it out (in Python: be.fit(be.from_frame(df, "
                 "score=COLUMN)) and the Results methods)"
             )
-    if model != "auto" and (data is None or data.has_partial_credit):
+    if model not in ("auto", "zoib") and (data is None or data.has_partial_credit):
         raise click.UsageError(
             f"--model {model} fits 0/1 outcomes; partial-credit scores are "
             "fitted by the zero-one-inflated Beta model (leave --model at "
