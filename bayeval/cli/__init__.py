@@ -25,16 +25,11 @@ import warnings
 import click
 
 import bayeval as be
+from bayeval.cli import analyze, demo, gate, overlap, power, rank
 from bayeval.cli._group import Group, show_warning
 
 # ``--reader-option`` parsing, read by tests as it was when the command was one module
 from bayeval.cli._input import parse_reader_options as _parse_reader_options  # noqa: F401
-from bayeval.cli.analyze import analyze
-from bayeval.cli.demo import demo
-from bayeval.cli.gate import gate
-from bayeval.cli.overlap import overlap
-from bayeval.cli.power import power
-from bayeval.cli.rank import rank
 
 __all__ = ["main"]
 
@@ -70,5 +65,7 @@ def main(ctx, traceback: bool, progress):
     warnings.showwarning = show_warning
 
 
-for _command in (analyze, overlap, rank, gate, power, demo):
-    main.add_command(_command)
+# each command module holds the command of its name; the package keeps the modules as its
+# attributes (bayeval.cli.analyze is the module, bayeval.cli.analyze.analyze the command)
+for _module in (analyze, overlap, rank, gate, power, demo):
+    main.add_command(getattr(_module, _module.__name__.rpartition(".")[2]))
