@@ -282,7 +282,7 @@ def test_analyze_with_several_k_draws_each_pair_as_a_curve_beside_its_bootstrap(
     assert "effect over k (pass@k" in out.output
     record = json.loads((tmp_path / "a.json").read_text())
     schema = json.loads(
-        resources.files("bayeval").joinpath("schemas/report.schema.json").read_text()
+        resources.files("bayeval.report").joinpath("schemas/report.schema.json").read_text()
     )
     jsonschema.validate(record, schema)
     section = record["curves"]

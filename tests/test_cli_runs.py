@@ -109,7 +109,7 @@ def test_analyze_runs_prints_and_writes_the_recipe_comparison(ckpts, tmp_path):
     assert "recipes (these checkpoints" in result.output
     record = json.loads(out_json.read_text())
     schema = json.loads(
-        resources.files("bayeval").joinpath("schemas/report.schema.json").read_text()
+        resources.files("bayeval.report").joinpath("schemas/report.schema.json").read_text()
     )
     jsonschema.validate(record, schema)
     row = record["recipes"]["rows"][0]

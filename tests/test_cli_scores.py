@@ -114,7 +114,7 @@ def test_the_json_carries_the_scores_and_validates(analysis):
     assert report["settings"]["report"]["metric"] == "mean"
     assert report["data"]["design_effect"] == []
     schema = json.loads(
-        resources.files("bayeval").joinpath("schemas/report.schema.json").read_text()
+        resources.files("bayeval.report").joinpath("schemas/report.schema.json").read_text()
     )
     jsonschema.validate(report, schema)
 

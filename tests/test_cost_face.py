@@ -67,7 +67,9 @@ def out(res):
 
 
 def _schema():
-    return json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json").read_text())
+    return json.loads(
+        resources.files("bayeval.report").joinpath("schemas/report.schema.json").read_text()
+    )
 
 
 def test_cost_rows_are_the_two_twins(frame, res, out):

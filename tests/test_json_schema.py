@@ -28,7 +28,7 @@ GRID = [
 
 def schema(name):
     return json.loads(
-        resources.files("bayeval").joinpath(f"schemas/{name}.schema.json").read_text()
+        resources.files("bayeval.report").joinpath(f"schemas/{name}.schema.json").read_text()
     )
 
 

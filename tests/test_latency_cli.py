@@ -22,7 +22,9 @@ TB_STATUS_MAP = (
 
 
 def _schema():
-    return json.loads(resources.files("bayeval").joinpath("schemas/report.schema.json").read_text())
+    return json.loads(
+        resources.files("bayeval.report").joinpath("schemas/report.schema.json").read_text()
+    )
 
 
 @pytest.fixture(scope="module")

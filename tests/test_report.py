@@ -280,7 +280,7 @@ def test_markdown_file_gets_its_plots_beside_it(tmp_path, bounded):
 
 
 def test_without_matplotlib_every_number_stays(monkeypatch, res, out):
-    monkeypatch.setattr(report, "_matplotlib_available", lambda: False)
+    monkeypatch.setattr(report.figures, "_matplotlib_available", lambda: False)
     text = build_report(res, data=out, fmt="markdown")
     assert "pip install 'bayeval[plots]'" in text.split("## What is estimated")[0]
     assert "![" not in text

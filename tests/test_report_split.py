@@ -28,7 +28,7 @@ def _report(data, **kwargs):
 
 
 def _schema():
-    text = resources.files("bayeval").joinpath("schemas/report.schema.json").read_text()
+    text = resources.files("bayeval.report").joinpath("schemas/report.schema.json").read_text()
     return json.loads(text)
 
 

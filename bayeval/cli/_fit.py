@@ -1,0 +1,100 @@
+"""The fit a command runs, and the checks that refuse bad pairs, k and harnesses before it."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import numpy as np
+
+import bayeval as be
+from bayeval.cli._group import (
+    InputError,
+    Notes,
+    fitting,
+    logit_normal,
+    progress_setting,
+    resampling,
+    status,
+)
+from bayeval.cli._options import FitOptions
+from bayeval.data.digests import check_comparable
+
+
+def check_pairs(pairs, systems) -> list[tuple]:
+    """``--compare`` pairs of systems of the data, candidate and baseline different."""
+    for candidate, baseline in pairs:
+        for role, label in (("candidate", candidate), ("baseline", baseline)):
+            if label not in systems:
+                raise click.BadParameter(
+                    f"{role} {label!r} is not a system of the data; systems: "
+                    f"{', '.join(map(str, systems[:20]))}{' ...' if len(systems) > 20 else ''}",
+                    param_hint="--compare",
+                )
+        if candidate == baseline:
+            raise click.BadParameter("candidate and baseline must differ", param_hint="--compare")
+    return [tuple(p) for p in pairs]
+
+
+def check_k_before_fit(data, pairs, ks, metric):
+    """Refuse a k larger than some task's trials before any sampling starts (the bootstrap
+    twins and benchmark-level metrics need n >= k in every task)."""
+    systems = (
+        list(dict.fromkeys(s for pair in pairs for s in pair)) if pairs else list(data.systems)
+    )
+    c, n, _ = resampling._arrays(data, systems)
+    try:
+        resampling._check_k(data, systems, c, n, np.asarray(ks), metric)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--k") from None
+
+
+def check_harness(data, pairs, allow: bool):
+    """Refuse, before any sampling, a comparison across harness digests unless allowed."""
+    for pair in pairs:
+        try:
+            check_comparable(data, list(pair), allow)
+        except ValueError as exc:
+            raise InputError(
+                f"incomparable harness: {exc} (--allow-harness-change compares "
+                "them anyway, and says so)"
+            ) from None
+
+
+def fit(data, options: FitOptions, notes: Notes, pairs=None):
+    """Fit ``data`` (only the systems of ``pairs`` when given: a comparison fits what it
+    needs), saying on stderr what is fitted before a sampler runs."""
+    model, sampler, draws, chains = options.model, options.sampler, options.draws, options.chains
+    seed, tune = options.seed, options.tune
+    if pairs:
+        wanted = list(dict.fromkeys(s for pair in pairs for s in pair))
+        data = data.sel(system=[s for s in data.systems if s in wanted])
+    chosen = model
+    if model == "auto":
+        chosen = fitting.choose_model(data, sampler)[0]
+    if chosen in ("logit_normal", "zoib") or sampler in ("nutpie", "pymc"):
+        ds = data.dataset
+        paired = chosen in ("logit_normal", "zoib")
+        how = "paired" if paired else "unpaired"
+        form = None
+        if chosen == "logit_normal" and sampler in ("auto", "nutpie", "pymc"):
+            form = logit_normal.sampling_form(ds)[0]
+            how += f", {form} form"
+        warm_up = fitting.default_tune(chosen, form) if tune is None else tune
+        status(
+            f"fitting {chosen} ({how}) "
+            f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
+            f"{chains} chain(s) x {draws} draws after {warm_up} warm-up, seed {seed} ..."
+        )
+    setting = progress_setting()
+    with notes:
+        return be.fit(
+            data,
+            model=model,
+            draws=draws,
+            chains=chains,
+            seed=seed,
+            sampler=sampler,
+            tune=tune,
+            progress=sys.stderr.isatty() if setting is None else setting,
+        )

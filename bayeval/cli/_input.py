@@ -1,0 +1,209 @@
+"""Reading results files for a command: the reader's options, the column roles, the data."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import json
+import re
+
+import click
+
+import bayeval as be
+from bayeval.cli._group import InputError
+from bayeval.cli._options import ReadOptions
+from bayeval.readers import FORMATS as READER_FORMATS
+from bayeval.readers import detect_format, mapping_report
+from bayeval.readers import read as read_results
+from bayeval.readers.roles import RoleError, attempt_columns, parse_status_map, table_roles
+from bayeval.readers.table import load_table
+
+
+@contextlib.contextmanager
+def _as_usage_errors():
+    """A column role that cannot be read, as click's error naming its option (exit code 2)."""
+    try:
+        yield
+    except RoleError as exc:
+        if exc.option is None:
+            raise click.UsageError(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint=exc.option) from None
+
+
+def parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trials") -> dict:
+    """``--reader-option KEY=VALUE`` items -> keyword arguments of the ``fmt`` reader.
+
+    VALUE: ``none``/``null`` (any case) is None, ``true``/``false`` a boolean, a JSON number
+    a number, ``[...]``/``{...}``/``"..."`` JSON, anything else text. KEY must be an argument
+    of the reader (of ``bayeval.from_frame`` for tables) that has no option of its own.
+    """
+    hint = "--reader-option"
+    if fmt == "table":
+        func, name = be.from_frame, "bayeval.from_frame (tables)"
+        own = {
+            "system": "--system",
+            "system_name": "--system-name",
+            "task": "--task",
+            "success": "--success",
+            "successes": "--successes",
+            "trials": trials_flag,
+            "trial": "--trial",
+            "cluster": "--cluster",
+            "stratum": "--stratum",
+            "status": "--status",
+            "score": "--score (bayeval analyze)",
+        }
+    else:
+        func = READER_FORMATS[fmt]
+        name = f"{func.__name__} ({fmt})"
+        own = {"system": "--system-name"}
+    own.update(missing="--missing", status_map="--status-map", format="--format")
+    params = list(inspect.signature(func).parameters.values())[1:]  # the path or frame
+    allowed = [
+        p.name
+        for p in params
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in own
+    ]
+    options: dict = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise click.BadParameter(
+                f"expected KEY=VALUE with KEY a name; got {item!r}", param_hint=hint
+            )
+        if key in options:
+            raise click.BadParameter(f"{key!r} is given twice", param_hint=hint)
+        if key in own:
+            raise click.BadParameter(f"{key!r} has its own option: use {own[key]}", param_hint=hint)
+        if key not in allowed:
+            raise click.BadParameter(
+                f"{name} has no option {key!r}; its options: "
+                f"{', '.join(allowed) or '(none)'} (and {', '.join(sorted(set(own.values())))} "
+                "as options of their own)",
+                param_hint=hint,
+            )
+        text = value.strip()
+        if text.lower() in ("none", "null"):
+            options[key] = None
+        elif text.lower() in ("true", "false"):
+            options[key] = text.lower() == "true"
+        elif text[:1] in ("[", "{", '"') or re.fullmatch(
+            r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?", text
+        ):
+            try:
+                options[key] = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise click.BadParameter(
+                    f"{key}={value!r} looks like JSON but does not parse ({exc}); quote text "
+                    "as a JSON string (KEY='\"...\"')",
+                    param_hint=hint,
+                ) from None
+        else:
+            options[key] = value
+    return options
+
+
+def read_roles(frame, read: ReadOptions, trials_flag: str, source=None) -> tuple[dict, list[str]]:
+    """:func:`bayeval.readers.roles.table_roles` of the command's options."""
+    with _as_usage_errors():
+        return table_roles(
+            frame,
+            system=read.system,
+            system_name=read.system_name,
+            task=read.task,
+            success=read.success,
+            successes=read.successes,
+            trials=read.trials_column,
+            trial=read.trial,
+            cluster=read.cluster,
+            stratum=read.stratum,
+            status=read.status,
+            status_map=read.status_map,
+            score=read.score,
+            scores=read.scores,
+            source=source,
+            trials_option=trials_flag,
+        )
+
+
+def load(files, read: ReadOptions, trials_flag: str = "--trials") -> tuple[be.EvalData, list[str]]:
+    """Read results files into EvalData; returns the data and lines describing the reading."""
+    files = list(files)
+    fmt = read.fmt
+    if fmt == "auto":
+        fmt = detect_format(files[0])
+    missing = read.missing
+    extra = parse_reader_options(read.reader_options, fmt, trials_flag)
+    if fmt == "table":
+        if len(files) != 1:
+            raise click.UsageError(f"give one table file; got {len(files)}")
+        frame = load_table(files[0], reader="bayeval")
+        roles, lines = read_roles(frame, read, trials_flag, source=files[0])
+        lines = [f"read {files[0]} (table, {len(frame)} rows)"] + lines
+        with _as_usage_errors():
+            roles, more = attempt_columns(frame, roles, cost=read.cost, latency=read.latency)
+        lines += more
+
+        def build():
+            return be.from_frame(frame, missing=missing, **roles, **extra)
+
+    else:
+        given = [
+            f"--{name.replace('_', '-')}"
+            for name in (
+                "system",
+                "task",
+                "success",
+                "successes",
+                "trial",
+                "cluster",
+                "stratum",
+                "status",
+            )
+            if getattr(read, name) is not None
+        ]
+        if read.trials_column is not None:
+            given.append(trials_flag)
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'}"
+                f" to table files; {fmt} outputs have fixed fields"
+            )
+        if read.cost is not None:
+            raise click.UsageError(
+                f"--cost reads a column of a table file; {fmt} outputs carry no cost column"
+            )
+        if read.latency is not None:
+            raise click.UsageError(
+                f"--latency reads columns of a table file; {fmt} outputs "
+                "are read without per-attempt durations"
+            )
+        lines = [f"read {len(files)} file(s) ({fmt})"]
+        with _as_usage_errors():
+            status_map = parse_status_map(read.status_map)
+        kwargs = {"missing": missing, **extra}
+        if status_map is not None:
+            kwargs["status_map"] = status_map
+        if read.system_name is not None:
+            kwargs["system"] = read.system_name
+            lines.append(f"system: {read.system_name!r} for every file (--system-name)")
+        source = files[0] if len(files) == 1 else files
+
+        def build():
+            return read_results(source, format=fmt, **kwargs)
+
+    try:
+        data = build()
+    except ValueError as exc:
+        text = str(exc)
+        if "choose a missing-outcome policy" in text:
+            text = text.replace("with missing=:", "with --missing:")
+            raise InputError(f"{text}. Example: --missing bounds") from None
+        raise
+    if fmt != "table":
+        try:  # what the reader mapped, before any number: "install_fail: 12 -> error"
+            lines += mapping_report(data).splitlines()
+        except ValueError:  # a reader that records no mapping
+            pass
+    return data, lines

@@ -1,0 +1,410 @@
+"""What the commands print and write: the tables of a report on the terminal, JSON, the card."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pandas as pd
+
+from bayeval.cli._group import report, report_format, status
+
+
+def wide_tables():
+    """pandas display settings of the printed tables: every column and row, cells to 60."""
+    return pd.option_context(
+        "display.width",
+        250,
+        "display.max_columns",
+        None,
+        "display.max_colwidth",
+        60,
+        "display.max_rows",
+        None,
+    )
+
+
+# -- files -------------------------------------------------------------------------------------
+def check_outputs(json_path=None, report_path=None):
+    """Refuse unusable output paths before any work is done."""
+    for option, path in (("--json", json_path), ("--report", report_path)):
+        if path is None or (path == "-" and option == "--json"):
+            continue
+        folder = Path(path).parent
+        if not folder.is_dir():
+            raise click.BadParameter(f"the folder '{folder}' does not exist", param_hint=option)
+    if report_path is not None:
+        suffix = Path(report_path).suffix.lower()
+        allowed = [s for suffixes in report.FORMATS.values() for s in suffixes]
+        if suffix not in allowed:
+            raise click.BadParameter(
+                f"the report is written as HTML or Markdown: end the path "
+                f"in one of {', '.join(allowed)}; got {report_path!r}",
+                param_hint="--report",
+            )
+
+
+def write_json(payload: dict, path: str):
+    """Write ``payload`` as JSON to ``path`` (``-``: stdout)."""
+    text = json.dumps(payload, indent=2, allow_nan=False, default=str)
+    if path == "-":
+        click.echo(text)
+    else:
+        Path(path).write_text(text + "\n", encoding="utf-8")
+        click.echo(f"wrote {path}", err=True)
+
+
+def report_data(res, **options):
+    """:func:`bayeval.report.report_data`, after a status line (the readouts and bootstrap
+    twins take a while at leaderboard size)."""
+    status(
+        f"summarising: posterior readouts and bootstrap twins "
+        f"({options.get('n_boot', 2000)} resamples) ..."
+    )
+    return report.report_data(res, **options)
+
+
+def write_report(res, path, data, compare_results=None):
+    """Write the report card of ``data`` (a report_data dict) to ``path``."""
+    status(f"writing the report card and its figures to {path} ...")
+    written = report.write_report(res, path, data=data, compare_results=compare_results)
+    click.echo(f"wrote {written}", err=True)
+
+
+# -- the report's tables -----------------------------------------------------------------------
+def interval_text(lower, upper) -> str:
+    """``[lower, upper]`` to three decimals, ``[n/a]`` where either is undefined."""
+    if lower is None or upper is None:
+        return "[n/a]"
+    return f"[{lower:.3f}, {upper:.3f}]"
+
+
+def _value(row, prefix):
+    mean = row[f"{prefix}_mean" if prefix == "bayes" else f"{prefix}_estimate"]
+    text = "n/a" if mean is None else f"{mean:.3f}"
+    return f"{text} {interval_text(row[f'{prefix}_lower'], row[f'{prefix}_upper'])}"
+
+
+def _metric_table(data: dict, estimands, metric: str) -> pd.DataFrame:
+    """One row per system (and bound), two columns (posterior, bootstrap) per k and estimand."""
+    ks = data["settings"]["report"]["k"]
+    rows: dict = {}
+    for row in data["metrics"]:
+        wanted = row["metric"] == metric or (
+            metric == "pass^k" and row["k"] == 1 and row["metric"] == "pass@k"
+        )
+        if not wanted or row["estimand"] not in estimands or row["k"] not in ks:
+            continue
+        name = report_format._metric_name(metric, row["k"])
+        key = (row["system"], row["missing_bound"] or "")
+        label = "" if len(estimands) == 1 else f"{row['estimand']} "
+        cells = rows.setdefault(key, {})
+        cells[f"{label}{name} posterior"] = _value(row, "bayes")
+        unit = row["bootstrap_unit"] or "none: no trial bootstrap of scores"
+        cells[f"{label}{name} bootstrap ({unit})"] = _value(row, "bootstrap")
+        cells.setdefault("_order", row["bayes_mean"] if row["k"] == ks[0] else None)
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    order = table["_order"].astype(float).groupby(level=0).mean().sort_values(ascending=False)
+    table = table.drop(columns="_order").loc[order.index.tolist()]
+    table.index.names = ["system", "bound"]
+    if not any(table.index.get_level_values("bound")):
+        table = table.droplevel("bound")
+    return table
+
+
+def echo_table(data: dict, estimands, metric, ci_prob):
+    """Each system's metric: posterior beside its bootstrap twin, per estimand."""
+    table = _metric_table(data, estimands, metric)
+    with wide_tables():
+        title = report_format._metric_name(metric, 1) if metric == "mean" else metric
+        click.echo(
+            f"\n{title}: posterior mean [{ci_prob:.0%} interval] and its bootstrap twin "
+            f"({', '.join(estimands)} estimand{'s' if len(estimands) > 1 else ''})"
+        )
+        click.echo(table.to_string())
+
+
+def echo_comparisons(data: dict):
+    """Each comparison: the posterior effect and decision, then each paired bootstrap's."""
+    pvalue = report_format._pvalue
+    for entry in data["comparisons"]:
+        name = report_format._metric_name(entry["metric"], entry["k"])
+        click.echo(
+            f"\n{entry['candidate']} - {entry['baseline']}: {name}, {entry['estimand']} "
+            f"estimand, margin {entry['margin']:g}, {entry['test']} at prob "
+            f"{entry['prob']:g}"
+        )
+        paired = entry["bayes"]["paired"]
+        click.echo(
+            "  posterior"
+            + (" (paired):" if paired.startswith("yes") else f" ({paired.removeprefix('no: ')}):")
+        )
+        for row in entry["bayes"]["rows"]:
+            bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
+            click.echo(
+                f"    effect{bound} {row['effect']:+.3f} "
+                f"{interval_text(row['lower'], row['upper'])}, P(effect > 0) = "
+                f"{row['prob_positive']:.3f}, P(effect > -margin) = "
+                f"{row['prob_noninferior']:.3f}"
+            )
+        click.echo(f"    decision: {entry['bayes']['decision']['decision']}")
+        for boot in entry["bootstrap"]:
+            twin = ", the posterior's twin" if boot["twin"] else ""
+            click.echo(f"  paired bootstrap by {boot['unit']}{twin}: {boot['meaning']}")
+            for row in boot["rows"]:
+                bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
+                click.echo(
+                    f"    effect{bound} {row['effect']:+.3f} "
+                    f"{interval_text(row['lower'], row['upper'])}, share > 0 = "
+                    f"{row['prob_positive']:.3f}, p = {pvalue(row['p_value'])}"
+                )
+            click.echo(f"    decision: {boot['decision']['decision']}")
+    family = data["multiplicity"]
+    if family and family["size"] > 1:
+        click.echo(
+            f"\nmultiplicity: {family['size']} comparisons, {family['method']}-adjusted "
+            "bootstrap p-values:"
+        )
+        for label, p, adj in zip(
+            family["family"], family["p_values"], family["adjusted"], strict=True
+        ):
+            click.echo(f"  {label}: p = {pvalue(p)}, adjusted {pvalue(adj)}")
+
+
+def header(data, lines, res=None, err=False):
+    """What was read, the data, and the fit's model, engine and layout."""
+    for line in lines:
+        click.echo(line, err=err)
+    click.echo(repr(data), err=err)
+    if res is not None:
+        attrs = res.tree.attrs
+        click.echo(
+            f"fit: model {attrs['model']}, sampler {attrs['sampler']}, "
+            f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed {attrs['seed']}",
+            err=err,
+        )
+
+
+# -- optional sections -------------------------------------------------------------------------
+def echo_curves(section: dict, ci_prob: float):
+    """Each pair's effect over k: posterior (pointwise interval and simultaneous band) beside
+    the paired bootstrap's, then where the curves cross and the tasks behind it."""
+    name = report_format._metric_name(section["metric"], "k")
+    click.echo(
+        f"\neffect over k ({name}, {section['estimand']} estimand): posterior mean "
+        f"[{ci_prob:.0%} pointwise] {{band over all k}} beside the "
+        f"{section['bootstrap']}"
+    )
+    for row in section["rows"]:
+        click.echo(f"  {row['candidate']} - {row['baseline']}")
+        for pt in row["points"]:
+            click.echo(
+                f"    k={pt['k']:<3} {pt['bayes_mean']:+.3f} "
+                f"{interval_text(pt['bayes_lower'], pt['bayes_upper'])} "
+                f"{{{pt['band_lower']:.3f}, {pt['band_upper']:.3f}}}, "
+                f"P(> 0) {pt['prob_positive']:.3f}; bootstrap "
+                f"{pt['bootstrap_estimate']:+.3f} "
+                f"{interval_text(pt['bootstrap_lower'], pt['bootstrap_upper'])} "
+                f"{{{pt['bootstrap_band_lower']:.3f}, "
+                f"{pt['bootstrap_band_upper']:.3f}}}"
+            )
+        where = (
+            ""
+            if row["crossing_lower"] is None
+            else f", crossing k {interval_text(row['crossing_lower'], row['crossing_upper'])}"
+        )
+        tasks = ", ".join(f"{t['task']} ({t['change']:+.4f})" for t in row["reversal_tasks"])
+        click.echo(
+            f"    P(the curves cross within k = {section['k'][0]}..{section['k'][-1]}) "
+            f"{row['prob_cross']:.3f}{where}; tasks that move the effect most from the "
+            f"first k to the last: {tasks}"
+        )
+
+
+def echo_recipes(section: dict, ci_prob: float):
+    """The recipe comparisons: posterior beside the bootstrap twin."""
+    about = (
+        "these checkpoints (the mean over each recipe's runs)"
+        if section["runs"] == "observed"
+        else "a new training run of each recipe"
+    )
+    click.echo(
+        f"\nrecipes ({about}; pass@{section['k']}, {section['estimand']}): posterior "
+        f"mean [{ci_prob:.0%} interval] beside the {section['bootstrap']}"
+    )
+    for row in section["rows"]:
+        runs = ", ".join(f"{r}: {m} run(s)" for r, m in row["runs_per_recipe"].items())
+        click.echo(
+            f"  {row['candidate']} - {row['baseline']} ({runs}): "
+            f"{row['bayes_mean']:+.3f} "
+            f"{interval_text(row['bayes_lower'], row['bayes_upper'])}, "
+            f"P(> 0) {row['prob_positive']:.3f}; bootstrap "
+            f"{row['bootstrap_estimate']:+.3f} "
+            f"{interval_text(row['bootstrap_lower'], row['bootstrap_upper'])}"
+        )
+    if section["sigma_run"] is not None:
+        s = section["sigma_run"]
+        click.echo(
+            f"  seed spread sigma_run (logit scale): {s['mean']:.3f} "
+            f"{interval_text(s['lower'], s['upper'])}"
+        )
+
+
+def echo_cost(section: dict, ci_prob: float):
+    """The cost table: one row per system, posterior beside bootstrap."""
+    money, amounts, percent = (
+        report_format._amount,
+        report_format._amounts,
+        report_format._percent,
+    )
+    ref = section["reference"]
+    rows: dict = {}
+    for row in section["rows"]:
+        cells = {
+            "pass@1 posterior": _value(
+                {
+                    "bayes_mean": row["pass_at_1_bayes_mean"],
+                    "bayes_lower": row["pass_at_1_bayes_lower"],
+                    "bayes_upper": row["pass_at_1_bayes_upper"],
+                },
+                "bayes",
+            )
+        }
+        if row["system"] == ref:
+            cells["effect vs reference"] = "reference"
+        else:
+            cells["effect vs reference"] = (
+                f"{row['effect_bayes_mean']:+.3f} "
+                f"{interval_text(row['effect_bayes_lower'], row['effect_bayes_upper'])}"
+            )
+        for prefix, key, label in (
+            ("bayes", "mean", "posterior"),
+            ("bootstrap", "estimate", "bootstrap"),
+        ):
+            lower = row[f"cost_per_success_{prefix}_lower"]
+            upper = row[f"cost_per_success_{prefix}_upper"]
+            cells[f"cost/success {label}"] = (
+                f"{money(row[f'cost_per_success_{prefix}_{key}'])} {amounts(lower, upper)}"
+            )
+        cells["cost/attempt"] = money(row["cost_per_attempt_bootstrap_estimate"])
+        cells["timeout"] = percent(row["timeout_rate"])
+        cells["error"] = percent(row["error_rate"])
+        cells["frontier"] = "yes" if row["on_frontier_bayes"] else ""
+        rows[row["system"]] = cells
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "system"
+    with wide_tables():
+        model = section["cost_model"].replace("_", " ")
+        click.echo(
+            f"\ncost ({section['column']}): posterior mean ({model} cost model) "
+            f"[{ci_prob:.0%} interval] and bootstrap twin; pass@1 per attempt, effect "
+            f"against {ref}"
+        )
+        click.echo(table.to_string())
+    if section.get("cost_misfit"):
+        click.echo(
+            "log-normal cost check: the log-normal and the bootstrap disagree on the cost "
+            "per attempt of " + ", ".join(section["cost_misfit"]) + " (the log costs' "
+            "shape is not normal there); read the bootstrap rows for them"
+        )
+    click.echo(
+        f"frontier (cost per attempt vs pass@1): posterior "
+        f"{', '.join(section['frontier']['bayes'])}; bootstrap "
+        f"{', '.join(section['frontier']['bootstrap'])}"
+    )
+    if len(section["k"]) > 1:
+        click.echo(
+            "cost of a first success retrying up to k times, posterior [interval] / bootstrap:"
+        )
+        for b in section["budget"]:
+            boot = b["cost_per_success_at_k_bootstrap_estimate"]
+            interval = amounts(
+                b["cost_per_success_at_k_bayes_lower"], b["cost_per_success_at_k_bayes_upper"]
+            )
+            click.echo(
+                f"  {b['system']} k={b['k']}: "
+                f"{money(b['cost_per_success_at_k_bayes_mean'])} {interval}"
+                f" / {'n/a' if boot is None else money(boot)}"
+            )
+
+
+def _latency_check(row: dict) -> str:
+    """The log-normal's check of one system: ``ok``, ``misfit`` or ``n/a``."""
+    check = row["lognormal_check"]
+    if check is None:
+        return "n/a"
+    return "misfit" if check["misfit"] else "ok"
+
+
+def echo_latency(section: dict, ci_prob: float):
+    """The latency table: one row per system, p50 and p95 posterior beside bootstrap."""
+    money, amounts, percent = (
+        report_format._amount,
+        report_format._amounts,
+        report_format._percent,
+    )
+    rows: dict = {}
+    for row in section["rows"]:
+        cells = {"durations": f"{row['n_latency']}/{row['n_attempts']}"}
+        for x in row["quantiles"]:
+            name = f"p{round(100 * x['q']):d}"
+            for label, key, prefix in (
+                ("posterior", "mean", "bayes"),
+                ("bootstrap", "estimate", "bootstrap"),
+            ):
+                point = x[f"{prefix}_{key}"]
+                cells[f"{name} {label}"] = (
+                    "n/a"
+                    if point is None
+                    else f"{money(point)} {amounts(x[f'{prefix}_lower'], x[f'{prefix}_upper'])}"
+                )
+        cells["timeout"] = percent(row["timeout_rate"]["bootstrap_estimate"])
+        cells["error"] = percent(row["error_rate"]["bootstrap_estimate"])
+        if section["bayes_model"] == "lognormal":
+            cells["log-normal check"] = _latency_check(row)
+        rows[row["system"]] = cells
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "system"
+    with wide_tables():
+        model = (
+            "log-normal with task effects"
+            if section["bayes_model"] == "lognormal"
+            else "Bayesian bootstrap over tasks"
+        )
+        click.echo(
+            f"\nlatency (seconds per attempt): posterior mean ({model}) "
+            f"[{ci_prob:.0%} interval] and bootstrap twin"
+        )
+        click.echo(table.to_string())
+    if any(_latency_check(r).startswith("misfit") for r in section["rows"]):
+        click.echo(
+            "log-normal check: misfit where the log-normal and the bootstrap disagree "
+            "(a mean outside the other's interval) or the task means are not normal on "
+            "the log scale; read the bootstrap for those systems"
+        )
+    missing = [r["system"] for r in section["rows"] if r["n_latency"] < r["n_attempts"]]
+    if missing:
+        click.echo(
+            f"attempts without a recorded duration are left out ({len(missing)} "
+            f"system(s): {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''})"
+        )
+
+
+def echo_contamination(section: dict):
+    """Clean versus flagged tasks, per system."""
+    click.echo(
+        f"\ncontamination: {section['n_flagged']} flagged vs {section['n_clean']} clean "
+        f"task(s), {section['metric']}, {section['estimand']} estimand "
+        f"({section['reading']})"
+    )
+    for row in section["rows"]:
+        click.echo(
+            f"  {row['system']}: clean {row['clean_mean']:.3f} "
+            f"{interval_text(row['clean_lower'], row['clean_upper'])}, flagged "
+            f"{row['flagged_mean']:.3f} "
+            f"{interval_text(row['flagged_lower'], row['flagged_upper'])}, flagged - "
+            f"clean {row['difference_mean']:+.3f} "
+            f"{interval_text(row['difference_lower'], row['difference_upper'])}, "
+            f"all - clean {row['inflation_mean']:+.3f}"
+        )

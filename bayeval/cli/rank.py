@@ -1,0 +1,195 @@
+"""``bayeval rank``: rank intervals, groups that cannot be told apart, P(best), the winner."""
+
+from __future__ import annotations
+
+import click
+import pandas as pd
+
+from bayeval.cli._fit import check_k_before_fit, fit
+from bayeval.cli._group import Notes, command_line, decisions, echo_notes, report_format
+from bayeval.cli._input import load
+from bayeval.cli._options import (
+    PROBABILITY,
+    FitOptions,
+    Outputs,
+    ReadOptions,
+    SummaryOptions,
+    column_options,
+    model_options,
+    output_options,
+)
+from bayeval.cli._output import (
+    check_outputs,
+    header,
+    interval_text,
+    report_data,
+    wide_tables,
+    write_json,
+    write_report,
+)
+from bayeval.data.digests import check_comparable
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option(
+    "--k", "k", type=click.IntRange(min=1), default=1, show_default=True, help="k of the metric."
+)
+@click.option(
+    "--prob",
+    type=PROBABILITY,
+    default=0.95,
+    show_default=True,
+    help="Probability that separates two groups (see the group rule printed).",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="P(in the top N) is printed for this N.",
+)
+@click.option(
+    "--unit",
+    type=click.Choice(["task", "cluster"]),
+    default="task",
+    show_default=True,
+    help="What the bootstrap rank sets resample.",
+)
+@click.option(
+    "--allow-harness-change",
+    is_flag=True,
+    help="Compare systems evaluated "
+    "under different harness digests (refused otherwise); outputs say what changed.",
+)
+@column_options("--trials")
+@model_options
+@output_options
+def rank(
+    files,
+    k,
+    prob,
+    top,
+    unit,
+    allow_harness_change,
+    read: ReadOptions,
+    fitting: FitOptions,
+    summary: SummaryOptions,
+    out: Outputs,
+):
+    """Rank systems: rank intervals, groups that cannot be told apart, P(best), the winner.
+
+    Fits every system (paired, with systems as draws from a population of systems, when they
+    share tasks) and prints, best first: the posterior mean, the rank interval, P(best),
+    P(in the top N), the group, and beside it the bootstrap's simultaneous rank set (paired
+    resampling of tasks or clusters, max-|t| construction). Then the winner's curse: the
+    system the observed score picks, its naive score, its posterior and the optimism.
+
+    \b
+    Examples:
+      bayeval rank runs.csv
+      bayeval rank runs.csv --k 1 --prob 0.9 --json ranks.json
+    """
+    metric, ci_prob, n_boot, seed = summary.metric, summary.ci_prob, summary.n_boot, fitting.seed
+    estimand = summary.estimand or "population"
+    check_outputs(out.json_path, out.report_path)
+    notes = Notes()
+    with notes:
+        data, lines = load(files, read)
+    if len(data.systems) < 2:
+        raise click.UsageError(
+            f"ranking needs two or more systems; the data have {len(data.systems)}"
+        )
+    check_k_before_fit(data, [], [k], metric)
+    harness = check_comparable(data, data.systems, allow_harness_change)
+    res = fit(data, fitting, notes)
+    to_stdout = out.json_path == "-"
+    header(data, lines, res, err=to_stdout)
+    click.echo(
+        "ranking: posterior ranks, groups and the winner's optimism; bootstrap rank "
+        f"sets ({n_boot} resamples) ...",
+        err=True,
+    )
+    with notes:
+        ranks = decisions.rank_summary(
+            res,
+            data,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            prob=prob,
+            top=top,
+            unit=unit,
+            n_boot=n_boot,
+            ci_prob=ci_prob,
+            seed=seed,
+        )
+    echo_notes(notes.items)
+    ranks["notes"] = notes.items + ([harness.note] if harness.note else [])
+    ranks["harness"] = {"status": harness.status, "note": harness.note or None}
+    if harness.note:
+        click.echo(f"note: {harness.note}", err=True)
+    ranks["command"] = command_line()
+    if not to_stdout:
+        _echo_ranks(ranks, ci_prob, top)
+    if out.json_path:
+        write_json(ranks, out.json_path)
+    if out.report_path:
+        card = report_data(
+            res,
+            k=[k],
+            metric=metric,
+            estimand=estimand,
+            n_boot=n_boot,
+            seed=seed,
+            ci_prob=ci_prob,
+            notes=ranks["notes"],
+            command=command_line(),
+        )
+        card["ranks"] = ranks
+        write_report(res, out.report_path, card)
+
+
+def _echo_ranks(ranks: dict, ci_prob: float, top: int):
+    """The ranking table, the group rule, and the winner's curse."""
+    settings = ranks["settings"]
+    name = report_format._metric_name(settings["metric"], settings["k"])
+    table = pd.DataFrame(
+        [
+            {
+                "system": row["system"],
+                name: f"{row['mean']:.3f}",
+                "observed": f"{row['observed']:.3f}",
+                "rank": f"{row['rank_mean']:.1f} [{row['rank_lower']}, {row['rank_upper']}]",
+                "P(best)": f"{row['prob_best']:.3f}",
+                f"P(top {top})": f"{row['prob_top']:.3f}",
+                "group": row["group"],
+                f"bootstrap rank set ({settings['unit']})": (
+                    f"[{row['bootstrap_rank_lower']}, {row['bootstrap_rank_upper']}]"
+                ),
+            }
+            for row in ranks["systems"]
+        ]
+    ).set_index("system")
+    paired = "paired" if settings["paired"].startswith("yes") else "unpaired"
+    click.echo(
+        f"\n{name}, {settings['estimand']} estimand, {settings['model']} ({paired}): "
+        f"posterior mean, rank mean [{ci_prob:.0%} interval]; groups at prob "
+        f"{settings['prob']:g}"
+    )
+    with wide_tables():
+        click.echo(table.to_string())
+    click.echo(f"groups: {ranks['group_rule']}")
+    win = ranks["winner"]
+    tied = f" (tied with {', '.join(map(str, win['tied_with']))})" if win["tied_with"] else ""
+    click.echo(
+        f"\nwinner by observed score: {win['pick']}{tied}: naive {win['naive_score']:.3f},"
+        f" posterior {win['value_mean']:.3f} "
+        f"{interval_text(win['value_lower'], win['value_upper'])}, optimism "
+        f"{win['optimism']:+.3f}, P(it is the best) = {win['prob_pick_is_best']:.3f}"
+    )
+    click.echo(
+        f"  picking by observed score on replicate benchmarks overstates the pick by "
+        f"{win['expected_optimism']:+.3f} on average and picks the truly best in "
+        f"{win['replicate_prob_best_picked']:.0%} of them"
+    )

@@ -1,0 +1,441 @@
+"""The report's comparisons: each pair's effect, decision and power beside the paired
+bootstraps, the multiplicity family, and the spread of paired per-task differences
+(:func:`paired_spread`) that plans a comparison's size."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import numpy as np
+
+from bayeval import bootstrap
+from bayeval._validate import describe_values
+from bayeval.crosscheck import bootstrap_twin
+from bayeval.data import EvalData
+from bayeval.estimators import pass_at_k, pass_hat_k
+from bayeval.planning import adjust_pvalues, noninferiority, required_units
+from bayeval.report._systems import _resampled_clusters, _score_twin
+from bayeval.report._values import _at, _bounds, _num
+
+__all__ = ["DEFAULT_POWER_EFFECTS", "paired_spread"]
+
+#: Effects of the power analysis when no margin or effects are declared.
+DEFAULT_POWER_EFFECTS = (0.01, 0.02, 0.05)
+
+
+def _check_comparisons(comparisons, systems) -> list[tuple]:
+    if isinstance(comparisons, (str, bytes)) or not hasattr(comparisons, "__iter__"):
+        raise TypeError(
+            f"comparisons must be a sequence of (candidate, baseline) pairs; got {comparisons!r}"
+        )
+    pairs = []
+    for item in comparisons:
+        if isinstance(item, (str, bytes)) or not hasattr(item, "__len__") or len(item) != 2:
+            raise ValueError(f"each comparison must be a (candidate, baseline) pair; got {item!r}")
+        candidate, baseline = item
+        for role, label in (("candidate", candidate), ("baseline", baseline)):
+            if label not in systems:
+                raise ValueError(
+                    f"comparison {tuple(item)!r}: {role} {label!r} is not a "
+                    f"system of these results; systems: {describe_values(systems)}"
+                )
+        if candidate == baseline:
+            raise ValueError(
+                f"comparison {tuple(item)!r}: candidate and baseline must be different systems"
+            )
+        pairs.append((candidate, baseline))
+    if len(set(pairs)) != len(pairs):
+        raise ValueError(f"comparisons repeat a pair: {pairs}")
+    return pairs
+
+
+def _unit_words(options: dict) -> str:
+    unit = options["unit"]
+    if unit == "cluster":
+        each = (
+            "each weighing the same"
+            if options.get("weighting") == "cluster"
+            else "keeping their sizes"
+        )
+        return f"clusters resampled, {each} (a new task from a new cluster)"
+    if unit == "task" and options.get("clusters") == "observed":
+        return "tasks resampled within their clusters (a new task from the observed clusters)"
+    return {
+        "trial": "trials resampled within fixed tasks (these tasks)",
+        "task": "tasks resampled (a new task like these)",
+    }[unit]
+
+
+def _bootstrap_designs(results, estimand: str) -> list[dict]:
+    """Bootstrap settings of the comparisons: the estimand's twin first, then the others.
+
+    The twin is the one :func:`bayeval.crosscheck` pairs with the estimand; under the
+    population estimand the task bootstrap and (with two or more clusters nested in the
+    strata) the cluster bootstrap are shown beside it. The mean score of a ``zoib`` fit has
+    its population twin (tasks, or clusters) under either estimand: under ``"tasks"`` no
+    design is the twin (``twin=False``).
+    """
+    if results.data.has_scores:  # the mean score: no trial bootstrap (see _score_twin)
+        twin = _score_twin(results, "population")
+        designs = [dict(twin, twin=estimand == "population")]
+        if twin["unit"] != "task":
+            designs.append({"unit": "task", "twin": False})
+        return designs
+    twin = bootstrap_twin(results, estimand, None, "task")
+    designs = [dict(twin)]
+    if estimand == "population":
+        n_clusters, _ = _resampled_clusters(results.data)
+        if twin["unit"] != "task":
+            designs.append({"unit": "task"})
+        if twin["unit"] != "cluster" and n_clusters >= 2:
+            designs.append({"unit": "cluster"})
+    return designs
+
+
+def _bootstrap_p_value(effect) -> float:
+    """Two-sided percentile-bootstrap p-value of no effect, with the add-one correction.
+
+    ``2 * (1 + min(#above 0, #below 0)) / (B + 1)`` over the ``B`` defined replicates, where a
+    replicate equal to 0 counts half on each side: the smallest ``alpha`` whose percentile
+    interval excludes 0, never below ``2 / (B + 1)``.
+    """
+    values = np.asarray(effect, dtype=float)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return float("nan")
+    ties = 0.5 * np.sum(values == 0)
+    side = min(np.sum(values > 0) + ties, np.sum(values < 0) + ties)
+    return float(min(1.0, 2 * (1 + side) / (values.size + 1)))
+
+
+def _effect_rows(comparison, estimate_name: str, bayesian: bool) -> list[dict]:
+    rows = []
+    for bound in _bounds(comparison[estimate_name]):
+        cell = _at(comparison, bound)
+        row = {
+            "missing_bound": bound,
+            "effect": _num(cell[estimate_name]),
+            "lower": _num(cell["effect_interval"].sel(ci_bound="lower")),
+            "upper": _num(cell["effect_interval"].sel(ci_bound="upper")),
+            "prob_positive": _num(cell["prob_positive"]),
+            "prob_above_margin": _num(cell["prob_above_margin"]),
+            "prob_noninferior": _num(cell["prob_noninferior"]),
+        }
+        if not bayesian:
+            row["p_value"] = _num(_bootstrap_p_value(cell["effect"].values))
+        rows.append(row)
+    return rows
+
+
+def _decision(decision) -> dict:
+    out = asdict(decision)
+    out["passed"] = decision.passed
+    return {key: _num(v) if isinstance(v, float) else v for key, v in out.items()}
+
+
+def _task_values(data, system, metric, k):
+    """Per-task unbiased estimates over ``(bound, task)`` and each task's trials (the task's
+    mean score for ``metric="mean"``)."""
+    ds = data.dataset
+    n = ds["trials"].sel(system=system).values
+    if metric == "mean":
+        total = data.score_statistics()["sum"].sel(system=system)
+        total = (
+            total.transpose("missing_bound", "task").values
+            if "missing_bound" in total.dims
+            else total.values[None]
+        )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n > 0, total / np.where(n > 0, n, 1), np.nan), n
+    c = ds["successes"].sel(system=system)
+    if "missing_bound" in c.dims:
+        c = c.transpose("missing_bound", "task").values
+    else:
+        c = c.values[None]
+    func = pass_at_k if metric == "pass@k" else pass_hat_k
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = np.where(n > 0, func(np.maximum(n, 1), c, k), np.nan)
+    return values, n
+
+
+def _spread(c_a, n_a, c_b, n_b) -> dict:
+    shared = (n_a > 0) & (n_b > 0)
+    n_tasks = int(shared.sum())
+    c_a, n_a, c_b, n_b = (np.asarray(x, dtype=float)[shared] for x in (c_a, n_a, c_b, n_b))
+    diff = c_b / n_b - c_a / n_a if n_tasks else np.zeros(0)
+    sd = float(np.std(diff, ddof=1)) if n_tasks > 1 else float("nan")
+    out = {
+        "n_tasks": n_tasks,
+        "median_trials": _num(np.median(np.r_[n_a, n_b])) if n_tasks else None,
+        "mean_difference": _num(diff.mean()) if n_tasks else None,
+        "sd": _num(sd),
+        "sd_between": None,
+        "trial_variance": None,
+        "icc": None,
+    }
+    if n_tasks > 1 and (n_a >= 2).all() and (n_b >= 2).all():
+        s2_a = c_a * (n_a - c_a) / (n_a * (n_a - 1))  # unbiased p (1 - p) per task
+        s2_b = c_b * (n_b - c_b) / (n_b * (n_b - 1))
+        between = max(0.0, sd**2 - float(np.mean(s2_a / n_a + s2_b / n_b)))
+        trial_variance = float(np.mean(s2_a + s2_b))
+        total = between + trial_variance
+        out.update(
+            sd_between=_num(np.sqrt(between)),
+            trial_variance=_num(trial_variance),
+            icc=_num(between / total) if total > 0 else None,
+        )
+    return out
+
+
+def paired_spread(data, candidate, baseline) -> dict:
+    """Spread of the paired per-task pass@1 differences, split into task spread and trial noise.
+
+    On the tasks both systems have valid trials, ``d_j = c_Bj / n_Bj - c_Aj / n_Aj`` (candidate
+    B, baseline A). ``sd`` is their standard deviation at the trials run. With two or more
+    trials in every task, the method of moments splits ``sd**2`` into the variance of the
+    true per-task differences, ``sd_between**2 = max(0, sd**2 - mean(s2_A / n_A + s2_B /
+    n_B))``, and trial noise, with ``s2 = c (n - c) / (n (n - 1))`` the unbiased per-task
+    Bernoulli variance; ``trial_variance = mean(s2_A + s2_B)`` is the noise of a one-trial
+    difference and ``icc = sd_between**2 / (sd_between**2 + trial_variance)`` the intra-task
+    correlation of the difference. The sd at ``m`` trials per task is then
+    ``sqrt(sd_between**2 + trial_variance / m)``. Under ``missing="bounds"`` the bounds cross
+    as in a comparison and the crossing with the larger ``sd`` is returned (``bound``).
+
+    Parameters
+    ----------
+    data : EvalData
+    candidate, baseline : system labels
+
+    Returns
+    -------
+    dict
+        ``n_tasks``, ``median_trials``, ``mean_difference``, ``sd``, ``sd_between``,
+        ``trial_variance``, ``icc`` (``None`` where not identified, as with one trial per
+        task) and ``bound``.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.report import paired_spread
+    >>> data = be.from_counts([[2, 8, 5, 0], [4, 9, 5, 3]], trials=10, systems=["A", "B"])
+    >>> out = paired_spread(data, "B", "A")
+    >>> out["n_tasks"], round(out["mean_difference"], 3), round(out["sd"], 4)
+    (4, 0.15, 0.1291)
+    >>> 0 <= out["icc"] <= 1
+    True
+    """
+    if not isinstance(data, EvalData):
+        raise TypeError(f"data must be an EvalData; got {type(data).__name__}")
+    for role, label in (("candidate", candidate), ("baseline", baseline)):
+        if label not in data.systems:
+            raise ValueError(
+                f"{role} {label!r} is not a system of this data; systems: "
+                f"{describe_values(data.systems)}"
+            )
+    if candidate == baseline:
+        raise ValueError("candidate and baseline must be different systems")
+    ds = data.dataset
+    n_a = ds["trials"].sel(system=baseline).values
+    n_b = ds["trials"].sel(system=candidate).values
+    c = ds["successes"]
+    if "missing_bound" not in c.dims:
+        out = _spread(c.sel(system=baseline).values, n_a, c.sel(system=candidate).values, n_b)
+        out["bound"] = None
+        return out
+    best = None
+    for bound, other in (("lower", "upper"), ("upper", "lower")):
+        out = _spread(
+            c.sel(system=baseline, missing_bound=other).values,
+            n_a,
+            c.sel(system=candidate, missing_bound=bound).values,
+            n_b,
+        )
+        out["bound"] = bound
+        if best is None or (out["sd"] or 0) > (best["sd"] or 0):
+            best = out
+    return best
+
+
+def _power_section(
+    data, candidate, baseline, metric, k, margin, effects, alpha, power, family_size
+) -> dict:
+    cand, n_cand = _task_values(data, candidate, metric, k)
+    base, n_base = _task_values(data, baseline, metric, k)
+    shared = (n_cand > 0) & (n_base > 0)
+    # bounds cross as in the comparison: lower = candidate lower - baseline upper
+    diff = cand - base[::-1]
+    sds = [float(np.std(row[shared], ddof=1)) if shared.sum() > 1 else float("nan") for row in diff]
+    sd = max(sds) if sds else float("nan")
+    declared = margin > 0
+    effects = (
+        (margin,)
+        if declared and effects is None
+        else (tuple(DEFAULT_POWER_EFFECTS) if effects is None else tuple(effects))
+    )
+    alphas = [alpha] + ([alpha / family_size] if family_size > 1 else [])
+    rows = []
+    for effect in effects:
+        for level in alphas:
+            needed, reason = None, None
+            if not (np.isfinite(sd) and sd > 0):
+                reason = "the paired per-task differences have no spread"
+            else:
+                needed = required_units(sd, float(effect), alpha=level, power=power, paired=True)
+            rows.append(
+                {
+                    "effect": _num(effect),
+                    "alpha": _num(level),
+                    "tasks_needed": needed,
+                    "reason": reason,
+                }
+            )
+    return {
+        "sd": _num(sd),
+        "sd_by_bound": [_num(s) for s in sds] if len(sds) > 1 else None,
+        "shared_tasks": int(shared.sum()),
+        "mean_trials": [
+            {"system": str(name), "mean_trials": _num(n[shared].mean()) if shared.any() else None}
+            for name, n in ((candidate, n_cand), (baseline, n_base))
+        ],
+        "effects_from": "margin" if declared and effects == (margin,) else "declared effects",
+        "power": _num(power),
+        "alpha": _num(alpha),
+        "test": "paired t-test (two-sided)",
+        "rows": rows,
+    }
+
+
+def _comparisons_section(
+    results,
+    pairs,
+    metric,
+    k,
+    estimand,
+    margin,
+    prob,
+    superior,
+    n_boot,
+    seed,
+    ci_prob,
+    power_effects,
+    alpha,
+    power,
+    allow_harness_change=False,
+) -> list[dict]:
+    data = results.data
+    designs = _bootstrap_designs(results, estimand)
+    out = []
+    for candidate, baseline in pairs:
+        cmp = results.compare(
+            candidate,
+            baseline,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            margin=margin,
+            ci_prob=ci_prob,
+            allow_harness_change=allow_harness_change,
+        )
+        entry = {
+            "label": f"{candidate} - {baseline}",
+            "candidate": candidate,
+            "baseline": baseline,
+            "metric": metric,
+            "k": int(k),
+            "estimand": estimand,
+            "margin": _num(margin),
+            "prob": _num(prob),
+            "test": "superiority" if superior else "non-inferiority",
+            "bayes": {
+                "paired": cmp.attrs["paired"],
+                "rows": _effect_rows(cmp, "effect_mean", bayesian=True),
+                "decision": _decision(
+                    noninferiority(cmp, margin=margin, prob=prob, superior=superior)
+                ),
+            },
+            "bootstrap": [],
+            "primary_unit": designs[0]["unit"],
+            "harness": {
+                "status": cmp.attrs["harness_status"],
+                "note": cmp.attrs["harness_note"] or None,
+            },
+        }
+        for i, design in enumerate(designs):
+            design = dict(design)
+            is_twin = design.pop("twin", i == 0)
+            boot = bootstrap.compare(
+                data,
+                candidate,
+                baseline,
+                k=k,
+                n_boot=n_boot,
+                seed=seed,
+                metric=metric,
+                margin=margin,
+                ci_prob=ci_prob,
+                **design,
+            )
+            rows = _effect_rows(boot, "effect_estimate", bayesian=False)
+            entry["bootstrap"].append(
+                {
+                    "unit": design["unit"],
+                    "weighting": design.get("weighting", "task"),
+                    "clusters": design.get("clusters"),
+                    "twin": is_twin,
+                    "meaning": _unit_words(design),
+                    "n_shared_tasks": int(boot.attrs["n_shared_tasks"]),
+                    "n_unshared_tasks": int(boot.attrs["n_unshared_tasks"]),
+                    "rows": rows,
+                    "p_value": (
+                        None
+                        if any(r["p_value"] is None for r in rows)
+                        else max(r["p_value"] for r in rows)
+                    ),
+                    "decision": _decision(
+                        noninferiority(boot, margin=margin, prob=prob, superior=superior)
+                    ),
+                }
+            )
+        out.append(entry)
+    for entry in out:
+        entry["power"] = _power_section(
+            data,
+            entry["candidate"],
+            entry["baseline"],
+            metric,
+            k,
+            margin,
+            power_effects,
+            alpha,
+            power,
+            len(out),
+        )
+    return out
+
+
+def _multiplicity_section(comparisons, method) -> dict | None:
+    if not comparisons:
+        return None
+    p_values = []
+    for entry in comparisons:
+        primary = next((b for b in entry["bootstrap"] if b["twin"]), entry["bootstrap"][0])
+        p_values.append(primary["p_value"])
+    finite = [p for p in p_values if p is not None]
+    adjusted = [None] * len(p_values)
+    if len(finite) == len(p_values):
+        adjusted = [_num(p) for p in adjust_pvalues(p_values, method=method)]
+    return {
+        "family": [entry["label"] for entry in comparisons],
+        "size": len(comparisons),
+        "method": method,
+        "units": [entry["primary_unit"] for entry in comparisons],
+        "p_value_source": (
+            "two-sided percentile-bootstrap p-value of no effect from the paired bootstrap "
+            "that is the twin of the estimand (the first one shown where none is, as for the "
+            "mean score's tasks estimand): 2 (1 + min(replicates above 0, replicates below "
+            "0)) / (B + 1), a replicate at exactly 0 counting half on each side; under "
+            "missing='bounds' the larger of the two bounds' p-values"
+        ),
+        "p_values": [_num(p) for p in p_values],
+        "adjusted": adjusted,
+    }

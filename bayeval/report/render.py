@@ -1,0 +1,216 @@
+"""Rendering: the report card as HTML or Markdown from the Jinja2 templates in
+``bayeval/report/templates``, its figures inline or beside it."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import jinja2
+import markupsafe
+
+from bayeval._validate import validate_choice
+from bayeval.report._format import (
+    _amount,
+    _amounts,
+    _fmt,
+    _interval,
+    _md,
+    _md_text,
+    _metric_name,
+    _percent,
+    _pvalue,
+    _signed,
+)
+from bayeval.report.assemble import report_data
+from bayeval.report.figures import PLOTS_HINT, _figures
+from bayeval.results import Results
+
+__all__ = ["FORMATS", "TEMPLATES", "build_report", "write_report"]
+
+#: Report formats and the file suffixes :func:`write_report` maps onto them.
+FORMATS = {"html": (".html", ".htm"), "markdown": (".md", ".markdown")}
+_CLUSTERS_SHOWN = 12  # largest clusters listed by name in the rendered report
+
+_ENV_OPTIONS = {
+    "trim_blocks": True,
+    "lstrip_blocks": True,
+    "keep_trailing_newline": True,
+    "undefined": jinja2.StrictUndefined,
+}
+
+
+#: Template of each format, in the package folder ``bayeval/report/templates``.
+TEMPLATES = {"html": "report.html.j2", "markdown": "report.md.j2"}
+
+
+def _environment(fmt: str) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("bayeval.report", "templates"),
+        autoescape=(fmt == "html"),
+        **_ENV_OPTIONS,
+    )
+    env.filters.update(
+        num=_fmt,
+        signed=_signed,
+        pvalue=_pvalue,
+        md=_md,
+        mdtext=_md_text,
+        metric_name=_metric_name,
+        pct=_percent,
+    )
+    env.globals.update(interval=_interval, amounts=_amounts)
+    env.filters.update(amount=_amount)
+    return env
+
+
+def _render(report: dict, figures: list[dict], fmt: str, image_src, plot_notes) -> str:
+    env = _environment(fmt)
+    by_name = {f["name"]: f for f in figures}
+
+    def fig(name):
+        figure = by_name.get(name)
+        if figure is None:
+            return ""
+        src = image_src(figure)
+        if fmt == "html":
+            return markupsafe.Markup(
+                '<figure><img src="{}" alt="{}"><figcaption>{}</figcaption></figure>\n'
+            ).format(src, figure["title"], figure["caption"])
+        return f"\n![{_md_text(figure['title'])}]({src})\n\n*{_md_text(figure['caption'])}*\n"
+
+    notes = list(report["notes"]) + [n for n in plot_notes if n not in report["notes"]]
+    has_bounds = any(row["missing_bound"] for row in report["metrics"])
+    has_cluster_boot = any("cluster_bootstrap_estimate" in row for row in report["metrics"])
+    template = env.get_template(TEMPLATES[fmt])
+    return template.render(
+        r=report,
+        fig=fig,
+        notes=notes,
+        has_bounds=has_bounds,
+        has_cluster_boot=has_cluster_boot,
+        clusters_shown=_CLUSTERS_SHOWN,
+        plots_missing=next((n for n in plot_notes if PLOTS_HINT in n), None),
+    )
+
+
+def _data_uri(figure) -> str:
+    return "data:image/png;base64," + base64.b64encode(figure["png"]).decode("ascii")
+
+
+def _resolve(results, data, settings) -> dict:
+    if not isinstance(results, Results):
+        raise TypeError(f"results must be a bayeval Results; got {type(results).__name__}")
+    if data is None:
+        return report_data(results, **settings)
+    if settings:
+        raise TypeError(
+            "give either data= (a report_data dict) or report settings, not both; "
+            f"got settings {sorted(settings)}"
+        )
+    if not isinstance(data, dict) or "settings" not in data or "metrics" not in data:
+        raise TypeError("data must be the dict returned by report_data")
+    if data["settings"]["fit"]["input_hash"] != results.tree.attrs["input_hash"]:
+        raise ValueError("data was computed from other results (their input hashes differ)")
+    return data
+
+
+def build_report(results, fmt: str = "html", plots: bool = True, data=None, **settings) -> str:
+    """The report card as an HTML or Markdown string, plots inline.
+
+    Parameters
+    ----------
+    results : Results
+    fmt : {"html", "markdown"}, default "html"
+        HTML is one self-contained page; both formats embed the plots as base64 PNG
+        (``data:`` URIs). :func:`write_report` writes Markdown plots as files instead.
+    plots : bool, default True
+        Draw the plots (they need matplotlib, ``pip install 'bayeval[plots]'``; without it
+        the report says so and keeps every number).
+    data : dict, optional
+        A :func:`report_data` result to render instead of computing one.
+    **settings
+        Arguments of :func:`report_data` (``comparisons=``, ``k=``, ``margin=``, ...);
+        ``compare_results=`` (the fit the comparisons were read from) also draws the
+        comparisons' figures from it, with ``data=`` too.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.report import build_report
+    >>> data = be.from_counts([[3, 5, 1, 8, 6], [6, 9, 2, 9, 7]], trials=10,
+    ...                       systems=["A", "B"])
+    >>> res = be.fit(data, draws=200, chains=2, seed=0, model="hierarchical")
+    >>> text = build_report(res, fmt="markdown", plots=False, comparisons=[("B", "A")],
+    ...                     n_boot=500)
+    >>> text.splitlines()[0]
+    '# bayeval report: 2 system(s) x 5 task(s)'
+    >>> "## Power for the smallest practical effect" in text
+    True
+    """
+    validate_choice("fmt", fmt, tuple(FORMATS))
+    compare_results = settings.pop("compare_results", None)
+    if data is None and compare_results is not None:
+        settings["compare_results"] = compare_results
+    report = _resolve(results, data, settings)
+    figures, plot_notes = _figures(results, report, compare_results) if plots else ([], [])
+    return _render(report, figures, fmt, _data_uri, plot_notes)
+
+
+def write_report(results, path, plots: bool = True, data=None, **settings) -> Path:
+    """Write the report card to ``path``: ``.html`` (self-contained) or ``.md``.
+
+    A Markdown report gets its plots as PNG files in a folder ``<stem>_files/`` beside it,
+    linked relatively; an HTML report embeds them.
+
+    Parameters
+    ----------
+    results : Results
+    path : str or os.PathLike
+        Ends in ``.html``/``.htm`` or ``.md``/``.markdown``.
+    plots, data, **settings
+        As in :func:`build_report`.
+
+    Returns
+    -------
+    pathlib.Path
+        The report's path.
+
+    Examples
+    --------
+    >>> import os, tempfile, bayeval as be
+    >>> from bayeval.report import write_report
+    >>> res = be.fit(be.from_counts([[3, 5, 1, 8, 6]], trials=10), draws=200, chains=2,
+    ...              seed=0)
+    >>> path = write_report(res, os.path.join(tempfile.mkdtemp(), "card.md"), plots=False,
+    ...                     n_boot=500)
+    >>> path.read_text().startswith("# bayeval report")
+    True
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    fmt = next((name for name, suffixes in FORMATS.items() if suffix in suffixes), None)
+    if fmt is None:
+        allowed = [s for suffixes in FORMATS.values() for s in suffixes]
+        raise ValueError(f"the report path must end in one of {allowed}; got {str(path)!r}")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"the folder of the report path does not exist: '{path.parent}'")
+    compare_results = settings.pop("compare_results", None)
+    if data is None and compare_results is not None:
+        settings["compare_results"] = compare_results
+    report = _resolve(results, data, settings)
+    figures, plot_notes = _figures(results, report, compare_results) if plots else ([], [])
+    if fmt == "html" or not figures:
+        text = _render(report, figures, fmt, _data_uri, plot_notes)
+    else:
+        folder = path.with_name(f"{path.stem}_files")
+        folder.mkdir(exist_ok=True)
+        for figure in figures:
+            (folder / f"{figure['name']}.png").write_bytes(figure["png"])
+        text = _render(report, figures, fmt, lambda f: f"{folder.name}/{f['name']}.png", plot_notes)
+    path.write_text(text, encoding="utf-8")
+    return path
