@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeval.models._nutpie_cache import CompiledModels
+from bayeval.models.kernels.compiled_models import CompiledModels
 
 #: Draws per chain are ``ceil(n_draws / CHAINS)``; the model is small and Gaussian given its
 #: spreads, so a short tuning suffices (0 divergent transitions on the bundled SWE-bench file,
