@@ -24,7 +24,8 @@ from bayeval.models.kernels.likelihood import loglik_and_grad
 from bayeval.models.kernels.quadrature import Rules, _aghq_node_terms, _pattern
 
 
-@numba.njit(cache=True)
+# not cached on disk: numba's cache of this file would not see a change to the kernels it calls
+@numba.njit
 def nested(eta, c, n, mult, sigma_e, sigma_v, x, logw):
     """The nested adaptive rule for every pattern (paired systems, more than two trials)."""
     P, S = eta.shape
