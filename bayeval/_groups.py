@@ -22,6 +22,8 @@ from scipy import special
 
 from bayeval.models import get_model
 from bayeval.models._beta_family import counts_by_bound
+from bayeval.models.kernels.likelihood import all_pattern_logliks
+from bayeval.models.kernels.quadrature import Rules
 
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 REPLICATE_LIMIT = 4_000_000  # replicated counts (chain x draw x system x task) kept by default
@@ -75,7 +77,6 @@ def log_likelihood(tree) -> xr.Dataset | None:
             value = np.where(nu > 0, value, 0.0)
             total += value[:, inverse.ravel()]
     else:
-        from bayeval.models._quadrature import Rules, all_pattern_logliks
         from bayeval.models.logit_normal import LogitNormalRates, task_patterns
 
         prm, layout, _, _ = LogitNormalRates._params(tree, 0)

@@ -20,10 +20,12 @@ import time
 import numba
 import numpy as np
 
-from bayeval.models import _quadrature as quad
+from bayeval.models.kernels.likelihood import loglik_and_grad
+from bayeval.models.kernels.quadrature import Rules, _aghq_node_terms, _pattern
 
 
-@numba.njit(cache=True)
+# not cached on disk: numba's cache of this file would not see a change to the kernels it calls
+@numba.njit
 def nested(eta, c, n, mult, sigma_e, sigma_v, x, logw):
     """The nested adaptive rule for every pattern (paired systems, more than two trials)."""
     P, S = eta.shape
@@ -36,10 +38,10 @@ def nested(eta, c, n, mult, sigma_e, sigma_v, x, logw):
     g_eta = np.zeros((P, S))
     for p in range(P):
         m = mult[p]
-        log_l = quad._pattern(
+        log_l = _pattern(
             eta[p], c[p], n[p], sigma_e, sigma_v, True, x, logw, e_k, v_kl, log_t, log_g, log_f
         )
-        quad._aghq_node_terms(
+        _aghq_node_terms(
             eta[p], c[p], n[p], sigma_e, sigma_v, True, x, e_k, v_kl, log_t, log_g, r, score, prob
         )
         total += m * log_l
@@ -62,7 +64,7 @@ def _timed(function, repeat=10):
 
 
 def main():
-    rules = quad.Rules()
+    rules = Rules()
     x, logw = rules.x, rules.logw
     arrays = rules.arrays()
     rng = np.random.default_rng(0)
@@ -76,11 +78,11 @@ def main():
         c = rng.binomial(trials, 1 / (1 + np.exp(-eta))).astype(float)
         mult = np.ones(P)
         old, t_old = _timed(lambda: nested(eta, c, n, mult, 1.5, 0.7, x, logw))
-        new, t_new = _timed(lambda: quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7, True, *arrays))
+        new, t_new = _timed(lambda: loglik_and_grad(eta, c, n, mult, 1.5, 0.7, True, *arrays))
         h = 1e-5
         fd = (
-            quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7 + h, True, *arrays)[0]
-            - quad.loglik_and_grad(eta, c, n, mult, 1.5, 0.7 - h, True, *arrays)[0]
+            loglik_and_grad(eta, c, n, mult, 1.5, 0.7 + h, True, *arrays)[0]
+            - loglik_and_grad(eta, c, n, mult, 1.5, 0.7 - h, True, *arrays)[0]
         ) / (2 * h)
         print(
             f"{S} x {P} x {trials:<4} {t_old:10.2f} {t_new:10.2f} {t_old / t_new:6.1f}   "

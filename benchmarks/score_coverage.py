@@ -60,7 +60,7 @@ from scipy import special
 
 import bayeval as be
 from bayeval._arviz import mcse_and_ess
-from bayeval.models import _nutpie_kernel
+from bayeval.models.kernels import nutpie_model
 
 ALPHA = {"A": -0.2, "B": 0.3}
 SIGMA_TASK, SIGMA_TS, DELTA, PHI, ZOI_PARTIAL, PARTIAL_SHARE = 1.5, 0.5, 0.3, 6.0, 0.3, 0.5
@@ -259,9 +259,9 @@ def timing(seed, lines):
         ):
             # the PyMC model compiled by nutpie: the route taken where nutpie lacks the
             # compiled kernel's (the same density, sampled at the same settings)
-            route = _nutpie_kernel.available
+            route = nutpie_model.available
             if "PyMC" in name:
-                _nutpie_kernel.available = lambda: False
+                nutpie_model.available = lambda: False
             try:
                 for run, fit_seed in (("first", seed), ("second", seed + 1)):
                     start = time.perf_counter()
@@ -271,7 +271,7 @@ def timing(seed, lines):
                     steps = float(res.tree["sample_stats"]["n_steps"].mean())
                     out[(name, run)] = (secs, res.diagnostics, ess, steps)
             finally:
-                _nutpie_kernel.available = route
+                nutpie_model.available = route
     n_mid = int(scores.dataset["score_nmid"].sum())
     lines += [
         "",

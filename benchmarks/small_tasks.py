@@ -7,7 +7,7 @@ integrates each task's effects out, so the estimand's draws must be rebuilt from
 conditional given the cluster-level parameters. Two ways:
 
 * ``exact`` (the default): per posterior draw, every task's rates drawn jointly from their
-  conditional (adaptive rejection sampling; ``bayeval.models._quadrature.exact_task_sums``);
+  conditional (adaptive rejection sampling; ``bayeval.models.kernels.exact.exact_task_sums``);
 * ``normal`` (the former default at every task count): the mean over tasks drawn from the
   normal with its exact conditional mean and covariance.
 

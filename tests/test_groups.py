@@ -130,9 +130,9 @@ def test_log_likelihood_beside_the_diagnostics_equals_it_on_demand(pair):
     numba's threads: the same numbers as computed alone afterwards, on one thread."""
     import numba
 
-    from bayeval.models import _quadrature
+    from bayeval.models.kernels import likelihood
 
-    assert 2 * 130 > 2 * _quadrature.LOGLIK_BLOCK  # several blocks
+    assert 2 * 130 > 2 * likelihood.LOGLIK_BLOCK  # several blocks
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # tiny fits: gates may fail
         res = be.fit(pair, model="logit_normal", draws=130, chains=2, tune=50, seed=3)

@@ -11,8 +11,23 @@ from scipy import integrate, special, stats
 
 import bayeval as be
 from bayeval import BayevalWarning
-from bayeval.models import _collapsed, build_logit_normal_model, logit_normal
-from bayeval.models import _quadrature as quad
+from bayeval.models import build_logit_normal_model, logit_normal
+from bayeval.models.kernels import collapsed
+from bayeval.models.kernels.cells import (
+    CELL_TABLE_NODES,
+    _cell_table_at,
+    _cell_table_slice,
+    _hermite_coefficients,
+    cell_tables,
+)
+from bayeval.models.kernels.cfunctions import nutpie_functions
+from bayeval.models.kernels.coordinates import _zero_sum, _zero_sum_adjoint
+from bayeval.models.kernels.exact import exact_task_sums
+from bayeval.models.kernels.likelihood import log_marginal, loglik_and_grad, pattern_logliks
+from bayeval.models.kernels.logp import logp_and_grad, unmapped
+from bayeval.models.kernels.numerics import _softplus_parts
+from bayeval.models.kernels.quadrature import Rules, _conditional_mode
+from bayeval.models.kernels.tables import INNER_NODES, TABLE_SIZE, _inner_integral, _table_read
 from bayeval.simulate import simulate_benchmark
 
 
@@ -79,7 +94,7 @@ CASES = [
 @pytest.mark.parametrize("eta, c, n, sigma_e, sigma_v", CASES)
 def test_quadrature_matches_dense_integration(eta, c, n, sigma_e, sigma_v):
     eta, c, n = (np.array(x, dtype=float) for x in (eta, c, n))
-    ours = quad.log_marginal(eta[None], c[None], n[None], sigma_e, sigma_v)[0]
+    ours = log_marginal(eta[None], c[None], n[None], sigma_e, sigma_v)[0]
     assert ours == pytest.approx(_reference_log_marginal(eta, c, n, sigma_e, sigma_v), abs=2e-4)
 
 
@@ -94,9 +109,7 @@ def test_log_likelihood_is_smooth_in_the_predictors(c, tol):
     eta = np.array([[1.6, -0.53, -5.15, 1.9, -6.49]])
     c, n = np.array([c], dtype=float), np.array([[10.0, 10.0, 10.0, 1.0, 10.0]])
     h = 4e-4
-    values = np.array(
-        [quad.log_marginal(eta + t, c, n, 6.95, 3.82)[0] for t in h * np.arange(-10, 11)]
-    )
+    values = np.array([log_marginal(eta + t, c, n, 6.95, 3.82)[0] for t in h * np.arange(-10, 11)])
     second = np.diff(values, 2)
     assert np.abs(second).max() < 1e-5  # the curvature here is below 1 per unit shift
     assert values[10] == pytest.approx(
@@ -109,12 +122,12 @@ def test_log_likelihood_is_smooth_in_the_predictors(c, tol):
 def test_one_sided_inner_integrals_match_dense_integration(cq, nq, sigma_v):
     """The inner integral over the task-by-system effect, with its y derivative, for counts
     whose integrand is a Gaussian cut by a sigmoid, against a dense trapezoid."""
-    x, logw, *_ = quad.Rules().arrays()
-    terms = np.empty((2, quad.INNER_NODES))
+    x, logw, *_ = Rules().arrays()
+    terms = np.empty((2, INNER_NODES))
     v = np.linspace(-12 * sigma_v - 40, 12 * sigma_v + 40, 200001)
     for y in np.linspace(-20.0, 20.0, 9):
-        vc = quad._conditional_mode(y, float(cq), float(nq), 0.0, 1 / sigma_v**2)
-        log_g, d_y, *_ = quad._inner_integral(
+        vc = _conditional_mode(y, float(cq), float(nq), 0.0, 1 / sigma_v**2)
+        log_g, d_y, *_ = _inner_integral(
             y, float(cq), float(nq), 1 / sigma_v**2, np.log(sigma_v), vc, x, logw, terms
         )
         log_f = stats.norm.logpdf(v, 0, sigma_v) + cq * (y + v) - nq * np.logaddexp(0, y + v)
@@ -153,14 +166,14 @@ def test_cell_tables_read_the_integral_between_their_nodes():
     mirrored counts at ``-y``), against a dense trapezoid of the integral and its ``y``
     derivative."""
     counts = np.array([[0.0, 10.0], [3.0, 10.0], [5.0, 10.0], [0.0, 1.0]])
-    rules = quad.Rules(quad.CELL_TABLE_NODES)
-    tables = quad.cell_tables(counts, rules.x, rules.logw)
-    rows = np.empty((len(counts), quad.TABLE_SIZE, 4))
-    coef = np.empty((len(counts), quad.TABLE_SIZE, 8))
+    rules = Rules(CELL_TABLE_NODES)
+    tables = cell_tables(counts, rules.x, rules.logw)
+    rows = np.empty((len(counts), TABLE_SIZE, 4))
+    coef = np.empty((len(counts), TABLE_SIZE, 8))
     for sigma_v in (0.05, 0.61, 2.37, 9.0):  # between the tables' columns
         for q in range(len(counts)):
-            quad._cell_table_slice(tables, q, sigma_v, 0, quad.TABLE_SIZE - 1, rows)
-            quad._hermite_coefficients(rows, q, 0, quad.TABLE_SIZE - 1, coef, 3)
+            _cell_table_slice(tables, q, sigma_v, 0, TABLE_SIZE - 1, rows)
+            _hermite_coefficients(rows, q, 0, TABLE_SIZE - 1, coef, 3)
         v = np.linspace(-12 * sigma_v - 40, 12 * sigma_v + 40, 200001)
         for (cq, nq), mirrored in [
             ((0, 10), False),
@@ -172,7 +185,7 @@ def test_cell_tables_read_the_integral_between_their_nodes():
         ]:
             q = next(k for k, (a, b) in enumerate(counts) if b == nq and a == min(cq, nq - cq))
             for y in (-9.97, -2.43, 0.0, 0.77, 5.55):  # between the rows too
-                value, d_y, _ = quad._cell_table_at(-y if mirrored else y, q, 0, rows, coef)
+                value, d_y, _ = _cell_table_at(-y if mirrored else y, q, 0, rows, coef)
                 d_y = -d_y if mirrored else d_y
                 log_f = (
                     stats.norm.logpdf(v, 0, sigma_v) + cq * (y + v) - nq * np.logaddexp(0, y + v)
@@ -190,15 +203,15 @@ def test_mirrored_table_reads_equal_the_mirrored_counts_own_table(cq, nq, sigma_
     """A cell reads the table of its mirrored counts at -y (``g(y; c, n) = g(-y; n - c, n)``):
     the same value and sigma_v derivative, the slope negated, as a table filled for its own
     counts, at points on and between the cells and beyond the grid."""
-    rules = quad.Rules()
+    rules = Rules()
     prec_v, log_sigma_v = 1.0 / sigma_v**2, np.log(sigma_v)
-    tab = np.zeros((2, quad.TABLE_SIZE, 5))
-    terms = np.empty((2, max(rules.x.size, quad.INNER_NODES)))
+    tab = np.zeros((2, TABLE_SIZE, 5))
+    terms = np.empty((2, max(rules.x.size, INNER_NODES)))
     for y in np.concatenate([np.linspace(-70, 70, 57), [0.0, 0.05, -3.3, 12.34]]):
-        own = quad._table_read(
+        own = _table_read(
             y, 1, nq - cq, nq, prec_v, log_sigma_v, rules.x, rules.logw, tab, terms
         )  # table 1 filled for (n - c, n) itself
-        mirrored = quad._table_read(
+        mirrored = _table_read(
             y, -1, nq - cq, nq, prec_v, log_sigma_v, rules.x, rules.logw, tab, terms
         )  # table 0 holds (c, n)
         # the value, slope and sigma_v derivative; not the interpolant's curvature, which
@@ -219,7 +232,7 @@ def test_plain_gauss_hermite_is_biased_where_the_adaptive_rule_is_not():
     x, w = np.polynomial.hermite.hermgauss(40)
     y = eta[0] + np.sqrt(2) * sigma_e * x
     plain = np.log(np.sum(w / np.sqrt(np.pi) * np.exp(c[0] * y - n[0] * np.logaddexp(0, y))))
-    adaptive = quad.log_marginal(eta[None], c[None], n[None], sigma_e)[0]
+    adaptive = log_marginal(eta[None], c[None], n[None], sigma_e)[0]
     assert abs(plain - truth) > 0.05
     assert abs(adaptive - truth) < 1e-4
 
@@ -232,12 +245,12 @@ def test_gradient_is_the_derivative_of_the_log_likelihood(n_max):
     c = rng.binomial(n.astype(int), 0.6).astype(float)
     mult = rng.integers(1, 20, P).astype(float)
     eta = rng.normal(0, 1.5, (P, S))
-    rules = quad.Rules().arrays()
+    rules = Rules().arrays()
 
     def total(e, se, sv):
-        return quad.loglik_and_grad(e, c, n, mult, se, sv, True, *rules)[0]
+        return loglik_and_grad(e, c, n, mult, se, sv, True, *rules)[0]
 
-    _, g_eta, g_se, g_sv = quad.loglik_and_grad(eta, c, n, mult, 2.0, 0.7, True, *rules)
+    _, g_eta, g_se, g_sv = loglik_and_grad(eta, c, n, mult, 2.0, 0.7, True, *rules)
     h = 1e-6
     numeric = np.zeros_like(eta)
     for i in range(P):
@@ -265,15 +278,15 @@ def test_grid_rule_stays_accurate_for_wide_task_spreads(eta, sigma_e):
     derivative of the refined rule."""
     c, n = np.array([[1.0, 0.0]]), np.array([[1.0, 2.0]])
     eta_p = np.array([[eta, eta - 1.0]])
-    ours = quad.log_marginal(eta_p, c, n, sigma_e, 0.5)[0]
+    ours = log_marginal(eta_p, c, n, sigma_e, 0.5)[0]
     ref = _reference_log_marginal(eta_p[0], c[0], n[0], sigma_e, 0.5)
     assert ours == pytest.approx(ref, abs=1e-6)
-    rules = quad.Rules().arrays()
+    rules = Rules().arrays()
 
     def total(e, se):
-        return quad.loglik_and_grad(e, c, n, np.ones(1), se, 0.5, True, *rules)[0]
+        return loglik_and_grad(e, c, n, np.ones(1), se, 0.5, True, *rules)[0]
 
-    _, g_eta, g_se, _ = quad.loglik_and_grad(eta_p, c, n, np.ones(1), sigma_e, 0.5, True, *rules)
+    _, g_eta, g_se, _ = loglik_and_grad(eta_p, c, n, np.ones(1), sigma_e, 0.5, True, *rules)
     h = 1e-6
     step = np.array([[h, 0.0]])
     central = (total(eta_p + step, sigma_e) - total(eta_p - step, sigma_e)) / (2 * h)
@@ -293,16 +306,16 @@ def test_grid_rule_stays_accurate_for_many_systems(systems):
     eta = rng.normal(0, 1.5, (1, systems))
     c = (rng.random((1, systems)) < special.expit(eta + 1.0)).astype(float)
     n = np.ones((1, systems))
-    ours = quad.log_marginal(eta, c, n, 3.0, 0.3)[0]
+    ours = log_marginal(eta, c, n, 3.0, 0.3)[0]
     ref = _reference_log_marginal(eta[0], c[0], n[0], 3.0, 0.3, e_nodes=3001, v_nodes=401)
     assert ours == pytest.approx(ref, abs=1e-6)
-    rules = quad.Rules().arrays()
-    _, g_eta, _, _ = quad.loglik_and_grad(eta, c, n, np.ones(1), 3.0, 0.3, True, *rules)
+    rules = Rules().arrays()
+    _, g_eta, _, _ = loglik_and_grad(eta, c, n, np.ones(1), 3.0, 0.3, True, *rules)
     h = 1e-6
     step = np.zeros_like(eta)
     step[0, 0] = h
     values = [
-        quad.loglik_and_grad(eta + sign * step, c, n, np.ones(1), 3.0, 0.3, True, *rules)[0]
+        loglik_and_grad(eta + sign * step, c, n, np.ones(1), 3.0, 0.3, True, *rules)[0]
         for sign in (1, -1)
     ]
     assert g_eta[0, 0] == pytest.approx((values[0] - values[1]) / (2 * h), abs=1e-6)
@@ -315,8 +328,8 @@ def test_absurd_task_spreads_give_finite_values(sigma_e, paired):
     one once tried to allocate ~1e300 nodes) and the result stays finite."""
     c = np.array([[1.0, 0.0], [8.0, 3.0]])
     n = np.array([[1.0, 1.0], [16.0, 16.0]])
-    total, g_eta, g_se, g_sv = quad.loglik_and_grad(
-        np.zeros((2, 2)), c, n, np.ones(2), sigma_e, 1.0, paired, *quad.Rules().arrays()
+    total, g_eta, g_se, g_sv = loglik_and_grad(
+        np.zeros((2, 2)), c, n, np.ones(2), sigma_e, 1.0, paired, *Rules().arrays()
     )
     assert np.isfinite(total) and np.isfinite(g_eta).all()
     assert np.isfinite(g_se) and np.isfinite(g_sv)
@@ -385,11 +398,11 @@ def _reference_log_density(
     # the task effects' first r coordinates: any such shift leaves the prior's density alike
     fold = None
     if coord.task_fold:
-        reflections = _collapsed.task_reflections(layout.cluster, layout.pops.code)
+        reflections = collapsed.task_reflections(layout.cluster, layout.pops.code)
         r = int(reflections[0])
         fold = (
             np.exp(part("sigma_task")[0])
-            * _collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
+            * collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
             @ part("z_e")[:r]
         )
     values = coord.unpack(theta, priors, fold)
@@ -460,7 +473,7 @@ def _reference_log_density(
         sigma_e = values["sigma_task"]
         if coord.task_centred:  # e = H (sigma z_r, y) with H orthogonal: e ~ N(0, sigma^2 I)
             H = _reflection_matrix(layout)
-            r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
+            r = int(collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
             effects = H @ np.concatenate([sigma_e * z_e[:r], z_e[r:]])
             total += stats.norm.logpdf(effects, 0, sigma_e).sum() + r * np.log(sigma_e)
         else:
@@ -530,7 +543,7 @@ def _unpaired_reference(theta, coord, layout):
         i_s, i_l = off[small][0], off[large][0]
         angle = np.arctan(np.exp(x[i_l]))  # tan = sigma_small / sigma_large
         x[i_s], x[i_l] = x[i_s] + np.log(np.sin(angle)), x[i_s] + np.log(np.cos(angle))
-    basis = _collapsed.zero_sum_basis(G)
+    basis = collapsed.zero_sum_basis(G)
     root = np.sqrt(np.bincount(cluster, minlength=G))
     if coord.task_centred:  # zeta[g]: sqrt(n_g) times g's tasks' mean of H[:, :G] z, per z
         to_zeta = np.eye(G)[cluster].T @ _reflection_matrix(layout)[:, :G] / root[:, None]
@@ -593,9 +606,9 @@ def _unguided_reference(theta, coord, layout, c, n):
 
     maps = []
     if coord.guided & 2:
-        reflections = _collapsed.task_reflections(layout.cluster, layout.pops.code)
+        reflections = collapsed.task_reflections(layout.cluster, layout.pops.code)
         r = int(reflections[0])
-        fold = _collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
+        fold = collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
         first = off["z_e"][0]
         # the eigenbasis of F'F (of P too): where F has a null space of several dimensions
         # any basis of it serves, so the reference takes the kernel's
@@ -616,7 +629,7 @@ def _unguided_reference(theta, coord, layout, c, n):
             *range(first, first + r),
         ]
     if coord.guided & 1:
-        guide = _collapsed.cluster_system_guide(
+        guide = collapsed.cluster_system_guide(
             c, n, layout.cluster, layout.pops.code, coord.level_weights
         )
         vectors = guide[: S * Gm * Gm].reshape(S, Gm, Gm)
@@ -653,7 +666,7 @@ def _unguided_reference(theta, coord, layout, c, n):
 
 def _reflection_matrix(layout):
     """The dense ``H = H_1 ... H_r`` of the centred task effects' reflections."""
-    out = _collapsed.task_reflections(layout.cluster, layout.pops.code)
+    out = collapsed.task_reflections(layout.cluster, layout.pops.code)
     r, J = int(out[0]), len(layout.cluster)
     H = np.eye(J)
     for v in out[1:].reshape(r, J):
@@ -677,16 +690,16 @@ def test_task_reflections_span_the_cluster_and_stratum_means(clusters, strata):
             np.eye(layout.pops.code.max() + 1)[layout.pops.code],
         ]
     )
-    r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
+    r = int(collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
     assert r == np.linalg.matrix_rank(indicators)
     basis = H[:, :r]
     np.testing.assert_allclose(basis @ (basis.T @ indicators), indicators, atol=1e-12)
     if clusters:  # the fold map: what is left of each direction once its zero-sum cluster
         # component is taken off lies in the span of the stratum indicators (and the constant)
-        reflections = _collapsed.task_reflections(layout.cluster, layout.pops.code)
-        fold = _collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
+        reflections = collapsed.task_reflections(layout.cluster, layout.pops.code)
+        fold = collapsed.task_cluster_fold(layout.cluster, layout.pops.code, reflections)
         G = layout.cluster.max() + 1
-        cluster_part = (_collapsed.zero_sum_basis(G) @ fold)[layout.cluster]  # (J, r)
+        cluster_part = (collapsed.zero_sum_basis(G) @ fold)[layout.cluster]  # (J, r)
         assert np.abs(cluster_part).max() > 0.1
         rest = basis - cluster_part
         strata_span = np.column_stack(
@@ -897,7 +910,7 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(
         logit_normal._latent_inputs(c, n + 1, layout, logit_normal.validate_priors(None), 9)
 
     def kernel(t):
-        return quad.logp_and_grad(
+        return logp_and_grad(
             t, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
         )
 
@@ -931,7 +944,7 @@ def test_additive_logits_recover_known_intercepts_and_task_effects():
     n = np.full((S, J), 200.0)
     n[rng.random((S, J)) < 0.05] = 0.0
     c = rng.binomial(n.astype(int), special.expit(logit)).astype(float)
-    rates, spread = _collapsed.additive_logits(c, n, stratum)
+    rates, spread = collapsed.additive_logits(c, n, stratum)
     err = special.logit(rates) - logit
     se = 1.0 / np.sqrt(200 * special.expit(logit) * special.expit(-logit))
     assert np.abs(err / se)[n > 0].max() < 5.0
@@ -952,13 +965,13 @@ def test_cluster_system_guide_is_the_binomial_score_and_information(weighted):
     n = rng.integers(1, 3, (S, J)).astype(float)
     c = rng.binomial(n.astype(int), 0.5).astype(float)
     weights = tuple(np.bincount(cluster) / J) if weighted else ()
-    guide = _collapsed.cluster_system_guide(c, n, cluster, stratum, weights)
+    guide = collapsed.cluster_system_guide(c, n, cluster, stratum, weights)
     Gm = G - 1
     vectors = guide[: S * Gm * Gm].reshape(S, Gm, Gm)
     values = guide[S * Gm * Gm : S * Gm * (Gm + 1)].reshape(S, Gm)
     score = guide[S * Gm * (Gm + 1) :].reshape(S, Gm)
-    logit = special.logit(_collapsed.additive_logits(c, n, stratum)[0])
-    basis = _collapsed.zero_sum_basis(G)
+    logit = special.logit(collapsed.additive_logits(c, n, stratum)[0])
+    basis = collapsed.zero_sum_basis(G)
 
     def loglik(s, f):
         w = basis @ f
@@ -1015,12 +1028,12 @@ def test_collapsed_coordinates_give_the_model_prior():
     put("f_w", f_w)
     # the intercepts' coordinates are normal about the cluster effects' mean and their
     # zero-sum parts' task-weighted means (the level the data see)
-    basis, pi = _collapsed.zero_sum_basis(G), np.asarray(coord.level_weights)
+    basis, pi = collapsed.zero_sum_basis(G), np.asarray(coord.level_weights)
     assert pi.size == G
     shift = sigma["sigma_cluster"][:, None] * (m_u + f_u @ basis.T @ pi)[:, None] + sigma[
         "sigma_cluster_system"
     ][:, None] * (m_w + f_w @ basis.T @ pi)
-    rotation = _collapsed.contrast_rotation(S)
+    rotation = collapsed.contrast_rotation(S)
     put("z_alpha", rng.normal(shift @ rotation, 2.5) / kappa[:, None])
     values = coord.unpack(theta, priors)
     alpha = values["alpha"][:, :, 0]
@@ -1226,7 +1239,7 @@ def test_exact_task_draws_follow_the_dense_conditional(eta, c, n, sigma_e, sigma
     hull alone (``prior_keep`` 2: none), draws from the task's joint conditional."""
     D = 20_000
     eta, c, n = (np.asarray(a, dtype=float)[None] for a in (eta, c, n))
-    out = quad.exact_task_sums(
+    out = exact_task_sums(
         np.repeat(eta[None], D, 0),
         c,
         n,
@@ -1272,7 +1285,7 @@ def test_exact_task_draws_do_not_depend_on_where_the_hulls_start(eta, c, n, sigm
     spreads = np.full(D, sigma_e)
     reference = D // 2  # the stable median of equal spreads
     etas[reference] += 6.0  # its modes lie far below every other draw's
-    out = quad.exact_task_sums(
+    out = exact_task_sums(
         etas,
         c,
         n,
@@ -1299,7 +1312,7 @@ def test_exact_task_draws_do_not_depend_on_where_the_hulls_start(eta, c, n, sigm
 def test_exact_task_draws_of_one_system_follow_the_binomial_posterior():
     D = 20_000
     eta, c, n, sigma_e = np.array([[0.5]]), np.array([[3.0]]), np.array([[4.0]]), 2.0
-    out = quad.exact_task_sums(
+    out = exact_task_sums(
         np.repeat(eta[None], D, 0),
         c,
         n,
@@ -1330,11 +1343,11 @@ def test_exact_task_draws_are_reproducible_and_keep_the_task_order():
     args = (eta, c, n, np.full(3, 1.0), np.full(3, 0.5), True, np.array([1.0]), "pass@k")
     weight = np.full((5, 2), 0.2)
     inverse = np.array([0, 1, 2, 3, 1])
-    first = quad.exact_task_sums(*args, weight, inverse, np.random.default_rng(9))
-    again = quad.exact_task_sums(*args, weight, inverse, np.random.default_rng(9))
+    first = exact_task_sums(*args, weight, inverse, np.random.default_rng(9))
+    again = exact_task_sums(*args, weight, inverse, np.random.default_rng(9))
     np.testing.assert_array_equal(first, again)
     # a system with no weight gets nothing; the other's sum is unchanged in distribution
-    one = quad.exact_task_sums(*args, weight * [1.0, 0.0], inverse, np.random.default_rng(9))
+    one = exact_task_sums(*args, weight * [1.0, 0.0], inverse, np.random.default_rng(9))
     assert np.all(one[:, 1, :] == 0.0)
 
 
@@ -1374,14 +1387,14 @@ def test_a_fit_draws_the_same_whatever_was_fitted_before_it():
 def test_zero_sum_basis_is_applied_in_linear_time_as_its_matrix(G):
     """The kernel's O(G) products with the zero-sum basis equal the matrix's, and the matrix
     is an orthonormal basis of the vectors summing to zero."""
-    basis = _collapsed.zero_sum_basis(G)
+    basis = collapsed.zero_sum_basis(G)
     np.testing.assert_allclose(basis.T @ basis, np.eye(G - 1), atol=1e-12)
     np.testing.assert_allclose(basis.sum(axis=0), 0.0, atol=1e-12)
     rng = np.random.default_rng(G)
     f, g = rng.normal(size=G - 1), rng.normal(size=G)
     out, adjoint = np.empty(G), np.ones(G - 1)
-    quad._zero_sum(f, out)
-    quad._zero_sum_adjoint(g, 2.0, adjoint)
+    _zero_sum(f, out)
+    _zero_sum_adjoint(g, 2.0, adjoint)
     np.testing.assert_allclose(out, basis @ f, atol=1e-12)
     np.testing.assert_allclose(adjoint, 1.0 + 2.0 * basis.T @ g, atol=1e-12)
 
@@ -1397,7 +1410,7 @@ def test_vectorised_exponentials_match_the_math_library():
             [0.0, -0.0, 1e-300, 0.34657359, 0.3465736, 40.0, 700.0, -745.0],
         ]
     )
-    small, log_term = quad._softplus_parts(y.reshape(-1, 8))
+    small, log_term = _softplus_parts(y.reshape(-1, 8))
     reference = np.exp(-np.minimum(np.abs(y), 700.0))
     np.testing.assert_allclose(small.ravel(), reference, rtol=2e-15, atol=0)
     np.testing.assert_allclose(log_term.ravel(), np.log1p(reference), rtol=2e-15, atol=0)
@@ -1421,8 +1434,8 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     coordinates (:func:`_unpaired_reference`)."""
     import ctypes
 
-    from bayeval.models import _nutpie_kernel
     from bayeval.models._beta_family import counts_by_bound
+    from bayeval.models.kernels import nutpie_model
 
     centred = form.endswith(("centred", "folded", "pairs", "task-latent"))
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
@@ -1444,8 +1457,8 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     assert coord.cluster_pairs == pairs
     tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
-    model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)
-    logp_c, expand_c = quad.nutpie_functions()
+    model = nutpie_model.KernelModel.build(values, coord.size, kept, tasks, 0)
+    logp_c, expand_c = nutpie_functions()
     x = np.random.default_rng(1).normal(0, 0.7, coord.size)
     grad, logp = np.empty(coord.size), np.empty(1)
     assert (
@@ -1459,7 +1472,7 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
         == 0
     )
     v = model.values
-    ref_logp, ref_grad = quad.logp_and_grad(
+    ref_logp, ref_grad = logp_and_grad(
         x, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
     )
     # the same arithmetic compiled twice: the compiler may fuse a multiply and an add in one
@@ -1481,7 +1494,7 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     if pairs or integrated:  # kept in the kernel's coordinates, as the Python route keeps
         # them (the pairs unrotated; the task-latent form's guide undone)
         np.testing.assert_array_equal(
-            out[:kept], quad.unmapped(x, v["spec"], v["const"], v["index"][0])[:kept]
+            out[:kept], unmapped(x, v["spec"], v["const"], v["index"][0])[:kept]
         )
         assert np.abs(out[:kept] - x[:kept]).max() > 0.01  # not the sampler's coordinates
         x = (
@@ -1495,7 +1508,7 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     x = coord.plain(x)  # the task-latent form holds its task coordinates over kappa
     tail = np.exp(x[0]) * x[kept : kept + tasks]
     if centred:  # e = H (sigma z_r, y)
-        r = int(_collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
+        r = int(collapsed.task_reflections(layout.cluster, layout.pops.code)[0])
         tail = _reflection_matrix(layout) @ np.concatenate([tail[:r], x[kept + r : kept + tasks]])
     np.testing.assert_allclose(out[kept:], tail, rtol=1e-13, atol=1e-14)
 
@@ -1508,8 +1521,8 @@ def test_the_c_log_density_rejects_a_diverged_point_with_a_code(form):
     task-latent fit of SWE-bench once had a chain stuck that way, every draw divergent)."""
     import ctypes
 
-    from bayeval.models import _nutpie_kernel
     from bayeval.models._beta_family import counts_by_bound
+    from bayeval.models.kernels import nutpie_model
 
     integrated = form == "task-latent"
     data, _, _ = _collapsed_case(3, True, True, most=2 if integrated else 4)
@@ -1520,8 +1533,8 @@ def test_the_c_log_density_rejects_a_diverged_point_with_a_code(form):
     coord, values = inputs(c[0], n[0], layout, logit_normal.validate_priors(None), 9)
     tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
-    model = _nutpie_kernel.KernelModel.build(values, coord.size, kept, tasks, 0)
-    logp_c, _ = quad.nutpie_functions()
+    model = nutpie_model.KernelModel.build(values, coord.size, kept, tasks, 0)
+    logp_c, _ = nutpie_functions()
     pointer = ctypes.POINTER(ctypes.c_double)
     grad, logp = np.empty(coord.size), np.empty(1)
 
@@ -1548,7 +1561,7 @@ def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred
     """A nutpie without the internal classes the C route uses: the same kernel through
     nutpie's documented Python route, the same posterior (within Monte Carlo error), with the
     full-latent task effects non-centred or centred (their expansion in Python)."""
-    from bayeval.models import _nutpie_kernel
+    from bayeval.models.kernels import nutpie_model
 
     monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
     data = be.from_counts(
@@ -1558,7 +1571,7 @@ def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
         native = be.fit(data, **settings)
-        monkeypatch.setattr(_nutpie_kernel, "available", lambda: False)
+        monkeypatch.setattr(nutpie_model, "available", lambda: False)
         python = be.fit(data, **settings)
     assert python.tree.attrs["task_effects"] == ("centred" if centred else "non-centred")
     for group, name in (
@@ -1618,7 +1631,7 @@ def test_per_pattern_values_equal_the_gradient_paths():
     what the gradient path (``loglik_and_grad``) sums for it: tasks with more than two trials
     (the adaptive rule, one-sided and two-sided) and with at most two (the grid)."""
     rng = np.random.default_rng(11)
-    rules = quad.Rules()
+    rules = Rules()
     S, P = 4, 12
     n = rng.choice([1.0, 3.0, 5.0], size=(P, S))
     n[:3] = rng.choice([0.0, 1.0, 2.0], size=(3, S))  # grid patterns
@@ -1627,11 +1640,11 @@ def test_per_pattern_values_equal_the_gradient_paths():
     c[4] = n[4]  # and everything
     eta = rng.normal(0.0, 1.5, (P, S))
     for p in range(P):
-        single = quad.loglik_and_grad(
+        single = loglik_and_grad(
             eta[p : p + 1], c[p : p + 1], n[p : p + 1], np.ones(1), 1.3, 0.7, True, *rules.arrays()
         )[0]
         assert (
-            quad.pattern_logliks(
+            pattern_logliks(
                 eta[p : p + 1], c[p : p + 1], n[p : p + 1], 1.3, 0.7, True, *rules.arrays()
             )[0]
             == single

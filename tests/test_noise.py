@@ -129,7 +129,8 @@ def test_refusals():
 def test_logit_normal_task_rates_keep_the_cross_system_moments():
     """Joint exact draws of a task's rates reproduce its conditional moments and the
     covariance between systems that the quadrature computes for the tasks estimand."""
-    from bayeval.models._quadrature import exact_task_rates, task_sums
+    from bayeval.models.kernels.exact import exact_task_rates
+    from bayeval.models.kernels.moments import task_sums
 
     rng = np.random.default_rng(0)
     c = np.array([[3.0, 0.0], [1.0, 4.0], [4.0, 4.0]])  # (pattern, system)

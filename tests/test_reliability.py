@@ -14,8 +14,8 @@ from scipy import integrate, special, stats
 import bayeval as be
 from bayeval import estimators as est
 from bayeval.models import _beta_family as bf
-from bayeval.models import _quadrature as quad
 from bayeval.models.hierarchical import HierarchicalRates
+from bayeval.models.kernels.moments import task_sums
 from bayeval.models.logit_normal import normal_expectation
 from bayeval.results import Results
 
@@ -373,7 +373,7 @@ def test_quadrature_moments_of_the_new_metrics_match_monte_carlo(n_trials):
         for p_ in range(2):
             one = np.zeros((2, 2))
             one[p_] = 1.0  # one task of pattern p_: its conditional mean and variance
-            centre, cov = quad.task_sums(
+            centre, cov = task_sums(
                 eta, c, n, sigma_e, sigma_v, True, ks_m, metric, one, np.ones(2), tau=tau
             )
             mean = centre[0].T  # (k, system)

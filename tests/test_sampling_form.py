@@ -362,7 +362,8 @@ def test_latent_task_draws_follow_the_conditional_given_the_task_effect(row):
     taking its own routes (``_CONDITIONAL_ROWS``)."""
     from scipy import special, stats
 
-    from bayeval.models._quadrature import _likelihood_route, latent_task_draws
+    from bayeval.models.kernels.draws import _likelihood_route
+    from bayeval.models.kernels.exact import latent_task_draws
 
     D = 20_000
     cells, spreads = _CONDITIONAL_ROWS[row]

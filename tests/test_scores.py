@@ -195,10 +195,10 @@ def _kernel_point(model, x, spec, cluster):
     tasks of the shared effects (``sigma_task e[j] + sigma_cluster u[g(j)]``), else ``alpha``,
     and the task and cluster effects' standard normals are ``H' x`` (SciPy's Helmert matrix);
     complex ``x`` for complex-step derivatives."""
-    from bayeval.models import _zoib_kernel
+    from bayeval.models.kernels import zoib as zoib_kernel
 
     S, J, G, paired, clusters = (int(v) for v in spec[:5])
-    off = _zoib_kernel.offsets(S, J, G, bool(paired), bool(clusters))
+    off = zoib_kernel.offsets(S, J, G, bool(paired), bool(clusters))
     x = np.array(x)
     if spec[6]:  # the task and cluster coordinates are H z (H: the orthonormal Helmert matrix)
         x[off[5] : off[5] + J] = linalg.helmert(J, full=True).T @ x[off[5] : off[5] + J]
@@ -245,7 +245,7 @@ def _kernel_point(model, x, spec, cluster):
     ],
 )
 def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
-    from bayeval.models import _zoib_kernel
+    from bayeval.models.kernels import zoib as zoib_kernel
 
     df = _frame(seed=5, n_task=9, systems=systems)
     data = be.from_frame(df, score="score", cluster=cluster)
@@ -262,7 +262,7 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
             for name in ("const", "cluster", "n0", "n1", "nmid", "interior", "sumlog", "sumlog1m")
         ),
     ]
-    dim = _zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10]
+    dim = zoib_kernel.offsets(*spec[:3], bool(spec[3]), bool(spec[4]))[10]
     assert dim == sum(np.size(v) for v in model.initial_point().values())
     cluster = inputs["cluster"]
     names = [v.name for v in model.value_vars]
@@ -273,7 +273,7 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
 
     rng = np.random.default_rng(2)
     points = [rng.normal(0, 1.0, dim) for _ in range(4)]
-    got = [_zoib_kernel.logp_and_grad(x, *args) for x in points]
+    got = [zoib_kernel.logp_and_grad(x, *args) for x in points]
     ref = [logp(_kernel_point(model, x, spec, cluster)) for x in points]
     # the same density up to its normalising constants (the map has Jacobian one). Some of
     # these points put a Beta mean within 1e-8 of 1 (b = (1 - mu) phi near 4e-9), where the
@@ -292,8 +292,8 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
         np.testing.assert_allclose(grad, expected, rtol=1e-7, atol=1e-7)
     # the kept values are the model's named quantities at that point
     x = points[0]
-    out = np.empty(_zoib_kernel.kept_size(*spec[:3], bool(spec[3]), bool(spec[4])))
-    _zoib_kernel.expand(x, spec, cluster, out)
+    out = np.empty(zoib_kernel.kept_size(*spec[:3], bool(spec[3]), bool(spec[4])))
+    zoib_kernel.expand(x, spec, cluster, out)
     post = zoib.split_values(out[None, None], zoib.Layout.from_dataset(data.dataset))
     named = [name for name in (*zoib.POSTERIOR_VARS, *zoib.LATENT_VARS) if name in model.named_vars]
     assert sorted(post.data_vars) == sorted(named)
@@ -306,18 +306,18 @@ def test_compiled_kernel_is_the_pymc_models_density(systems, cluster, level):
 
 
 def test_the_kernel_samples_the_levels_from_fifty_tasks():
-    from bayeval.models import _zoib_kernel
+    from bayeval.models.kernels import zoib as zoib_kernel
 
-    for n_task in (_zoib_kernel.LEVEL_TASKS - 1, _zoib_kernel.LEVEL_TASKS):
+    for n_task in (zoib_kernel.LEVEL_TASKS - 1, zoib_kernel.LEVEL_TASKS):
         data = be.from_frame(_frame(n_task=n_task, n_trial=1), score="score")
         assert zoib.kernel_inputs(data)["spec"][6] == (n_task >= 50)
 
 
 def test_kernel_digamma_matches_scipy():
-    from bayeval.models import _zoib_kernel
+    from bayeval.models.kernels import zoib as zoib_kernel
 
     x = np.concatenate([np.geomspace(1e-8, 1e4, 400), np.linspace(0.5, 12, 101)])
-    got = np.array([_zoib_kernel.digamma(v) for v in x])
+    got = np.array([zoib_kernel.digamma(v) for v in x])
     np.testing.assert_allclose(got, special.digamma(x), rtol=1e-12, atol=1e-11)
 
 
@@ -472,10 +472,10 @@ def test_fits_are_reproducible(score_fit):
 
 
 def test_without_the_kernel_route_the_pymc_model_is_compiled_once_per_shape(monkeypatch):
-    from bayeval.models import _nutpie_kernel
+    from bayeval.models.kernels import nutpie_model
 
     # an installed nutpie without the internals the kernel needs: the PyMC model's route
-    monkeypatch.setattr(_nutpie_kernel, "available", lambda: False)
+    monkeypatch.setattr(nutpie_model, "available", lambda: False)
     small = {"draws": 200, "chains": 1, "tune": 200}
     data = be.from_frame(_frame(n_task=10), score="score", cluster="cluster")
     zoib._compiled.clear()

@@ -56,7 +56,7 @@ import pytensor.tensor as pt
 from scipy.linalg import solve_triangular
 
 from bayeval.models._misfit import apart
-from bayeval.models._nutpie_cache import CompiledModels
+from bayeval.models.kernels.compiled_models import CompiledModels
 
 __all__ = [
     "MODELS",

@@ -30,7 +30,7 @@ evaluation task sets are often U-shaped: on the logit scale their task effects s
 more (Beta(0.4, 0.3) rates have a logit standard deviation near 4).
 
 Collapsed inference. The task-level effects ``e[j]`` and ``v[s, j]`` are integrated out task by
-task with nested adaptive Gauss-Hermite quadrature (:mod:`bayeval.models._quadrature`), centred
+task with nested adaptive Gauss-Hermite quadrature (:mod:`bayeval.models.kernels`), centred
 and scaled at each pattern's mode; tasks of the same cluster and stratum with identical counts
 for every system share one integral (two single-attempt systems have at most four patterns
 per cluster). The sampler sees only the intercepts, the cluster-level effects and the four
@@ -92,9 +92,10 @@ from scipy import special
 
 from bayeval._validate import merge_priors
 from bayeval.estimators import clip_probability, success_threshold
-from bayeval.models import _nutpie_kernel, base
+from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, task_weights
-from bayeval.models._collapsed import (
+from bayeval.models.kernels.cells import CELL_TABLE_NODES, CELL_TABLE_TRIALS, cell_tables
+from bayeval.models.kernels.collapsed import (
     CollapsedLogp,
     Coordinates,
     block_rotation,
@@ -104,20 +105,14 @@ from bayeval.models._collapsed import (
     task_cluster_fold,
     task_reflections,
 )
-from bayeval.models._quadrature import (
-    CELL_TABLE_NODES,
-    CELL_TABLE_TRIALS,
+from bayeval.models.kernels.exact import (
     EXACT_TASKS,
-    LOW_TRIALS,
-    N_NODES,
-    Rules,
-    cell_tables,
     exact_task_rates,
     exact_task_sums,
-    grid_expectations,
     latent_task_draws,
-    task_sums,
 )
+from bayeval.models.kernels.moments import grid_expectations, task_sums
+from bayeval.models.kernels.quadrature import LOW_TRIALS, N_NODES, Rules
 
 __all__ = ["build_logit_normal_model", "DEFAULT_PRIORS"]
 
@@ -264,7 +259,7 @@ def task_parametrisation(ds: xr.Dataset) -> bool:
     432 a task, Terminal-Bench's 65), where the non-centred coordinates must rescale against
     ``sigma_task`` at every move and it mixes slowly. Centred or not, the effects' means over
     each cluster and stratum stay non-centred: the data see them only with the intercepts and
-    cluster effects (:func:`bayeval.models._collapsed.task_reflections`). The rule: centred
+    cluster effects (:func:`bayeval.models.kernels.collapsed.task_reflections`). The rule: centred
     when the tasks hold at least :data:`CENTRED_TASK_TRIALS` trials over the systems on
     average.
 
@@ -294,7 +289,7 @@ TASK_LATENT_SYSTEMS = 12
 #: task-latent form (:func:`sampling_form`), whose cluster effects are centred. Simulated
 #: (12 systems, one trial a task, cluster sd 0.7, 2 chains x 500 draws;
 #: ``benchmarks/results/task_latent_coverage.txt``): before the form's coordinates were guided
-#: (:func:`bayeval.models._quadrature._unguide`), with 10 tasks a cluster 19 of 60 fits
+#: (:func:`bayeval.models.kernels.guide._unguide`), with 10 tasks a cluster 19 of 60 fits
 #: diverged, one with a chain stuck at ``sigma_cluster`` 0.03 (bulk ESS 3), and with 40 a
 #: cluster 8 of 40 (one stuck); guided, none of 40 diverged in either (smallest bulk ESS 105
 #: and 110 at worst), and fits of 12 x 100 in 10 clusters took 2.0-2.7 s against the
@@ -585,7 +580,7 @@ def build_logit_normal_model(
 
 #: Whether the collapsed form holds its intercepts, cluster effects and their spreads on the
 #: scale of the task-level effects' attenuation ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 +
-#: sigma_task_system^2))`` (:func:`bayeval.models._quadrature._attenuation`): the data pin
+#: sigma_task_system^2))`` (:func:`bayeval.models.kernels.coordinates._attenuation`): the data pin
 #: each system's rate near ``expit(alpha / kappa)``, so held plainly the intercepts move with
 #: the spreads along a curved ridge. On the 25 SWE-bench systems (4 chains x 1000 draws,
 #: seeds 0-2) the intercepts' smallest bulk ESS went from 788-1869 to 2474-3203,
@@ -597,17 +592,17 @@ ATTENUATED_INTERCEPTS = True
 
 #: Whether the collapsed form shifts its intercepts by the cluster effects' zero-sum parts'
 #: means weighted by the clusters' tasks, the level the data see
-#: (:func:`bayeval.models._quadrature._level_weights`; recorded in
+#: (:func:`bayeval.models.kernels.coordinates._level_weights`; recorded in
 #: ``attrs["intercept_level"]``). Clusters of equal size need no shift; the full-latent form
 #: keeps the level unweighted.
 WEIGHTED_LEVEL = True
 
 
 #: Whether the full-latent form samples each cluster's pairs rotated onto the sums the data
-#: see (:func:`bayeval.models._quadrature._unpair`: the cluster effect with its tasks' mean
+#: see (:func:`bayeval.models.kernels.pairs._unpair`: the cluster effect with its tasks' mean
 #: effect, the sum centred where the task effects are; each system's cluster-by-system effect
 #: with its task-by-system effects' mean, standardised) and the spreads of each pair in polar
-#: coordinates (:func:`bayeval.models._quadrature._from_polar`), where its cluster effects are
+#: coordinates (:func:`bayeval.models.kernels.pairs._from_polar`), where its cluster effects are
 #: not centred (few tasks a cluster) and, with centred task effects, no stratum spans two
 #: clusters. Terminal-Bench (70 families of 80 tasks; be.fit defaults): its 13 systems (seeds
 #: 1-8) smallest bulk ESS 523-619 and largest r-hat 1.006-1.012, against 82-135 and
@@ -618,7 +613,7 @@ ROTATED_CLUSTER_PAIRS = True
 
 #: Cells from which the full-latent form integrates them over their task-by-system effects
 #: (bicubic tables in ``y`` and ``log sigma_v`` per pair of counts ``(c, n)``, the mirrored
-#: ``(n - c, n)`` read at ``-y``: :func:`bayeval.models._quadrature.cell_tables`) instead of
+#: ``(n - c, n)`` read at ``-y``: :func:`bayeval.models.kernels.cells.cell_tables`) instead of
 #: sampling those effects; the cells of counts without a table (beyond the
 #: :data:`CELL_TABLES` most common) keep theirs. Not with the cluster pairs rotated
 #: (:data:`ROTATED_CLUSTER_PAIRS`), whose map reads every cell's effect. LiveCodeBench (45 x
@@ -687,7 +682,7 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
 def folds_clusters(layout: Layout) -> bool:
     """Whether the full-latent form folds the task effects' cluster components into the
     cluster coordinates: where both are centred, with two or more clusters
-    (:func:`bayeval.models._collapsed.task_cluster_fold`).
+    (:func:`bayeval.models.kernels.collapsed.task_cluster_fold`).
 
     Examples
     --------
@@ -744,7 +739,7 @@ def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
 def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     """The compiled full-latent form's coordinates and data (:data:`COLLAPSED_DATA`): the
     collapsed model's kernel with the tasks as its patterns, one each in task order, and their
-    effects at the end of ``theta`` (:func:`bayeval.models._quadrature._latent_cells`)."""
+    effects at the end of ``theta`` (:func:`bayeval.models.kernels.cells._latent_cells`)."""
     S, J = c.shape
     coord = coordinates(layout, latent_tasks=J)
     if coord.cells_integrated and np.max(n) > LOW_TRIALS:  # its tables hold low counts only
@@ -798,8 +793,8 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
 
 
 #: Whether the task-latent form samples its cluster-by-system coordinates guided by the
-#: data's score and information at zero effects (:func:`bayeval.models._quadrature._unguide`,
-#: :func:`bayeval.models._collapsed.cluster_system_guide`).
+#: data's score and information at zero effects (:func:`bayeval.models.kernels.guide._unguide`,
+#: :func:`bayeval.models.kernels.collapsed.cluster_system_guide`).
 GUIDED_CLUSTER_SYSTEM = True
 
 
@@ -830,7 +825,7 @@ def guides_cluster_system(coord) -> bool:
 
 #: Whether the task-latent form samples its task effects' cluster means guided by their
 #: conditional given the folded cluster coordinates and the spreads
-#: (:func:`bayeval.models._quadrature._unguide`).
+#: (:func:`bayeval.models.kernels.guide._unguide`).
 GUIDED_TASK_MEANS = True
 
 
@@ -870,7 +865,7 @@ def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _cell_table_stack(counts) -> np.ndarray:
-    """The tables of ``counts (T, 2)`` (:func:`bayeval.models._quadrature.cell_tables`, by
+    """The tables of ``counts (T, 2)`` (:func:`bayeval.models.kernels.cells.cell_tables`, by
     the rule of ``CELL_TABLE_NODES``), those built for an earlier fit in this process taken
     from :data:`TABLE_CACHE`."""
     keys = [(float(cq), float(nq)) for cq, nq in counts]
@@ -909,7 +904,7 @@ def integrates_cells(ds: xr.Dataset) -> bool:
 
 def _kernel_model(coord, values: dict, coords: dict):
     """A PyMC model of one flat vector ``theta`` and one potential, the compiled kernel (see
-    :mod:`bayeval.models._collapsed`), with the kernel's data as ``pm.Data``: for its log
+    :mod:`bayeval.models.kernels.collapsed`), with the kernel's data as ``pm.Data``: for its log
     density, checks and PyMC's own samplers (``fit`` samples it with :func:`sample_kernel`)."""
     with pm.Model(coords=coords) as model:
         inputs = [pm.Data(name, value) for name, value in values.items()]
@@ -984,7 +979,7 @@ def sample_kernel(
     :func:`collapsed_posterior` reads) and ``task_effect (chain, draw, task)`` (full-latent).
 
     The kernel is numba's, compiled once per machine (cached on disk), and nutpie calls it as
-    a C function from its threads (:mod:`bayeval.models._nutpie_kernel`): nothing is built or
+    a C function from its threads (:mod:`bayeval.models.kernels.nutpie_model`): nothing is built or
     compiled per fit or per process, the chains run on every core, and only
     :data:`LATENT_KEPT` is kept per draw of the full-latent form, whose vector has a
     coordinate per system and task (a PyMC model would keep them all: 1.2 GB over a default
@@ -992,6 +987,8 @@ def sample_kernel(
     jittered by U(-1, 1) per coordinate, as nutpie does for PyMC models.
     """
     import nutpie  # its import takes seconds: loaded when a fit samples with it
+
+    from bayeval.models.kernels import nutpie_model  # deferred with nutpie, which it imports
 
     ds = data.dataset
     c, n, bounds = counts_by_bound(ds)
@@ -1003,9 +1000,9 @@ def sample_kernel(
     kept = coord.hyper_size if latent else coord.size
     args = (values, coord.size, kept, c.shape[2] if latent else 0, coord.offsets["sigma_task"][0])
     model = (
-        _nutpie_kernel.KernelModel.build(*args)
-        if _nutpie_kernel.available()
-        else _nutpie_kernel.python_model(*args)
+        nutpie_model.KernelModel.build(*args)
+        if nutpie_model.available()
+        else nutpie_model.python_model(*args)
     )
     return nutpie.sample(
         model,
@@ -1153,7 +1150,7 @@ def normal_expectation(location, scale, metric, ks, tau=None):
     below 1e-10 up to 256 at every scale, with the grid's ends at +-8 (the normal's mass
     beyond is 1e-15). A fixed grid of 401 nodes took 2-4 times the work at the task spreads
     of the bundled files and erred by 1e-10 at scales near 18. pass@k and pass^k are summed
-    by a compiled kernel a location at a time (:func:`bayeval.models._quadrature.
+    by a compiled kernel a location at a time (:func:`bayeval.models.kernels.moments.
     grid_expectations`: memory stays bounded at any number of draws, systems and clusters),
     through ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k): one
     exponential per k instead of a power. G-pass@k, the binomial tail ``I_p(m, k - m + 1)``
@@ -1665,7 +1662,7 @@ class LogitNormalRates(base.Model):
 
     @staticmethod
     def _latent(prm, layout, effects, c, n, rng, **kwargs):
-        """:func:`bayeval.models._quadrature.latent_task_draws` for one bound."""
+        """:func:`bayeval.models.kernels.exact.latent_task_draws` for one bound."""
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(len(effects))
         return latent_task_draws(
             prm["alpha"],
@@ -1758,7 +1755,7 @@ class LogitNormalRates(base.Model):
     def task_rates(self, tree, systems=None):
         """Per-task rate draws, joint over systems: per posterior draw, each task's rates in
         the chosen systems drawn exactly from their joint conditional, as the tasks estimand
-        draws them (:func:`bayeval.models._quadrature.exact_task_rates`: the shared task
+        draws them (:func:`bayeval.models.kernels.exact.exact_task_rates`: the shared task
         effect from its marginal, then each system's task-by-system effect given it, which
         keeps the rates' dependence across systems); NaN where a system did not run a task.
         A full-latent fit draws the task-by-system effects given its sampled task effects.

@@ -31,7 +31,7 @@ there is no system level here). One system drops ``v`` and ``w``; data without c
 Inference: the likelihood of a cell is a function of its sufficient statistics (counts at 0,
 at 1 and between; sums of ``log y`` and ``log(1 - y)`` over the interior scores); every effect
 is a latent variable (non-centred), sampled by NUTS (nutpie). nutpie samples the compiled log
-density of :mod:`bayeval.models._zoib_kernel` (the same density with its gradient written out,
+density of :mod:`bayeval.models.kernels.zoib` (the same density with its gradient written out,
 called from nutpie's threads as a C function), so a fit builds and compiles no model; where the
 installed nutpie lacks that route, the PyMC model (:func:`build_zoib_model`) is compiled for it
 instead and kept per data shape, so fits of same-shaped data recompile nothing.
@@ -60,9 +60,11 @@ from scipy import special
 
 from bayeval._validate import merge_priors
 from bayeval.data import EvalData
-from bayeval.models import _nutpie_kernel, _zoib_kernel, base
+from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, task_weights
-from bayeval.models._nutpie_cache import CompiledModels
+from bayeval.models.kernels import zoib as zoib_kernel
+from bayeval.models.kernels.abi import kernel_data, meta_array
+from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import cluster_codes, normal_expectation
 
 __all__ = ["build_zoib_model", "DEFAULT_PRIORS", "ZoibScores", "zoib_loglik"]
@@ -337,14 +339,14 @@ def target_accept(n_tasks: int) -> float:
 
 
 def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
-    """The compiled kernel's data (:mod:`bayeval.models._zoib_kernel`), by the names of its
+    """The compiled kernel's data (:mod:`bayeval.models.kernels.zoib`), by the names of its
     ``FIELDS``: ``spec``, the prior constants and the cells' statistics, C-contiguous,
     int64 or float64 and read-only (nutpie is handed their addresses)."""
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
     stats = _model_data(score_arrays(data, missing_bound))
     G = len(layout.cluster_labels) if layout.has_clusters else 1
-    const = [v for name in _zoib_kernel.PRIOR_CONSTANTS for v in np.atleast_1d(priors[name])]
+    const = [v for name in zoib_kernel.PRIOR_CONSTANTS for v in np.atleast_1d(priors[name])]
     values = {
         "spec": [
             layout.n_systems,
@@ -353,7 +355,7 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
             layout.paired,
             layout.has_clusters,
             stats["interior"].size,
-            layout.n_tasks >= _zoib_kernel.LEVEL_TASKS,
+            layout.n_tasks >= zoib_kernel.LEVEL_TASKS,
         ],
         "const": const,
         "cluster": layout.cluster,
@@ -364,19 +366,21 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
         "sumlog": stats["interior_sumlog"],
         "sumlog1m": stats["interior_sumlog1m"],
     }
-    return _nutpie_kernel.kernel_data(values, integers=("spec", "cluster", "interior"))
+    return kernel_data(values, integers=("spec", "cluster", "interior"))
 
 
 def kernel_model(inputs: dict):
     """:func:`kernel_inputs` as a model ``nutpie.sample`` takes: the compiled kernel called as
     C functions from nutpie's threads; each draw keeps ``values`` (:func:`split_values`)."""
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
     spec = inputs["spec"]
     shape = (*spec[:3], bool(spec[3]), bool(spec[4]))
-    dim = int(_zoib_kernel.offsets(*shape)[10])
-    kept = int(_zoib_kernel.kept_size(*shape))
-    sizes = {"dim": dim, "n_kept": kept, **dict(zip(_zoib_kernel.SPEC, spec.tolist(), strict=True))}
-    meta = _nutpie_kernel.meta_array(_zoib_kernel.FIELDS, sizes, inputs)
-    return _nutpie_kernel.KernelModel(
+    dim = int(zoib_kernel.offsets(*shape)[10])
+    kept = int(zoib_kernel.kept_size(*shape))
+    sizes = {"dim": dim, "n_kept": kept, **dict(zip(zoib_kernel.SPEC, spec.tolist(), strict=True))}
+    meta = meta_array(zoib_kernel.FIELDS, sizes, inputs)
+    return nutpie_model.KernelModel(
         dims={},
         values=inputs,
         dim=dim,
@@ -385,7 +389,7 @@ def kernel_model(inputs: dict):
         kept=kept,
         tasks=0,
         meta=meta,
-        functions=_zoib_kernel.nutpie_functions,
+        functions=zoib_kernel.nutpie_functions,
     )
 
 
@@ -433,15 +437,17 @@ def sample(
     """NUTS on the zoib model: a DataTree whose posterior holds :data:`POSTERIOR_VARS` and the
     latent effects, and its sampler statistics.
 
-    With nutpie the compiled kernel (:mod:`bayeval.models._zoib_kernel`) is sampled: nothing
+    With nutpie the compiled kernel (:mod:`bayeval.models.kernels.zoib`) is sampled: nothing
     is built or compiled per fit. Where the installed nutpie lacks the route the kernel needs,
     the PyMC model is compiled for nutpie instead (kept per data shape and priors, with only
     its data replaced by later fits).
     """
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
     accept = target_accept(layout.n_tasks)
-    if engine == "nutpie" and _nutpie_kernel.available():
+    if engine == "nutpie" and nutpie_model.available():
         import nutpie  # its import takes seconds: loaded when a fit samples with it
 
         model = kernel_model(kernel_inputs(data, priors, missing_bound))

@@ -2,12 +2,12 @@
 
 The sampler's parameters form one unconstrained vector ``theta``; a single numba kernel maps
 it to the model's quantities, adds their log prior (with the log-Jacobians of the
-transforms) and the quadrature log-likelihood of :mod:`bayeval.models._quadrature`, and
+transforms) and the quadrature log-likelihood of :mod:`bayeval.models.kernels.likelihood`, and
 returns the gradient by the chain rule. PyMC sees one ``Flat`` vector and one ``Potential``,
 so building a model compiles a handful of graph nodes instead of the ~90 that the same model
 written with PyMC distributions needs (that compilation cost ~10 s per fit, longer than
-sampling). The kernel (:func:`bayeval.models._quadrature.logp_and_grad`) is reached through a
-C symbol (:func:`bayeval.models._quadrature.kernel_symbol`) so that the model's compiled
+sampling). The kernel (:func:`bayeval.models.kernels.logp.logp_and_grad`) is reached through a
+C symbol (:func:`bayeval.models.kernels.cfunctions.kernel_symbol`) so that the model's compiled
 function only holds a call to it.
 
 Coordinates of ``theta`` (present when the data have clusters / several systems)::
@@ -41,8 +41,11 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType
 from pytensor.graph import Apply, Op
 
-from bayeval.models import _quadrature
-from bayeval.models._quadrature import ATTENUATION, KERNEL_HASH, Rules, c_signature, kernel_symbol
+from bayeval.models.kernels.cfunctions import c_signature, kernel_symbol
+from bayeval.models.kernels.coordinates import ATTENUATION
+from bayeval.models.kernels.disk_cache import KERNEL_HASH
+from bayeval.models.kernels.logp import logp_and_grad
+from bayeval.models.kernels.quadrature import Rules
 
 
 def zero_sum_basis(G: int) -> np.ndarray:
@@ -91,13 +94,13 @@ def task_reflections(cluster, stratum) -> np.ndarray:
     over each cluster and stratum) are known from the prior alone. ``H = H_1 ... H_r``, the
     product of the reflections ``H_i = I - 2 v_i v_i'``, is orthogonal with that subspace as
     its first ``r`` columns (Householder QR of an orthonormal basis of it):
-    :func:`bayeval.models._quadrature._task_effects` samples those ``r`` coordinates
+    :func:`bayeval.models.kernels.coordinates._task_effects` samples those ``r`` coordinates
     non-centred and the other ``J - r`` centred.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from bayeval.models._collapsed import task_reflections
+    >>> from bayeval.models.kernels.collapsed import task_reflections
     >>> out = task_reflections(np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int))
     >>> int(out[0]), out[1:].reshape(2, 5).shape  # two cluster means
     (2, (2, 5))
@@ -139,7 +142,7 @@ def additive_logits(c, n, stratum) -> tuple[np.ndarray, np.ndarray]:
     Examples
     --------
     >>> import numpy as np
-    >>> from bayeval.models._collapsed import additive_logits
+    >>> from bayeval.models.kernels.collapsed import additive_logits
     >>> c, n = np.array([[1, 0, 1], [1, 1, 0]]), np.ones((2, 3))
     >>> rates, spread = additive_logits(c, n, np.zeros(3, dtype=int))
     >>> rates.shape, bool(np.all((rates > 0) & (rates < 1)))
@@ -166,7 +169,7 @@ def additive_logits(c, n, stratum) -> tuple[np.ndarray, np.ndarray]:
 
 def cluster_system_guide(c, n, cluster, stratum, weights=()) -> np.ndarray:
     """The constants by which the task-latent form guides its cluster-by-system coordinates
-    (:func:`bayeval.models._quadrature._unguide`): per system, the eigenvectors ``(S, G - 1,
+    (:func:`bayeval.models.kernels.guide._unguide`): per system, the eigenvectors ``(S, G - 1,
     G - 1)`` of the data's information about its zero-sum cluster-by-system coordinates, the
     eigenvalues ``(S, G - 1)`` and the data's score in that basis ``(S, G - 1)``, flattened in
     that order.
@@ -183,7 +186,7 @@ def cluster_system_guide(c, n, cluster, stratum, weights=()) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from bayeval.models._collapsed import cluster_system_guide
+    >>> from bayeval.models.kernels.collapsed import cluster_system_guide
     >>> rng = np.random.default_rng(0)
     >>> n = np.ones((3, 40))
     >>> c = (rng.random((3, 40)) < 0.5).astype(float)
@@ -218,7 +221,7 @@ def reflect(reflections: np.ndarray, x: np.ndarray, transpose: bool = False) -> 
     Examples
     --------
     >>> import numpy as np
-    >>> from bayeval.models._collapsed import reflect, task_reflections
+    >>> from bayeval.models.kernels.collapsed import reflect, task_reflections
     >>> out = task_reflections(np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int))
     >>> x = np.arange(5.0)
     >>> bool(np.allclose(reflect(out, reflect(out, x), transpose=True), x))  # orthogonal
@@ -241,12 +244,12 @@ def cluster_pair_map(cluster, reflections) -> np.ndarray | None:
     the tasks per cluster and ``Q`` orthogonal: cluster g's mean task effect is ``sigma_task
     (Q z)[g] / sqrt(n_g)``. The full-latent form pairs it with the cluster effect and samples
     the pair rotated onto the sum the data see
-    (:func:`bayeval.models._quadrature._unpair`).
+    (:func:`bayeval.models.kernels.pairs._unpair`).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from bayeval.models._collapsed import cluster_pair_map, task_reflections
+    >>> from bayeval.models.kernels.collapsed import cluster_pair_map, task_reflections
     >>> cluster, stratum = np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int)
     >>> Q = cluster_pair_map(cluster, task_reflections(cluster, stratum))
     >>> bool(np.allclose(Q @ Q.T, np.eye(2)))
@@ -278,7 +281,7 @@ def task_cluster_fold(cluster, stratum, reflections) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from bayeval.models._collapsed import task_cluster_fold, task_reflections
+    >>> from bayeval.models.kernels.collapsed import task_cluster_fold, task_reflections
     >>> cluster, stratum = np.array([0, 0, 1, 1, 1]), np.zeros(5, dtype=int)
     >>> task_cluster_fold(cluster, stratum, task_reflections(cluster, stratum)).shape
     (1, 2)
@@ -437,7 +440,7 @@ class Coordinates:
         :attr:`hyper_size`): with ``attenuated``, the intercepts' rotated coordinates (but
         non-centred contrasts) and centred cluster coordinates times ``kappa = sqrt(1 + (pi /
         8)(sigma_task^2 + sigma_task_system^2))``, and the log cluster, cluster-by-system and
-        system spreads plus ``log kappa`` (:func:`bayeval.models._quadrature._attenuation`).
+        system spreads plus ``log kappa`` (:func:`bayeval.models.kernels.coordinates._attenuation`).
         The task-latent form samples the task effects, so only the task-by-system spread
         enters kappa, and its centred task coordinates and log task spread are held the same
         way."""
@@ -482,7 +485,7 @@ class Coordinates:
         zero-sum part the effects' own; with ``task_fold`` that part plus the task effects'
         folded cluster components ``fold (..., G - 1)``, which are taken off. With
         ``level_weights`` the intercepts' coordinates are shifted by the zero-sum parts'
-        weighted means (:func:`bayeval.models._quadrature._level_weights`). Attenuated
+        weighted means (:func:`bayeval.models.kernels.coordinates._level_weights`). Attenuated
         coordinates are first made plain (:meth:`plain`).
         """
         theta = self.plain(theta)
@@ -543,7 +546,7 @@ class Coordinates:
 class CollapsedLogp(Op):
     """PyTensor Op: the log density of ``theta`` and its gradient.
 
-    See :func:`bayeval.models._quadrature.logp_and_grad`.
+    See :func:`bayeval.models.kernels.logp.logp_and_grad`.
 
     Inputs other than ``theta`` are the model's data (spec, constants, pattern index,
     counts, multiplicities), so a compiled model serves other data of the same ``theta``
@@ -562,13 +565,13 @@ class CollapsedLogp(Op):
         # casts, not conversions: PyMC stores integer data as int32
         inputs = [
             pt.cast(pt.as_tensor_variable(value), dtype)
-            for value, dtype in zip((theta, spec, const, index, c, n, mult), dtypes)
+            for value, dtype in zip((theta, spec, const, index, c, n, mult), dtypes, strict=True)
         ]
         return Apply(self, inputs, [pt.dscalar(), pt.dvector()])
 
     def perform(self, node, inputs, outputs):
         theta, spec, const, index, c, n, mult = (np.ascontiguousarray(a) for a in inputs)
-        logp, grad = _quadrature.logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
+        logp, grad = logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
         outputs[0][0] = np.asarray(logp, dtype="float64")
         outputs[1][0] = grad
 

@@ -4,7 +4,7 @@ The density is :func:`bayeval.models.zoib.build_zoib_model`'s (every effect late
 non-centred, the same priors), written out by hand with its gradient in numba: nutpie's
 PyTensor route evaluates it through dozens of array operations a gradient (0.2 ms on
 LiveBench-like data of 720 cells), this one loop over the cells does it in a fraction of that,
-and nutpie calls it as a C function from its threads (:mod:`bayeval.models._nutpie_kernel`),
+and nutpie calls it as a C function from its threads (:mod:`bayeval.models.kernels.nutpie_model`),
 so a fit builds and compiles no model.
 
 The unconstrained vector ``x`` holds, in order: ``alpha``, ``delta``, ``gamma``, ``log phi``
@@ -39,9 +39,6 @@ shift: a rotation (Jacobian one) that makes the shift a coordinate of its own. 2
 360 tasks, three data seeds: the population mean score's smallest bulk ESS 1,297-1,564
 against 226-448, ``alpha``'s 1,070-2,239 against 254-507, in the same time a fit
 (``models/zoib.md``).
-
-The kernel's compiled functions live in this one file (numba's disk cache is invalidated by a
-change of the function's own file only).
 """
 
 from __future__ import annotations
@@ -51,15 +48,8 @@ import math
 import numba
 import numpy as np
 
-# (small helpers shared with the collapsed kernel's C functions; a change to them needs the
-# disk cache of this file cleared too)
-from bayeval.models._quadrature import (
-    _as_f64_pointer,
-    _as_i64_pointer,
-    _sigmoid,
-    finite,
-    nutpie_status,
-)
+from bayeval.models.kernels.abi import _as_f64_pointer, _as_i64_pointer, nutpie_status
+from bayeval.models.kernels.numerics import _sigmoid, finite
 
 #: The kernel's integer constants: systems, tasks, clusters (1 without), paired, clustered,
 #: the number of cells with an interior score, and whether the first S coordinates are the
@@ -411,7 +401,7 @@ _EXPAND_SIG = numba.types.int64(numba.types.uint64, numba.types.uint64, _F64, _F
 
 def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     meta = numba.carray(meta_p, (len(FIELDS),))
-    D, S, J, G, I = meta[0], meta[2], meta[3], meta[4], meta[7]
+    D, S, J, I = meta[0], meta[2], meta[3], meta[7]  # noqa: E741 (I as in SPEC)
     if dim != D:
         return -1
     x = numba.carray(x_p, (D,))

@@ -1,11 +1,12 @@
 """The compiled logit-normal kernel as a model nutpie samples, without PyMC.
 
 nutpie samples a PyMC model through a C log density and a C expansion of each draw into the
-values it keeps, both called from its threads. :func:`bayeval.models._quadrature.nutpie_functions`
-are such functions around the kernel, compiled once per machine (numba's disk cache), so a fit
-of either form builds no PyMC model, compiles nothing, runs its chains on every core without
-the GIL, and keeps per draw only what the expansion writes (the full-latent form's
-task-by-system effects are not kept: LiveCodeBench's 45 x 400 x 10 has 18,000 of them a draw).
+values it keeps, both called from its threads.
+:func:`bayeval.models.kernels.cfunctions.nutpie_functions` are such functions around the kernel,
+compiled once per machine (numba's disk cache), so a fit of either form builds no PyMC model,
+compiles nothing, runs its chains on every core without the GIL, and keeps per draw only what the
+expansion writes (the full-latent form's task-by-system effects are not kept: LiveCodeBench's 45 x
+400 x 10 has 18,000 of them a draw).
 
 nutpie exposes this route for its own PyMC models only (``nutpie.compile_pymc``), so
 :class:`KernelModel` speaks to the same internal classes; where a nutpie release changes them
@@ -22,7 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bayeval.models import _quadrature
+from bayeval.models.kernels import cfunctions
+from bayeval.models.kernels.abi import kernel_data, meta_array
+from bayeval.models.kernels.logp import kernel_logp, latent_task_effects, unmapped
 
 _INTERNALS = ("LogpFunc", "ExpandFunc", "PyMcModel", "PyVariable", "PySampler")
 
@@ -37,17 +40,8 @@ def available() -> bool:
     return all(hasattr(_lib, name) for name in _INTERNALS) and hasattr(_lib.PySampler, "from_pymc")
 
 
-def meta_array(names, sizes: dict, arrays: dict) -> np.ndarray:
-    """The user data of a kernel's C functions: for each of ``names`` in order, its integer
-    from ``sizes`` or else the address of its array in ``arrays`` (kept alive by the caller)."""
-    return np.array(
-        [sizes[name] if name in sizes else arrays[name].ctypes.data for name in names],
-        dtype=np.int64,
-    )
-
-
 def _meta(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int) -> np.ndarray:
-    """The user data of the C functions (:data:`bayeval.models._quadrature.NUTPIE_FIELDS`)."""
+    """The user data of the C functions (:data:`.cfunctions.NUTPIE_FIELDS`)."""
     c = values["c"]
     sizes = {
         "dim": dim,
@@ -59,19 +53,7 @@ def _meta(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int) ->
         "J": tasks,
         "log_sigma_task": log_sigma_task,
     }
-    return meta_array(_quadrature.NUTPIE_FIELDS, sizes, values)
-
-
-def kernel_data(values: dict, integers=("spec", "index")) -> dict:
-    """The kernel's data as the C functions read them: C-contiguous, int64 (the arrays named
-    in ``integers``) or float64, and read-only (their addresses are handed to nutpie)."""
-    out = {}
-    for name, value in values.items():
-        dtype = np.int64 if name in integers else np.float64
-        array = np.array(value, dtype=dtype, order="C", copy=True)
-        array.flags.writeable = False
-        out[name] = array
-    return out
+    return meta_array(cfunctions.NUTPIE_FIELDS, sizes, values)
 
 
 try:  # the base class nutpie's samplers accept; absent, available() is False
@@ -82,7 +64,7 @@ except ImportError:  # pragma: no cover - nutpie is a dependency
 
 @dataclasses.dataclass(frozen=True)
 class KernelModel(_Base):
-    """A compiled kernel (:func:`bayeval.models._quadrature.logp_and_grad`) and its data as
+    """A compiled kernel (:func:`bayeval.models.kernels.logp.logp_and_grad`) and its data as
     a model for ``nutpie.sample``: the draw keeps ``names`` of ``shapes`` (the first
     ``kept`` coordinates of theta, then ``tasks`` task effects)."""
 
@@ -95,7 +77,7 @@ class KernelModel(_Base):
     log_sigma_task: int = 0
     meta: Any = None
     #: The C log density and expansion, a function of nothing (the collapsed kernel's by
-    #: default; :mod:`bayeval.models._zoib_kernel` has its own).
+    #: default; :mod:`bayeval.models.kernels.zoib` has its own).
     functions: Any = None
 
     @classmethod
@@ -122,7 +104,7 @@ class KernelModel(_Base):
 
     @property
     def shapes(self) -> dict:
-        return dict(zip(self.names, self.shapes_))
+        return dict(zip(self.names, self.shapes_, strict=True))
 
     @property
     def coords(self) -> dict:
@@ -136,7 +118,7 @@ class KernelModel(_Base):
     def _make_model(self, init_mean):
         from nutpie import _lib
 
-        logp_c, expand_c = (self.functions or _quadrature.nutpie_functions)()
+        logp_c, expand_c = (self.functions or cfunctions.nutpie_functions)()
         address = self.meta.ctypes.data
         expand = _lib.ExpandFunc(self.dim, self.kept + self.tasks, expand_c.address, address, self)
         logp = _lib.LogpFunc(logp_c.address, address, self)
@@ -185,7 +167,7 @@ def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: 
     args = tuple(data.values())
 
     def logp(x, **_):
-        return _quadrature.kernel_logp(x, *args)
+        return kernel_logp(x, *args)
 
     if tasks == 0:
         names, shapes = ["theta"], [(dim,)]
@@ -196,10 +178,10 @@ def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: 
         names, shapes = ["hyper", "task_effect"], [(kept,), (tasks,)]
 
         def expand(x, **_):
-            x = _quadrature.unmapped(x, data["spec"], data["const"], data["index"][0])
+            x = unmapped(x, data["spec"], data["const"], data["index"][0])
             return {
                 "hyper": x[:kept].copy(),
-                "task_effect": _quadrature.latent_task_effects(
+                "task_effect": latent_task_effects(
                     x, data["spec"], data["const"], kept, tasks, log_sigma_task
                 ),
             }
