@@ -39,6 +39,7 @@ import xarray as xr
 
 from bayeval._validate import (
     describe_values,
+    validate_margin,
 )
 from bayeval.estimators import (
     metric_ks,
@@ -369,8 +370,7 @@ def compare(
             )
     if candidate == baseline:
         raise ValueError("candidate and baseline must be different systems")
-    if not isinstance(margin, (int, float)) or margin < 0:
-        raise ValueError(f"margin must be a non-negative number; got {margin!r}")
+    margin = validate_margin(margin)
     pair = [baseline, candidate]
     subset = data.sel(system=pair)
     trials = subset.dataset["trials"].values

@@ -36,7 +36,7 @@ import numpy as np
 import rfc8785
 import xarray as xr
 
-from bayeval._validate import describe_values, validate_choice, validate_prob
+from bayeval._validate import describe_values, validate_choice, validate_margin, validate_prob
 
 __all__ = [
     "MISSING",
@@ -487,19 +487,6 @@ def _verdict(lower: float, upper: float, margin: float) -> str:
     return "inconclusive"
 
 
-def _validate_margin(margin) -> float:
-    if (
-        isinstance(margin, bool)
-        or not isinstance(margin, numbers.Real)
-        or not (0 < float(margin) < 1)
-    ):
-        raise ValueError(
-            f"margin must be a number strictly between 0 and 1 (an absolute "
-            f"change in the score); got {margin!r}"
-        )
-    return float(margin)
-
-
 def _fit_paired(data, fit_options):
     from bayeval.fit import fit
 
@@ -574,7 +561,7 @@ def canary(
     """
     from bayeval.data import EvalData
 
-    margin = _validate_margin(margin)
+    margin = validate_margin(margin, positive=True)
     ci_prob = validate_prob("ci_prob", ci_prob)
     digests = {}
     if isinstance(data, Mapping):
@@ -748,7 +735,7 @@ def reward_gap(
     """
     train = _eval_data(data_train, "data_train")
     heldout = _eval_data(data_heldout, "data_heldout")
-    margin = _validate_margin(margin)
+    margin = validate_margin(margin, positive=True)
     ci_prob = validate_prob("ci_prob", ci_prob)
     validate_choice("estimand", estimand, ("tasks", "population"))
     _same_episodes(train, heldout)

@@ -17,6 +17,7 @@ from bayeval._arviz import mcse_and_ess
 from bayeval._validate import (
     describe_values,
     validate_k,
+    validate_margin,
     validate_prob,
 )
 from bayeval.posterior import Posterior, credible_interval, read_tree
@@ -270,8 +271,7 @@ class Results(Posterior):
         asked = metric
         metric, tau = self._validate_metric(metric, tau, k)
         ci_prob = validate_prob("ci_prob", ci_prob)
-        if not isinstance(margin, (int, float)) or margin < 0:
-            raise ValueError(f"margin must be a non-negative number; got {margin!r}")
+        margin = validate_margin(margin)
         if runs is not None:
             from bayeval._runs import check_recipes
 
@@ -600,8 +600,7 @@ class Results(Posterior):
         1.0
         """
         ci_prob = validate_prob("ci_prob", ci_prob)
-        if not isinstance(margin, (int, float)) or margin < 0:
-            raise ValueError(f"margin must be a non-negative number; got {margin!r}")
+        margin = validate_margin(margin)
         values = self._single_metric("compare_all", metric, k, estimand, clusters, weighting, tau)
         tau = values.attrs.get("tau")
         systems = self.systems
