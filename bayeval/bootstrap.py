@@ -60,6 +60,7 @@ from bayeval.resampling import (
     _validity,
     _warn_fallback,
     _warn_nan,
+    bootstrap_p_value,
 )
 
 
@@ -332,7 +333,8 @@ def compare(
         ``effect`` (replicates on ``replicate``), ``effect_estimate``, ``effect_interval``
         (``ci_bound``), ``prob_positive``, ``prob_above_margin`` and ``prob_noninferior``
         (shares of replicates above 0, ``margin`` and ``-margin``), ``p_value`` (two-sided
-        percentile-bootstrap test of no effect), per-system ``estimate``,
+        percentile-bootstrap test of no effect, :func:`bayeval.resampling.bootstrap_p_value`),
+        per-system ``estimate``,
         ``interval_valid``/``interval_reason`` (as in :func:`pass_at_k`, for the effect),
         status counts.
 
@@ -409,8 +411,7 @@ def compare(
         name: np.where(valid, eff_reps > thr, False).sum(0) / n_valid
         for name, thr in (("pos", 0.0), ("margin", margin), ("noninf", -margin))
     }
-    at_or_below = np.where(valid, eff_reps <= 0, False).sum(0) / n_valid
-    p_value = np.minimum(1.0, 2 * np.minimum(share["pos"], at_or_below))
+    p_value = bootstrap_p_value(eff_reps, alternative="two-sided", axis=0)
 
     def da(values, lead=(), trail=()):
         out = xr.DataArray(values, dims=lead + ("missing_bound", "k") + trail)

@@ -569,22 +569,6 @@ def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand) -> list[dict]
     return rows
 
 
-def _bootstrap_p_value(effect) -> float:
-    """Two-sided percentile-bootstrap p-value of no effect, with the add-one correction.
-
-    ``2 * (1 + min(#above 0, #below 0)) / (B + 1)`` over the ``B`` defined replicates, where a
-    replicate equal to 0 counts half on each side: the smallest ``alpha`` whose percentile
-    interval excludes 0, never below ``2 / (B + 1)``.
-    """
-    values = np.asarray(effect, dtype=float)
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return float("nan")
-    ties = 0.5 * np.sum(values == 0)
-    side = min(np.sum(values > 0) + ties, np.sum(values < 0) + ties)
-    return float(min(1.0, 2 * (1 + side) / (values.size + 1)))
-
-
 def _effect_rows(comparison, estimate_name: str, bayesian: bool) -> list[dict]:
     rows = []
     for bound in _bounds(comparison[estimate_name]):
@@ -599,7 +583,7 @@ def _effect_rows(comparison, estimate_name: str, bayesian: bool) -> list[dict]:
             "prob_noninferior": _num(cell["prob_noninferior"]),
         }
         if not bayesian:
-            row["p_value"] = _num(_bootstrap_p_value(cell["effect"].values))
+            row["p_value"] = _num(cell["p_value"])  # resampling.bootstrap_p_value
         rows.append(row)
     return rows
 
@@ -931,9 +915,9 @@ def _multiplicity_section(comparisons, method) -> dict | None:
         "p_value_source": (
             "two-sided percentile-bootstrap p-value of no effect from the paired bootstrap "
             "that is the twin of the estimand (the first one shown where none is, as for the "
-            "mean score's tasks estimand): 2 (1 + min(replicates above 0, replicates below "
-            "0)) / (B + 1), a replicate at exactly 0 counting half on each side; under "
-            "missing='bounds' the larger of the two bounds' p-values"
+            "mean score's tasks estimand): 2 (1 + min(replicates at or below 0, replicates "
+            "at or above 0)) / (B + 1), a replicate at exactly 0 counting for the null on "
+            "both sides; under missing='bounds' the larger of the two bounds' p-values"
         ),
         "p_values": [_num(p) for p in p_values],
         "adjusted": adjusted,
