@@ -40,7 +40,6 @@ from importlib.metadata import version
 import numpy as np
 import xarray as xr
 
-from bayeval import _groups
 from bayeval._arviz import convergence
 from bayeval._validate import (
     BayevalWarning,
@@ -49,7 +48,7 @@ from bayeval._validate import (
     validate_seed,
 )
 from bayeval.data import require_valid_outcomes
-from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal, zoib
+from bayeval.models import _groups, beta_binomial, get_model, hierarchical, logit_normal, zoib
 from bayeval.models._beta_family import Populations, counts_by_bound, stratum_dims
 from bayeval.results import Results
 

@@ -20,11 +20,10 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from bayeval import _groups
 from bayeval._validate import BayevalWarning, validate_choice
 from bayeval.data import EvalData
 from bayeval.estimators import metric_ks, validate_metric
-from bayeval.models import get_model
+from bayeval.models import _groups, get_model
 
 __all__ = ["ESTIMANDS", "Posterior", "credible_interval", "read_tree"]
 
