@@ -49,7 +49,7 @@ _LAZY = {
     "Results": "bayeval.results",
     "load": "bayeval.results",
     "fit": "bayeval.fit",
-    "crosscheck": "bayeval.crosscheck",
+    "crosscheck": "bayeval.analyses.crosscheck",
 }
 
 __all__ = sorted([*_LAZY, "BayevalWarning"], key=str.lower)

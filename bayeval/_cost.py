@@ -468,7 +468,7 @@ def posterior_cost(
     _check_column(data, column)
     validate_choice("model", model, COST_MODELS)
     ci_prob = validate_prob("ci_prob", ci_prob)
-    from bayeval._decisions import thinned
+    from bayeval.analyses._draws import thinned
 
     n_draws = validate_positive_int("n_draws", n_draws, 2)
     seed = validate_seed(seed)

@@ -1654,8 +1654,8 @@ def _recipes_section(
     res, data, pairs, runs, k, estimand, margin, ci_prob, n_boot, seed, allow_harness_change
 ) -> dict:
     """Each recipe comparison: the posterior (``Results.compare(..., runs=)``) beside the
-    paired task bootstrap of :func:`bayeval._runs.bootstrap_recipe_effect`."""
-    from bayeval._runs import bootstrap_recipe_effect
+    paired task bootstrap of :func:`bayeval.analyses.runs.bootstrap_recipe_effect`."""
+    from bayeval.analyses.runs import bootstrap_recipe_effect
 
     rows = []
     for candidate, baseline in pairs:
@@ -1724,10 +1724,10 @@ def _curves_section(res, pairs, k, metric, estimand, ci_prob, n_boot, seed) -> d
     (``bootstrap.compare_curve``) over the estimand's twin unit (tasks where the twin is the
     trial bootstrap, which has no curve)."""
     from bayeval import bootstrap
-    from bayeval._decisions import reversal_tasks
-    from bayeval.crosscheck import bootstrap_twin
+    from bayeval.analyses.crosscheck import bootstrap_twin
+    from bayeval.analyses.curves import reversal_tasks
 
-    twin = bootstrap_twin(res, estimand, None, "task")["unit"]
+    twin = bootstrap_twin(res, estimand)["unit"]
     unit = twin if twin in ("task", "cluster") else "task"
     num = _report._num
     k = sorted(k)  # --k takes any order; a curve runs from the smallest k
@@ -2056,7 +2056,9 @@ def _contamination(
         **({} if sampler == "auto" else {"sampler": sampler}),
     }
     with notes:
-        out = res.compare_subsets(flagged, metric=metric, k=k, ci_prob=ci_prob, **options)
+        out = res.compare_subsets(
+            flagged, metric=metric, k=k, estimand="tasks", ci_prob=ci_prob, **options
+        )
     rows = []
     for system in out["system"].values:
         part = out.sel(system=system)
@@ -2381,7 +2383,7 @@ def rank(
       bayeval rank runs.csv
       bayeval rank runs.csv --k 1 --prob 0.9 --json ranks.json
     """
-    from bayeval._decisions import rank_summary
+    from bayeval.report import rank_data
 
     opts = _collect_opts(locals())
     estimand = estimand or "population"
@@ -2406,7 +2408,7 @@ def rank(
         err=True,
     )
     with notes:
-        summary = rank_summary(
+        summary = rank_data(
             res,
             data,
             metric=metric,

@@ -377,7 +377,7 @@ def posterior_noise(
 
     See :meth:`bayeval.Results.noise`.
     """
-    from bayeval._decisions import thinned
+    from bayeval.analyses._draws import thinned
     from bayeval.data import EvalData
 
     alpha, power, ci_prob = _check_common(alpha, power, ci_prob)

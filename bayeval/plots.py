@@ -408,7 +408,7 @@ def plot_forest(
     ['A', 'B']
     >>> plt.close(fig)
     """
-    from bayeval.crosscheck import crosscheck
+    from bayeval.analyses.crosscheck import crosscheck
 
     _pyplot()
     _check_results(results)
@@ -1713,13 +1713,13 @@ def plot_compare_curve(
         label=f"posterior mean, {ci_prob:.0%} pointwise",
     )
     if data is not None:
-        from bayeval._decisions import curve_bootstrap
+        from bayeval.analyses.curves import curve_bootstrap
 
         boot = curve_bootstrap(
             data,
             candidate,
             baseline,
-            ks.tolist(),
+            k=ks.tolist(),
             metric=metric,
             n_boot=n_boot,
             ci_prob=ci_prob,

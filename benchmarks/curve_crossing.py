@@ -19,7 +19,8 @@ import numpy as np
 from scipy import stats
 
 import bayeval as be
-from bayeval._decisions import observed_scores, reversal_tasks
+from bayeval.analyses._draws import observed_scores
+from bayeval.analyses.curves import reversal_tasks
 
 KS = [1, 2, 3, 5, 7, 10]
 

@@ -133,7 +133,7 @@ def test_paired_compare_variance_is_that_of_task_differences(swebench):
     for name in ("prob_positive", "prob_above_margin", "prob_noninferior", "p_value"):
         assert out[name].dims == ()
     assert out["effect_interval"].dims == ("ci_bound",)
-    assert out.attrs["candidate"] == b and out.attrs["paired"] == "yes"
+    assert out.attrs["candidate"] == b and out.attrs["paired"] is True
 
 
 def test_bounds_cross_in_paired_compare():

@@ -33,7 +33,7 @@ def test_public_names_load_on_use():
 
     assert callable(be.fit) and callable(be.crosscheck)  # functions, not their modules
     from bayeval.fit import choose_model  # importing the module keeps the function bound
-    import bayeval.crosscheck  # noqa: F401
+    import bayeval.analyses.crosscheck  # noqa: F401
 
     assert callable(be.fit) and callable(be.crosscheck) and callable(choose_model)
     assert set(be.__all__) <= set(dir(be))
