@@ -5,8 +5,6 @@ The public names load their modules on first use (PEP 562), so ``import bayeval`
 statsmodels or ArviZ until a fit, an interval or a bootstrap needs them.
 """
 
-import sys
-import types
 import warnings
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
@@ -28,6 +26,8 @@ _LAZY = {
     "monitor": None,
     "harness": None,
     "contamination": None,
+    "analyses": None,
+    "testing": None,
     "fit_many": "bayeval.many",
     "STATUSES": "bayeval.data",
     "EvalData": "bayeval.data",
@@ -49,10 +49,44 @@ _LAZY = {
     "Results": "bayeval.results",
     "load": "bayeval.results",
     "fit": "bayeval.results",
-    "crosscheck": "bayeval.crosscheck",
+    "crosscheck": "bayeval.analyses.crosscheck",
 }
 
-__all__ = sorted([*_LAZY, "BayevalWarning"], key=str.lower)
+__all__ = [
+    "adjust_pvalues",
+    "analyses",
+    "BayevalWarning",
+    "bootstrap",
+    "consistency",
+    "contamination",
+    "crosscheck",
+    "datasets",
+    "design_effect",
+    "EvalData",
+    "fit",
+    "fit_many",
+    "from_counts",
+    "from_frame",
+    "frontier",
+    "g_pass_at_k",
+    "harness",
+    "load",
+    "monitor",
+    "noninferiority",
+    "pass_at_k",
+    "pass_hat_k",
+    "read_csv",
+    "readers",
+    "report",
+    "required_units",
+    "Results",
+    "selection_bias",
+    "simulate",
+    "split_tasks",
+    "STATUSES",
+    "testing",
+    "wilson_interval",
+]
 
 #: Submodules that moved: the old name -> its module now (given with a DeprecationWarning).
 _MOVED = {"noise": "bayeval.analyses.noise"}
@@ -78,17 +112,3 @@ def __getattr__(name):
 
 def __dir__():
     return sorted({*globals(), *_LAZY})
-
-
-class _Package(types.ModuleType):
-    """``bayeval.crosscheck`` is a function named like its module: when the module is first
-    imported, the import system binds it on the package; bind the function instead (what the
-    eager ``from bayeval.crosscheck import crosscheck`` used to leave)."""
-
-    def __setattr__(self, name, value):
-        if name == "crosscheck" and isinstance(value, types.ModuleType):
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -35,6 +35,40 @@ def validate_prob(name: str, value) -> float:
     return value
 
 
+def validate_margin(margin, *, positive: bool = False, signed: bool = False) -> float:
+    """A practical margin: an absolute difference of two scores in [0, 1], as a float.
+
+    A real number (not a bool), finite and below 1 in size, since no difference of two
+    scores in [0, 1] exceeds 1 (a margin of 2 meant 2 points, 0.02). It is non-negative by
+    default (the margin of ``P(effect > margin)`` and ``P(effect > -margin)``); ``positive``
+    asks for more than 0 (a band ``|effect| <= margin`` that 0 would make empty) and
+    ``signed`` allows a negative shift, strictly inside (-1, 1).
+
+    Examples
+    --------
+    >>> from bayeval._validate import validate_margin
+    >>> validate_margin(0.02), validate_margin(0), validate_margin(-0.1, signed=True)
+    (0.02, 0.0, -0.1)
+    """
+    if signed:
+        rule = "a number strictly inside (-1, 1)"
+    elif positive:
+        rule = "a number strictly between 0 and 1"
+    else:
+        rule = "a non-negative number below 1"
+    message = (
+        f"margin must be {rule} (an absolute difference of scores in [0, 1], e.g. 0.02 for "
+        f"2 points); got {margin!r}"
+    )
+    if isinstance(margin, (bool, np.bool_)) or not isinstance(margin, numbers.Real):
+        raise ValueError(message)
+    value = float(margin)
+    low_ok = value > -1 if signed else (value > 0 if positive else value >= 0)
+    if not (np.isfinite(value) and low_ok and value < 1):
+        raise ValueError(message)
+    return value
+
+
 def validate_positive_int(name: str, value, minimum: int = 1) -> int:
     """An integer no smaller than ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

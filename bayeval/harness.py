@@ -27,13 +27,12 @@ that compares numbers; this module is their public face and adds the checks that
 from __future__ import annotations
 
 import json
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
 
-from bayeval._validate import describe_values, validate_choice, validate_prob
+from bayeval._validate import describe_values, validate_choice, validate_margin, validate_prob
 from bayeval.data import EvalData
 from bayeval.data.digests import (
     MISSING,
@@ -97,19 +96,6 @@ def _verdict(lower: float, upper: float, margin: float) -> str:
     if lower > margin or upper < -margin:
         return "moved"
     return "inconclusive"
-
-
-def _validate_margin(margin) -> float:
-    if (
-        isinstance(margin, bool)
-        or not isinstance(margin, numbers.Real)
-        or not (0 < float(margin) < 1)
-    ):
-        raise ValueError(
-            f"margin must be a number strictly between 0 and 1 (an absolute "
-            f"change in the score); got {margin!r}"
-        )
-    return float(margin)
 
 
 def _fit_paired(data, fit_options):
@@ -184,7 +170,7 @@ def canary(
     >>> quick.attrs["verdict"], round(float(quick["prob_within_margin"]), 2)
     ('stable', 0.98)
     """
-    margin = _validate_margin(margin)
+    margin = validate_margin(margin, positive=True)
     ci_prob = validate_prob("ci_prob", ci_prob)
     digests = {}
     if isinstance(data, Mapping):
@@ -358,7 +344,7 @@ def reward_gap(
     """
     train = _eval_data(data_train, "data_train")
     heldout = _eval_data(data_heldout, "data_heldout")
-    margin = _validate_margin(margin)
+    margin = validate_margin(margin, positive=True)
     ci_prob = validate_prob("ci_prob", ci_prob)
     validate_choice("estimand", estimand, ("tasks", "population"))
     _same_episodes(train, heldout)

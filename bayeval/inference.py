@@ -44,7 +44,7 @@ from importlib.metadata import version
 
 import xarray as xr
 
-from bayeval import _groups, checks
+from bayeval import checks
 from bayeval._arviz import convergence
 from bayeval._validate import (
     BayevalWarning,
@@ -53,7 +53,7 @@ from bayeval._validate import (
     validate_seed,
 )
 from bayeval.data import EvalData, require_valid_outcomes
-from bayeval.models import MODELS, get_model
+from bayeval.models import MODELS, _groups, get_model
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.posterior import Posterior
 

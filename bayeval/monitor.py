@@ -55,7 +55,7 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from bayeval._validate import describe_values, validate_choice, validate_prob
+from bayeval._validate import describe_values, validate_choice, validate_margin, validate_prob
 
 __all__ = [
     "CheckpointStore",
@@ -614,8 +614,7 @@ def monitor_paired(
     """
     validate_choice("alternative", alternative, ("greater", "less"))
     alpha = 1.0 - validate_prob("ci_prob", ci_prob)
-    if not isinstance(margin, numbers.Real) or not -1 < float(margin) < 1:
-        raise ValueError(f"margin must be a number strictly inside (-1, 1); got {margin!r}")
+    margin = validate_margin(margin, signed=True)
     seen, chunks, rows = {}, [], []
     for label, data in _checkpoints(store):
         c, n = _counts(data, label, [candidate, baseline])

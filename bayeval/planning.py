@@ -19,6 +19,7 @@ from statsmodels.stats.power import TTestIndPower, TTestPower
 
 from bayeval._validate import (
     validate_choice,
+    validate_margin,
     validate_positive_int,
     validate_prob,
     validate_seed,
@@ -213,9 +214,7 @@ def noninferiority(
     'non-inferior'
     """
     prob = validate_prob("prob", prob)
-    margin = float(comparison.attrs.get("margin", 0.0) if margin is None else margin)
-    if margin < 0:
-        raise ValueError(f"margin must be >= 0; got {margin}")
+    margin = validate_margin(comparison.attrs.get("margin", 0.0) if margin is None else margin)
     draws = comparison["effect"]
     if "k" in draws.dims:
         raise ValueError("select one k first (comparison.sel(k=...))")

@@ -20,11 +20,10 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from bayeval import _groups
-from bayeval._validate import BayevalWarning, validate_choice
+from bayeval._validate import BayevalWarning, describe_values, validate_choice
 from bayeval.data import EvalData
 from bayeval.estimators import metric_ks, validate_metric
-from bayeval.models import get_model
+from bayeval.models import _groups, get_model
 
 __all__ = ["ESTIMANDS", "Posterior", "credible_interval", "read_tree"]
 
@@ -50,7 +49,7 @@ def credible_interval(draws: xr.DataArray, ci_prob: float, sample_dims) -> xr.Da
     >>> import numpy as np, xarray as xr
     >>> from bayeval.posterior import credible_interval
     >>> draws = xr.DataArray(np.arange(101.0).reshape(1, 101), dims=("chain", "draw"))
-    >>> credible_interval(draws, 0.9, ["chain", "draw"]).values.tolist()
+    >>> credible_interval(draws, 0.9, ["chain", "draw"]).round(9).values.tolist()
     [5.0, 95.0]
     """
     alpha = 1 - ci_prob
@@ -277,13 +276,38 @@ class Posterior:
         values.name = asked
         return values.isel(k=0) if scalar else values
 
+    def task_rates(self, system=None) -> xr.DataArray:
+        """Posterior draws of every task's rate, from its exact conditional distribution.
+
+        Stored draws are returned when the fit kept them; otherwise they are drawn on demand
+        (reproducibly, from the fit's seed). Memory grows with draws x systems x tasks.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> res = be.fit(be.from_counts([[9, 1, 10]], trials=10), draws=100, chains=2, seed=0)
+        >>> res.task_rates().dims
+        ('chain', 'draw', 'system', 'task')
+        """
+        systems = None if system is None else ([system] if np.ndim(system) == 0 else system)
+        if systems is not None:
+            unknown = [s for s in systems if s not in self.systems]
+            if unknown:
+                raise KeyError(f"unknown system(s) {describe_values(unknown)}")
+        return self._model.task_rates(self._tree, systems)
+
     @property
-    def _paired(self) -> str:
-        """How this model's comparisons treat systems that share tasks (for attrs)."""
-        if self.model in ("logit_normal", "zoib"):
-            return "yes"
+    def _paired(self) -> bool:
+        """Whether this model's comparisons pair systems that share tasks (for attrs)."""
+        return self.model in ("logit_normal", "zoib")
+
+    @property
+    def _paired_note(self) -> str:
+        """How this model's comparisons treat systems that share tasks, in words."""
+        if self._paired:
+            return f"the {self.model} model pairs systems on their shared tasks"
         return (
-            f"no: the {self.model} model treats systems independently (unpaired); "
+            f"the {self.model} model treats systems independently (unpaired); "
             "model='logit_normal', the default for systems on shared tasks, pairs them"
         )
 
@@ -360,7 +384,8 @@ class Posterior:
         attrs = self._tree.attrs
         obs = self._tree["observed_data"]
         lines = [
-            f"bayeval {type(self).__name__}: model={attrs['model']!r}, sampler={attrs['sampler']!r}, "
+            f"bayeval {type(self).__name__}: model={attrs['model']!r}, "
+            f"sampler={attrs['sampler']!r}, "
             f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed={attrs['seed']}",
             f"  {obs.sizes['system']} system(s) x {obs.sizes['task']} task(s); "
             f"missing policy: {attrs['missing_policy']}; estimands: {list(self.estimands)}",
@@ -383,7 +408,9 @@ class Posterior:
             hi = interval.sel(system=system, ci_bound="upper").values
             body = "; ".join(
                 f"{m:.3f} [{a:.3f}, {b:.3f}]"
-                for m, a, b in zip(np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi))
+                for m, a, b in zip(
+                    np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi), strict=True
+                )
             )
             lines.append(f"    {system}: {body}")
         if len(self.systems) > 10:

@@ -6,23 +6,21 @@ Every method here is a thin delegation to a function of :mod:`bayeval.analyses` 
 
 from __future__ import annotations
 
-import json
 import os
 
-import numpy as np
 import pandas as pd
 import xarray as xr
 
 from bayeval import checks
 from bayeval._arviz import mcse_and_ess
-from bayeval._validate import (
-    describe_values,
-    validate_k,
-    validate_prob,
-)
+from bayeval._validate import validate_k, validate_prob
+from bayeval.analyses.compare import compare, compare_all
 from bayeval.analyses.cost import posterior_cost
+from bayeval.analyses.curves import compare_curve
 from bayeval.analyses.latency import posterior_latency
 from bayeval.analyses.noise import posterior_noise
+from bayeval.analyses.ranks import rank_groups, ranks, winner
+from bayeval.analyses.subsets import compare_subsets
 from bayeval.inference import infer
 from bayeval.posterior import Posterior, credible_interval, read_tree
 
@@ -51,7 +49,7 @@ class Results(Posterior):
     """
 
     def pass_at_k(
-        self, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
+        self, *, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
     ) -> xr.DataArray:
         """Posterior draws of the benchmark pass@k.
 
@@ -83,7 +81,7 @@ class Results(Posterior):
         return self.draws("pass@k", k, estimand, clusters, weighting)
 
     def pass_hat_k(
-        self, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
+        self, *, k=1, estimand: str = "population", clusters=None, weighting: str = "task"
     ) -> xr.DataArray:
         """Posterior draws of the benchmark pass^k (all k trials succeed).
 
@@ -100,7 +98,7 @@ class Results(Posterior):
         return self.draws("pass^k", k, estimand, clusters, weighting)
 
     def g_pass_at_k(
-        self, k, tau, estimand: str = "population", clusters=None, weighting: str = "task"
+        self, *, k, tau, estimand: str = "population", clusters=None, weighting: str = "task"
     ) -> xr.DataArray:
         """Posterior draws of the benchmark G-pass@k: at least ``ceil(tau k)`` of k trials succeed.
 
@@ -134,7 +132,7 @@ class Results(Posterior):
         return self.draws("g-pass@k", k, estimand, clusters, weighting, tau=tau)
 
     def consistency(
-        self, estimand: str = "population", clusters=None, weighting: str = "task"
+        self, *, estimand: str = "population", clusters=None, weighting: str = "task"
     ) -> xr.DataArray:
         """Posterior draws of the benchmark outcome consistency, the mean of ``(2p - 1)^2``.
 
@@ -161,7 +159,7 @@ class Results(Posterior):
         return self.draws("consistency", 2, estimand, clusters, weighting)
 
     def mean_score(
-        self, estimand: str = "population", clusters=None, weighting: str = "task"
+        self, *, estimand: str = "population", clusters=None, weighting: str = "task"
     ) -> xr.DataArray:
         """Posterior draws of the benchmark mean score (``model="zoib"``, scores in [0, 1]).
 
@@ -185,497 +183,128 @@ class Results(Posterior):
         """
         return self.draws("mean", 1, estimand, clusters, weighting)
 
-    def task_rates(self, system=None) -> xr.DataArray:
-        """Posterior draws of every task's rate, from its exact conditional distribution.
-
-        Stored draws are returned when the fit kept them; otherwise they are drawn on demand
-        (reproducibly, from the fit's seed). Memory grows with draws x systems x tasks.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> res = be.fit(be.from_counts([[9, 1, 10]], trials=10), draws=100, chains=2, seed=0)
-        >>> res.task_rates().dims
-        ('chain', 'draw', 'system', 'task')
-        """
-        systems = None if system is None else ([system] if np.ndim(system) == 0 else system)
-        if systems is not None:
-            unknown = [s for s in systems if s not in self.systems]
-            if unknown:
-                raise KeyError(f"unknown system(s) {describe_values(unknown)}")
-        return self._model.task_rates(self._tree, systems)
-
+    # -- comparisons and decisions (bayeval.analyses) ------------------------------------------
     def compare(
         self,
         candidate,
         baseline,
+        *,
         metric: str = "pass@k",
         k=1,
         estimand: str = "population",
-        margin: float = 0.0,
         ci_prob: float = 0.95,
+        margin: float = 0.0,
+        tau=None,
         clusters=None,
         weighting: str = "task",
-        tau=None,
-        allow_harness_change: bool = False,
         runs=None,
+        allow_harness_change: bool = False,
     ) -> xr.Dataset:
-        """Posterior of the effect ``metric(candidate) - metric(baseline)``.
-
-        Under ``missing="bounds"`` the bounds cross: the lower bound takes the candidate's
-        missing outcomes as failures and the baseline's as successes, the upper the reverse.
-        The paired ``logit_normal`` model fits each crossed bound once, both systems'
-        crossed counts jointly (:meth:`bayeval.EvalData.crossed`; two more fits with this
-        fit's settings, cached): subtracting draws of the two bounds' separate fits would
-        lose the pairing. (``zoib`` still subtracts its bounds' draws.)
-
-        Parameters
-        ----------
-        candidate, baseline : system labels
-        metric : {"pass@k", "pass^k", "g-pass@k", "consistency"}
-            Consistency has no k (leave ``k`` at its default).
-        k : int or list of int
-        estimand : {"population", "tasks"}
-        margin : float, default 0.0
-            Practical margin (absolute).
-        ci_prob : float, default 0.95
-        clusters, weighting
-            As in :meth:`pass_at_k` (``logit_normal`` only).
-        tau : float, optional
-            With ``metric="g-pass@k"``: the share of the k attempts that must succeed, in
-            (0, 1].
-        allow_harness_change : bool, default False
-            Systems whose data record different harness digests (``from_frame(harness=)``)
-            are not compared unless this is True; the output's ``harness_note`` then says
-            what changed (:func:`bayeval.harness.check_comparable`).
-        runs : {"new", "observed"}, optional
-            For data with training runs (``from_frame(..., run=...)``): compare recipes
-            (``candidate``, ``baseline`` are recipe labels). ``"observed"``: the mean over each
-            recipe's runs of its checkpoints' metric (these checkpoints); ``"new"``: the metric
-            of a new run of each recipe (new training seeds; ``logit_normal`` with a run
-            level, population estimand), wider by the seed spread ``sigma_run``.
-
-        Returns
-        -------
-        xarray.Dataset
-            ``effect`` (draws), ``effect_interval`` (``ci_bound``), ``prob_positive``,
-            ``prob_above_margin`` (P(effect > margin)), ``prob_noninferior``
-            (P(effect > -margin)), ``effect_mean`` and its Monte Carlo standard error
-            ``effect_mcse`` and bulk ``effect_ess`` (``arviz_stats``); settings in attrs.
+        """Posterior of the effect ``metric(candidate) - metric(baseline)``: see
+        :func:`bayeval.analyses.compare.compare`.
 
         Examples
         --------
         >>> import bayeval as be
         >>> data = be.from_counts([[3, 5, 1, 8], [6, 9, 2, 9]], trials=10, systems=["A", "B"])
         >>> res = be.fit(data, draws=300, chains=2, seed=0, model="hierarchical")
-        >>> out = res.compare("B", "A", k=1, estimand="tasks", margin=0.02)
-        >>> out["effect_interval"].dims
+        >>> res.compare("B", "A", k=1, estimand="tasks", margin=0.02)["effect_interval"].dims
         ('ci_bound',)
         """
-        asked = metric
-        metric, tau = self._validate_metric(metric, tau, k)
-        ci_prob = validate_prob("ci_prob", ci_prob)
-        if not isinstance(margin, (int, float)) or margin < 0:
-            raise ValueError(f"margin must be a non-negative number; got {margin!r}")
-        if runs is not None:
-            from bayeval._runs import check_recipes
-
-            members = check_recipes(self, candidate, baseline)
-        else:
-            for role, label in (("candidate", candidate), ("baseline", baseline)):
-                if label not in self.systems:
-                    raise ValueError(
-                        f"{role} {label!r} is not a system of these results; "
-                        f"systems: {describe_values(self.systems)}"
-                    )
-            if candidate == baseline:
-                raise ValueError("candidate and baseline must be different systems")
-            members = [candidate, baseline]
-        from bayeval.harness import check_comparable
-
-        harness = check_comparable(self, members, allow_harness_change)
-        shared, dropped = None, 0
-        if estimand == "tasks":
-            # paired: the mean over the tasks valid for both systems (under missing="exclude"
-            # a system's valid tasks can differ)
-            trials = self._tree["observed_data"]["trials"]
-            if "missing_bound" in trials.dims:
-                trials = trials.min("missing_bound")
-            valid = trials.sel(system=members).values > 0
-            both = valid.all(axis=0)
-            dropped = int((valid.any(axis=0) & ~both).sum())
-            if not both.any():
-                raise ValueError(
-                    f"{candidate!r} and {baseline!r} have no task with a valid "
-                    "outcome for both: a paired comparison of these tasks is "
-                    "undefined"
-                )
-            if dropped:
-                shared = both
-        if runs is not None:
-            from bayeval._runs import recipe_values
-
-            values = recipe_values(
-                self, metric, k, estimand, clusters, weighting, runs, shared=shared, tau=tau
-            )
-        else:
-            values = self.draws(
-                metric, k, estimand, clusters, weighting, shared=shared, tau=tau, systems=members
-            )
-        crossed_fit = (
-            "missing_bound" in values.dims and self.model == "logit_normal" and runs is None
+        return compare(
+            self,
+            candidate,
+            baseline,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            ci_prob=ci_prob,
+            margin=margin,
+            tau=tau,
+            clusters=clusters,
+            weighting=weighting,
+            runs=runs,
+            allow_harness_change=allow_harness_change,
         )
-        if crossed_fit:
-            # a paired model shares task effects between the systems: each crossed bound is
-            # one joint fit of both systems' crossed counts, not two bounds' draws subtracted
-            effect = self._crossed_effect(
-                candidate, baseline, metric, k, estimand, clusters, weighting, shared, tau
-            )
-        else:
-            cand = values.sel(system=candidate, drop=True)
-            base = values.sel(system=baseline, drop=True)
-            if "missing_bound" in values.dims:  # systems independent: the bounds' draws cross
-                base = base.sel(missing_bound=["upper", "lower"]).assign_coords(
-                    missing_bound=["lower", "upper"]
-                )
-            effect = cand - base
-        sample_dims = ["chain", "draw"]
-        out = xr.Dataset(
-            {
-                "effect": effect,
-                "effect_mean": effect.mean(sample_dims),
-                "effect_interval": credible_interval(effect, ci_prob, sample_dims),
-                "prob_positive": (effect > 0).mean(sample_dims),
-                "prob_above_margin": (effect > margin).mean(sample_dims),
-                "prob_noninferior": (effect > -margin).mean(sample_dims),
-            }
-        )
-        out["effect_mcse"], out["effect_ess"] = mcse_and_ess(effect)
-        out.attrs = {
-            "candidate": candidate,
-            "baseline": baseline,
-            "metric": asked,
-            "estimand": estimand,
-            "margin": float(margin),
-            "ci_prob": ci_prob,
-            "ci_kind": "eti",
-            "model": self.model,
-            "paired": self._paired,
-            **{
-                key: values.attrs[key]
-                for key in ("clusters", "weighting", "tau")
-                if key in values.attrs
-            },
-            **harness.attrs,
-            **({} if runs is None else {"runs": runs, "checkpoints": members}),
-        }
-        if crossed_fit:
-            out.attrs["crossed_bounds"] = "one joint fit per crossed bound"
-        if estimand == "tasks":
-            out.attrs["n_shared_tasks"] = int(both.sum())
-            out.attrs["n_dropped_tasks"] = dropped
-        return out
-
-    def _crossed_effect(
-        self, candidate, baseline, metric, k, estimand, clusters, weighting, shared, tau
-    ) -> xr.DataArray:
-        """Effect draws under crossed missing-outcome bounds from one joint fit per bound
-        (:meth:`bayeval.EvalData.crossed`), with this fit's settings; cached."""
-        key = ("crossed", candidate, baseline)
-        fits = self._cache.get(key)
-        if fits is None:
-            attrs = self._tree.attrs
-            priors = json.loads(attrs.get("priors", "null")) or None
-            if priors is not None and "alpha" in priors:
-                priors["alpha"] = tuple(priors["alpha"])
-            fits = {}
-            for bound in ("lower", "upper"):
-                data = self.data.crossed(candidate, baseline, bound)
-                fits[bound] = fit(
-                    data,
-                    model=self.model,
-                    draws=int(attrs["draws"]),
-                    chains=int(attrs["chains"]),
-                    seed=int(attrs["seed"]),
-                    sampler=attrs["sampler"],
-                    tune=int(attrs["tune"]),
-                    priors=priors,
-                    progress=False,
-                    task_draws=False,
-                    log_likelihood=False,
-                )
-            self._cache[key] = fits
-        parts = []
-        for bound in ("lower", "upper"):
-            values = fits[bound].draws(
-                metric, k, estimand, clusters, weighting, shared=shared, tau=tau
-            )
-            parts.append(
-                values.sel(system=candidate, drop=True) - values.sel(system=baseline, drop=True)
-            )
-        return xr.concat(parts, dim=xr.DataArray(["lower", "upper"], dims="missing_bound"))
-
-    # -- many systems --------------------------------------------------------------------------
-    def ranks(
-        self,
-        metric: str = "pass@k",
-        k=1,
-        estimand: str = "population",
-        top: int = 3,
-        ci_prob: float = 0.95,
-        clusters=None,
-        weighting: str = "task",
-        tau=None,
-    ) -> xr.Dataset:
-        """Posterior of each system's rank (1 = best) by a metric.
-
-        Ties within a draw share the best of their ranks (they are rare with continuous
-        draws).
-
-        Parameters
-        ----------
-        metric, k, estimand, clusters, weighting, tau
-            As in :meth:`compare` (one k).
-        top : int, default 3
-            ``prob_top`` is P(rank <= top).
-        ci_prob : float, default 0.95
-
-        Returns
-        -------
-        xarray.Dataset
-            ``rank`` (draws over ``chain``, ``draw``, ``system``), ``rank_interval``
-            (equal-tailed, on ``ci_bound``), ``rank_mean``, ``prob_best`` (sums to 1 over the
-            systems) and ``prob_top``.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [5, 6, 4, 5]], trials=10,
-        ...                       systems=["A", "B", "C"])
-        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
-        >>> out = res.ranks()
-        >>> float(out["prob_best"].sum())
-        1.0
-        >>> out["rank_mean"].sel(system="B").item() < out["rank_mean"].sel(system="A").item()
-        True
-        """
-        ci_prob = validate_prob("ci_prob", ci_prob)
-        if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-            raise ValueError(f"top must be a positive int; got {top!r}")
-        values = self.draws(metric, k, estimand, clusters, weighting, tau=tau)
-        if "k" in values.dims:
-            raise ValueError("ranks take one k; got a list")
-        axis = values.get_axis_num("system")
-        data = np.moveaxis(values.values, axis, -1)
-        # rank 1 = best: one plus the number of systems strictly better in the same draw
-        better = (data[..., None, :] > data[..., :, None]).sum(axis=-1)
-        rank = xr.DataArray(
-            np.moveaxis(better + 1, -1, axis), dims=values.dims, coords=values.coords, name="rank"
-        )
-        sample_dims = ["chain", "draw"]
-        out = xr.Dataset(
-            {
-                "rank": rank,
-                "rank_mean": rank.mean(sample_dims),
-                "rank_interval": credible_interval(rank, ci_prob, sample_dims),
-                "prob_best": (rank == 1).mean(sample_dims),
-                "prob_top": (rank <= top).mean(sample_dims),
-            }
-        )
-        out.attrs = {
-            "metric": metric,
-            "estimand": estimand,
-            "top": top,
-            "ci_prob": ci_prob,
-            "model": self.model,
-            "paired": self._paired,
-            **{
-                key: values.attrs[key]
-                for key in ("clusters", "weighting", "tau")
-                if key in values.attrs
-            },
-        }
-        return out
-
-    def rank_groups(
-        self,
-        prob: float = 0.95,
-        metric: str = "pass@k",
-        k=1,
-        estimand: str = "population",
-        clusters=None,
-        weighting: str = "task",
-        tau=None,
-    ) -> pd.DataFrame:
-        """Groups of systems that cannot be told apart at probability ``prob``.
-
-        The rule, applied from the top: the best remaining system by posterior mean leads a new
-        group, and every remaining system ``S`` for which ``P(metric(leader) > metric(S)) <
-        prob`` joins it. So a system is placed below a group only when the group's leader is
-        better than it with at least that probability; groups are numbered from 1 (best).
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per system, best first: ``system``, ``group``, ``mean``, the group's
-            ``leader`` and ``prob_leader_better`` (P(leader > system); NaN for the leader).
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [8, 9, 8, 9]], trials=10,
-        ...                       systems=["A", "B", "C"])
-        >>> res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=0)
-        >>> res.rank_groups(prob=0.95)["group"].tolist()
-        [1, 1, 2]
-        """
-        prob = validate_prob("prob", prob)
-        values = self._single_metric("rank_groups", metric, k, estimand, clusters, weighting, tau)
-        draws = values.transpose("chain", "draw", "system").values.reshape(-1, len(self.systems))
-        means = draws.mean(axis=0)
-        order = list(np.argsort(-means, kind="stable"))
-        rows, group = [], 0
-        while order:
-            group += 1
-            leader = order.pop(0)
-            rows.append((leader, group, leader, np.nan))
-            rest = []
-            for s in order:
-                p_better = float((draws[:, leader] > draws[:, s]).mean())
-                if p_better < prob:
-                    rows.append((s, group, leader, p_better))
-                else:
-                    rest.append(s)
-            order = rest
-        table = pd.DataFrame(
-            [
-                {
-                    "system": self.systems[s],
-                    "group": g,
-                    "mean": float(means[s]),
-                    "leader": self.systems[lead],
-                    "prob_leader_better": p,
-                }
-                for s, g, lead, p in rows
-            ]
-        )
-        table.attrs = {
-            "prob": prob,
-            "metric": metric,
-            "estimand": estimand,
-            "model": self.model,
-            **({} if tau is None else {"tau": tau}),
-            "rule": "best remaining system leads a group; a system joins it unless "
-            "P(leader > system) >= prob",
-        }
-        return table
 
     def compare_all(
         self,
+        *,
         metric: str = "pass@k",
         k=1,
         estimand: str = "population",
-        margin: float = 0.0,
         ci_prob: float = 0.95,
+        margin: float = 0.0,
+        tau=None,
         clusters=None,
         weighting: str = "task",
-        tau=None,
         allow_harness_change: bool = False,
     ) -> xr.Dataset:
-        """Every pairwise effect ``metric(candidate) - metric(baseline)``, paired as
-        :meth:`compare` is for the fitted model. Systems evaluated under different harness
-        digests are refused unless ``allow_harness_change`` (see :meth:`compare`).
-
-        Returns
-        -------
-        xarray.Dataset
-            Over ``(candidate, baseline)``: ``effect_mean``, ``effect_interval`` (on
-            ``ci_bound``), ``prob_positive`` and ``prob_above_margin``; the diagonal is NaN.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[2, 3, 1, 2], [8, 9, 7, 9], [5, 6, 4, 5]], trials=10,
-        ...                       systems=["A", "B", "C"])
-        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
-        >>> out = res.compare_all(estimand="tasks")
-        >>> out["prob_positive"].sel(candidate="B", baseline="A").item()
-        1.0
-        """
-        ci_prob = validate_prob("ci_prob", ci_prob)
-        if not isinstance(margin, (int, float)) or margin < 0:
-            raise ValueError(f"margin must be a non-negative number; got {margin!r}")
-        values = self._single_metric("compare_all", metric, k, estimand, clusters, weighting, tau)
-        tau = values.attrs.get("tau")
-        systems = self.systems
-        from bayeval.harness import check_comparable
-
-        harness = check_comparable(self, systems, allow_harness_change)
-        S = len(systems)
-        mean = np.full((S, S), np.nan)
-        lower, upper = np.full((S, S), np.nan), np.full((S, S), np.nan)
-        positive, above = np.full((S, S), np.nan), np.full((S, S), np.nan)
-        alpha = 1 - ci_prob
-        # a pair valid on the same tasks reads its effect off these draws; only a pair whose
-        # valid tasks differ (missing="exclude") needs compare's mean over the shared tasks
-        trials = self._tree["observed_data"]["trials"]
-        if "missing_bound" in trials.dims:
-            trials = trials.min("missing_bound")
-        valid = trials.transpose("system", "task").values > 0
-        for i, cand in enumerate(systems):
-            for j, base in enumerate(systems):
-                if i == j:
-                    continue
-                same_tasks = "missing_bound" not in values.dims and np.array_equal(
-                    valid[i], valid[j]
-                )
-                if estimand == "tasks" and not same_tasks:  # the tasks valid for both
-                    effect = self.compare(
-                        cand,
-                        base,
-                        metric=metric,
-                        k=k,
-                        estimand=estimand,
-                        margin=margin,
-                        ci_prob=ci_prob,
-                        tau=tau,
-                        allow_harness_change=True,
-                    )["effect"].values
-                else:
-                    effect = (values.sel(system=cand) - values.sel(system=base)).values
-                effect = effect.ravel()
-                mean[i, j] = effect.mean()
-                lower[i, j], upper[i, j] = np.quantile(effect, [alpha / 2, 1 - alpha / 2])
-                positive[i, j] = (effect > 0).mean()
-                above[i, j] = (effect > margin).mean()
-        dims = ("candidate", "baseline")
-        coords = {
-            "candidate": np.asarray(systems, dtype=object),
-            "baseline": np.asarray(systems, dtype=object),
-        }
-        out = xr.Dataset(
-            {
-                "effect_mean": (dims, mean),
-                "effect_interval": (dims + ("ci_bound",), np.stack([lower, upper], axis=-1)),
-                "prob_positive": (dims, positive),
-                "prob_above_margin": (dims, above),
-            },
-            coords={**coords, "ci_bound": ["lower", "upper"]},
+        """Every pairwise effect: see :func:`bayeval.analyses.compare.compare_all`."""
+        return compare_all(
+            self,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            ci_prob=ci_prob,
+            margin=margin,
+            tau=tau,
+            clusters=clusters,
+            weighting=weighting,
+            allow_harness_change=allow_harness_change,
         )
-        out.attrs = {
-            "metric": metric,
-            "estimand": estimand,
-            "margin": float(margin),
-            "ci_prob": ci_prob,
-            "model": self.model,
-            "paired": self._paired,
-            **({} if tau is None else {"tau": tau}),
-            **harness.attrs,
-        }
-        return out
+
+    def ranks(
+        self,
+        *,
+        metric: str = "pass@k",
+        k=1,
+        estimand: str = "population",
+        ci_prob: float = 0.95,
+        top: int = 3,
+        tau=None,
+        clusters=None,
+        weighting: str = "task",
+    ) -> xr.Dataset:
+        """Posterior of each system's rank: see :func:`bayeval.analyses.ranks.ranks`."""
+        return ranks(
+            self,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            ci_prob=ci_prob,
+            top=top,
+            tau=tau,
+            clusters=clusters,
+            weighting=weighting,
+        )
+
+    def rank_groups(
+        self,
+        *,
+        metric: str = "pass@k",
+        k=1,
+        estimand: str = "population",
+        prob: float = 0.95,
+        tau=None,
+        clusters=None,
+        weighting: str = "task",
+    ) -> pd.DataFrame:
+        """Systems that cannot be told apart: see :func:`bayeval.analyses.ranks.rank_groups`."""
+        return rank_groups(
+            self,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            prob=prob,
+            tau=tau,
+            clusters=clusters,
+            weighting=weighting,
+        )
 
     def winner(
         self,
+        *,
         metric: str = "pass@k",
         k=1,
         estimand: str = "population",
@@ -685,126 +314,46 @@ class Results(Posterior):
         clusters=None,
         weighting: str = "task",
     ) -> xr.Dataset:
-        """The system the observed score picks, and what that pick is worth (the winner's curse).
-
-        The pick is the system with the best observed score (the mean over its valid tasks of
-        the unbiased estimator). Its naive score overstates it when the systems are close: the
-        best of many noisy scores is selected for luck. The posterior of its value, from a
-        model that treats the systems as draws from a population of systems (``logit_normal``
-        with three or more systems has that level, ``sigma_system``), is shrunk back by what
-        the data say about how far apart the systems are.
-
-        Parameters
-        ----------
-        metric, k, estimand, clusters, weighting
-            As in :meth:`compare` (one k).
-        ci_prob : float, default 0.95
-        n_replicates : int, default 200
-            Posterior draws (taken evenly) used to replicate the benchmark on these tasks and
-            pick by its observed score again (``expected_optimism``), and for the posterior
-            mean over these tasks that ``optimism`` subtracts. Per-task readouts cost in
-            proportion: about 0.3 s per draw at 25 systems x 500 tasks (``logit_normal``).
-        seed : int, optional
-            Seed of the replicates (default: the fit's).
-
-        Returns
-        -------
-        xarray.Dataset
-            ``naive_score``, ``value`` (posterior draws of the pick's metric), ``value_mean``,
-            ``value_interval``, ``optimism`` (the naive score minus the posterior mean of the
-            pick's mean over these tasks, the naive score's own target; per system
-            ``tasks_mean``),
-            ``prob_pick_is_best`` (posterior probability that the pick is the best system),
-            ``expected_optimism`` and ``replicate_prob_best_picked`` (picking by observed
-            score on replicate benchmarks), and per system ``observed_score`` and
-            ``posterior_mean``. ``attrs["pick"]`` names the pick.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[6, 7, 5, 8], [7, 6, 7, 8], [6, 6, 6, 7]], trials=10,
-        ...                       systems=["A", "B", "C"])
-        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
-        >>> out = res.winner(n_replicates=100)
-        >>> out.attrs["pick"], round(float(out["naive_score"]), 3)
-        ('B', 0.7)
-        """
-        from bayeval._decisions import winner
-
-        return winner(self, metric, k, estimand, ci_prob, n_replicates, seed, clusters, weighting)
+        """The observed pick and its worth: see :func:`bayeval.analyses.ranks.winner`."""
+        return winner(
+            self,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            ci_prob=ci_prob,
+            n_replicates=n_replicates,
+            seed=seed,
+            clusters=clusters,
+            weighting=weighting,
+        )
 
     def compare_curve(
         self,
         candidate,
         baseline,
-        k,
+        *,
         metric: str = "pass@k",
-        estimand: str = "tasks",
+        k,
+        estimand: str = "population",
         ci_prob: float = 0.95,
     ) -> xr.Dataset:
-        """The effect ``metric(candidate) - metric(baseline)`` as a curve over k.
-
-        Parameters
-        ----------
-        candidate, baseline : system labels
-        k : list of int
-            At least two increasing ks.
-        metric : {"pass@k", "pass^k"}
-        estimand : {"tasks", "population"}, default "tasks"
-        ci_prob : float, default 0.95
-
-        Returns
-        -------
-        xarray.Dataset
-            Over ``k``: ``effect_mean``, ``effect_interval`` (pointwise), ``effect_band``
-            (simultaneous over the ks: a sup-t band, mean +- q sd with q the ``ci_prob``
-            quantile of the largest standardised deviation over k), ``prob_positive``;
-            ``prob_cross`` (posterior probability that the effect changes sign within the
-            ks), ``crossing_k`` (per draw, the interpolated k of the first sign change; NaN
-            without one) and ``crossing_interval``; per ``(task, k)``,
-            ``task_contribution`` (the posterior mean of the task's share of the
-            tasks-estimand effect) and ``task_contribution_observed`` (the same share from the
-            unbiased estimator of its counts), so a reversal is traced to the tasks behind
-            it (see :func:`bayeval._decisions.reversal_tasks`).
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[9, 1, 5, 0], [5, 5, 5, 5]], trials=10, systems=["A", "B"])
-        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
-        >>> curve = res.compare_curve("A", "B", k=[1, 2, 4, 8])
-        >>> curve["effect_band"].dims
-        ('k', 'ci_bound')
-        """
-        from bayeval._decisions import compare_curve
-
-        return compare_curve(self, candidate, baseline, k, metric, estimand, ci_prob)
+        """The effect as a curve over k: see :func:`bayeval.analyses.curves.compare_curve`."""
+        return compare_curve(
+            self, candidate, baseline, metric=metric, k=k, estimand=estimand, ci_prob=ci_prob
+        )
 
     def compare_subsets(
         self,
         mask,
+        *,
         metric: str = "pass@k",
         k: int = 1,
-        estimand: str = "tasks",
+        estimand: str = "population",
         ci_prob: float = 0.95,
         refit: bool = True,
         **fit_options,
     ) -> xr.Dataset:
-        """Score on clean versus flagged tasks (contamination, a leakage channel), their
-        difference and the clean-only estimate; see
-        :func:`bayeval.contamination.compare_subsets`.
-
-        Examples
-        --------
-        >>> import bayeval as be
-        >>> data = be.from_counts([[9, 8, 9, 2, 3, 1]], trials=10)
-        >>> res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
-        >>> out = res.compare_subsets([0, 1, 2], refit=False)
-        >>> bool(out["difference_mean"].item() > 0.4)
-        True
-        """
-        from bayeval.contamination import compare_subsets
-
+        """Clean versus flagged tasks: see :func:`bayeval.analyses.subsets.compare_subsets`."""
         return compare_subsets(
             self,
             mask,

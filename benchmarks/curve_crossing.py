@@ -10,7 +10,6 @@ multi-trial path of the quadrature and did not finish within 15 minutes on 2 sha
 """
 
 import argparse
-
 import time
 import warnings
 from pathlib import Path
@@ -19,7 +18,8 @@ import numpy as np
 from scipy import stats
 
 import bayeval as be
-from bayeval._decisions import observed_scores, reversal_tasks
+from bayeval.analyses._draws import observed_scores
+from bayeval.analyses.curves import reversal_tasks
 
 KS = [1, 2, 3, 5, 7, 10]
 

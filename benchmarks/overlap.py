@@ -224,7 +224,7 @@ def subsets_coverage(n_sims, n_tasks=40, n_trials=20, lift=0.25, seed=2024):
         fit = be.fit(data, model="hierarchical", draws=500, chains=2, seed=i, log_likelihood=False)
         for refit in (True, False):
             extra = {"log_likelihood": False} if refit else {}
-            out = compare_subsets(fit, flagged, refit=refit, **extra)
+            out = compare_subsets(fit, flagged, estimand="tasks", refit=refit, **extra)
             lo, hi = out["difference_interval"].values[0]
             hits[refit].append(lo <= truth <= hi)
             bias[refit].append(float(out["difference_mean"].values[0]) - truth)

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import bayeval as be
-from bayeval._rank_sets import rank_sets
+from bayeval.analyses.ranks import rank_sets
 
 OUT = Path(__file__).resolve().parent / "results" / "rank_coverage.txt"
 

@@ -133,7 +133,7 @@ def test_paired_compare_variance_is_that_of_task_differences(swebench):
     for name in ("prob_positive", "prob_above_margin", "prob_noninferior", "p_value"):
         assert out[name].dims == ()
     assert out["effect_interval"].dims == ("ci_bound",)
-    assert out.attrs["candidate"] == b and out.attrs["paired"] == "yes"
+    assert out.attrs["candidate"] == b and out.attrs["paired"] is True
 
 
 def test_bounds_cross_in_paired_compare():
@@ -325,3 +325,100 @@ def test_bootstrap_probabilities_stay_in_the_unit_interval():
         assert float(res["replicates"].max()) <= 1.0
         assert float(res["estimate"].max()) <= 1.0
         assert float(res["interval"].max()) <= 1.0
+
+
+# -- the bootstrap p-value: one function, against exact arithmetic and a known null ------------
+def _exact_p_values(replicates, null):
+    """Reference by enumeration in rational arithmetic: (1 + #at or below) / (B + 1) and
+    (1 + #at or above) / (B + 1) over the defined replicates, two-sided twice the smaller."""
+    from fractions import Fraction
+
+    defined = [Fraction(x) for x in replicates if not np.isnan(x)]
+    null = Fraction(null)
+    below = sum(1 for x in defined if x <= null)
+    above = sum(1 for x in defined if x >= null)
+    greater = Fraction(1 + below, len(defined) + 1)
+    less = Fraction(1 + above, len(defined) + 1)
+    return {"greater": greater, "less": less, "two-sided": min(Fraction(1), 2 * min(greater, less))}
+
+
+@pytest.mark.parametrize(
+    "replicates, null",
+    [
+        ([-0.25, 0.0, 0.0, 0.125, 0.375, 0.5], 0.0),  # ties at the null count for it
+        ([0.125, 0.25, np.nan, -0.375], 0.0),  # NaN replicates are left out
+        ([0.5] * 9, 0.0),  # never below: the smallest p-value B replicates can give
+        ([0.125, 0.25, 0.25, 0.375, 0.5], 0.25),  # another null value
+        ([-1.0, -0.5, -0.25], 0.0),
+    ],
+)
+def test_bootstrap_p_value_is_exact_on_small_replicate_sets(replicates, null):
+    from bayeval.resampling import bootstrap_p_value
+
+    expected = _exact_p_values(replicates, null)
+    for alternative, value in expected.items():
+        got = bootstrap_p_value(replicates, null=null, alternative=alternative)
+        assert got == pytest.approx(float(value), rel=1e-15)
+    # along an axis, each row on its own
+    table = np.array([replicates, replicates[::-1]], dtype=float)
+    np.testing.assert_allclose(
+        bootstrap_p_value(table.T, null=null, axis=0), [float(expected["two-sided"])] * 2
+    )
+    assert np.isnan(bootstrap_p_value([np.nan, np.nan]))
+    with pytest.raises(ValueError, match="alternative must be one of"):
+        bootstrap_p_value(replicates, alternative="bigger")
+
+
+def _p_values(rng, kind, effect, n_sets, n_boot, alternative):
+    """p-values of effect 0 for ``n_sets`` data sets whose true effect is ``effect``.
+
+    ``ties``: the nonparametric bootstrap of the mean of 40 paired differences in {-1, 0, 1}
+    (binary outcomes of two systems), where replicate means of exactly 0 are common;
+    ``normal``: an estimate ~ N(effect, 1) with replicates ~ N(estimate, 1), the bootstrap
+    distribution a percentile p-value assumes, for which the p-value is uniform under the
+    null."""
+    from bayeval.resampling import bootstrap_p_value
+
+    if kind == "normal":
+        estimate = rng.normal(effect, 1.0, size=(n_sets, 1))
+        replicates = estimate + rng.normal(0.0, 1.0, size=(n_sets, n_boot))
+        return bootstrap_p_value(replicates, alternative=alternative, axis=1)
+    probs = [0.25 - effect / 2, 0.5, 0.25 + effect / 2]
+    values = rng.choice([-1.0, 0.0, 1.0], p=probs, size=(n_sets, 40))
+    out = []
+    for rows in np.array_split(np.arange(n_sets), n_sets // 100):  # bounded memory
+        pick = rng.integers(40, size=(len(rows), n_boot, 40))
+        means = np.take_along_axis(values[rows, None, :], pick, axis=2).mean(axis=2)
+        out.append(bootstrap_p_value(means, alternative=alternative, axis=1))
+    return np.concatenate(out)
+
+
+@pytest.mark.parametrize("alternative", ["greater", "two-sided"])
+@pytest.mark.parametrize("kind", ["ties", "normal"])
+def test_bootstrap_p_value_holds_its_level_under_a_known_null(kind, alternative):
+    """Under a true effect of 0, P(p <= alpha) <= alpha within Monte Carlo error; under a
+    true effect the same test rejects most of the time (the level is not met by never
+    rejecting)."""
+    rng = np.random.default_rng(11)
+    n_sets, n_boot = 1500, 399
+    p = _p_values(rng, kind, 0.0, n_sets, n_boot, alternative)
+    for alpha in (0.05, 0.10):
+        mc_error = 3 * np.sqrt(alpha * (1 - alpha) / n_sets)
+        assert (p <= alpha).mean() <= alpha + mc_error
+    if kind == "normal":  # uniform under the null: the level is met, not undershot
+        assert (p <= 0.10).mean() >= 0.10 - 3 * np.sqrt(0.09 / n_sets) - 2 / (n_boot + 1)
+    assert p.min() >= (2 if alternative == "two-sided" else 1) / (n_boot + 1)
+    effect = 3.5 if kind == "normal" else 0.4
+    assert (_p_values(rng, kind, effect, n_sets, n_boot, alternative) <= 0.05).mean() > 0.8
+
+
+def test_compare_p_value_is_resamplings_on_its_replicates():
+    from bayeval.resampling import bootstrap_p_value
+
+    data = be.from_counts([[1, 0, 1, 1, 0, 1] * 4, [1, 1, 1, 1, 0, 1] * 4], 1, systems=["A", "B"])
+    out = be.bootstrap.compare(data, "B", "A", n_boot=2000, seed=3)
+    replicates = out["effect"].values
+    assert (replicates == 0).sum() > 0  # ties at the null occur here
+    expected = _exact_p_values(replicates, 0.0)["two-sided"]
+    assert float(out["p_value"]) == pytest.approx(float(expected), rel=1e-12)
+    assert float(out["p_value"]) == bootstrap_p_value(replicates)

@@ -3,8 +3,8 @@
 import json
 
 import numpy as np
-import pytest
 import pandas as pd
+import pytest
 from click.testing import CliRunner
 
 import bayeval as be

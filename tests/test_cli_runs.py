@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import bayeval as be
-from bayeval._runs import bootstrap_recipe_effect
+from bayeval.analyses.runs import bootstrap_recipe_effect
 from bayeval.cli import main
 
 

@@ -192,7 +192,7 @@ def contaminated():
 
 def test_compare_subsets_equals_a_direct_computation_from_task_rate_draws(contaminated):
     res, mask, _, _ = contaminated
-    out = compare_subsets(res, mask, metric="pass@k", k=2, refit=False)
+    out = compare_subsets(res, mask, metric="pass@k", k=2, estimand="tasks", refit=False)
     rates = res.task_rates().transpose("chain", "draw", "system", "task").values
     f = 1 - (1 - rates) ** 2
     flagged = mask.to_numpy()
@@ -236,7 +236,7 @@ def _simulate_leak(rng, n_tasks=40, n_trials=20, lift=0.25):
 
 def test_compare_subsets_interval_covers_a_known_contamination_effect(contaminated):
     res, mask, truth, _ = contaminated
-    out = compare_subsets(res, mask)
+    out = compare_subsets(res, mask, estimand="tasks")
     assert (out["difference_interval"].sel(ci_bound="lower") > 0).all()
     # coverage over repeated simulations with a known effect (95% intervals)
     rng = np.random.default_rng(2024)
@@ -244,7 +244,7 @@ def test_compare_subsets_interval_covers_a_known_contamination_effect(contaminat
     for i in range(20):
         data, flagged, effect = _simulate_leak(rng)
         fit = be.fit(data, model="hierarchical", draws=300, chains=2, seed=i, log_likelihood=False)
-        out = compare_subsets(fit, flagged, log_likelihood=False)
+        out = compare_subsets(fit, flagged, estimand="tasks", log_likelihood=False)
         lower, upper = out["difference_interval"].values[0]
         covered.append(lower <= effect <= upper)
     assert np.mean(covered) >= 0.8  # 0.95 nominal: P(fewer than 16 of 20) = 0.016
@@ -252,12 +252,13 @@ def test_compare_subsets_interval_covers_a_known_contamination_effect(contaminat
 
 def test_compare_subsets_accepts_lists_arrays_and_overlap_frames(contaminated):
     res, mask, _, _ = contaminated
-    reference = compare_subsets(res, mask, refit=False)["difference"].values
+    reference = compare_subsets(res, mask, estimand="tasks", refit=False)["difference"].values
     ids = mask.index[mask].tolist()
     frame = pd.DataFrame({"label": np.where(mask, "suspected", "none")}, index=mask.index)
     for form in (ids, set(ids), mask.to_numpy(), frame):
         np.testing.assert_array_equal(
-            compare_subsets(res, form, refit=False)["difference"].values, reference
+            compare_subsets(res, form, estimand="tasks", refit=False)["difference"].values,
+            reference,
         )
     with pytest.raises(ValueError, match=r"missing \['t0'\]"):
         compare_subsets(res, mask.drop("t0"))
@@ -273,7 +274,7 @@ def test_compare_subsets_accepts_lists_arrays_and_overlap_frames(contaminated):
 
 def test_tasks_reading_fits_each_subset_alone_and_reads_its_task_rates(contaminated):
     res, mask, _, _ = contaminated
-    out = compare_subsets(res, mask, metric="pass^k", k=2)
+    out = compare_subsets(res, mask, metric="pass^k", k=2, estimand="tasks")
     flagged_fit = be.fit(
         res.data.sel(task=mask.index[mask].tolist()),
         model="hierarchical",
@@ -322,14 +323,14 @@ def test_leakage_audit_has_one_row_per_channel_and_system(contaminated):
     res, mask, _, _ = contaminated
     rng = np.random.default_rng(0)
     placebo = pd.Series(rng.random(len(mask)) < 0.3, index=mask.index)
-    audit = leakage_audit(res, {"leaked": mask, "placebo": placebo})
+    audit = leakage_audit(res, {"leaked": mask, "placebo": placebo}, estimand="tasks")
     assert audit[["channel", "system"]].values.tolist() == [
         ["leaked", "A"],
         ["leaked", "B"],
         ["placebo", "A"],
         ["placebo", "B"],
     ]
-    direct = compare_subsets(res, mask)
+    direct = compare_subsets(res, mask, estimand="tasks")
     row = audit.iloc[1]
     assert row["difference"] == pytest.approx(float(direct["difference_mean"].sel(system="B")))
     assert row["inflation_lower"] == pytest.approx(

@@ -115,7 +115,7 @@ def test_posterior_budget_curve_matches_a_geometric_sum():
     res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
     n_draws, seed = 150, 3
     out = res.cost("cost", k=[1, 3, 6], n_draws=n_draws, seed=seed)
-    from bayeval._decisions import thinned
+    from bayeval.analyses._draws import thinned
 
     rates = (
         thinned(res, n_draws)

@@ -1,4 +1,4 @@
-"""The winner's curse and effect curves over k (bayeval._decisions, Results.winner,
+"""The winner's curse and effect curves over k (bayeval.analyses, Results.winner,
 Results.compare_curve, bayeval.bootstrap.compare_curve)."""
 
 from math import comb
@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 import bayeval as be
-from bayeval import _decisions
+from bayeval.analyses import _draws, curves, ranks
 
 
 def _pass_at_k(n, c, k):
@@ -18,13 +18,13 @@ def _pass_at_k(n, c, k):
 def test_observed_scores_are_the_mean_unbiased_estimator_over_valid_tasks():
     c = np.array([[3, 0, 5], [1, 2, 0]])
     n = np.array([[5, 2, 5], [5, 5, 0]])
-    scores, per_task = _decisions.observed_scores(c, n, 3, "pass@k")
+    scores, per_task = _draws.observed_scores(c, n, 3, "pass@k")
     # k = 3 > 2 trials: task 1 of system 0 is not valid; system 1's task 2 has no trials
     assert scores[0] == pytest.approx((_pass_at_k(5, 3, 3) + _pass_at_k(5, 5, 3)) / 2)
     assert scores[1] == pytest.approx((_pass_at_k(5, 1, 3) + _pass_at_k(5, 2, 3)) / 2)
     assert np.isnan(per_task[0, 1]) and np.isnan(per_task[1, 2])
     with pytest.raises(ValueError, match=r"\['A', 'B'\] have no task with at least k=6"):
-        _decisions.observed_scores(c, n, 6, "pass@k", systems=["A", "B"])
+        _draws.observed_scores(c, n, 6, "pass@k", systems=["A", "B"])
 
 
 def test_crossing_points_interpolate_the_first_sign_change():
@@ -36,7 +36,7 @@ def test_crossing_points_interpolate_the_first_sign_change():
             [-0.1, 0.3, -0.2, 0.1],
         ]
     )  # first change between 1 and 2, at 1.25
-    out = _decisions.crossing_points(effect, ks)
+    out = curves.crossing_points(effect, ks)
     assert out[0] == pytest.approx(3.0)
     assert np.isnan(out[1])
     assert out[2] == pytest.approx(1.25)
@@ -46,7 +46,7 @@ def test_sup_t_band_has_the_max_of_independent_normals_critical_value():
     rng = np.random.default_rng(0)
     K, ci = 4, 0.95
     draws = rng.normal(size=(200_000, K)) * [1, 2, 3, 4] + [0, 1, 2, 3]
-    band, q = _decisions._sup_t_band(draws, ci)
+    band, q = curves.sup_t_band(draws, ci)
     # P(max_k |Z_k| <= q) = (2 Phi(q) - 1)^K for independent standard normals
     exact = stats.norm.ppf((1 + ci ** (1 / K)) / 2)
     assert q == pytest.approx(exact, abs=0.02)
@@ -68,7 +68,7 @@ def reversal_fit():
 def test_compare_curve_agrees_with_compare_and_traces_the_reversal(reversal_fit):
     data, res = reversal_fit
     ks = [1, 2, 4, 8]
-    curve = res.compare_curve("A", "B", k=ks)
+    curve = res.compare_curve("A", "B", k=ks, estimand="tasks")
     cmp = res.compare("A", "B", k=ks, estimand="tasks")
     np.testing.assert_allclose(curve["effect_mean"].values, cmp["effect_mean"].values)
     band, point = curve["effect_band"].values, curve["effect_interval"].values
@@ -81,17 +81,19 @@ def test_compare_curve_agrees_with_compare_and_traces_the_reversal(reversal_fit)
     # the observed contributions sum to the unbiased-estimator effect at each k
     c = data.dataset["successes"].values
     for k in ks:
-        effect = np.mean([_pass_at_k(10, a, k) - _pass_at_k(10, b, k) for a, b in zip(*c)])
+        effect = np.mean(
+            [_pass_at_k(10, a, k) - _pass_at_k(10, b, k) for a, b in zip(*c, strict=True)]
+        )
         total = curve["task_contribution_observed"].sel(k=k).sum().item()
         assert total == pytest.approx(effect)
     # the reversal comes from tasks 4-9 (B's rare successes grow with k)
-    table = _decisions.reversal_tasks(curve, top=6)
+    table = curves.reversal_tasks(curve, top=6)
     assert sorted(table["task"].tolist()) == list(range(4, 10))
     assert (table["change"] < 0).all() and (table["change_observed"] < 0).all()
-    by_counts = _decisions.reversal_tasks(curve, top=6, by="observed")
+    by_counts = curves.reversal_tasks(curve, top=6, by="observed")
     assert sorted(by_counts["task"].tolist()) == list(range(4, 10))
     with pytest.raises(ValueError, match="by must be"):
-        _decisions.reversal_tasks(curve, by="x")
+        curves.reversal_tasks(curve, by="x")
 
 
 def test_compare_curve_refuses_bad_ks(reversal_fit):
@@ -107,7 +109,9 @@ def test_curve_bootstrap_estimate_and_band(reversal_fit):
     out = be.bootstrap.compare_curve(data, "A", "B", k=[1, 4, 8], n_boot=4000, seed=1)
     c = data.dataset["successes"].values
     for k in (1, 4, 8):
-        direct = np.mean([_pass_at_k(10, a, k) - _pass_at_k(10, b, k) for a, b in zip(*c)])
+        direct = np.mean(
+            [_pass_at_k(10, a, k) - _pass_at_k(10, b, k) for a, b in zip(*c, strict=True)]
+        )
         assert out["effect"].sel(k=k).item() == pytest.approx(direct)
     band, point = out["effect_band"].values, out["effect_interval"].values
     assert ((band[:, 1] - band[:, 0]) > (point[:, 1] - point[:, 0])).all()
@@ -149,7 +153,7 @@ def test_replicate_selection_finds_the_selection_bias_of_equal_systems(monkeypat
 
     rates = xr.DataArray(np.full((2, 300, m, J), p), dims=("chain", "draw", "system", "task"))
     monkeypatch.setattr(type(res), "task_rates", lambda self, system=None: rates)
-    out = _decisions.replicate_selection(res, "pass@k", 1, 600, seed=3)
+    out = ranks._replicate_selection(res, "pass@k", 1, 600, seed=3)
     grid = np.linspace(-8, 8, 4001)
     e_max = np.trapezoid(grid * m * stats.norm.pdf(grid) * stats.norm.cdf(grid) ** (m - 1), grid)
     expected = np.sqrt(p * (1 - p) / J) * e_max

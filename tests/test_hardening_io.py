@@ -4,7 +4,6 @@ types refused at the data boundary."""
 import warnings
 
 import h5py
-import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr

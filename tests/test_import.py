@@ -32,7 +32,7 @@ def test_public_names_load_on_use():
     import bayeval as be
 
     assert callable(be.fit) and callable(be.crosscheck)  # functions, not their modules
-    import bayeval.crosscheck  # noqa: F401
+    import bayeval.analyses.crosscheck  # noqa: F401
     from bayeval.inference import choose_model  # importing the module keeps the function bound
 
     assert callable(be.fit) and callable(be.crosscheck) and callable(choose_model)

@@ -5,12 +5,12 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 
 import bayeval as be
 from bayeval import cli
 from bayeval.inference import choose_model
 from bayeval.report import report_data
-from click.testing import CliRunner
 
 
 def _three_systems(shared=True):
@@ -61,8 +61,9 @@ def test_fit_records_the_choice():
     assert attrs["inference_library"] == "bayeval" and attrs["created_at"]
     cmp = res.compare("B", "A", estimand="tasks")
     assert (
-        cmp.attrs["paired"].startswith("no: the hierarchical model")
-        and "unpaired" in cmp.attrs["paired"]
+        cmp.attrs["paired"] is False
+        and cmp.attrs["paired_note"].startswith("the hierarchical model")
+        and "unpaired" in cmp.attrs["paired_note"]
     )
 
 

@@ -9,7 +9,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 import bayeval as be
-from bayeval._rank_sets import rank_sets
+from bayeval.analyses.ranks import rank_sets
 
 
 # -- an independent, loop-based reference of the same construction ------------------------------

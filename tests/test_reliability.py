@@ -264,7 +264,7 @@ def grid_fit():
 
 def test_hierarchical_population_readout_is_the_beta_integral(grid_fit):
     alpha, beta = HierarchicalRates().params(grid_fit.tree)  # (chain, draw, bound, system, pop)
-    g = grid_fit.g_pass_at_k([2, 3], 0.5, estimand="population")
+    g = grid_fit.g_pass_at_k(k=[2, 3], tau=0.5, estimand="population")
     cons = grid_fit.consistency(estimand="population")
     for chain, draw, s in ((0, 0, 0), (1, 17, 1), (0, 99, 1)):
         a, b = alpha[chain, draw, 0, s, 0], beta[chain, draw, 0, s, 0]
@@ -280,23 +280,23 @@ def test_hierarchical_population_readout_is_the_beta_integral(grid_fit):
 def test_results_methods_on_a_beta_fit(grid_fit):
     res = grid_fit
     for estimand in ("tasks", "population"):
-        g = res.g_pass_at_k([2, 4], 0.75, estimand=estimand)
+        g = res.g_pass_at_k(k=[2, 4], tau=0.75, estimand=estimand)
         assert g.dims == ("chain", "draw", "system", "k") and g.attrs["tau"] == 0.75
         cons = res.consistency(estimand=estimand)
         assert cons.dims == ("chain", "draw", "system") and cons.name == "consistency"
         assert float(cons.min()) >= 0 and float(cons.max()) <= 1
         np.testing.assert_allclose(
-            res.g_pass_at_k(3, 1.0, estimand=estimand),
-            res.pass_hat_k(3, estimand=estimand),
+            res.g_pass_at_k(k=3, tau=1.0, estimand=estimand),
+            res.pass_hat_k(k=3, estimand=estimand),
             atol=1e-10,
         )
         # at least half of four: between all four and at least one
-        assert (res.pass_hat_k(4, estimand=estimand) <= g.sel(k=4) + 1e-12).all()
-        assert (g.sel(k=4) <= res.pass_at_k(4, estimand=estimand) + 1e-12).all()
+        assert (res.pass_hat_k(k=4, estimand=estimand) <= g.sel(k=4) + 1e-12).all()
+        assert (g.sel(k=4) <= res.pass_at_k(k=4, estimand=estimand) + 1e-12).all()
     out = res.compare("B", "A", metric="g-pass@k", k=4, tau=0.5, estimand="tasks")
     assert out.attrs["tau"] == 0.5 and out["effect"].dims == ("chain", "draw")
-    direct = res.g_pass_at_k(4, 0.5, estimand="tasks").sel(system="B") - res.g_pass_at_k(
-        4, 0.5, estimand="tasks"
+    direct = res.g_pass_at_k(k=4, tau=0.5, estimand="tasks").sel(system="B") - res.g_pass_at_k(
+        k=4, tau=0.5, estimand="tasks"
     ).sel(system="A")
     np.testing.assert_allclose(out["effect"], direct)
     assert "k" not in res.compare("B", "A", metric="consistency")["effect"].dims
@@ -425,7 +425,7 @@ def test_logit_normal_population_agrees_with_monte_carlo():
     spread = np.sqrt(post["sigma_task"] ** 2 + post["sigma_task_system"] ** 2).values
     z = rng.standard_normal(200_000)
     rate = special.expit(post["alpha"].values[..., None] + spread[..., None, None] * z)
-    g = res.g_pass_at_k([2, 4], 0.5, estimand="population")
+    g = res.g_pass_at_k(k=[2, 4], tau=0.5, estimand="population")
     ref = np.stack(
         [stats.binom.sf(0, 2, rate).mean(-1), stats.binom.sf(1, 4, rate).mean(-1)], axis=-1
     )
@@ -437,14 +437,14 @@ def test_logit_normal_population_agrees_with_monte_carlo():
 def test_logit_normal_tasks_estimand_and_comparison():
     data = be.from_counts([[4, 2, 0, 3, 4, 1], [4, 3, 1, 3, 4, 4]], trials=4, systems=["A", "B"])
     res, _ = _fake_logit_normal(data)
-    g = res.g_pass_at_k(4, 1.0, estimand="tasks")
+    g = res.g_pass_at_k(k=4, tau=1.0, estimand="tasks")
     # the same quadrature and the same normal draws as pass^4
-    np.testing.assert_allclose(g, res.pass_hat_k(4, estimand="tasks"), atol=1e-12)
+    np.testing.assert_allclose(g, res.pass_hat_k(k=4, estimand="tasks"), atol=1e-12)
     cons = res.consistency(estimand="tasks")
     assert cons.dims == ("chain", "draw", "system")
     assert 0 <= float(cons.min()) and float(cons.max()) <= 1
     out = res.compare("B", "A", metric="consistency", estimand="tasks")
-    assert out.attrs["paired"] == "yes" and out.attrs["metric"] == "consistency"
+    assert out.attrs["paired"] is True and out.attrs["metric"] == "consistency"
 
 
 # -- bootstrap twins against direct resampling ---------------------------------------------------

@@ -269,3 +269,47 @@ def test_crosscheck_says_when_the_trial_bootstrap_is_blind():
     with pytest.warns(BayevalWarning, match="zero width"):
         out = be.crosscheck(res, n_boot=200)
     assert float(out["bootstrap_width"].sel(estimand="tasks").item()) == pytest.approx(0.0)
+
+
+# -- one margin rule ---------------------------------------------------------------------------
+def test_validate_margin_takes_a_score_difference():
+    from bayeval._validate import validate_margin
+
+    for value, expected in ((0, 0.0), (0.02, 0.02), (np.float32(0.5), 0.5), (np.int64(0), 0.0)):
+        got = validate_margin(value)
+        assert got == pytest.approx(expected) and type(got) is float
+    assert validate_margin(0.999) == 0.999
+    for bad in (-0.01, 1, 1.5, float("nan"), float("inf"), True, np.bool_(False), "0.1", None):
+        with pytest.raises(ValueError, match="margin must be a non-negative number below 1"):
+            validate_margin(bad)
+    assert validate_margin(0.3, positive=True) == 0.3
+    with pytest.raises(ValueError, match="margin must be a number strictly between 0 and 1"):
+        validate_margin(0, positive=True)
+    assert validate_margin(-0.5, signed=True) == -0.5
+    for bad in (-1, 1, float("nan")):
+        with pytest.raises(ValueError, match=r"margin must be a number strictly inside \(-1, 1\)"):
+            validate_margin(bad, signed=True)
+
+
+def test_every_margin_goes_through_the_one_rule():
+    from bayeval import harness, monitor, planning
+
+    data = be.from_counts([[3, 5, 1, 8, 2], [6, 9, 2, 9, 4]], 10, systems=["A", "B"])
+    res = be.fit(data, draws=200, chains=2, seed=3, model="hierarchical")
+    a, b = "A", "B"
+    message = "margin must be a non-negative number below 1"
+    with pytest.raises(ValueError, match=message):
+        res.compare(b, a, margin=2)
+    with pytest.raises(ValueError, match=message):
+        res.compare_all(margin=-0.1)
+    with pytest.raises(ValueError, match=message):
+        be.bootstrap.compare(data, b, a, margin=True, n_boot=10)
+    comparison = res.compare(b, a, margin=0.05)
+    with pytest.raises(ValueError, match=message):
+        planning.noninferiority(comparison, margin=1.5)
+    with pytest.raises(ValueError, match=message):
+        planning.noninferiority(comparison.assign_attrs(margin=float("nan")))
+    with pytest.raises(ValueError, match="margin must be a number strictly between 0 and 1"):
+        harness.canary({"v1": data, "v2": data}, a, "v1", "v2", margin=0)
+    with pytest.raises(ValueError, match=r"strictly inside \(-1, 1\)"):
+        monitor.monitor_paired([(1, data)], b, a, margin=-1)

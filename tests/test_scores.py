@@ -417,7 +417,7 @@ def test_auto_picks_zoib_and_results_serve_the_mean_score(score_fit, tmp_path):
     for estimand in ("tasks", "population"):
         mean = res.mean_score(estimand=estimand)
         assert mean.dims == ("chain", "draw", "system")
-        np.testing.assert_array_equal(mean.values, res.pass_at_k(1, estimand=estimand).values)
+        np.testing.assert_array_equal(mean.values, res.pass_at_k(k=1, estimand=estimand).values)
         out = res.compare("B", "A", metric="mean", estimand=estimand)
         np.testing.assert_allclose(
             out["effect"].values, (mean.sel(system="B") - mean.sel(system="A")).values
@@ -438,7 +438,7 @@ def test_auto_picks_zoib_and_results_serve_the_mean_score(score_fit, tmp_path):
     assert back.tree.identical(res.tree)
     assert back.data.has_scores
     np.testing.assert_array_equal(
-        back.mean_score("population").values, res.mean_score("population").values
+        back.mean_score(estimand="population").values, res.mean_score(estimand="population").values
     )
 
 
@@ -496,7 +496,7 @@ def test_without_the_kernel_route_the_pymc_model_is_compiled_once_per_shape(monk
     xr.testing.assert_equal(
         swapped.tree["posterior"].to_dataset(), first.tree["posterior"].to_dataset()
     )
-    assert first.mean_score("population").shape == (1, 200, 2)
+    assert first.mean_score(estimand="population").shape == (1, 200, 2)
 
 
 def test_binary_data_agree_with_logit_normal():
@@ -544,7 +544,7 @@ def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_
     for estimand in ("tasks", "population"):
         mean = res.mean_score(estimand=estimand)
         assert mean.name == mean.attrs["metric"] == "mean"
-        np.testing.assert_array_equal(mean.values, ref.pass_at_k(1, estimand=estimand).values)
+        np.testing.assert_array_equal(mean.values, ref.pass_at_k(k=1, estimand=estimand).values)
         out = res.compare("B", "A", metric="mean", estimand=estimand)
         assert out.attrs["metric"] == "mean"
         np.testing.assert_array_equal(

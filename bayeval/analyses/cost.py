@@ -41,7 +41,6 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayeval._decisions import thinned
 from bayeval._validate import (
     describe_values,
     validate_choice,
@@ -50,6 +49,7 @@ from bayeval._validate import (
     validate_prob,
     validate_seed,
 )
+from bayeval.analyses._draws import thinned
 from bayeval.analyses._tables import draw_mean, percentiles
 from bayeval.data import EvalData
 from bayeval.models import cost as cost_models

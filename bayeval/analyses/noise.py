@@ -56,13 +56,13 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from bayeval._decisions import thinned
 from bayeval._validate import (
     validate_choice,
     validate_positive_int,
     validate_prob,
     validate_seed,
 )
+from bayeval.analyses._draws import thinned
 from bayeval.data import EvalData, require_valid_outcomes
 from bayeval.posterior import Posterior
 from bayeval.resampling import _refuse_scores

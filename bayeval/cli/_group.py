@@ -36,7 +36,6 @@ report_values = LazyModule("bayeval.report._values")
 fitting = LazyModule("bayeval.inference")
 resampling = LazyModule("bayeval.resampling")
 bootstrap = LazyModule("bayeval.bootstrap")
-decisions = LazyModule("bayeval._decisions")
 models = LazyModule("bayeval.models")
 logit_normal = LazyModule("bayeval.models.logit_normal")
 

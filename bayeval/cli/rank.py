@@ -6,7 +6,7 @@ import click
 import pandas as pd
 
 from bayeval.cli._fit import check_k_before_fit, fit
-from bayeval.cli._group import Notes, command_line, decisions, echo_notes, report_format
+from bayeval.cli._group import Notes, command_line, echo_notes, report, report_format
 from bayeval.cli._input import load
 from bayeval.cli._options import (
     PROBABILITY,
@@ -111,7 +111,7 @@ def rank(
         err=True,
     )
     with notes:
-        ranks = decisions.rank_summary(
+        ranks = report.rank_data(
             res,
             data,
             metric=metric,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayeval._decisions import curve_bootstrap
 from bayeval._validate import validate_choice, validate_prob
+from bayeval.analyses.curves import curve_bootstrap
 from bayeval.plots._base import (
     _SAMPLE_DIMS,
     _bounds,
@@ -580,7 +580,7 @@ def plot_compare_curve(
             data,
             candidate,
             baseline,
-            ks.tolist(),
+            k=ks.tolist(),
             metric=metric,
             n_boot=n_boot,
             ci_prob=ci_prob,

@@ -7,7 +7,7 @@ import numpy as np
 import xarray as xr
 
 from bayeval._validate import validate_choice, validate_k, validate_prob
-from bayeval.crosscheck import crosscheck
+from bayeval.analyses.crosscheck import crosscheck
 from bayeval.estimators import METRICS
 from bayeval.plots._base import (
     _SAMPLE_DIMS,

@@ -21,6 +21,7 @@ warnings.
 :mod:`.assemble`           :func:`report_data` and :class:`ReportOptions`
 :mod:`.comparisons`        the comparisons, their power and multiplicity; :func:`paired_spread`
 :mod:`.sections`           optional sections: recipes, curves over k, contamination, canary
+:mod:`.ranking`            :func:`rank_data`, the record of ``bayeval rank``
 :mod:`.figures`            which plots a report draws, rendered to PNG
 :mod:`.render`             :func:`build_report` and :func:`write_report` (HTML, Markdown)
 =========================  ======================================================================
@@ -32,6 +33,7 @@ from bayeval.report._systems import _measured_order as _measured_order
 from bayeval.report.assemble import ADJUST_METHODS, SCHEMA_VERSION, ReportOptions, report_data
 from bayeval.report.comparisons import DEFAULT_POWER_EFFECTS, paired_spread
 from bayeval.report.figures import PLOTS_HINT
+from bayeval.report.ranking import rank_data
 from bayeval.report.render import FORMATS, TEMPLATES, build_report, write_report
 from bayeval.report.sections import (
     canary_section,
@@ -53,6 +55,7 @@ __all__ = [
     "contamination_section",
     "curves_section",
     "paired_spread",
+    "rank_data",
     "recipes_section",
     "report_data",
     "write_report",

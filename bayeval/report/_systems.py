@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from bayeval import bootstrap
-from bayeval.crosscheck import bootstrap_twin, crosscheck
+from bayeval.analyses.crosscheck import bootstrap_twin, crosscheck
 from bayeval.data import EvalData
 from bayeval.estimators import METRICS, design_effect
 from bayeval.inference import GATES
@@ -237,7 +237,7 @@ def _score_twin(results, estimand: str) -> dict | None:
     tasks estimand has no twin: a trial bootstrap needs each attempt's score, which the data
     keep only as per-task sums.
     """
-    return None if estimand == "tasks" else bootstrap_twin(results, estimand, None, "task")
+    return None if estimand == "tasks" else bootstrap_twin(results, estimand)
 
 
 def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dict]:

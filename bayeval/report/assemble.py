@@ -24,6 +24,7 @@ from bayeval._validate import (
     describe_values,
     validate_choice,
     validate_k,
+    validate_margin,
     validate_positive_int,
     validate_prob,
     validate_seed,
@@ -348,13 +349,7 @@ def _checked(results, o: ReportOptions) -> ReportOptions:
             f"model {results.model!r} supports estimand in "
             f"{list(results.estimands)}; got {estimand!r}"
         )
-    if (
-        isinstance(margin, bool)
-        or not isinstance(margin, (int, float))
-        or not math.isfinite(margin)
-        or margin < 0
-    ):
-        raise ValueError(f"margin must be a non-negative number; got {margin!r}")
+    margin = validate_margin(margin)
     prob = validate_prob("prob", o.prob)
     ci_prob = validate_prob("ci_prob", o.ci_prob)
     alpha = validate_prob("alpha", o.alpha)

@@ -10,7 +10,7 @@ import numpy as np
 
 from bayeval import bootstrap
 from bayeval._validate import describe_values
-from bayeval.crosscheck import bootstrap_twin
+from bayeval.analyses.crosscheck import bootstrap_twin
 from bayeval.data import EvalData
 from bayeval.estimators import pass_at_k, pass_hat_k
 from bayeval.planning import adjust_pvalues, noninferiority, required_units
@@ -81,7 +81,7 @@ def _bootstrap_designs(results, estimand: str) -> list[dict]:
         if twin["unit"] != "task":
             designs.append({"unit": "task", "twin": False})
         return designs
-    twin = bootstrap_twin(results, estimand, None, "task")
+    twin = bootstrap_twin(results, estimand)
     designs = [dict(twin)]
     if estimand == "population":
         n_clusters, _ = _resampled_clusters(results.data)
@@ -90,22 +90,6 @@ def _bootstrap_designs(results, estimand: str) -> list[dict]:
         if twin["unit"] != "cluster" and n_clusters >= 2:
             designs.append({"unit": "cluster"})
     return designs
-
-
-def _bootstrap_p_value(effect) -> float:
-    """Two-sided percentile-bootstrap p-value of no effect, with the add-one correction.
-
-    ``2 * (1 + min(#above 0, #below 0)) / (B + 1)`` over the ``B`` defined replicates, where a
-    replicate equal to 0 counts half on each side: the smallest ``alpha`` whose percentile
-    interval excludes 0, never below ``2 / (B + 1)``.
-    """
-    values = np.asarray(effect, dtype=float)
-    values = values[~np.isnan(values)]
-    if values.size == 0:
-        return float("nan")
-    ties = 0.5 * np.sum(values == 0)
-    side = min(np.sum(values > 0) + ties, np.sum(values < 0) + ties)
-    return float(min(1.0, 2 * (1 + side) / (values.size + 1)))
 
 
 def _effect_rows(comparison, estimate_name: str, bayesian: bool) -> list[dict]:
@@ -122,7 +106,7 @@ def _effect_rows(comparison, estimate_name: str, bayesian: bool) -> list[dict]:
             "prob_noninferior": _num(cell["prob_noninferior"]),
         }
         if not bayesian:
-            row["p_value"] = _num(_bootstrap_p_value(cell["effect"].values))
+            row["p_value"] = _num(cell["p_value"])  # resampling.bootstrap_p_value
         rows.append(row)
     return rows
 
@@ -347,7 +331,7 @@ def _comparisons_section(
             "prob": _num(prob),
             "test": "superiority" if superior else "non-inferiority",
             "bayes": {
-                "paired": cmp.attrs["paired"],
+                "paired": "yes" if cmp.attrs["paired"] else f"no: {cmp.attrs['paired_note']}",
                 "rows": _effect_rows(cmp, "effect_mean", bayesian=True),
                 "decision": _decision(
                     noninferiority(cmp, margin=margin, prob=prob, superior=superior)
@@ -432,9 +416,9 @@ def _multiplicity_section(comparisons, method) -> dict | None:
         "p_value_source": (
             "two-sided percentile-bootstrap p-value of no effect from the paired bootstrap "
             "that is the twin of the estimand (the first one shown where none is, as for the "
-            "mean score's tasks estimand): 2 (1 + min(replicates above 0, replicates below "
-            "0)) / (B + 1), a replicate at exactly 0 counting half on each side; under "
-            "missing='bounds' the larger of the two bounds' p-values"
+            "mean score's tasks estimand): 2 (1 + min(replicates at or below 0, replicates "
+            "at or above 0)) / (B + 1), a replicate at exactly 0 counting for the null on "
+            "both sides; under missing='bounds' the larger of the two bounds' p-values"
         ),
         "p_values": [_num(p) for p in p_values],
         "adjusted": adjusted,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from bayeval import bootstrap
-from bayeval._decisions import reversal_tasks
-from bayeval._runs import bootstrap_recipe_effect
+from bayeval.analyses.crosscheck import bootstrap_twin
+from bayeval.analyses.curves import reversal_tasks
 from bayeval.analyses.latency import latency_table
+from bayeval.analyses.runs import bootstrap_recipe_effect
 from bayeval.analyses.tradeoff import evidence
-from bayeval.crosscheck import bootstrap_twin
 from bayeval.harness import canary
 from bayeval.report._format import _metric_name
 from bayeval.report._values import _num
@@ -74,7 +74,7 @@ def recipes_section(
     """Each recipe comparison across training runs, posterior beside bootstrap.
 
     The posterior is ``Results.compare(..., runs=)``; beside it the paired task bootstrap of
-    :func:`bayeval._runs.bootstrap_recipe_effect`.
+    :func:`bayeval.analyses.runs.bootstrap_recipe_effect`.
 
     Parameters
     ----------
@@ -184,7 +184,7 @@ def curves_section(results, pairs, *, k, metric, estimand, ci_prob, n_boot, seed
         ``metric``, ``estimand``, ``k``, ``model``, ``band``, ``bootstrap`` (its design in
         words), ``n_boot`` and ``rows`` (one per pair, each with its ``points`` over k).
     """
-    twin = bootstrap_twin(results, estimand, None, "task")["unit"]
+    twin = bootstrap_twin(results, estimand)["unit"]
     unit = twin if twin in ("task", "cluster") else "task"
     num = _num
     k = sorted(k)
@@ -275,7 +275,9 @@ def contamination_section(results, flagged, *, file, metric, k, ci_prob, **fit) 
         name), ``subsets`` and ``rows`` (one per system: each subset's score, the flagged -
         clean difference and the inflation of the score on all tasks).
     """
-    out = results.compare_subsets(flagged, metric=metric, k=k, ci_prob=ci_prob, **fit)
+    out = results.compare_subsets(
+        flagged, metric=metric, k=k, estimand="tasks", ci_prob=ci_prob, **fit
+    )
     rows = []
     for system in out["system"].values:
         part = out.sel(system=system)

@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayeval import bootstrap
 from bayeval._validate import validate_choice, validate_prob
+from bayeval.analyses._draws import SAMPLE_DIMS
+from bayeval.analyses.metrics import pass_at_k, pass_hat_k
 from bayeval.estimators import METRICS
-from bayeval.results import Results, _interval
+from bayeval.posterior import Posterior, credible_interval
 
 __all__ = ["crosscheck", "bootstrap_twin", "BOOTSTRAP_TWIN"]
 
@@ -27,7 +28,7 @@ __all__ = ["crosscheck", "bootstrap_twin", "BOOTSTRAP_TWIN"]
 BOOTSTRAP_TWIN = {"tasks": "trial", "population": "task"}
 
 
-def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) -> dict:
+def bootstrap_twin(posterior, estimand: str, *, clusters=None, weighting: str = "task") -> dict:
     """Bootstrap settings of the twin of one Bayesian estimand (DESIGN: metrics and estimands).
 
     With clustered ``logit_normal`` (or ``zoib``) fits the population is a new task from a
@@ -37,15 +38,16 @@ def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) ->
     Examples
     --------
     >>> import bayeval as be
-    >>> from bayeval.crosscheck import bootstrap_twin
+    >>> from bayeval.analyses.crosscheck import bootstrap_twin
     >>> res = be.fit(be.from_counts([[9, 1, 10, 0]], trials=10), draws=100, chains=1, seed=0)
-    >>> bootstrap_twin(res, "population", None, "task")
+    >>> bootstrap_twin(res, "population")
     {'unit': 'task'}
     """
     if estimand == "tasks":
         return {"unit": "trial"}
     clustered = (
-        results.model in ("logit_normal", "zoib") and "cluster" in results.data.dataset.coords
+        posterior.model in ("logit_normal", "zoib")
+        and "cluster" in posterior.tree["observed_data"].coords
     )
     if not clustered:
         return {"unit": "task"}
@@ -55,36 +57,37 @@ def bootstrap_twin(results: Results, estimand: str, clusters, weighting: str) ->
 
 
 def crosscheck(
-    results: Results,
-    k=1,
+    posterior,
+    *,
     metric: str = "pass@k",
+    k=1,
     estimands=None,
+    ci_prob: float = 0.95,
     n_boot: int = 10_000,
     seed=0,
-    ci_prob: float = 0.95,
     method: str = "percentile",
-    fmt: str = "dataset",
     clusters=None,
     weighting: str = "task",
+    fmt: str = "dataset",
 ):
     """Bayesian and bootstrap intervals side by side, estimand by estimand.
 
     Parameters
     ----------
-    results : Results
-    k : int or list of int, default 1
+    posterior : Posterior
     metric : {"pass@k", "pass^k"}
+    k : int or list of int, default 1
     estimands : sequence, optional
         Default: every estimand the model supports.
+    ci_prob : float, default 0.95
     n_boot, seed, method
         Bootstrap settings (see :func:`bayeval.bootstrap.pass_at_k`).
-    ci_prob : float, default 0.95
-    fmt : {"dataset", "dataframe"}
     clusters, weighting
         ``logit_normal`` with clusters: the population estimand asked for (see
         :meth:`bayeval.Results.pass_at_k`). A new cluster pairs with the cluster bootstrap
         (clusters weighted equally), the observed clusters with the task bootstrap within
         them.
+    fmt : {"dataset", "dataframe"}
 
     Returns
     -------
@@ -103,28 +106,33 @@ def crosscheck(
     >>> table[["estimand", "bootstrap_unit"]].drop_duplicates().values.tolist()
     [['tasks', 'trial'], ['population', 'task']]
     """
-    if not isinstance(results, Results):
-        raise TypeError(f"results must be a bayeval Results; got {type(results).__name__}")
+    if not isinstance(posterior, Posterior):
+        raise TypeError(
+            f"posterior must be a bayeval Results (from bayeval.fit or bayeval.load); "
+            f"got {type(posterior).__name__}"
+        )
     validate_choice("metric", metric, METRICS)
     validate_choice("fmt", fmt, ("dataset", "dataframe"))
     ci_prob = validate_prob("ci_prob", ci_prob)
-    estimands = results.estimands if estimands is None else tuple(estimands)
-    boot_func = bootstrap.pass_at_k if metric == "pass@k" else bootstrap.pass_hat_k
-    data = results.data
+    estimands = posterior.estimands if estimands is None else tuple(estimands)
+    boot_func = pass_at_k if metric == "pass@k" else pass_hat_k
+    data = posterior.data
     parts = []
     twins = {}
     for estimand in estimands:
         options = {} if estimand == "tasks" else {"clusters": clusters, "weighting": weighting}
-        draws = results.draws(metric, k, estimand, **options)
-        twin = twins[estimand] = bootstrap_twin(results, estimand, clusters, weighting)
+        draws = posterior.draws(metric, k, estimand, **options)
+        twin = twins[estimand] = bootstrap_twin(
+            posterior, estimand, clusters=clusters, weighting=weighting
+        )
         unit = twin["unit"]
         boot = boot_func(
             data, k=k, n_boot=n_boot, ci_prob=ci_prob, seed=seed, method=method, **twin
         )
-        bayes_interval = _interval(draws, ci_prob, ["chain", "draw"])
+        bayes_interval = credible_interval(draws, ci_prob, SAMPLE_DIMS)
         part = xr.Dataset(
             {
-                "bayes_mean": draws.mean(["chain", "draw"]),
+                "bayes_mean": draws.mean(SAMPLE_DIMS),
                 "bayes_interval": bayes_interval,
                 "bootstrap_estimate": boot["estimate"],
                 "bootstrap_interval": boot["interval"],
@@ -147,7 +155,7 @@ def crosscheck(
         "bootstrap_method": method,
         "n_boot": n_boot,
         "seed": seed,
-        "model": results.model,
+        "model": posterior.model,
     }
     if fmt == "dataset":
         return out

@@ -1,4 +1,5 @@
-"""Recipes and their training runs: a recipe's metric over its observed runs or a new one.
+"""Recipes and their training runs: a recipe's metric over its observed runs or a new one, and
+its bootstrap twin.
 
 Data read with ``from_frame(..., run=...)`` hold one system per ``(recipe, run)`` pair, with a
 ``recipe`` coordinate on ``system``. A recipe's value is
@@ -16,13 +17,14 @@ import numpy as np
 import xarray as xr
 
 from bayeval._validate import describe_values, validate_choice
+from bayeval.estimators import metric_ks, pass_at_k
 
 RUNS = ("new", "observed")
 
 
-def recipes_of(results) -> np.ndarray:
+def recipes_of(posterior) -> np.ndarray:
     """Each system's recipe, or a clear refusal for data without runs."""
-    obs = results.tree["observed_data"]
+    obs = posterior.tree["observed_data"]
     if "recipe" not in obs.coords:
         raise ValueError(
             "runs= compares recipes: read the data with from_frame(..., run=...) "
@@ -31,9 +33,9 @@ def recipes_of(results) -> np.ndarray:
     return np.asarray(obs["recipe"].values, dtype=object)
 
 
-def check_recipes(results, candidate, baseline) -> list:
+def check_recipes(posterior, candidate, baseline) -> list:
     """The checkpoints of the two recipes (for the harness check and shared tasks)."""
-    recipes = recipes_of(results)
+    recipes = recipes_of(posterior)
     known = list(dict.fromkeys(recipes.tolist()))
     for role, label in (("candidate", candidate), ("baseline", baseline)):
         if label not in known:
@@ -43,24 +45,39 @@ def check_recipes(results, candidate, baseline) -> list:
             )
     if candidate == baseline:
         raise ValueError("candidate and baseline must be different recipes")
-    systems = np.asarray(results.systems, dtype=object)
+    systems = np.asarray(posterior.systems, dtype=object)
     return systems[np.isin(recipes, [candidate, baseline])].tolist()
 
 
 def recipe_values(
-    results, metric, k, estimand, clusters, weighting, runs, shared=None, tau=None
+    posterior,
+    *,
+    metric="pass@k",
+    k=1,
+    estimand="population",
+    runs="observed",
+    clusters=None,
+    weighting="task",
+    shared=None,
+    tau=None,
 ) -> xr.DataArray:
-    """Draws of each recipe's metric, over a ``system`` dim holding the recipes."""
+    """Draws of each recipe's metric, over a ``system`` dim holding the recipes.
+
+    ``runs="observed"``: the mean over each recipe's runs of its checkpoints' draws
+    (:meth:`~bayeval.posterior.Posterior.draws` with these settings); ``runs="new"``: the
+    metric of a new run of each recipe (``logit_normal`` with a run level, population
+    estimand, new clusters).
+    """
     validate_choice("runs", runs, RUNS)
-    recipes = recipes_of(results)
+    recipes = recipes_of(posterior)
     if runs == "observed":
-        values = results.draws(metric, k, estimand, clusters, weighting, shared=shared, tau=tau)
+        values = posterior.draws(metric, k, estimand, clusters, weighting, shared=shared, tau=tau)
         grouped = values.assign_coords(recipe=("system", recipes)).groupby("recipe").mean("system")
         order = list(dict.fromkeys(recipes.tolist()))
         out = grouped.sel(recipe=order).rename(recipe="system")
         out.attrs = values.attrs
         return out
-    if results.model != "logit_normal" or "sigma_run" not in results.tree["posterior"]:
+    if posterior.model != "logit_normal" or "sigma_run" not in posterior.tree["posterior"]:
         raise ValueError(
             "runs='new' needs the logit_normal model with a run level (a recipe "
             "with two or more runs): it is about new training seeds, whose "
@@ -72,14 +89,12 @@ def recipe_values(
             "runs='new' takes estimand='population' with new clusters: a new "
             "run is a new checkpoint, with no per-task posterior of its own"
         )
-    from bayeval.estimators import metric_ks
-
     ks, scalar = metric_ks(metric, k)
-    values = results._model.new_run_population(results.tree, metric, ks, tau=tau)
+    values = posterior._model.new_run_population(posterior.tree, metric, ks, tau=tau)
     values.attrs = {
         "metric": metric,
         "estimand": estimand,
-        "model": results.model,
+        "model": posterior.model,
         "clusters": "new",
         "runs": "new",
     }
@@ -90,12 +105,13 @@ def bootstrap_recipe_effect(
     data,
     candidate,
     baseline,
-    runs="observed",
+    *,
     k=1,
     unit="task",
+    ci_prob=0.95,
     n_boot=10_000,
     seed=0,
-    ci_prob=0.95,
+    runs="observed",
 ) -> dict:
     """Bootstrap twin of ``Results.compare(candidate, baseline, runs=...)`` for pass@k.
 
@@ -113,7 +129,7 @@ def bootstrap_recipe_effect(
     --------
     >>> import pandas as pd
     >>> import bayeval as be
-    >>> from bayeval._runs import bootstrap_recipe_effect
+    >>> from bayeval.analyses.runs import bootstrap_recipe_effect
     >>> df = pd.DataFrame({"system": ["a"] * 8 + ["b"] * 8,
     ...                    "seed": (["s1"] * 4 + ["s2"] * 4) * 2,
     ...                    "task": ["t1", "t2", "t3", "t4"] * 4,
@@ -123,8 +139,6 @@ def bootstrap_recipe_effect(
     >>> round(out["estimate"], 3)  # (0.75 + 1) / 2 - (0.5 + 0.75) / 2
     0.25
     """
-    from bayeval.estimators import pass_at_k
-
     validate_choice("runs", runs, RUNS)
     validate_choice("unit", unit, ("task", "cluster"))
     ds = data.dataset

@@ -24,6 +24,7 @@ from bayeval.models import get_model
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.models.kernels.likelihood import all_pattern_logliks
 from bayeval.models.kernels.quadrature import Rules
+from bayeval.models.logit_normal import Layout, LogitNormalRates, task_patterns
 
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 REPLICATE_LIMIT = 4_000_000  # replicated counts (chain x draw x system x task) kept by default
@@ -38,8 +39,6 @@ def log_likelihood_cost(tree) -> float:
     """Rough seconds to compute the ``log_likelihood`` group (the quadrature for logit_normal)."""
     if tree.attrs["model"] != "logit_normal":
         return 0.0
-    from bayeval.models.logit_normal import Layout, task_patterns
-
     obs = tree["observed_data"].to_dataset()
     c, n, _ = counts_by_bound(obs)
     pat = task_patterns(c[0], n[0], Layout.from_dataset(obs))
@@ -77,8 +76,6 @@ def log_likelihood(tree) -> xr.Dataset | None:
             value = np.where(nu > 0, value, 0.0)
             total += value[:, inverse.ravel()]
     else:
-        from bayeval.models.logit_normal import LogitNormalRates, task_patterns
-
         prm, layout, _, _ = LogitNormalRates._params(tree, 0)
         pat = task_patterns(c, n, layout)
         sigma_v = prm["sigma_task_system"] if layout.paired else np.ones(D)

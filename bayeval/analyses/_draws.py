@@ -1,0 +1,99 @@
+"""What the analyses read off a posterior besides its metric draws: thinned draws, the observed
+counts and the observed scores (the unbiased estimators a naive reading uses)."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from bayeval.estimators import _unbiased
+
+SAMPLE_DIMS = ("chain", "draw")
+
+
+def thinned(posterior, n_draws: int):
+    """The same posterior with about ``n_draws`` draws in all, taken evenly from each chain.
+
+    Per-task readouts cost in proportion to the draws. Groups thinned apart (the predictive
+    ones) stay as they are; the result is of the posterior's own class.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.analyses._draws import thinned
+    >>> res = be.fit(be.from_counts([[9, 1, 10]], trials=10), draws=100, chains=2, seed=0)
+    >>> thinned(res, 50).tree["posterior"].sizes["draw"]
+    25
+    """
+    post = posterior.tree["posterior"]
+    chains, draws = post.sizes["chain"], post.sizes["draw"]
+    per_chain = max(1, min(draws, -(-n_draws // chains)))
+    if per_chain == draws:
+        return posterior
+    index = np.unique(np.linspace(0, draws - 1, per_chain).round().astype(int))
+    tree = posterior.tree
+    groups = {"/": tree.to_dataset(inherit=False)}
+    for name, node in tree.children.items():
+        ds = node.to_dataset(inherit=False)
+        groups[name] = ds.isel(draw=index) if ds.sizes.get("draw") == draws else ds
+    return type(posterior)(xr.DataTree.from_dict(groups))
+
+
+def observed_counts(posterior) -> tuple[np.ndarray, np.ndarray]:
+    """Successes and trials over ``(system, task)``, or a refusal under missing bounds."""
+    obs = posterior.tree["observed_data"]
+    if "missing_bound" in obs["successes"].dims:
+        raise ValueError(
+            "winner and compare_curve take data without missing bounds (fit with "
+            "missing='fail' or 'exclude', or compare the bounds of one pair)"
+        )
+    c = obs["successes"].transpose("system", "task").values
+    n = obs["trials"].transpose("system", "task").values
+    return c, n
+
+
+def observed_scores(successes: np.ndarray, trials: np.ndarray, k: int, metric: str, systems=None):
+    """Per system, the mean over its valid tasks (``trials >= k``) of the unbiased estimator.
+
+    ``successes`` and ``trials`` are ``(system, task)``; returns ``(scores (S,), per_task
+    (S, J))`` with NaN where a task has fewer than k trials.
+
+    Examples
+    --------
+    >>> from bayeval.analyses._draws import observed_scores
+    >>> scores, _ = observed_scores([[1, 3]], [[4, 4]], 1, "pass@k")
+    >>> scores.tolist()
+    [0.5]
+    """
+    trials = np.asarray(trials)
+    valid = trials >= k
+    per_task = np.full(trials.shape, np.nan)
+    if valid.any():
+        per_task[valid] = _unbiased(
+            trials[valid], np.asarray(successes)[valid], np.full(valid.sum(), k), metric
+        )
+    empty = ~valid.any(axis=1)
+    if empty.any():
+        names = (
+            np.flatnonzero(empty).tolist()
+            if systems is None
+            else [systems[s] for s in np.flatnonzero(empty)]
+        )
+        raise ValueError(
+            f"system(s) {names} have no task with at least k={k} valid trials: "
+            "their observed score is undefined"
+        )
+    return np.nanmean(per_task, axis=1), per_task
+
+
+def pairing(posterior) -> dict:
+    """``paired`` (whether the model pairs systems on shared tasks) and ``paired_note``, the
+    sentence that says so, for an analysis's attrs."""
+    return {"paired": posterior._paired, "paired_note": posterior._paired_note}
+
+
+def settings_of(values: xr.DataArray) -> dict:
+    """The readout settings a metric's draws carry (clusters, weighting, tau), for attrs."""
+    return {
+        key: values.attrs[key] for key in ("clusters", "weighting", "tau") if key in values.attrs
+    }
