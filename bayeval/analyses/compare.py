@@ -12,8 +12,8 @@ from bayeval._arviz import mcse_and_ess
 from bayeval._validate import describe_values, validate_margin, validate_prob
 from bayeval.analyses._draws import SAMPLE_DIMS, pairing, settings_of
 from bayeval.analyses.runs import check_recipes, recipe_values
+from bayeval.data.digests import check_comparable
 from bayeval.estimators import metric_ks, validate_metric
-from bayeval.harness import check_comparable
 from bayeval.inference import infer
 from bayeval.posterior import credible_interval
 from bayeval.resampling import (
