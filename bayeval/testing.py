@@ -4,7 +4,7 @@
 dims, coordinates and root attributes that ``fit`` gives the same data and model (``task_rates``,
 ``task_effects``, ``sample_stats``, ``log_likelihood`` and ``posterior_predictive`` where a fit
 has them; clusters, strata, runs, ``missing="bounds"`` and partial-credit scores included), with
-parameter draws that are plausible for the data and built in milliseconds:
+parameter draws that are plausible for the data, made in a fraction of a second:
 
 * ``beta_binomial``: the exact conjugate posterior, as a fit draws it;
 * ``hierarchical``: each population's mean and concentration drawn from a normal approximation
@@ -170,6 +170,7 @@ def fake_data(
 
 
 def _task_labels(name, value, n_task, prefix):
+    """One label per task: ``value`` labels given, or that many assigned in turn."""
     if value is None:
         return None
     if isinstance(value, (int, np.integer)):
@@ -530,7 +531,7 @@ def _logit_normal(c, n, ds, form, draws, chains, rng) -> xr.Dataset:
     layout = logit_normal.Layout.from_dataset(ds)
     pops, cluster = layout.pops, layout.cluster
     n_sys, n_task = c.shape
-    n_cluster = len(layout.cluster_labels) if layout.has_clusters else 1
+    n_cluster = len(layout.cluster_labels or [0])
     valid = n > 0
     rates = np.where(valid, c / np.maximum(n, 1), np.nan)
     # each system's mean rate per stratum, and the spread of its true rates on the logit scale
@@ -572,7 +573,7 @@ def _logit_normal(c, n, ds, form, draws, chains, rng) -> xr.Dataset:
         np.sqrt(min(shared, 1.0)) * z + np.sqrt(max(1 - shared, 0.0)) * own
     )
     lead = ("chain", "draw")
-    out = {"alpha": ((*lead, "system", "stratum"), alpha_draws)}
+    out: dict[str, tuple] = {"alpha": ((*lead, "system", "stratum"), alpha_draws)}
     dof = {
         "sigma_task": n_task,
         "sigma_task_system": valid.sum(),
@@ -684,7 +685,7 @@ def _zoib(stats, ds, draws, chains, rng) -> xr.Dataset:
     layout = zoib.Layout.from_dataset(ds)
     cluster = layout.cluster
     n_sys = layout.n_systems
-    n_cluster = len(layout.cluster_labels) if layout.has_clusters else 1
+    n_cluster = len(layout.cluster_labels or [0])
     get = {k: stats[k].transpose("system", "task").values.astype(float) for k in stats.data_vars}
     trials = get["trials"]
     valid = trials > 0
@@ -707,7 +708,7 @@ def _zoib(stats, ds, draws, chains, rng) -> xr.Dataset:
     zoi_effect = np.nanmean(np.where(valid, zoi - gamma[:, None], np.nan), axis=0)
     zoi_effect = np.nan_to_num(zoi_effect)
     lead = ("chain", "draw")
-    out = {
+    out: dict[str, tuple] = {
         "alpha": ((*lead, "system"), normal(alpha, 0.02, (n_sys,))),
         "delta": ((*lead, "system"), normal(0.0, 0.05, (n_sys,))),
         "gamma": ((*lead, "system"), normal(gamma, 0.05, (n_sys,))),

@@ -125,12 +125,15 @@ def test_every_metric_and_estimand_draws_with_the_right_dims(cases, variant):
             assert values.shape[:3] == (2, 200, n_sys)
             assert np.isfinite(values.values).all()
             assert ((values >= 0) & (values <= 1)).all()
-    if model != "zoib":
-        consistency = _quiet(fake.draws, "consistency", 2, fake.estimands[0])
-        assert consistency.sizes["system"] == n_sys
-    if model == "logit_normal" and data.has_clusters:
-        observed = fake.draws("pass@k", 1, "population", clusters="observed")
-        assert observed.sizes["system"] == n_sys
+        if model != "zoib":
+            consistency = _quiet(fake.draws, "consistency", 2, estimand)
+            assert list(consistency.dims) == ["chain", "draw", "system", *bounds]
+    if model in ("logit_normal", "zoib") and data.has_clusters:
+        for weighting in ("task", "cluster"):
+            observed = fake.draws(
+                metrics[0][0], 1, "population", clusters="observed", weighting=weighting
+            )
+            assert observed.sizes["system"] == n_sys and np.isfinite(observed.values).all()
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -141,6 +144,10 @@ def test_analyses_read_the_fake(cases, variant):
     assert set(summary["system"]) == set(systems)
     assert set(summary["estimand"]) == set(fake.estimands)
     assert np.isfinite(summary["mean"]).all()
+    rates = fake.task_rates()
+    assert rates.sizes["task"] == data.dataset.sizes["task"]
+    if "posterior_predictive" in fake.tree.children:
+        assert fake.ppc()["flagged"].sizes["system"] == len(systems)
     if len(systems) < 2:
         return
     estimand = fake.estimands[-1]
