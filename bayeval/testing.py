@@ -10,10 +10,11 @@ parameter draws that are plausible for the data, made in a fraction of a second:
 * ``hierarchical``: each population's mean and concentration drawn from a normal approximation
   (on the logit and log scales) around their moment estimates; the task rates, where stored,
   from their exact conditional ``Beta(alpha + c, beta + n - c)`` given each draw;
-* ``logit_normal``: intercepts, spreads and cluster effects drawn around values matched to the
-  data's rates (each system's mean rate and the spread of its task rates, split between the
-  components as the empirical logits split it); the task effects of the latent forms from a
-  Laplace approximation of each task's conditional;
+* ``logit_normal``: spreads drawn around values matched to the data's rates (each system's mean
+  rate and the spread of its task rates, split between the components as the empirical logits
+  split it), cluster effects around the clusters' shrunk rates, and intercepts at which each
+  system's tasks average its rate; the latent forms' task effects from each task's conditional
+  given those values (on a grid, each cell's task-by-system effect integrated out);
 * ``zoib``: every effect drawn around an additive split of the logits of the cells' mean
   scores, the interior and 0/1 parts sharing their mean (``delta`` near 0).
 
@@ -27,8 +28,6 @@ makes small evaluation data of every kind, optionally simulated from known rates
 from __future__ import annotations
 
 import json
-import warnings
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib.metadata import PackageNotFoundError, version
@@ -38,10 +37,11 @@ import pandas as pd
 import xarray as xr
 from scipy import special
 
+from bayeval._fake_draws import hierarchical_draws, logit_normal_draws, zoib_draws
 from bayeval._validate import validate_choice, validate_positive_int, validate_seed
 from bayeval.data import EvalData, from_counts, from_frame, require_valid_outcomes
 from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal, zoib
-from bayeval.models._beta_family import Populations, counts_by_bound
+from bayeval.models._beta_family import counts_by_bound
 from bayeval.posterior import Posterior
 from bayeval.results import Results
 
@@ -54,9 +54,6 @@ MODELS = ("beta_binomial", "hierarchical", "logit_normal", "zoib")
 # as bayeval.fit: stored per-task draws and replicated counts up to these many numbers
 _TASK_DRAWS_LIMIT = 4_000_000
 _REPLICATE_LIMIT = 4_000_000
-_FLOOR = 0.05  # smallest spread drawn around: a fit's spreads are positive
-_Z, _W = np.polynomial.hermite_e.hermegauss(40)
-_W = _W / _W.sum()
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -296,7 +293,7 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
         posterior = xr.Dataset(coords=lead)
     elif model == "hierarchical":
         priors = hierarchical.validate_priors(priors)
-        posterior = _hierarchical(ds, priors, draws, chains, rng)
+        posterior = hierarchical_draws(ds, priors, draws, chains, rng)
     elif model == "logit_normal":
         priors = logit_normal.validate_priors(priors)
         if form is None:
@@ -305,7 +302,9 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
             validate_choice("form", form, ("collapsed", "full-latent", "task-latent"))
             choice = f"form={form!r} as requested of the fake"
         attrs.update(_logit_normal_attrs(ds, form, choice))
-        parts = [_logit_normal(c[b], n[b], ds, form, draws, chains, rng) for b in range(len(c))]
+        parts = [
+            logit_normal_draws(c[b], n[b], ds, form, draws, chains, rng) for b in range(len(c))
+        ]
         posterior = _by_bound(parts, bounds, lead, ds)
         if "task_effect" in posterior:  # a latent form's task effects: a group of their own
             effects = posterior[["task_effect"]]
@@ -316,7 +315,7 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
         attrs["target_accept"] = zoib.target_accept(ds.sizes["task"])
         stats = data.score_statistics()
         parts = [
-            _zoib(stats.isel(missing_bound=b) if bounds else stats, ds, draws, chains, rng)
+            zoib_draws(stats.isel(missing_bound=b) if bounds else stats, ds, draws, chains, rng)
             for b in range(len(c))
         ]
         posterior = _by_bound(parts, bounds, lead, ds)
@@ -439,335 +438,6 @@ def _by_bound(parts, bounds, lead, ds) -> xr.Dataset:
     if "task" in posterior.dims:
         posterior = posterior.assign_coords(task=ds["task"].values)
     return posterior if bounds is None else posterior.assign_coords(missing_bound=bounds)
-
-
-# -- the hierarchical model ----------------------------------------------------------------------
-def _hierarchical(ds, priors, draws, chains, rng) -> xr.Dataset:
-    """``mu`` and ``kappa`` per (system, stratum, bound): a normal approximation on the logit
-    and log scales around their moment estimates."""
-    c, n, bounds = counts_by_bound(ds)
-    pops = Populations.from_dataset(ds)
-    centre, spread = (1.0, 1.5) if isinstance(priors["log_kappa"], str) else priors["log_kappa"]
-    shape = (chains, draws) + c.shape[:2] + (pops.n,)
-    mu, kappa = np.empty(shape), np.empty(shape)
-    for b, s, h in np.ndindex(c.shape[0], c.shape[1], pops.n):
-        members = (pops.code == h) & (n[b, s] > 0)
-        x, sd_x, y, sd_y = _beta_moments(c[b, s, members], n[b, s, members], centre, spread)
-        mu[:, :, b, s, h] = special.expit(x + sd_x * rng.standard_normal((chains, draws)))
-        kappa[:, :, b, s, h] = np.exp(y + sd_y * rng.standard_normal((chains, draws)))
-    dims = ("chain", "draw", "missing_bound", "system", "stratum")
-    post = xr.Dataset({"mu": (dims, mu), "kappa": (dims, kappa)})
-    post = post.assign_coords(
-        chain=np.arange(chains), draw=np.arange(draws), system=ds["system"].values
-    )
-    if pops.strata is None:
-        post = post.isel(stratum=0, drop=True)
-    else:
-        post = post.assign_coords(stratum=np.asarray(pops.strata, dtype=object))
-    post = post.isel(missing_bound=0, drop=True) if bounds is None else post
-    post = post.transpose("chain", "draw", "system", ...)
-    return post if bounds is None else post.assign_coords(missing_bound=bounds)
-
-
-def _beta_moments(c, n, centre, spread):
-    """``(logit mu, its sd, log kappa, its sd)`` of a Beta population from its tasks' counts:
-    the mean rate, and the concentration whose Beta-binomial variance matches the rates'
-    (the prior's ``(centre, spread)`` where one trial per task leaves it unidentified)."""
-    if len(c) == 0:
-        return 0.0, 1.0, centre, spread
-    rates = c / n
-    tasks = len(rates)
-    mean = (rates.sum() + 0.5) / (tasks + 1)
-    trials = n.mean()
-    if trials > 1 and tasks > 1:
-        excess = rates.var() / (mean * (1 - mean)) - 1 / trials
-        rho = np.clip(excess / (1 - 1 / trials), 1 / 501, 1 / 1.05)
-        log_kappa, sd_log_kappa = np.log(1 / rho - 1), min(np.sqrt(2 / tasks) + 0.1, spread)
-    else:
-        log_kappa, sd_log_kappa = centre, spread
-        rho = 1 / (1 + np.exp(centre))
-    sd_logit = np.sqrt((1 / trials + (1 - 1 / trials) * rho) / (tasks * mean * (1 - mean)))
-    return special.logit(mean), sd_logit, log_kappa, sd_log_kappa
-
-
-# -- the logit-normal model ----------------------------------------------------------------------
-def _normal_moments(a, s):
-    """Mean, variance and slope in ``a`` of ``expit(a + s Z)``, Z standard normal."""
-    a, s = np.broadcast_arrays(np.asarray(a, float), np.asarray(s, float))
-    p = special.expit(a[..., None] + s[..., None] * _Z)
-    mean = p @ _W
-    return mean, np.maximum((p * p) @ _W - mean**2, 0.0), (p * (1 - p)) @ _W
-
-
-def _location(mean, s):
-    """The ``a`` at which ``E expit(a + s Z)`` is ``mean`` (Newton's method from the probit
-    approximation)."""
-    mean = np.clip(mean, 1e-3, 1 - 1e-3)
-    a = special.logit(mean) * np.sqrt(1 + np.pi * np.asarray(s) ** 2 / 8)
-    for _ in range(8):
-        value, _, slope = _normal_moments(a, s)
-        a = a - (value - mean) / np.maximum(slope, 1e-9)
-    return a
-
-
-def _spread(mean: float, variance: float) -> float:
-    """The logit spread ``s`` whose rates ``expit(a + s Z)`` at that mean have that variance."""
-    grid = np.geomspace(_FLOOR, 8.0, 48)
-    _, var, _ = _normal_moments(_location(np.full(grid.shape, mean), grid), grid)
-    return float(np.interp(variance, var, grid))
-
-
-@contextmanager
-def _quiet():
-    """NumPy's warnings of empty slices and 0/0 (a cluster a system did not run), silenced."""
-    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)
-        yield
-
-
-def _logit_normal(c, n, ds, form, draws, chains, rng) -> xr.Dataset:
-    """One bound's ``logit_normal`` posterior: the quantities ``fit`` keeps, drawn around
-    values matched to the data (module docstring)."""
-    layout = logit_normal.Layout.from_dataset(ds)
-    pops, cluster = layout.pops, layout.cluster
-    n_sys, n_task = c.shape
-    n_cluster = len(layout.cluster_labels or [0])
-    valid = n > 0
-    rates = np.where(valid, c / np.maximum(n, 1), np.nan)
-    # each system's mean rate per stratum, and the spread of its true rates on the logit scale
-    mean = np.full((n_sys, pops.n), 0.5)
-    for h in range(pops.n):
-        with _quiet():
-            found = np.nanmean(rates[:, pops.code == h], axis=1)
-        count = valid[:, pops.code == h].sum(axis=1)
-        mean[:, h] = (np.nan_to_num(found, nan=0.5) * count + 0.5) / (count + 1)
-    centred = rates - mean[:, pops.code]
-    with _quiet():
-        observed = np.nan_to_num(np.nanvar(centred, axis=1))
-        noise = np.nanmean(np.where(n > 1, rates * (1 - rates) / (n - 1), np.nan), axis=1)
-    overall = mean.mean(axis=1)
-    share = np.where(np.isnan(noise), 0.3, 1.0)  # one trial per task: an intraclass 0.3
-    true_var = np.maximum(np.where(np.isnan(noise), observed, observed - np.nan_to_num(noise)), 0)
-    true_var = np.maximum(share * true_var, 0.02 * overall * (1 - overall))
-    total = np.sqrt(np.mean([_spread(m, v) ** 2 for m, v in zip(overall, true_var, strict=True)]))
-    # the total variance split as the empirical logits split it
-    logits = special.logit((c + 0.5) / (n + 1.0))
-    logits = logits - np.array(
-        [[np.mean(row[valid[s]]) if valid[s].any() else 0.0] for s, row in enumerate(logits)]
-    )
-    split = _split(logits, valid, cluster, n_cluster, layout.paired)
-    here = (True, layout.paired, layout.has_clusters, layout.has_clusters and layout.paired)
-    names = [name for name, kept in zip(_LN_PARTS, here, strict=True) if kept]
-    part = {name: float(np.nanmean(split[_LN_PARTS[name]] ** 2)) for name in names}
-    weight = sum(part.values()) or 1.0
-    sigma = {name: max(total * np.sqrt(part[name] / weight), _FLOOR) for name in names}
-    alpha = _location(mean, total)  # (system, stratum)
-    _, _, slope = _normal_moments(alpha, total)
-    with _quiet():
-        counts = np.stack([valid[:, pops.code == h].sum(axis=1) for h in range(pops.n)], 1)
-    se = np.sqrt(np.maximum(observed, 0.01)[:, None] / np.maximum(counts, 1)) / slope
-    shared = (sigma["sigma_task"] ** 2 + sigma.get("sigma_cluster", 0) ** 2) / total**2
-    z = rng.standard_normal((chains, draws, 1, 1))
-    own = rng.standard_normal((chains, draws, n_sys, pops.n))
-    alpha_draws = alpha + np.clip(se, 0.02, 2.5) * (
-        np.sqrt(min(shared, 1.0)) * z + np.sqrt(max(1 - shared, 0.0)) * own
-    )
-    lead = ("chain", "draw")
-    out: dict[str, tuple] = {"alpha": ((*lead, "system", "stratum"), alpha_draws)}
-    dof = {
-        "sigma_task": n_task,
-        "sigma_task_system": valid.sum(),
-        "sigma_cluster": n_cluster,
-        "sigma_cluster_system": n_sys * n_cluster,
-    }
-    for name, value in sigma.items():
-        out[name] = (lead, _positive(value, dof[name], (chains, draws), rng))
-    if layout.system_level:
-        level = _level(alpha.mean(axis=1), layout.recipes)
-        out[layout.level_name] = (lead, _positive(level, n_sys, (chains, draws), rng))
-    u = w = np.zeros(n_cluster)[None]
-    if layout.has_clusters:
-        u, w = _cluster_effects(rates, valid, cluster, n_cluster, mean, alpha, sigma, layout)
-        tasks_in = np.bincount(cluster, minlength=n_cluster)
-        se_u = sigma["sigma_task"] / np.sqrt(tasks_in)
-        out["cluster_effect"] = (
-            (*lead, "cluster"),
-            u + se_u * rng.standard_normal((chains, draws, n_cluster)),
-        )
-        if layout.paired:
-            se_w = sigma["sigma_task_system"] / np.sqrt(tasks_in)
-            out["cluster_system_effect"] = (
-                (*lead, "system", "cluster"),
-                w + se_w * rng.standard_normal((chains, draws, n_sys, n_cluster)),
-            )
-    if form != "collapsed":
-        base = (
-            alpha[:, pops.code]
-            + u.reshape(-1)[cluster]
-            + np.reshape(w, (-1, n_cluster))[:, cluster] * layout.paired
-        )
-        mode, sd = _task_modes(c, n, base, sigma["sigma_task"], sigma.get("sigma_task_system"))
-        out["task_effect"] = (
-            (*lead, "task"),
-            mode + sd * rng.standard_normal((chains, draws, n_task)),
-        )
-    post = xr.Dataset(out)
-    if layout.has_clusters:
-        post = post.assign_coords(cluster=np.asarray(layout.cluster_labels, dtype=object))
-    if pops.strata is None:
-        return post.assign(alpha=post["alpha"].isel(stratum=0, drop=True))
-    return post.assign_coords(stratum=np.asarray(pops.strata, dtype=object))
-
-
-# each spread's part of the additive split of the logits (_split)
-_LN_PARTS = {
-    "sigma_task": "e",
-    "sigma_task_system": "v",
-    "sigma_cluster": "u",
-    "sigma_cluster_system": "w",
-}
-
-
-def _positive(value, dof, shape, rng):
-    """Draws of a spread around ``value``: log-normal, with the sd of a variance estimated from
-    ``dof`` units."""
-    sd = min(1 / np.sqrt(2 * max(int(dof), 1)), 0.7)
-    return max(float(value), _FLOOR) * np.exp(sd * rng.standard_normal(shape))
-
-
-def _level(intercepts, recipes):
-    """The systems' (or, with runs, the runs' within their recipes') spread of intercepts."""
-    if recipes is None:
-        return max(float(np.std(intercepts, ddof=1)), _FLOOR)
-    means = np.bincount(recipes, intercepts) / np.bincount(recipes)
-    dof = max(len(intercepts) - len(means), 1)
-    return max(float(np.sqrt(((intercepts - means[recipes]) ** 2).sum() / dof)), _FLOOR)
-
-
-def _cluster_effects(rates, valid, cluster, n_cluster, mean, alpha, sigma, layout):
-    """Cluster and cluster-by-system effects matched to the clusters' mean rates (shrunk
-    towards the system's over two tasks' worth), task-weighted to mean zero."""
-    within = np.sqrt(sigma["sigma_task"] ** 2 + sigma.get("sigma_task_system", 0.0) ** 2)
-    n_sys = rates.shape[0]
-    level = alpha @ layout.pops.weight  # (system,)
-    total = np.zeros((n_sys, n_cluster))
-    for g in range(n_cluster):
-        members = valid[:, cluster == g]
-        count = members.sum(axis=1)
-        found = np.nansum(np.where(members, rates[:, cluster == g], 0.0), axis=1)
-        shrunk = (found + 2 * (mean @ layout.pops.weight)) / (count + 2)
-        total[:, g] = _location(shrunk, within) - level
-    share = np.bincount(cluster, minlength=n_cluster) / len(cluster)
-    u = total.mean(axis=0)
-    u = u - u @ share
-    w = total - total.mean(axis=0)
-    w = w - (w @ share)[:, None]
-    return u, w if layout.paired else np.zeros_like(w)
-
-
-def _task_modes(c, n, base, sigma_task, sigma_task_system):
-    """Mode and sd of each task's effect given the point estimates (Laplace's approximation;
-    the task-by-system effects folded in by the probit scaling of their spread)."""
-    scale = 1.0 if sigma_task_system is None else np.sqrt(1 + np.pi * sigma_task_system**2 / 8)
-    effect = np.zeros(c.shape[1])
-    for _ in range(25):
-        p = special.expit((base + effect) / scale)
-        grad = ((c - n * p) / scale).sum(axis=0) - effect / sigma_task**2
-        hess = -(n * p * (1 - p) / scale**2).sum(axis=0) - 1 / sigma_task**2
-        effect = effect - grad / hess
-    return effect, 1 / np.sqrt(-hess)
-
-
-# -- the zoib model ------------------------------------------------------------------------------
-def _zoib(stats, ds, draws, chains, rng) -> xr.Dataset:
-    """One bound's ``zoib`` posterior, drawn around an additive split of the cells' mean-score
-    logits (module docstring)."""
-    layout = zoib.Layout.from_dataset(ds)
-    cluster = layout.cluster
-    n_sys = layout.n_systems
-    n_cluster = len(layout.cluster_labels or [0])
-    get = {k: stats[k].transpose("system", "task").values.astype(float) for k in stats.data_vars}
-    trials = get["trials"]
-    valid = trials > 0
-    with _quiet():
-        system_mean = np.nanmean(np.where(valid, get["sum"] / np.maximum(trials, 1), np.nan), 1)
-    system_mean = np.clip(np.nan_to_num(system_mean, nan=0.5), 0.02, 0.98)
-    cell = (get["sum"] + system_mean[:, None]) / (trials + 1)  # shrunk towards the system's
-    eta = special.logit(np.clip(cell, 0.005, 0.995))
-    noise = 1 / np.sqrt((trials + 1) * cell * (1 - cell))
-    shape = (chains, draws)
-
-    def normal(centre, sd, size=None):
-        size = np.broadcast_shapes(np.shape(centre), np.shape(sd)) if size is None else size
-        return centre + sd * rng.standard_normal(shape + size)
-
-    alpha = np.array([eta[s, valid[s]].mean() if valid[s].any() else 0.0 for s in range(n_sys)])
-    split = _split(eta - alpha[:, None], valid, cluster, n_cluster, layout.paired)
-    zoi = special.logit((get["n0"] + get["n1"] + 0.5) / (trials + 1))
-    gamma = np.array([zoi[s, valid[s]].mean() if valid[s].any() else 0.0 for s in range(n_sys)])
-    zoi_effect = np.nanmean(np.where(valid, zoi - gamma[:, None], np.nan), axis=0)
-    zoi_effect = np.nan_to_num(zoi_effect)
-    lead = ("chain", "draw")
-    out: dict[str, tuple] = {
-        "alpha": ((*lead, "system"), normal(alpha, 0.02, (n_sys,))),
-        "delta": ((*lead, "system"), normal(0.0, 0.05, (n_sys,))),
-        "gamma": ((*lead, "system"), normal(gamma, 0.05, (n_sys,))),
-        "phi": ((*lead, "system"), np.exp(normal(np.log(_precision(get)), 0.1, (n_sys,)))),
-    }
-    spreads = {
-        "sigma_task": split["e"],
-        "sigma_task_system": split["v"] if layout.paired else None,
-        "sigma_cluster": split["u"] if layout.has_clusters else None,
-        "sigma_cluster_system": split["w"] if layout.has_clusters and layout.paired else None,
-        "sigma_zoi": zoi_effect,
-    }
-    for name, values in spreads.items():
-        if values is not None:
-            size = np.sum(np.isfinite(values))
-            value = np.sqrt(np.nanmean(np.asarray(values) ** 2))
-            out[name] = (lead, _positive(value, size, shape, rng))
-    # the cells' uncertainty sits in the task-level effects: shared and own parts
-    with _quiet():
-        task_noise = np.sqrt(np.nanmean(np.where(valid, noise**2, np.nan), axis=0) / n_sys)
-    out["task_effect"] = ((*lead, "task"), normal(split["e"], np.nan_to_num(task_noise, nan=1.0)))
-    if layout.paired:
-        own = np.where(valid, noise * np.sqrt(1 - 1 / n_sys), 1.0)
-        v = np.nan_to_num(split["v"])
-        out["task_system_effect"] = ((*lead, "system", "task"), normal(v, own))
-    if layout.has_clusters:
-        out["cluster_effect"] = ((*lead, "cluster"), normal(split["u"], 0.02))
-        if layout.paired:
-            out["cluster_system_effect"] = ((*lead, "system", "cluster"), normal(split["w"], 0.02))
-    out["zoi_task_effect"] = ((*lead, "task"), normal(zoi_effect, 0.1))
-    post = xr.Dataset(out)
-    if layout.has_clusters:
-        post = post.assign_coords(cluster=np.asarray(layout.cluster_labels, dtype=object))
-    return post
-
-
-def _split(y, valid, cluster, n_cluster, paired) -> dict:
-    """``y (system, task)`` as cluster ``u``, cluster-by-system ``w``, task ``e`` and
-    task-by-system ``v`` parts (means of the valid cells, each after the ones before)."""
-    y = np.where(valid, y, np.nan)
-    with _quiet():
-        u = np.nan_to_num(np.array([np.nanmean(y[:, cluster == g]) for g in range(n_cluster)]))
-        w = np.stack([np.nanmean(y[:, cluster == g], axis=1) for g in range(n_cluster)], 1)
-        w = np.nan_to_num(w - u) if paired else np.zeros_like(w)
-        rest = y - u[cluster] - w[:, cluster]
-        e = np.nan_to_num(np.nanmean(rest, axis=0))
-    return {"u": u, "w": w, "e": e, "v": rest - e}
-
-
-def _precision(get) -> float:
-    """The Beta precision whose variance matches the interior scores' (pooled; the prior's
-    median where there are too few)."""
-    count = get["nmid"].sum()
-    if count < 2:
-        return float(np.exp(2.0))
-    first = (get["sum"].sum() - get["n1"].sum()) / count
-    second = (get["sumsq"].sum() - get["n1"].sum()) / count
-    variance = max(second - first**2, 1e-4)
-    return float(np.clip(first * (1 - first) / variance - 1, 1.0, 200.0))
 
 
 # -- sampler statistics and the groups after the posterior ---------------------------------------
