@@ -25,6 +25,13 @@ _Z, _W = np.polynomial.hermite_e.hermegauss(40)
 _W = _W / _W.sum()
 _CELL_Z, _CELL_W = np.polynomial.hermite_e.hermegauss(12)  # a cell's task-by-system effect
 _CELL_W = _CELL_W / _CELL_W.sum()
+# each logit_normal spread's part of the additive split of the logits (_split)
+_LN_PARTS = {
+    "sigma_task": "e",
+    "sigma_task_system": "v",
+    "sigma_cluster": "u",
+    "sigma_cluster_system": "w",
+}
 
 
 # -- the hierarchical model ----------------------------------------------------------------------
@@ -225,15 +232,6 @@ def logit_normal_draws(c, n, ds, form, draws, chains, rng) -> xr.Dataset:
     if pops.strata is None:
         return post.assign(alpha=post["alpha"].isel(stratum=0, drop=True))
     return post.assign_coords(stratum=np.asarray(pops.strata, dtype=object))
-
-
-# each spread's part of the additive split of the logits (_split)
-_LN_PARTS = {
-    "sigma_task": "e",
-    "sigma_task_system": "v",
-    "sigma_cluster": "u",
-    "sigma_cluster_system": "w",
-}
 
 
 def _positive(value, dof, shape, rng):
