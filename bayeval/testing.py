@@ -1,0 +1,488 @@
+"""Fake posteriors for fast tests: trees shaped as :func:`bayeval.fit` shapes them, no sampler.
+
+:func:`fake_results` returns a :class:`~bayeval.Results` whose tree has the groups, variables,
+dims, coordinates and root attributes that ``fit`` gives the same data and model (``task_rates``,
+``task_effects``, ``sample_stats``, ``log_likelihood`` and ``posterior_predictive`` where a fit
+has them; clusters, strata, runs, ``missing="bounds"`` and partial-credit scores included), with
+parameter draws that are plausible for the data, made in a fraction of a second:
+
+* ``beta_binomial``: the exact conjugate posterior, as a fit draws it;
+* ``hierarchical``: each population's mean and concentration drawn from a normal approximation
+  (on the logit and log scales) around their moment estimates; the task rates, where stored,
+  from their exact conditional ``Beta(alpha + c, beta + n - c)`` given each draw;
+* ``logit_normal``: spreads drawn around values matched to the data's rates (each system's mean
+  rate and the spread of its task rates, split between the components as the empirical logits
+  split it), cluster effects around the clusters' shrunk rates, and intercepts at which each
+  system's tasks average its rate; the latent forms' task effects from each task's conditional
+  given those values (on a grid, each cell's task-by-system effect integrated out);
+* ``zoib``: every effect drawn around an additive split of the logits of the cells' mean
+  scores, the interior and 0/1 parts sharing their mean (``delta`` near 0).
+
+So ``draws(metric, k, estimand)``, which every analysis reads, is centred near the observed rates,
+but the draws are not the model's posterior: use a fake to exercise code that reads a fit, never
+to check a number a fit computes. ``attrs["sampler"]`` is ``"fake"``; analyses that refit
+(``compare`` of a ``logit_normal`` fit under ``missing="bounds"``) refuse it. :func:`fake_data`
+makes small evaluation data of every kind, optionally simulated from known rates.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+from scipy import special
+
+from bayeval._fake_draws import hierarchical_draws, logit_normal_draws, zoib_draws
+from bayeval._validate import validate_choice, validate_positive_int, validate_seed
+from bayeval.data import EvalData, from_counts, from_frame, require_valid_outcomes
+from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal, zoib
+from bayeval.models._beta_family import counts_by_bound
+from bayeval.posterior import Posterior
+from bayeval.results import Results
+
+__all__ = ["FAKE_SAMPLER", "MODELS", "fake_data", "fake_posterior", "fake_results"]
+
+#: ``attrs["sampler"]`` of every fake tree.
+FAKE_SAMPLER = "fake"
+#: The models a fake stands for.
+MODELS = ("beta_binomial", "hierarchical", "logit_normal", "zoib")
+# as bayeval.fit: stored per-task draws and replicated counts up to these many numbers
+_TASK_DRAWS_LIMIT = 4_000_000
+_REPLICATE_LIMIT = 4_000_000
+
+
+# -- data ----------------------------------------------------------------------------------------
+def fake_data(
+    truth=None,
+    *,
+    systems=None,
+    trials: int = 4,
+    clusters=None,
+    strata=None,
+    runs: int | None = None,
+    missing: str | None = None,
+    scores: bool = False,
+    seed: int = 0,
+) -> EvalData:
+    """Small evaluation data of every kind, simulated from known task rates.
+
+    Parameters
+    ----------
+    truth : array_like, optional
+        True rates ``(system, task)`` (or ``(task,)`` for one system): the success probability
+        of each attempt, or the mean score with ``scores``. Default: two systems on 12 tasks,
+        ``logit p = a[s] + e[j]`` with ``a = (-0.25, 0.25)`` and ``e ~ Normal(0, 1.5)``.
+    systems : list, optional
+        System labels (default ``"A"``, ``"B"``, ...); with ``runs``, the recipes.
+    trials : int, default 4
+        Attempts per system and task.
+    clusters, strata : int or list, optional
+        A number of clusters (strata), assigned to the tasks in turn, or one label per task.
+    runs : int, optional
+        Each system becomes a recipe with this many training runs (``from_frame(run=)``),
+        each run's logits shifted by a ``Normal(0, 0.3)`` draw.
+    missing : {"fail", "exclude", "bounds"}, optional
+        About one attempt in ten times out (status ``"timeout"``, no outcome), read under this
+        policy.
+    scores : bool, default False
+        Partial-credit scores: half the attempts graded 0/1, the others ``Beta(4 p, 4 (1 - p))``
+        (the ``zoib`` model's data).
+    seed : int, default 0
+
+    Returns
+    -------
+    EvalData
+
+    Examples
+    --------
+    >>> from bayeval.testing import fake_data
+    >>> data = fake_data(clusters=3, missing="bounds")
+    >>> data.systems, data.dataset.sizes["task"], data.missing, data.has_clusters
+    (['A', 'B'], 12, 'bounds', True)
+    >>> fake_data([[0.2, 0.9, 0.5]], trials=10, scores=True).has_partial_credit
+    True
+    """
+    trials = validate_positive_int("trials", trials)
+    rng = np.random.default_rng([validate_seed(seed), 100])
+    if truth is None:
+        n_sys = 2 if systems is None else len(systems)
+        logits = np.linspace(-0.25, 0.25, n_sys)[:, None] + rng.normal(0.0, 1.5, 12)
+        truth = special.expit(logits)
+    truth = np.atleast_2d(np.asarray(truth, dtype=float))
+    if truth.ndim != 2 or not np.all((truth >= 0) & (truth <= 1)):
+        raise ValueError("truth must hold rates in [0, 1], shaped (system, task) or (task,)")
+    n_sys, n_task = truth.shape
+    if systems is None:
+        systems = [chr(ord("A") + i) for i in range(n_sys)] if n_sys <= 26 else None
+        systems = systems or [f"system_{i}" for i in range(n_sys)]
+    systems = list(systems)
+    if len(systems) != n_sys:
+        raise ValueError(f"systems must hold {n_sys} labels (truth's first axis)")
+    tasks = [f"t{j}" for j in range(n_task)]
+    cluster_labels = _task_labels("clusters", clusters, n_task, "c")
+    stratum_labels = _task_labels("strata", strata, n_task, "s")
+    if runs is None and missing is None and not scores:
+        labels = {"clusters": cluster_labels, "strata": stratum_labels}
+        return from_counts(rng.binomial(trials, truth), trials, tasks, systems, **labels)
+    if missing is not None:
+        validate_choice("missing", missing, ("fail", "exclude", "bounds"))
+    n_runs = 1 if runs is None else validate_positive_int("runs", runs)
+    index = np.indices((n_sys, n_runs, n_task, trials)).reshape(4, -1)  # one row an attempt
+    system, run, task, trial = index
+    shift = rng.normal(0.0, 0.3 if runs else 0.0, (n_sys, n_runs))[system, run]
+    p = special.expit(special.logit(np.clip(truth, 1e-9, 1 - 1e-9))[system, task] + shift)
+    outcome = (rng.random(p.size) < p).astype(float)
+    if scores:  # half the attempts earn partial credit
+        partial = rng.beta(4 * p + 1e-3, 4 * (1 - p) + 1e-3)
+        outcome = np.where(rng.random(p.size) < 0.5, partial, outcome)
+    df = pd.DataFrame({"system": np.asarray(systems, dtype=object)[system], "trial": trial})
+    df["task"] = np.asarray(tasks, dtype=object)[task]
+    for name, labels in (("cluster", cluster_labels), ("stratum", stratum_labels)):
+        if labels is not None:
+            df[name] = np.asarray(labels, dtype=object)[task]
+    df["outcome"], df["status"] = outcome, "ok"
+    if runs is not None:
+        df["run"] = run
+    if missing is not None:
+        lost = rng.random(len(df)) < 0.1
+        lost[rng.integers(len(df))] = True
+        df.loc[lost, "outcome"] = np.nan
+        df.loc[lost, "status"] = "timeout"
+    outcome = {"score": "outcome", "success": None} if scores else {"success": "outcome"}
+    return from_frame(
+        df,
+        trial="trial",
+        cluster="cluster" if cluster_labels is not None else None,
+        stratum="stratum" if stratum_labels is not None else None,
+        status="status" if missing is not None else None,
+        missing=missing,
+        run="run" if runs is not None else None,
+        **outcome,
+    )
+
+
+def _task_labels(name, value, n_task, prefix):
+    """One label per task: ``value`` labels given, or that many assigned in turn."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)):
+        count = validate_positive_int(name, value)
+        return [f"{prefix}{j % count}" for j in range(n_task)]
+    labels = list(value)
+    if len(labels) != n_task:
+        raise ValueError(f"{name} must be a number or hold one label per task ({n_task})")
+    return labels
+
+
+# -- posteriors ----------------------------------------------------------------------------------
+def fake_results(
+    data: EvalData | None = None,
+    *,
+    model: str = "hierarchical",
+    draws: int = 200,
+    chains: int = 2,
+    seed: int = 0,
+    truth=None,
+    priors: dict | None = None,
+    form: str | None = None,
+    task_draws="auto",
+    log_likelihood="auto",
+) -> Results:
+    """A :class:`~bayeval.Results` shaped as ``bayeval.fit(data, model=model)`` shapes it,
+    with plausible parameter draws made without a sampler (see the module docstring).
+
+    Parameters
+    ----------
+    data : EvalData, optional
+        Default: :func:`fake_data` (with ``scores=True`` for ``zoib``), simulated from
+        ``truth`` where given.
+    model : {"beta_binomial", "hierarchical", "logit_normal", "zoib"}, default "hierarchical"
+    draws, chains : int, default 200 and 2
+    seed : int, default 0
+        Seeds every draw: the same arguments give the same tree (but ``attrs["created_at"]``).
+    truth : array_like, optional
+        True rates to simulate the default data from (:func:`fake_data`); not with ``data``.
+    priors : dict, optional
+        The model's priors, validated and recorded as ``fit`` records them. The draws do not
+        depend on them (but the ``beta_binomial`` rates and the fallback of the hierarchical
+        concentration where one trial per task leaves it unidentified).
+    form : {"collapsed", "full-latent", "task-latent"}, optional
+        The ``logit_normal`` form the tree stands for (default: the one ``fit`` would sample,
+        :func:`bayeval.models.logit_normal.sampling_form`); the latent forms keep task-effect
+        draws in a ``task_effects`` group, from which the tasks estimand is read.
+    task_draws, log_likelihood : {"auto", True, False}
+        As ``fit``'s: store per-task rate draws (``"auto"``: up to 4 million numbers, not for
+        ``logit_normal``) and the ``log_likelihood`` group (``"auto"``: for ``hierarchical``
+        without bounds; ``logit_normal``'s, a quadrature per task and draw that takes seconds,
+        only when asked for, where a fit stores it unless it would take over 30 s).
+
+    Returns
+    -------
+    Results
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.testing import fake_results
+    >>> data = be.from_counts([[9, 1, 10, 0, 7, 3], [10, 2, 10, 1, 8, 3]], trials=10,
+    ...                       systems=["A", "B"])
+    >>> res = fake_results(data, model="hierarchical", seed=1)
+    >>> res.tree.attrs["sampler"], sorted(res.tree.children)[:3]
+    ('fake', ['constant_data', 'log_likelihood', 'observed_data'])
+    >>> res.draws("pass@k", [1, 4], "population").dims
+    ('chain', 'draw', 'system', 'k')
+    >>> round(float(res.draws("pass@k", 1, "tasks").sel(system="A").mean()), 1)
+    0.5
+    """
+    return Results(
+        _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log_likelihood)
+    )
+
+
+def fake_posterior(data: EvalData | None = None, **options) -> Posterior:
+    """:func:`fake_results` (with the same arguments) as a bare
+    :class:`~bayeval.posterior.Posterior`: the tree and its metric draws, without the analyses'
+    methods.
+
+    Examples
+    --------
+    >>> from bayeval.testing import fake_data, fake_posterior
+    >>> post = fake_posterior(fake_data(scores=True), model="zoib", draws=50)
+    >>> post.draws("mean", 1, "population").sizes["draw"]
+    50
+    """
+    return Posterior(fake_results(data, **options).tree)
+
+
+def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log_likelihood):
+    validate_choice("model", model, MODELS)
+    draws = validate_positive_int("draws", draws)
+    chains = validate_positive_int("chains", chains)
+    seed = validate_seed(seed)
+    for name, value in (("task_draws", task_draws), ("log_likelihood", log_likelihood)):
+        if value not in ("auto", True, False):
+            raise ValueError(f"{name} must be 'auto', True or False; got {value!r}")
+    if data is None:
+        data = fake_data(truth, scores=model == "zoib", seed=seed)
+    elif truth is not None:
+        raise ValueError("truth= simulates the default data: give data= or truth=, not both")
+    if not isinstance(data, EvalData):
+        raise TypeError(f"data must be an EvalData; got {type(data).__name__}")
+    require_valid_outcomes(data)
+    if model != "zoib" and data.has_partial_credit:
+        raise ValueError(
+            f"model {model!r} is a model of 0/1 outcomes; these data hold partial-credit "
+            "scores: use model='zoib'"
+        )
+    if form is not None and model != "logit_normal":
+        raise ValueError("form= applies to model='logit_normal'")
+    ds = data.dataset
+    c, n, bounds = counts_by_bound(ds)
+    rng = np.random.default_rng([seed, 0xFA4E])
+    lead = {"chain": np.arange(chains), "draw": np.arange(draws)}
+    attrs = _attrs(data, model, seed, draws, chains)
+    sample_stats = effects = None
+    if model == "beta_binomial":
+        priors = beta_binomial.validate_priors(priors)
+        attrs["prior_p"] = list(priors["p"])
+        posterior = xr.Dataset(coords=lead)
+    elif model == "hierarchical":
+        priors = hierarchical.validate_priors(priors)
+        posterior = hierarchical_draws(ds, priors, draws, chains, rng)
+    elif model == "logit_normal":
+        priors = logit_normal.validate_priors(priors)
+        if form is None:
+            form, choice = logit_normal.sampling_form(ds)
+        else:
+            validate_choice("form", form, ("collapsed", "full-latent", "task-latent"))
+            choice = f"form={form!r} as requested of the fake"
+        attrs.update(_logit_normal_attrs(ds, form, choice))
+        parts = [
+            logit_normal_draws(c[b], n[b], ds, form, draws, chains, rng) for b in range(len(c))
+        ]
+        posterior = _by_bound(parts, bounds, lead, ds)
+        if "task_effect" in posterior:  # a latent form's task effects: a group of their own
+            effects = posterior[["task_effect"]]
+            posterior = posterior.drop_vars(["task_effect", "task"])
+        sample_stats = _sample_stats(draws, chains, bounds, rng)
+    else:
+        priors = zoib.validate_priors(priors)
+        attrs["target_accept"] = zoib.target_accept(ds.sizes["task"])
+        stats = data.score_statistics()
+        parts = [
+            zoib_draws(stats.isel(missing_bound=b) if bounds else stats, ds, draws, chains, rng)
+            for b in range(len(c))
+        ]
+        posterior = _by_bound(parts, bounds, lead, ds)
+        sample_stats = _sample_stats(draws, chains, bounds, rng)
+    attrs["priors"] = json.dumps(priors)
+    if sample_stats is not None:
+        attrs["diagnostics"] = json.dumps(_diagnostics(posterior, sample_stats))
+    groups = {"posterior": posterior, "observed_data": ds.copy()}
+    groups["constant_data"] = ds[["trials", "attempts"]].copy()
+    small = task_draws == "auto" and chains * draws * c.size <= _TASK_DRAWS_LIMIT
+    if task_draws is True or (small and model != "logit_normal"):
+        scratch = {"/posterior": posterior, "/observed_data": ds}
+        if effects is not None:
+            scratch["/task_effects"] = effects
+        scratch = xr.DataTree.from_dict(scratch)
+        scratch.attrs = {"seed": seed, "prior_p": attrs.get("prior_p")}
+        p = get_model(model).task_rates(scratch)  # exact given each draw's parameters
+        if model == "beta_binomial":  # the conjugate model's parameters are the task rates
+            groups["posterior"] = posterior.assign(p=p)
+        else:
+            groups["task_rates"] = xr.Dataset({"p": p})
+    if effects is not None:
+        groups["task_effects"] = effects
+    if sample_stats is not None:
+        groups["sample_stats"] = sample_stats
+    tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
+    tree.attrs = attrs
+    counts = model in ("hierarchical", "logit_normal")  # count-based groups: not for scores
+    wanted = log_likelihood is True or (log_likelihood == "auto" and model == "hierarchical")
+    if counts and bounds is None and wanted:
+        tree = Posterior(tree).with_log_likelihood().tree
+    if counts:
+        rates = get_model(model)
+        predictive = rates.predictive(tree)
+        replicated = _replicated_successes(tree, rates, n, bounds, seed)
+        if replicated is not None:
+            predictive = predictive.assign(successes=replicated)
+        tree["posterior_predictive"] = xr.DataTree(predictive)
+    return tree
+
+
+def _attrs(data, model, seed, draws, chains) -> dict:
+    """The root attributes ``fit`` records, marked as a fake's (``sampler="fake"``)."""
+    versions = _versions()
+    return {
+        "model": model,
+        "sampler": FAKE_SAMPLER,
+        "sampler_requested": FAKE_SAMPLER,
+        "seed": seed,
+        "draws": draws,
+        "chains": chains,
+        "tune": 0,
+        "priors": "null",
+        "estimands": list(get_model(model).estimands),
+        "missing_policy": data.missing or "none",
+        "input_hash": data.fingerprint(),
+        "created_at": datetime.now(UTC).isoformat(),
+        "library_versions": json.dumps(versions),
+        "inference_library": "bayeval.testing",
+        "inference_library_version": versions["bayeval"],
+        "model_requested": model,
+        "model_choice": (
+            f"model={model!r}: a fake posterior of bayeval.testing, drawn without a "
+            "sampler (not a fit: its numbers only exercise code that reads a fit)"
+        ),
+    }
+
+
+@lru_cache(maxsize=1)
+def _versions() -> dict:
+    out = {}
+    for package in ("pymc", "arviz", "numpy", "xarray", "nutpie", "bayeval"):
+        try:
+            out[package] = version(package)
+        except PackageNotFoundError:
+            out[package] = "unknown"
+    return out
+
+
+def _logit_normal_attrs(ds, form, choice) -> dict:
+    """The attributes with which ``fit`` describes the form it sampled, for that form."""
+    layout = logit_normal.Layout.from_dataset(ds)
+    out = {
+        "form": form,
+        "form_choice": choice,
+        "target_accept": logit_normal.target_accept(form, ds.sizes["task"]),
+    }
+    if "cluster" in ds.coords:
+        centred = logit_normal.cluster_parametrisation(ds)
+        out["cluster_effects"] = "centred" if centred else "non-centred"
+    if form == "full-latent":
+        centred = logit_normal.task_parametrisation(ds)
+        out["task_effects"] = "centred" if centred else "non-centred"
+        if layout.paired:
+            out["task_system_effects"] = (
+                "integrated (tables of the most common counts), sampled elsewhere"
+                if logit_normal.integrates_cells(ds)
+                else "sampled"
+            )
+        if logit_normal.coordinates(layout, latent_tasks=ds.sizes["task"]).cluster_pairs:
+            sums = "centred" if layout.task_centred else "standardised"
+            out["cluster_effects"] = (
+                f"rotated with their tasks' mean effects: the sums {sums}, the spreads polar"
+            )
+    if form == "task-latent":
+        out["task_effects"] = "centred"
+        if "cluster" in ds.coords:
+            out["cluster_effects"] = "centred (cluster-by-system non-centred)"
+    if form in ("collapsed", "task-latent"):
+        out["intercepts"] = "attenuated" if logit_normal.ATTENUATED_INTERCEPTS else "plain"
+        if logit_normal.coordinates(layout).level_weights:
+            out["intercept_level"] = "task-weighted"
+    return out
+
+
+def _by_bound(parts, bounds, lead, ds) -> xr.Dataset:
+    """One bound's posterior, or the bounds' stacked on a leading ``missing_bound`` dim."""
+    posterior = parts[0] if bounds is None else xr.concat(parts, dim="missing_bound")
+    posterior = posterior.assign_coords(system=ds["system"].values, **lead)
+    if "task" in posterior.dims:
+        posterior = posterior.assign_coords(task=ds["task"].values)
+    return posterior if bounds is None else posterior.assign_coords(missing_bound=bounds)
+
+
+# -- sampler statistics and the groups after the posterior ---------------------------------------
+def _sample_stats(draws, chains, bounds, rng) -> xr.Dataset:
+    """The statistics a NUTS fit keeps, as an ideal sampler's: no divergences, a fixed step."""
+    shape = (len(bounds or [None]), chains, draws)
+    stats = xr.Dataset(
+        {
+            "diverging": (("missing_bound", "chain", "draw"), np.zeros(shape, np.int8)),
+            "energy": (("missing_bound", "chain", "draw"), rng.standard_normal(shape)),
+            "depth": (("missing_bound", "chain", "draw"), np.full(shape, 3, np.uint64)),
+            "n_steps": (("missing_bound", "chain", "draw"), np.full(shape, 7, np.uint64)),
+            "step_size": (("missing_bound", "chain", "draw"), np.full(shape, 0.5)),
+        },
+        coords={"chain": np.arange(chains), "draw": np.arange(draws)},
+    )
+    if bounds is None:
+        return stats.isel(missing_bound=0, drop=True)
+    return stats.assign_coords(missing_bound=bounds)
+
+
+def _diagnostics(posterior, sample_stats) -> dict:
+    """``fit``'s convergence summary as independent draws (the fake's) have it: r-hat 1, as
+    many effective draws as draws, no divergences, and the BFMI of the energies."""
+    energy = sample_stats["energy"].transpose(..., "draw").values
+    bfmi = (np.diff(energy, axis=-1) ** 2).mean(axis=-1) / energy.var(axis=-1)
+    size = float(posterior.sizes["chain"] * posterior.sizes["draw"])
+    return {
+        "max_rhat": 1.0,
+        "min_ess_bulk": size,
+        "min_ess_tail": size,
+        "divergences": 0,
+        "min_bfmi": float(np.min(bfmi)),
+    }
+
+
+def _replicated_successes(tree, rates, n, bounds, seed):
+    """Replicated counts of these tasks, one set per draw (each task's rate drawn from its
+    conditional, then the binomial), as ``fit`` keeps them; None under bounds or above
+    :data:`_REPLICATE_LIMIT` numbers."""
+    post = tree["posterior"]
+    size = post.sizes["chain"] * post.sizes["draw"] * n[0].size
+    if bounds is not None or size > _REPLICATE_LIMIT:
+        return None
+    p = rates.task_rates(tree).transpose("chain", "draw", "system", "task")
+    rng = np.random.default_rng([seed, 5])
+    counts = rng.binomial(n[0][None, None].astype(np.int64), np.nan_to_num(np.clip(p.values, 0, 1)))
+    return p.copy(data=counts.astype(np.int64)).rename("successes")
