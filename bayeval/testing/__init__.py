@@ -37,13 +37,13 @@ import pandas as pd
 import xarray as xr
 from scipy import special
 
-from bayeval._fake_draws import hierarchical_draws, logit_normal_draws, zoib_draws
 from bayeval._validate import validate_choice, validate_positive_int, validate_seed
 from bayeval.data import EvalData, from_counts, from_frame, require_valid_outcomes
 from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal, zoib
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.posterior import Posterior
 from bayeval.results import Results
+from bayeval.testing._draws import hierarchical_draws, logit_normal_draws, zoib_draws
 
 __all__ = ["FAKE_SAMPLER", "MODELS", "fake_data", "fake_posterior", "fake_results"]
 
