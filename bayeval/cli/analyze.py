@@ -10,7 +10,15 @@ import click
 import pandas as pd
 
 from bayeval.cli._fit import check_harness, check_k_before_fit, check_pairs, fit
-from bayeval.cli._group import EXIT_USAGE, InputError, Notes, command_line, echo_notes, report
+from bayeval.cli._group import (
+    EXIT_USAGE,
+    InputError,
+    Notes,
+    command_line,
+    echo_notes,
+    many,
+    report,
+)
 from bayeval.cli._input import load, read_roles
 from bayeval.cli._options import (
     K_LIST,
@@ -38,7 +46,6 @@ from bayeval.cli._output import (
     write_json,
     write_report,
 )
-from bayeval.many import FitManyError, fit_many
 from bayeval.readers import detect_format
 from bayeval.readers.table import load_table
 
@@ -575,7 +582,7 @@ def _analyze_by(files, read, groups, fitting, ci_prob, out, pairs):
     notes = Notes()
     try:
         with notes:
-            many = fit_many(
+            outcome = many.fit_many(
                 frame,
                 by=by,
                 client=scheduler,
@@ -590,14 +597,14 @@ def _analyze_by(files, read, groups, fitting, ci_prob, out, pairs):
                 tune=fitting.tune,
                 **roles,
             )
-    except FitManyError as err:
+    except many.FitManyError as err:
         echo_notes(notes.items)
         click.echo(f"Error: {err}", err=True)
         if err.partial is not None:
             click.echo(err.partial.to_frame().to_string(index=False))
         click.get_current_context().exit(EXIT_USAGE)
     echo_notes(notes.items)
-    table = many.to_frame()
+    table = outcome.to_frame()
     if out.json_path != "-":
         with pd.option_context(
             "display.width", 250, "display.max_columns", None, "display.max_rows", None

@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 import pandas as pd
 
-from bayeval.cli._group import InputError, command_line
+from bayeval.cli._group import InputError, command_line, contamination
 from bayeval.cli._output import check_outputs, write_json
-from bayeval.contamination import overlap as find_overlap
 from bayeval.readers.table import load_table
 
 
@@ -88,7 +87,9 @@ def overlap(items, corpus, id_column, text_column, corpus_text_field, methods, j
     click.echo(
         f"checking {len(texts)} item(s) against {corpus} ({', '.join(chosen)}) ...", err=True
     )
-    table = find_overlap(texts, _corpus_documents(Path(corpus), corpus_text_field), methods=chosen)
+    table = contamination.overlap(
+        texts, _corpus_documents(Path(corpus), corpus_text_field), methods=chosen
+    )
     counts = table["label"].value_counts().reindex(["confirmed", "suspected", "none"], fill_value=0)
     if json_path != "-":
         click.echo(", ".join(f"{label}: {int(n)}" for label, n in counts.items()))
