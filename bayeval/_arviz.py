@@ -1,5 +1,6 @@
 """Every call into ArviZ goes through here, with every probability and option explicit, so a
-change of ArviZ defaults touches one file."""
+change of ArviZ defaults touches one file.
+"""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def _where(ds: xr.Dataset, value: float) -> str | None:
 
 def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
     """Worst r-hat, bulk and tail ESS over all variables (and, as ``*_parameter``, the
-    parameter that has it), divergences and the lowest BFMI."""
+    parameter that has it), divergences and the lowest BFMI.
+    """
     rhat = arviz_stats.rhat(posterior, sample_dims=["chain", "draw"], method="rank")
     ess = {
         kind: arviz_stats.ess(posterior, sample_dims=["chain", "draw"], method=kind)
@@ -68,7 +70,8 @@ def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
 
 def mcse_and_ess(values: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
     """Monte Carlo standard error of the mean and bulk ESS of derived draws (e.g. pass@k, an
-    effect) over ``(chain, draw)``, by ``arviz_stats``; NaN where the draws do not vary."""
+    effect) over ``(chain, draw)``, by ``arviz_stats``; NaN where the draws do not vary.
+    """
     ds = values.rename("value").to_dataset()
     with np.errstate(invalid="ignore", divide="ignore"):
         mcse = arviz_stats.mcse(ds, sample_dims=["chain", "draw"], method="mean")["value"]

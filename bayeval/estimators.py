@@ -128,7 +128,7 @@ def _unbiased(n, c, k, metric: str, tau=None) -> np.ndarray:
 
 
 def validate_tau(tau) -> float:
-    """tau as a float in (0, 1]: the share of the k attempts that must succeed."""
+    """Tau as a float in (0, 1]: the share of the k attempts that must succeed."""
     if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
         raise TypeError(
             "tau must be a number in (0, 1] (the share of the k attempts that must "
@@ -311,7 +311,8 @@ def _consistency(n, c) -> np.ndarray:
 
 def metric_range(metric: str) -> tuple[float, float]:
     """Where a metric's unbiased estimates lie: [0, 1], and [-1, 1] for consistency (one task
-    with two trials and one success has estimate -1)."""
+    with two trials and one success has estimate -1).
+    """
     return (-1.0, 1.0) if metric == "consistency" else (0.0, 1.0)
 
 

@@ -285,7 +285,8 @@ def _group(tree: xr.DataTree, name: str) -> xr.Dataset | None:
 
 def interactive() -> bool:
     """Whether someone is watching: stderr is a terminal, or the code runs in a Jupyter
-    kernel (whose stderr is not a terminal but whose cells show a progress bar)."""
+    kernel (whose stderr is not a terminal but whose cells show a progress bar).
+    """
     if sys.stderr.isatty():
         return True
     shell = sys.modules.get("IPython")

@@ -144,7 +144,8 @@ def _fit_group(key, frame, frame_options, fit_options, seed, ci_prob, keep):
 
 def _netcdf_bytes(tree) -> bytes:
     """The tree as netCDF bytes, through a temporary file: on a Dask worker xarray takes a
-    distributed write lock that an in-memory target cannot name."""
+    distributed write lock that an in-memory target cannot name.
+    """
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "results.nc")
         tree.to_netcdf(path, engine="h5netcdf")

@@ -49,7 +49,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -150,7 +150,7 @@ class CheckpointStore:
         ds.attrs = {
             **ds.attrs,
             "checkpoint": json.dumps(checkpoint),
-            "arrived_at": datetime.now(timezone.utc).isoformat(),
+            "arrived_at": datetime.now(UTC).isoformat(),
         }
         mode = "a" if os.path.exists(self.path) else "w"
         ds.to_netcdf(self.path, mode=mode, group=_GROUP.format(len(index)), engine="h5netcdf")
@@ -327,7 +327,8 @@ def _scaled(x, bounds, axis) -> np.ndarray:
 
 def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
     """Predictable plug-in (PrPl-EB) bets of Waudby-Smith & Ramdas along the last axis: the bet
-    at step i uses steps before i only."""
+    at step i uses steps before i only.
+    """
     t = np.arange(1, y.shape[-1] + 1)
     mu = (0.5 + np.cumsum(y, axis=-1)) / (t + 1)
     sigma2 = (0.25 + np.cumsum((y - mu) ** 2, axis=-1)) / (t + 1)
@@ -337,7 +338,8 @@ def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
 
 def _log_capital(y, m, lam, side):
     """Cumulative log capital along the last axis of ``y`` at null mean(s) ``m`` (scaled);
-    ``m`` broadcasts against ``y[..., :1]``."""
+    ``m`` broadcasts against ``y[..., :1]``.
+    """
     with np.errstate(divide="ignore"):
         if side > 0:
             bet = np.minimum(lam, _TRUNCATION / m)
@@ -355,7 +357,8 @@ def _alpha_and_sides(ci_prob, alternative):
 def _log_capital_for(y, m, alpha: float, alternative: str):
     """Log capital against the null mean(s) ``m`` for an alternative: one side's hedged
     capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which is at most
-    (K+ + K-) / 2, a test supermartingale."""
+    (K+ + K-) / 2, a test supermartingale.
+    """
     if alternative == "two-sided":
         lam = _bets(y, alpha / 2)
         return np.maximum(_log_capital(y, m, lam, +1), _log_capital(y, m, lam, -1)) - np.log(2)

@@ -164,7 +164,8 @@ class EvalData:
     @property
     def has_partial_credit(self) -> bool:
         """Whether some valid score lies strictly between 0 and 1 (binary models refuse such
-        data: a score of 0.4 is neither a success nor a failure)."""
+        data: a score of 0.4 is neither a success nor a failure).
+        """
         return self.has_scores and bool(self._ds["score_nmid"].sum() > 0)
 
     def score_statistics(self) -> xr.Dataset:

@@ -68,7 +68,8 @@ class Populations:
 
 def _rates_group(tree):
     """Where stored task-rate draws live: their own group, or the posterior of the conjugate
-    model (whose parameters they are)."""
+    model (whose parameters they are).
+    """
     if "task_rates" in tree.children:
         return tree["task_rates"].to_dataset()
     return tree["posterior"].to_dataset()
@@ -94,7 +95,8 @@ def patterns(c: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 def beta_bernstein(a, b, coefficients) -> np.ndarray:
     """``E f(p)`` for ``p ~ Beta(a, b)`` and f with the given Bernstein coefficients (degree d):
-    ``sum_j b_j BetaBinomial(j; d, a, b)``, elementwise over ``a`` and ``b``."""
+    ``sum_j b_j BetaBinomial(j; d, a, b)``, elementwise over ``a`` and ``b``.
+    """
     coefficients = np.asarray(coefficients, dtype=float)
     d = len(coefficients) - 1
     j = np.arange(d + 1)
@@ -281,7 +283,8 @@ class BetaRates(Model):
     @staticmethod
     def _wrap(values, tree, bounds, ks, name, systems=None):
         """(chain, draw, bound, system, k) -> DataArray over (chain, draw, system[, bound], k);
-        ``systems`` labels the system axis (default: every system of the fit)."""
+        ``systems`` labels the system axis (default: every system of the fit).
+        """
         post = tree["posterior"]
         systems = tree["observed_data"]["system"].values if systems is None else systems
         da = xr.DataArray(

@@ -1,5 +1,6 @@
 """Where a model's posterior summary and its bootstrap twin disagree: the misfit checks of the
-cost and latency models read it."""
+cost and latency models read it.
+"""
 
 from __future__ import annotations
 

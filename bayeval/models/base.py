@@ -162,12 +162,14 @@ class Model(ABC):
         form: str | None = None,
     ) -> tuple[xr.Dataset, xr.DataTree]:
         """One NUTS run of :func:`nuts` (one missing-outcome bound): the named posterior and
-        the sampler's trace."""
+        the sampler's trace.
+        """
         raise NotImplementedError(f"model {self.name!r} is not sampled with NUTS")
 
     def label_draws(self, posterior: xr.Dataset, data) -> xr.Dataset:
         """NUTS draws (:func:`nuts`) with any labels the model's dims need beyond the
-        systems and tasks."""
+        systems and tasks.
+        """
         return posterior
 
     def task_rate_draws(
@@ -292,7 +294,8 @@ def nuts(data, model, priors, draws, chains, tune, seed, engine, progress, bound
 
 def finish_bounds(posterior: xr.Dataset, bounds) -> xr.Dataset:
     """``posterior`` without a ``missing_bound`` dim where the data have no bounds, with the
-    bound labels where they do."""
+    bound labels where they do.
+    """
     if bounds is None and "missing_bound" in posterior.dims:
         return posterior.isel(missing_bound=0, drop=True)
     if bounds is not None and "missing_bound" in posterior.dims:

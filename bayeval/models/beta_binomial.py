@@ -90,7 +90,8 @@ def conjugate_task_rates(data, priors, draws, chains, seed) -> np.ndarray:
 
 class BetaBinomialRates(BetaRates):
     """The conjugate model: exact draws of the task rates, no sampler; its population
-    parameters are the prior's."""
+    parameters are the prior's.
+    """
 
     name = "beta_binomial"
     estimands = ("tasks",)
@@ -127,7 +128,8 @@ class BetaBinomialRates(BetaRates):
         progress=False,
     ) -> xr.DataTree:
         """No sampler: the posterior holds only ``(chain, draw)``; the task rates are drawn
-        exactly by :meth:`task_rate_draws`."""
+        exactly by :meth:`task_rate_draws`.
+        """
         self.engine(sampler)
         priors = validate_priors(priors)
         posterior = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})

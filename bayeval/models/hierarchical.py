@@ -339,7 +339,8 @@ def warn_few_tasks(data) -> None:
 
 def fit_grid(data, priors, draws, chains, seed, n_grid=200):
     """Grid posterior per population; returns ``mu``, ``kappa`` of shape
-    ``(chain, draw, bound, system, population)`` and the grid posteriors."""
+    ``(chain, draw, bound, system, population)`` and the grid posteriors.
+    """
     priors = validate_priors(priors)
     ds = data.dataset
     c, n, _ = counts_by_bound(ds)
@@ -369,7 +370,8 @@ POSTERIOR_VARS = ("mu", "kappa")
 
 class HierarchicalRates(BetaRates):
     """The hierarchical model: a Beta population per system, fitted on a grid or by NUTS
-    (parameters read from the posterior)."""
+    (parameters read from the posterior).
+    """
 
     name = "hierarchical"
     estimands = ("tasks", "population")
@@ -382,14 +384,16 @@ class HierarchicalRates(BetaRates):
 
     def build(self, data, priors=None, **options) -> pm.Model:
         """The form NUTS samples: :func:`build_hierarchical_model` with the task rates
-        integrated out and the counts compressed into patterns (``options`` override)."""
+        integrated out and the counts compressed into patterns (``options`` override).
+        """
         return build_hierarchical_model(
             data, priors, **{"marginal": True, "compress": True, **options}
         )
 
     def warn(self, data, priors) -> None:
         """:func:`warn_few_tasks` under the default concentration prior, which undercovers
-        few, mostly all-or-nothing tasks."""
+        few, mostly all-or-nothing tasks.
+        """
         if (priors or {}).get("log_kappa") is None:
             warn_few_tasks(data)
 

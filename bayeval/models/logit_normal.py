@@ -137,7 +137,8 @@ _GRID_SIZES = np.array([33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537
 @functools.cache
 def _normal_grid(size: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``size`` nodes of a trapezoid grid over [-8, 8] and their weights under the
-    standard normal density."""
+    standard normal density.
+    """
     z = np.linspace(-8.0, 8.0, size)
     return z, np.exp(-0.5 * z**2) / np.sqrt(2 * np.pi) * (z[1] - z[0])
 
@@ -395,7 +396,8 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
 
 def cluster_codes(ds: xr.Dataset) -> tuple[np.ndarray, list | None]:
     """Each task's cluster code (int64, in order of first appearance) and the cluster labels;
-    zeros and None for data without clusters."""
+    zeros and None for data without clusters.
+    """
     if "cluster" not in ds.coords:
         return np.zeros(ds.sizes["task"], dtype=np.int64), None
     codes, labels = pd.factorize(np.asarray(ds["cluster"].values, dtype=object))
@@ -404,7 +406,8 @@ def cluster_codes(ds: xr.Dataset) -> tuple[np.ndarray, list | None]:
 
 def recipe_codes(ds: xr.Dataset) -> np.ndarray | None:
     """Each system's recipe code when the systems are training runs (a ``recipe``
-    coordinate on ``system``), else None."""
+    coordinate on ``system``), else None.
+    """
     if "recipe" not in ds.coords:
         return None
     return pd.factorize(np.asarray(ds["recipe"].values, dtype=object))[0].astype(np.int64)
@@ -435,7 +438,8 @@ class Layout:
     @classmethod
     def from_dataset(cls, ds: xr.Dataset, form: str | None = None) -> Layout:
         """The layout of ``ds``; for the task-latent ``form``, with that form's
-        parametrisation (:func:`coordinates`) instead of the data-driven rules."""
+        parametrisation (:func:`coordinates`) instead of the data-driven rules.
+        """
         codes, labels = cluster_codes(ds)
         if form == "task-latent":  # task effects centred, the cluster effects folded into
             # theirs (the cluster-by-system effects stay non-centred: see coordinates)
@@ -455,7 +459,8 @@ class Layout:
     @property
     def level_name(self) -> str:
         """The name of the intercepts' spread: ``sigma_run`` between runs of a recipe,
-        ``sigma_system`` between systems."""
+        ``sigma_system`` between systems.
+        """
         return "sigma_run" if self.recipes is not None else "sigma_system"
 
 
@@ -635,7 +640,8 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     """The collapsed model's parameter coordinates for a layout (with ``latent_tasks`` = J,
     those of the compiled full-latent form, or with ``layout.cells_integrated`` of the
     task-latent form: attenuated and task-weighted like the collapsed form, the task
-    effects centred, the cluster-by-system effects non-centred)."""
+    effects centred, the cluster-by-system effects non-centred).
+    """
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     integrated = layout.cells_integrated and latent_tasks > 0 and layout.paired
@@ -704,7 +710,8 @@ def folds_clusters(layout: Layout) -> bool:
 def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]:
     """The centred task effects' reflections (:func:`task_reflections`) and, with ``fold``,
     the map of their cluster components into the cluster coordinates
-    (:func:`task_cluster_fold`; an empty ``(0, 0)`` array without)."""
+    (:func:`task_cluster_fold`; an empty ``(0, 0)`` array without).
+    """
     reflections = task_reflections(layout.cluster, layout.pops.code)
     fold_map = (
         task_cluster_fold(layout.cluster, layout.pops.code, reflections)
@@ -720,7 +727,8 @@ COLLAPSED_DATA = ("spec", "const", "index", "c", "n", "mult")
 
 def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     """The collapsed form's coordinates and data (:data:`COLLAPSED_DATA`): the layout of
-    ``theta``, the priors and the count patterns."""
+    ``theta``, the priors and the count patterns.
+    """
     coord = coordinates(layout)
     rules = Rules(n_nodes)
     pat = task_patterns(c, n, layout)
@@ -739,7 +747,8 @@ def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
 def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     """The compiled full-latent form's coordinates and data (:data:`COLLAPSED_DATA`): the
     collapsed model's kernel with the tasks as its patterns, one each in task order, and their
-    effects at the end of ``theta`` (:func:`bayeval.models.kernels.cells._latent_cells`)."""
+    effects at the end of ``theta`` (:func:`bayeval.models.kernels.cells._latent_cells`).
+    """
     S, J = c.shape
     coord = coordinates(layout, latent_tasks=J)
     if coord.cells_integrated and np.max(n) > LOW_TRIALS:  # its tables hold low counts only
@@ -849,7 +858,8 @@ def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
     effects and the counts of their tables ``(T, 2)``, rows ``(c, n)`` with ``c <= n - c``
     (the :data:`CELL_TABLES` most common of at most ``CELL_TABLE_TRIALS`` trials, ties to
     the fewer trials; at least :data:`TABLED_CELLS` cells), or None where it samples every
-    cell's."""
+    cell's.
+    """
     if not coord.paired or coord.cells_integrated or coord.cluster_pairs:
         return None
     run = (n > 0) & (n <= CELL_TABLE_TRIALS)
@@ -867,7 +877,8 @@ def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
 def _cell_table_stack(counts) -> np.ndarray:
     """The tables of ``counts (T, 2)`` (:func:`bayeval.models.kernels.cells.cell_tables`, by
     the rule of ``CELL_TABLE_NODES``), those built for an earlier fit in this process taken
-    from :data:`TABLE_CACHE`."""
+    from :data:`TABLE_CACHE`.
+    """
     keys = [(float(cq), float(nq)) for cq, nq in counts]
     with _tables_lock:
         missing = [i for i, key in enumerate(keys) if key not in _tables]
@@ -905,7 +916,8 @@ def integrates_cells(ds: xr.Dataset) -> bool:
 def _kernel_model(coord, values: dict, coords: dict):
     """A PyMC model of one flat vector ``theta`` and one potential, the compiled kernel (see
     :mod:`bayeval.models.kernels.collapsed`), with the kernel's data as ``pm.Data``: for its log
-    density, checks and PyMC's own samplers (``fit`` samples it with :func:`sample_kernel`)."""
+    density, checks and PyMC's own samplers (``fit`` samples it with :func:`sample_kernel`).
+    """
     with pm.Model(coords=coords) as model:
         inputs = [pm.Data(name, value) for name, value in values.items()]
         theta = pm.Flat("theta", shape=coord.size)
@@ -1196,7 +1208,8 @@ def normal_expectation(location, scale, metric, ks, tau=None):
 
 def _other_expectation(y, metric, ks, tau, weight):
     """Grid expectations of G-pass@k and consistency at logits ``y (locations, grid)``, the
-    grid's normal weights ``weight``."""
+    grid's normal weights ``weight``.
+    """
     if metric == "consistency":
         return (np.tanh(0.5 * y) ** 2 @ weight)[:, None] * np.ones(ks.size)
     p = special.expit(y)
@@ -1219,7 +1232,8 @@ INTEGRATED_TUNE = 300
 
 def fit_attrs(ds: xr.Dataset, engine: str, form: str, form_choice: str) -> dict:
     """What a fit of ``form`` with ``engine`` records of how it was sampled: the form and why,
-    the target acceptance and each effect's parametrisation."""
+    the target acceptance and each effect's parametrisation.
+    """
     attrs = {
         "form": form,
         "form_choice": form_choice,
@@ -1264,7 +1278,8 @@ def _check_jax():
 
 class LogitNormalRates(base.Model):
     """The logit-normal model: sampled by NUTS in the form :func:`sampling_form` picks, its
-    estimands read from the fitted DataTree."""
+    estimands read from the fitted DataTree.
+    """
 
     name = "logit_normal"
     estimands = ("tasks", "population")
@@ -1288,7 +1303,8 @@ class LogitNormalRates(base.Model):
     def default_tune(self, form: str | None = None) -> int:
         """:data:`INTEGRATED_TUNE` for the forms that integrate the latent effects out
         (``"collapsed"``, ``"task-latent"``), :data:`~bayeval.models.base.DEFAULT_TUNE` for
-        the full-latent form."""
+        the full-latent form.
+        """
         if form in ("collapsed", "task-latent"):
             return INTEGRATED_TUNE
         return base.DEFAULT_TUNE
@@ -1320,7 +1336,8 @@ class LogitNormalRates(base.Model):
         """NUTS on the form :func:`sampling_form` picks (the full-latent form for
         ``sampler="numpyro"``); a task-latent fit that diverges is sampled again collapsed
         (:data:`REFIT_DIVERGENT_TASK_LATENT`). Latent fits keep their task effects in a
-        ``task_effects`` group."""
+        ``task_effects`` group.
+        """
         engine = self.engine(sampler)
         priors = validate_priors(priors)
         ds = data.dataset
@@ -1474,7 +1491,8 @@ class LogitNormalRates(base.Model):
 
     def _wrap(self, values, tree, bounds, ks, n_chain, n_draw, index=None):
         """Per-bound ``(draws, system, k)`` values of every system as a DataArray; with
-        ``index``, of those systems only, in that order."""
+        ``index``, of those systems only, in that order.
+        """
         values = np.stack(values, axis=0)  # (bound, draws, system, k)
         values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
         labels = tree["observed_data"]["system"].values
@@ -1494,7 +1512,8 @@ class LogitNormalRates(base.Model):
         self, tree, metric, ks, clusters="new", weighting="task", tau=None, systems=None
     ):
         """Draws of ``metric`` for a new task, ``(chain, draw, system[, missing_bound], k)``,
-        of the ``systems`` (labels) asked for, default all."""
+        of the ``systems`` (labels) asked for, default all.
+        """
         c, n, bounds = self._bounds(tree)
         index = self._system_index(tree, systems)
         out = []
@@ -1524,7 +1543,8 @@ class LogitNormalRates(base.Model):
         """Per bound: each recipe's mean intercept ``beta (draw, recipe, H)``, drawn from its
         conditional given the runs' intercepts (prior ``N(mean, sd)``, runs ``~ N(beta,
         sigma_run)``: precision ``1/sd^2 + m/sigma_run^2``), with ``sigma_run``, the new
-        task's spread, the layout and the recipe labels."""
+        task's spread, the layout and the recipe labels.
+        """
         obs = tree["observed_data"].to_dataset()
         recipes = recipe_codes(obs)
         labels = list(dict.fromkeys(obs["recipe"].values.tolist()))
@@ -1571,7 +1591,8 @@ class LogitNormalRates(base.Model):
         """Per recipe: the variance over new training runs of a checkpoint's population pass@1
         (its score on a new task set), ``Var_z g(beta + sigma_run z)`` with ``g`` the pass@1 of
         a new task at that intercept; Gauss-Hermite over z (24 nodes). ``(chain, draw,
-        system=recipe)``."""
+        system=recipe)``.
+        """
         parts, labels, bounds, (chains, draws) = self._recipe_means(tree)
         x, w = np.polynomial.hermite_e.hermegauss(24)
         w = w / w.sum()
@@ -1636,7 +1657,8 @@ class LogitNormalRates(base.Model):
         """The linear predictors once per (cluster, stratum) ``(draw, G H, S)``, each
         pattern's row of them ``(P,)``, ``sigma_v`` and the patterns: the patterns' own
         ``(draw, P, S)`` would hold draws x patterns x systems numbers (334 MB on the
-        25-system SWE-bench fit)."""
+        25-system SWE-bench fit).
+        """
         pat = task_patterns(c, n, layout)
         base = (
             prm["alpha"][:, None, :, :]
@@ -1651,7 +1673,8 @@ class LogitNormalRates(base.Model):
     @staticmethod
     def _task_effects(tree, bound):
         """A full-latent fit's task-effect draws ``(draws, J)`` for one bound, or None (a
-        collapsed fit, or a tree without them)."""
+        collapsed fit, or a tree without them).
+        """
         if "task_effects" not in tree.children:
             return None
         effect = tree["task_effects"]["task_effect"]
@@ -1683,7 +1706,8 @@ class LogitNormalRates(base.Model):
         """Draws of ``metric`` over these tasks, ``(chain, draw, system[, missing_bound],
         k)``: of the ``systems`` (labels) asked for where the fit sampled its task effects
         (each system's task-by-system effects are then drawn alone), else of every system
-        (the collapsed form draws a task's effects in all systems jointly)."""
+        (the collapsed form draws a task's effects in all systems jointly).
+        """
         c, n, bounds = self._bounds(tree)
         weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
         seed = int(tree.attrs["seed"])

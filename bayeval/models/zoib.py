@@ -341,7 +341,8 @@ def target_accept(n_tasks: int) -> float:
 def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
     """The compiled kernel's data (:mod:`bayeval.models.kernels.zoib`), by the names of its
     ``FIELDS``: ``spec``, the prior constants and the cells' statistics, C-contiguous,
-    int64 or float64 and read-only (nutpie is handed their addresses)."""
+    int64 or float64 and read-only (nutpie is handed their addresses).
+    """
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
     stats = _model_data(score_arrays(data, missing_bound))
@@ -371,7 +372,8 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
 
 def kernel_model(inputs: dict):
     """:func:`kernel_inputs` as a model ``nutpie.sample`` takes: the compiled kernel called as
-    C functions from nutpie's threads; each draw keeps ``values`` (:func:`split_values`)."""
+    C functions from nutpie's threads; each draw keeps ``values`` (:func:`split_values`).
+    """
     from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
 
     spec = inputs["spec"]
@@ -395,7 +397,8 @@ def kernel_model(inputs: dict):
 
 def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
     """The named posterior (:data:`POSTERIOR_VARS`, :data:`LATENT_VARS`) from the kernel's kept
-    values ``(chain, draw, kept)``."""
+    values ``(chain, draw, kept)``.
+    """
     S, J = layout.n_systems, layout.n_tasks
     G = len(layout.cluster_labels) if layout.has_clusters else 1
     lead = values.shape[:2]
@@ -514,7 +517,8 @@ def _normal_mean_expit(location, scale):
 
 class ZoibScores(base.Model):
     """The zoib model: sampled by NUTS, its estimands (the mean score) read from the fitted
-    DataTree."""
+    DataTree.
+    """
 
     name = "zoib"
     estimands = ("tasks", "population")
@@ -537,7 +541,8 @@ class ZoibScores(base.Model):
 
     def build(self, data, priors=None, *, missing_bound=None, kernel: bool = False):
         """:func:`build_zoib_model`, or with ``kernel`` the compiled log density nutpie
-        samples (:func:`kernel_model`)."""
+        samples (:func:`kernel_model`).
+        """
         if kernel:
             return kernel_model(kernel_inputs(data, priors, missing_bound))
         return build_zoib_model(data, priors, missing_bound)

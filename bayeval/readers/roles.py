@@ -211,7 +211,8 @@ def _file_stem(source) -> str:
 
 def _one_system(frame, given, system_name) -> bool:
     """Whether the table is read as one system; refuses a table whose system column is only
-    named otherwise, and ``--system-name`` or ``--system none`` beside a system column."""
+    named otherwise, and ``--system-name`` or ``--system none`` beside a system column.
+    """
     one_system = (given is not None and given.lower() == "none") or (
         given is None and CONVENTIONAL["system"] not in frame.columns
     )
@@ -402,7 +403,8 @@ def _score_role(
 ) -> str | None:
     """The column of partial-credit scores (``score``, or a detected ``score`` column when no
     0/1 outcome column is named or present), or None for 0/1 outcomes; refused where the
-    caller analyses 0/1 outcomes only (``scores`` false)."""
+    caller analyses 0/1 outcomes only (``scores`` false).
+    """
     detected = (
         given is None
         and success is None

@@ -23,7 +23,8 @@ def _latent_y(e, tail, eta, sigma_v, paired):
 
     ``e`` holds the task effects (:func:`coordinates._task_effects` of the tail's first ``J``
     coordinates); with several systems the tail continues with the task-by-system effects
-    ``z_v`` (task-major, ``j S + s``), non-centred, each ``z`` standard normal."""
+    ``z_v`` (task-major, ``j S + s``), non-centred, each ``z`` standard normal.
+    """
     J, S = eta.shape
     y = np.empty((J, S))
     for j in range(J):
@@ -40,7 +41,8 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
     + log_term``: :func:`numerics._softplus_parts`). Returns the sum (the standard normal log
     densities of ``z_v`` included), the gradient in the predictors ``(J, S)``, in the task effects
     ``(J,)`` and the part for ``sigma_v``; adds the gradient in ``z_v`` (see
-    :func:`_latent_y`) to ``g_tail``."""
+    :func:`_latent_y`) to ``g_tail``.
+    """
     J, S = y.shape
     total, g_sv = 0.0, 0.0
     g_eta = np.zeros((J, S))
@@ -85,7 +87,8 @@ def cell_tables(counts, x, logw):
     + v))^(n - c) dv`` on a grid of ``(log sigma_v, y)``, with its derivatives in ``y``, in
     ``log sigma_v`` and in both (the adaptive rule, :func:`tables._table_cell`: within 1e-7): the
     corners of a bicubic Hermite interpolant (:func:`_cell_table_slice`). The mirrored counts
-    ``(n - c, n)`` read the same table at ``-y``, since ``v`` is symmetric about zero."""
+    ``(n - c, n)`` read the same table at ``-y``, since ``v`` is symmetric about zero.
+    """
     T = counts.shape[0]
     out = np.empty((T, CELL_TABLE_SIZE, TABLE_SIZE, 4))
     for m in numba.prange(T * CELL_TABLE_SIZE):  # a column of a table per thread at a time
@@ -112,7 +115,8 @@ def _cell_table_node(i, cq, nq, log_sigma, x, logw, tab, terms, out):
     """``out (4,)``: at row ``i`` of :data:`tables.TABLE_LOW`'s grid, ``cq`` successes in ``nq``
     trials, ``log g`` and its derivatives in ``y``, in ``log sigma_v`` and in both, from the
     adaptive rule's cell (:func:`tables._table_cell`, whose ``sigma_v`` derivatives are per unit
-    of ``sigma_v``)."""
+    of ``sigma_v``).
+    """
     sigma = math.exp(log_sigma)
     _table_cell(i, 0, cq, nq, 1.0 / (sigma * sigma), log_sigma, x, logw, tab, terms)
     out[0] = tab[0, i, 0]
@@ -125,7 +129,8 @@ def _cell_table_node(i, cq, nq, log_sigma, x, logw, tab, terms, out):
 def _hermite_basis(t, h):
     """The cubic Hermite basis on a step of length ``h`` at ``t`` in [0, 1], for values
     ``(h00, h10, h01, h11)`` and their derivatives along the step ``(d00, d10, d01, d11)``:
-    ``f = h00 f0 + h10 f0' + h01 f1 + h11 f1'`` (the slopes' factor ``h`` included)."""
+    ``f = h00 f0 + h10 f0' + h01 f1 + h11 f1'`` (the slopes' factor ``h`` included).
+    """
     t2 = t * t
     t3 = t2 * t
     h01 = 3.0 * t2 - 2.0 * t3
@@ -145,7 +150,8 @@ def _hermite_basis(t, h):
 def _cell_table_block(spec, const):
     """The cell tables ``(T, CELL_TABLE_SIZE, TABLE_SIZE, 4)`` and their counts ``(T, 2)``
     (:func:`cell_tables`), stored last in ``const`` (then ``T``) where the full-latent form
-    integrates cells over their task-by-system effects (``spec[15]``), else empty."""
+    integrates cells over their task-by-system effects (``spec[15]``), else empty.
+    """
     if spec.shape[0] < 16 or spec[15] == 0:
         return np.zeros((0, CELL_TABLE_SIZE, TABLE_SIZE, 4)), np.zeros((0, 2))
     end = const.shape[0] - 1
@@ -162,7 +168,8 @@ def _cell_table_slice(block, q, sigma_v, lo, hi, out):
     tabulated spreads, the cubic Hermite interpolant between two columns; beyond, the
     tangent in ``log sigma_v`` at the nearest column (below 0.03 the integral hardly moves
     with ``sigma_v``; above 20 the prior leaves no mass: computing the integrals there
-    instead cost a warm-up trajectory that strayed out tens of milliseconds a gradient)."""
+    instead cost a warm-up trajectory that strayed out tens of milliseconds a gradient).
+    """
     log_sigma = math.log(sigma_v)
     t = (log_sigma - CELL_TABLE_LOW) / CELL_TABLE_STEP
     k = int(math.floor(t)) if t == t else 0  # NaN (a diverging trajectory): the first column
@@ -196,7 +203,8 @@ def _cell_table_at(y, q, first, rows, coef):
     ``first`` of :data:`tables.TABLE_LOW`'s grid (:func:`_cell_table_slice`, and
     :func:`_hermite_coefficients` of its rows): the cubic Hermite interpolant in ``y`` by Horner's
     rule, and beyond the grid (or at a NaN) the tangent at its end, with that tangent's
-    derivative in ``log sigma_v``. The slice must hold the rows around ``y``."""
+    derivative in ``log sigma_v``. The slice must hold the rows around ``y``.
+    """
     t = (y - TABLE_LOW) * (1.0 / TABLE_STEP)
     if not 0.0 < t < TABLE_SIZE - 1:
         i = 0 if t <= 0.0 else TABLE_SIZE - 1
@@ -227,7 +235,8 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail):
     ``J`` task effects, in task-major order of those cells. The tables are sliced at
     ``sigma_v`` over the rows of the largest ``|y|`` read, and each read is a Horner
     evaluation (:func:`_cell_table_at`). Returns what :func:`_latent_cells` returns, and
-    adds to ``g_tail`` likewise."""
+    adds to ``g_tail`` likewise.
+    """
     J, S = eta.shape
     K = tail.shape[0] - J
     T = counts.shape[0]
@@ -306,7 +315,8 @@ def _fixed_rows(first, top, q, cq, nq, sigma_v, u, lam, tab):
     ``sigma_v`` and their cross derivative, those of the rule itself (the layout of
     :func:`tables._table_cell`, without its ready flag: :func:`_integrated_cells` fills every cell
     it reads first). Each node's ``p`` and ``1 - p`` come from one exponential,
-    ``exp(-|y|)``, taken over every row and node at once (:func:`numerics._neg_abs_exp`)."""
+    ``exp(-|y|)``, taken over every row and node at once (:func:`numerics._neg_abs_exp`).
+    """
     M = u.shape[0]
     rows = top - first + 1
     ys = np.empty(rows * M)
@@ -342,7 +352,8 @@ def _hermite_coefficients(tab, q, first, last, coef, cross=4):
     ``last`` as polynomials in ``t`` in [0, 1] on each step, for Horner's rule: ``coef[q,
     i, :4]`` those of ``log g`` (from its values and slopes in ``y``, columns 0 and 1),
     ``coef[q, i, 4:]`` those of its derivative in ``sigma_v`` (from its values, column 2,
-    and its cross derivative, column ``cross``)."""
+    and its cross derivative, column ``cross``).
+    """
     h = TABLE_STEP
     for i in range(first, last):
         for value, slope, at in ((0, 1, 0), (2, cross, 4)):
@@ -381,7 +392,8 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
     are left out, as in :func:`_latent_cells`. The reads are written out in one loop (a call
     per cell cost three times as much), each a Horner evaluation of the step's polynomial
     (:func:`_hermite_coefficients`: 0.7 of the time of weighting the Hermite basis), and
-    the logits are formed as the cells are read, never held whole."""
+    the logits are formed as the cells are read, never held whole.
+    """
     J, S = c.shape
     reach = 0.0  # the largest |y| read, in a loop the compiler vectorises
     for j in range(J):
@@ -446,7 +458,8 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
 @numba.njit(cache=True)
 def _sampled_cells(spec, const, tail, eta, e, c, n, sigma_v, paired, g_tail):
     """The full-latent form's cells: every cell's task-by-system effect sampled
-    (:func:`_latent_cells`), or the cells with a table integrated (:func:`_hybrid_cells`)."""
+    (:func:`_latent_cells`), or the cells with a table integrated (:func:`_hybrid_cells`).
+    """
     block, counts = _cell_table_block(spec, const)
     if counts.shape[0] > 0:
         return _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail)

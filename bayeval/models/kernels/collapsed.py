@@ -51,7 +51,8 @@ from bayeval.models.kernels.quadrature import Rules
 def zero_sum_basis(G: int) -> np.ndarray:
     """Orthonormal basis ``(G, G - 1)`` of the vectors of length G that sum to zero: the first
     ``G - 1`` columns of the reflection ``I - 2 v v' / v'v`` with ``v = e_G - 1 / sqrt(G)``
-    (which maps the last axis onto the mean direction), so the kernel applies it in O(G)."""
+    (which maps the last axis onto the mean direction), so the kernel applies it in O(G).
+    """
     v = -np.full(G, 1.0 / np.sqrt(G))
     v[-1] += 1.0
     reflection = np.eye(G) - 2.0 * np.outer(v, v) / (v @ v) if G > 1 else np.eye(G)
@@ -397,7 +398,8 @@ class Coordinates:
     @property
     def centring_code(self) -> int:
         """The cluster coordinates' centring as the kernel reads it: 0 none, 1 the cluster and
-        cluster-by-system effects, 2 the cluster effects only."""
+        cluster-by-system effects, 2 the cluster effects only.
+        """
         if not self.cluster_centred:
             return 0
         return 1 if self.cluster_system_centred else 2
@@ -409,7 +411,8 @@ class Coordinates:
 
     def constants(self, priors: dict, rules: Rules, extra=()) -> np.ndarray:
         """Float constants of the kernel: priors, rotation, quadrature rules, then ``extra``
-        (the full-latent form's task reflections), and the level weights last."""
+        (the full-latent form's task reflections), and the level weights last.
+        """
         mean, sd = priors["alpha"]
         level = priors["sigma_run"] if self.blocks else priors["sigma_system"]
         head = [
@@ -443,7 +446,8 @@ class Coordinates:
         system spreads plus ``log kappa`` (:func:`bayeval.models.kernels.coordinates._attenuation`).
         The task-latent form samples the task effects, so only the task-by-system spread
         enters kappa, and its centred task coordinates and log task spread are held the same
-        way."""
+        way.
+        """
         theta = np.asarray(theta, dtype=float)
         if not self.attenuated:
             return theta

@@ -22,7 +22,8 @@ class CompiledModels:
 
     def get(self, key: Hashable, build: Callable, data: Callable[[], dict]):
         """The model compiled for ``key`` with ``data()`` swapped in, or ``build()`` (a PyMC
-        model) compiled now and kept."""
+        model) compiled now and kept.
+        """
         import nutpie
 
         compiled = self._models.get(key)

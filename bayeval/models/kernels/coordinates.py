@@ -14,7 +14,8 @@ def _zero_sum(f, out):
     :func:`bayeval.models.kernels.collapsed.zero_sum_basis`: the first ``G - 1`` columns of the
     reflection ``I - 2 v v' / v'v``, ``v = e_G - 1 / sqrt(G)``, which maps the last axis onto the
     mean direction, so its other columns are orthonormal and sum to zero. O(G), where the
-    dense basis cost O(G^2) (Terminal-Bench's 70 clusters: most of a gradient)."""
+    dense basis cost O(G^2) (Terminal-Bench's 70 clusters: most of a gradient).
+    """
     G = out.shape[0]
     if G == 1:  # one cluster: no zero-sum part
         out[0] = 0.0
@@ -54,7 +55,8 @@ def _task_rotation(spec, const):
     cluster coordinates, through the map ``(G - 1, r)`` stored next
     (:func:`bayeval.models.kernels.collapsed.task_cluster_fold`); with ``spec[11] == 3`` they are
     paired with the cluster effects instead (:func:`pairs._unpair`; 4: the same, the task effects
-    standardised)."""
+    standardised).
+    """
     J = spec[9]
     if spec.shape[0] < 12 or spec[11] == 0 or spec[11] == 4 or J == 0:
         return False, 0, np.zeros((0, max(J, 1))), False, np.zeros((0, 0))
@@ -69,7 +71,8 @@ def _task_rotation(spec, const):
 @numba.njit(cache=True)
 def _reflections_at(spec, const):
     """Where the centred task effects' constants start in ``const`` (their rank ``r``, then
-    the reflections and what follows them), and ``r``."""
+    the reflections and what follows them), and ``r``.
+    """
     S = spec[0]
     k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
     return k, int(const[k])
@@ -78,7 +81,8 @@ def _reflections_at(spec, const):
 @numba.njit(cache=True)
 def _reflect(vectors, x, transpose):
     """``x <- H x`` in place with ``H = H_1 ... H_r``, ``H_i = I - 2 v_i v_i'`` (unit ``v_i``,
-    the rows of ``vectors``), or ``x <- H' x`` with ``transpose``."""
+    the rows of ``vectors``), or ``x <- H' x`` with ``transpose``.
+    """
     r = vectors.shape[0]
     for step in range(r):
         i = step if transpose else r - 1 - step
@@ -98,7 +102,8 @@ def _task_effects(tail, J, sigma_e, centred, r, vectors):
     see apart from the intercepts and cluster effects (the task effects' means over each
     cluster and stratum), which follow their prior; the other ``J - r`` are the effects' own
     coordinates in the rest of the space, normal with sd ``sigma_e``, pinned by the data. ``H``
-    is orthogonal, so ``e ~ N(0, sigma_e^2 I)`` either way."""
+    is orthogonal, so ``e ~ N(0, sigma_e^2 I)`` either way.
+    """
     e = np.empty(J)
     for j in range(J):
         e[j] = sigma_e * tail[j] if (not centred or j < r) else tail[j]
@@ -111,7 +116,8 @@ def _task_effects(tail, J, sigma_e, centred, r, vectors):
 def _task_prior(tail, g_e, J, sigma_e, centred, r, vectors, g_tail):
     """The log prior of the task-effect coordinates (:func:`_task_effects`, log-Jacobian
     included); adds to ``g_tail`` their gradient and that of the likelihood, given in the
-    effects as ``g_e (J,)``. Returns the log prior and the derivative of both in ``sigma_e``."""
+    effects as ``g_e (J,)``. Returns the log prior and the derivative of both in ``sigma_e``.
+    """
     g = g_e.copy()
     if centred:
         _reflect(vectors, g, True)
@@ -136,7 +142,8 @@ def _task_prior(tail, g_e, J, sigma_e, centred, r, vectors, g_tail):
 @numba.njit(cache=True)
 def _kernel_layout(spec, const):
     """The kernel's sizes, flags, constants and offsets into ``theta`` (the order of
-    :class:`bayeval.models.kernels.collapsed.Coordinates`)."""
+    :class:`bayeval.models.kernels.collapsed.Coordinates`).
+    """
     S, H, G = spec[0], spec[1], spec[2]
     clusters, paired = spec[3] != 0, spec[4] != 0
     nx, nz, nu = spec[5], spec[6], spec[7]
@@ -226,7 +233,8 @@ def _attenuation(spec, theta, i_sig, paired):
     effects over kappa), and held plainly every intercept, cluster effect and their spreads
     move with the task-level spreads along a curved ridge (on the 25 SWE-bench systems half
     of each intercept's posterior variance, and the divergent draws at its far end). On that
-    scale the ridge is nearly straight."""
+    scale the ridge is nearly straight.
+    """
     if spec.shape[0] < 13 or spec[12] == 0:
         return 1.0
     # the task-latent form samples its task effects: only the integrated ones attenuate
@@ -241,7 +249,8 @@ def _attenuated_parts(spec, const):
     """Which coordinates of ``theta`` the attenuated form holds divided by kappa (``scaled``:
     the intercepts' rotated coordinates but the non-centred contrasts, and centred cluster
     coordinates' zero-sum parts) and which log spreads it holds less ``log kappa``
-    (``shifted``: the cluster, cluster-by-system and system spreads); index arrays."""
+    (``shifted``: the cluster, cluster-by-system and system spreads); index arrays.
+    """
     (
         S,
         H,
@@ -303,7 +312,8 @@ def _attenuated_parts(spec, const):
 @numba.njit(cache=True)
 def _plain_theta(theta, kappa, scaled, shifted):
     """The plain coordinates of attenuated ``theta``: ``scaled`` ones times kappa, ``shifted``
-    log spreads plus ``log kappa``."""
+    log spreads plus ``log kappa``.
+    """
     if kappa == 1.0:
         return theta
     plain = theta.copy()
@@ -320,7 +330,8 @@ def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired, fir
     """Turns ``grad``, the gradient in the plain coordinates (:func:`_plain_theta`), into that
     in the attenuated ``theta``; returns the log-Jacobian, ``len(scaled) log kappa`` (the
     shifted log spreads' map has a unit Jacobian: it is triangular in the log spreads).
-    kappa depends on the spreads from ``i_sig[first]`` on (1: the task-latent form's)."""
+    kappa depends on the spreads from ``i_sig[first]`` on (1: the task-latent form's).
+    """
     if kappa == 1.0:
         return 0.0
     d_log_kappa = float(scaled.shape[0])  # the log-Jacobian's own derivative
@@ -348,7 +359,8 @@ def _level_weights(spec, const):
     correlation of -0.58, the sampler's narrowest direction). Shifting the intercepts by the
     zero-sum part's task-weighted mean, and taking it off every cluster's, removes that; the
     prior is unchanged (the intercepts' coordinates are normal about their shift whatever it
-    is)."""
+    is).
+    """
     if spec.shape[0] < 14 or spec[13] == 0:
         return np.zeros(0)
     G = spec[2]
@@ -367,7 +379,8 @@ def _weighted_level(pi, d):
 @numba.njit(cache=True)
 def _level_adjoint(pi, g_d, d_level):
     """The gradient in a zero-sum part ``d`` from that in ``d - pi . d`` (``g_d``, in place)
-    and in the shift ``pi . d`` (``d_level``)."""
+    and in the shift ``pi . d`` (``d_level``).
+    """
     if pi.shape[0] == 0:
         return
     total = 0.0

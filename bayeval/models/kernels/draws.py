@@ -24,7 +24,8 @@ TANGENT_TRIES = 8  # tangent-normal proposals before a task-by-system draw turns
 @numba.njit(cache=True)
 def _hull_insert(hx, hh, hd, k, x, h, d):
     """Insert abscissa ``x`` (log density ``h``, slope ``d``) into the sorted hull of ``k``
-    points; returns the new count (unchanged when the hull is full)."""
+    points; returns the new count (unchanged when the hull is full).
+    """
     if k >= hx.shape[0]:
         return k
     i = k
@@ -39,7 +40,8 @@ def _hull_insert(hx, hh, hd, k, x, h, d):
 def _hull_draw(hx, hh, hd, k, z, log_mass):
     """Draw from the piecewise-exponential upper hull of a log-concave density (the tangents
     at the ``k`` abscissae; the first slope must be positive and the last negative). Returns
-    the point and the hull's log density there."""
+    the point and the hull's log density there.
+    """
     for i in range(k - 1):  # where tangents i and i + 1 cross
         if abs(hd[i] - hd[i + 1]) > 1e-12:
             z[i] = (hh[i + 1] - hh[i] - hx[i + 1] * hd[i + 1] + hx[i] * hd[i]) / (hd[i] - hd[i + 1])
@@ -119,7 +121,8 @@ def _likelihood_route(eta_e, c, n, prec_v):
     ``sqrt(I s2 / (1 + I s2)) exp(-(x^ - eta_e)^2 / (2 (s2 + 1 / I)))`` of its proposals
     (``I = n p^ (1 - p^)`` the likelihood's curvature at its mode ``x^ = logit(p^)``, ``p^ =
     c / n``, ``s2 = sigma_v^2``), the tangent about ``1 / sqrt(1 + I s2)``: the route
-    whose share is larger."""
+    whose share is larger.
+    """
     if c <= 0.0 or c >= n:
         return False
     share = c / n
@@ -156,7 +159,8 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
     A cell with successes and failures whose likelihood is narrow against the prior (a
     spread of 4.7 on LiveCodeBench, where the tangent keeps 4% of its proposals there) is
     drawn from the likelihood instead, where that route keeps more: up to
-    ``LIKELIHOOD_TRIES`` proposals, then the tangent (:func:`_likelihood_route`)."""
+    ``LIKELIHOOD_TRIES`` proposals, then the tangent (:func:`_likelihood_route`).
+    """
     if _likelihood_route(eta_e, c, n, prec_v):
         found, v, rate = _v_from_likelihood(rng, eta_e, c, n, prec_v)
         if found:
@@ -171,7 +175,8 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
 @numba.njit(cache=True)
 def _v_from_likelihood(rng, eta_e, c, n, prec_v):
     """Up to ``LIKELIHOOD_TRIES`` proposals from a cell's likelihood
-    (:func:`_likelihood_route`): ``(kept, v, expit(eta_e + v))``."""
+    (:func:`_likelihood_route`): ``(kept, v, expit(eta_e + v))``.
+    """
     for _ in range(LIKELIHOOD_TRIES):
         x = math.log(rng.gamma(c)) - math.log(rng.gamma(n - c))
         step = x - eta_e
@@ -184,7 +189,8 @@ def _v_from_likelihood(rng, eta_e, c, n, prec_v):
 def _newton_steps(eta_e, c, n, prec_v, v0, step, steps):
     """Up to ``steps`` more Newton steps from ``v0`` towards the mode of :func:`_v_draw_from`'s
     conditional, each clipped to ``MAX_STEP``, until one (``step``: the last taken) is
-    shorter than ``NEWTON_ENOUGH``: the tangent point."""
+    shorter than ``NEWTON_ENOUGH``: the tangent point.
+    """
     for _ in range(steps):
         if abs(step) <= NEWTON_ENOUGH:
             break
@@ -198,7 +204,8 @@ def _newton_steps(eta_e, c, n, prec_v, v0, step, steps):
 def _tangent_keeps(gap, c, n, y, small, l0, b, step):
     """The full test of a tangent proposal at ``y`` (``small = exp(-|y|)``), ``step`` from
     the tangent point, whose ``l(v0)`` is ``l0`` and slope ``b``: whether ``gap``, an
-    exponential draw's negative, is within ``l(v) - l(v0) - b (v - v0)``."""
+    exponential draw's negative, is within ``l(v) - l(v0) - b (v - v0)``.
+    """
     return gap <= _binomial_cell(c, n, y, small, math.log1p(small))[0] - l0 - b * step
 
 
@@ -231,7 +238,8 @@ def _v_tangent_tries(rng, eta_e, c, n, prec_v, sigma_v, v0, b, l0, tries):
 @numba.njit(cache=True)
 def _v_hull(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
     """Adaptive rejection sampling of :func:`_v_draw_from`'s log-concave density, from its mode
-    and a curvature scale on either side."""
+    and a curvature scale on either side.
+    """
     mode = _conditional_mode(eta_e, c, n, 0.0, prec_v)
     p = _sigmoid(eta_e + mode)
     scale = 1.0 / math.sqrt(prec_v + n * p * (1.0 - p))
@@ -262,7 +270,8 @@ def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
     refusal, any exact draw keeps the mixture exact). Cells better drawn from their
     likelihood (:func:`_likelihood_route`) are drawn from it, and join the row's tangent
     proposals only if none of those proposals is kept. ``work (7, m)`` and ``bits (m,)``
-    are buffers of the row's length."""
+    are buffers of the row's length.
+    """
     m = y.shape[0]
     prec_v = 1.0 / sigma_v**2
     small, v0, b, z, gap, y1, route = (

@@ -35,7 +35,8 @@ EXACT_TASKS = 100
 def _count_peaks(c, n):
     """Each cell's largest binomial log-likelihood (coefficient omitted), at ``p = c / n``:
     ``c log(c / n) + (n - c) log(1 - c / n)``; zero where every trial succeeded, or every one
-    failed, or none was run."""
+    failed, or none was run.
+    """
     out = np.zeros(c.shape)
     for p in range(c.shape[0]):
         for s in range(c.shape[1]):
@@ -51,7 +52,8 @@ def _prior_try(rng, eta_p, c_p, n_p, peak_p, sigma_e, sigma_v, paired, v):
     (the binomial likelihood of the task's counts over its largest value, per cell at ``p = c
     / n``): a kept proposal is an exact draw of the task's effects from their conditional.
     Returns whether it was kept and the task effect; the task-by-system effects are written
-    to ``v (S,)``. ``rng`` is a NumPy Generator (ziggurat normals and exponentials)."""
+    to ``v (S,)``. ``rng`` is a NumPy Generator (ziggurat normals and exponentials).
+    """
     e = sigma_e * rng.standard_normal()
     log_keep = 0.0
     for s in range(eta_p.shape[0]):
@@ -67,7 +69,8 @@ def _prior_try(rng, eta_p, c_p, n_p, peak_p, sigma_e, sigma_v, paired, v):
 def _prior_rates(rng, eta, c, n, peak, sigma_e, sigma_v, paired, trials):
     """Each pattern's share of kept prior proposals (:func:`_prior_try`) over ``trials``
     tries under one set of parameters: which patterns :func:`_exact_task_sums` draws from
-    their prior first."""
+    their prior first.
+    """
     P, S = eta.shape
     v = np.empty(S)
     out = np.zeros(P)
@@ -110,7 +113,8 @@ def _start_hull(
     """The first points of a pattern's hull over the task effect's marginal (into ``ex``,
     ``eh``, ``ed``; returns their number). The hull needs points either side of the mode,
     not the mode: from the guess ``(mode, scale)``, each side steps out (doubling) until its
-    slope points back at it."""
+    slope points back at it.
+    """
     k = 0
     for side in (-1.0, 1.0):
         reach = guess_p[1]
@@ -272,7 +276,8 @@ def _exact_task_sums(
 def _marginal_guesses(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw):
     """Each pattern's task-effect mode and Laplace sd ``(P, 2)`` under one set of parameters
     (:func:`tables._marginal_mode`): where :func:`_exact_task_sums` starts its hulls in every
-    draw."""
+    draw.
+    """
     P = eta.shape[0]
     prec_e = 1.0 / sigma_e**2
     prec_v = 1.0 / sigma_v**2 if paired else 0.0
@@ -306,7 +311,8 @@ def _exact_setup(rng, eta_ref, c, n, sigma_e, sigma_v, paired, x, logw, prior_ke
     """What every draw of :func:`_exact_block` shares, from the reference draw's predictors
     ``eta_ref (P, S)`` and spreads: each cell's table slot, the number of tables, the hulls'
     starting guesses, which patterns try their prior first (those whose prior keeps at least
-    ``prior_keep`` of its proposals there) and each cell's peak likelihood."""
+    ``prior_keep`` of its proposals there) and each cell's peak likelihood.
+    """
     slot, _, n_tables = _table_slots(c, n, True)
     guess = _marginal_guesses(eta_ref, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw)
     peak = _count_peaks(c, n)
@@ -346,7 +352,8 @@ def _exact_block(
     """:func:`_exact_task_sums` for draws ``first`` to ``last`` (one stream: ``rng``, and the
     legacy generator seeded with ``seed`` for the hulls). Pattern ``p``'s predictors in draw
     ``d`` are ``eta[d, rows[p]]``; a non-empty ``rates (D, S, J)`` takes the rates
-    themselves. Releases the GIL: blocks run on threads."""
+    themselves. Releases the GIL: blocks run on threads.
+    """
     np.random.seed(seed)  # noqa: NPY002 (numba's per-thread stream, not NumPy's)
     none = np.empty((0, 0))
     for d in range(first, last):
@@ -412,7 +419,8 @@ def _latent_block(
     task effect, the task-by-system effects drawn exactly from their one-dimensional
     conditionals a row of tasks at a time (:func:`draws._v_rates`); ``out (D, S, Q) += weight[j, s]
     f(p[s, j])``, or with a non-empty ``rates (D, S, J)``, the rates themselves (NaN where
-    the system did not run the task)."""
+    the system did not run the task).
+    """
     np.random.seed(seed)  # noqa: NPY002 (numba's per-thread stream, not NumPy's)
     J = c.shape[0]
     keep = np.zeros(J, dtype=np.bool_)
@@ -644,7 +652,8 @@ def _exact(
     """:func:`_exact_block` from NumPy arrays, over blocks of :data:`LATENT_BLOCK` draws on
     numba's threads, each block with its own seeds (so the draws do not depend on how many
     threads run them); the hulls start from the modes of the reference draw, the one with
-    the median task spread."""
+    the median task spread.
+    """
     rules = rules or Rules()
     D = eta.shape[0]
     P = c.shape[0]

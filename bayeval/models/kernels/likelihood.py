@@ -246,7 +246,8 @@ def all_pattern_logliks(
     (D, R, S)`` of each (cluster, stratum) row, pattern ``p`` reading row ``row[p]``, and
     ``sigma_e``, ``sigma_v (D,)``. Blocks of :data:`LOGLIK_BLOCK` draws run on numba's
     number of threads; the kernel releases the GIL, so a caller can compute them beside
-    other work (as :func:`bayeval.fit` does beside the convergence diagnostics)."""
+    other work (as :func:`bayeval.fit` does beside the convergence diagnostics).
+    """
     D = eta_rows.shape[0]
     out = np.empty((D, c.shape[0]))
 
@@ -278,7 +279,8 @@ def all_pattern_logliks(
 @numba.njit(cache=True)
 def pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam):
     """Log marginal likelihood of every pattern ``(P,)`` at one draw (binomial coefficients
-    omitted), by the rule :func:`loglik_and_grad` uses for it."""
+    omitted), by the rule :func:`loglik_and_grad` uses for it.
+    """
     out = np.empty(eta.shape[0])
     _loglik(
         eta,

@@ -45,7 +45,8 @@ def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad, centre
     non-centred either way: the data do not see it apart from the intercepts, so it follows
     its prior, which its standardised form keeps independent of the spread. The zero-sum
     coordinates are normal about ``centre (Gm,)`` (zeros, or the task effects' cluster
-    components folded in: :func:`logp_and_grad`), whose gradient adds to ``g_centre``."""
+    components folded in: :func:`logp_and_grad`), whose gradient adds to ``g_centre``.
+    """
     m = theta[i_m]
     logp = -0.5 * G * m * m
     grad[i_m] += -G * m
@@ -71,7 +72,8 @@ def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
     d_u, d_w, d_shift, sig_sys, d_sig_sys, base)``, ``base (G, H, S)`` the predictors of
     each (cluster, stratum). The cluster
     effects' zero-sum coordinates are normal about ``centre_u``, whose gradient adds to
-    ``g_centre_u``."""
+    ``g_centre_u``.
+    """
     (
         S,
         H,
@@ -242,7 +244,8 @@ def _backward(
 ):
     """Adds to ``grad`` the likelihood's gradient, given in the linear predictors ``g_eta (P,
     S)`` and the task-level spreads (``g_se``, ``g_sv``), by the chain rule through the
-    transforms of :func:`_forward`."""
+    transforms of :func:`_forward`.
+    """
     (
         S,
         H,
@@ -291,7 +294,8 @@ def _backward_rows(
     theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
 ):
     """:func:`_backward` from the likelihood's gradient summed per (cluster, stratum),
-    ``by_gh (G, H, S)``."""
+    ``by_gh (G, H, S)``.
+    """
     (
         S,
         H,
@@ -561,7 +565,8 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
 @numba.njit(cache=True, nogil=True)
 def kernel_logp(theta, spec, const, index, c, n, mult):
     """:func:`logp_and_grad` in one compiled call that releases the GIL, with the patterns'
-    cluster and stratum as ``index (2, P)``."""
+    cluster and stratum as ``index (2, P)``.
+    """
     return logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
 
 
@@ -569,7 +574,8 @@ def kernel_logp(theta, spec, const, index, c, n, mult):
 def unmapped(x, spec, const, cluster):
     """``x`` in the kernel's coordinates: :func:`guide._unguide` where the form guides its
     cluster-by-system coordinates, :func:`pairs._unpair` where it rotates its cluster pairs, else
-    ``x`` itself."""
+    ``x`` itself.
+    """
     if _guided(spec):
         return _unguide(x, spec, const)[0]
     if not _pairs(spec):
@@ -580,7 +586,8 @@ def unmapped(x, spec, const, cluster):
 @numba.njit(cache=True)
 def latent_task_effects(x, spec, const, kept, J, log_sigma_task):
     """The task effects ``(J,)`` of a full-latent ``theta`` (:func:`coordinates._task_effects`), its
-    tail starting at ``kept`` and its log task spread at ``log_sigma_task``."""
+    tail starting at ``kept`` and its log task spread at ``log_sigma_task``.
+    """
     centred, r, vectors, _, _ = _task_rotation(spec, const)
     i_sig = np.array([log_sigma_task, log_sigma_task + 1])
     kappa = _attenuation(spec, x, i_sig, spec[4] != 0)

@@ -63,7 +63,8 @@ _INV_LN2 = 1.44269504088896338700e00
 def _neg_abs_exp(x, out, bits):
     """``out = exp(-|x|)`` for a vector ``x``, in straight-line arithmetic that the compiler
     vectorises (:func:`_softplus_parts` says how); ``bits`` is an int64 buffer of the same
-    length."""
+    length.
+    """
     m = x.shape[0]
     for i in range(m):
         z = max(-abs(x[i]), -700.0)
@@ -93,7 +94,8 @@ def _log1p_small(small, out):
     """``out = log1p(small)`` for a vector ``small`` in [0, 1] (it may be ``small`` itself),
     in straight-line arithmetic that the compiler vectorises (:func:`_softplus_parts` says
     how). Inlined where it is called, so that the nutpie C functions and the kernel compile
-    the same arithmetic into :func:`_softplus_parts`."""
+    the same arithmetic into :func:`_softplus_parts`.
+    """
     for i in range(small.shape[0]):
         e = small[i]
         t = e / (2.0 + e)
@@ -114,7 +116,8 @@ def _softplus_parts(y):
     ``log1p(e) = 2 atanh(s)`` with ``s = e / (2 + e) <= 1/3`` by its series to ``s^35``
     (remainder below 1e-17). Both agree with the math library to a few units in the last
     place (tested); below ``exp(-700)`` the exponential is taken as ``exp(-700)``, whose
-    contribution to a log density is nil."""
+    contribution to a log density is nil.
+    """
     flat = y.ravel()
     m = flat.shape[0]
     small = np.empty(m)
@@ -127,7 +130,8 @@ def _softplus_parts(y):
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _binomial_cell(cc, nn, yy, small, log_term):
     """A cell's ``c y - n softplus(y)`` and its derivative in ``y``, ``small = exp(-|y|)``
-    and ``log_term = log1p(small)`` given (:func:`_softplus_parts`)."""
+    and ``log_term = log1p(small)`` given (:func:`_softplus_parts`).
+    """
     rate = (1.0 if yy >= 0.0 else small) / (1.0 + small)
     return cc * yy - nn * (max(yy, 0.0) + log_term), cc - nn * rate
 

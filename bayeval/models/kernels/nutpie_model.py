@@ -66,7 +66,8 @@ except ImportError:  # pragma: no cover - nutpie is a dependency
 class KernelModel(_Base):
     """A compiled kernel (:func:`bayeval.models.kernels.logp.logp_and_grad`) and its data as
     a model for ``nutpie.sample``: the draw keeps ``names`` of ``shapes`` (the first
-    ``kept`` coordinates of theta, then ``tasks`` task effects)."""
+    ``kept`` coordinates of theta, then ``tasks`` task effects).
+    """
 
     values: dict = dataclasses.field(default_factory=dict)
     dim: int = 0
@@ -112,7 +113,8 @@ class KernelModel(_Base):
 
     def _initial_point(self, seed) -> np.ndarray:
         """The flat prior's support point, zero, jittered by U(-1, 1) per coordinate (as
-        nutpie starts a PyMC model)."""
+        nutpie starts a PyMC model).
+        """
         return np.random.default_rng(seed).uniform(-1.0, 1.0, self.dim)
 
     def _make_model(self, init_mean):
@@ -160,7 +162,8 @@ class KernelModel(_Base):
 
 def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
     """The same log density and kept values through ``nutpie.compiled_pyfunc`` (the kernel
-    called from Python): the route where :func:`available` is False."""
+    called from Python): the route where :func:`available` is False.
+    """
     from nutpie.compiled_pyfunc import from_pyfunc
 
     data = kernel_data(values)

@@ -18,7 +18,8 @@ from bayeval.models.kernels.coordinates import (
 @numba.njit(cache=True)
 def _pairs(spec):
     """Whether the full-latent form holds its cluster pairs rotated (``spec[11]`` 3: task
-    effects centred, 4: standardised; :func:`_unpair`)."""
+    effects centred, 4: standardised; :func:`_unpair`).
+    """
     return spec.shape[0] >= 12 and (spec[11] == 3 or spec[11] == 4)
 
 
@@ -28,7 +29,8 @@ def _pair_matrix(spec, const):
     effects (``spec[11] == 3``, :func:`_unpair`), else ``(0, 0)``: ``Q z`` are the task
     effects' standardised cluster components (cluster g's mean effect is ``sigma_task (Q
     z)[g] / sqrt(n_g)``) for the first ``r = G`` task coordinates ``z``, stored after the
-    task reflections (:func:`bayeval.models.kernels.collapsed.cluster_pair_map`)."""
+    task reflections (:func:`bayeval.models.kernels.collapsed.cluster_pair_map`).
+    """
     if spec.shape[0] < 12 or spec[11] != 3:
         return np.zeros((0, 0))
     G, J = spec[2], spec[9]
@@ -41,7 +43,8 @@ def _pair_matrix(spec, const):
 def _pair_parts(theta, i_small, i_large, inv_root):
     """Each cluster's rotation ``(cos, sin)`` of a pair: the cluster-level effect (spread
     ``exp(theta[i_large])``) and its tasks' standardised mean (``exp(theta[i_small]) /
-    sqrt(n_g)``, ``inv_root`` the ``1 / sqrt(n_g)``), the sum the data see."""
+    sqrt(n_g)``, ``inv_root`` the ``1 / sqrt(n_g)``), the sum the data see.
+    """
     small, large = math.exp(theta[i_small]), math.exp(theta[i_large])
     G = inv_root.shape[0]
     cos, sin = np.empty(G), np.empty(G)
@@ -56,7 +59,8 @@ def _pair_parts(theta, i_small, i_large, inv_root):
 def _pair_layout(spec, const, cluster):
     """What :func:`_unpair` reads: the systems and clusters, whether paired, one over the
     root of each cluster's tasks, the log spreads' indices ``(task, task-by-system, cluster,
-    cluster-by-system)`` and the cluster and task coordinates' starts."""
+    cluster-by-system)`` and the cluster and task coordinates' starts.
+    """
     (
         S,
         H,
@@ -164,7 +168,8 @@ def _turn_sums(theta, out, i_m, i_f, first, stride, cos, sin, inv_root, cluster)
     """One set of standardised pairs turned back (:func:`_unpair`): the cluster-level
     coordinates at ``i_m`` (mean) and ``i_f`` (zero-sum part) hold the sums, and the
     task-level coordinates ``theta[first + j * stride]`` hold, in their clusters' mean
-    directions, the partners; written into ``out``."""
+    directions, the partners; written into ``out``.
+    """
     G = inv_root.shape[0]
     a, b, zs = np.empty(G), np.zeros(G), np.empty(G)
     _zero_sum(theta[i_f : i_f + G - 1], a)
@@ -183,7 +188,8 @@ def _turn_sums(theta, out, i_m, i_f, first, stride, cos, sin, inv_root, cluster)
 @numba.njit(cache=True)
 def _turn_sums_adjoint(theta, grad, i_m, i_f, first, stride, cos, sin, inv_root, cluster):
     """The gradient through :func:`_turn_sums`, in place; returns its part in the pair's
-    angle."""
+    angle.
+    """
     G = inv_root.shape[0]
     a, b = np.empty(G), np.zeros(G)
     g_z, g_xi, g_a = np.empty(G), np.zeros(G), np.empty(G)
@@ -213,7 +219,8 @@ def _turn_sums_adjoint(theta, grad, i_m, i_f, first, stride, cos, sin, inv_root,
 def _from_cluster_vector(z, out, i_m, i_f, mean):
     """``out[i_m] = mean(z)`` (with ``mean``, else ``sum(z)``) and ``out[i_f:i_f + G - 1] =
     B' z`` (:func:`coordinates._zero_sum`): the coordinates ``m, f`` of a cluster vector ``z = m + B
-    f``, or without ``mean`` the gradient in them from that in ``z``."""
+    f``, or without ``mean`` the gradient in them from that in ``z``.
+    """
     G = z.shape[0]
     total = 0.0
     for g in range(G):
@@ -227,7 +234,8 @@ def _from_cluster_vector(z, out, i_m, i_f, mean):
 @numba.njit(cache=True)
 def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
     """The gradient in the sampler's coordinates (:func:`_unpair`) from ``grad``, that in
-    the unrotated ones (overwritten), the log-Jacobian's included."""
+    the unrotated ones (overwritten), the log-Jacobian's included.
+    """
     S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(
         spec, const, cluster
     )
@@ -309,7 +317,8 @@ def _times(Q, x, transpose):
 def _spread_pairs(spec, const):
     """The indices ``(small, large)`` of the log spreads held in polar coordinates: the task
     and cluster spreads, and with several systems the task-by-system and cluster-by-system
-    ones."""
+    ones.
+    """
     i_sig = _kernel_layout(spec, const)[22]
     if i_sig[1] >= 0 and i_sig[3] >= 0:
         return np.array([[i_sig[0], i_sig[2]], [i_sig[1], i_sig[3]]])
@@ -323,7 +332,8 @@ def _from_polar(x, spec, const):
     cluster-by-system), ``log rho = log sqrt(sigma_small^2 + sigma_large^2)`` and ``phi =
     log(sigma_small / sigma_large)``. The data pin the total better than the split: in the
     log spreads themselves that is a curved ridge. The map's Jacobian is one in absolute
-    value."""
+    value.
+    """
     out = x.copy()
     pairs = _spread_pairs(spec, const)
     for k in range(pairs.shape[0]):
@@ -337,7 +347,8 @@ def _from_polar(x, spec, const):
 @numba.njit(cache=True)
 def _polar_adjoint(x, spec, const, grad):
     """The gradient in the polar coordinates (:func:`_from_polar`) from that in the log
-    spreads, in place."""
+    spreads, in place.
+    """
     pairs = _spread_pairs(spec, const)
     for k in range(pairs.shape[0]):
         i_s, i_l = pairs[k, 0], pairs[k, 1]

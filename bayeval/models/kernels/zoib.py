@@ -97,7 +97,8 @@ LEVEL_TASKS = 50
 @numba.njit(cache=True)
 def digamma(x):
     """The digamma function for ``x > 0`` (recurrence to ``x >= 6``, then the asymptotic
-    series to ``x^-10``: error below 1e-11, against SciPy)."""
+    series to ``x^-10``: error below 1e-11, against SciPy).
+    """
     out = 0.0
     while x < 6.0:
         out -= 1.0 / x
@@ -115,7 +116,8 @@ def digamma(x):
 def offsets(S, J, G, paired, clusters):
     """Where each block of ``x`` starts: the five log spreads (-1 where absent), the task,
     task-by-system, cluster, cluster-by-system and grading effects (-1 where absent), and the
-    dimension, as an int64 array of 11."""
+    dimension, as an int64 array of 11.
+    """
     out = np.full(11, -1, dtype=np.int64)
     i = 4 * S
     present = (True, paired, clusters, paired and clusters, True)
@@ -154,7 +156,8 @@ def kept_size(S, J, G, paired, clusters):
 @numba.njit(cache=True, nogil=True)
 def helmert_to(y, z):
     """``z = H' y`` for the orthonormal Helmert matrix ``H`` of ``scipy.linalg.helmert(n,
-    full=True)`` (first row constant, row k the k-th contrast), in O(n)."""
+    full=True)`` (first row constant, row k the k-th contrast), in O(n).
+    """
     n = y.shape[0]
     tail = 0.0  # sum over k > i of y[k] / sqrt(k (k + 1))
     for i in range(n - 1, -1, -1):
@@ -181,7 +184,8 @@ def helmert_add(g, out):
 def task_and_cluster_normals(x, off, J, G, level):
     """The standard normals of the task and cluster effects: the coordinates themselves, or,
     where the systems' levels are sampled (``level``), their images under ``H'``
-    (:func:`helmert_to`) so that the coordinates' first is their common shift."""
+    (:func:`helmert_to`) so that the coordinates' first is their common shift.
+    """
     e = x[off[5] : off[5] + J].copy()
     u = x[off[7] : off[7] + G].copy() if off[7] >= 0 else np.zeros(G)
     if level:
@@ -194,7 +198,8 @@ def task_and_cluster_normals(x, off, J, G, level):
 @numba.njit(cache=True, nogil=True)
 def shared_effects(e, u, sig, cluster, clusters):
     """Each task's effect that the systems share, ``sigma_task e[j] + sigma_cluster u[g(j)]``
-    (``e``, ``u`` the standard normals, ``sig`` the five spreads)."""
+    (``e``, ``u`` the standard normals, ``sig`` the five spreads).
+    """
     J = cluster.shape[0]
     out = np.empty(J)
     for j in range(J):
@@ -365,7 +370,8 @@ def expand(x, spec, cluster, out):
     """The values kept per draw of ``x`` into ``out`` (:func:`kept_size`; ``cluster`` the
     tasks' cluster codes, for ``alpha``'s level): ``alpha``,
     ``delta``, ``gamma``, ``phi`` per system, the five spreads (0 where absent), then the task,
-    task-by-system, cluster, cluster-by-system and grading effects that are present."""
+    task-by-system, cluster, cluster-by-system and grading effects that are present.
+    """
     S, J, G = spec[0], spec[1], spec[2]
     paired, clusters = spec[3] != 0, spec[4] != 0
     off = offsets(S, J, G, paired, clusters)
@@ -448,7 +454,8 @@ _cfuncs = None
 
 def nutpie_functions():
     """The compiled C log density and expansion, loaded from numba's disk cache after the
-    first compilation on a machine."""
+    first compilation on a machine.
+    """
     global _cfuncs
     if _cfuncs is None:
         _cfuncs = (
