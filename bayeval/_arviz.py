@@ -32,7 +32,7 @@ def _where(ds: xr.Dataset, value: float) -> str | None:
         if len(hits):
             labels = [
                 str(array[dim].values[i]) if dim in array.coords else str(i)
-                for dim, i in zip(array.dims, hits[0])
+                for dim, i in zip(array.dims, hits[0], strict=True)
             ]
             return f"{name}[{', '.join(labels)}]" if labels else str(name)
     return None

@@ -70,12 +70,12 @@ _EXTRA_HELP = (
 
 
 def normalize(text: str) -> str:
-    """The text as the ``normalized`` method compares it (see :data:`NORMALIZATION`).
+    r"""The text as the ``normalized`` method compares it (see :data:`NORMALIZATION`).
 
     Examples
     --------
     >>> from bayeval.contamination import normalize
-    >>> normalize("  Def add(a, b):\\n\\treturn a+b  ")
+    >>> normalize("  Def add(a, b):\n\treturn a+b  ")
     'def add a b return a b'
     """
     text = unicodedata.normalize("NFKC", text).casefold()
@@ -116,10 +116,10 @@ def _items(items) -> tuple[list, list]:
         ids = list(range(len(texts)))
     if not texts:
         raise ValueError("items is empty; nothing to check")
-    bad = [i for i, t in zip(ids, texts) if not isinstance(t, str)]
+    bad = [i for i, t in zip(ids, texts, strict=True) if not isinstance(t, str)]
     if bad:
         raise TypeError(f"items must be texts (str); items {describe_values(bad)} are not")
-    empty = [i for i, t in zip(ids, texts) if not t.strip()]
+    empty = [i for i, t in zip(ids, texts, strict=True) if not t.strip()]
     if empty:
         raise ValueError(
             f"items {describe_values(empty)} are empty: an empty text has no "
@@ -311,7 +311,7 @@ def overlap(
     )
 
     exact_index, norm_index = {}, {}
-    for i, (text, norm) in enumerate(zip(texts, normalized)):
+    for i, (text, norm) in enumerate(zip(texts, normalized, strict=True)):
         exact_index.setdefault(text, []).append(i)
         if norm:
             norm_index.setdefault(norm, []).append(i)
@@ -425,7 +425,7 @@ class _ShingleState:
                 last = np.r_[i[order][1:] != i[order][:-1], True]
                 top_i, top_d, top = i[order][last], d[order][last], score[order][last]
                 better = top > self.best[name][top_i]
-                for item, dd, value in zip(top_i[better], top_d[better], top[better]):
+                for item, dd, value in zip(top_i[better], top_d[better], top[better], strict=True):
                     self.best[name][item] = value
                     self.best_doc[name][item] = self.docs[dd]
         self.docs, self.hashes, self.sizes = [], [], []

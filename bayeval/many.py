@@ -277,12 +277,12 @@ def fit_many(
     if client is None:
         records = [
             _fit_group(key, frame, frame_options, fit_options, s, ci_prob, keep)
-            for (key, frame), s in zip(groups, seeds)
+            for (key, frame), s in zip(groups, seeds, strict=True)
         ]
     else:
         records = _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep)
     for record in records:
-        for category, message in record["warnings"]:
+        for _category, message in record["warnings"]:
             warnings.warn(f"group {record['key']!r}: {message}", BayevalWarning, stacklevel=2)
     settings = {
         "by": by_list,
@@ -324,10 +324,10 @@ def _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep):
                 key=f"bayeval-fit_many-{i}-{s}",
                 pure=False,
             )
-            for i, ((key, _), frame, s) in enumerate(zip(groups, frames, seeds))
+            for i, ((key, _), frame, s) in enumerate(zip(groups, frames, seeds, strict=True))
         ]
         records = []
-        for (key, _), s, future in zip(groups, seeds, futures):
+        for (key, _), s, future in zip(groups, seeds, futures, strict=True):
             try:
                 records.append(future.result())
             except Exception as exc:  # the worker died or the task could not run
@@ -462,9 +462,11 @@ class ManyResults:
         return out[first + [c for c in out.columns if c not in first]]
 
     def __len__(self) -> int:
+        """The number of groups fitted."""
         return len(self._netcdf)
 
     def __repr__(self) -> str:
+        """The groups, the failures and the models chosen, in one line."""
         failed = f", {len(self.errors)} failed" if len(self.errors) else ""
         models = pd.Series(self.dataset["model"].values).value_counts().to_dict()
         return f"bayeval ManyResults: {len(self)} group(s) by {self._by}{failed}; models {models}"

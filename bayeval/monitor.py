@@ -116,9 +116,11 @@ class CheckpointStore:
         return [label for _, label in self._index()]
 
     def __len__(self) -> int:
+        """The number of stored checkpoints."""
         return len(self._index())
 
     def __contains__(self, checkpoint) -> bool:
+        """Whether a checkpoint labelled ``checkpoint`` is stored."""
         return checkpoint in self.checkpoints()
 
     def append(self, checkpoint, data) -> None:
@@ -180,6 +182,7 @@ class CheckpointStore:
             yield label, self.load(label)
 
     def __repr__(self) -> str:
+        """The file's path and the number of checkpoints it holds."""
         return f"CheckpointStore({self.path!r}, {len(self)} checkpoint(s))"
 
 
@@ -222,9 +225,9 @@ def _increments(successes, trials) -> tuple[np.ndarray, np.ndarray]:
 
 
 def log_mixture_martingale(successes, trials, p, prior=(1.0, 1.0)):
-    """Log of the Beta-binomial mixture martingale at rate ``p`` (closed form).
+    r"""Log of the Beta-binomial mixture martingale at rate ``p`` (closed form).
 
-    :math:`\\log K_n(p) = \\log B(a+S, b+F) - \\log B(a, b) - S \\log p - F \\log(1-p)` for
+    :math:`\log K_n(p) = \log B(a+S, b+F) - \log B(a, b) - S \log p - F \log(1-p)` for
     ``S`` successes and ``F`` failures; broadcasts over its arguments.
 
     Examples
@@ -369,11 +372,11 @@ def _log_capital_for(y, m, alpha: float, alternative: str):
 def betting_capital(
     x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided", axis: int = -1
 ):
-    """The betting capital process at null mean ``m`` (Waudby-Smith & Ramdas 2024).
+    r"""The betting capital process at null mean ``m`` (Waudby-Smith & Ramdas 2024).
 
     ``"greater"`` bets that the mean exceeds ``m`` (:math:`K^+`, a nonnegative
     supermartingale whenever every conditional mean is at most ``m``), ``"less"`` the reverse
-    (:math:`K^-`), ``"two-sided"`` the hedged :math:`\\max(K^+, K^-)/2` with bets sized for
+    (:math:`K^-`), ``"two-sided"`` the hedged :math:`\max(K^+, K^-)/2` with bets sized for
     ``alpha/2``. The null is rejected, at any time, once the capital reaches ``1/alpha``.
 
     Parameters

@@ -102,7 +102,7 @@ def _layout(data, unit: str, weighting: str, clusters) -> _Layout:
     by_cluster = weighting == "cluster" or clusters == "observed"
     if not by_cluster:
         return _Layout(stratum, stratum_weight, np.arange(n_task), False)
-    group = _codes([f"{s}\x1f{c}" for s, c in zip(stratum, cluster)])
+    group = _codes([f"{s}\x1f{c}" for s, c in zip(stratum, cluster, strict=True)])
     weight = np.zeros(group.max() + 1)
     for g in range(len(weight)):
         members = group == g
@@ -240,7 +240,7 @@ def _resample_trials(c, n, ks, metric, layout: _Layout, n_boot, rng, tau=None) -
         keys = np.stack([n[col, used], c[col, used], weights[col, used]], axis=1)
         patterns, mult = np.unique(keys, axis=0, return_counts=True)
         too_few = 2 * ks > int(n[col, used].min(initial=2 * ks.max()))
-        for (nn, cc, w), m in zip(patterns, mult):
+        for (nn, cc, w), m in zip(patterns, mult, strict=True):
             nn, cc = int(nn), int(cc)
             if nn not in tables:
                 tables[nn] = (

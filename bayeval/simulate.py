@@ -413,7 +413,7 @@ def _parse(settings: Mapping) -> _Spec:
         if not isinstance(strata, Mapping) or not strata:
             raise ValueError(f"strata must be a non-empty mapping stratum -> share; got {strata!r}")
         shares = np.array([_number(f"strata[{k!r}]", v, 0, True) for k, v in strata.items()])
-        strata = dict(zip(strata, (shares / shares.sum()).tolist()))
+        strata = dict(zip(strata, (shares / shares.sum()).tolist(), strict=True))
         _allocate(strata, n_tasks)
 
     missing = settings["missing"]
@@ -461,7 +461,7 @@ def _allocate(shares: dict, n_tasks: int) -> np.ndarray:
     order = np.argsort(-(raw - sizes), kind="stable")
     sizes[order[: n_tasks - sizes.sum()]] += 1
     if (sizes == 0).any():
-        empty = [k for k, size in zip(shares, sizes) if size == 0]
+        empty = [k for k, size in zip(shares, sizes, strict=True) if size == 0]
         raise ValueError(f"strata: n_tasks={n_tasks} leaves stratum(s) {empty} without a task")
     return sizes
 

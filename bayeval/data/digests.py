@@ -164,15 +164,15 @@ def digest(config) -> str:
 
 
 def digest_file(path, chunk_size: int = 1 << 20) -> str:
-    """SHA-256 (hex) of a file's bytes, read in chunks, for a configuration to include.
+    r"""SHA-256 (hex) of a file's bytes, read in chunks, for a configuration to include.
 
     Examples
     --------
     >>> import hashlib, os, tempfile
     >>> from bayeval import harness
     >>> path = os.path.join(tempfile.mkdtemp(), "tasks.jsonl")
-    >>> _ = open(path, "wb").write(b'{"id": 1}\\n')
-    >>> harness.digest_file(path) == hashlib.sha256(b'{"id": 1}\\n').hexdigest()
+    >>> _ = open(path, "wb").write(b'{"id": 1}\n')
+    >>> harness.digest_file(path) == hashlib.sha256(b'{"id": 1}\n').hexdigest()
     True
     """
     if not isinstance(path, (str, os.PathLike)):
@@ -256,6 +256,7 @@ class HarnessCheck:
 
     @property
     def changed(self) -> bool:
+        """Whether the systems' harness digests differ (``status == "changed"``)."""
         return self.status == "changed"
 
     @property

@@ -376,6 +376,7 @@ class EvalData:
         return frame.reset_index()
 
     def __repr__(self) -> str:
+        """The sizes, the planned attempts and what else the data hold, a line each."""
         ds = self._ds
         n_sys, n_task = ds.sizes["system"], ds.sizes["task"]
         trials = ds["attempts"].values

@@ -65,7 +65,7 @@ def read_lm_eval(
     status_map=None,
     planned_trials=None,
 ) -> EvalData:
-    """Read lm-evaluation-harness ``samples_*.jsonl`` logs into counts.
+    r"""Read lm-evaluation-harness ``samples_*.jsonl`` logs into counts.
 
     Parameters
     ----------
@@ -112,7 +112,7 @@ def read_lm_eval(
     >>> lines = [{"doc_id": i, "filter": "none", "metrics": ["acc", "acc_norm"],
     ...           "acc": a, "acc_norm": 1.0} for i, a in enumerate([1.0, 0.0, 1.0])]
     >>> _ = (folder / "samples_arc_easy_2024-05-13T14-07-22.123456.jsonl").write_text(
-    ...     "".join(json.dumps(line) + "\\n" for line in lines))
+    ...     "".join(json.dumps(line) + "\n" for line in lines))
     >>> data = br.read_lm_eval(folder, metric="acc")
     >>> data.systems, list(data.tasks)
     (['EleutherAI__pythia-160m'], ['arc_easy/0', 'arc_easy/1', 'arc_easy/2'])

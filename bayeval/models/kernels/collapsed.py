@@ -329,6 +329,7 @@ class Coordinates:
 
     @property
     def offsets(self) -> dict:
+        """Each parameter's ``(start, size)`` in ``theta``; ``"size"`` holds the total."""
         S, H, G = self.S, self.H, self.G
         sizes = [
             ("sigma_task", 1),
@@ -357,6 +358,7 @@ class Coordinates:
 
     @property
     def size(self) -> int:
+        """The length of ``theta``."""
         return self.offsets["size"][0]
 
     @property
@@ -565,6 +567,7 @@ class CollapsedLogp(Op):
         self.kernel = KERNEL_HASH
 
     def make_node(self, theta, spec, const, index, c, n, mult):
+        """The graph node: the inputs cast to the kernel's dtypes; a scalar and a vector out."""
         dtypes = ("float64", "int64", "float64", "int64", "float64", "float64", "float64")
         # casts, not conversions: PyMC stores integer data as int32
         inputs = [
@@ -574,15 +577,18 @@ class CollapsedLogp(Op):
         return Apply(self, inputs, [pt.dscalar(), pt.dvector()])
 
     def perform(self, node, inputs, outputs):
+        """Evaluate the log density and its gradient with the compiled kernel."""
         theta, spec, const, index, c, n, mult = (np.ascontiguousarray(a) for a in inputs)
         logp, grad = logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
         outputs[0][0] = np.asarray(logp, dtype="float64")
         outputs[1][0] = grad
 
     def connection_pattern(self, node):
+        """Only ``theta`` reaches the outputs; the data inputs are disconnected."""
         return [[True, False]] + [[False, False]] * 6
 
     def pullback(self, inputs, outputs, cotangents):
+        """The gradient of ``theta`` from the gradient output; none for the data."""
         return [cotangents[0] * outputs[1]] + [DisconnectedType()() for _ in range(6)]
 
 

@@ -37,7 +37,9 @@ class CompiledModels:
         return compiled.with_data(**data())
 
     def clear(self) -> None:
+        """Forget every compiled model."""
         self._models.clear()
 
     def __len__(self) -> int:
+        """The number of compiled models kept."""
         return len(self._models)

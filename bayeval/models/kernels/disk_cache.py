@@ -58,10 +58,12 @@ class KernelStamp:
     kernel_stamp = True  # marks these locators in numba's list (:func:`install`)
 
     def get_source_stamp(self):
+        """The package's source digest, :data:`KERNEL_DIGEST`."""
         return KERNEL_DIGEST
 
     @classmethod
     def from_function(cls, py_func, py_file):
+        """The locator for a function of this package's kernels, or ``None`` for any other file."""
         if Path(py_file).resolve().parent != KERNELS_DIR:
             return None
         return super().from_function(py_func, py_file)

@@ -83,6 +83,7 @@ class KernelModel(_Base):
 
     @classmethod
     def build(cls, values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
+        """The model of the kernel data ``values`` over ``dim`` coordinates (see the class)."""
         values = kernel_data(values)
         names = ("theta",) if tasks == 0 else ("hyper", "task_effect")
         shapes = ((dim,),) if tasks == 0 else ((kept,), (tasks,))
@@ -101,14 +102,17 @@ class KernelModel(_Base):
 
     @property
     def n_dim(self) -> int:
+        """The number of coordinates the sampler moves."""
         return self.dim
 
     @property
     def shapes(self) -> dict:
+        """The shape of each stored variable, by name."""
         return dict(zip(self.names, self.shapes_, strict=True))
 
     @property
     def coords(self) -> dict:
+        """No coordinates: the draws are labelled by the caller."""
         return {}
 
     def _initial_point(self, seed) -> np.ndarray:

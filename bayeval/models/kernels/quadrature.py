@@ -474,6 +474,7 @@ class Rules:
         self.lam = gw / math.sqrt(math.pi)
 
     def arrays(self):
+        """The node arrays in the kernels' argument order."""
         return self.x, self.logw, self.z, self.log_omega, self.u, self.lam
 
 
