@@ -67,8 +67,9 @@ class Populations:
 
 
 def _rates_group(tree):
-    """Where stored task-rate draws live: their own group, or the posterior of the conjugate
-    model (whose parameters they are).
+    """Where stored task-rate draws live.
+
+    Their own group, or the posterior of the conjugate model (whose parameters they are).
     """
     if "task_rates" in tree.children:
         return tree["task_rates"].to_dataset()
@@ -94,8 +95,9 @@ def patterns(c: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def beta_bernstein(a, b, coefficients) -> np.ndarray:
-    """``E f(p)`` for ``p ~ Beta(a, b)`` and f with the given Bernstein coefficients (degree d):
-    ``sum_j b_j BetaBinomial(j; d, a, b)``, elementwise over ``a`` and ``b``.
+    """``E f(p)`` for ``p ~ Beta(a, b)``, f given by its Bernstein coefficients (degree d).
+
+    That is ``sum_j b_j BetaBinomial(j; d, a, b)``, elementwise over ``a`` and ``b``.
     """
     coefficients = np.asarray(coefficients, dtype=float)
     d = len(coefficients) - 1
@@ -282,7 +284,8 @@ class BetaRates(Model):
 
     @staticmethod
     def _wrap(values, tree, bounds, ks, name, systems=None):
-        """(chain, draw, bound, system, k) -> DataArray over (chain, draw, system[, bound], k);
+        """(chain, draw, bound, system, k) -> DataArray over (chain, draw, system[, bound], k).
+
         ``systems`` labels the system axis (default: every system of the fit).
         """
         post = tree["posterior"]

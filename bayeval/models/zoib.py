@@ -339,9 +339,10 @@ def target_accept(n_tasks: int) -> float:
 
 
 def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
-    """The compiled kernel's data (:mod:`bayeval.models.kernels.zoib`), by the names of its
-    ``FIELDS``: ``spec``, the prior constants and the cells' statistics, C-contiguous,
-    int64 or float64 and read-only (nutpie is handed their addresses).
+    """The compiled kernel's data (:mod:`bayeval.models.kernels.zoib`), by its ``FIELDS`` names.
+
+    ``spec``, the prior constants and the cells' statistics, C-contiguous, int64 or float64 and
+    read-only (nutpie is handed their addresses).
     """
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
@@ -371,8 +372,10 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
 
 
 def kernel_model(inputs: dict):
-    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes: the compiled kernel called as
-    C functions from nutpie's threads; each draw keeps ``values`` (:func:`split_values`).
+    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes.
+
+    The compiled kernel is called as C functions from nutpie's threads; each draw keeps ``values``
+    (:func:`split_values`).
     """
     from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
 
@@ -396,8 +399,9 @@ def kernel_model(inputs: dict):
 
 
 def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
-    """The named posterior (:data:`POSTERIOR_VARS`, :data:`LATENT_VARS`) from the kernel's kept
-    values ``(chain, draw, kept)``.
+    """The named posterior from the kernel's kept values ``(chain, draw, kept)``.
+
+    Its variables are :data:`POSTERIOR_VARS` and :data:`LATENT_VARS`.
     """
     S, J = layout.n_systems, layout.n_tasks
     G = len(layout.cluster_labels) if layout.has_clusters else 1
@@ -437,8 +441,10 @@ def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
 def sample(
     data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie", missing_bound=None
 ) -> xr.DataTree:
-    """NUTS on the zoib model: a DataTree whose posterior holds :data:`POSTERIOR_VARS` and the
-    latent effects, and its sampler statistics.
+    """NUTS on the zoib model.
+
+    Returns a DataTree whose posterior holds :data:`POSTERIOR_VARS` and the latent effects, and its
+    sampler statistics.
 
     With nutpie the compiled kernel (:mod:`bayeval.models.kernels.zoib`) is sampled: nothing
     is built or compiled per fit. Where the installed nutpie lacks the route the kernel needs,
@@ -516,9 +522,7 @@ def _normal_mean_expit(location, scale):
 
 
 class ZoibScores(base.Model):
-    """The zoib model: sampled by NUTS, its estimands (the mean score) read from the fitted
-    DataTree.
-    """
+    """The zoib model: sampled by NUTS, its estimands (the mean score) read from the fitted tree."""
 
     name = "zoib"
     estimands = ("tasks", "population")
@@ -540,8 +544,9 @@ class ZoibScores(base.Model):
         return validate_priors(priors)
 
     def build(self, data, priors=None, *, missing_bound=None, kernel: bool = False):
-        """:func:`build_zoib_model`, or with ``kernel`` the compiled log density nutpie
-        samples (:func:`kernel_model`).
+        """:func:`build_zoib_model`, or with ``kernel`` the compiled log density nutpie samples.
+
+        See :func:`kernel_model`.
         """
         if kernel:
             return kernel_model(kernel_inputs(data, priors, missing_bound))

@@ -21,8 +21,9 @@ class CompiledModels:
         self._models: OrderedDict = OrderedDict()
 
     def get(self, key: Hashable, build: Callable, data: Callable[[], dict]):
-        """The model compiled for ``key`` with ``data()`` swapped in, or ``build()`` (a PyMC
-        model) compiled now and kept.
+        """The model compiled for ``key`` with ``data()`` swapped in, or ``build()`` compiled now.
+
+        ``build()`` gives a PyMC model; the model compiled from it is kept.
         """
         import nutpie
 

@@ -64,9 +64,10 @@ except ImportError:  # pragma: no cover - nutpie is a dependency
 
 @dataclasses.dataclass(frozen=True)
 class KernelModel(_Base):
-    """A compiled kernel (:func:`bayeval.models.kernels.logp.logp_and_grad`) and its data as
-    a model for ``nutpie.sample``: the draw keeps ``names`` of ``shapes`` (the first
-    ``kept`` coordinates of theta, then ``tasks`` task effects).
+    """A compiled kernel and its data as a model for ``nutpie.sample``.
+
+    The kernel is :func:`bayeval.models.kernels.logp.logp_and_grad`; the draw keeps ``names`` of
+    ``shapes`` (the first ``kept`` coordinates of theta, then ``tasks`` task effects).
     """
 
     values: dict = dataclasses.field(default_factory=dict)
@@ -116,8 +117,9 @@ class KernelModel(_Base):
         return {}
 
     def _initial_point(self, seed) -> np.ndarray:
-        """The flat prior's support point, zero, jittered by U(-1, 1) per coordinate (as
-        nutpie starts a PyMC model).
+        """The flat prior's support point, zero, jittered by U(-1, 1) per coordinate.
+
+        As nutpie starts a PyMC model.
         """
         return np.random.default_rng(seed).uniform(-1.0, 1.0, self.dim)
 
@@ -165,8 +167,9 @@ class KernelModel(_Base):
 
 
 def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
-    """The same log density and kept values through ``nutpie.compiled_pyfunc`` (the kernel
-    called from Python): the route where :func:`available` is False.
+    """The same log density and kept values through ``nutpie.compiled_pyfunc``.
+
+    The kernel is called from Python: the route where :func:`available` is False.
     """
     from nutpie.compiled_pyfunc import from_pyfunc
 
