@@ -69,8 +69,9 @@ def _where(path: str) -> str:
 
 
 def _canonical(value, path: str = "", _stack=None):
-    """The configuration as plain JSON values, refusing (with the field's path) what JSON cannot
-    hold exactly.
+    """The configuration as plain JSON values.
+
+    Refuses, with the field's path, what JSON cannot hold exactly.
     """
     if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.bytes_)):
         value = value.item()

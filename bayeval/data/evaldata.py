@@ -163,8 +163,9 @@ class EvalData:
 
     @property
     def has_partial_credit(self) -> bool:
-        """Whether some valid score lies strictly between 0 and 1 (binary models refuse such
-        data: a score of 0.4 is neither a success nor a failure).
+        """Whether some valid score lies strictly between 0 and 1.
+
+        Binary models refuse such data: a score of 0.4 is neither a success nor a failure.
         """
         return self.has_scores and bool(self._ds["score_nmid"].sum() > 0)
 
@@ -294,10 +295,11 @@ class EvalData:
         return EvalData(ds)
 
     def crossed(self, candidate, baseline, bound: str) -> EvalData:
-        """The two systems' counts with their missing outcomes crossed, for one bound of a
-        paired comparison under ``missing="bounds"``: ``"lower"`` takes the candidate's missing
-        outcomes as failures and the baseline's as successes, ``"upper"`` the reverse. One
-        data set, so that a paired model fits both systems' crossed values jointly.
+        """Two systems' counts, missing outcomes crossed, for one bound of a paired comparison.
+
+        Under ``missing="bounds"``, ``"lower"`` takes the candidate's missing outcomes as failures
+        and the baseline's as successes, ``"upper"`` the reverse. One data set, so that a paired
+        model fits both systems' crossed values jointly.
 
         Examples
         --------
