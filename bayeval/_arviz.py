@@ -1,5 +1,6 @@
-"""Every call into ArviZ goes through here, with every probability and option explicit, so a
-change of ArviZ defaults touches one file.
+"""The package's one gateway to ArviZ, every probability and option explicit.
+
+Every call into ArviZ goes through here, so a change of ArviZ defaults touches one file.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ def _where(ds: xr.Dataset, value: float) -> str | None:
 
 
 def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
-    """Worst r-hat, bulk and tail ESS over all variables (and, as ``*_parameter``, the
-    parameter that has it), divergences and the lowest BFMI.
+    """Worst r-hat, bulk and tail ESS over all variables, divergences and the lowest BFMI.
+
+    Each worst r-hat and ESS comes with the parameter that has it, as ``*_parameter``.
     """
     rhat = arviz_stats.rhat(posterior, sample_dims=["chain", "draw"], method="rank")
     ess = {
@@ -69,8 +71,10 @@ def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
 
 
 def mcse_and_ess(values: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
-    """Monte Carlo standard error of the mean and bulk ESS of derived draws (e.g. pass@k, an
-    effect) over ``(chain, draw)``, by ``arviz_stats``; NaN where the draws do not vary.
+    """Monte Carlo standard error of the mean and bulk ESS of derived draws over ``(chain, draw)``.
+
+    The derived draws are e.g. pass@k or an effect; computed by ``arviz_stats``; NaN where the draws
+    do not vary.
     """
     ds = values.rename("value").to_dataset()
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -1,5 +1,4 @@
-"""Contamination: evidence that evaluation items overlap a training corpus, and what it does to
-the number.
+"""Evidence that evaluation items overlap a training corpus, and what it does to the number.
 
 :func:`overlap` streams a corpus past an index of the evaluation items and reports, per item,
 exact and normalised whole-document matches, word n-gram (shingle) Jaccard and containment, and

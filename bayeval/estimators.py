@@ -186,9 +186,10 @@ def validate_metric(metric, tau=None, allowed=ALL_METRICS) -> tuple[str, float |
 
 
 def metric_ks(metric: str, k) -> tuple[np.ndarray, bool]:
-    """``validate_k`` for a metric. Consistency compares two attempts and has no k of its own:
-    it takes k = 2 (or the callers' default k = 1) and is read at k = 2; ``[2]`` keeps a ``k``
-    dim.
+    """``validate_k`` for a metric.
+
+    Consistency compares two attempts and has no k of its own: it takes k = 2 (or the callers'
+    default k = 1) and is read at k = 2; ``[2]`` keeps a ``k`` dim.
 
     Examples
     --------
@@ -310,8 +311,9 @@ def _consistency(n, c) -> np.ndarray:
 
 
 def metric_range(metric: str) -> tuple[float, float]:
-    """Where a metric's unbiased estimates lie: [0, 1], and [-1, 1] for consistency (one task
-    with two trials and one success has estimate -1).
+    """Where a metric's unbiased estimates lie: [0, 1], and [-1, 1] for consistency.
+
+    For consistency, one task with two trials and one success has estimate -1.
     """
     return (-1.0, 1.0) if metric == "consistency" else (0.0, 1.0)
 

@@ -143,8 +143,9 @@ def _fit_group(key, frame, frame_options, fit_options, seed, ci_prob, keep):
 
 
 def _netcdf_bytes(tree) -> bytes:
-    """The tree as netCDF bytes, through a temporary file: on a Dask worker xarray takes a
-    distributed write lock that an in-memory target cannot name.
+    """The tree as netCDF bytes, through a temporary file.
+
+    On a Dask worker xarray takes a distributed write lock that an in-memory target cannot name.
     """
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "results.nc")
@@ -349,8 +350,9 @@ def _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep):
 
 
 class ManyResults:
-    """The analyses of :func:`fit_many`: one summary Dataset over ``group``, and each group's
-    :class:`~bayeval.Results` on demand.
+    """The analyses of :func:`fit_many`: one summary Dataset over ``group``.
+
+    Each group's :class:`~bayeval.Results` comes on demand.
 
     ``dataset`` holds, per group: ``pass_at_1_mean``, ``pass_at_1_sd``, ``pass_at_1_interval``
     (on ``ci_bound``), ``pass_at_1_mcse`` and ``pass_at_1_ess`` over ``(estimand, system)``
@@ -416,8 +418,10 @@ class ManyResults:
         return self._cache[group]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per group and system (and missing bound): the ``by`` columns, the model,
-        the seed, and pass@1's mean and interval per estimand.
+        """One row per group and system (and missing bound), with pass@1 per estimand.
+
+        The columns: the ``by`` columns, the model, the seed, and pass@1's mean and interval per
+        estimand.
 
         Examples
         --------

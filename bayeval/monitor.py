@@ -1,5 +1,7 @@
-r"""Continuous evaluation: an append-only store of counts per checkpoint, and anytime-valid
-confidence sequences so that a gate may be evaluated after every checkpoint.
+r"""Continuous evaluation: checkpoint counts and anytime-valid confidence sequences.
+
+An append-only store of counts per checkpoint, and anytime-valid confidence sequences so that a gate
+may be evaluated after every checkpoint.
 
 A confidence sequence (CS) :math:`(C_t)` covers its target at *every* time at once,
 :math:`P(\theta \in C_t \text{ for all } t) \ge 1 - \alpha`, so a decision taken the first
@@ -329,8 +331,9 @@ def _scaled(x, bounds, axis) -> np.ndarray:
 
 
 def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
-    """Predictable plug-in (PrPl-EB) bets of Waudby-Smith & Ramdas along the last axis: the bet
-    at step i uses steps before i only.
+    """Predictable plug-in (PrPl-EB) bets of Waudby-Smith & Ramdas along the last axis.
+
+    The bet at step i uses steps before i only.
     """
     t = np.arange(1, y.shape[-1] + 1)
     mu = (0.5 + np.cumsum(y, axis=-1)) / (t + 1)
@@ -340,7 +343,8 @@ def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def _log_capital(y, m, lam, side):
-    """Cumulative log capital along the last axis of ``y`` at null mean(s) ``m`` (scaled);
+    """Cumulative log capital along the last axis of ``y`` at null mean(s) ``m`` (scaled).
+
     ``m`` broadcasts against ``y[..., :1]``.
     """
     with np.errstate(divide="ignore"):
@@ -358,9 +362,10 @@ def _alpha_and_sides(ci_prob, alternative):
 
 
 def _log_capital_for(y, m, alpha: float, alternative: str):
-    """Log capital against the null mean(s) ``m`` for an alternative: one side's hedged
-    capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which is at most
-    (K+ + K-) / 2, a test supermartingale.
+    """Log capital against the null mean(s) ``m`` for an alternative.
+
+    One side's hedged capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which
+    is at most (K+ + K-) / 2, a test supermartingale.
     """
     if alternative == "two-sided":
         lam = _bets(y, alpha / 2)
