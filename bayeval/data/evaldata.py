@@ -350,9 +350,10 @@ class EvalData:
                 raise KeyError(f"unknown {dim} label(s) {describe_values(unknown)}")
             indexers[dim] = labels
         ds = self._ds.sel(indexers).copy(deep=True)
-        if "stratum" in ds.coords:
+        stratum_weights = self.stratum_weights
+        if stratum_weights is not None:  # the data have strata, and so has the selection
             present = set(ds["stratum"].values.tolist())
-            weights = {k: w for k, w in self.stratum_weights.items() if k in present}
+            weights = {k: w for k, w in stratum_weights.items() if k in present}
             total = sum(weights.values())
             ds.attrs["stratum_weights"] = json.dumps([[k, w / total] for k, w in weights.items()])
         return EvalData(ds)

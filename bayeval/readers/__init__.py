@@ -35,7 +35,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bayeval._validate import validate_choice
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Format names accepted by :func:`read` and the reader each one calls.
-FORMATS = {
+FORMATS: dict[str, Callable[..., EvalData]] = {
     "table": read_table,
     "swebench": read_swebench,
     "humaneval": read_humaneval,

@@ -159,13 +159,16 @@ def _humaneval(records, path) -> list[tuple]:
             if raw not in _HUMANEVAL_STATUS:
                 unknown.append((number, result))
                 continue
-        if passed is None and raw is None:
-            no_outcome.append(number)
-            continue
         if passed is not None and not isinstance(passed, bool):
             unknown.append((number, passed))
             continue
-        success = float(passed) if passed is not None else _HUMANEVAL_STATUS[raw]
+        if passed is not None:
+            success = float(passed)
+        elif raw is not None:
+            success = _HUMANEVAL_STATUS[raw]
+        else:
+            no_outcome.append(number)
+            continue
         if raw is not None and success != _HUMANEVAL_STATUS[raw]:
             clash.append(number)
             continue

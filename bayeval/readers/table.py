@@ -12,7 +12,9 @@ import gzip
 import json
 import lzma
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import pandas as pd
 
@@ -32,7 +34,11 @@ TABLE_SUFFIXES = {
     ".json": "json",
 }
 #: Compression suffixes understood on top of a table suffix (``runs.csv.gz``).
-COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+COMPRESSIONS: dict[str, Callable[..., IO[str]]] = {
+    ".gz": gzip.open,
+    ".bz2": bz2.open,
+    ".xz": lzma.open,
+}
 
 
 def read_table(path, **columns) -> EvalData:
