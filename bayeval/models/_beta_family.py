@@ -78,9 +78,11 @@ def _rates_group(tree):
 
 def counts_by_bound(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray, list | None]:
     """``(successes, trials)`` as ``(bound, system, task)`` arrays and the bound labels."""
-    c = ds["successes"]
-    bounds = c["missing_bound"].values.tolist() if "missing_bound" in c.dims else None
-    c = c.transpose(*(("missing_bound",) if bounds else ()), "system", "task").values
+    successes = ds["successes"]
+    bounds = (
+        successes["missing_bound"].values.tolist() if "missing_bound" in successes.dims else None
+    )
+    c = successes.transpose(*(("missing_bound",) if bounds else ()), "system", "task").values
     if bounds is None:
         c = c[None]
     n = np.broadcast_to(ds["trials"].transpose("system", "task").values, c.shape)
@@ -160,6 +162,8 @@ def task_weights(n: np.ndarray, pops: Populations) -> np.ndarray:
         members = (pops.code == h)[None, :] & valid
         count = members.sum(axis=1, keepdims=True)
         if (count == 0).any():
+            if pops.strata is None:
+                raise ValueError("a system has no valid task; its benchmark value is undefined")
             raise ValueError(
                 f"a system has no valid task in stratum {pops.strata[h]!r}; the stratified "
                 "benchmark value is undefined for it (drop the stratum or change the policy)"

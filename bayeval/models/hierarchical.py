@@ -95,7 +95,7 @@ BDA3_LOG_KAPPA_RANGE = (-10.0, 15.0)
 def validate_priors(priors) -> dict:
     """Fill defaults and check ``{"mu": (a, b), "log_kappa": (mean, sd) or "bda3"}``."""
     merged = merge_priors(priors, DEFAULT_PRIORS, "hierarchical")
-    out = {}
+    out: dict[str, tuple[float, float] | str] = {}
     for name, value in merged.items():
         if name == "log_kappa" and isinstance(value, str):
             if value not in NAMED_KAPPA_PRIORS:

@@ -439,6 +439,11 @@ class Layout:
         return self.cluster_labels is not None
 
     @property
+    def n_clusters(self) -> int:
+        """The number of clusters (one without clusters)."""
+        return len(self.cluster_labels) if self.cluster_labels is not None else 1
+
+    @property
     def paired(self) -> bool:
         return self.n_systems > 1
 
@@ -564,7 +569,7 @@ def build_logit_normal_model(
     c, n = c[index], n[index]
     layout = Layout.from_dataset(ds)
     coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
-    alpha_dims = ("system",)
+    alpha_dims: tuple[str, ...] = ("system",)
     if layout.pops.strata is not None:
         coords["stratum"] = layout.pops.strata
         alpha_dims = ("system", "stratum")
@@ -653,7 +658,7 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
     ``layout.cells_integrated`` of the task-latent form: attenuated and task-weighted like the
     collapsed form, the task effects centred, the cluster-by-system effects non-centred.
     """
-    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    G = layout.n_clusters
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     integrated = layout.cells_integrated and latent_tasks > 0 and layout.paired
     like_collapsed = latent_tasks == 0 or integrated
@@ -711,12 +716,7 @@ def folds_clusters(layout: Layout) -> bool:
     >>> folds_clusters(Layout.from_dataset(data.dataset))  # 800 trials a cluster, 80 a task
     True
     """
-    return bool(
-        layout.task_centred
-        and layout.cluster_centred
-        and layout.has_clusters
-        and len(layout.cluster_labels) > 1
-    )
+    return bool(layout.task_centred and layout.cluster_centred and layout.n_clusters > 1)
 
 
 def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -738,7 +738,7 @@ def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]
 COLLAPSED_DATA = ("spec", "const", "index", "c", "n", "mult")
 
 
-def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
+def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int) -> tuple[Coordinates, dict]:
     """The collapsed form's coordinates and data (:data:`COLLAPSED_DATA`).
 
     The layout of ``theta``, the priors and the count patterns.
@@ -758,7 +758,7 @@ def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     return coord, dict(zip(COLLAPSED_DATA, values, strict=True))
 
 
-def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
+def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int) -> tuple[Coordinates, dict]:
     """The compiled full-latent form's coordinates and data (:data:`COLLAPSED_DATA`).
 
     The collapsed model's kernel with the tasks as its patterns, one each in task order, and their
@@ -778,12 +778,17 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     if coord.task_centred:
         reflections, fold_map = _task_constants(layout, coord.task_fold)
         extra = np.concatenate([reflections, fold_map.ravel()])
-        if coord.cluster_pairs:
-            extra = np.concatenate([extra, cluster_pair_map(layout.cluster, reflections).ravel()])
+        if coord.cluster_pairs:  # chosen only where the reflections span the clusters
+            pair_map = cluster_pair_map(layout.cluster, reflections)
+            if pair_map is None:
+                raise RuntimeError(
+                    "cluster pairs need task reflections that span the clusters alone"
+                )
+            extra = np.concatenate([extra, pair_map.ravel()])
     guided = 0
     if guides_task_means(coord):  # the eigenbasis of F'F, F the fold map
-        values, vectors = np.linalg.eigh(fold_map.T @ fold_map)
-        extra = np.concatenate([extra, vectors.ravel(), np.maximum(values, 0.0)])
+        eigenvalues, eigenvectors = np.linalg.eigh(fold_map.T @ fold_map)
+        extra = np.concatenate([extra, eigenvectors.ravel(), np.maximum(eigenvalues, 0.0)])
         guided += 2
     if guides_cluster_system(coord):
         extra = np.concatenate(
@@ -942,7 +947,7 @@ def _kernel_model(coord, values: dict, coords: dict):
     with pm.Model(coords=coords) as model:
         inputs = [pm.Data(name, value) for name, value in values.items()]
         theta = pm.Flat("theta", shape=coord.size)
-        logp = CollapsedLogp()(theta, *inputs)[0]
+        logp = CollapsedLogp().make_node(theta, *inputs).outputs[0]  # the log density
         pm.Potential("log_density", logp)
     return model
 
@@ -1081,7 +1086,9 @@ def collapsed_posterior(
         theta.transpose("chain", "draw", ...).values, validate_priors(priors), fold
     )
     lead = ("chain", "draw")
-    out = {"alpha": ((*lead, "system", "stratum"), values["alpha"])}
+    out: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
+        "alpha": ((*lead, "system", "stratum"), values["alpha"])
+    }
     out.update({name: (lead, values[name]) for name in SIGMAS if coord.offsets[name][1]})
     if coord.offsets["sigma_system"][1]:
         out[layout.level_name] = (lead, values["sigma_system"])
@@ -1121,7 +1128,7 @@ def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
     shift = pt.zeros((S, 1))
     zero_sum = pt.zeros((S, layout.cluster.max() + 1))
     if layout.has_clusters:
-        G = len(layout.cluster_labels)
+        G = layout.n_clusters
         sigma_u = pm.HalfNormal("sigma_cluster", priors["sigma_cluster"])
         m_u = pm.Normal("cluster_effect_mean_z", 0.0, 1.0 / np.sqrt(G))
         d_u = (
@@ -1499,7 +1506,7 @@ class LogitNormalRates(base.Model):
                 return post[name].values.reshape((draws,) + shape)
             return np.zeros((draws,) + shape)
 
-        n_cluster = len(layout.cluster_labels) if layout.has_clusters else 1
+        n_cluster = layout.n_clusters
         params = {
             "alpha": alpha,
             "u": get("cluster_effect", (n_cluster,)),

@@ -117,7 +117,7 @@ NO_STRATA = (
 def validate_priors(priors) -> dict:
     """Fill defaults and check the priors (Normals as (mean, sd), HalfNormal scales)."""
     merged = merge_priors(priors, DEFAULT_PRIORS, "zoib")
-    out = {}
+    out: dict[str, tuple[float, float] | float] = {}
     for name in ("alpha", "delta", "gamma", "log_phi"):
         mean, sd = merged[name]
         if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
@@ -144,6 +144,11 @@ class Layout:
     @property
     def has_clusters(self) -> bool:
         return self.cluster_labels is not None
+
+    @property
+    def n_clusters(self) -> int:
+        """The number of clusters (one without clusters)."""
+        return len(self.cluster_labels) if self.cluster_labels is not None else 1
 
     @property
     def paired(self) -> bool:
@@ -347,7 +352,7 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
     stats = _model_data(score_arrays(data, missing_bound))
-    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    G = layout.n_clusters
     const = [v for name in zoib_kernel.PRIOR_CONSTANTS for v in np.atleast_1d(priors[name])]
     values = {
         "spec": [
@@ -404,7 +409,7 @@ def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
     Its variables are :data:`POSTERIOR_VARS` and :data:`LATENT_VARS`.
     """
     S, J = layout.n_systems, layout.n_tasks
-    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    G = layout.n_clusters
     lead = values.shape[:2]
     out, i = {}, 0
 
@@ -662,7 +667,7 @@ class ZoibScores(base.Model):
         post = self._posterior(tree, bound)
         layout = Layout.from_dataset(tree["observed_data"].to_dataset())
         S, J = layout.n_systems, layout.n_tasks
-        G = len(layout.cluster_labels) if layout.has_clusters else 1
+        G = layout.n_clusters
         get = self._flat
         prm = {name: get(post, name, ("system",), (S,)) for name in ("alpha", "delta", "gamma")}
         prm.update({name: get(post, name, (), ()) for name in (*SIGMAS, "sigma_zoi")})

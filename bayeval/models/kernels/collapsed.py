@@ -135,7 +135,7 @@ def task_reflections(cluster, stratum) -> np.ndarray:
 ADDITIVE_STEPS = 40
 
 
-def additive_logits(c, n, stratum) -> tuple[np.ndarray, np.ndarray]:
+def additive_logits(c, n, stratum) -> tuple[np.ndarray, float]:
     """A quick point estimate of each cell's logit under ``alpha[s, stratum] + e[task]``.
 
     Intercepts, and task effects normal with a spread estimated along. Returns the rates
@@ -483,7 +483,7 @@ class Coordinates:
             for name in ("f_u", "f_w") if self.w_centred else ("f_u",):
                 first, n = off[name]
                 scaled[first : first + n] = True
-        names = ("sigma_cluster", "sigma_cluster_system", "sigma_system")
+        names: tuple[str, ...] = ("sigma_cluster", "sigma_cluster_system", "sigma_system")
         if self.latent_tasks:
             names = ("sigma_task", *names)
             first, n = off["z_e"]
