@@ -12,7 +12,8 @@ import xarray as xr
 
 def _finite(ds: xr.Dataset) -> np.ndarray:
     """Every finite value of a Dataset (r-hat of a single chain, for one, is all NaN)."""
-    values = np.concatenate([np.ravel(v.values) for v in ds.data_vars.values()] or [[]])
+    arrays = [np.ravel(v.values) for v in ds.data_vars.values()]
+    values = np.concatenate(arrays) if arrays else np.empty(0)
     return values[np.isfinite(values)]
 
 
@@ -49,17 +50,18 @@ def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
         kind: arviz_stats.ess(posterior, sample_dims=["chain", "draw"], method=kind)
         for kind in ("bulk", "tail")
     }
-    out = {
+    worst = {
         "max_rhat": _max(rhat),
         "min_ess_bulk": _min(ess["bulk"]),
         "min_ess_tail": _min(ess["tail"]),
     }
+    out: dict[str, float | int | str] = dict(worst)
     for key, ds in (
         ("max_rhat", rhat),
         ("min_ess_bulk", ess["bulk"]),
         ("min_ess_tail", ess["tail"]),
     ):
-        where = _where(ds, out[key])
+        where = _where(ds, worst[key])
         if where is not None:
             out[f"{key}_parameter"] = where
     if sample_stats is not None and "diverging" in sample_stats:

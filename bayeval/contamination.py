@@ -95,7 +95,7 @@ def shingles(text: str, n: int = 3) -> set:
 
 
 def _threshold(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= 1:
         raise ValueError(f"{name} must be a number in (0, 1]; got {value!r}")
     return float(value)
 

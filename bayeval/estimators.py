@@ -97,7 +97,7 @@ def _falling_ratio(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> np.ndarray:
     return out
 
 
-def _unbiased(n, c, k, metric: str, tau=None) -> np.ndarray:
+def _unbiased(n, c, k, metric: str, tau=None) -> np.ndarray | float:
     if metric == "consistency":
         return _consistency(n, c)
     if metric == "g-pass@k":
@@ -274,7 +274,7 @@ def square_coefficients(b: np.ndarray) -> np.ndarray:
     return np.where(inside, b[:, None] * b[np.clip(j, 0, d)] * weight, 0.0).sum(axis=0)
 
 
-def _g_pass(n, c, k, tau) -> np.ndarray:
+def _g_pass(n, c, k, tau) -> np.ndarray | float:
     """Unbiased G-pass@k: the hypergeometric tail at ``ceil(tau k)`` successes.
 
     A threshold of k is pass^k and one of 1 is pass@k: those rows use their products (so tau
@@ -301,7 +301,7 @@ def _g_pass(n, c, k, tau) -> np.ndarray:
     return out if out.ndim else float(out)
 
 
-def _consistency(n, c) -> np.ndarray:
+def _consistency(n, c) -> np.ndarray | float:
     """``1 - 4 c (n - c) / (n (n - 1))``; NaN where ``n < 2``."""
     n, c, _ = _counts(n, c, 2)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -32,12 +32,16 @@ import os
 import tempfile
 import traceback
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from bayeval._validate import BayevalWarning, describe_values, validate_choice, validate_prob
+
+if TYPE_CHECKING:  # for annotations only: the results module is loaded where a result is read
+    from bayeval.results import Results
 
 __all__ = ["FitManyError", "ManyResults", "fit_many"]
 
@@ -366,7 +370,7 @@ class ManyResults:
         self._by = by
         ok = [r for r in records if "error" not in r]
         self._netcdf = {r["key"]: r.get("netcdf") for r in ok}
-        self._cache = {}
+        self._cache: dict[object, Results] = {}  # each group's results, once loaded
         self.errors = pd.DataFrame(
             [
                 {

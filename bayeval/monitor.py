@@ -52,6 +52,7 @@ import json
 import numbers
 import os
 from datetime import UTC, datetime
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -156,7 +157,7 @@ class CheckpointStore:
             "checkpoint": json.dumps(checkpoint),
             "arrived_at": datetime.now(UTC).isoformat(),
         }
-        mode = "a" if os.path.exists(self.path) else "w"
+        mode: Literal["a", "w"] = "a" if os.path.exists(self.path) else "w"
         ds.to_netcdf(self.path, mode=mode, group=_GROUP.format(len(index)), engine="h5netcdf")
 
     def load(self, checkpoint):
