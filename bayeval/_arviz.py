@@ -1,5 +1,7 @@
-"""Every call into ArviZ goes through here, with every probability and option explicit, so a
-change of ArviZ defaults touches one file."""
+"""The package's one gateway to ArviZ, every probability and option explicit.
+
+Every call into ArviZ goes through here, so a change of ArviZ defaults touches one file.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ import xarray as xr
 
 def _finite(ds: xr.Dataset) -> np.ndarray:
     """Every finite value of a Dataset (r-hat of a single chain, for one, is all NaN)."""
-    values = np.concatenate([np.ravel(v.values) for v in ds.data_vars.values()] or [[]])
+    arrays = [np.ravel(v.values) for v in ds.data_vars.values()]
+    values = np.concatenate(arrays) if arrays else np.empty(0)
     return values[np.isfinite(values)]
 
 
@@ -31,31 +34,34 @@ def _where(ds: xr.Dataset, value: float) -> str | None:
         if len(hits):
             labels = [
                 str(array[dim].values[i]) if dim in array.coords else str(i)
-                for dim, i in zip(array.dims, hits[0])
+                for dim, i in zip(array.dims, hits[0], strict=True)
             ]
             return f"{name}[{', '.join(labels)}]" if labels else str(name)
     return None
 
 
 def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
-    """Worst r-hat, bulk and tail ESS over all variables (and, as ``*_parameter``, the
-    parameter that has it), divergences and the lowest BFMI."""
+    """Worst r-hat, bulk and tail ESS over all variables, divergences and the lowest BFMI.
+
+    Each worst r-hat and ESS comes with the parameter that has it, as ``*_parameter``.
+    """
     rhat = arviz_stats.rhat(posterior, sample_dims=["chain", "draw"], method="rank")
     ess = {
         kind: arviz_stats.ess(posterior, sample_dims=["chain", "draw"], method=kind)
         for kind in ("bulk", "tail")
     }
-    out = {
+    worst = {
         "max_rhat": _max(rhat),
         "min_ess_bulk": _min(ess["bulk"]),
         "min_ess_tail": _min(ess["tail"]),
     }
+    out: dict[str, float | int | str] = dict(worst)
     for key, ds in (
         ("max_rhat", rhat),
         ("min_ess_bulk", ess["bulk"]),
         ("min_ess_tail", ess["tail"]),
     ):
-        where = _where(ds, out[key])
+        where = _where(ds, worst[key])
         if where is not None:
             out[f"{key}_parameter"] = where
     if sample_stats is not None and "diverging" in sample_stats:
@@ -67,8 +73,11 @@ def convergence(posterior: xr.Dataset, sample_stats: xr.Dataset | None) -> dict:
 
 
 def mcse_and_ess(values: xr.DataArray) -> tuple[xr.DataArray, xr.DataArray]:
-    """Monte Carlo standard error of the mean and bulk ESS of derived draws (e.g. pass@k, an
-    effect) over ``(chain, draw)``, by ``arviz_stats``; NaN where the draws do not vary."""
+    """Monte Carlo standard error of the mean and bulk ESS of derived draws over ``(chain, draw)``.
+
+    The derived draws are e.g. pass@k or an effect; computed by ``arviz_stats``; NaN where the draws
+    do not vary.
+    """
     ds = values.rename("value").to_dataset()
     with np.errstate(invalid="ignore", divide="ignore"):
         mcse = arviz_stats.mcse(ds, sample_dims=["chain", "draw"], method="mean")["value"]

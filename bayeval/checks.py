@@ -1,4 +1,4 @@
-"""Posterior predictive checks of a fit: does the fitted population take the shape of the data?"""
+"""Posterior predictive checks of a fit: whether the fitted population takes the data's shape."""
 
 from __future__ import annotations
 

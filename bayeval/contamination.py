@@ -1,5 +1,4 @@
-"""Contamination: evidence that evaluation items overlap a training corpus, and what it does to
-the number.
+"""Evidence that evaluation items overlap a training corpus, and what it does to the number.
 
 :func:`overlap` streams a corpus past an index of the evaluation items and reports, per item,
 exact and normalised whole-document matches, word n-gram (shingle) Jaccard and containment, and
@@ -69,12 +68,12 @@ _EXTRA_HELP = (
 
 
 def normalize(text: str) -> str:
-    """The text as the ``normalized`` method compares it (see :data:`NORMALIZATION`).
+    r"""The text as the ``normalized`` method compares it (see :data:`NORMALIZATION`).
 
     Examples
     --------
     >>> from bayeval.contamination import normalize
-    >>> normalize("  Def add(a, b):\\n\\treturn a+b  ")
+    >>> normalize("  Def add(a, b):\n\treturn a+b  ")
     'def add a b return a b'
     """
     text = unicodedata.normalize("NFKC", text).casefold()
@@ -95,7 +94,7 @@ def shingles(text: str, n: int = 3) -> set:
 
 
 def _threshold(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < float(value) <= 1:
         raise ValueError(f"{name} must be a number in (0, 1]; got {value!r}")
     return float(value)
 

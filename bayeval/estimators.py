@@ -97,7 +97,7 @@ def _falling_ratio(a: np.ndarray, b: np.ndarray, m: np.ndarray) -> np.ndarray:
     return out
 
 
-def _unbiased(n, c, k, metric: str, tau=None) -> np.ndarray:
+def _unbiased(n, c, k, metric: str, tau=None) -> np.ndarray | float:
     if metric == "consistency":
         return _consistency(n, c)
     if metric == "g-pass@k":
@@ -128,7 +128,7 @@ def _unbiased(n, c, k, metric: str, tau=None) -> np.ndarray:
 
 
 def validate_tau(tau) -> float:
-    """tau as a float in (0, 1]: the share of the k attempts that must succeed."""
+    """Tau as a float in (0, 1]: the share of the k attempts that must succeed."""
     if isinstance(tau, bool) or not isinstance(tau, numbers.Real):
         raise TypeError(
             "tau must be a number in (0, 1] (the share of the k attempts that must "
@@ -186,9 +186,10 @@ def validate_metric(metric, tau=None, allowed=ALL_METRICS) -> tuple[str, float |
 
 
 def metric_ks(metric: str, k) -> tuple[np.ndarray, bool]:
-    """``validate_k`` for a metric. Consistency compares two attempts and has no k of its own:
-    it takes k = 2 (or the callers' default k = 1) and is read at k = 2; ``[2]`` keeps a ``k``
-    dim.
+    """``validate_k`` for a metric.
+
+    Consistency compares two attempts and has no k of its own: it takes k = 2 (or the callers'
+    default k = 1) and is read at k = 2; ``[2]`` keeps a ``k`` dim.
 
     Examples
     --------
@@ -273,7 +274,7 @@ def square_coefficients(b: np.ndarray) -> np.ndarray:
     return np.where(inside, b[:, None] * b[np.clip(j, 0, d)] * weight, 0.0).sum(axis=0)
 
 
-def _g_pass(n, c, k, tau) -> np.ndarray:
+def _g_pass(n, c, k, tau) -> np.ndarray | float:
     """Unbiased G-pass@k: the hypergeometric tail at ``ceil(tau k)`` successes.
 
     A threshold of k is pass^k and one of 1 is pass@k: those rows use their products (so tau
@@ -300,7 +301,7 @@ def _g_pass(n, c, k, tau) -> np.ndarray:
     return out if out.ndim else float(out)
 
 
-def _consistency(n, c) -> np.ndarray:
+def _consistency(n, c) -> np.ndarray | float:
     """``1 - 4 c (n - c) / (n (n - 1))``; NaN where ``n < 2``."""
     n, c, _ = _counts(n, c, 2)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -310,8 +311,10 @@ def _consistency(n, c) -> np.ndarray:
 
 
 def metric_range(metric: str) -> tuple[float, float]:
-    """Where a metric's unbiased estimates lie: [0, 1], and [-1, 1] for consistency (one task
-    with two trials and one success has estimate -1)."""
+    """Where a metric's unbiased estimates lie: [0, 1], and [-1, 1] for consistency.
+
+    For consistency, one task with two trials and one success has estimate -1.
+    """
     return (-1.0, 1.0) if metric == "consistency" else (0.0, 1.0)
 
 

@@ -26,6 +26,7 @@ class GridPosterior:
 
     @property
     def steps(self) -> tuple[float, float]:
+        """The cell widths along ``x`` and along ``y``."""
         return float(self.x[1] - self.x[0]), float(self.y[1] - self.y[0])
 
     def sample(self, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,6 @@
-"""``infer(data, model=...)``: run a model with an engine and check the fit, as a
-:class:`~bayeval.posterior.Posterior` (the public face is :func:`bayeval.fit`).
+"""``infer(data, model=...)``: run a model with an engine and check the fit.
+
+The result is a :class:`~bayeval.posterior.Posterior`; the public face is :func:`bayeval.fit`.
 
 The model is chosen by :func:`choose_model` (``model="auto"``) and looked up in the registry
 (:data:`bayeval.models.MODELS`); everything particular to a model is asked of it
@@ -124,9 +125,10 @@ def _choose_binary_model(data, sampler: str) -> tuple[str, str]:
 
 
 def default_tune(model: str, form: str | None = None) -> int:
-    """The warm-up :func:`bayeval.fit` runs when ``tune`` is not given: the model's own
-    (:meth:`bayeval.models.base.Model.default_tune`), 300 for ``logit_normal``'s integrated
-    forms (``form`` "collapsed" or "task-latent") and 1000 otherwise.
+    """The warm-up :func:`bayeval.fit` runs when ``tune`` is not given.
+
+    The model's own (:meth:`bayeval.models.base.Model.default_tune`), 300 for ``logit_normal``'s
+    integrated forms (``form`` "collapsed" or "task-latent") and 1000 otherwise.
 
     Examples
     --------
@@ -154,8 +156,10 @@ def infer(
     task_draws="auto",
     log_likelihood="auto",
 ) -> Posterior:
-    """Fit a model to evaluation counts and check the fit: :func:`bayeval.fit`, whose
-    parameters these are, as a :class:`~bayeval.posterior.Posterior`.
+    """Fit a model to evaluation counts and check the fit.
+
+    The work of :func:`bayeval.fit`, whose parameters these are; the fit comes back as a
+    :class:`~bayeval.posterior.Posterior`.
 
     Returns
     -------
@@ -284,8 +288,10 @@ def _group(tree: xr.DataTree, name: str) -> xr.Dataset | None:
 
 
 def interactive() -> bool:
-    """Whether someone is watching: stderr is a terminal, or the code runs in a Jupyter
-    kernel (whose stderr is not a terminal but whose cells show a progress bar)."""
+    """Whether someone is watching: stderr is a terminal, or the code runs in a Jupyter kernel.
+
+    A Jupyter kernel's stderr is not a terminal, but its cells show a progress bar.
+    """
     if sys.stderr.isatty():
         return True
     shell = sys.modules.get("IPython")

@@ -32,12 +32,16 @@ import os
 import tempfile
 import traceback
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from bayeval._validate import BayevalWarning, describe_values, validate_choice, validate_prob
+
+if TYPE_CHECKING:  # for annotations only: the results module is loaded where a result is read
+    from bayeval.results import Results
 
 __all__ = ["FitManyError", "ManyResults", "fit_many"]
 
@@ -143,8 +147,10 @@ def _fit_group(key, frame, frame_options, fit_options, seed, ci_prob, keep):
 
 
 def _netcdf_bytes(tree) -> bytes:
-    """The tree as netCDF bytes, through a temporary file: on a Dask worker xarray takes a
-    distributed write lock that an in-memory target cannot name."""
+    """The tree as netCDF bytes, through a temporary file.
+
+    On a Dask worker xarray takes a distributed write lock that an in-memory target cannot name.
+    """
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "results.nc")
         tree.to_netcdf(path, engine="h5netcdf")
@@ -276,12 +282,12 @@ def fit_many(
     if client is None:
         records = [
             _fit_group(key, frame, frame_options, fit_options, s, ci_prob, keep)
-            for (key, frame), s in zip(groups, seeds)
+            for (key, frame), s in zip(groups, seeds, strict=True)
         ]
     else:
         records = _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep)
     for record in records:
-        for category, message in record["warnings"]:
+        for _category, message in record["warnings"]:
             warnings.warn(f"group {record['key']!r}: {message}", BayevalWarning, stacklevel=2)
     settings = {
         "by": by_list,
@@ -323,10 +329,10 @@ def _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep):
                 key=f"bayeval-fit_many-{i}-{s}",
                 pure=False,
             )
-            for i, ((key, _), frame, s) in enumerate(zip(groups, frames, seeds))
+            for i, ((key, _), frame, s) in enumerate(zip(groups, frames, seeds, strict=True))
         ]
         records = []
-        for (key, _), s, future in zip(groups, seeds, futures):
+        for (key, _), s, future in zip(groups, seeds, futures, strict=True):
             try:
                 records.append(future.result())
             except Exception as exc:  # the worker died or the task could not run
@@ -348,8 +354,9 @@ def _run_dask(client, groups, seeds, frame_options, fit_options, ci_prob, keep):
 
 
 class ManyResults:
-    """The analyses of :func:`fit_many`: one summary Dataset over ``group``, and each group's
-    :class:`~bayeval.Results` on demand.
+    """The analyses of :func:`fit_many`: one summary Dataset over ``group``.
+
+    Each group's :class:`~bayeval.Results` comes on demand.
 
     ``dataset`` holds, per group: ``pass_at_1_mean``, ``pass_at_1_sd``, ``pass_at_1_interval``
     (on ``ci_bound``), ``pass_at_1_mcse`` and ``pass_at_1_ess`` over ``(estimand, system)``
@@ -363,7 +370,7 @@ class ManyResults:
         self._by = by
         ok = [r for r in records if "error" not in r]
         self._netcdf = {r["key"]: r.get("netcdf") for r in ok}
-        self._cache = {}
+        self._cache: dict[object, Results] = {}  # each group's results, once loaded
         self.errors = pd.DataFrame(
             [
                 {
@@ -415,8 +422,10 @@ class ManyResults:
         return self._cache[group]
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per group and system (and missing bound): the ``by`` columns, the model,
-        the seed, and pass@1's mean and interval per estimand.
+        """One row per group and system (and missing bound), with pass@1 per estimand.
+
+        The columns: the ``by`` columns, the model, the seed, and pass@1's mean and interval per
+        estimand.
 
         Examples
         --------
@@ -461,9 +470,11 @@ class ManyResults:
         return out[first + [c for c in out.columns if c not in first]]
 
     def __len__(self) -> int:
+        """The number of groups fitted."""
         return len(self._netcdf)
 
     def __repr__(self) -> str:
+        """The groups, the failures and the models chosen, in one line."""
         failed = f", {len(self.errors)} failed" if len(self.errors) else ""
         models = pd.Series(self.dataset["model"].values).value_counts().to_dict()
         return f"bayeval ManyResults: {len(self)} group(s) by {self._by}{failed}; models {models}"

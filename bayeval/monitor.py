@@ -1,5 +1,7 @@
-r"""Continuous evaluation: an append-only store of counts per checkpoint, and anytime-valid
-confidence sequences so that a gate may be evaluated after every checkpoint.
+r"""Continuous evaluation: checkpoint counts and anytime-valid confidence sequences.
+
+An append-only store of counts per checkpoint, and anytime-valid confidence sequences so that a gate
+may be evaluated after every checkpoint.
 
 A confidence sequence (CS) :math:`(C_t)` covers its target at *every* time at once,
 :math:`P(\theta \in C_t \text{ for all } t) \ge 1 - \alpha`, so a decision taken the first
@@ -49,7 +51,8 @@ from __future__ import annotations
 import json
 import numbers
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -116,9 +119,11 @@ class CheckpointStore:
         return [label for _, label in self._index()]
 
     def __len__(self) -> int:
+        """The number of stored checkpoints."""
         return len(self._index())
 
     def __contains__(self, checkpoint) -> bool:
+        """Whether a checkpoint labelled ``checkpoint`` is stored."""
         return checkpoint in self.checkpoints()
 
     def append(self, checkpoint, data) -> None:
@@ -150,9 +155,9 @@ class CheckpointStore:
         ds.attrs = {
             **ds.attrs,
             "checkpoint": json.dumps(checkpoint),
-            "arrived_at": datetime.now(timezone.utc).isoformat(),
+            "arrived_at": datetime.now(UTC).isoformat(),
         }
-        mode = "a" if os.path.exists(self.path) else "w"
+        mode: Literal["a", "w"] = "a" if os.path.exists(self.path) else "w"
         ds.to_netcdf(self.path, mode=mode, group=_GROUP.format(len(index)), engine="h5netcdf")
 
     def load(self, checkpoint):
@@ -180,6 +185,7 @@ class CheckpointStore:
             yield label, self.load(label)
 
     def __repr__(self) -> str:
+        """The file's path and the number of checkpoints it holds."""
         return f"CheckpointStore({self.path!r}, {len(self)} checkpoint(s))"
 
 
@@ -222,9 +228,9 @@ def _increments(successes, trials) -> tuple[np.ndarray, np.ndarray]:
 
 
 def log_mixture_martingale(successes, trials, p, prior=(1.0, 1.0)):
-    """Log of the Beta-binomial mixture martingale at rate ``p`` (closed form).
+    r"""Log of the Beta-binomial mixture martingale at rate ``p`` (closed form).
 
-    :math:`\\log K_n(p) = \\log B(a+S, b+F) - \\log B(a, b) - S \\log p - F \\log(1-p)` for
+    :math:`\log K_n(p) = \log B(a+S, b+F) - \log B(a, b) - S \log p - F \log(1-p)` for
     ``S`` successes and ``F`` failures; broadcasts over its arguments.
 
     Examples
@@ -326,8 +332,10 @@ def _scaled(x, bounds, axis) -> np.ndarray:
 
 
 def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
-    """Predictable plug-in (PrPl-EB) bets of Waudby-Smith & Ramdas along the last axis: the bet
-    at step i uses steps before i only."""
+    """Predictable plug-in (PrPl-EB) bets of Waudby-Smith & Ramdas along the last axis.
+
+    The bet at step i uses steps before i only.
+    """
     t = np.arange(1, y.shape[-1] + 1)
     mu = (0.5 + np.cumsum(y, axis=-1)) / (t + 1)
     sigma2 = (0.25 + np.cumsum((y - mu) ** 2, axis=-1)) / (t + 1)
@@ -336,8 +344,10 @@ def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
 
 
 def _log_capital(y, m, lam, side):
-    """Cumulative log capital along the last axis of ``y`` at null mean(s) ``m`` (scaled);
-    ``m`` broadcasts against ``y[..., :1]``."""
+    """Cumulative log capital along the last axis of ``y`` at null mean(s) ``m`` (scaled).
+
+    ``m`` broadcasts against ``y[..., :1]``.
+    """
     with np.errstate(divide="ignore"):
         if side > 0:
             bet = np.minimum(lam, _TRUNCATION / m)
@@ -353,9 +363,11 @@ def _alpha_and_sides(ci_prob, alternative):
 
 
 def _log_capital_for(y, m, alpha: float, alternative: str):
-    """Log capital against the null mean(s) ``m`` for an alternative: one side's hedged
-    capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which is at most
-    (K+ + K-) / 2, a test supermartingale."""
+    """Log capital against the null mean(s) ``m`` for an alternative.
+
+    One side's hedged capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which
+    is at most (K+ + K-) / 2, a test supermartingale.
+    """
     if alternative == "two-sided":
         lam = _bets(y, alpha / 2)
         return np.maximum(_log_capital(y, m, lam, +1), _log_capital(y, m, lam, -1)) - np.log(2)
@@ -366,11 +378,11 @@ def _log_capital_for(y, m, alpha: float, alternative: str):
 def betting_capital(
     x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided", axis: int = -1
 ):
-    """The betting capital process at null mean ``m`` (Waudby-Smith & Ramdas 2024).
+    r"""The betting capital process at null mean ``m`` (Waudby-Smith & Ramdas 2024).
 
     ``"greater"`` bets that the mean exceeds ``m`` (:math:`K^+`, a nonnegative
     supermartingale whenever every conditional mean is at most ``m``), ``"less"`` the reverse
-    (:math:`K^-`), ``"two-sided"`` the hedged :math:`\\max(K^+, K^-)/2` with bets sized for
+    (:math:`K^-`), ``"two-sided"`` the hedged :math:`\max(K^+, K^-)/2` with bets sized for
     ``alpha/2``. The null is rejected, at any time, once the capital reaches ``1/alpha``.
 
     Parameters

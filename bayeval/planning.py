@@ -220,14 +220,16 @@ def noninferiority(
         raise ValueError("select one k first (comparison.sel(k=...))")
     sample_dims = [d for d in ("chain", "draw", "replicate") if d in draws.dims]
     threshold = margin if superior else -margin
-    p_pass = (draws > threshold).mean(sample_dims)
-    p_fail = 1 - p_pass
+    pass_share = (draws > threshold).mean(sample_dims)
+    fail_share = 1 - pass_share
+    p_pass: float
+    p_fail: float
     if "missing_bound" in draws.dims:
-        passed = bool((p_pass >= prob).all())
-        failed = bool((p_fail >= prob).all())
-        p_pass, p_fail = float(p_pass.min()), float(p_fail.min())
+        passed = bool((pass_share >= prob).all())
+        failed = bool((fail_share >= prob).all())
+        p_pass, p_fail = float(pass_share.min()), float(fail_share.min())
     else:
-        p_pass, p_fail = float(p_pass), float(p_fail)
+        p_pass, p_fail = float(pass_share), float(fail_share)
         passed, failed = p_pass >= prob, p_fail >= prob
     if superior:
         decision = "superior" if passed else "not superior" if failed else "inconclusive"

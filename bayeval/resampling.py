@@ -91,17 +91,17 @@ def _layout(data, unit: str, weighting: str, clusters) -> _Layout:
         stratum_weight = np.array([data.stratum_weights[s] for s in labels])
     else:
         stratum, stratum_weight = np.zeros(n_task, dtype=np.int64), np.ones(1)
-    cluster = _codes(ds["cluster"].values) if "cluster" in ds.coords else None
 
+    by_cluster = weighting == "cluster" or clusters == "observed"
+    if unit != "cluster" and not by_cluster:
+        return _Layout(stratum, stratum_weight, np.arange(n_task), False)
+    # these options need task clusters, which the callers require of the data
+    cluster = _codes(ds["cluster"].values)
     if unit == "cluster":
         pairs = np.unique(np.stack([cluster, stratum], 1), axis=0)
         if len(np.unique(pairs[:, 0])) != len(pairs):
             raise ValueError("unit='cluster' with strata needs every cluster inside one stratum")
         return _Layout(stratum, stratum_weight, cluster, weighting == "cluster")
-
-    by_cluster = weighting == "cluster" or clusters == "observed"
-    if not by_cluster:
-        return _Layout(stratum, stratum_weight, np.arange(n_task), False)
     group = _codes([f"{s}\x1f{c}" for s, c in zip(stratum, cluster, strict=True)])
     weight = np.zeros(group.max() + 1)
     for g in range(len(weight)):
@@ -542,7 +542,7 @@ def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed, tau
 
 def _validity(res: _Resampled, shape, n_k):
     """``interval_valid`` and ``interval_reason`` as (bound, system, k) arrays."""
-    if res.valid is None:
+    if res.valid is None or res.reason is None:  # set together, by the unit engine only
         return np.ones(shape + (n_k,), dtype=bool), np.full(shape + (n_k,), "", dtype=object)
     return res.valid.reshape(shape + (n_k,)), res.reason.reshape(shape + (n_k,))
 

@@ -22,6 +22,7 @@ the task population (closed forms for Beta populations, quadrature otherwise).
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 from collections import namedtuple
 from collections.abc import Iterator, Mapping, Sequence
@@ -242,7 +243,8 @@ def simulate_benchmark(
     if spec.n_clusters is not None:
         cluster_of = np.arange(J) * spec.n_clusters // J
     if spec.kind == "beta" and cluster_of is None:
-        base_rate = rng.beta(*spec.params, size=J)
+        a, b = spec.params
+        base_rate = rng.beta(a, b, size=J)
         base = special.logit(base_rate)
     else:
         mean, sd = spec.params
@@ -336,7 +338,7 @@ def _number(name: str, value, low: float = -np.inf, strict: bool = False) -> flo
     if (
         isinstance(value, bool)
         or not isinstance(value, numbers.Real)
-        or not np.isfinite(value)
+        or not math.isfinite(value)
         or value < low
         or (strict and value == low)
     ):
@@ -413,7 +415,7 @@ def _parse(settings: Mapping) -> _Spec:
         if not isinstance(strata, Mapping) or not strata:
             raise ValueError(f"strata must be a non-empty mapping stratum -> share; got {strata!r}")
         shares = np.array([_number(f"strata[{k!r}]", v, 0, True) for k, v in strata.items()])
-        strata = dict(zip(strata, (shares / shares.sum()).tolist()))
+        strata = dict(zip(strata, (shares / shares.sum()).tolist(), strict=True))
         _allocate(strata, n_tasks)
 
     missing = settings["missing"]
@@ -428,7 +430,7 @@ def _parse(settings: Mapping) -> _Spec:
                 f"missing has unknown keys {sorted(unknown)}; allowed: rate, mechanism, status"
             )
         rate = missing.get("rate", 0.1)
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= float(rate) < 1:
             raise ValueError(f"missing rate must lie in [0, 1); got {rate!r}")
         missing = {
             "rate": float(rate),
@@ -461,7 +463,7 @@ def _allocate(shares: dict, n_tasks: int) -> np.ndarray:
     order = np.argsort(-(raw - sizes), kind="stable")
     sizes[order[: n_tasks - sizes.sum()]] += 1
     if (sizes == 0).any():
-        empty = [k for k, size in zip(shares, sizes) if size == 0]
+        empty = [k for k, size in zip(shares, sizes, strict=True) if size == 0]
         raise ValueError(f"strata: n_tasks={n_tasks} leaves stratum(s) {empty} without a task")
     return sizes
 
@@ -469,10 +471,10 @@ def _allocate(shares: dict, n_tasks: int) -> np.ndarray:
 def _task_weights(data: EvalData) -> np.ndarray:
     """Weight of each task in the tasks estimand: equal, or stratum share / stratum size."""
     n_tasks = len(data.tasks)
-    if not data.has_strata:
+    weights = data.stratum_weights
+    if weights is None:  # no strata
         return np.full(n_tasks, 1.0 / n_tasks)
     codes, labels = pd.factorize(data.dataset["stratum"].values)
-    weights = data.stratum_weights
     shares = np.array([weights[label] for label in labels])
     return (shares / np.bincount(codes))[codes]
 

@@ -133,8 +133,11 @@ def _label_type(v) -> str:
 
 
 def _check_one_label_type(values: np.ndarray, what: str, index) -> None:
-    """Refuse a column that mixes label types (``1`` and ``"x"``): such labels cannot be
-    written to a results file, and ``1`` and ``"1"`` read alike in every table."""
+    """Refuse a column that mixes label types (``1`` and ``"x"``).
+
+    Such labels cannot be written to a results file, and ``1`` and ``"1"`` read alike in every
+    table.
+    """
     kinds = np.fromiter((_label_type(v) for v in values), dtype=object, count=len(values))
     names = pd.unique(kinds)
     if len(names) < 2:

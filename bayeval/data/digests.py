@@ -69,8 +69,10 @@ def _where(path: str) -> str:
 
 
 def _canonical(value, path: str = "", _stack=None):
-    """The configuration as plain JSON values, refusing (with the field's path) what JSON cannot
-    hold exactly."""
+    """The configuration as plain JSON values.
+
+    Refuses, with the field's path, what JSON cannot hold exactly.
+    """
     if isinstance(value, np.generic) and not isinstance(value, (np.str_, np.bytes_)):
         value = value.item()
     if value is None or isinstance(value, (bool, str)):
@@ -163,15 +165,15 @@ def digest(config) -> str:
 
 
 def digest_file(path, chunk_size: int = 1 << 20) -> str:
-    """SHA-256 (hex) of a file's bytes, read in chunks, for a configuration to include.
+    r"""SHA-256 (hex) of a file's bytes, read in chunks, for a configuration to include.
 
     Examples
     --------
     >>> import hashlib, os, tempfile
     >>> from bayeval import harness
     >>> path = os.path.join(tempfile.mkdtemp(), "tasks.jsonl")
-    >>> _ = open(path, "wb").write(b'{"id": 1}\\n')
-    >>> harness.digest_file(path) == hashlib.sha256(b'{"id": 1}\\n').hexdigest()
+    >>> _ = open(path, "wb").write(b'{"id": 1}\n')
+    >>> harness.digest_file(path) == hashlib.sha256(b'{"id": 1}\n').hexdigest()
     True
     """
     if not isinstance(path, (str, os.PathLike)):
@@ -255,6 +257,7 @@ class HarnessCheck:
 
     @property
     def changed(self) -> bool:
+        """Whether the systems' harness digests differ (``status == "changed"``)."""
         return self.status == "changed"
 
     @property

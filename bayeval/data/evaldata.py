@@ -163,8 +163,10 @@ class EvalData:
 
     @property
     def has_partial_credit(self) -> bool:
-        """Whether some valid score lies strictly between 0 and 1 (binary models refuse such
-        data: a score of 0.4 is neither a success nor a failure)."""
+        """Whether some valid score lies strictly between 0 and 1.
+
+        Binary models refuse such data: a score of 0.4 is neither a success nor a failure.
+        """
         return self.has_scores and bool(self._ds["score_nmid"].sum() > 0)
 
     def score_statistics(self) -> xr.Dataset:
@@ -293,10 +295,11 @@ class EvalData:
         return EvalData(ds)
 
     def crossed(self, candidate, baseline, bound: str) -> EvalData:
-        """The two systems' counts with their missing outcomes crossed, for one bound of a
-        paired comparison under ``missing="bounds"``: ``"lower"`` takes the candidate's missing
-        outcomes as failures and the baseline's as successes, ``"upper"`` the reverse. One
-        data set, so that a paired model fits both systems' crossed values jointly.
+        """Two systems' counts, missing outcomes crossed, for one bound of a paired comparison.
+
+        Under ``missing="bounds"``, ``"lower"`` takes the candidate's missing outcomes as failures
+        and the baseline's as successes, ``"upper"`` the reverse. One data set, so that a paired
+        model fits both systems' crossed values jointly.
 
         Examples
         --------
@@ -347,9 +350,10 @@ class EvalData:
                 raise KeyError(f"unknown {dim} label(s) {describe_values(unknown)}")
             indexers[dim] = labels
         ds = self._ds.sel(indexers).copy(deep=True)
-        if "stratum" in ds.coords:
+        stratum_weights = self.stratum_weights
+        if stratum_weights is not None:  # the data have strata, and so has the selection
             present = set(ds["stratum"].values.tolist())
-            weights = {k: w for k, w in self.stratum_weights.items() if k in present}
+            weights = {k: w for k, w in stratum_weights.items() if k in present}
             total = sum(weights.values())
             ds.attrs["stratum_weights"] = json.dumps([[k, w / total] for k, w in weights.items()])
         return EvalData(ds)
@@ -375,6 +379,7 @@ class EvalData:
         return frame.reset_index()
 
     def __repr__(self) -> str:
+        """The sizes, the planned attempts and what else the data hold, a line each."""
         ds = self._ds
         n_sys, n_task = ds.sizes["system"], ds.sizes["task"]
         trials = ds["attempts"].values

@@ -284,12 +284,12 @@ def from_frame(
 
 
 def read_csv(path, **columns) -> EvalData:
-    """Read a tidy CSV file and pass it to :func:`from_frame` with ``columns``.
+    r"""Read a tidy CSV file and pass it to :func:`from_frame` with ``columns``.
 
     Examples
     --------
     >>> import io, bayeval as be
-    >>> csv = io.StringIO("system,task,success\\nA,t1,1\\nA,t2,0\\n")
+    >>> csv = io.StringIO("system,task,success\nA,t1,1\nA,t2,0\n")
     >>> be.read_csv(csv).dataset["successes"].values
     array([[1, 0]])
     """

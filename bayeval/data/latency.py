@@ -96,8 +96,10 @@ _OFFSET = r"(?:[zZ]|[+-]\d{2}(?::?\d{2})?)\s*$"
 
 
 def _timestamps(df: pd.DataFrame, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """A column of timestamps as UTC nanoseconds (``_NO_TIME`` where empty) and whether each
-    carried a UTC offset; datetimes or ISO 8601 strings, nothing else."""
+    """A column of timestamps as UTC nanoseconds, and whether each carried a UTC offset.
+
+    ``_NO_TIME`` where empty; datetimes or ISO 8601 strings, nothing else.
+    """
     series = df[column]
     where = f"latency timestamp column {column!r}"
     allowed = (
@@ -202,8 +204,10 @@ def _seconds_column(df: pd.DataFrame, column: str) -> np.ndarray:
 
 
 def _latency_arrays(seconds: np.ndarray, codes: np.ndarray, cell: np.ndarray, shape) -> dict:
-    """Per-attempt durations and statuses padded to ``(system, task, attempt)``, in row order
-    within each cell."""
+    """Per-attempt durations and statuses padded to ``(system, task, attempt)``.
+
+    In row order within each cell.
+    """
     position = pd.Series(cell).groupby(cell).cumcount().to_numpy()
     width = int(position.max()) + 1 if len(position) else 1
     values = np.full(tuple(shape) + (width,), np.nan)

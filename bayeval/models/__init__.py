@@ -1,5 +1,6 @@
-"""Statistical models: one module per model, each an object of one protocol
-(:class:`~bayeval.models.base.Model`), registered here by name.
+"""Statistical models: one module per model, registered here by name.
+
+Each model is an object of one protocol (:class:`~bayeval.models.base.Model`).
 
 * :mod:`~bayeval.models.beta_binomial` — independent tasks, conjugate Beta prior;
 * :mod:`~bayeval.models.hierarchical` — Beta-binomial with a population per system;

@@ -67,8 +67,10 @@ class Populations:
 
 
 def _rates_group(tree):
-    """Where stored task-rate draws live: their own group, or the posterior of the conjugate
-    model (whose parameters they are)."""
+    """Where stored task-rate draws live.
+
+    Their own group, or the posterior of the conjugate model (whose parameters they are).
+    """
     if "task_rates" in tree.children:
         return tree["task_rates"].to_dataset()
     return tree["posterior"].to_dataset()
@@ -76,9 +78,11 @@ def _rates_group(tree):
 
 def counts_by_bound(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray, list | None]:
     """``(successes, trials)`` as ``(bound, system, task)`` arrays and the bound labels."""
-    c = ds["successes"]
-    bounds = c["missing_bound"].values.tolist() if "missing_bound" in c.dims else None
-    c = c.transpose(*(("missing_bound",) if bounds else ()), "system", "task").values
+    successes = ds["successes"]
+    bounds = (
+        successes["missing_bound"].values.tolist() if "missing_bound" in successes.dims else None
+    )
+    c = successes.transpose(*(("missing_bound",) if bounds else ()), "system", "task").values
     if bounds is None:
         c = c[None]
     n = np.broadcast_to(ds["trials"].transpose("system", "task").values, c.shape)
@@ -93,8 +97,10 @@ def patterns(c: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def beta_bernstein(a, b, coefficients) -> np.ndarray:
-    """``E f(p)`` for ``p ~ Beta(a, b)`` and f with the given Bernstein coefficients (degree d):
-    ``sum_j b_j BetaBinomial(j; d, a, b)``, elementwise over ``a`` and ``b``."""
+    """``E f(p)`` for ``p ~ Beta(a, b)``, f given by its Bernstein coefficients (degree d).
+
+    That is ``sum_j b_j BetaBinomial(j; d, a, b)``, elementwise over ``a`` and ``b``.
+    """
     coefficients = np.asarray(coefficients, dtype=float)
     d = len(coefficients) - 1
     j = np.arange(d + 1)
@@ -156,6 +162,8 @@ def task_weights(n: np.ndarray, pops: Populations) -> np.ndarray:
         members = (pops.code == h)[None, :] & valid
         count = members.sum(axis=1, keepdims=True)
         if (count == 0).any():
+            if pops.strata is None:
+                raise ValueError("a system has no valid task; its benchmark value is undefined")
             raise ValueError(
                 f"a system has no valid task in stratum {pops.strata[h]!r}; the stratified "
                 "benchmark value is undefined for it (drop the stratum or change the policy)"
@@ -280,8 +288,10 @@ class BetaRates(Model):
 
     @staticmethod
     def _wrap(values, tree, bounds, ks, name, systems=None):
-        """(chain, draw, bound, system, k) -> DataArray over (chain, draw, system[, bound], k);
-        ``systems`` labels the system axis (default: every system of the fit)."""
+        """(chain, draw, bound, system, k) -> DataArray over (chain, draw, system[, bound], k).
+
+        ``systems`` labels the system axis (default: every system of the fit).
+        """
         post = tree["posterior"]
         systems = tree["observed_data"]["system"].values if systems is None else systems
         da = xr.DataArray(

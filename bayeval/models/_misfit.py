@@ -1,5 +1,7 @@
-"""Where a model's posterior summary and its bootstrap twin disagree: the misfit checks of the
-cost and latency models read it."""
+"""Where a model's posterior summary and its bootstrap twin disagree.
+
+The misfit checks of the cost and latency models read it.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ import xarray as xr
 
 
 def apart(post: xr.Dataset, boot: xr.Dataset, name: str) -> np.ndarray:
-    """Where the posterior and the bootstrap disagree on ``name``: either's point outside the
-    other's interval (bool, the variable's dims less ``ci_bound``).
+    """Where the posterior and the bootstrap disagree on ``name``.
+
+    Either's point lies outside the other's interval (bool, the variable's dims less ``ci_bound``).
 
     Examples
     --------

@@ -1,5 +1,6 @@
-"""The model protocol: what every model is to :func:`bayeval.inference.infer`, with the defaults
-the models share.
+"""The model protocol: what every model is to :func:`bayeval.inference.infer`.
+
+Here too are the defaults the models share.
 
 A model is one object (:class:`Model`), registered by name in :data:`bayeval.models.MODELS`. Fitting
 asks it, in order:
@@ -161,13 +162,17 @@ class Model(ABC):
         missing_bound=None,
         form: str | None = None,
     ) -> tuple[xr.Dataset, xr.DataTree]:
-        """One NUTS run of :func:`nuts` (one missing-outcome bound): the named posterior and
-        the sampler's trace."""
+        """One NUTS run of :func:`nuts` (one missing-outcome bound).
+
+        The named posterior and the sampler's trace.
+        """
         raise NotImplementedError(f"model {self.name!r} is not sampled with NUTS")
 
     def label_draws(self, posterior: xr.Dataset, data) -> xr.Dataset:
-        """NUTS draws (:func:`nuts`) with any labels the model's dims need beyond the
-        systems and tasks."""
+        """NUTS draws (:func:`nuts`) with any labels the model's dims need.
+
+        Those are labels beyond the systems and tasks.
+        """
         return posterior
 
     def task_rate_draws(
@@ -184,8 +189,9 @@ class Model(ABC):
 
     # -- reading a fitted tree -----------------------------------------------------------------
     def readout(self, tree, metric, ks, estimand, *, shared=None, tau=None, **options):
-        """Draws of ``metric`` at each of ``ks`` for ``estimand`` from a fitted tree:
-        :meth:`population` or :meth:`tasks` (over the ``shared`` tasks only, if given).
+        """Draws of ``metric`` at each of ``ks`` for ``estimand`` from a fitted tree.
+
+        By :meth:`population` or :meth:`tasks` (over the ``shared`` tasks only, if given).
 
         Examples
         --------
@@ -291,8 +297,10 @@ def nuts(data, model, priors, draws, chains, tune, seed, engine, progress, bound
 
 
 def finish_bounds(posterior: xr.Dataset, bounds) -> xr.Dataset:
-    """``posterior`` without a ``missing_bound`` dim where the data have no bounds, with the
-    bound labels where they do."""
+    """``posterior`` without a ``missing_bound`` dim where the data have no bounds.
+
+    Where they do, with the bound labels.
+    """
     if bounds is None and "missing_bound" in posterior.dims:
         return posterior.isel(missing_bound=0, drop=True)
     if bounds is not None and "missing_bound" in posterior.dims:

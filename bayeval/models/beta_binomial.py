@@ -89,8 +89,10 @@ def conjugate_task_rates(data, priors, draws, chains, seed) -> np.ndarray:
 
 
 class BetaBinomialRates(BetaRates):
-    """The conjugate model: exact draws of the task rates, no sampler; its population
-    parameters are the prior's."""
+    """The conjugate model: exact draws of the task rates, no sampler.
+
+    Its population parameters are the prior's.
+    """
 
     name = "beta_binomial"
     estimands = ("tasks",)
@@ -126,8 +128,10 @@ class BetaBinomialRates(BetaRates):
         priors=None,
         progress=False,
     ) -> xr.DataTree:
-        """No sampler: the posterior holds only ``(chain, draw)``; the task rates are drawn
-        exactly by :meth:`task_rate_draws`."""
+        """No sampler: the posterior holds only ``(chain, draw)``.
+
+        The task rates are drawn exactly by :meth:`task_rate_draws`.
+        """
         self.engine(sampler)
         priors = validate_priors(priors)
         posterior = xr.Dataset(coords={"chain": np.arange(chains), "draw": np.arange(draws)})

@@ -119,12 +119,15 @@ def _linalg(xp):
 
 
 def _cell_sums(arr, lam, omega, sigma, level):
-    """Each cell's ``1 / d`` (0 where no positive cost; ``d = omega_s^2 + sigma_s^2 / n`` the
-    variance of its mean given the shared effects) and residual ``r`` (cell mean less
-    ``level``), ``q = lambda / d``, and per task the Sherman-Morrison sums
-    ``A = sum_s lambda_s^2 / d`` and ``B = sum_s lambda_s r / d``. Systems on the last axis;
-    ``lam``, ``omega``, ``sigma`` and ``level`` broadcast against the (task, system) arrays
-    (a leading draw axis too); any array backend."""
+    """Each cell's precision and residual, and per task the Sherman-Morrison sums.
+
+    Each cell's ``1 / d`` (0 where no positive cost; ``d = omega_s^2 + sigma_s^2 / n`` the variance
+    of its mean given the shared effects) and residual ``r`` (cell mean less ``level``),
+    ``q = lambda / d``, and per task the sums ``A = sum_s lambda_s^2 / d`` and
+    ``B = sum_s lambda_s r / d``. Systems on the last axis; ``lam``, ``omega``, ``sigma`` and
+    ``level`` broadcast against the (task, system) arrays (a leading draw axis too); any array
+    backend.
+    """
     mask = arr["mask"]
     d = (omega * arr["has_within"]) ** 2 + sigma**2 / arr["n"]
     inv_d = mask / d
@@ -134,9 +137,10 @@ def _cell_sums(arr, lam, omega, sigma, level):
 
 
 def _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp):
-    """The generalised least squares of the cell means on the systems, the effects integrated
-    out: ``F = X' V^-1 X`` (system, system), ``h = X' V^-1 r``, ``r' V^-1 r`` and ``log det V``,
-    with V the cell means' covariance and ``r`` the cell means less ``centre``.
+    """The generalised least squares of the cell means on the systems, the effects integrated out.
+
+    ``F = X' V^-1 X`` (system, system), ``h = X' V^-1 r``, ``r' V^-1 r`` and ``log det V``, with V
+    the cell means' covariance and ``r`` the cell means less ``centre``.
 
     Per task ``V_t = D_t + lambda lambda'`` (D: ``omega_s^2 + sigma_s^2 / n`` on the cells with a
     positive cost) is inverted by Sherman-Morrison; per cluster the tasks' blocks gain
@@ -165,11 +169,12 @@ def _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp):
 
 
 def loglik(arr, lam, omega, sigma, sigma_cluster=None, xp=np):
-    """Log marginal likelihood of the positive log costs, the effects and ``mu`` (flat prior)
-    integrated out (any array backend), constants included: ``log int p(y | mu) dmu`` for the
-    multivariate normal of every positive attempt's log cost under the crossed model.
-    ``lam`` (the loadings), ``omega`` and ``sigma`` per system, ``sigma_cluster`` a scalar
-    (``None``: no cluster effect).
+    """Log marginal likelihood of the positive log costs, the effects and ``mu`` integrated out.
+
+    ``mu`` has a flat prior; any array backend; constants included: ``log int p(y | mu) dmu`` for
+    the multivariate normal of every positive attempt's log cost under the crossed model. ``lam``
+    (the loadings), ``omega`` and ``sigma`` per system, ``sigma_cluster`` a scalar (``None``: no
+    cluster effect).
     """
     cholesky, solve_triangular = _linalg(xp)
     gram, cross, quad, logdet = _gls_terms(arr, lam, omega, sigma, sigma_cluster, xp)
@@ -191,8 +196,11 @@ def loglik(arr, lam, omega, sigma, sigma_cluster=None, xp=np):
 
 
 def mu_draws(arr, params: dict, clusters: bool, rng) -> np.ndarray:
-    """``mu`` drawn from its exact normal conditional given each draw's spreads (generalised
-    least squares: mean ``centre + F^-1 h``, covariance ``F^-1``), ``(draw, system)``."""
+    """``mu`` from its exact normal conditional given each draw's spreads, ``(draw, system)``.
+
+    The conditional is that of generalised least squares: mean ``centre + F^-1 h``, covariance
+    ``F^-1``.
+    """
     n_draws = params["loading"].shape[0]
     out = np.empty_like(params["loading"])
     for i in range(n_draws):
@@ -219,8 +227,10 @@ def _data_names(clusters: bool) -> tuple:
 
 
 def build_model(arr, clusters: bool):
-    """The PyMC model of the crossed log-normal on ``cell_arrays``' output (``pm.Data``):
-    the loadings and spreads, ``mu`` and the effects integrated out."""
+    """The PyMC model of the crossed log-normal on ``cell_arrays``' output (``pm.Data``).
+
+    Its parameters are the loadings and spreads; ``mu`` and the effects are integrated out.
+    """
     with pm.Model(coords={"system": range(arr["n"].shape[1])}) as model:
         data = {name: pm.Data(name, arr[name]) for name in _data_names(clusters)}
         lam = pm.HalfCauchy("loading", PRIOR_SCALE, dims="system")
@@ -244,10 +254,12 @@ def build_model(arr, clusters: bool):
 
 
 def sample(arr, clusters: bool, n_draws: int, seed: int) -> dict:
-    """Posterior draws ``(n_draws,)`` or ``(n_draws, system)`` of ``loading``, ``omega``
-    (0 where ``has_within`` is 0), ``sigma`` and ``sigma_cluster`` (zeros without clusters)
-    by NUTS, ``mu`` from its exact conditional (drawn with ``seed``), and the number of
-    divergent transitions (``divergences``)."""
+    """Posterior draws of the crossed log-normal's parameters: by NUTS, and ``mu`` exactly.
+
+    Draws ``(n_draws,)`` or ``(n_draws, system)`` of ``loading``, ``omega`` (0 where ``has_within``
+    is 0), ``sigma`` and ``sigma_cluster`` (zeros without clusters) by NUTS, ``mu`` from its exact
+    conditional (drawn with ``seed``), and the number of divergent transitions (``divergences``).
+    """
     import nutpie  # deferred: its compiled extension takes seconds to load, only sampling needs it
 
     draws = -(-n_draws // CHAINS)
@@ -280,10 +292,12 @@ EFFECT_CHUNK = 64  # draws whose (task, system) arrays are held at once
 
 
 def effect_draws(arr, params: dict, rng) -> np.ndarray:
-    """Each draw's ``lambda_s (g_c + u_t) + w_st``, ``(draw, system, task)``, from the exact
-    normal conditionals given the draw's ``mu`` and spreads: the cluster effect first (its
-    precision ``1 / sigma_cluster^2 + sum_t a_t``), then each task's (given its cluster's),
-    then each cell's (given both; drawn from its prior where the cell has no positive cost)."""
+    """Each draw's ``lambda_s (g_c + u_t) + w_st``, ``(draw, system, task)``, drawn exactly.
+
+    From the exact normal conditionals given the draw's ``mu`` and spreads: the cluster effect first
+    (its precision ``1 / sigma_cluster^2 + sum_t a_t``), then each task's (given its cluster's),
+    then each cell's (given both; drawn from its prior where the cell has no positive cost).
+    """
     n_draws = params["mu"].shape[0]
     n_tasks, n_systems = arr["n"].shape
     out = np.empty((n_draws, n_systems, n_tasks))
@@ -328,9 +342,12 @@ def _effect_chunk(arr, params, rng):
 
 # -- the cost side of Results.cost ---------------------------------------------------------------
 def _positive_cost_stats(data, column) -> dict:
-    """Per ``(system, task)``, over the attempted statuses (``not_run`` left out): the count of
-    positive costs, the mean and within-task sum of squares of their logs (from the stored
-    sums of logs and squared logs), and per system the attempts with a zero cost."""
+    """Per ``(system, task)``, the sufficient statistics of the positive log costs.
+
+    Over the attempted statuses (``not_run`` left out): the count of positive costs, the mean and
+    within-task sum of squares of their logs (from the stored sums of logs and squared logs), and
+    per system the attempts with a zero cost.
+    """
     ds = data.dataset.sel(covariate=column).drop_sel(status="not_run")
 
     def summed(name):
@@ -354,8 +371,10 @@ def _positive_cost_stats(data, column) -> dict:
 
 
 def _check_lognormal_cost(data, column, stats) -> None:
-    """Refuse a system with fewer than 2 positive costs or positive costs on fewer than 2
-    tasks: the log-normal's spreads would rest on the prior alone."""
+    """Refuse a system with under 2 positive costs, or positive costs on under 2 tasks.
+
+    The log-normal's spreads would rest on the prior alone.
+    """
     few = [
         (str(system), int(stats["n"][s].sum()), int((stats["n"][s] > 0).sum()))
         for s, system in enumerate(data.systems)
@@ -372,12 +391,14 @@ def _check_lognormal_cost(data, column, stats) -> None:
 
 
 def _lognormal_cost_draws(data, column, n_draws, rng, seed=0):
-    """Posterior draws ``(n_draws, system, task)`` of each task's expected attempt cost under
-    the crossed hurdle log-normal,
-    ``(1 - pi_s) exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)``, and a dict of the
+    """Posterior draws of each task's expected attempt cost under the crossed hurdle log-normal.
+
+    The draws are ``(n_draws, system, task)`` of
+    ``(1 - pi_s) exp(mu_s + lambda_s (g_c + u_t) + w_st + sigma_s^2 / 2)``; with them a dict of the
     draws of its parameters (``mu``, ``loading``, ``omega``, ``sigma`` and ``zero_share`` per
     system, ``sigma_cluster``), the expected cost of an attempt on a new task of a new cluster
-    (``new_task``, ``(n_draws, system)``) and the sampler's ``divergences``."""
+    (``new_task``, ``(n_draws, system)``) and the sampler's ``divergences``.
+    """
     stats = _positive_cost_stats(data, column)
     _check_lognormal_cost(data, column, stats)
     arr = cell_arrays(stats, data.dataset["cluster"].values if data.has_clusters else None)
@@ -400,8 +421,10 @@ def _lognormal_cost_draws(data, column, n_draws, rng, seed=0):
 
 
 class BayesianBootstrapCost:
-    """The observed task costs under Dirichlet(1, ..., 1) task weights (Rubin 1981): no shape
-    assumed, nothing refused, no misfit."""
+    """The observed task costs under Dirichlet(1, ..., 1) task weights (Rubin 1981).
+
+    No shape assumed, nothing refused, no misfit.
+    """
 
     name = "bayesian_bootstrap"
     method = "posterior (Bayesian bootstrap over tasks, model task rates)"
@@ -428,22 +451,25 @@ class HurdleLognormalCost:
     )
 
     def refuse(self, data, column) -> None:
-        """Refuse a system with fewer than 2 positive costs or positive costs on fewer than 2
-        tasks."""
+        """Refuse a system with under 2 positive costs, or positive costs on under 2 tasks."""
         _check_lognormal_cost(data, column, _positive_cost_stats(data, column))
 
     def task_costs(self, data, column, n_draws, rng, seed) -> tuple[np.ndarray, dict]:
-        """Draws of each task's expected attempt cost (:func:`_lognormal_cost_draws`) and the
-        sampler's divergent transitions as ``cost_divergences``."""
+        """Draws of each task's expected attempt cost (:func:`_lognormal_cost_draws`).
+
+        With them the sampler's divergent transitions as ``cost_divergences``.
+        """
         task_cost, params = _lognormal_cost_draws(data, column, n_draws, rng, seed)
         return task_cost, {"cost_divergences": params["divergences"]}
 
     def misfit(self, post, boot) -> np.ndarray:
-        """Per system: whether the log-normal's cost per attempt and the bootstrap's disagree
-        (either's point outside the other's interval), ``(system,)`` bool. The log-normal's
-        mean's ``exp(sigma^2 / 2)`` factor rests on the log costs being normal: a skewed
-        shape moves it by tens of percent while the task-resampled mean stays where the data
-        put it (``models/cost.md`` has the systems flagged on SWE-bench)."""
+        """Per system: whether the log-normal's and the bootstrap's cost per attempt disagree.
+
+        A ``(system,)`` bool: either's point outside the other's interval. The log-normal's mean's
+        ``exp(sigma^2 / 2)`` factor rests on the log costs being normal: a skewed shape moves it by
+        tens of percent while the task-resampled mean stays where the data put it
+        (``models/cost.md`` has the systems flagged on SWE-bench).
+        """
         return apart(post, boot, "cost_per_attempt")
 
 

@@ -95,7 +95,7 @@ BDA3_LOG_KAPPA_RANGE = (-10.0, 15.0)
 def validate_priors(priors) -> dict:
     """Fill defaults and check ``{"mu": (a, b), "log_kappa": (mean, sd) or "bda3"}``."""
     merged = merge_priors(priors, DEFAULT_PRIORS, "hierarchical")
-    out = {}
+    out: dict[str, tuple[float, float] | str] = {}
     for name, value in merged.items():
         if name == "log_kappa" and isinstance(value, str):
             if value not in NAMED_KAPPA_PRIORS:
@@ -338,8 +338,11 @@ def warn_few_tasks(data) -> None:
 
 
 def fit_grid(data, priors, draws, chains, seed, n_grid=200):
-    """Grid posterior per population; returns ``mu``, ``kappa`` of shape
-    ``(chain, draw, bound, system, population)`` and the grid posteriors."""
+    """Grid posterior per population.
+
+    Returns ``mu``, ``kappa`` of shape ``(chain, draw, bound, system, population)`` and the grid
+    posteriors.
+    """
     priors = validate_priors(priors)
     ds = data.dataset
     c, n, _ = counts_by_bound(ds)
@@ -368,8 +371,10 @@ POSTERIOR_VARS = ("mu", "kappa")
 
 
 class HierarchicalRates(BetaRates):
-    """The hierarchical model: a Beta population per system, fitted on a grid or by NUTS
-    (parameters read from the posterior)."""
+    """The hierarchical model: a Beta population per system, fitted on a grid or by NUTS.
+
+    Its parameters are read from the posterior.
+    """
 
     name = "hierarchical"
     estimands = ("tasks", "population")
@@ -381,15 +386,19 @@ class HierarchicalRates(BetaRates):
         return validate_priors(priors)
 
     def build(self, data, priors=None, **options) -> pm.Model:
-        """The form NUTS samples: :func:`build_hierarchical_model` with the task rates
-        integrated out and the counts compressed into patterns (``options`` override)."""
+        """The form NUTS samples: :func:`build_hierarchical_model`, task rates integrated out.
+
+        The counts are compressed into patterns; ``options`` override.
+        """
         return build_hierarchical_model(
             data, priors, **{"marginal": True, "compress": True, **options}
         )
 
     def warn(self, data, priors) -> None:
-        """:func:`warn_few_tasks` under the default concentration prior, which undercovers
-        few, mostly all-or-nothing tasks."""
+        """:func:`warn_few_tasks` under the default concentration prior.
+
+        That prior undercovers few, mostly all-or-nothing tasks.
+        """
         if (priors or {}).get("log_kappa") is None:
             warn_few_tasks(data)
 

@@ -38,8 +38,10 @@ _LN_CELLS = 2_000_000  # grid points x tasks evaluated at once
 
 
 def _lognormal_log_posterior(log_s, log_t, n, ybar, within, df_within):
-    """Log posterior of (log sigma, log tau) on a grid (mu integrated out under a flat prior),
-    ``(len(log_s) * len(log_t),)``, sigma varying slowest."""
+    """Log posterior of (log sigma, log tau) on a grid, mu integrated out under a flat prior.
+
+    Shape ``(len(log_s) * len(log_t),)``, sigma varying slowest.
+    """
     sigma = np.repeat(np.exp(log_s), len(log_t))
     tau = np.tile(np.exp(log_t), len(log_s))
     out = np.empty(sigma.size)
@@ -62,9 +64,11 @@ def _lognormal_log_posterior(log_s, log_t, n, ybar, within, df_within):
 
 
 def _lognormal_draws(values, tasks, qs, n_draws, rng) -> tuple[np.ndarray, tuple]:
-    """Posterior draws ``(n_draws, Q)`` of ``exp(mu + z_q sqrt(tau^2 + sigma^2))`` under
-    ``log y_tj = mu + u_t + e_tj``, ``u_t ~ N(0, tau^2)``, ``e_tj ~ N(0, sigma^2)``: a grid
-    over (log sigma, log tau) that widens until the edges hold no mass, mu exactly."""
+    """Posterior draws ``(n_draws, Q)`` of ``exp(mu + z_q sqrt(tau^2 + sigma^2))``.
+
+    Under ``log y_tj = mu + u_t + e_tj``, ``u_t ~ N(0, tau^2)``, ``e_tj ~ N(0, sigma^2)``: a grid
+    over (log sigma, log tau) that widens until the edges hold no mass, mu exactly.
+    """
     y = np.log(values)
     _, task = np.unique(tasks, return_inverse=True)
     n = np.bincount(task).astype(float)
@@ -77,12 +81,13 @@ def _lognormal_draws(values, tasks, qs, n_draws, rng) -> tuple[np.ndarray, tuple
 
 
 def _lognormal_grid(n, ybar, within, spread, n_draws, rng):
-    """Posterior draws of ``(mu, tau, sigma)``, each ``(n_draws,)``, from the sufficient
-    statistics of ``log y_tj = mu + u_t + e_tj``: per task the count ``n`` and mean ``ybar`` of
-    the logs, the within-task sum of squares ``within`` summed over tasks, and the sd of all
-    logs ``spread`` (which places the grid). Flat prior on mu, half-Cauchy(0, 1) on tau and
-    sigma; a grid over (log sigma, log tau) widened until its edges hold no mass, mu drawn
-    exactly given them."""
+    """Posterior draws of ``(mu, tau, sigma)``, each ``(n_draws,)``, from sufficient statistics.
+
+    The statistics of ``log y_tj = mu + u_t + e_tj``: per task the count ``n`` and mean ``ybar`` of
+    the logs, the within-task sum of squares ``within`` summed over tasks, and the sd of all logs
+    ``spread`` (which places the grid). Flat prior on mu, half-Cauchy(0, 1) on tau and sigma; a grid
+    over (log sigma, log tau) widened until its edges hold no mass, mu drawn exactly given them.
+    """
     df_within = float((n - 1).sum())
     if df_within >= 2 and within > 0:
         centre, half = 0.5 * np.log(within / df_within), max(5 / np.sqrt(2 * df_within), 0.3)
@@ -122,9 +127,11 @@ def _lognormal_grid(n, ybar, within, spread, n_draws, rng):
 
 
 def _lognormal_check(params) -> float:
-    """Shapiro-Wilk p-value of the standardised task means of log duration (the model makes
-    them normal): small when the tasks fall into groups (a second mode) or their spread is
-    skewed. NaN with fewer than 3 tasks."""
+    """Shapiro-Wilk p-value of the standardised task means of log duration.
+
+    The model makes them normal: the p-value is small when the tasks fall into groups (a second
+    mode) or their spread is skewed. NaN with fewer than 3 tasks.
+    """
     mu, tau, sigma, task, n, ybar = params
     if len(n) < 3:
         return float("nan")
@@ -135,11 +142,13 @@ def _lognormal_check(params) -> float:
 
 
 def _lognormal_misfit(post: xr.Dataset, boot: xr.Dataset) -> np.ndarray:
-    """Per system: whether the log-normal posterior is suspect, ``(system,)`` bool. It is
-    when, at some quantile, its mean lies outside the bootstrap's interval or the
-    bootstrap's estimate outside its interval, or when its task check is below 0.01: a time
-    limit shows as the first, a second mode of tasks as both (``models/cost.md``, *Latency
-    coverage*, has the share of systems each design flags)."""
+    """Per system: whether the log-normal posterior is suspect, ``(system,)`` bool.
+
+    It is when, at some quantile, its mean lies outside the bootstrap's interval or the bootstrap's
+    estimate outside its interval, or when its task check is below 0.01: a time limit shows as the
+    first, a second mode of tasks as both (``models/cost.md``, *Latency coverage*, has the share of
+    systems each design flags).
+    """
     with np.errstate(invalid="ignore"):
         return apart(post, boot, "latency").any(axis=1) | (post["lognormal_check"].values < 0.01)
 
@@ -180,8 +189,11 @@ class LognormalLatency:
             )
 
     def readout(self, per_system, qs, resampled, rng) -> tuple[np.ndarray, dict]:
-        """Each system's quantile draws from its own fit, and ``lognormal_check`` (the
-        Shapiro-Wilk p-value of its standardised task means; NaN without durations)."""
+        """Each system's quantile draws from its own fit, and ``lognormal_check``.
+
+        ``lognormal_check`` is the Shapiro-Wilk p-value of its standardised task means; NaN without
+        durations.
+        """
         n_draws = resampled.shape[0]
         draws = np.full_like(resampled, np.nan)
         check = np.full(len(per_system), np.nan)

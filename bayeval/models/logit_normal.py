@@ -136,8 +136,10 @@ _GRID_SIZES = np.array([33, 49, 65, 97, 129, 193, 257, 385, 513, 769, 1025, 1537
 
 @functools.cache
 def _normal_grid(size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``size`` nodes of a trapezoid grid over [-8, 8] and their weights under the
-    standard normal density."""
+    """The ``size`` nodes of a trapezoid grid over [-8, 8].
+
+    With their weights under the standard normal density.
+    """
     z = np.linspace(-8.0, 8.0, size)
     return z, np.exp(-0.5 * z**2) / np.sqrt(2 * np.pi) * (z[1] - z[0])
 
@@ -163,8 +165,9 @@ SYSTEM_CENTRED_RATIO = 5.0
 
 
 def system_parametrisation(ds: xr.Dataset) -> int:
-    """How the sampler sees the system level: 0 none (fewer than three systems), 1 centred, 2
-    non-centred.
+    """How the sampler sees the system level: 0 none, 1 centred, 2 non-centred.
+
+    None with fewer than three systems.
 
     Centred contrasts suit systems the data tell apart (a leaderboard: the spread of the
     systems' logits is well above each one's standard error); non-centred ones suit systems
@@ -215,8 +218,9 @@ CENTRED_CLUSTER_TRIALS = 200
 
 
 def cluster_parametrisation(ds: xr.Dataset) -> bool:
-    """Whether the sampler sees the cluster effects centred (the effects themselves) rather
-    than non-centred (standard normals times their spread).
+    """Whether the sampler sees the cluster effects centred rather than non-centred.
+
+    Centred: the effects themselves; non-centred: standard normals times their spread.
 
     Non-centred suits clusters the data say little about each (a few tasks each: Terminal-
     Bench's 70 families of 80 tasks); centred suits clusters each pinned by many trials, where
@@ -250,9 +254,10 @@ CENTRED_TASK_TRIALS = 40
 
 
 def task_parametrisation(ds: xr.Dataset) -> bool:
-    """Whether the full-latent form samples the task effects centred (the effects' own
-    coordinates, normal with sd ``sigma_task``) rather than non-centred (standard normals
-    times ``sigma_task``).
+    """Whether the full-latent form samples the task effects centred rather than non-centred.
+
+    Centred: the effects' own coordinates, normal with sd ``sigma_task``; non-centred: standard
+    normals times ``sigma_task``.
 
     Non-centred suits task effects the data say little about each, where the centred form is
     a funnel in ``sigma_task``; centred suits effects pinned by many trials (LiveCodeBench's
@@ -307,8 +312,9 @@ LATENT_CELLS = 10
 
 
 def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
-    """Which form of the model NUTS samples, ``"collapsed"``, ``"full-latent"`` or
-    ``"task-latent"``, and why.
+    """Which form of the model NUTS samples, and why.
+
+    The form is ``"collapsed"``, ``"full-latent"`` or ``"task-latent"``.
 
     The collapsed form integrates every task's effects out by quadrature: one integral per
     pattern of counts. With one or two trials per task the patterns repeat (SWE-bench's 25
@@ -394,8 +400,10 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
 
 
 def cluster_codes(ds: xr.Dataset) -> tuple[np.ndarray, list | None]:
-    """Each task's cluster code (int64, in order of first appearance) and the cluster labels;
-    zeros and None for data without clusters."""
+    """Each task's cluster code and the cluster labels.
+
+    The codes are int64, in order of first appearance; zeros and None for data without clusters.
+    """
     if "cluster" not in ds.coords:
         return np.zeros(ds.sizes["task"], dtype=np.int64), None
     codes, labels = pd.factorize(np.asarray(ds["cluster"].values, dtype=object))
@@ -403,8 +411,10 @@ def cluster_codes(ds: xr.Dataset) -> tuple[np.ndarray, list | None]:
 
 
 def recipe_codes(ds: xr.Dataset) -> np.ndarray | None:
-    """Each system's recipe code when the systems are training runs (a ``recipe``
-    coordinate on ``system``), else None."""
+    """Each system's recipe code when the systems are training runs, else None.
+
+    Training runs carry a ``recipe`` coordinate on ``system``.
+    """
     if "recipe" not in ds.coords:
         return None
     return pd.factorize(np.asarray(ds["recipe"].values, dtype=object))[0].astype(np.int64)
@@ -429,13 +439,21 @@ class Layout:
         return self.cluster_labels is not None
 
     @property
+    def n_clusters(self) -> int:
+        """The number of clusters (one without clusters)."""
+        return len(self.cluster_labels) if self.cluster_labels is not None else 1
+
+    @property
     def paired(self) -> bool:
         return self.n_systems > 1
 
     @classmethod
     def from_dataset(cls, ds: xr.Dataset, form: str | None = None) -> Layout:
-        """The layout of ``ds``; for the task-latent ``form``, with that form's
-        parametrisation (:func:`coordinates`) instead of the data-driven rules."""
+        """The layout of ``ds``.
+
+        For the task-latent ``form``, with that form's parametrisation (:func:`coordinates`) instead
+        of the data-driven rules.
+        """
         codes, labels = cluster_codes(ds)
         if form == "task-latent":  # task effects centred, the cluster effects folded into
             # theirs (the cluster-by-system effects stay non-centred: see coordinates)
@@ -454,8 +472,10 @@ class Layout:
 
     @property
     def level_name(self) -> str:
-        """The name of the intercepts' spread: ``sigma_run`` between runs of a recipe,
-        ``sigma_system`` between systems."""
+        """The name of the intercepts' spread.
+
+        ``sigma_run`` between runs of a recipe, ``sigma_system`` between systems.
+        """
         return "sigma_run" if self.recipes is not None else "sigma_system"
 
 
@@ -549,7 +569,7 @@ def build_logit_normal_model(
     c, n = c[index], n[index]
     layout = Layout.from_dataset(ds)
     coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
-    alpha_dims = ("system",)
+    alpha_dims: tuple[str, ...] = ("system",)
     if layout.pops.strata is not None:
         coords["stratum"] = layout.pops.strata
         alpha_dims = ("system", "stratum")
@@ -632,11 +652,13 @@ _tables_lock = threading.Lock()  # fits in several threads share the kept tables
 
 
 def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
-    """The collapsed model's parameter coordinates for a layout (with ``latent_tasks`` = J,
-    those of the compiled full-latent form, or with ``layout.cells_integrated`` of the
-    task-latent form: attenuated and task-weighted like the collapsed form, the task
-    effects centred, the cluster-by-system effects non-centred)."""
-    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    """The collapsed model's parameter coordinates for a layout.
+
+    With ``latent_tasks`` = J, those of the compiled full-latent form, or with
+    ``layout.cells_integrated`` of the task-latent form: attenuated and task-weighted like the
+    collapsed form, the task effects centred, the cluster-by-system effects non-centred.
+    """
+    G = layout.n_clusters
     blocks = () if layout.recipes is None else tuple(layout.recipes.tolist())
     integrated = layout.cells_integrated and latent_tasks > 0 and layout.paired
     like_collapsed = latent_tasks == 0 or integrated
@@ -680,8 +702,9 @@ def coordinates(layout: Layout, latent_tasks: int = 0) -> Coordinates:
 
 
 def folds_clusters(layout: Layout) -> bool:
-    """Whether the full-latent form folds the task effects' cluster components into the
-    cluster coordinates: where both are centred, with two or more clusters
+    """Whether the full-latent form folds the task effects' cluster components into clusters.
+
+    Into the cluster coordinates: where both are centred, with two or more clusters
     (:func:`bayeval.models.kernels.collapsed.task_cluster_fold`).
 
     Examples
@@ -693,18 +716,15 @@ def folds_clusters(layout: Layout) -> bool:
     >>> folds_clusters(Layout.from_dataset(data.dataset))  # 800 trials a cluster, 80 a task
     True
     """
-    return bool(
-        layout.task_centred
-        and layout.cluster_centred
-        and layout.has_clusters
-        and len(layout.cluster_labels) > 1
-    )
+    return bool(layout.task_centred and layout.cluster_centred and layout.n_clusters > 1)
 
 
 def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The centred task effects' reflections (:func:`task_reflections`) and, with ``fold``,
-    the map of their cluster components into the cluster coordinates
-    (:func:`task_cluster_fold`; an empty ``(0, 0)`` array without)."""
+    """The centred task effects' reflections (:func:`task_reflections`) and the fold map.
+
+    With ``fold``, the map of their cluster components into the cluster coordinates
+    (:func:`task_cluster_fold`); an empty ``(0, 0)`` array without.
+    """
     reflections = task_reflections(layout.cluster, layout.pops.code)
     fold_map = (
         task_cluster_fold(layout.cluster, layout.pops.code, reflections)
@@ -718,9 +738,11 @@ def _task_constants(layout: Layout, fold: bool) -> tuple[np.ndarray, np.ndarray]
 COLLAPSED_DATA = ("spec", "const", "index", "c", "n", "mult")
 
 
-def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
-    """The collapsed form's coordinates and data (:data:`COLLAPSED_DATA`): the layout of
-    ``theta``, the priors and the count patterns."""
+def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int) -> tuple[Coordinates, dict]:
+    """The collapsed form's coordinates and data (:data:`COLLAPSED_DATA`).
+
+    The layout of ``theta``, the priors and the count patterns.
+    """
     coord = coordinates(layout)
     rules = Rules(n_nodes)
     pat = task_patterns(c, n, layout)
@@ -736,10 +758,12 @@ def _collapsed_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     return coord, dict(zip(COLLAPSED_DATA, values, strict=True))
 
 
-def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
-    """The compiled full-latent form's coordinates and data (:data:`COLLAPSED_DATA`): the
-    collapsed model's kernel with the tasks as its patterns, one each in task order, and their
-    effects at the end of ``theta`` (:func:`bayeval.models.kernels.cells._latent_cells`)."""
+def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int) -> tuple[Coordinates, dict]:
+    """The compiled full-latent form's coordinates and data (:data:`COLLAPSED_DATA`).
+
+    The collapsed model's kernel with the tasks as its patterns, one each in task order, and their
+    effects at the end of ``theta`` (:func:`bayeval.models.kernels.cells._latent_cells`).
+    """
     S, J = c.shape
     coord = coordinates(layout, latent_tasks=J)
     if coord.cells_integrated and np.max(n) > LOW_TRIALS:  # its tables hold low counts only
@@ -754,12 +778,17 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int):
     if coord.task_centred:
         reflections, fold_map = _task_constants(layout, coord.task_fold)
         extra = np.concatenate([reflections, fold_map.ravel()])
-        if coord.cluster_pairs:
-            extra = np.concatenate([extra, cluster_pair_map(layout.cluster, reflections).ravel()])
+        if coord.cluster_pairs:  # chosen only where the reflections span the clusters
+            pair_map = cluster_pair_map(layout.cluster, reflections)
+            if pair_map is None:
+                raise RuntimeError(
+                    "cluster pairs need task reflections that span the clusters alone"
+                )
+            extra = np.concatenate([extra, pair_map.ravel()])
     guided = 0
     if guides_task_means(coord):  # the eigenbasis of F'F, F the fold map
-        values, vectors = np.linalg.eigh(fold_map.T @ fold_map)
-        extra = np.concatenate([extra, vectors.ravel(), np.maximum(values, 0.0)])
+        eigenvalues, eigenvectors = np.linalg.eigh(fold_map.T @ fold_map)
+        extra = np.concatenate([extra, eigenvectors.ravel(), np.maximum(eigenvalues, 0.0)])
         guided += 2
     if guides_cluster_system(coord):
         extra = np.concatenate(
@@ -799,9 +828,9 @@ GUIDED_CLUSTER_SYSTEM = True
 
 
 def guides_cluster_system(coord) -> bool:
-    """Whether the form of ``coord`` holds its cluster-by-system coordinates guided
-    (:data:`GUIDED_CLUSTER_SYSTEM`): the task-latent form, with clusters and several
-    systems.
+    """Whether the form of ``coord`` holds its cluster-by-system coordinates guided.
+
+    See :data:`GUIDED_CLUSTER_SYSTEM`: the task-latent form, with clusters and several systems.
 
     Examples
     --------
@@ -830,8 +859,9 @@ GUIDED_TASK_MEANS = True
 
 
 def guides_task_means(coord) -> bool:
-    """Whether the form of ``coord`` holds its task effects' cluster means guided
-    (:data:`GUIDED_TASK_MEANS`): the task-latent form, its cluster components folded.
+    """Whether the form of ``coord`` holds its task effects' cluster means guided.
+
+    See :data:`GUIDED_TASK_MEANS`: the task-latent form, its cluster components folded.
 
     Examples
     --------
@@ -845,11 +875,13 @@ def guides_task_means(coord) -> bool:
 
 
 def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
-    """The cells ``(S, J)`` the full-latent form integrates over their task-by-system
-    effects and the counts of their tables ``(T, 2)``, rows ``(c, n)`` with ``c <= n - c``
-    (the :data:`CELL_TABLES` most common of at most ``CELL_TABLE_TRIALS`` trials, ties to
-    the fewer trials; at least :data:`TABLED_CELLS` cells), or None where it samples every
-    cell's."""
+    """The cells ``(S, J)`` the full-latent form integrates, and their tables' counts ``(T, 2)``.
+
+    The cells are integrated over their task-by-system effects; the tables' rows are ``(c, n)`` with
+    ``c <= n - c`` (the :data:`CELL_TABLES` most common of at most ``CELL_TABLE_TRIALS`` trials,
+    ties to the fewer trials; at least :data:`TABLED_CELLS` cells), or None where it samples every
+    cell's.
+    """
     if not coord.paired or coord.cells_integrated or coord.cluster_pairs:
         return None
     run = (n > 0) & (n <= CELL_TABLE_TRIALS)
@@ -865,9 +897,11 @@ def _tabled_cells(c, n, coord) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _cell_table_stack(counts) -> np.ndarray:
-    """The tables of ``counts (T, 2)`` (:func:`bayeval.models.kernels.cells.cell_tables`, by
-    the rule of ``CELL_TABLE_NODES``), those built for an earlier fit in this process taken
-    from :data:`TABLE_CACHE`."""
+    """The tables of ``counts (T, 2)``, those built earlier in this process taken from a cache.
+
+    Built by :func:`bayeval.models.kernels.cells.cell_tables`, by the rule of ``CELL_TABLE_NODES``;
+    those built for an earlier fit in this process are taken from :data:`TABLE_CACHE`.
+    """
     keys = [(float(cq), float(nq)) for cq, nq in counts]
     with _tables_lock:
         missing = [i for i, key in enumerate(keys) if key not in _tables]
@@ -885,8 +919,9 @@ def _cell_table_stack(counts) -> np.ndarray:
 
 
 def integrates_cells(ds: xr.Dataset) -> bool:
-    """Whether the full-latent form integrates cells of ``ds`` (of either missing-outcome
-    bound) over their task-by-system effects (:data:`TABLED_CELLS`).
+    """Whether the full-latent form integrates cells of ``ds`` over their task-by-system effects.
+
+    Cells of either missing-outcome bound (:data:`TABLED_CELLS`).
 
     Examples
     --------
@@ -903,13 +938,16 @@ def integrates_cells(ds: xr.Dataset) -> bool:
 
 
 def _kernel_model(coord, values: dict, coords: dict):
-    """A PyMC model of one flat vector ``theta`` and one potential, the compiled kernel (see
-    :mod:`bayeval.models.kernels.collapsed`), with the kernel's data as ``pm.Data``: for its log
-    density, checks and PyMC's own samplers (``fit`` samples it with :func:`sample_kernel`)."""
+    """A PyMC model of one flat vector ``theta`` and one potential, the compiled kernel.
+
+    The kernel is that of :mod:`bayeval.models.kernels.collapsed`, with the kernel's data as
+    ``pm.Data``: for its log density, checks and PyMC's own samplers (``fit`` samples it with
+    :func:`sample_kernel`).
+    """
     with pm.Model(coords=coords) as model:
         inputs = [pm.Data(name, value) for name, value in values.items()]
         theta = pm.Flat("theta", shape=coord.size)
-        logp = CollapsedLogp()(theta, *inputs)[0]
+        logp = CollapsedLogp().make_node(theta, *inputs).outputs[0]  # the log density
         pm.Potential("log_density", logp)
     return model
 
@@ -947,8 +985,9 @@ FEW_TASKS = 50
 
 
 def target_accept(form: str, n_tasks: int) -> float:
-    """NUTS target acceptance for a fit of ``form`` on ``n_tasks`` tasks
-    (:data:`TARGET_ACCEPT`, else nutpie's default 0.8).
+    """NUTS target acceptance for a fit of ``form`` on ``n_tasks`` tasks.
+
+    :data:`TARGET_ACCEPT`, else nutpie's default 0.8.
 
     Examples
     --------
@@ -974,8 +1013,9 @@ def sample_kernel(
     missing_bound=None,
     n_nodes: int = N_NODES,
 ):
-    """NUTS (nutpie) on the compiled log density of ``form``; returns nutpie's DataTree,
-    whose posterior holds ``theta`` (collapsed) or ``hyper`` (the coordinates
+    """NUTS (nutpie) on the compiled log density of ``form``; returns nutpie's DataTree.
+
+    Its posterior holds ``theta`` (collapsed) or ``hyper`` (the coordinates
     :func:`collapsed_posterior` reads) and ``task_effect (chain, draw, task)`` (full-latent).
 
     The kernel is numba's, compiled once per machine (cached on disk), and nutpie calls it as
@@ -1046,7 +1086,9 @@ def collapsed_posterior(
         theta.transpose("chain", "draw", ...).values, validate_priors(priors), fold
     )
     lead = ("chain", "draw")
-    out = {"alpha": ((*lead, "system", "stratum"), values["alpha"])}
+    out: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
+        "alpha": ((*lead, "system", "stratum"), values["alpha"])
+    }
     out.update({name: (lead, values[name]) for name in SIGMAS if coord.offsets[name][1]})
     if coord.offsets["sigma_system"][1]:
         out[layout.level_name] = (lead, values["sigma_system"])
@@ -1086,7 +1128,7 @@ def _intercepts_and_cluster_effects(priors, layout: Layout, alpha_dims, S):
     shift = pt.zeros((S, 1))
     zero_sum = pt.zeros((S, layout.cluster.max() + 1))
     if layout.has_clusters:
-        G = len(layout.cluster_labels)
+        G = layout.n_clusters
         sigma_u = pm.HalfNormal("sigma_cluster", priors["sigma_cluster"])
         m_u = pm.Normal("cluster_effect_mean_z", 0.0, 1.0 / np.sqrt(G))
         d_u = (
@@ -1140,8 +1182,9 @@ POSTERIOR_VARS = (
 
 # -- estimands ---------------------------------------------------------------------------------
 def normal_expectation(location, scale, metric, ks, tau=None):
-    """``E f(expit(location + scale Z))`` for Z standard normal, by a trapezoid grid sized to
-    the scale.
+    """``E f(expit(location + scale Z))`` for Z standard normal.
+
+    By a trapezoid grid sized to the scale.
 
     The integrand is analytic in the strip ``|Im z| < pi / scale`` (the logistic's poles at
     ``y = +-i pi``), where the trapezoid rule's error falls as ``exp(-2 pi d / h)`` in the
@@ -1195,8 +1238,10 @@ def normal_expectation(location, scale, metric, ks, tau=None):
 
 
 def _other_expectation(y, metric, ks, tau, weight):
-    """Grid expectations of G-pass@k and consistency at logits ``y (locations, grid)``, the
-    grid's normal weights ``weight``."""
+    """Grid expectations of G-pass@k and consistency at logits ``y (locations, grid)``.
+
+    ``weight`` holds the grid's normal weights.
+    """
     if metric == "consistency":
         return (np.tanh(0.5 * y) ** 2 @ weight)[:, None] * np.ones(ks.size)
     p = special.expit(y)
@@ -1218,8 +1263,10 @@ INTEGRATED_TUNE = 300
 
 
 def fit_attrs(ds: xr.Dataset, engine: str, form: str, form_choice: str) -> dict:
-    """What a fit of ``form`` with ``engine`` records of how it was sampled: the form and why,
-    the target acceptance and each effect's parametrisation."""
+    """What a fit of ``form`` with ``engine`` records of how it was sampled.
+
+    The form and why, the target acceptance and each effect's parametrisation.
+    """
     attrs = {
         "form": form,
         "form_choice": form_choice,
@@ -1263,8 +1310,10 @@ def _check_jax():
 
 
 class LogitNormalRates(base.Model):
-    """The logit-normal model: sampled by NUTS in the form :func:`sampling_form` picks, its
-    estimands read from the fitted DataTree."""
+    """The logit-normal model: sampled by NUTS in the form :func:`sampling_form` picks.
+
+    Its estimands are read from the fitted DataTree.
+    """
 
     name = "logit_normal"
     estimands = ("tasks", "population")
@@ -1286,9 +1335,12 @@ class LogitNormalRates(base.Model):
         return build_logit_normal_model(data, priors, **options)
 
     def default_tune(self, form: str | None = None) -> int:
-        """:data:`INTEGRATED_TUNE` for the forms that integrate the latent effects out
-        (``"collapsed"``, ``"task-latent"``), :data:`~bayeval.models.base.DEFAULT_TUNE` for
-        the full-latent form."""
+        """The default warm-up of a fit of ``form``.
+
+        :data:`INTEGRATED_TUNE` for the forms that integrate the latent effects out
+        (``"collapsed"``, ``"task-latent"``), :data:`~bayeval.models.base.DEFAULT_TUNE` for the
+        full-latent form.
+        """
         if form in ("collapsed", "task-latent"):
             return INTEGRATED_TUNE
         return base.DEFAULT_TUNE
@@ -1317,10 +1369,12 @@ class LogitNormalRates(base.Model):
         priors=None,
         progress=False,
     ) -> xr.DataTree:
-        """NUTS on the form :func:`sampling_form` picks (the full-latent form for
-        ``sampler="numpyro"``); a task-latent fit that diverges is sampled again collapsed
-        (:data:`REFIT_DIVERGENT_TASK_LATENT`). Latent fits keep their task effects in a
-        ``task_effects`` group."""
+        """NUTS on the form :func:`sampling_form` picks.
+
+        The full-latent form for ``sampler="numpyro"``; a task-latent fit that diverges is sampled
+        again collapsed (:data:`REFIT_DIVERGENT_TASK_LATENT`). Latent fits keep their task effects
+        in a ``task_effects`` group.
+        """
         engine = self.engine(sampler)
         priors = validate_priors(priors)
         ds = data.dataset
@@ -1452,7 +1506,7 @@ class LogitNormalRates(base.Model):
                 return post[name].values.reshape((draws,) + shape)
             return np.zeros((draws,) + shape)
 
-        n_cluster = len(layout.cluster_labels) if layout.has_clusters else 1
+        n_cluster = layout.n_clusters
         params = {
             "alpha": alpha,
             "u": get("cluster_effect", (n_cluster,)),
@@ -1473,8 +1527,10 @@ class LogitNormalRates(base.Model):
         return counts_by_bound(obs)
 
     def _wrap(self, values, tree, bounds, ks, n_chain, n_draw, index=None):
-        """Per-bound ``(draws, system, k)`` values of every system as a DataArray; with
-        ``index``, of those systems only, in that order."""
+        """Per-bound ``(draws, system, k)`` values of every system as a DataArray.
+
+        With ``index``, of those systems only, in that order.
+        """
         values = np.stack(values, axis=0)  # (bound, draws, system, k)
         values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
         labels = tree["observed_data"]["system"].values
@@ -1493,8 +1549,10 @@ class LogitNormalRates(base.Model):
     def population(
         self, tree, metric, ks, clusters="new", weighting="task", tau=None, systems=None
     ):
-        """Draws of ``metric`` for a new task, ``(chain, draw, system[, missing_bound], k)``,
-        of the ``systems`` (labels) asked for, default all."""
+        """Draws of ``metric`` for a new task, ``(chain, draw, system[, missing_bound], k)``.
+
+        Of the ``systems`` (labels) asked for, default all.
+        """
         c, n, bounds = self._bounds(tree)
         index = self._system_index(tree, systems)
         out = []
@@ -1521,10 +1579,12 @@ class LogitNormalRates(base.Model):
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw, index)
 
     def _recipe_means(self, tree):
-        """Per bound: each recipe's mean intercept ``beta (draw, recipe, H)``, drawn from its
-        conditional given the runs' intercepts (prior ``N(mean, sd)``, runs ``~ N(beta,
-        sigma_run)``: precision ``1/sd^2 + m/sigma_run^2``), with ``sigma_run``, the new
-        task's spread, the layout and the recipe labels."""
+        """Per bound: each recipe's mean intercept ``beta (draw, recipe, H)``, and what it rests on.
+
+        ``beta`` is drawn from its conditional given the runs' intercepts (prior ``N(mean, sd)``,
+        runs ``~ N(beta, sigma_run)``: precision ``1/sd^2 + m/sigma_run^2``); with it ``sigma_run``,
+        the new task's spread, the layout and the recipe labels.
+        """
         obs = tree["observed_data"].to_dataset()
         recipes = recipe_codes(obs)
         labels = list(dict.fromkeys(obs["recipe"].values.tolist()))
@@ -1552,10 +1612,11 @@ class LogitNormalRates(base.Model):
         return out, labels, bounds, (post["chain"].values, post["draw"].values)
 
     def new_run_population(self, tree, metric, ks, tau=None):
-        """Per recipe: ``metric`` of a new task (new cluster) for a new training run: the
-        recipe's mean intercept (:meth:`_recipe_means`) with ``sigma_run^2`` added to the new
-        task's spread (a new run is a new checkpoint with a new cluster-by-run effect too).
-        Returns ``(chain, draw, system=recipe, k)`` (``missing_bound`` last under bounds).
+        """Per recipe: ``metric`` of a new task (new cluster) for a new training run.
+
+        The recipe's mean intercept (:meth:`_recipe_means`) with ``sigma_run^2`` added to the new
+        task's spread (a new run is a new checkpoint with a new cluster-by-run effect too). Returns
+        ``(chain, draw, system=recipe, k)`` (``missing_bound`` last under bounds).
         """
         parts, labels, bounds, (chains, draws) = self._recipe_means(tree)
         out = []
@@ -1568,10 +1629,12 @@ class LogitNormalRates(base.Model):
         )
 
     def run_variance(self, tree):
-        """Per recipe: the variance over new training runs of a checkpoint's population pass@1
-        (its score on a new task set), ``Var_z g(beta + sigma_run z)`` with ``g`` the pass@1 of
-        a new task at that intercept; Gauss-Hermite over z (24 nodes). ``(chain, draw,
-        system=recipe)``."""
+        """Per recipe: the variance over new training runs of a checkpoint's population pass@1.
+
+        That is its score on a new task set, ``Var_z g(beta + sigma_run z)`` with ``g`` the pass@1
+        of a new task at that intercept; Gauss-Hermite over z (24 nodes).
+        ``(chain, draw, system=recipe)``.
+        """
         parts, labels, bounds, (chains, draws) = self._recipe_means(tree)
         x, w = np.polynomial.hermite_e.hermegauss(24)
         w = w / w.sum()
@@ -1633,10 +1696,12 @@ class LogitNormalRates(base.Model):
 
     @staticmethod
     def _rows(prm, layout, c, n):
-        """The linear predictors once per (cluster, stratum) ``(draw, G H, S)``, each
-        pattern's row of them ``(P,)``, ``sigma_v`` and the patterns: the patterns' own
-        ``(draw, P, S)`` would hold draws x patterns x systems numbers (334 MB on the
-        25-system SWE-bench fit)."""
+        """The linear predictors once per (cluster, stratum) ``(draw, G H, S)``, and the patterns.
+
+        With each pattern's row of them ``(P,)``, ``sigma_v`` and the patterns: the patterns' own
+        ``(draw, P, S)`` would hold draws x patterns x systems numbers (334 MB on the 25-system
+        SWE-bench fit).
+        """
         pat = task_patterns(c, n, layout)
         base = (
             prm["alpha"][:, None, :, :]
@@ -1650,8 +1715,10 @@ class LogitNormalRates(base.Model):
 
     @staticmethod
     def _task_effects(tree, bound):
-        """A full-latent fit's task-effect draws ``(draws, J)`` for one bound, or None (a
-        collapsed fit, or a tree without them)."""
+        """A full-latent fit's task-effect draws ``(draws, J)`` for one bound, or None.
+
+        None for a collapsed fit, or a tree without them.
+        """
         if "task_effects" not in tree.children:
             return None
         effect = tree["task_effects"]["task_effect"]
@@ -1680,10 +1747,12 @@ class LogitNormalRates(base.Model):
         )
 
     def tasks(self, tree, metric, ks, shared=None, tau=None, systems=None):
-        """Draws of ``metric`` over these tasks, ``(chain, draw, system[, missing_bound],
-        k)``: of the ``systems`` (labels) asked for where the fit sampled its task effects
-        (each system's task-by-system effects are then drawn alone), else of every system
-        (the collapsed form draws a task's effects in all systems jointly)."""
+        """Draws of ``metric`` over these tasks, ``(chain, draw, system[, missing_bound], k)``.
+
+        Of the ``systems`` (labels) asked for where the fit sampled its task effects (each system's
+        task-by-system effects are then drawn alone), else of every system (the collapsed form draws
+        a task's effects in all systems jointly).
+        """
         c, n, bounds = self._bounds(tree)
         weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
         seed = int(tree.attrs["seed"])
@@ -1753,12 +1822,14 @@ class LogitNormalRates(base.Model):
         return self._wrap(out, tree, bounds, ks, n_chain, n_draw, index)
 
     def task_rates(self, tree, systems=None):
-        """Per-task rate draws, joint over systems: per posterior draw, each task's rates in
-        the chosen systems drawn exactly from their joint conditional, as the tasks estimand
-        draws them (:func:`bayeval.models.kernels.exact.exact_task_rates`: the shared task
-        effect from its marginal, then each system's task-by-system effect given it, which
-        keeps the rates' dependence across systems); NaN where a system did not run a task.
-        A full-latent fit draws the task-by-system effects given its sampled task effects.
+        """Per-task rate draws, joint over systems.
+
+        Per posterior draw, each task's rates in the chosen systems drawn exactly from their joint
+        conditional, as the tasks estimand draws them
+        (:func:`bayeval.models.kernels.exact.exact_task_rates`: the shared task effect from its
+        marginal, then each system's task-by-system effect given it, which keeps the rates'
+        dependence across systems); NaN where a system did not run a task. A full-latent fit draws
+        the task-by-system effects given its sampled task effects.
         """
         obs = tree["observed_data"].to_dataset()
         c, n, bounds = counts_by_bound(obs)

@@ -117,7 +117,7 @@ NO_STRATA = (
 def validate_priors(priors) -> dict:
     """Fill defaults and check the priors (Normals as (mean, sd), HalfNormal scales)."""
     merged = merge_priors(priors, DEFAULT_PRIORS, "zoib")
-    out = {}
+    out: dict[str, tuple[float, float] | float] = {}
     for name in ("alpha", "delta", "gamma", "log_phi"):
         mean, sd = merged[name]
         if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
@@ -144,6 +144,11 @@ class Layout:
     @property
     def has_clusters(self) -> bool:
         return self.cluster_labels is not None
+
+    @property
+    def n_clusters(self) -> int:
+        """The number of clusters (one without clusters)."""
+        return len(self.cluster_labels) if self.cluster_labels is not None else 1
 
     @property
     def paired(self) -> bool:
@@ -339,13 +344,15 @@ def target_accept(n_tasks: int) -> float:
 
 
 def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
-    """The compiled kernel's data (:mod:`bayeval.models.kernels.zoib`), by the names of its
-    ``FIELDS``: ``spec``, the prior constants and the cells' statistics, C-contiguous,
-    int64 or float64 and read-only (nutpie is handed their addresses)."""
+    """The compiled kernel's data (:mod:`bayeval.models.kernels.zoib`), by its ``FIELDS`` names.
+
+    ``spec``, the prior constants and the cells' statistics, C-contiguous, int64 or float64 and
+    read-only (nutpie is handed their addresses).
+    """
     priors = validate_priors(priors)
     layout = Layout.from_dataset(data.dataset)
     stats = _model_data(score_arrays(data, missing_bound))
-    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    G = layout.n_clusters
     const = [v for name in zoib_kernel.PRIOR_CONSTANTS for v in np.atleast_1d(priors[name])]
     values = {
         "spec": [
@@ -370,8 +377,11 @@ def kernel_inputs(data, priors=None, missing_bound=None) -> dict:
 
 
 def kernel_model(inputs: dict):
-    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes: the compiled kernel called as
-    C functions from nutpie's threads; each draw keeps ``values`` (:func:`split_values`)."""
+    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes.
+
+    The compiled kernel is called as C functions from nutpie's threads; each draw keeps ``values``
+    (:func:`split_values`).
+    """
     from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
 
     spec = inputs["spec"]
@@ -394,10 +404,12 @@ def kernel_model(inputs: dict):
 
 
 def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
-    """The named posterior (:data:`POSTERIOR_VARS`, :data:`LATENT_VARS`) from the kernel's kept
-    values ``(chain, draw, kept)``."""
+    """The named posterior from the kernel's kept values ``(chain, draw, kept)``.
+
+    Its variables are :data:`POSTERIOR_VARS` and :data:`LATENT_VARS`.
+    """
     S, J = layout.n_systems, layout.n_tasks
-    G = len(layout.cluster_labels) if layout.has_clusters else 1
+    G = layout.n_clusters
     lead = values.shape[:2]
     out, i = {}, 0
 
@@ -434,8 +446,10 @@ def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
 def sample(
     data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie", missing_bound=None
 ) -> xr.DataTree:
-    """NUTS on the zoib model: a DataTree whose posterior holds :data:`POSTERIOR_VARS` and the
-    latent effects, and its sampler statistics.
+    """NUTS on the zoib model.
+
+    Returns a DataTree whose posterior holds :data:`POSTERIOR_VARS` and the latent effects, and its
+    sampler statistics.
 
     With nutpie the compiled kernel (:mod:`bayeval.models.kernels.zoib`) is sampled: nothing
     is built or compiled per fit. Where the installed nutpie lacks the route the kernel needs,
@@ -513,8 +527,7 @@ def _normal_mean_expit(location, scale):
 
 
 class ZoibScores(base.Model):
-    """The zoib model: sampled by NUTS, its estimands (the mean score) read from the fitted
-    DataTree."""
+    """The zoib model: sampled by NUTS, its estimands (the mean score) read from the fitted tree."""
 
     name = "zoib"
     estimands = ("tasks", "population")
@@ -536,8 +549,10 @@ class ZoibScores(base.Model):
         return validate_priors(priors)
 
     def build(self, data, priors=None, *, missing_bound=None, kernel: bool = False):
-        """:func:`build_zoib_model`, or with ``kernel`` the compiled log density nutpie
-        samples (:func:`kernel_model`)."""
+        """:func:`build_zoib_model`, or with ``kernel`` the compiled log density nutpie samples.
+
+        See :func:`kernel_model`.
+        """
         if kernel:
             return kernel_model(kernel_inputs(data, priors, missing_bound))
         return build_zoib_model(data, priors, missing_bound)
@@ -652,7 +667,7 @@ class ZoibScores(base.Model):
         post = self._posterior(tree, bound)
         layout = Layout.from_dataset(tree["observed_data"].to_dataset())
         S, J = layout.n_systems, layout.n_tasks
-        G = len(layout.cluster_labels) if layout.has_clusters else 1
+        G = layout.n_clusters
         get = self._flat
         prm = {name: get(post, name, ("system",), (S,)) for name in ("alpha", "delta", "gamma")}
         prm.update({name: get(post, name, (), ()) for name in (*SIGMAS, "sigma_zoi")})

@@ -35,7 +35,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from bayeval._validate import validate_choice
@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Format names accepted by :func:`read` and the reader each one calls.
-FORMATS = {
+FORMATS: dict[str, Callable[..., EvalData]] = {
     "table": read_table,
     "swebench": read_swebench,
     "humaneval": read_humaneval,
@@ -118,7 +118,7 @@ def read(path, format="auto", **kwargs) -> EvalData:
 
 
 def detect_format(path) -> str:
-    """The reader a file (or folder) needs: one of :data:`FORMATS`.
+    r"""The reader a file (or folder) needs: one of :data:`FORMATS`.
 
     ``.eval`` is Inspect; ``.csv``/``.tsv``/``.parquet`` (and compressed tables such as
     ``.csv.gz``) a table; JSON lines with ``doc_id`` and ``metrics`` lm-eval; JSON lines with
@@ -138,7 +138,7 @@ def detect_format(path) -> str:
     --------
     >>> import tempfile, pathlib, bayeval.readers as br
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "results.jsonl"
-    >>> _ = path.write_text('{"task_id": "HumanEval/0", "passed": true}\\n')
+    >>> _ = path.write_text('{"task_id": "HumanEval/0", "passed": true}\n')
     >>> br.detect_format(path)
     'humaneval'
     """

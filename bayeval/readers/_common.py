@@ -97,8 +97,11 @@ def default_system(path: Path, suffixes: tuple[str, ...] = ()) -> str:
 
 
 def check_systems(path_or_paths, system, reader: str) -> bool:
-    """Check how systems are named: as the keys of a non-empty ``{system: path(s)}`` dict, or
-    by one ``system=`` name for every file (or from each file). True for a dict."""
+    """Check how systems are named; True for a dict.
+
+    As the keys of a non-empty ``{system: path(s)}`` dict, or by one ``system=`` name for every file
+    (or from each file).
+    """
     if isinstance(path_or_paths, Mapping):
         if system is not None:
             raise TypeError(

@@ -136,9 +136,9 @@ def read_helm(
             f"{_READER}: cluster must be 'scenario' (the scenario of each run) or "
             f"None (no clusters); got {cluster!r}"
         )
-    for name, value in (("metric", metric), ("split", split), ("perturbation", perturbation)):
+    for arg, value in (("metric", metric), ("split", split), ("perturbation", perturbation)):
         if value is not None and not isinstance(value, str):
-            raise TypeError(f"{_READER}: {name}= must be a str; got {type(value).__name__}")
+            raise TypeError(f"{_READER}: {arg}= must be a str; got {type(value).__name__}")
     pairs = _sources(path_or_paths, system)
     runs, notes = [], []
     for name, path in pairs:
@@ -282,13 +282,15 @@ def _run_spec(path: Path) -> Mapping:
 
 def _scenario(spec: Mapping, path: Path) -> str:
     """The run's name without its ``model=`` argument (the scenario and method)."""
-    name = spec.get("name") if isinstance(spec.get("name"), str) else path.parent.name
+    given = spec.get("name")
+    name = given if isinstance(given, str) else path.parent.name
     stripped = re.sub(r"([:,_])model=[^,]+", r"\1", name)
     return stripped.rstrip(",:_") or name
 
 
 def _model(spec: Mapping, path: Path) -> str:
-    adapter = spec.get("adapter_spec") if isinstance(spec.get("adapter_spec"), Mapping) else {}
+    adapter_spec = spec.get("adapter_spec")
+    adapter = adapter_spec if isinstance(adapter_spec, Mapping) else {}
     for key in ("model", "model_deployment"):
         if isinstance(adapter.get(key), str) and adapter[key]:
             return adapter[key]
@@ -334,7 +336,10 @@ def _names(records) -> list[str]:
 
 def _outcomes(records, path: Path, metric: str, split, perturbation):
     """``([(instance, trial, success, raw status), ...], perturbed stats skipped)``."""
-    chosen, skipped, splits, perturbations = [], 0, {}, {}
+    chosen: list[tuple] = []
+    skipped = 0
+    splits: dict[object, None] = {}  # the splits seen, in order
+    perturbations: dict[str, None] = {}  # the perturbations seen, in order
     for index, record in enumerate(records):
         record_pert = record.get("perturbation")
         for stat in record["stats"]:
@@ -375,7 +380,10 @@ def _outcomes(records, path: Path, metric: str, split, perturbation):
                 f"its splits: {list(splits)}"
             )
         chosen = [c for c in chosen if c[2] == split]
-    out, bad, twice, seen = [], [], [], set()
+    out: list[tuple[object, object, float, str | None]] = []
+    bad: list[tuple[int, object, object]] = []
+    twice: list[tuple] = []
+    seen: set[tuple] = set()
     for index, record, _, stat in chosen:
         trial = record.get("train_trial_index", 0)
         key = (record["instance_id"], trial)

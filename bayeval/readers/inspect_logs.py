@@ -17,9 +17,9 @@ with an epoch missing from the log (an interrupted run) is ``not_run``. The epoc
 log's configured count, or else those its samples have (never assumed). A log whose run did not
 finish (``status: cancelled`` or ``error``) is read with a warning and a note in
 :func:`bayeval.readers.mapping_report`. A log saved without per-sample records is refused. Ids
-are read as text when a log mixes integer and string ids (``0`` and ``'0'`` are one sample). A sample that hit a limit
-(time, tokens, messages) is still scored, and keeps the raw status ``limit_<type>`` (map
-``{"limit_time": "timeout"}`` to treat it as a timeout).
+are read as text when a log mixes integer and string ids (``0`` and ``'0'`` are one sample). A
+sample that hit a limit (time, tokens, messages) is still scored, and keeps the raw status
+``limit_<type>`` (map ``{"limit_time": "timeout"}`` to treat it as a timeout).
 """
 
 from __future__ import annotations

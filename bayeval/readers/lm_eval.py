@@ -65,7 +65,7 @@ def read_lm_eval(
     status_map=None,
     planned_trials=None,
 ) -> EvalData:
-    """Read lm-evaluation-harness ``samples_*.jsonl`` logs into counts.
+    r"""Read lm-evaluation-harness ``samples_*.jsonl`` logs into counts.
 
     Parameters
     ----------
@@ -112,7 +112,7 @@ def read_lm_eval(
     >>> lines = [{"doc_id": i, "filter": "none", "metrics": ["acc", "acc_norm"],
     ...           "acc": a, "acc_norm": 1.0} for i, a in enumerate([1.0, 0.0, 1.0])]
     >>> _ = (folder / "samples_arc_easy_2024-05-13T14-07-22.123456.jsonl").write_text(
-    ...     "".join(json.dumps(line) + "\\n" for line in lines))
+    ...     "".join(json.dumps(line) + "\n" for line in lines))
     >>> data = br.read_lm_eval(folder, metric="acc")
     >>> data.systems, list(data.tasks)
     (['EleutherAI__pythia-160m'], ['arc_easy/0', 'arc_easy/1', 'arc_easy/2'])
@@ -262,7 +262,7 @@ def _from_results(path: Path) -> list[tuple[Path, str | None]]:
     """The sample files an aggregated ``results_<timestamp>.json`` names, and its model."""
     report = read_json(path, _READER)
     if not is_results_file(report):
-        found = (
+        held = (
             sorted(map(str, report))[:12]
             if isinstance(report, Mapping)
             else f"a JSON {type(report).__name__}"
@@ -270,12 +270,13 @@ def _from_results(path: Path) -> list[tuple[Path, str | None]]:
         raise ValueError(
             f"{_READER}: '{path}' is neither a samples_<task>_<time>.jsonl file nor "
             "the harness's aggregated results_<time>.json (an object with "
-            f"'results' and 'configs'/'versions'); found {found}"
+            f"'results' and 'configs'/'versions'); found {held}"
         )
     tasks = _leaf_tasks(report)
     match = _RESULTS.match(path.name)
     date = match["date"] if match else None
-    found, lacking = [], []
+    found: list[Path] = []
+    lacking: list[str] = []
     for task in tasks:
         if date is not None:
             exact = path.parent / f"samples_{task}_{date}.jsonl"
@@ -322,7 +323,8 @@ def _model_name(report: Mapping) -> str | None:
     """The model a results file names: ``model_name``, ``pretrained=`` or ``config.model``."""
     if isinstance(report.get("model_name"), str) and report["model_name"]:
         return report["model_name"]
-    config = report.get("config") if isinstance(report.get("config"), Mapping) else {}
+    given = report.get("config")
+    config = given if isinstance(given, Mapping) else {}
     args = config.get("model_args")
     if isinstance(args, Mapping) and isinstance(args.get("pretrained"), str):
         return args["pretrained"]

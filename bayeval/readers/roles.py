@@ -210,8 +210,11 @@ def _file_stem(source) -> str:
 
 
 def _one_system(frame, given, system_name) -> bool:
-    """Whether the table is read as one system; refuses a table whose system column is only
-    named otherwise, and ``--system-name`` or ``--system none`` beside a system column."""
+    """Whether the table is read as one system.
+
+    Refuses a table whose system column is only named otherwise, and ``--system-name`` or
+    ``--system none`` beside a system column.
+    """
     one_system = (given is not None and given.lower() == "none") or (
         given is None and CONVENTIONAL["system"] not in frame.columns
     )
@@ -400,9 +403,11 @@ def table_roles(
 def _score_role(
     frame, given, scores, success, successes, trials, trials_option, lines
 ) -> str | None:
-    """The column of partial-credit scores (``score``, or a detected ``score`` column when no
-    0/1 outcome column is named or present), or None for 0/1 outcomes; refused where the
-    caller analyses 0/1 outcomes only (``scores`` false)."""
+    """The column of partial-credit scores, or None for 0/1 outcomes.
+
+    The column is ``score``, or a detected ``score`` column when no 0/1 outcome column is named or
+    present; refused where the caller analyses 0/1 outcomes only (``scores`` false).
+    """
     detected = (
         given is None
         and success is None

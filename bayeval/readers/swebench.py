@@ -232,7 +232,9 @@ def read_swebench(
         )
     pairs, one_per_system = _sources(path_or_paths, system)
     given = None if instances is None else instance_list(instances)
-    rows, notes, owner = [], [], {}
+    rows: list[dict] = []
+    notes: list[str] = []
+    owner: dict[tuple[str, str], Path] = {}
     for name, path in pairs:
         report = read_json(path, _READER)
         if _is_classic(report):

@@ -12,7 +12,9 @@ import gzip
 import json
 import lzma
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 import pandas as pd
 
@@ -32,11 +34,15 @@ TABLE_SUFFIXES = {
     ".json": "json",
 }
 #: Compression suffixes understood on top of a table suffix (``runs.csv.gz``).
-COMPRESSIONS = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+COMPRESSIONS: dict[str, Callable[..., IO[str]]] = {
+    ".gz": gzip.open,
+    ".bz2": bz2.open,
+    ".xz": lzma.open,
+}
 
 
 def read_table(path, **columns) -> EvalData:
-    """Read a tidy table file and pass it to :func:`bayeval.from_frame`.
+    r"""Read a tidy table file and pass it to :func:`bayeval.from_frame`.
 
     Parameters
     ----------
@@ -67,10 +73,10 @@ def read_table(path, **columns) -> EvalData:
     >>> import tempfile, pathlib, bayeval.readers as br
     >>> folder = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (folder / "runs.jsonl").write_text(
-    ...     '{"model": "A", "item": "t1", "ok": 1}\\n'
-    ...     '{"model": "A", "item": "t2", "ok": 0}\\n'
-    ...     '{"model": "B", "item": "t1", "ok": 1}\\n'
-    ...     '{"model": "B", "item": "t2", "ok": 1}\\n')
+    ...     '{"model": "A", "item": "t1", "ok": 1}\n'
+    ...     '{"model": "A", "item": "t2", "ok": 0}\n'
+    ...     '{"model": "B", "item": "t1", "ok": 1}\n'
+    ...     '{"model": "B", "item": "t2", "ok": 1}\n')
     >>> data = br.read_table(folder / "runs.jsonl", system="model", task="item", success="ok")
     >>> data.dataset["successes"].values
     array([[1, 0],

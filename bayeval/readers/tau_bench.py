@@ -93,7 +93,9 @@ def read_tau_bench(
         if system is not None and not isinstance(system, str):
             raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
         pairs = [(system or default_system(p), p) for p in _files(path_or_paths)]
-    rows, notes, owner = [], [f"success = reward >= {threshold:g}"], {}
+    rows: list[dict] = []
+    notes = [f"success = reward >= {threshold:g}"]
+    owner: dict[str, Path] = {}
     for name, path in pairs:
         if name in owner and not isinstance(path_or_paths, Mapping) and system is None:
             raise ValueError(
@@ -177,7 +179,9 @@ def _episodes(payload, path, threshold) -> tuple[list[tuple], int]:
             f"{_READER}: '{path}' is not a τ-bench trajectory file: it needs a "
             "list of records with 'task_id', 'trial' and 'reward'; found " + found
         )
-    out, bad, partial = [], [], 0
+    out: list[tuple[object, object, float, str | None]] = []
+    bad: list[tuple[int, object]] = []
+    partial = 0
     for index, record in enumerate(payload):
         reward, info = record["reward"], record.get("info") or {}
         if not isinstance(info, Mapping):
@@ -188,7 +192,7 @@ def _episodes(payload, path, threshold) -> tuple[list[tuple], int]:
         if not isinstance(reward, Real) or isinstance(reward, bool) or not math.isfinite(reward):
             bad.append((index, reward))
             continue
-        partial += 0 < reward < 1
+        partial += 0 < float(reward) < 1
         raw = "no_reward_info" if "reward_info" in info and info["reward_info"] is None else None
         out.append((record["task_id"], record["trial"], float(reward >= threshold), raw))
     if bad:

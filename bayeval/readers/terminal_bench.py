@@ -128,7 +128,9 @@ def read_terminal_bench(
             f"'.') or None (no clusters); got {cluster!r}"
         )
     pairs, named = _sources(path_or_paths, system)
-    rows, owner, notes = [], {}, []
+    rows: list[dict] = []
+    owner: dict[str, Path] = {}
+    notes: list[str] = []
     for name, path in pairs:
         trials = _trials(read_json(path, _READER), path)
         if not named:
@@ -152,7 +154,7 @@ def read_terminal_bench(
                 }
             )
         notes.append(f"'{path}': {len(trials)} trials")
-    seen = {}
+    seen: dict[tuple, dict] = {}
     for row in rows:
         key = (row["system"], row["task"], row["attempt"], row["file"])
         if row["attempt"] is not None and key in seen and seen[key] is not row:

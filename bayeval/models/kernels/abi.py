@@ -35,8 +35,11 @@ _as_i64_pointer = _pointer_intrinsic(numba.types.int64, "The int64 address as an
 
 @numba.njit(cache=True)
 def nutpie_status(logp, grad):
-    """nutpie's return code for a log density and its gradient: 0, or 3 for a gradient that
-    is not finite, 4 for a log density that is not (a point the sampler rejects)."""
+    """Nutpie's return code for a log density and its gradient.
+
+    0, or 3 for a gradient that is not finite, 4 for a log density that is not (a point the sampler
+    rejects).
+    """
     if not finite(grad):
         return 3
     if not math.isfinite(logp):
@@ -45,8 +48,11 @@ def nutpie_status(logp, grad):
 
 
 def meta_array(names, sizes: dict, arrays: dict) -> np.ndarray:
-    """The user data of a kernel's C functions: for each of ``names`` in order, its integer
-    from ``sizes`` or else the address of its array in ``arrays`` (kept alive by the caller)."""
+    """The user data of a kernel's C functions.
+
+    For each of ``names`` in order, its integer from ``sizes`` or else the address of its array in
+    ``arrays`` (kept alive by the caller).
+    """
     return np.array(
         [sizes[name] if name in sizes else arrays[name].ctypes.data for name in names],
         dtype=np.int64,
@@ -54,8 +60,11 @@ def meta_array(names, sizes: dict, arrays: dict) -> np.ndarray:
 
 
 def kernel_data(values: dict, integers=("spec", "index")) -> dict:
-    """The kernel's data as the C functions read them: C-contiguous, int64 (the arrays named
-    in ``integers``) or float64, and read-only (their addresses are handed to nutpie)."""
+    """The kernel's data as the C functions read them.
+
+    C-contiguous, int64 (the arrays named in ``integers``) or float64, and read-only (their
+    addresses are handed to nutpie).
+    """
     out = {}
     for name, value in values.items():
         dtype = np.int64 if name in integers else np.float64

@@ -23,7 +23,8 @@ def _latent_y(e, tail, eta, sigma_v, paired):
 
     ``e`` holds the task effects (:func:`coordinates._task_effects` of the tail's first ``J``
     coordinates); with several systems the tail continues with the task-by-system effects
-    ``z_v`` (task-major, ``j S + s``), non-centred, each ``z`` standard normal."""
+    ``z_v`` (task-major, ``j S + s``), non-centred, each ``z`` standard normal.
+    """
     J, S = eta.shape
     y = np.empty((J, S))
     for j in range(J):
@@ -34,13 +35,15 @@ def _latent_y(e, tail, eta, sigma_v, paired):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
-    """The full-latent form's log density of the task-by-system effects and of the counts
-    given the logits: each cell adds ``c y - n softplus(y)`` (binomial coefficients left out),
-    with ``small = exp(-|y|)`` and ``log_term = log1p(small)`` given (``softplus(y) = max(y, 0)
-    + log_term``: :func:`numerics._softplus_parts`). Returns the sum (the standard normal log
-    densities of ``z_v`` included), the gradient in the predictors ``(J, S)``, in the task effects
-    ``(J,)`` and the part for ``sigma_v``; adds the gradient in ``z_v`` (see
-    :func:`_latent_y`) to ``g_tail``."""
+    """The full-latent form's log density of the task-by-system effects and of the counts.
+
+    The counts are given the logits: each cell adds ``c y - n softplus(y)`` (binomial coefficients
+    left out), with ``small = exp(-|y|)`` and ``log_term = log1p(small)`` given
+    (``softplus(y) = max(y, 0) + log_term``: :func:`numerics._softplus_parts`). Returns the sum (the
+    standard normal log densities of ``z_v`` included), the gradient in the predictors ``(J, S)``,
+    in the task effects ``(J,)`` and the part for ``sigma_v``; adds the gradient in ``z_v`` (see
+    :func:`_latent_y`) to ``g_tail``.
+    """
     J, S = y.shape
     total, g_sv = 0.0, 0.0
     g_eta = np.zeros((J, S))
@@ -80,12 +83,16 @@ CELL_TABLE_TRIALS = 255
 
 @numba.njit(cache=True, parallel=True)
 def cell_tables(counts, x, logw):
-    """``(T, CELL_TABLE_SIZE, TABLE_SIZE, 4)``: for ``c`` successes in ``n`` trials (``counts[q]
-    = (c, n)``, ``c <= n - c``), ``log g = log int N(v; 0, sigma_v) expit(y + v)^c (1 - expit(y
-    + v))^(n - c) dv`` on a grid of ``(log sigma_v, y)``, with its derivatives in ``y``, in
-    ``log sigma_v`` and in both (the adaptive rule, :func:`tables._table_cell`: within 1e-7): the
-    corners of a bicubic Hermite interpolant (:func:`_cell_table_slice`). The mirrored counts
-    ``(n - c, n)`` read the same table at ``-y``, since ``v`` is symmetric about zero."""
+    """Tables of a cell's integral over its task-by-system effect, per counts.
+
+    ``(T, CELL_TABLE_SIZE, TABLE_SIZE, 4)``: for ``c`` successes in ``n`` trials
+    (``counts[q] = (c, n)``, ``c <= n - c``),
+    ``log g = log int N(v; 0, sigma_v) expit(y + v)^c (1 - expit(y + v))^(n - c) dv`` on a grid of
+    ``(log sigma_v, y)``, with its derivatives in ``y``, in ``log sigma_v`` and in both (the
+    adaptive rule, :func:`tables._table_cell`: within 1e-7): the corners of a bicubic Hermite
+    interpolant (:func:`_cell_table_slice`). The mirrored counts ``(n - c, n)`` read the same table
+    at ``-y``, since ``v`` is symmetric about zero.
+    """
     T = counts.shape[0]
     out = np.empty((T, CELL_TABLE_SIZE, TABLE_SIZE, 4))
     for m in numba.prange(T * CELL_TABLE_SIZE):  # a column of a table per thread at a time
@@ -109,10 +116,12 @@ def cell_tables(counts, x, logw):
 
 @numba.njit(cache=True)
 def _cell_table_node(i, cq, nq, log_sigma, x, logw, tab, terms, out):
-    """``out (4,)``: at row ``i`` of :data:`tables.TABLE_LOW`'s grid, ``cq`` successes in ``nq``
-    trials, ``log g`` and its derivatives in ``y``, in ``log sigma_v`` and in both, from the
-    adaptive rule's cell (:func:`tables._table_cell`, whose ``sigma_v`` derivatives are per unit
-    of ``sigma_v``)."""
+    """One node of a cell table: ``log g`` and its derivatives, into ``out (4,)``.
+
+    At row ``i`` of :data:`tables.TABLE_LOW`'s grid, ``cq`` successes in ``nq`` trials, ``log g``
+    and its derivatives in ``y``, in ``log sigma_v`` and in both, from the adaptive rule's cell
+    (:func:`tables._table_cell`, whose ``sigma_v`` derivatives are per unit of ``sigma_v``).
+    """
     sigma = math.exp(log_sigma)
     _table_cell(i, 0, cq, nq, 1.0 / (sigma * sigma), log_sigma, x, logw, tab, terms)
     out[0] = tab[0, i, 0]
@@ -123,9 +132,11 @@ def _cell_table_node(i, cq, nq, log_sigma, x, logw, tab, terms, out):
 
 @numba.njit(cache=True)
 def _hermite_basis(t, h):
-    """The cubic Hermite basis on a step of length ``h`` at ``t`` in [0, 1], for values
-    ``(h00, h10, h01, h11)`` and their derivatives along the step ``(d00, d10, d01, d11)``:
-    ``f = h00 f0 + h10 f0' + h01 f1 + h11 f1'`` (the slopes' factor ``h`` included)."""
+    """The cubic Hermite basis on a step of length ``h`` at ``t`` in [0, 1].
+
+    Values ``(h00, h10, h01, h11)`` and their derivatives along the step ``(d00, d10, d01, d11)``:
+    ``f = h00 f0 + h10 f0' + h01 f1 + h11 f1'`` (the slopes' factor ``h`` included).
+    """
     t2 = t * t
     t3 = t2 * t
     h01 = 3.0 * t2 - 2.0 * t3
@@ -143,9 +154,11 @@ def _hermite_basis(t, h):
 
 @numba.njit(cache=True)
 def _cell_table_block(spec, const):
-    """The cell tables ``(T, CELL_TABLE_SIZE, TABLE_SIZE, 4)`` and their counts ``(T, 2)``
-    (:func:`cell_tables`), stored last in ``const`` (then ``T``) where the full-latent form
-    integrates cells over their task-by-system effects (``spec[15]``), else empty."""
+    """The cell tables ``(T, CELL_TABLE_SIZE, TABLE_SIZE, 4)`` and their counts ``(T, 2)``.
+
+    As :func:`cell_tables` makes them, stored last in ``const`` (then ``T``) where the full-latent
+    form integrates cells over their task-by-system effects (``spec[15]``), else empty.
+    """
     if spec.shape[0] < 16 or spec[15] == 0:
         return np.zeros((0, CELL_TABLE_SIZE, TABLE_SIZE, 4)), np.zeros((0, 2))
     end = const.shape[0] - 1
@@ -157,12 +170,14 @@ def _cell_table_block(spec, const):
 
 @numba.njit(cache=True)
 def _cell_table_slice(block, q, sigma_v, lo, hi, out):
-    """Rows ``lo..hi`` of cell table ``q`` at ``sigma_v``, into ``out[q, :rows]``: the
-    value and its slope in ``y``, and their derivatives in ``log sigma_v``. Within the
-    tabulated spreads, the cubic Hermite interpolant between two columns; beyond, the
-    tangent in ``log sigma_v`` at the nearest column (below 0.03 the integral hardly moves
-    with ``sigma_v``; above 20 the prior leaves no mass: computing the integrals there
-    instead cost a warm-up trajectory that strayed out tens of milliseconds a gradient)."""
+    """Rows ``lo..hi`` of cell table ``q`` at ``sigma_v``, into ``out[q, :rows]``.
+
+    The value and its slope in ``y``, and their derivatives in ``log sigma_v``. Within the tabulated
+    spreads, the cubic Hermite interpolant between two columns; beyond, the tangent in
+    ``log sigma_v`` at the nearest column (below 0.03 the integral hardly moves with ``sigma_v``;
+    above 20 the prior leaves no mass: computing the integrals there instead cost a warm-up
+    trajectory that strayed out tens of milliseconds a gradient).
+    """
     log_sigma = math.log(sigma_v)
     t = (log_sigma - CELL_TABLE_LOW) / CELL_TABLE_STEP
     k = int(math.floor(t)) if t == t else 0  # NaN (a diverging trajectory): the first column
@@ -192,11 +207,13 @@ def _cell_table_slice(block, q, sigma_v, lo, hi, out):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _cell_table_at(y, q, first, rows, coef):
-    """``(log g, d/dy, d/dlog sigma_v)`` at ``y`` from table ``q``'s slice, its first row
-    ``first`` of :data:`tables.TABLE_LOW`'s grid (:func:`_cell_table_slice`, and
-    :func:`_hermite_coefficients` of its rows): the cubic Hermite interpolant in ``y`` by Horner's
-    rule, and beyond the grid (or at a NaN) the tangent at its end, with that tangent's
-    derivative in ``log sigma_v``. The slice must hold the rows around ``y``."""
+    """``(log g, d/dy, d/dlog sigma_v)`` at ``y`` from table ``q``'s slice.
+
+    The slice's first row is ``first`` of :data:`tables.TABLE_LOW`'s grid
+    (:func:`_cell_table_slice`, and :func:`_hermite_coefficients` of its rows): the cubic Hermite
+    interpolant in ``y`` by Horner's rule, and beyond the grid (or at a NaN) the tangent at its end,
+    with that tangent's derivative in ``log sigma_v``. The slice must hold the rows around ``y``.
+    """
     t = (y - TABLE_LOW) * (1.0 / TABLE_STEP)
     if not 0.0 < t < TABLE_SIZE - 1:
         i = 0 if t <= 0.0 else TABLE_SIZE - 1
@@ -219,15 +236,17 @@ def _cell_table_at(y, q, first, rows, coef):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail):
-    """The full-latent form's cells where those whose counts have a table (``counts (T,
-    2)``, :func:`cell_tables`) are integrated over their task-by-system effects: such a
-    cell reads its table at ``y = eta + e`` (more successes than failures: the mirrored
-    counts' table at ``-y``); the other cells add ``c y - n softplus(y)`` at ``y = eta + e +
-    sigma_v z`` as in :func:`_latent_cells`, their ``z`` the tail's coordinates after the
-    ``J`` task effects, in task-major order of those cells. The tables are sliced at
-    ``sigma_v`` over the rows of the largest ``|y|`` read, and each read is a Horner
-    evaluation (:func:`_cell_table_at`). Returns what :func:`_latent_cells` returns, and
-    adds to ``g_tail`` likewise."""
+    """The full-latent form's cells where those with a table are integrated over their effects.
+
+    The effects are the task-by-system ones, the tables those of the cells' counts
+    (``counts (T, 2)``, :func:`cell_tables`): such a cell reads its table at ``y = eta + e`` (more
+    successes than failures: the mirrored counts' table at ``-y``); the other cells add
+    ``c y - n softplus(y)`` at ``y = eta + e + sigma_v z`` as in :func:`_latent_cells`, their ``z``
+    the tail's coordinates after the ``J`` task effects, in task-major order of those cells. The
+    tables are sliced at ``sigma_v`` over the rows of the largest ``|y|`` read, and each read is a
+    Horner evaluation (:func:`_cell_table_at`). Returns what :func:`_latent_cells` returns, and adds
+    to ``g_tail`` likewise.
+    """
     J, S = eta.shape
     K = tail.shape[0] - J
     T = counts.shape[0]
@@ -299,14 +318,17 @@ def _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail):
 
 @numba.njit(cache=True, fastmath={"contract"})
 def _fixed_rows(first, top, q, cq, nq, sigma_v, u, lam, tab):
-    """Fill cells ``first`` to ``top`` (at rows 0, 1, ... of ``tab``) of table ``q`` for the
-    low-trial counts ``(cq, nq)`` by the fixed inner rule of the collapsed form's grid: ``g =
-    sum_m lam_m p_m^c (1 - p_m)^(n - c)``, ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite
-    on the standardised task-by-system effect), with ``log g``, its derivatives in ``y`` and
-    ``sigma_v`` and their cross derivative, those of the rule itself (the layout of
-    :func:`tables._table_cell`, without its ready flag: :func:`_integrated_cells` fills every cell
-    it reads first). Each node's ``p`` and ``1 - p`` come from one exponential,
-    ``exp(-|y|)``, taken over every row and node at once (:func:`numerics._neg_abs_exp`)."""
+    """Fill cells ``first`` to ``top`` of table ``q`` by the collapsed form's fixed inner rule.
+
+    The cells go at rows 0, 1, ... of ``tab``, for the low-trial counts ``(cq, nq)``, by the fixed
+    inner rule of the collapsed form's grid: ``g = sum_m lam_m p_m^c (1 - p_m)^(n - c)``,
+    ``p_m = expit(y_i + sigma_v u_m)`` (Gauss-Hermite on the standardised task-by-system effect),
+    with ``log g``, its derivatives in ``y`` and ``sigma_v`` and their cross derivative, those of
+    the rule itself (the layout of :func:`tables._table_cell`, without its ready flag:
+    :func:`_integrated_cells` fills every cell it reads first). Each node's ``p`` and ``1 - p`` come
+    from one exponential, ``exp(-|y|)``, taken over every row and node at once
+    (:func:`numerics._neg_abs_exp`).
+    """
     M = u.shape[0]
     rows = top - first + 1
     ys = np.empty(rows * M)
@@ -338,11 +360,13 @@ def _fixed_rows(first, top, q, cq, nq, sigma_v, u, lam, tab):
 
 @numba.njit(cache=True)
 def _hermite_coefficients(tab, q, first, last, coef, cross=4):
-    """The cubic Hermite interpolants of table ``q`` between its rows ``first`` and
-    ``last`` as polynomials in ``t`` in [0, 1] on each step, for Horner's rule: ``coef[q,
-    i, :4]`` those of ``log g`` (from its values and slopes in ``y``, columns 0 and 1),
-    ``coef[q, i, 4:]`` those of its derivative in ``sigma_v`` (from its values, column 2,
-    and its cross derivative, column ``cross``)."""
+    """The cubic Hermite interpolants of table ``q`` as polynomials, for Horner's rule.
+
+    Between its rows ``first`` and ``last``, as polynomials in ``t`` in [0, 1] on each step:
+    ``coef[q, i, :4]`` those of ``log g`` (from its values and slopes in ``y``, columns 0 and 1),
+    ``coef[q, i, 4:]`` those of its derivative in ``sigma_v`` (from its values, column 2, and its
+    cross derivative, column ``cross``).
+    """
     h = TABLE_STEP
     for i in range(first, last):
         for value, slope, at in ((0, 1, 0), (2, cross, 4)):
@@ -367,21 +391,23 @@ def _low_table(cc, nn):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
-    """The task-latent form's log likelihood of the counts given the logits ``y[j, s] =
-    base[cluster[j], stratum[j], s] + e[j]`` (``base (G, H, S)`` from :func:`logp._forward`, ``e
-    (J,)`` the task effects the likelihood sees), each cell's task-by-system effect
-    integrated out (every cell has at most :data:`quadrature.LOW_TRIALS` trials): ``log g_{c,n}(y;
-    sigma_v)`` by the fixed inner rule of the collapsed form's grid (:func:`_fixed_rows`),
-    tabulated per counts over the range of ``|y|`` and read by the cubic Hermite interpolant
-    of :func:`tables._table_at` (counts with fewer successes than failures read their mirror at
-    ``-y``, since the effect is symmetric; beyond the grid, the tangent at its end). Returns
-    the sum, the gradient in ``base`` (summed over each row's tasks: what
-    :func:`logp._backward_rows` takes), in the task effects ``(J,)`` and in ``sigma_v``: those of
-    the interpolant, whose cells are exact functions of ``sigma_v``. Binomial coefficients
-    are left out, as in :func:`_latent_cells`. The reads are written out in one loop (a call
-    per cell cost three times as much), each a Horner evaluation of the step's polynomial
-    (:func:`_hermite_coefficients`: 0.7 of the time of weighting the Hermite basis), and
-    the logits are formed as the cells are read, never held whole."""
+    """The task-latent form's log likelihood of the counts, each cell's effect integrated out.
+
+    The counts are given the logits ``y[j, s] = base[cluster[j], stratum[j], s] + e[j]``
+    (``base (G, H, S)`` from :func:`logp._forward`, ``e (J,)`` the task effects the likelihood
+    sees), each cell's task-by-system effect integrated out (every cell has at most
+    :data:`quadrature.LOW_TRIALS` trials): ``log g_{c,n}(y; sigma_v)`` by the fixed inner rule of
+    the collapsed form's grid (:func:`_fixed_rows`), tabulated per counts over the range of ``|y|``
+    and read by the cubic Hermite interpolant of :func:`tables._table_at` (counts with fewer
+    successes than failures read their mirror at ``-y``, since the effect is symmetric; beyond the
+    grid, the tangent at its end). Returns the sum, the gradient in ``base`` (summed over each row's
+    tasks: what :func:`logp._backward_rows` takes), in the task effects ``(J,)`` and in ``sigma_v``:
+    those of the interpolant, whose cells are exact functions of ``sigma_v``. Binomial coefficients
+    are left out, as in :func:`_latent_cells`. The reads are written out in one loop (a call per
+    cell cost three times as much), each a Horner evaluation of the step's polynomial
+    (:func:`_hermite_coefficients`: 0.7 of the time of weighting the Hermite basis), and the logits
+    are formed as the cells are read, never held whole.
+    """
     J, S = c.shape
     reach = 0.0  # the largest |y| read, in a loop the compiler vectorises
     for j in range(J):
@@ -445,8 +471,11 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
 
 @numba.njit(cache=True)
 def _sampled_cells(spec, const, tail, eta, e, c, n, sigma_v, paired, g_tail):
-    """The full-latent form's cells: every cell's task-by-system effect sampled
-    (:func:`_latent_cells`), or the cells with a table integrated (:func:`_hybrid_cells`)."""
+    """The full-latent form's cells, their task-by-system effects sampled or integrated.
+
+    Every cell's task-by-system effect sampled (:func:`_latent_cells`), or the cells with a table
+    integrated (:func:`_hybrid_cells`).
+    """
     block, counts = _cell_table_block(spec, const)
     if counts.shape[0] > 0:
         return _hybrid_cells(tail, eta, e, c, n, sigma_v, block, counts, g_tail)

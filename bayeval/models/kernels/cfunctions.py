@@ -129,8 +129,11 @@ def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
 
 
 def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
-    """The kept values of a draw: ``theta`` (collapsed), or its first ``n_kept`` coordinates
-    and the ``J`` task effects (full-latent, :func:`logp.latent_task_effects`)."""
+    """The kept values of a draw: ``theta``, or its leading coordinates and the task effects.
+
+    ``theta`` itself (collapsed), or its first ``n_kept`` coordinates and the ``J`` task effects
+    (full-latent, :func:`logp.latent_task_effects`).
+    """
     meta = numba.carray(meta_p, (len(NUTPIE_FIELDS),))
     D, kept, J = meta[0], meta[11], meta[12]
     if dim != D or n_expanded != kept + J:
@@ -148,8 +151,10 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
 
 
 def nutpie_functions():
-    """The compiled C log density and expansion (:func:`_nutpie_logp`, :func:`_nutpie_expand`),
-    loaded from numba's disk cache after the first compilation on a machine."""
+    """The compiled C log density and expansion (:func:`_nutpie_logp`, :func:`_nutpie_expand`).
+
+    Loaded from numba's disk cache after the first compilation on a machine.
+    """
     global _nutpie_cfuncs
     if _nutpie_cfuncs is None:
         _nutpie_cfuncs = (

@@ -49,9 +49,12 @@ from bayeval.models.kernels.quadrature import Rules
 
 
 def zero_sum_basis(G: int) -> np.ndarray:
-    """Orthonormal basis ``(G, G - 1)`` of the vectors of length G that sum to zero: the first
-    ``G - 1`` columns of the reflection ``I - 2 v v' / v'v`` with ``v = e_G - 1 / sqrt(G)``
-    (which maps the last axis onto the mean direction), so the kernel applies it in O(G)."""
+    """Orthonormal basis ``(G, G - 1)`` of the vectors of length G that sum to zero.
+
+    The first ``G - 1`` columns of the reflection ``I - 2 v v' / v'v`` with
+    ``v = e_G - 1 / sqrt(G)`` (which maps the last axis onto the mean direction), so the kernel
+    applies it in O(G).
+    """
     v = -np.full(G, 1.0 / np.sqrt(G))
     v[-1] += 1.0
     reflection = np.eye(G) - 2.0 * np.outer(v, v) / (v @ v) if G > 1 else np.eye(G)
@@ -65,8 +68,9 @@ def contrast_rotation(S: int) -> np.ndarray:
 
 
 def block_rotation(blocks) -> tuple[np.ndarray, np.ndarray]:
-    """Orthonormal ``(S, S)`` rotation onto each block's mean and contrast directions, and the
-    size of the block each column is the mean of (0 for a contrast column).
+    """Orthonormal ``(S, S)`` rotation onto each block's mean and contrast directions.
+
+    With it, the size of the block each column is the mean of (0 for a contrast column).
 
     ``blocks`` gives each system's block (the recipe its run belongs to); empty: one block.
     Columns run block by block, each block's mean first.
@@ -85,9 +89,10 @@ def block_rotation(blocks) -> tuple[np.ndarray, np.ndarray]:
 
 
 def task_reflections(cluster, stratum) -> np.ndarray:
-    """The constants of centred full-latent task effects: the rank ``r`` of the subspace
-    spanned by the tasks' cluster and stratum indicators, then ``r`` unit Householder vectors
-    ``(r, J)``, flattened.
+    """The constants of centred full-latent task effects: a rank and Householder vectors.
+
+    The rank ``r`` of the subspace spanned by the tasks' cluster and stratum indicators, then ``r``
+    unit Householder vectors ``(r, J)``, flattened.
 
     The likelihood sees the task effects only through their sums with the intercepts (per
     stratum) and cluster effects, so the effects' components in that subspace (their means
@@ -130,14 +135,15 @@ def task_reflections(cluster, stratum) -> np.ndarray:
 ADDITIVE_STEPS = 40
 
 
-def additive_logits(c, n, stratum) -> tuple[np.ndarray, np.ndarray]:
-    """A quick point estimate of each cell's logit under ``alpha[s, stratum] + e[task]``
-    (intercepts, task effects normal with a spread estimated along): the rates
+def additive_logits(c, n, stratum) -> tuple[np.ndarray, float]:
+    """A quick point estimate of each cell's logit under ``alpha[s, stratum] + e[task]``.
+
+    Intercepts, and task effects normal with a spread estimated along. Returns the rates
     ``expit(logit) (S, J)`` and the task effects' spread, by alternating Newton steps
-    (:data:`ADDITIVE_STEPS`); cells without trials weigh nothing. Written here rather than
-    fitted with statsmodels: a GLM would need a dense design of a column per system and task
-    and estimates no spread for the task effects, and the guide built on this needs only a
-    near value (:func:`cluster_system_guide`).
+    (:data:`ADDITIVE_STEPS`); cells without trials weigh nothing. Written here rather than fitted
+    with statsmodels: a GLM would need a dense design of a column per system and task and estimates
+    no spread for the task effects, and the guide built on this needs only a near value
+    (:func:`cluster_system_guide`).
 
     Examples
     --------
@@ -168,11 +174,12 @@ def additive_logits(c, n, stratum) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cluster_system_guide(c, n, cluster, stratum, weights=()) -> np.ndarray:
-    """The constants by which the task-latent form guides its cluster-by-system coordinates
-    (:func:`bayeval.models.kernels.guide._unguide`): per system, the eigenvectors ``(S, G - 1,
-    G - 1)`` of the data's information about its zero-sum cluster-by-system coordinates, the
-    eigenvalues ``(S, G - 1)`` and the data's score in that basis ``(S, G - 1)``, flattened in
-    that order.
+    """The constants by which the task-latent form guides its cluster-by-system coordinates.
+
+    See :func:`bayeval.models.kernels.guide._unguide`. Per system, the eigenvectors
+    ``(S, G - 1, G - 1)`` of the data's information about its zero-sum cluster-by-system
+    coordinates, the eigenvalues ``(S, G - 1)`` and the data's score in that basis ``(S, G - 1)``,
+    flattened in that order.
 
     Score and information are those of the binomial cells at zero cluster-by-system effects,
     at the rates of :func:`additive_logits` (the systems' intercepts and the task effects,
@@ -215,8 +222,9 @@ def cluster_system_guide(c, n, cluster, stratum, weights=()) -> np.ndarray:
 
 
 def reflect(reflections: np.ndarray, x: np.ndarray, transpose: bool = False) -> np.ndarray:
-    """``H x`` (or ``H' x``) along the last axis of ``x``, ``H`` the product of the
-    reflections of :func:`task_reflections`.
+    """``H x`` (or ``H' x``) along the last axis of ``x``.
+
+    ``H`` is the product of the reflections of :func:`task_reflections`.
 
     Examples
     --------
@@ -236,9 +244,10 @@ def reflect(reflections: np.ndarray, x: np.ndarray, transpose: bool = False) -> 
 
 
 def cluster_pair_map(cluster, reflections) -> np.ndarray | None:
-    """``Q (G, G)``: the task effects' standardised cluster components per unit of the first
-    ``r`` coordinates of :func:`task_reflections`, or None where those span more than the
-    clusters' indicators (strata across clusters).
+    """``Q (G, G)``: the task effects' standardised cluster components per task coordinate.
+
+    Per unit of the first ``r`` coordinates of :func:`task_reflections`, or None where those span
+    more than the clusters' indicators (strata across clusters).
 
     Where they span exactly the clusters' indicators, ``H[:, :r] = I_c D^(-1/2) Q`` with ``D``
     the tasks per cluster and ``Q`` orthogonal: cluster g's mean task effect is ``sigma_task
@@ -268,8 +277,9 @@ def cluster_pair_map(cluster, reflections) -> np.ndarray | None:
 
 
 def task_cluster_fold(cluster, stratum, reflections) -> np.ndarray:
-    """``(G - 1, r)``: the zero-sum cluster coordinates of the task effects' cluster
-    components, per unit of the ``r`` standardised coordinates of :func:`task_reflections`.
+    """``(G - 1, r)``: the zero-sum cluster coordinates of the task effects' cluster components.
+
+    Per unit of the ``r`` standardised coordinates of :func:`task_reflections`.
 
     Those coordinates span the tasks' cluster and stratum indicators, so ``H[:, :r] z =
     I_c a + I_h b`` for cluster and stratum vectors ``a``, ``b`` (least squares, exact); the
@@ -328,6 +338,7 @@ class Coordinates:
 
     @property
     def offsets(self) -> dict:
+        """Each parameter's ``(start, size)`` in ``theta``; ``"size"`` holds the total."""
         S, H, G = self.S, self.H, self.G
         sizes = [
             ("sigma_task", 1),
@@ -356,6 +367,7 @@ class Coordinates:
 
     @property
     def size(self) -> int:
+        """The length of ``theta``."""
         return self.offsets["size"][0]
 
     @property
@@ -396,8 +408,10 @@ class Coordinates:
 
     @property
     def centring_code(self) -> int:
-        """The cluster coordinates' centring as the kernel reads it: 0 none, 1 the cluster and
-        cluster-by-system effects, 2 the cluster effects only."""
+        """The cluster coordinates' centring as the kernel reads it.
+
+        0 none, 1 the cluster and cluster-by-system effects, 2 the cluster effects only.
+        """
         if not self.cluster_centred:
             return 0
         return 1 if self.cluster_system_centred else 2
@@ -408,8 +422,11 @@ class Coordinates:
         return self.cluster_centred and self.cluster_system_centred
 
     def constants(self, priors: dict, rules: Rules, extra=()) -> np.ndarray:
-        """Float constants of the kernel: priors, rotation, quadrature rules, then ``extra``
-        (the full-latent form's task reflections), and the level weights last."""
+        """Float constants of the kernel: priors, rotation, quadrature rules, extra, level weights.
+
+        In that order: ``extra`` is the full-latent form's task reflections, and the level weights
+        come last.
+        """
         mean, sd = priors["alpha"]
         level = priors["sigma_run"] if self.blocks else priors["sigma_system"]
         head = [
@@ -436,14 +453,16 @@ class Coordinates:
         )
 
     def plain(self, theta: np.ndarray) -> np.ndarray:
-        """The plain coordinates of draws of ``theta (..., size)`` (or of its leading
-        :attr:`hyper_size`): with ``attenuated``, the intercepts' rotated coordinates (but
-        non-centred contrasts) and centred cluster coordinates times ``kappa = sqrt(1 + (pi /
-        8)(sigma_task^2 + sigma_task_system^2))``, and the log cluster, cluster-by-system and
-        system spreads plus ``log kappa`` (:func:`bayeval.models.kernels.coordinates._attenuation`).
-        The task-latent form samples the task effects, so only the task-by-system spread
-        enters kappa, and its centred task coordinates and log task spread are held the same
-        way."""
+        """The plain coordinates of draws of ``theta (..., size)`` (or of its leading hyper part).
+
+        The leading part is :attr:`hyper_size`. With ``attenuated``, the intercepts' rotated
+        coordinates (but non-centred contrasts) and centred cluster coordinates are held times
+        ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 + sigma_task_system^2))``, and the log cluster,
+        cluster-by-system and system spreads plus ``log kappa``
+        (:func:`bayeval.models.kernels.coordinates._attenuation`). The task-latent form samples the
+        task effects, so only the task-by-system spread enters kappa, and its centred task
+        coordinates and log task spread are held the same way.
+        """
         theta = np.asarray(theta, dtype=float)
         if not self.attenuated:
             return theta
@@ -464,7 +483,7 @@ class Coordinates:
             for name in ("f_u", "f_w") if self.w_centred else ("f_u",):
                 first, n = off[name]
                 scaled[first : first + n] = True
-        names = ("sigma_cluster", "sigma_cluster_system", "sigma_system")
+        names: tuple[str, ...] = ("sigma_cluster", "sigma_cluster_system", "sigma_system")
         if self.latent_tasks:
             names = ("sigma_task", *names)
             first, n = off["z_e"]
@@ -561,6 +580,7 @@ class CollapsedLogp(Op):
         self.kernel = KERNEL_HASH
 
     def make_node(self, theta, spec, const, index, c, n, mult):
+        """The graph node: the inputs cast to the kernel's dtypes; a scalar and a vector out."""
         dtypes = ("float64", "int64", "float64", "int64", "float64", "float64", "float64")
         # casts, not conversions: PyMC stores integer data as int32
         inputs = [
@@ -570,15 +590,18 @@ class CollapsedLogp(Op):
         return Apply(self, inputs, [pt.dscalar(), pt.dvector()])
 
     def perform(self, node, inputs, outputs):
+        """Evaluate the log density and its gradient with the compiled kernel."""
         theta, spec, const, index, c, n, mult = (np.ascontiguousarray(a) for a in inputs)
         logp, grad = logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
         outputs[0][0] = np.asarray(logp, dtype="float64")
         outputs[1][0] = grad
 
     def connection_pattern(self, node):
+        """Only ``theta`` reaches the outputs; the data inputs are disconnected."""
         return [[True, False]] + [[False, False]] * 6
 
     def pullback(self, inputs, outputs, cotangents):
+        """The gradient of ``theta`` from the gradient output; none for the data."""
         return [cotangents[0] * outputs[1]] + [DisconnectedType()() for _ in range(6)]
 
 

@@ -21,8 +21,10 @@ class CompiledModels:
         self._models: OrderedDict = OrderedDict()
 
     def get(self, key: Hashable, build: Callable, data: Callable[[], dict]):
-        """The model compiled for ``key`` with ``data()`` swapped in, or ``build()`` (a PyMC
-        model) compiled now and kept."""
+        """The model compiled for ``key`` with ``data()`` swapped in, or ``build()`` compiled now.
+
+        ``build()`` gives a PyMC model; the model compiled from it is kept.
+        """
         import nutpie
 
         compiled = self._models.get(key)
@@ -36,7 +38,9 @@ class CompiledModels:
         return compiled.with_data(**data())
 
     def clear(self) -> None:
+        """Forget every compiled model."""
         self._models.clear()
 
     def __len__(self) -> int:
+        """The number of compiled models kept."""
         return len(self._models)

@@ -10,11 +10,13 @@ import numpy as np
 
 @numba.njit(cache=True)
 def _zero_sum(f, out):
-    """``out (G,) = B f`` for ``f (G - 1,)``, with ``B`` the zero-sum basis of
-    :func:`bayeval.models.kernels.collapsed.zero_sum_basis`: the first ``G - 1`` columns of the
-    reflection ``I - 2 v v' / v'v``, ``v = e_G - 1 / sqrt(G)``, which maps the last axis onto the
-    mean direction, so its other columns are orthonormal and sum to zero. O(G), where the
-    dense basis cost O(G^2) (Terminal-Bench's 70 clusters: most of a gradient)."""
+    """``out (G,) = B f`` for ``f (G - 1,)``, ``B`` the zero-sum basis, in O(G).
+
+    ``B`` is the basis of :func:`bayeval.models.kernels.collapsed.zero_sum_basis`: the first
+    ``G - 1`` columns of the reflection ``I - 2 v v' / v'v``, ``v = e_G - 1 / sqrt(G)``, which maps
+    the last axis onto the mean direction, so its other columns are orthonormal and sum to zero. The
+    dense basis cost O(G^2) (Terminal-Bench's 70 clusters: most of a gradient).
+    """
     G = out.shape[0]
     if G == 1:  # one cluster: no zero-sum part
         out[0] = 0.0
@@ -46,15 +48,16 @@ def _zero_sum_adjoint(g, scale, out):
 
 @numba.njit(cache=True)
 def _task_rotation(spec, const):
-    """Whether the full-latent form samples its task effects centred (``spec[11]``), and then
-    the rank ``r`` of the subspace the data do not see apart from the intercepts and cluster
-    effects and the ``r`` Householder vectors ``(r, J)`` whose reflections' product ``H`` has
-    that subspace as its first ``r`` columns (stored after the quadrature rules); with
-    ``spec[11] == 2`` the task effects' cluster components are folded into the centred
-    cluster coordinates, through the map ``(G - 1, r)`` stored next
-    (:func:`bayeval.models.kernels.collapsed.task_cluster_fold`); with ``spec[11] == 3`` they are
-    paired with the cluster effects instead (:func:`pairs._unpair`; 4: the same, the task effects
-    standardised)."""
+    """Whether the full-latent form samples its task effects centred (``spec[11]``), and how.
+
+    If so, the rank ``r`` of the subspace the data do not see apart from the intercepts and cluster
+    effects and the ``r`` Householder vectors ``(r, J)`` whose reflections' product ``H`` has that
+    subspace as its first ``r`` columns (stored after the quadrature rules); with ``spec[11] == 2``
+    the task effects' cluster components are folded into the centred cluster coordinates, through
+    the map ``(G - 1, r)`` stored next (:func:`bayeval.models.kernels.collapsed.task_cluster_fold`);
+    with ``spec[11] == 3`` they are paired with the cluster effects instead (:func:`pairs._unpair`;
+    4: the same, the task effects standardised).
+    """
     J = spec[9]
     if spec.shape[0] < 12 or spec[11] == 0 or spec[11] == 4 or J == 0:
         return False, 0, np.zeros((0, max(J, 1))), False, np.zeros((0, 0))
@@ -68,8 +71,10 @@ def _task_rotation(spec, const):
 
 @numba.njit(cache=True)
 def _reflections_at(spec, const):
-    """Where the centred task effects' constants start in ``const`` (their rank ``r``, then
-    the reflections and what follows them), and ``r``."""
+    """Where the centred task effects' constants start in ``const``, and their rank ``r``.
+
+    The constants are their rank ``r``, then the reflections and what follows them.
+    """
     S = spec[0]
     k = 7 + S * S + S + 2 * (spec[5] + spec[6] + spec[7])
     return k, int(const[k])
@@ -77,8 +82,10 @@ def _reflections_at(spec, const):
 
 @numba.njit(cache=True)
 def _reflect(vectors, x, transpose):
-    """``x <- H x`` in place with ``H = H_1 ... H_r``, ``H_i = I - 2 v_i v_i'`` (unit ``v_i``,
-    the rows of ``vectors``), or ``x <- H' x`` with ``transpose``."""
+    """``x <- H x`` in place with ``H = H_1 ... H_r``, or ``x <- H' x`` with ``transpose``.
+
+    ``H_i = I - 2 v_i v_i'``, with unit ``v_i`` the rows of ``vectors``.
+    """
     r = vectors.shape[0]
     for step in range(r):
         i = step if transpose else r - 1 - step
@@ -98,7 +105,8 @@ def _task_effects(tail, J, sigma_e, centred, r, vectors):
     see apart from the intercepts and cluster effects (the task effects' means over each
     cluster and stratum), which follow their prior; the other ``J - r`` are the effects' own
     coordinates in the rest of the space, normal with sd ``sigma_e``, pinned by the data. ``H``
-    is orthogonal, so ``e ~ N(0, sigma_e^2 I)`` either way."""
+    is orthogonal, so ``e ~ N(0, sigma_e^2 I)`` either way.
+    """
     e = np.empty(J)
     for j in range(J):
         e[j] = sigma_e * tail[j] if (not centred or j < r) else tail[j]
@@ -109,9 +117,11 @@ def _task_effects(tail, J, sigma_e, centred, r, vectors):
 
 @numba.njit(cache=True)
 def _task_prior(tail, g_e, J, sigma_e, centred, r, vectors, g_tail):
-    """The log prior of the task-effect coordinates (:func:`_task_effects`, log-Jacobian
-    included); adds to ``g_tail`` their gradient and that of the likelihood, given in the
-    effects as ``g_e (J,)``. Returns the log prior and the derivative of both in ``sigma_e``."""
+    """The log prior of the task-effect coordinates (:func:`_task_effects`, log-Jacobian included).
+
+    Adds to ``g_tail`` their gradient and that of the likelihood, given in the effects as
+    ``g_e (J,)``. Returns the log prior and the derivative of both in ``sigma_e``.
+    """
     g = g_e.copy()
     if centred:
         _reflect(vectors, g, True)
@@ -135,8 +145,10 @@ def _task_prior(tail, g_e, J, sigma_e, centred, r, vectors, g_tail):
 
 @numba.njit(cache=True)
 def _kernel_layout(spec, const):
-    """The kernel's sizes, flags, constants and offsets into ``theta`` (the order of
-    :class:`bayeval.models.kernels.collapsed.Coordinates`)."""
+    """The kernel's sizes, flags, constants and offsets into ``theta``.
+
+    In the order of :class:`bayeval.models.kernels.collapsed.Coordinates`.
+    """
     S, H, G = spec[0], spec[1], spec[2]
     clusters, paired = spec[3] != 0, spec[4] != 0
     nx, nz, nu = spec[5], spec[6], spec[7]
@@ -216,17 +228,19 @@ ATTENUATION = math.pi / 8.0
 
 @numba.njit(cache=True)
 def _attenuation(spec, theta, i_sig, paired):
-    """The factor ``kappa = sqrt(1 + (pi / 8)(sigma_e^2 + sigma_v^2))`` by which the collapsed
-    form's task-level effects, integrated out, shrink the rest of the linear predictor's
-    effect on the rates, where the sampler sees that rest divided by it (``spec[12]``); else
-    one.
+    """The attenuation factor ``kappa = sqrt(1 + (pi / 8)(sigma_e^2 + sigma_v^2))``, or one.
+
+    The collapsed form's task-level effects, integrated out, shrink the rest of the linear
+    predictor's effect on the rates by kappa; it applies where the sampler sees that rest divided by
+    it (``spec[12]``), and is one elsewhere.
 
     Integrating the task and task-by-system effects out leaves each system's rate over the
     tasks near ``expit(alpha / kappa)``: the data pin ``alpha / kappa`` (and the cluster
     effects over kappa), and held plainly every intercept, cluster effect and their spreads
     move with the task-level spreads along a curved ridge (on the 25 SWE-bench systems half
     of each intercept's posterior variance, and the divergent draws at its far end). On that
-    scale the ridge is nearly straight."""
+    scale the ridge is nearly straight.
+    """
     if spec.shape[0] < 13 or spec[12] == 0:
         return 1.0
     # the task-latent form samples its task effects: only the integrated ones attenuate
@@ -238,10 +252,13 @@ def _attenuation(spec, theta, i_sig, paired):
 
 @numba.njit(cache=True)
 def _attenuated_parts(spec, const):
-    """Which coordinates of ``theta`` the attenuated form holds divided by kappa (``scaled``:
-    the intercepts' rotated coordinates but the non-centred contrasts, and centred cluster
-    coordinates' zero-sum parts) and which log spreads it holds less ``log kappa``
-    (``shifted``: the cluster, cluster-by-system and system spreads); index arrays."""
+    """Which coordinates of ``theta`` the attenuated form holds scaled and which shifted.
+
+    As index arrays: those it holds divided by kappa (``scaled``: the intercepts' rotated
+    coordinates but the non-centred contrasts, and centred cluster coordinates' zero-sum parts) and
+    the log spreads it holds less ``log kappa`` (``shifted``: the cluster, cluster-by-system and
+    system spreads).
+    """
     (
         S,
         H,
@@ -302,8 +319,10 @@ def _attenuated_parts(spec, const):
 
 @numba.njit(cache=True)
 def _plain_theta(theta, kappa, scaled, shifted):
-    """The plain coordinates of attenuated ``theta``: ``scaled`` ones times kappa, ``shifted``
-    log spreads plus ``log kappa``."""
+    """The plain coordinates of attenuated ``theta``.
+
+    ``scaled`` ones times kappa, ``shifted`` log spreads plus ``log kappa``.
+    """
     if kappa == 1.0:
         return theta
     plain = theta.copy()
@@ -317,10 +336,13 @@ def _plain_theta(theta, kappa, scaled, shifted):
 
 @numba.njit(cache=True)
 def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired, first):
-    """Turns ``grad``, the gradient in the plain coordinates (:func:`_plain_theta`), into that
-    in the attenuated ``theta``; returns the log-Jacobian, ``len(scaled) log kappa`` (the
-    shifted log spreads' map has a unit Jacobian: it is triangular in the log spreads).
-    kappa depends on the spreads from ``i_sig[first]`` on (1: the task-latent form's)."""
+    """Turn ``grad`` in the plain coordinates into that in the attenuated ``theta``.
+
+    The plain coordinates are those of :func:`_plain_theta`. Returns the log-Jacobian,
+    ``len(scaled) log kappa`` (the shifted log spreads' map has a unit Jacobian: it is triangular in
+    the log spreads). kappa depends on the spreads from ``i_sig[first]`` on (1: the task-latent
+    form's).
+    """
     if kappa == 1.0:
         return 0.0
     d_log_kappa = float(scaled.shape[0])  # the log-Jacobian's own derivative
@@ -339,8 +361,10 @@ def _attenuation_adjoint(theta, grad, kappa, scaled, shifted, i_sig, paired, fir
 
 @numba.njit(cache=True)
 def _level_weights(spec, const):
-    """The clusters' shares of the tasks ``(G,)``, stored last in ``const``, where the sampler
-    sees the intercepts at the level the data weigh them by (``spec[13]``); else empty.
+    """The clusters' shares of the tasks ``(G,)``, stored last in ``const``, or empty.
+
+    Stored where the sampler sees the intercepts at the level the data weigh them by (``spec[13]``);
+    else empty.
 
     The cluster effects' zero-sum part is zero-sum with equal weights, but the data see the
     clusters in proportion to their tasks (SWE-bench's django: 231 of 500 tasks), so the
@@ -348,7 +372,8 @@ def _level_weights(spec, const):
     correlation of -0.58, the sampler's narrowest direction). Shifting the intercepts by the
     zero-sum part's task-weighted mean, and taking it off every cluster's, removes that; the
     prior is unchanged (the intercepts' coordinates are normal about their shift whatever it
-    is)."""
+    is).
+    """
     if spec.shape[0] < 14 or spec[13] == 0:
         return np.zeros(0)
     G = spec[2]
@@ -366,8 +391,11 @@ def _weighted_level(pi, d):
 
 @numba.njit(cache=True)
 def _level_adjoint(pi, g_d, d_level):
-    """The gradient in a zero-sum part ``d`` from that in ``d - pi . d`` (``g_d``, in place)
-    and in the shift ``pi . d`` (``d_level``)."""
+    """The gradient in a zero-sum part ``d`` from that in ``d - pi . d`` and in ``pi . d``.
+
+    The gradient in ``d - pi . d`` is ``g_d`` (in place), that in the shift ``pi . d`` is
+    ``d_level``.
+    """
     if pi.shape[0] == 0:
         return
     total = 0.0

@@ -26,8 +26,11 @@ def kernel_files(folder: Path = KERNELS_DIR) -> list[Path]:
 
 
 def kernel_hash(folder: Path = KERNELS_DIR) -> str:
-    """SHA-256 (hex) of the :func:`kernel_files` of ``folder``: each file's name, size and
-    contents in turn, so an edit, a new file or a renamed one changes it."""
+    """SHA-256 (hex) of the :func:`kernel_files` of ``folder``.
+
+    Hashes each file's name, size and contents in turn, so an edit, a new file or a renamed one
+    changes it.
+    """
     digest = hashlib.sha256()
     for path in kernel_files(folder):
         data = path.read_bytes()
@@ -50,16 +53,20 @@ def _numba_class(name: str):
 
 
 class KernelStamp:
-    """A cache locator's mixin: numba's locator for the files of this package only, with
-    :data:`KERNEL_DIGEST` as the stamp of every function in them."""
+    """A cache locator's mixin: numba's locator for the files of this package only.
+
+    :data:`KERNEL_DIGEST` is the stamp of every function in them.
+    """
 
     kernel_stamp = True  # marks these locators in numba's list (:func:`install`)
 
     def get_source_stamp(self):
+        """The package's source digest, :data:`KERNEL_DIGEST`."""
         return KERNEL_DIGEST
 
     @classmethod
     def from_function(cls, py_func, py_file):
+        """The locator for a function of this package's kernels, or ``None`` for any other file."""
         if Path(py_file).resolve().parent != KERNELS_DIR:
             return None
         return super().from_function(py_func, py_file)
@@ -74,7 +81,10 @@ LOCATORS = tuple(
 
 
 def install() -> None:
-    """Put :data:`LOCATORS` first in numba's list of cache locators (once): every function of
-    this package compiled with ``cache=True`` from then on is stamped with the digest."""
+    """Put :data:`LOCATORS` first in numba's list of cache locators (once).
+
+    Every function of this package compiled with ``cache=True`` from then on is stamped with the
+    digest.
+    """
     classes = _numba_class("CacheImpl")._locator_classes
     classes[:] = [*LOCATORS, *(c for c in classes if not getattr(c, "kernel_stamp", False))]

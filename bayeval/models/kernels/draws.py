@@ -23,8 +23,10 @@ TANGENT_TRIES = 8  # tangent-normal proposals before a task-by-system draw turns
 
 @numba.njit(cache=True)
 def _hull_insert(hx, hh, hd, k, x, h, d):
-    """Insert abscissa ``x`` (log density ``h``, slope ``d``) into the sorted hull of ``k``
-    points; returns the new count (unchanged when the hull is full)."""
+    """Insert abscissa ``x`` (log density ``h``, slope ``d``) into the sorted hull of ``k`` points.
+
+    Returns the new count (unchanged when the hull is full).
+    """
     if k >= hx.shape[0]:
         return k
     i = k
@@ -37,9 +39,11 @@ def _hull_insert(hx, hh, hd, k, x, h, d):
 
 @numba.njit(cache=True)
 def _hull_draw(hx, hh, hd, k, z, log_mass):
-    """Draw from the piecewise-exponential upper hull of a log-concave density (the tangents
-    at the ``k`` abscissae; the first slope must be positive and the last negative). Returns
-    the point and the hull's log density there."""
+    """Draw from the piecewise-exponential upper hull of a log-concave density.
+
+    The hull is the tangents at the ``k`` abscissae; the first slope must be positive and the last
+    negative. Returns the point and the hull's log density there.
+    """
     for i in range(k - 1):  # where tangents i and i + 1 cross
         if abs(hd[i] - hd[i + 1]) > 1e-12:
             z[i] = (hh[i + 1] - hh[i] - hx[i + 1] * hd[i + 1] + hx[i] * hd[i]) / (hd[i] - hd[i + 1])
@@ -111,15 +115,17 @@ NEWTON_ENOUGH = 0.25  # a Newton step this short ends the search for the tangent
 
 @numba.njit(cache=True)
 def _likelihood_route(eta_e, c, n, prec_v):
-    """Whether a cell's task-by-system effect is better drawn from its likelihood than from
-    the tangent-tilted prior: with ``0 < c < n``, ``expit(x)^c (1 - expit(x))^(n - c)`` is
-    the density of ``x = log G_c - log G_(n - c)`` (``G_a`` a Gamma(a) variable: the logit of
-    a Beta(c, n - c)), so a proposal ``x`` kept with probability ``N(x - eta_e; 0,
-    sigma_v) / N(0; 0, sigma_v)`` is an exact draw of ``eta_e + v``. It keeps about
-    ``sqrt(I s2 / (1 + I s2)) exp(-(x^ - eta_e)^2 / (2 (s2 + 1 / I)))`` of its proposals
-    (``I = n p^ (1 - p^)`` the likelihood's curvature at its mode ``x^ = logit(p^)``, ``p^ =
-    c / n``, ``s2 = sigma_v^2``), the tangent about ``1 / sqrt(1 + I s2)``: the route
-    whose share is larger."""
+    """Whether a cell's task-by-system effect is better drawn from its likelihood.
+
+    The alternative is the tangent-tilted prior. With ``0 < c < n``,
+    ``expit(x)^c (1 - expit(x))^(n - c)`` is the density of ``x = log G_c - log G_(n - c)`` (``G_a``
+    a Gamma(a) variable: the logit of a Beta(c, n - c)), so a proposal ``x`` kept with probability
+    ``N(x - eta_e; 0, sigma_v) / N(0; 0, sigma_v)`` is an exact draw of ``eta_e + v``. It keeps
+    about ``sqrt(I s2 / (1 + I s2)) exp(-(x^ - eta_e)^2 / (2 (s2 + 1 / I)))`` of its proposals
+    (``I = n p^ (1 - p^)`` the likelihood's curvature at its mode ``x^ = logit(p^)``,
+    ``p^ = c / n``, ``s2 = sigma_v^2``), the tangent about ``1 / sqrt(1 + I s2)``: the route whose
+    share is larger.
+    """
     if c <= 0.0 or c >= n:
         return False
     share = c / n
@@ -131,8 +137,9 @@ def _likelihood_route(eta_e, c, n, prec_v):
 
 @numba.njit(cache=True)
 def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
-    """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))``, and its rate
-    ``expit(eta_e + v)``.
+    """One exact draw of v from ``N(v; 0, sigma_v) Bin(c | n, expit(eta_e + v))``, and its rate.
+
+    The rate is ``expit(eta_e + v)``.
 
     First up to ``TANGENT_TRIES`` proposals from the prior tilted by the tangent of the
     log-likelihood ``l(v)`` at ``v0`` (up to ``TANGENT_NEWTON`` Newton steps from 0 towards
@@ -156,7 +163,8 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
     A cell with successes and failures whose likelihood is narrow against the prior (a
     spread of 4.7 on LiveCodeBench, where the tangent keeps 4% of its proposals there) is
     drawn from the likelihood instead, where that route keeps more: up to
-    ``LIKELIHOOD_TRIES`` proposals, then the tangent (:func:`_likelihood_route`)."""
+    ``LIKELIHOOD_TRIES`` proposals, then the tangent (:func:`_likelihood_route`).
+    """
     if _likelihood_route(eta_e, c, n, prec_v):
         found, v, rate = _v_from_likelihood(rng, eta_e, c, n, prec_v)
         if found:
@@ -170,8 +178,10 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
 
 @numba.njit(cache=True)
 def _v_from_likelihood(rng, eta_e, c, n, prec_v):
-    """Up to ``LIKELIHOOD_TRIES`` proposals from a cell's likelihood
-    (:func:`_likelihood_route`): ``(kept, v, expit(eta_e + v))``."""
+    """Up to ``LIKELIHOOD_TRIES`` proposals from a cell's likelihood (:func:`_likelihood_route`).
+
+    Returns ``(kept, v, expit(eta_e + v))``.
+    """
     for _ in range(LIKELIHOOD_TRIES):
         x = math.log(rng.gamma(c)) - math.log(rng.gamma(n - c))
         step = x - eta_e
@@ -182,9 +192,11 @@ def _v_from_likelihood(rng, eta_e, c, n, prec_v):
 
 @numba.njit(cache=True)
 def _newton_steps(eta_e, c, n, prec_v, v0, step, steps):
-    """Up to ``steps`` more Newton steps from ``v0`` towards the mode of :func:`_v_draw_from`'s
-    conditional, each clipped to ``MAX_STEP``, until one (``step``: the last taken) is
-    shorter than ``NEWTON_ENOUGH``: the tangent point."""
+    """Up to ``steps`` more Newton steps from ``v0`` towards the mode: the tangent point.
+
+    The mode is that of :func:`_v_draw_from`'s conditional; each step is clipped to ``MAX_STEP``,
+    until one (``step``: the last taken) is shorter than ``NEWTON_ENOUGH``.
+    """
     for _ in range(steps):
         if abs(step) <= NEWTON_ENOUGH:
             break
@@ -196,16 +208,20 @@ def _newton_steps(eta_e, c, n, prec_v, v0, step, steps):
 
 @numba.njit(cache=True)
 def _tangent_keeps(gap, c, n, y, small, l0, b, step):
-    """The full test of a tangent proposal at ``y`` (``small = exp(-|y|)``), ``step`` from
-    the tangent point, whose ``l(v0)`` is ``l0`` and slope ``b``: whether ``gap``, an
-    exponential draw's negative, is within ``l(v) - l(v0) - b (v - v0)``."""
+    """The full test of a tangent proposal at ``y`` (``small = exp(-|y|)``).
+
+    The proposal lies ``step`` from the tangent point, whose ``l(v0)`` is ``l0`` and slope ``b``:
+    whether ``gap``, an exponential draw's negative, is within ``l(v) - l(v0) - b (v - v0)``.
+    """
     return gap <= _binomial_cell(c, n, y, small, math.log1p(small))[0] - l0 - b * step
 
 
 @numba.njit(cache=True)
 def _v_tangent_tries(rng, eta_e, c, n, prec_v, sigma_v, v0, b, l0, tries):
-    """:func:`_v_draw_from`'s tangent proposals at ``v0`` (slope ``b``, and ``l0 = l(v0)``
-    or NaN until needed), up to ``tries`` of them, then the hull: ``(v, expit(eta_e + v))``.
+    """:func:`_v_draw_from`'s tangent proposals at ``v0``, up to ``tries`` of them, then the hull.
+
+    The tangent has slope ``b``, and ``l0 = l(v0)`` or NaN until needed. Returns
+    ``(v, expit(eta_e + v))``.
     """
     squeeze = 0.125 * n
     centre = b / prec_v
@@ -230,8 +246,10 @@ def _v_tangent_tries(rng, eta_e, c, n, prec_v, sigma_v, v0, b, l0, tries):
 
 @numba.njit(cache=True)
 def _v_hull(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
-    """Adaptive rejection sampling of :func:`_v_draw_from`'s log-concave density, from its mode
-    and a curvature scale on either side."""
+    """Adaptive rejection sampling of :func:`_v_draw_from`'s log-concave density.
+
+    The hull starts from its mode and a curvature scale on either side.
+    """
     mode = _conditional_mode(eta_e, c, n, 0.0, prec_v)
     p = _sigmoid(eta_e + mode)
     scale = 1.0 / math.sqrt(prec_v + n * p * (1.0 - p))
@@ -250,19 +268,20 @@ def _v_hull(eta_e, c, n, prec_v, hx, hh, hd, z, log_mass):
 
 @numba.njit(cache=True)
 def _v_rates(rng, y, c, n, sigma_v, rate, work, bits):
-    """:func:`_v_draw_from`'s rates for a row of cells at once: ``rate[i] = expit(y[i] +
-    v[i])``, each ``v[i]`` an exact draw from its cell's conditional given ``y[i]`` (``c``,
-    ``n`` the cells' counts). The first tangent proposal of every cell is made and judged in
-    straight-line arithmetic over the row, which the compiler vectorises (the exponentials by
-    :func:`numerics._neg_abs_exp`), where one cell's chain of scalar exponentials and divisions
-    costs its latency; the proposals' normal and exponential draws come from ``rng`` cell by cell.
-    A squeeze keeps most proposals of single trials untested; where it leaves many undecided
-    the full test runs over the row too (the softplus by :func:`numerics._log1p_small`). A cell
-    whose proposal is refused gets more proposals at its tangent, then the hull (given a
-    refusal, any exact draw keeps the mixture exact). Cells better drawn from their
-    likelihood (:func:`_likelihood_route`) are drawn from it, and join the row's tangent
-    proposals only if none of those proposals is kept. ``work (7, m)`` and ``bits (m,)``
-    are buffers of the row's length."""
+    """:func:`_v_draw_from`'s rates for a row of cells at once.
+
+    ``rate[i] = expit(y[i] + v[i])``, each ``v[i]`` an exact draw from its cell's conditional given
+    ``y[i]`` (``c``, ``n`` the cells' counts). The first tangent proposal of every cell is made and
+    judged in straight-line arithmetic over the row, which the compiler vectorises (the exponentials
+    by :func:`numerics._neg_abs_exp`), where one cell's chain of scalar exponentials and divisions
+    costs its latency; the proposals' normal and exponential draws come from ``rng`` cell by cell. A
+    squeeze keeps most proposals of single trials untested; where it leaves many undecided the full
+    test runs over the row too (the softplus by :func:`numerics._log1p_small`). A cell whose
+    proposal is refused gets more proposals at its tangent, then the hull (given a refusal, any
+    exact draw keeps the mixture exact). Cells better drawn from their likelihood
+    (:func:`_likelihood_route`) are drawn from it, and join the row's tangent proposals only if none
+    of those proposals is kept. ``work (7, m)`` and ``bits (m,)`` are buffers of the row's length.
+    """
     m = y.shape[0]
     prec_v = 1.0 / sigma_v**2
     small, v0, b, z, gap, y1, route = (

@@ -33,9 +33,11 @@ EXACT_TASKS = 100
 
 @numba.njit(cache=True)
 def _count_peaks(c, n):
-    """Each cell's largest binomial log-likelihood (coefficient omitted), at ``p = c / n``:
-    ``c log(c / n) + (n - c) log(1 - c / n)``; zero where every trial succeeded, or every one
-    failed, or none was run."""
+    """Each cell's largest binomial log-likelihood (coefficient omitted), at ``p = c / n``.
+
+    That is ``c log(c / n) + (n - c) log(1 - c / n)``; zero where every trial succeeded, or every
+    one failed, or none was run.
+    """
     out = np.zeros(c.shape)
     for p in range(c.shape[0]):
         for s in range(c.shape[1]):
@@ -47,11 +49,13 @@ def _count_peaks(c, n):
 
 @numba.njit(cache=True)
 def _prior_try(rng, eta_p, c_p, n_p, peak_p, sigma_e, sigma_v, paired, v):
-    """One proposal of a task's effects from their prior, kept with probability ``L / L_max``
-    (the binomial likelihood of the task's counts over its largest value, per cell at ``p = c
-    / n``): a kept proposal is an exact draw of the task's effects from their conditional.
-    Returns whether it was kept and the task effect; the task-by-system effects are written
-    to ``v (S,)``. ``rng`` is a NumPy Generator (ziggurat normals and exponentials)."""
+    """One proposal of a task's effects from their prior, kept with probability ``L / L_max``.
+
+    ``L / L_max`` is the binomial likelihood of the task's counts over its largest value, per cell
+    at ``p = c / n``: a kept proposal is an exact draw of the task's effects from their conditional.
+    Returns whether it was kept and the task effect; the task-by-system effects are written to
+    ``v (S,)``. ``rng`` is a NumPy Generator (ziggurat normals and exponentials).
+    """
     e = sigma_e * rng.standard_normal()
     log_keep = 0.0
     for s in range(eta_p.shape[0]):
@@ -65,9 +69,11 @@ def _prior_try(rng, eta_p, c_p, n_p, peak_p, sigma_e, sigma_v, paired, v):
 
 @numba.njit(cache=True)
 def _prior_rates(rng, eta, c, n, peak, sigma_e, sigma_v, paired, trials):
-    """Each pattern's share of kept prior proposals (:func:`_prior_try`) over ``trials``
-    tries under one set of parameters: which patterns :func:`_exact_task_sums` draws from
-    their prior first."""
+    """Each pattern's share of kept prior proposals (:func:`_prior_try`) over ``trials`` tries.
+
+    Under one set of parameters: which patterns :func:`_exact_task_sums` draws from their prior
+    first.
+    """
     P, S = eta.shape
     v = np.empty(S)
     out = np.zeros(P)
@@ -107,10 +113,12 @@ def _start_hull(
     eh,
     ed,
 ):
-    """The first points of a pattern's hull over the task effect's marginal (into ``ex``,
-    ``eh``, ``ed``; returns their number). The hull needs points either side of the mode,
-    not the mode: from the guess ``(mode, scale)``, each side steps out (doubling) until its
-    slope points back at it."""
+    """The first points of a pattern's hull over the task effect's marginal.
+
+    Written into ``ex``, ``eh``, ``ed``; returns their number. The hull needs points either side of
+    the mode, not the mode: from the guess ``(mode, scale)``, each side steps out (doubling) until
+    its slope points back at it.
+    """
     k = 0
     for side in (-1.0, 1.0):
         reach = guess_p[1]
@@ -163,7 +171,8 @@ def _exact_task_sums(
     out,
     rates,
 ):
-    """For one draw: every task's rates drawn from their joint conditional, and
+    """For one draw: every task's rates drawn from their joint conditional, summed over tasks.
+
     ``out (S, Q) += weight[j, s] f(p[s, j])`` summed over the tasks.
 
     Tasks of patterns marked in ``prior (P,)`` first try up to ``PRIOR_TRIES`` proposals of
@@ -270,9 +279,10 @@ def _exact_task_sums(
 
 @numba.njit(cache=True)
 def _marginal_guesses(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw):
-    """Each pattern's task-effect mode and Laplace sd ``(P, 2)`` under one set of parameters
-    (:func:`tables._marginal_mode`): where :func:`_exact_task_sums` starts its hulls in every
-    draw."""
+    """Each pattern's task-effect mode and Laplace sd ``(P, 2)`` under one set of parameters.
+
+    By :func:`tables._marginal_mode`: where :func:`_exact_task_sums` starts its hulls in every draw.
+    """
     P = eta.shape[0]
     prec_e = 1.0 / sigma_e**2
     prec_v = 1.0 / sigma_v**2 if paired else 0.0
@@ -303,10 +313,12 @@ def _marginal_guesses(eta, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, lo
 
 @numba.njit(cache=True)
 def _exact_setup(rng, eta_ref, c, n, sigma_e, sigma_v, paired, x, logw, prior_keep):
-    """What every draw of :func:`_exact_block` shares, from the reference draw's predictors
-    ``eta_ref (P, S)`` and spreads: each cell's table slot, the number of tables, the hulls'
-    starting guesses, which patterns try their prior first (those whose prior keeps at least
-    ``prior_keep`` of its proposals there) and each cell's peak likelihood."""
+    """What every draw of :func:`_exact_block` shares, from the reference draw.
+
+    From the reference draw's predictors ``eta_ref (P, S)`` and spreads: each cell's table slot, the
+    number of tables, the hulls' starting guesses, which patterns try their prior first (those whose
+    prior keeps at least ``prior_keep`` of its proposals there) and each cell's peak likelihood.
+    """
     slot, _, n_tables = _table_slots(c, n, True)
     guess = _marginal_guesses(eta_ref, c, n, slot, n_tables, sigma_e, sigma_v, paired, x, logw)
     peak = _count_peaks(c, n)
@@ -343,10 +355,12 @@ def _exact_block(
     out,
     rates,
 ):
-    """:func:`_exact_task_sums` for draws ``first`` to ``last`` (one stream: ``rng``, and the
-    legacy generator seeded with ``seed`` for the hulls). Pattern ``p``'s predictors in draw
-    ``d`` are ``eta[d, rows[p]]``; a non-empty ``rates (D, S, J)`` takes the rates
-    themselves. Releases the GIL: blocks run on threads."""
+    """:func:`_exact_task_sums` for draws ``first`` to ``last``.
+
+    One stream: ``rng``, and the legacy generator seeded with ``seed`` for the hulls. Pattern
+    ``p``'s predictors in draw ``d`` are ``eta[d, rows[p]]``; a non-empty ``rates (D, S, J)`` takes
+    the rates themselves. Releases the GIL: blocks run on threads.
+    """
     np.random.seed(seed)  # noqa: NPY002 (numba's per-thread stream, not NumPy's)
     none = np.empty((0, 0))
     for d in range(first, last):
@@ -407,12 +421,14 @@ def _latent_block(
     out,
     rates,
 ):
-    """System ``s``'s draws ``first`` to ``last`` (one stream: ``rng``, and the legacy
-    generator seeded with ``seed`` for the hull): every task's rate given the draw's sampled
-    task effect, the task-by-system effects drawn exactly from their one-dimensional
-    conditionals a row of tasks at a time (:func:`draws._v_rates`); ``out (D, S, Q) += weight[j, s]
-    f(p[s, j])``, or with a non-empty ``rates (D, S, J)``, the rates themselves (NaN where
-    the system did not run the task)."""
+    """System ``s``'s draws ``first`` to ``last`` of every task's rate, given its task effect.
+
+    One stream: ``rng``, and the legacy generator seeded with ``seed`` for the hull. Every task's
+    rate given the draw's sampled task effect, the task-by-system effects drawn exactly from their
+    one-dimensional conditionals a row of tasks at a time (:func:`draws._v_rates`);
+    ``out (D, S, Q) += weight[j, s] f(p[s, j])``, or with a non-empty ``rates (D, S, J)``, the rates
+    themselves (NaN where the system did not run the task).
+    """
     np.random.seed(seed)  # noqa: NPY002 (numba's per-thread stream, not NumPy's)
     J = c.shape[0]
     keep = np.zeros(J, dtype=np.bool_)
@@ -542,9 +558,10 @@ def exact_task_sums(
     rows=None,
     prior_keep=PRIOR_KEEP,
 ):
-    """The tasks estimand drawn task by task: per posterior draw, every task's rates in all
-    systems drawn jointly from their conditional (no normal approximation of the mean over
-    tasks), ``sum_j weight[j, s] f(p[s, j])`` as ``(D, S, k)``.
+    """The tasks estimand drawn task by task, as ``(D, S, k)``.
+
+    Per posterior draw, every task's rates in all systems drawn jointly from their conditional (no
+    normal approximation of the mean over tasks), ``sum_j weight[j, s] f(p[s, j])``.
 
     ``eta (D, P, S)``, or with ``rows (P,)`` the distinct predictors ``(D, R, S)`` and each
     pattern's row of them (memory in the rows, not the patterns); ``weight (J, S)`` each
@@ -592,8 +609,9 @@ def exact_task_rates(
     rows=None,
     prior_keep=PRIOR_KEEP,
 ):
-    """Every task's rates, per posterior draw drawn jointly over the systems from their
-    conditional, exactly as :func:`exact_task_sums` draws them: ``(D, S, J)``, NaN where
+    """Every task's rates, per posterior draw drawn jointly over the systems: ``(D, S, J)``.
+
+    Drawn from their conditional exactly as :func:`exact_task_sums` draws them; NaN where
     ``keep (J, S)`` is false (a system not asked for, or one that did not run the task).
 
     ``eta``, ``rows``, ``inverse`` and ``prior_keep`` as in :func:`exact_task_sums`.
@@ -641,10 +659,12 @@ def _exact(
     rates,
     prior_keep,
 ):
-    """:func:`_exact_block` from NumPy arrays, over blocks of :data:`LATENT_BLOCK` draws on
-    numba's threads, each block with its own seeds (so the draws do not depend on how many
-    threads run them); the hulls start from the modes of the reference draw, the one with
-    the median task spread."""
+    """:func:`_exact_block` from NumPy arrays, over blocks of draws on numba's threads.
+
+    Blocks of :data:`LATENT_BLOCK` draws, each block with its own seeds (so the draws do not depend
+    on how many threads run them); the hulls start from the modes of the reference draw, the one
+    with the median task spread.
+    """
     rules = rules or Rules()
     D = eta.shape[0]
     P = c.shape[0]

@@ -12,20 +12,26 @@ from bayeval.models.kernels.coordinates import _kernel_layout, _task_rotation
 
 @numba.njit(cache=True)
 def _guided(spec):
-    """Whether the sampler holds some cluster-level coordinates guided (``spec[16]``: 1 the
-    cluster-by-system ones, 2 the task effects' cluster means, 3 both; :func:`_unguide`)."""
+    """Whether the sampler holds some cluster-level coordinates guided (``spec[16]``).
+
+    ``spec[16]`` is 1 for the cluster-by-system ones, 2 the task effects' cluster means, 3 both; see
+    :func:`_unguide`.
+    """
     return spec.shape[0] >= 17 and spec[16] != 0
 
 
 @numba.njit(cache=True)
 def _guide_block(spec, const, r):
-    """The guides' constants, stored before the level weights: for the cluster-by-system
-    coordinates (``spec[16] & 1``; :func:`bayeval.models.kernels.collapsed.cluster_system_guide`)
-    per system the eigenvectors ``(S, G - 1, G - 1)`` (columns) of the data's information
-    about its zero-sum cluster-by-system coordinates, their eigenvalues ``(S, G - 1)`` and the
-    data's score in that basis ``(S, G - 1)``; before them, for the task effects' ``r``
-    cluster means (``spec[16] & 2``), the eigenvectors ``(r, r)`` and eigenvalues ``(r,)`` of
-    ``F'F``, ``F`` the fold map (:func:`bayeval.models.kernels.collapsed.task_cluster_fold`)."""
+    """The guides' constants, stored before the level weights.
+
+    For the cluster-by-system coordinates (``spec[16] & 1``;
+    :func:`bayeval.models.kernels.collapsed.cluster_system_guide`) per system the eigenvectors
+    ``(S, G - 1, G - 1)`` (columns) of the data's information about its zero-sum cluster-by-system
+    coordinates, their eigenvalues ``(S, G - 1)`` and the data's score in that basis ``(S, G - 1)``;
+    before them, for the task effects' ``r`` cluster means (``spec[16] & 2``), the eigenvectors
+    ``(r, r)`` and eigenvalues ``(r,)`` of ``F'F``, ``F`` the fold map
+    (:func:`bayeval.models.kernels.collapsed.task_cluster_fold`).
+    """
     S, G = spec[0], spec[2]
     Gm = G - 1
     end = const.shape[0] - (G if spec[13] != 0 else 0)
@@ -46,8 +52,11 @@ def _guide_block(spec, const, r):
 
 @numba.njit(cache=True)
 def _guide_setup(spec, const):
-    """What :func:`_unguide` and :func:`_guide_adjoint` read: the task rotation's rank and
-    fold map, the guides' constants (:func:`_guide_block`), the sizes and the offsets."""
+    """What :func:`_unguide` and :func:`_guide_adjoint` read.
+
+    The task rotation's rank and fold map, the guides' constants (:func:`_guide_block`), the sizes
+    and the offsets.
+    """
     rotation = _task_rotation(spec, const)
     r, fold_map = rotation[1], rotation[4]
     vectors, values, score, u_vectors, u_values = _guide_block(spec, const, r)
@@ -103,8 +112,7 @@ def _guide_setup(spec, const):
 
 @numba.njit(cache=True)
 def _unguide(x, spec, const):
-    """The sampler's guided coordinates ``x`` mapped to the kernel's, and the map's
-    log-Jacobian.
+    """The sampler's guided coordinates ``x`` mapped to the kernel's, and the map's log-Jacobian.
 
     The cluster-by-system coordinates (``spec[16] & 1``). Non-centred, each system's
     zero-sum cluster-by-system coordinates ``f`` are standard normal a priori and the data
@@ -135,7 +143,8 @@ def _unguide(x, spec, const):
     Any constants give the same posterior (a smooth bijection with its Jacobian, ``-sum
     log(q) / 2 - sum log(p) / 2``); good ones give straight coordinates. The coordinates are
     the kernel's own (attenuated: held over kappa, log spreads less ``log kappa``, in which
-    the conditional of ``z`` is the same)."""
+    the conditional of ``z`` is the same).
+    """
     if not _guided(spec):
         return x, 0.0
     (r, fold_map, vectors, values, score, u_vectors, u_values, S, Gm, i_sig, i_fu, i_fw, i_tail) = (
@@ -189,8 +198,10 @@ def _fold_projection(x, fold_map, u_vectors, i_fu, r, Gm):
 
 @numba.njit(cache=True)
 def _guide_adjoint(x, spec, const, grad):
-    """Turns ``grad``, the gradient at :func:`_unguide`'s image of ``x``, into that in ``x``
-    (the log-Jacobian's gradient included), in place."""
+    """Turn ``grad`` at :func:`_unguide`'s image of ``x`` into the gradient in ``x``, in place.
+
+    The log-Jacobian's gradient is included.
+    """
     if not _guided(spec):
         return
     (r, fold_map, vectors, values, score, u_vectors, u_values, S, Gm, i_sig, i_fu, i_fw, i_tail) = (

@@ -40,10 +40,10 @@ def loglik_and_grad(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_o
 
 @numba.njit(cache=True)
 def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam, per_pattern):
-    """``sum_p mult_p log L_p`` and its gradient in ``eta (P, S)``, ``sigma_e``, ``sigma_v``;
-    with a ``(P,)`` array ``per_pattern``, instead each pattern's ``log L_p`` (the gradient
-    then left out: the grid's node sums and the adaptive rule's second pass over its
-    nodes).
+    """``sum_p mult_p log L_p`` and its gradient in ``eta (P, S)``, ``sigma_e``, ``sigma_v``.
+
+    With a ``(P,)`` array ``per_pattern``, instead each pattern's ``log L_p`` (the gradient then
+    left out: the grid's node sums and the adaptive rule's second pass over its nodes).
 
     Grid patterns (every n <= 2) share, within a cluster and stratum, the rates at the nodes and
     the inner integrals of each system's counts; their gradient is the exact derivative of the
@@ -242,11 +242,13 @@ LOGLIK_BLOCK = 100
 def all_pattern_logliks(
     eta_rows, row, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam
 ):
-    """:func:`pattern_logliks` for every draw ``(D, P)``: the linear predictors ``eta_rows
-    (D, R, S)`` of each (cluster, stratum) row, pattern ``p`` reading row ``row[p]``, and
-    ``sigma_e``, ``sigma_v (D,)``. Blocks of :data:`LOGLIK_BLOCK` draws run on numba's
-    number of threads; the kernel releases the GIL, so a caller can compute them beside
-    other work (as :func:`bayeval.fit` does beside the convergence diagnostics)."""
+    """:func:`pattern_logliks` for every draw ``(D, P)``.
+
+    From the linear predictors ``eta_rows (D, R, S)`` of each (cluster, stratum) row, pattern ``p``
+    reading row ``row[p]``, and ``sigma_e``, ``sigma_v (D,)``. Blocks of :data:`LOGLIK_BLOCK` draws
+    run on numba's number of threads; the kernel releases the GIL, so a caller can compute them
+    beside other work (as :func:`bayeval.fit` does beside the convergence diagnostics).
+    """
     D = eta_rows.shape[0]
     out = np.empty((D, c.shape[0]))
 
@@ -277,8 +279,10 @@ def all_pattern_logliks(
 
 @numba.njit(cache=True)
 def pattern_logliks(eta, c, n, sigma_e, sigma_v, paired, x, logw, z, log_omega, u, lam):
-    """Log marginal likelihood of every pattern ``(P,)`` at one draw (binomial coefficients
-    omitted), by the rule :func:`loglik_and_grad` uses for it."""
+    """Log marginal likelihood of every pattern ``(P,)`` at one draw.
+
+    Binomial coefficients omitted; by the rule :func:`loglik_and_grad` uses for it.
+    """
     out = np.empty(eta.shape[0])
     _loglik(
         eta,

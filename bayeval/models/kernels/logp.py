@@ -37,15 +37,17 @@ from bayeval.models.kernels.pairs import (
 
 @numba.njit(cache=True)
 def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad, centre, g_centre):
-    """The log prior of one set of cluster coordinates, its mean ``theta[i_m]`` (standard
-    normal over G: the effects' mean is ``sigma`` times it) and zero-sum part
-    ``theta[i_f:i_f + Gm]``, adding its gradient to ``grad`` (in the log spread at
-    ``i_sigma`` too when centred). The zero-sum part is standard normal (non-centred) or,
+    """The log prior of one set of cluster coordinates, adding its gradient to ``grad``.
+
+    The coordinates are its mean ``theta[i_m]`` (standard normal over G: the effects' mean is
+    ``sigma`` times it) and zero-sum part ``theta[i_f:i_f + Gm]``; the gradient goes in the log
+    spread at ``i_sigma`` too when centred. The zero-sum part is standard normal (non-centred) or,
     centred, the effects' own zero-sum coordinates, normal with sd ``sigma``. The mean stays
-    non-centred either way: the data do not see it apart from the intercepts, so it follows
-    its prior, which its standardised form keeps independent of the spread. The zero-sum
-    coordinates are normal about ``centre (Gm,)`` (zeros, or the task effects' cluster
-    components folded in: :func:`logp_and_grad`), whose gradient adds to ``g_centre``."""
+    non-centred either way: the data do not see it apart from the intercepts, so it follows its
+    prior, which its standardised form keeps independent of the spread. The zero-sum coordinates are
+    normal about ``centre (Gm,)`` (zeros, or the task effects' cluster components folded in:
+    :func:`logp_and_grad`), whose gradient adds to ``g_centre``.
+    """
     m = theta[i_m]
     logp = -0.5 * G * m * m
     grad[i_m] += -G * m
@@ -65,13 +67,14 @@ def _cluster_prior(theta, i_m, i_f, Gm, G, sigma, centred, i_sigma, grad, centre
 
 @numba.njit(cache=True)
 def _forward(theta, spec, const, p_cluster, p_stratum, P, centre_u, g_centre_u):
-    """The log prior of ``theta`` (log-Jacobians included) with its gradient, and every
-    pattern's linear predictor ``eta (P, S)`` (none with ``P`` negative: read ``base``
-    instead); returns those and the state :func:`_backward` needs: ``(logp, grad, eta, sig,
-    d_u, d_w, d_shift, sig_sys, d_sig_sys, base)``, ``base (G, H, S)`` the predictors of
-    each (cluster, stratum). The cluster
-    effects' zero-sum coordinates are normal about ``centre_u``, whose gradient adds to
-    ``g_centre_u``."""
+    """The log prior of ``theta`` with its gradient, and every pattern's linear predictor.
+
+    Log-Jacobians are included; the predictors are ``eta (P, S)`` (none with ``P`` negative: read
+    ``base`` instead). Returns those and the state :func:`_backward` needs:
+    ``(logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, base)``, ``base (G, H, S)`` the
+    predictors of each (cluster, stratum). The cluster effects' zero-sum coordinates are normal
+    about ``centre_u``, whose gradient adds to ``g_centre_u``.
+    """
     (
         S,
         H,
@@ -240,9 +243,11 @@ def _backward(
     sig_sys,
     d_sig_sys,
 ):
-    """Adds to ``grad`` the likelihood's gradient, given in the linear predictors ``g_eta (P,
-    S)`` and the task-level spreads (``g_se``, ``g_sv``), by the chain rule through the
-    transforms of :func:`_forward`."""
+    """Add to ``grad`` the likelihood's gradient, by the chain rule through :func:`_forward`.
+
+    The likelihood's gradient is given in the linear predictors ``g_eta (P, S)`` and the task-level
+    spreads (``g_se``, ``g_sv``); the chain rule runs through the transforms of :func:`_forward`.
+    """
     (
         S,
         H,
@@ -290,8 +295,10 @@ def _backward(
 def _backward_rows(
     theta, spec, const, by_gh, g_se, g_sv, grad, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
 ):
-    """:func:`_backward` from the likelihood's gradient summed per (cluster, stratum),
-    ``by_gh (G, H, S)``."""
+    """:func:`_backward` from the likelihood's gradient summed per (cluster, stratum).
+
+    That gradient is ``by_gh (G, H, S)``.
+    """
     (
         S,
         H,
@@ -560,16 +567,20 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
 
 @numba.njit(cache=True, nogil=True)
 def kernel_logp(theta, spec, const, index, c, n, mult):
-    """:func:`logp_and_grad` in one compiled call that releases the GIL, with the patterns'
-    cluster and stratum as ``index (2, P)``."""
+    """:func:`logp_and_grad` in one compiled call that releases the GIL.
+
+    The patterns' cluster and stratum come as ``index (2, P)``.
+    """
     return logp_and_grad(theta, spec, const, index[0], index[1], c, n, mult)
 
 
 @numba.njit(cache=True)
 def unmapped(x, spec, const, cluster):
-    """``x`` in the kernel's coordinates: :func:`guide._unguide` where the form guides its
-    cluster-by-system coordinates, :func:`pairs._unpair` where it rotates its cluster pairs, else
-    ``x`` itself."""
+    """``x`` in the kernel's coordinates.
+
+    :func:`guide._unguide` where the form guides its cluster-by-system coordinates,
+    :func:`pairs._unpair` where it rotates its cluster pairs, else ``x`` itself.
+    """
     if _guided(spec):
         return _unguide(x, spec, const)[0]
     if not _pairs(spec):
@@ -579,8 +590,10 @@ def unmapped(x, spec, const, cluster):
 
 @numba.njit(cache=True)
 def latent_task_effects(x, spec, const, kept, J, log_sigma_task):
-    """The task effects ``(J,)`` of a full-latent ``theta`` (:func:`coordinates._task_effects`), its
-    tail starting at ``kept`` and its log task spread at ``log_sigma_task``."""
+    """The task effects ``(J,)`` of a full-latent ``theta`` (:func:`coordinates._task_effects`).
+
+    Its tail starts at ``kept`` and its log task spread is at ``log_sigma_task``.
+    """
     centred, r, vectors, _, _ = _task_rotation(spec, const)
     i_sig = np.array([log_sigma_task, log_sigma_task + 1])
     kappa = _attenuation(spec, x, i_sig, spec[4] != 0)

@@ -14,11 +14,13 @@ from bayeval.models.kernels.quadrature import Rules, _buffers, _evaluate, _grid_
 
 @numba.njit(cache=True, parallel=True)
 def grid_expectations(location, scale, z, weight, ks, of_p, out):
-    """``out[i, q] = sum_m weight[m] f(y)^ks[q]`` at ``y = location[i] + scale[i] z[m]``, with
-    ``f = p`` (``of_p``) or ``1 - p``, ``p = expit(y)``: the trapezoid sums of the paired
-    model's population expectations (pass^k, and pass@k through ``1 - p``), a location per
-    thread, without the ``(locations, nodes)`` arrays NumPy would hold. ``f^k`` is ``exp(-k
-    softplus(-+y))``; at k = 1 one exponential."""
+    """``out[i, q] = sum_m weight[m] f(y)^ks[q]`` at ``y = location[i] + scale[i] z[m]``.
+
+    With ``f = p`` (``of_p``) or ``1 - p``, ``p = expit(y)``: the trapezoid sums of the paired
+    model's population expectations (pass^k, and pass@k through ``1 - p``), a location per thread,
+    without the ``(locations, nodes)`` arrays NumPy would hold. ``f^k`` is
+    ``exp(-k softplus(-+y))``; at k = 1 one exponential.
+    """
     sign = 1.0 if of_p else -1.0
     for i in numba.prange(location.shape[0]):
         for q in range(ks.shape[0]):
@@ -38,8 +40,10 @@ METRIC_CODES = {"pass@k": 0, "pass^k": 1, "g-pass@k": 2, "consistency": 3}
 
 
 def metric_arguments(metric: str, ks, tau=None) -> tuple[int, np.ndarray]:
-    """The kernels' metric arguments: its code and, per k, the successes it needs (G-pass@k's
-    ``ceil(tau k)``; unused by the other metrics)."""
+    """The kernels' metric arguments: its code and, per k, the successes it needs.
+
+    The successes are G-pass@k's ``ceil(tau k)``; unused by the other metrics.
+    """
     ks = np.asarray(ks, dtype=float)
     needed = (
         success_threshold(ks.astype(np.int64), tau).astype(float)
@@ -72,8 +76,10 @@ def _binomial_tail(p, k, m):
 
 @numba.njit(cache=True)
 def _f(p, k, code, m):
-    """The metric of rate p (codes of :data:`METRIC_CODES`): pass@k, pass^k, G-pass@k with m
-    successes needed, consistency ``(2p - 1)^2``."""
+    """The metric of rate p (codes of :data:`METRIC_CODES`).
+
+    pass@k, pass^k, G-pass@k with m successes needed, consistency ``(2p - 1)^2``.
+    """
     if k == 1.0 and code < 2:  # pass@1 and pass^1: no power
         return p
     if code == 0:
@@ -111,8 +117,10 @@ def _pattern_moments(
     cross_p,
     full,
 ):
-    """Conditional moments of f(p_s) of pattern ``p`` into ``mean_p (S, Q)`` and ``cross_p
-    (S, S, Q)`` (only its diagonal unless ``full``)."""
+    """Conditional moments of f(p_s) of pattern ``p`` into ``mean_p`` and ``cross_p``.
+
+    ``mean_p (S, Q)`` and ``cross_p (S, S, Q)`` (only its diagonal unless ``full``).
+    """
     S = eta.shape[1]
     Q = ks.shape[0]
     _, log_f, _, _, r, _, prob, _, _, _, _ = buf
@@ -144,8 +152,10 @@ def _pattern_moments(
 
 @numba.njit(cache=True)
 def _moment_work(S, Q, x, z, u):
-    """Work arrays of :func:`_pattern_moments`: the rule buffers, per-node moments, and one
-    pattern's cross moments."""
+    """Work arrays of :func:`_pattern_moments`.
+
+    The rule buffers, per-node moments, and one pattern's cross moments.
+    """
     buf = _buffers(S, x.shape[0], z.shape[0], u.shape[0])
     size = buf[1].shape[0]
     return buf, np.empty((size, S, Q)), np.empty((size, S, Q)), np.empty((S, S, Q))
@@ -173,9 +183,12 @@ def _task_sums(
     centre,
     cov,
 ):
-    """Weighted sums over the patterns of one draw: ``centre (S, Q)`` of the conditional means
-    and ``cov (Q, S, S)`` of the conditional covariances of the mean over tasks (tasks are
-    independent given the draw), without a per-pattern system x system array."""
+    """Weighted sums over the patterns of one draw: the mean over tasks' centre and covariance.
+
+    ``centre (S, Q)`` of the conditional means and ``cov (Q, S, S)`` of the conditional covariances
+    of the mean over tasks (tasks are independent given the draw), without a per-pattern system x
+    system array.
+    """
     z, log_omega = _grid_for(sigma_e, z, log_omega, n)
     P, S = eta.shape
     Q = ks.shape[0]
@@ -222,10 +235,12 @@ def _task_sums(
 
 
 def task_sums(eta, c, n, sigma_e, sigma_v, paired, ks, metric, weight, mult, rules=None, tau=None):
-    """Per draw, the mean over tasks' conditional centre ``(D, S, k)`` and covariance
-    ``(D, k, S, S)``: ``sum_p mult_p w_ps E[f_s]`` and ``sum_p mult_p w_ps w_pt Cov(f_s, f_t)``
-    (memory O(D S^2 k), not O(D P S^2 k)); f is ``metric`` (one of :data:`METRIC_CODES`,
-    with ``tau`` for G-pass@k)."""
+    """Per draw, the mean over tasks' conditional centre ``(D, S, k)`` and covariance.
+
+    The covariance is ``(D, k, S, S)``: ``sum_p mult_p w_ps E[f_s]`` and
+    ``sum_p mult_p w_ps w_pt Cov(f_s, f_t)`` (memory O(D S^2 k), not O(D P S^2 k)); f is ``metric``
+    (one of :data:`METRIC_CODES`, with ``tau`` for G-pass@k).
+    """
     rules = rules or Rules()
     code, needed = metric_arguments(metric, ks, tau)
     D, P, S = eta.shape

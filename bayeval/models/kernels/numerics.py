@@ -61,9 +61,11 @@ _INV_LN2 = 1.44269504088896338700e00
 
 @numba.njit(cache=True, fastmath={"contract"})
 def _neg_abs_exp(x, out, bits):
-    """``out = exp(-|x|)`` for a vector ``x``, in straight-line arithmetic that the compiler
-    vectorises (:func:`_softplus_parts` says how); ``bits`` is an int64 buffer of the same
-    length."""
+    """``out = exp(-|x|)`` for a vector ``x``, in straight-line arithmetic.
+
+    The compiler vectorises it (:func:`_softplus_parts` says how); ``bits`` is an int64 buffer of
+    the same length.
+    """
     m = x.shape[0]
     for i in range(m):
         z = max(-abs(x[i]), -700.0)
@@ -90,10 +92,12 @@ def _neg_abs_exp(x, out, bits):
 
 @numba.njit(cache=True, fastmath={"contract"}, inline="always")
 def _log1p_small(small, out):
-    """``out = log1p(small)`` for a vector ``small`` in [0, 1] (it may be ``small`` itself),
-    in straight-line arithmetic that the compiler vectorises (:func:`_softplus_parts` says
-    how). Inlined where it is called, so that the nutpie C functions and the kernel compile
-    the same arithmetic into :func:`_softplus_parts`."""
+    """``out = log1p(small)`` for a vector ``small`` in [0, 1], in straight-line arithmetic.
+
+    ``out`` may be ``small`` itself; the compiler vectorises it (:func:`_softplus_parts` says how).
+    Inlined where it is called, so that the nutpie C functions and the kernel compile the same
+    arithmetic into :func:`_softplus_parts`.
+    """
     for i in range(small.shape[0]):
         e = small[i]
         t = e / (2.0 + e)
@@ -106,15 +110,17 @@ def _log1p_small(small, out):
 
 @numba.njit(cache=True, fastmath={"contract"})
 def _softplus_parts(y):
-    """``small = exp(-|y|)`` and ``log1p(small)`` for every element of ``y (J, S)``, in
-    straight-line arithmetic that the compiler vectorises, where each scalar call to the math
+    """``small = exp(-|y|)`` and ``log1p(small)`` for every element of ``y (J, S)``, vectorised.
+
+    In straight-line arithmetic that the compiler vectorises, where each scalar call to the math
     library costs 6-7 ns (most of a full-latent gradient at 18,000 cells): the exponential by
-    Cody-Waite reduction ``x = k ln 2 + r``, ``|r| <= ln 2 / 2``, a degree-12 Taylor polynomial
-    in ``r`` (remainder below 1e-16) and the exponent ``k`` written into the bits of ``2^k``;
-    ``log1p(e) = 2 atanh(s)`` with ``s = e / (2 + e) <= 1/3`` by its series to ``s^35``
-    (remainder below 1e-17). Both agree with the math library to a few units in the last
-    place (tested); below ``exp(-700)`` the exponential is taken as ``exp(-700)``, whose
-    contribution to a log density is nil."""
+    Cody-Waite reduction ``x = k ln 2 + r``, ``|r| <= ln 2 / 2``, a degree-12 Taylor polynomial in
+    ``r`` (remainder below 1e-16) and the exponent ``k`` written into the bits of ``2^k``;
+    ``log1p(e) = 2 atanh(s)`` with ``s = e / (2 + e) <= 1/3`` by its series to ``s^35`` (remainder
+    below 1e-17). Both agree with the math library to a few units in the last place (tested); below
+    ``exp(-700)`` the exponential is taken as ``exp(-700)``, whose contribution to a log density is
+    nil.
+    """
     flat = y.ravel()
     m = flat.shape[0]
     small = np.empty(m)
@@ -126,8 +132,10 @@ def _softplus_parts(y):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _binomial_cell(cc, nn, yy, small, log_term):
-    """A cell's ``c y - n softplus(y)`` and its derivative in ``y``, ``small = exp(-|y|)``
-    and ``log_term = log1p(small)`` given (:func:`_softplus_parts`)."""
+    """A cell's ``c y - n softplus(y)`` and its derivative in ``y``.
+
+    ``small = exp(-|y|)`` and ``log_term = log1p(small)`` are given (:func:`_softplus_parts`).
+    """
     rate = (1.0 if yy >= 0.0 else small) / (1.0 + small)
     return cc * yy - nn * (max(yy, 0.0) + log_term), cc - nn * rate
 

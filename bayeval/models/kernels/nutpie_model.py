@@ -64,9 +64,11 @@ except ImportError:  # pragma: no cover - nutpie is a dependency
 
 @dataclasses.dataclass(frozen=True)
 class KernelModel(_Base):
-    """A compiled kernel (:func:`bayeval.models.kernels.logp.logp_and_grad`) and its data as
-    a model for ``nutpie.sample``: the draw keeps ``names`` of ``shapes`` (the first
-    ``kept`` coordinates of theta, then ``tasks`` task effects)."""
+    """A compiled kernel and its data as a model for ``nutpie.sample``.
+
+    The kernel is :func:`bayeval.models.kernels.logp.logp_and_grad`; the draw keeps ``names`` of
+    ``shapes`` (the first ``kept`` coordinates of theta, then ``tasks`` task effects).
+    """
 
     values: dict = dataclasses.field(default_factory=dict)
     dim: int = 0
@@ -82,6 +84,7 @@ class KernelModel(_Base):
 
     @classmethod
     def build(cls, values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
+        """The model of the kernel data ``values`` over ``dim`` coordinates (see the class)."""
         values = kernel_data(values)
         names = ("theta",) if tasks == 0 else ("hyper", "task_effect")
         shapes = ((dim,),) if tasks == 0 else ((kept,), (tasks,))
@@ -100,19 +103,24 @@ class KernelModel(_Base):
 
     @property
     def n_dim(self) -> int:
+        """The number of coordinates the sampler moves."""
         return self.dim
 
     @property
     def shapes(self) -> dict:
+        """The shape of each stored variable, by name."""
         return dict(zip(self.names, self.shapes_, strict=True))
 
     @property
     def coords(self) -> dict:
+        """No coordinates: the draws are labelled by the caller."""
         return {}
 
     def _initial_point(self, seed) -> np.ndarray:
-        """The flat prior's support point, zero, jittered by U(-1, 1) per coordinate (as
-        nutpie starts a PyMC model)."""
+        """The flat prior's support point, zero, jittered by U(-1, 1) per coordinate.
+
+        As nutpie starts a PyMC model.
+        """
         return np.random.default_rng(seed).uniform(-1.0, 1.0, self.dim)
 
     def _make_model(self, init_mean):
@@ -159,8 +167,10 @@ class KernelModel(_Base):
 
 
 def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
-    """The same log density and kept values through ``nutpie.compiled_pyfunc`` (the kernel
-    called from Python): the route where :func:`available` is False."""
+    """The same log density and kept values through ``nutpie.compiled_pyfunc``.
+
+    The kernel is called from Python: the route where :func:`available` is False.
+    """
     from nutpie.compiled_pyfunc import from_pyfunc
 
     data = kernel_data(values)

@@ -17,18 +17,22 @@ from bayeval.models.kernels.coordinates import (
 
 @numba.njit(cache=True)
 def _pairs(spec):
-    """Whether the full-latent form holds its cluster pairs rotated (``spec[11]`` 3: task
-    effects centred, 4: standardised; :func:`_unpair`)."""
+    """Whether the full-latent form holds its cluster pairs rotated (:func:`_unpair`).
+
+    ``spec[11]`` 3: task effects centred, 4: standardised.
+    """
     return spec.shape[0] >= 12 and (spec[11] == 3 or spec[11] == 4)
 
 
 @numba.njit(cache=True)
 def _pair_matrix(spec, const):
-    """``Q (G, G)`` where the full-latent form rotates its cluster pairs with centred task
-    effects (``spec[11] == 3``, :func:`_unpair`), else ``(0, 0)``: ``Q z`` are the task
-    effects' standardised cluster components (cluster g's mean effect is ``sigma_task (Q
-    z)[g] / sqrt(n_g)``) for the first ``r = G`` task coordinates ``z``, stored after the
-    task reflections (:func:`bayeval.models.kernels.collapsed.cluster_pair_map`)."""
+    """``Q (G, G)`` where the full-latent form rotates its cluster pairs, else ``(0, 0)``.
+
+    It rotates them with centred task effects (``spec[11] == 3``, :func:`_unpair`). ``Q z`` are the
+    task effects' standardised cluster components (cluster g's mean effect is
+    ``sigma_task (Q z)[g] / sqrt(n_g)``) for the first ``r = G`` task coordinates ``z``, stored
+    after the task reflections (:func:`bayeval.models.kernels.collapsed.cluster_pair_map`).
+    """
     if spec.shape[0] < 12 or spec[11] != 3:
         return np.zeros((0, 0))
     G, J = spec[2], spec[9]
@@ -39,9 +43,11 @@ def _pair_matrix(spec, const):
 
 @numba.njit(cache=True)
 def _pair_parts(theta, i_small, i_large, inv_root):
-    """Each cluster's rotation ``(cos, sin)`` of a pair: the cluster-level effect (spread
-    ``exp(theta[i_large])``) and its tasks' standardised mean (``exp(theta[i_small]) /
-    sqrt(n_g)``, ``inv_root`` the ``1 / sqrt(n_g)``), the sum the data see."""
+    """Each cluster's rotation ``(cos, sin)`` of a pair, onto the sum the data see.
+
+    The pair is the cluster-level effect (spread ``exp(theta[i_large])``) and its tasks'
+    standardised mean (``exp(theta[i_small]) / sqrt(n_g)``, ``inv_root`` the ``1 / sqrt(n_g)``).
+    """
     small, large = math.exp(theta[i_small]), math.exp(theta[i_large])
     G = inv_root.shape[0]
     cos, sin = np.empty(G), np.empty(G)
@@ -54,9 +60,12 @@ def _pair_parts(theta, i_small, i_large, inv_root):
 
 @numba.njit(cache=True)
 def _pair_layout(spec, const, cluster):
-    """What :func:`_unpair` reads: the systems and clusters, whether paired, one over the
-    root of each cluster's tasks, the log spreads' indices ``(task, task-by-system, cluster,
-    cluster-by-system)`` and the cluster and task coordinates' starts."""
+    """What :func:`_unpair` reads.
+
+    The systems and clusters, whether paired, one over the root of each cluster's tasks, the log
+    spreads' indices ``(task, task-by-system, cluster, cluster-by-system)`` and the cluster and task
+    coordinates' starts.
+    """
     (
         S,
         H,
@@ -101,8 +110,9 @@ def _pair_layout(spec, const, cluster):
 
 @numba.njit(cache=True)
 def _unpair(theta, spec, const, cluster, Q):
-    """The full-latent form's coordinates (and the map's log-Jacobian) from the sampler's,
-    which hold each cluster's pairs rotated onto the sums the data see.
+    """The full-latent form's coordinates (and the map's log-Jacobian) from the sampler's.
+
+    The sampler's hold each cluster's pairs rotated onto the sums the data see.
 
     The likelihood sees a cluster's effect ``u[g] = sigma_cluster z_u[g]`` only through its
     sum with its tasks' mean effect, ``sigma_task zeta[g] / sqrt(n_g)`` (``zeta = Q z``, the
@@ -161,10 +171,12 @@ def _unpair(theta, spec, const, cluster, Q):
 
 @numba.njit(cache=True)
 def _turn_sums(theta, out, i_m, i_f, first, stride, cos, sin, inv_root, cluster):
-    """One set of standardised pairs turned back (:func:`_unpair`): the cluster-level
-    coordinates at ``i_m`` (mean) and ``i_f`` (zero-sum part) hold the sums, and the
-    task-level coordinates ``theta[first + j * stride]`` hold, in their clusters' mean
-    directions, the partners; written into ``out``."""
+    """One set of standardised pairs turned back (:func:`_unpair`), written into ``out``.
+
+    The cluster-level coordinates at ``i_m`` (mean) and ``i_f`` (zero-sum part) hold the sums, and
+    the task-level coordinates ``theta[first + j * stride]`` hold, in their clusters' mean
+    directions, the partners.
+    """
     G = inv_root.shape[0]
     a, b, zs = np.empty(G), np.zeros(G), np.empty(G)
     _zero_sum(theta[i_f : i_f + G - 1], a)
@@ -182,8 +194,10 @@ def _turn_sums(theta, out, i_m, i_f, first, stride, cos, sin, inv_root, cluster)
 
 @numba.njit(cache=True)
 def _turn_sums_adjoint(theta, grad, i_m, i_f, first, stride, cos, sin, inv_root, cluster):
-    """The gradient through :func:`_turn_sums`, in place; returns its part in the pair's
-    angle."""
+    """The gradient through :func:`_turn_sums`, in place.
+
+    Returns its part in the pair's angle.
+    """
     G = inv_root.shape[0]
     a, b = np.empty(G), np.zeros(G)
     g_z, g_xi, g_a = np.empty(G), np.zeros(G), np.empty(G)
@@ -211,9 +225,12 @@ def _turn_sums_adjoint(theta, grad, i_m, i_f, first, stride, cos, sin, inv_root,
 
 @numba.njit(cache=True)
 def _from_cluster_vector(z, out, i_m, i_f, mean):
-    """``out[i_m] = mean(z)`` (with ``mean``, else ``sum(z)``) and ``out[i_f:i_f + G - 1] =
-    B' z`` (:func:`coordinates._zero_sum`): the coordinates ``m, f`` of a cluster vector ``z = m + B
-    f``, or without ``mean`` the gradient in them from that in ``z``."""
+    """The coordinates ``m, f`` of a cluster vector ``z = m + B f``, or the gradient in them.
+
+    ``out[i_m] = mean(z)`` (with ``mean``, else ``sum(z)``) and ``out[i_f:i_f + G - 1] = B' z``
+    (:func:`coordinates._zero_sum`); without ``mean``, the gradient in the coordinates from that in
+    ``z``.
+    """
     G = z.shape[0]
     total = 0.0
     for g in range(G):
@@ -226,8 +243,10 @@ def _from_cluster_vector(z, out, i_m, i_f, mean):
 
 @numba.njit(cache=True)
 def _unpair_adjoint(theta, spec, const, cluster, Q, grad):
-    """The gradient in the sampler's coordinates (:func:`_unpair`) from ``grad``, that in
-    the unrotated ones (overwritten), the log-Jacobian's included."""
+    """The gradient in the sampler's coordinates (:func:`_unpair`) from ``grad``.
+
+    ``grad`` is the gradient in the unrotated ones (overwritten); the log-Jacobian's is included.
+    """
     S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(
         spec, const, cluster
     )
@@ -307,9 +326,11 @@ def _times(Q, x, transpose):
 
 @numba.njit(cache=True)
 def _spread_pairs(spec, const):
-    """The indices ``(small, large)`` of the log spreads held in polar coordinates: the task
-    and cluster spreads, and with several systems the task-by-system and cluster-by-system
-    ones."""
+    """The indices ``(small, large)`` of the log spreads held in polar coordinates.
+
+    The task and cluster spreads, and with several systems the task-by-system and cluster-by-system
+    ones.
+    """
     i_sig = _kernel_layout(spec, const)[22]
     if i_sig[1] >= 0 and i_sig[3] >= 0:
         return np.array([[i_sig[0], i_sig[2]], [i_sig[1], i_sig[3]]])
@@ -318,12 +339,13 @@ def _spread_pairs(spec, const):
 
 @numba.njit(cache=True)
 def _from_polar(x, spec, const):
-    """The log spreads from the polar coordinates the sampler holds with the cluster pairs
-    (:func:`_unpair`): of each pair of spreads (task and cluster, task-by-system and
-    cluster-by-system), ``log rho = log sqrt(sigma_small^2 + sigma_large^2)`` and ``phi =
-    log(sigma_small / sigma_large)``. The data pin the total better than the split: in the
-    log spreads themselves that is a curved ridge. The map's Jacobian is one in absolute
-    value."""
+    """The log spreads from the polar coordinates the sampler holds with the cluster pairs.
+
+    See :func:`_unpair`. Of each pair of spreads (task and cluster, task-by-system and
+    cluster-by-system), ``log rho = log sqrt(sigma_small^2 + sigma_large^2)`` and
+    ``phi = log(sigma_small / sigma_large)``. The data pin the total better than the split: in the
+    log spreads themselves that is a curved ridge. The map's Jacobian is one in absolute value.
+    """
     out = x.copy()
     pairs = _spread_pairs(spec, const)
     for k in range(pairs.shape[0]):
@@ -336,8 +358,10 @@ def _from_polar(x, spec, const):
 
 @numba.njit(cache=True)
 def _polar_adjoint(x, spec, const, grad):
-    """The gradient in the polar coordinates (:func:`_from_polar`) from that in the log
-    spreads, in place."""
+    """The gradient in the polar coordinates (:func:`_from_polar`) from that in the log spreads.
+
+    In place.
+    """
     pairs = _spread_pairs(spec, const)
     for k in range(pairs.shape[0]):
         i_s, i_l = pairs[k, 0], pairs[k, 1]

@@ -114,9 +114,11 @@ def _inner_mode(eta_e, c, n, v, prec_v):
 
 @numba.njit(cache=True)
 def _joint_mode(eta, c, n, prec_e, prec_v, paired, v, weight):
-    """Joint mode of one pattern's task effects by damped Newton steps: returns the task
-    effect's mode and its Laplace standard deviation, and fills ``v (S,)`` with the
-    task-by-system modes and ``weight (S,)`` with ``n p (1 - p)`` there."""
+    """Joint mode of one pattern's task effects by damped Newton steps.
+
+    Returns the task effect's mode and its Laplace standard deviation, and fills ``v (S,)`` with the
+    task-by-system modes and ``weight (S,)`` with ``n p (1 - p)`` there.
+    """
     S = eta.shape[0]
     e = 0.0
     v[:] = 0.0
@@ -315,13 +317,15 @@ def _single_terms(
     failure,
     success,
 ):
-    """Grid terms of both one-attempt counts of a system, straight from its predictor: a success
-    has inner integral ``E p`` and score mean ``E[p q] / E p``, a failure ``E q`` and
+    """Grid terms of both one-attempt counts of a system, straight from its predictor.
+
+    A success has inner integral ``E p`` and score mean ``E[p q] / E p``, a failure ``E q`` and
     ``-E[p q] / E q`` (likewise with the node ``u``); writes rows ``failure`` and ``success``.
 
     The sums over the inner nodes run node by node over the whole outer grid (for every outer
     node in the same order as one node at a time would), in rows that hold the running sums
-    until the last step: a loop without a reduction, which the compiler can vectorise."""
+    until the last step: a loop without a reduction, which the compiler can vectorise.
+    """
     K, L = z.shape[0], (u.shape[0] if paired else 1)
     p_sum, q_sum = g_lin[success], g_lin[failure]
     pq, upq, base = score_e[success], score_v[success], score_e[failure]
@@ -365,9 +369,11 @@ def _single_terms(
 
 @numba.njit(cache=True)
 def _grid_step(n):
-    """The largest node spacing (logits) the grid may have for the grid patterns among ``n``:
-    :data:`GRID_MAX_LOGIT_STEP`, or :data:`GRID_INFO_STEP` over the square root of the most
-    trials in one of them, whichever is smaller."""
+    """The largest node spacing (logits) the grid may have for the grid patterns among ``n``.
+
+    :data:`GRID_MAX_LOGIT_STEP`, or :data:`GRID_INFO_STEP` over the square root of the most trials
+    in one of them, whichever is smaller.
+    """
     most = 0.0
     for p in range(n.shape[0]):
         if not _is_low(n[p]):
@@ -383,10 +389,12 @@ def _grid_step(n):
 
 @numba.njit(cache=True)
 def _grid_for(sigma_e, z, log_omega, n):
-    """The grid nodes and log weights to use at ``sigma_e`` for patterns with trials ``n (P, S)``:
-    the given ones while their spacing is at most :func:`_grid_step` logits, else a finer grid
-    over the same range (at most :data:`GRID_MAX_NODES` nodes: the sampler may propose absurd
-    spreads while it adapts)."""
+    """The grid nodes and log weights to use at ``sigma_e`` for patterns with trials ``n (P, S)``.
+
+    The given ones while their spacing is at most :func:`_grid_step` logits, else a finer grid over
+    the same range (at most :data:`GRID_MAX_NODES` nodes: the sampler may propose absurd spreads
+    while it adapts).
+    """
     K = z.shape[0]
     width = z[K - 1] - z[0]
     max_step = _grid_step(n)
@@ -470,6 +478,7 @@ class Rules:
         self.lam = gw / math.sqrt(math.pi)
 
     def arrays(self):
+        """The node arrays in the kernels' argument order."""
         return self.x, self.logw, self.z, self.log_omega, self.u, self.lam
 
 
@@ -527,9 +536,11 @@ def _buffers(S, n_x, n_z, n_u):
 
 @numba.njit(cache=True)
 def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v):
-    """Grid terms of one system's counts ``(cs, ns)`` at every outer node: the inner integral
-    ``g_lin (K,)`` and the inner means of the score ``c - n p`` (times 1 and times the node
-    ``u``). One-attempt counts, the common case, get straight-line loops."""
+    """Grid terms of one system's counts ``(cs, ns)`` at every outer node.
+
+    The inner integral ``g_lin (K,)`` and the inner means of the score ``c - n p`` (times 1 and
+    times the node ``u``). One-attempt counts, the common case, get straight-line loops.
+    """
     L = u.shape[0] if paired else 1
     a_pow, b_pow = int(cs), int(ns - cs)
     for k in range(tab_p.shape[0]):
@@ -552,10 +563,12 @@ def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v):
 
 @numba.njit(cache=True)
 def _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f):
-    """Outer-node terms of one grid pattern whose systems' inner integrals are the rows
-    ``g_lin[rows[s]]``: fills ``f_k`` with the normalised node weights and returns the
-    pattern's log L. Products are taken in linear space (no exponentials); only if they
-    underflow at every node are they redone in logs."""
+    """Outer-node terms of one grid pattern; returns the pattern's log L.
+
+    The pattern's systems' inner integrals are the rows ``g_lin[rows[s]]``; fills ``f_k`` with the
+    normalised node weights. Products are taken in linear space (no exponentials); only if they
+    underflow at every node are they redone in logs.
+    """
     K = omega.shape[0]
     f_k[:K] = omega
     for s in range(rows.shape[0]):
@@ -583,9 +596,11 @@ def _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f):
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
 def _grid_gradient(rows, f_k, f_z, z, g_e, g_v, m, g_eta_p):
-    """Gradient of ``m log L`` of one grid pattern from its normalised node weights ``f_k``:
-    adds to ``g_eta_p (S,)`` and returns the parts for ``sigma_e`` and ``sigma_v``. Sums may be
-    reassociated (vectorised); nothing here can be infinite."""
+    """Gradient of ``m log L`` of one grid pattern from its normalised node weights ``f_k``.
+
+    Adds to ``g_eta_p (S,)`` and returns the parts for ``sigma_e`` and ``sigma_v``. Sums may be
+    reassociated (vectorised); nothing here can be infinite.
+    """
     K = z.shape[0]
     for k in range(K):
         f_z[k] = f_k[k] * z[k]
@@ -605,8 +620,10 @@ def _grid_gradient(rows, f_k, f_z, z, g_e, g_v, m, g_eta_p):
 
 @numba.njit(cache=True)
 def _conditional_mode(eta_e, c, n, v, prec_v):
-    """Mode of v given the task effect, Newton to convergence (``_inner_mode`` takes a few
-    steps from a good start; these conditionals start from anywhere)."""
+    """Mode of v given the task effect, Newton to convergence.
+
+    ``_inner_mode`` takes a few steps from a good start; these conditionals start from anywhere.
+    """
     current = _conditional_log_density(eta_e, c, n, v, prec_v)
     for _ in range(50):
         p = _sigmoid(eta_e + v)

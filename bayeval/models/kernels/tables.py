@@ -33,11 +33,12 @@ def _one_sided(cq, nq):
 
 @numba.njit(cache=True)
 def _inner_integral(y, cq, nq, prec_v, log_sigma_v, vc, x, logw, terms):
-    """The integral over one system's task-by-system effect at ``y = eta_s + e``,
-    ``log g = log int N(v; 0, sigma_v) p^c (1 - p)^(n - c) dv`` with ``p = expit(y + v)``, and
-    its derivatives ``(log g, d/dy, d/dsigma_v, d2/(dy dsigma_v))`` (Fisher's identity over
-    the same nodes). ``vc`` is the conditional mode of ``v``; ``terms (2, INNER_NODES)`` holds
-    the log terms and the nodes.
+    """The integral over one system's task-by-system effect at ``y = eta_s + e``, with derivatives.
+
+    ``log g = log int N(v; 0, sigma_v) p^c (1 - p)^(n - c) dv`` with ``p = expit(y + v)``, and its
+    derivatives ``(log g, d/dy, d/dsigma_v, d2/(dy dsigma_v))`` (Fisher's identity over the same
+    nodes). ``vc`` is the conditional mode of ``v``; ``terms (2, INNER_NODES)`` holds the log terms
+    and the nodes.
 
     Two-sided counts take Gauss-Hermite nodes at the mode. One-sided counts
     (:func:`_one_sided`) take a trapezoid out to ``TABLE_TAIL`` below the peak, in steps of at
@@ -46,7 +47,8 @@ def _inner_integral(y, cq, nq, prec_v, log_sigma_v, vc, x, logw, terms):
     and where the likelihood is nearly flat it made the task effect's marginal non-concave:
     its mode jumped between local maxima and the log density was rough (LiveCodeBench reached
     NUTS's maximum tree depth). The trapezoid errs by less than 1e-7 (the integrand's nearest
-    singularities lie pi off the real line)."""
+    singularities lie pi off the real line).
+    """
     p = _sigmoid(y + vc)
     s_v = 1.0 / math.sqrt(prec_v + nq * p * (1.0 - p))
     count = 0
@@ -105,8 +107,10 @@ def _inner_integral(y, cq, nq, prec_v, log_sigma_v, vc, x, logw, terms):
 
 @numba.njit(cache=True)
 def _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
-    """Fill cell ``i`` of table ``q``: the inner integral at ``y_i``, its derivative in ``y``
-    and in ``sigma_v`` (:func:`_inner_integral`)."""
+    """Fill cell ``i`` of table ``q``: the inner integral at ``y_i`` and its derivatives.
+
+    Its derivatives in ``y`` and in ``sigma_v`` (:func:`_inner_integral`).
+    """
     y = TABLE_LOW + i * TABLE_STEP
     vc = _conditional_mode(y, cq, nq, 0.0, prec_v)
     log_g, d_y, d_v, d_vy = _inner_integral(y, cq, nq, prec_v, log_sigma_v, vc, x, logw, terms)
@@ -120,11 +124,13 @@ def _table_cell(i, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
 
 @numba.njit(cache=True)
 def _table_read(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
-    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` for counts ``(cq, nq)`` from the table
-    of slot ``q`` (:func:`_table_slots`): a slot ``q < 0`` is table ``-1 - q`` of the
-    mirrored counts ``(nq - cq, nq)`` read at ``-y``, since ``v`` is symmetric about zero
-    and ``g(y; c, n) = g(-y; n - c, n)`` (the table's grid is symmetric about zero, so the
-    read is the same interpolant; only the slope changes sign)."""
+    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` for counts ``(cq, nq)`` from slot ``q``.
+
+    The slot is :func:`_table_slots`'s: a slot ``q < 0`` is table ``-1 - q`` of the mirrored counts
+    ``(nq - cq, nq)`` read at ``-y``, since ``v`` is symmetric about zero and
+    ``g(y; c, n) = g(-y; n - c, n)`` (the table's grid is symmetric about zero, so the read is the
+    same interpolant; only the slope changes sign).
+    """
     if q >= 0:
         return _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
     value, slope, curve, dv = _table_at(
@@ -135,8 +141,11 @@ def _table_read(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
 
 @numba.njit(cache=True)
 def _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
-    """The cells of table ``q`` around ``y``, computed if not yet: ``(i, t)``, ``y`` at ``t``
-    of the way from cell ``i`` to ``i + 1``, or beyond the grid ``(edge cell, -1)``."""
+    """The cells of table ``q`` around ``y``, computed if not yet.
+
+    Returns ``(i, t)``, ``y`` at ``t`` of the way from cell ``i`` to ``i + 1``, or beyond the grid
+    ``(edge cell, -1)``.
+    """
     top = TABLE_LOW + (TABLE_SIZE - 1) * TABLE_STEP
     if y <= TABLE_LOW or y >= top:
         i = 0 if y <= TABLE_LOW else TABLE_SIZE - 1
@@ -154,16 +163,20 @@ def _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
 
 @numba.njit(cache=True)
 def _table_value(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
-    """``log g`` at ``y`` from table ``q``, as :func:`_table_at` reads it, without the
-    derivatives."""
+    """``log g`` at ``y`` from table ``q``, as :func:`_table_at` reads it.
+
+    Without the derivatives.
+    """
     i, t = _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
     return _cell_value(y, q, i, t, tab)
 
 
 @numba.njit(cache=True)
 def _cell_value(y, q, i, t, tab):
-    """``log g`` at ``y`` located at ``(i, t)`` (:func:`_table_locate`) in table ``q``: the
-    cubic Hermite interpolant, or beyond the grid the tangent at its end."""
+    """``log g`` at ``y`` located at ``(i, t)`` (:func:`_table_locate`) in table ``q``.
+
+    The cubic Hermite interpolant, or beyond the grid the tangent at its end.
+    """
     if t < 0.0:
         return tab[q, i, 0] + tab[q, i, 1] * (y - (TABLE_LOW + i * TABLE_STEP))
     h = TABLE_STEP
@@ -187,10 +200,12 @@ def _table_read_value(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
 
 @numba.njit(cache=True)
 def _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
-    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` from table ``q``: the cubic Hermite
-    interpolant through the two cells around ``y`` (computed if not yet), its derivatives,
-    and the ``sigma_v`` derivative by its own Hermite interpolant; beyond the grid, the
-    tangent at its end."""
+    """``(log g, d/dy, d2/dy2, d/dsigma_v)`` at ``y`` from table ``q``.
+
+    The cubic Hermite interpolant through the two cells around ``y`` (computed if not yet), its
+    derivatives, and the ``sigma_v`` derivative by its own Hermite interpolant; beyond the grid, the
+    tangent at its end.
+    """
     i, t = _table_locate(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms)
     value = _cell_value(y, q, i, t, tab)
     if t < 0.0:
@@ -224,8 +239,10 @@ def _table_at(y, q, cq, nq, prec_v, log_sigma_v, x, logw, tab, terms):
 def _marginal_e(
     e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms
 ):
-    """The task effect's log marginal density (up to a constant) and its first two
-    derivatives, from the tables (one system: the binomial log-likelihood itself)."""
+    """The task effect's log marginal density (up to a constant) and its first two derivatives.
+
+    From the tables (one system: the binomial log-likelihood itself).
+    """
     value = -0.5 * prec_e * e * e
     slope = -prec_e * e
     curve = -prec_e
@@ -273,9 +290,11 @@ def _marginal_value(
 def _marginal_mode(
     eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms, tol
 ):
-    """The mode of the task effect's log marginal (:func:`_marginal_e`; log-concave) by
-    damped Newton steps from 0 until a step is below ``tol``: ``(mode, log density there,
-    Laplace sd)``."""
+    """The mode of the task effect's log marginal (:func:`_marginal_e`) by damped Newton steps.
+
+    The marginal is log-concave; the steps start from 0 and stop once a step is below ``tol``.
+    Returns ``(mode, log density there, Laplace sd)``.
+    """
     e = 0.0
     value, slope, curve = _marginal_e(
         e, eta_p, slot_p, c_p, n_p, prec_e, prec_v, log_sigma_v, paired, x, logw, tab, terms
@@ -331,11 +350,13 @@ def _trapezoid_nodes(
     e_k,
     log_f,
 ):
-    """Trapezoid nodes over the marginal's whole extent: outwards from the mode ``e`` in
-    steps of ``s_e / 2`` until the log density lies ``TABLE_TAIL`` below its peak (the step
-    doubles while a side would need more than half the nodes). Fills ``e_k`` and ``log_f``
-    (log weights: step, the prior's normalising constant and the density); returns their
-    number."""
+    """Trapezoid nodes over the marginal's whole extent.
+
+    Outwards from the mode ``e`` in steps of ``s_e / 2`` until the log density lies ``TABLE_TAIL``
+    below its peak (the step doubles while a side would need more than half the nodes). Fills
+    ``e_k`` and ``log_f`` (log weights: step, the prior's normalising constant and the density);
+    returns their number.
+    """
     half = (e_k.shape[0] - 1) // 2
     step = 0.5 * s_e
     while True:
@@ -386,10 +407,13 @@ def _trapezoid_nodes(
 def _tabled_pattern(
     p, eta, c, n, slot, m, sigma_e, sigma_v, paired, x, logw, tab, terms, e_k, log_f, g_eta
 ):
-    """One adaptive-rule pattern from the tables: the outer Gauss-Hermite rule centred and
-    scaled at the mode of the task effect's marginal; adds ``m`` times its gradient in
-    ``eta`` to ``g_eta[p]`` and returns ``(log L, d/dsigma_e, d/dsigma_v)`` (times ``m``);
-    with ``g_eta`` empty, only ``(m log L, 0, 0)``."""
+    """One adaptive-rule pattern from the tables.
+
+    The outer Gauss-Hermite rule is centred and scaled at the mode of the task effect's marginal;
+    adds ``m`` times its gradient in ``eta`` to ``g_eta[p]`` and returns
+    ``(log L, d/dsigma_e, d/dsigma_v)`` (times ``m``); with ``g_eta`` empty, only
+    ``(m log L, 0, 0)``.
+    """
     S = eta.shape[1]
     K = x.shape[0]
     prec_e = 1.0 / sigma_e**2
@@ -478,10 +502,12 @@ def _tabled_pattern(
 
 @numba.njit(cache=True)
 def _table_slots(c, n, every):
-    """Each adaptive-rule cell's table, one per distinct counts ``(c, n)`` up to mirroring:
-    ``slot (P, S)`` (``-1 - q`` where the cell reads table ``q`` of ``(n - c, n)`` mirrored,
-    :func:`_table_read`) and the counts of each table (with ``every``, the fixed grid's
-    patterns' cells too). Binary cells need one table instead of two."""
+    """Each adaptive-rule cell's table, one per distinct counts ``(c, n)`` up to mirroring.
+
+    Returns ``slot (P, S)`` (``-1 - q`` where the cell reads table ``q`` of ``(n - c, n)`` mirrored,
+    :func:`_table_read`) and the counts of each table (with ``every``, the fixed grid's patterns'
+    cells too). Binary cells need one table instead of two.
+    """
     P, S = c.shape
     top = 0
     for p in range(P):

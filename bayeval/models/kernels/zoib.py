@@ -96,8 +96,11 @@ LEVEL_TASKS = 50
 
 @numba.njit(cache=True)
 def digamma(x):
-    """The digamma function for ``x > 0`` (recurrence to ``x >= 6``, then the asymptotic
-    series to ``x^-10``: error below 1e-11, against SciPy)."""
+    """The digamma function for ``x > 0``.
+
+    By recurrence to ``x >= 6``, then the asymptotic series to ``x^-10``: error below 1e-11, against
+    SciPy.
+    """
     out = 0.0
     while x < 6.0:
         out -= 1.0 / x
@@ -113,9 +116,11 @@ def digamma(x):
 
 @numba.njit(cache=True)
 def offsets(S, J, G, paired, clusters):
-    """Where each block of ``x`` starts: the five log spreads (-1 where absent), the task,
-    task-by-system, cluster, cluster-by-system and grading effects (-1 where absent), and the
-    dimension, as an int64 array of 11."""
+    """Where each block of ``x`` starts, and the dimension, as an int64 array of 11.
+
+    The five log spreads (-1 where absent), the task, task-by-system, cluster, cluster-by-system and
+    grading effects (-1 where absent), and the dimension.
+    """
     out = np.full(11, -1, dtype=np.int64)
     i = 4 * S
     present = (True, paired, clusters, paired and clusters, True)
@@ -153,8 +158,11 @@ def kept_size(S, J, G, paired, clusters):
 
 @numba.njit(cache=True, nogil=True)
 def helmert_to(y, z):
-    """``z = H' y`` for the orthonormal Helmert matrix ``H`` of ``scipy.linalg.helmert(n,
-    full=True)`` (first row constant, row k the k-th contrast), in O(n)."""
+    """``z = H' y`` for the orthonormal Helmert matrix ``H``, in O(n).
+
+    ``H`` is that of ``scipy.linalg.helmert(n, full=True)``: first row constant, row k the k-th
+    contrast.
+    """
     n = y.shape[0]
     tail = 0.0  # sum over k > i of y[k] / sqrt(k (k + 1))
     for i in range(n - 1, -1, -1):
@@ -179,9 +187,11 @@ def helmert_add(g, out):
 
 @numba.njit(cache=True, nogil=True)
 def task_and_cluster_normals(x, off, J, G, level):
-    """The standard normals of the task and cluster effects: the coordinates themselves, or,
-    where the systems' levels are sampled (``level``), their images under ``H'``
-    (:func:`helmert_to`) so that the coordinates' first is their common shift."""
+    """The standard normals of the task and cluster effects.
+
+    The coordinates themselves, or, where the systems' levels are sampled (``level``), their images
+    under ``H'`` (:func:`helmert_to`) so that the coordinates' first is their common shift.
+    """
     e = x[off[5] : off[5] + J].copy()
     u = x[off[7] : off[7] + G].copy() if off[7] >= 0 else np.zeros(G)
     if level:
@@ -193,8 +203,10 @@ def task_and_cluster_normals(x, off, J, G, level):
 
 @numba.njit(cache=True, nogil=True)
 def shared_effects(e, u, sig, cluster, clusters):
-    """Each task's effect that the systems share, ``sigma_task e[j] + sigma_cluster u[g(j)]``
-    (``e``, ``u`` the standard normals, ``sig`` the five spreads)."""
+    """Each task's effect that the systems share, ``sigma_task e[j] + sigma_cluster u[g(j)]``.
+
+    ``e``, ``u`` are the standard normals, ``sig`` the five spreads.
+    """
     J = cluster.shape[0]
     out = np.empty(J)
     for j in range(J):
@@ -362,10 +374,12 @@ def logp_into(x, spec, const, cluster, n0, n1, nmid, interior, sumlog, sumlog1m,
 
 @numba.njit(cache=True)
 def expand(x, spec, cluster, out):
-    """The values kept per draw of ``x`` into ``out`` (:func:`kept_size`; ``cluster`` the
-    tasks' cluster codes, for ``alpha``'s level): ``alpha``,
+    """The values kept per draw of ``x``, into ``out`` (:func:`kept_size`).
+
+    ``cluster`` holds the tasks' cluster codes, for ``alpha``'s level. The values: ``alpha``,
     ``delta``, ``gamma``, ``phi`` per system, the five spreads (0 where absent), then the task,
-    task-by-system, cluster, cluster-by-system and grading effects that are present."""
+    task-by-system, cluster, cluster-by-system and grading effects that are present.
+    """
     S, J, G = spec[0], spec[1], spec[2]
     paired, clusters = spec[3] != 0, spec[4] != 0
     off = offsets(S, J, G, paired, clusters)
@@ -447,8 +461,10 @@ _cfuncs = None
 
 
 def nutpie_functions():
-    """The compiled C log density and expansion, loaded from numba's disk cache after the
-    first compilation on a machine."""
+    """The compiled C log density and expansion.
+
+    Loaded from numba's disk cache after the first compilation on a machine.
+    """
     global _cfuncs
     if _cfuncs is None:
         _cfuncs = (
