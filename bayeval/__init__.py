@@ -11,7 +11,7 @@ import warnings
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
-from bayeval._validate import BayevalWarning
+from bayeval._validate import BayevalWarning as BayevalWarning
 
 try:
     __version__ = version("bayeval")
@@ -83,7 +83,8 @@ def __dir__():
 class _Package(types.ModuleType):
     """``bayeval.crosscheck`` is a function named like its module: when the module is first
     imported, the import system binds it on the package; bind the function instead (what the
-    eager ``from bayeval.crosscheck import crosscheck`` used to leave)."""
+    eager ``from bayeval.crosscheck import crosscheck`` used to leave).
+    """
 
     def __setattr__(self, name, value):
         if name == "crosscheck" and isinstance(value, types.ModuleType):

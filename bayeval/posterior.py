@@ -96,7 +96,8 @@ class Posterior:
     @property
     def tree(self) -> xr.DataTree:
         """The underlying DataTree: a copy whose arrays are read-only, so these results never
-        change."""
+        change.
+        """
         return self._tree.copy()
 
     @property
@@ -122,7 +123,8 @@ class Posterior:
         worst r-hat, bulk and tail ESS over the sampled parameters, each with the parameter
         that has it (``max_rhat_parameter``, ``min_ess_bulk_parameter``,
         ``min_ess_tail_parameter``: a name, with its labels in brackets where it has
-        dimensions), the divergences and the lowest BFMI."""
+        dimensions), the divergences and the lowest BFMI.
+        """
         return json.loads(self._tree.attrs.get("diagnostics", "{}"))
 
     # -- estimands -----------------------------------------------------------------------------
@@ -160,7 +162,8 @@ class Posterior:
     def _validate_metric(self, metric, tau, k=1):
         """``(metric, tau)`` checked against what this model estimates: a model of scores
         (``metrics`` attribute) estimates the mean score only; the others binary metrics, and
-        the mean score of data whose scores are all 0 or 1 (pass@1, which it is)."""
+        the mean score of data whose scores are all 0 or 1 (pass@1, which it is).
+        """
         own = getattr(self._model, "metrics", None)
         if own is None:
             if metric == "mean" and self.data.has_scores:
@@ -416,7 +419,8 @@ def _node_datasets(tree: xr.DataTree) -> dict:
 
 def _checksum(datasets: dict) -> str:
     """SHA-256 over every node's variables (name, dtype, shape, values) and string attributes,
-    in sorted order of node path and name."""
+    in sorted order of node path and name.
+    """
     digest = hashlib.sha256()
 
     def update(*parts):
@@ -462,7 +466,8 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
 
 def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
     """Undo :func:`_encode_tree`, verifying the checksum (files written before bayeval wrote
-    one load with a note instead)."""
+    one load with a note instead).
+    """
     datasets = _node_datasets(tree)
     root = datasets["/"].attrs
     checksum = root.pop(_CHECKSUM_ATTR, None)

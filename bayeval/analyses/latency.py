@@ -53,7 +53,8 @@ def _check_quantiles(q) -> np.ndarray:
 
 def _latency_inputs(data, statuses):
     """Per system: the included durations, sorted, with each one's task; and the per-task
-    status totals ``(task, system, 1 + len(LATENCY_RATES))`` (attempts, then the rates)."""
+    status totals ``(task, system, 1 + len(LATENCY_RATES))`` (attempts, then the rates).
+    """
     if not isinstance(data, EvalData):
         raise TypeError(
             f"data must be an EvalData (from be.from_frame) or Results; got {type(data).__name__}"
@@ -123,7 +124,8 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: np.ndarray)
 def _latency_unit_weights(data, unit, n_rep, rng, kind) -> tuple[np.ndarray, np.ndarray]:
     """Each replicate's weight of each resampling unit ``(rep, unit)`` and each task's unit:
     multinomial counts (``kind="bootstrap"``) or Dirichlet weights scaled to the same total
-    (``"bayes"``), within strata."""
+    (``"bayes"``), within strata.
+    """
     layout = _layout(data, unit, "task", None)
     n_unit = int(layout.unit.max()) + 1
     unit_group = np.empty(n_unit, dtype=np.int64)

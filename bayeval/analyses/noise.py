@@ -112,7 +112,8 @@ def _finish(v_tot, within, v_trial, J, clustered: bool, corrected: bool):
     """Components from the cluster-robust variance ``v_tot``, the pooled within-cluster
     variance ``within`` and the trial term. ``corrected``: the values were observed rates that
     carry the trial noise (method of moments) rather than the rates themselves. Returns
-    V_cluster, V_task, V_trial, V (the score's variance as run) and J."""
+    V_cluster, V_task, V_trial, V (the score's variance as run) and J.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         if not clustered:
             v_task = v_tot - v_trial if corrected else v_tot
@@ -205,7 +206,8 @@ def _matrix_design(x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, 
 
 def _plans(total, v_trial, v_trial_plus, J):
     """Score variance under each plan, on a trailing ``plan`` axis (NaN for the trial plans
-    where the trial term is not identified)."""
+    where the trial term is not identified).
+    """
     rest = total - v_trial
     return np.maximum(
         np.stack(
@@ -224,7 +226,8 @@ def _plans(total, v_trial, v_trial_plus, J):
 
 def _components(x, sigma2, n, valid, cluster, clustered, task_w, cluster_w, corrected):
     """All quantities per replicate / draw: ``x`` (B, S, J) rates, ``sigma2`` (B, S, J) the
-    per-attempt trial variance of each task (NaN where it cannot be estimated)."""
+    per-attempt trial variance of each task (NaN where it cannot be estimated).
+    """
     S = x.shape[1]
     cand, base = _columns(S)
     safe_n = np.where(valid, n, 1.0)
@@ -477,7 +480,8 @@ def posterior_noise(
 
 def _with_runs(out, recipes, draws, interval) -> xr.Dataset:
     """Add the run (seed) component per recipe, ``run_var``, from replicate/draw values
-    ``(B, recipe)``."""
+    ``(B, recipe)``.
+    """
     out = out.assign_coords(recipe=np.asarray(recipes, dtype=object))
     out["run_var"] = ("recipe", interval["estimate"](draws))
     out["run_var_interval"] = (("recipe", "ci_bound"), interval["bounds"](draws))
@@ -487,7 +491,8 @@ def _with_runs(out, recipes, draws, interval) -> xr.Dataset:
 def _run_moments(r, valid, recipes, wj, v_trial) -> tuple[list, np.ndarray]:
     """Method of moments for the run component: per recipe with two or more runs, the variance
     of its checkpoints' scores on the same tasks less their mean trial term, per replicate
-    (``wj (B, J)`` task weights, ``v_trial (B, S)``)."""
+    (``wj (B, J)`` task weights, ``v_trial (B, S)``).
+    """
     labels = list(dict.fromkeys(recipes.tolist()))
     mask = valid[None] * wj[:, None, :]  # (B, S, J)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -44,7 +44,8 @@ SUCCESS_AXES = ("pass_at_1", "pass_at_k")
 
 def _dominates(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """``out[..., a, b]``: a succeeds at least as often as b and costs at most as much
-    (systems on the last axis of both inputs)."""
+    (systems on the last axis of both inputs).
+    """
     return (success[..., :, None] >= success[..., None, :]) & (
         cost[..., :, None] <= cost[..., None, :]
     )
@@ -52,7 +53,8 @@ def _dominates(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
 
 def _undominated(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
     """Systems no other system dominates strictly (at least as good on both axes, better on
-    one), on the last axis."""
+    one), on the last axis.
+    """
     weak = _dominates(success, cost)
     strict = weak & (
         (success[..., :, None] > success[..., None, :]) | (cost[..., :, None] < cost[..., None, :])
@@ -171,7 +173,8 @@ def frontier(
 
 def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -> dict:
     """``name`` of ``system`` minus the reference's over the joint draws (paired through the
-    shared task weights); the point is the difference of the two estimates."""
+    shared task weights); the point is the difference of the two estimates.
+    """
     draws = ds[f"{name}_draws"].sel(sel) if sel else ds[f"{name}_draws"]
     diff = (draws.sel(system=system) - draws.sel(system=reference)).values
     low, high = percentiles(diff[:, None], ci_prob)[0]

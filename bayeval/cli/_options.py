@@ -121,7 +121,8 @@ class FitOptions:
 
     def refit_options(self) -> dict:
         """Keyword arguments of a fit of part of the data (a subset, a canary): no progress
-        bar, and the model and engine only where chosen."""
+        bar, and the model and engine only where chosen.
+        """
         return {
             "draws": self.draws,
             "chains": self.chains,

@@ -46,7 +46,8 @@ from bayeval.readers.table import load_table
 @dataclass(frozen=True)
 class CompareOptions:
     """The paired comparisons and their decisions: ``--compare``, ``--compare-k``,
-    ``--margin``, ``--prob``, ``--superior``."""
+    ``--margin``, ``--prob``, ``--superior``.
+    """
 
     pairs: tuple[tuple[str, str], ...] = ()
     k: int | None = None
@@ -522,7 +523,8 @@ def _check_recipe_pairs(data, pairs, runs, estimand, metric) -> list[tuple]:
 
 def _flagged_tasks(path: str, tasks) -> list:
     """Task ids from a file: one per line, or the JSON of ``bayeval overlap`` (items labelled
-    confirmed or suspected). Ids are matched to the data's tasks as text."""
+    confirmed or suspected). Ids are matched to the data's tasks as text.
+    """
     text = Path(path).read_text(encoding="utf-8")
     try:
         record = json.loads(text)

@@ -220,7 +220,8 @@ def gate(
 
 def _canary(data, canary_pair, margin, metric, k, ci_prob, fitting: FitOptions, notes) -> dict:
     """The canary's change between its two harness runs (the report's canary section),
-    printed."""
+    printed.
+    """
     old, new = canary_pair
     click.echo(f"canary: fitting {old} -> {new} ...", err=True)
     with notes:

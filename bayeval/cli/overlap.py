@@ -17,7 +17,8 @@ from bayeval.readers.table import load_table
 
 def _corpus_documents(path: Path, text_field: str):
     """Stream a corpus: a .jsonl of records (``text_field``, optional ``id``) or plain text,
-    one document per line; gzip is read when the name ends in .gz."""
+    one document per line; gzip is read when the name ends in .gz.
+    """
     opener = gzip.open if path.suffix == ".gz" else open
     jsonl = ".jsonl" in path.suffixes
     with opener(path, "rt", encoding="utf-8") as handle:

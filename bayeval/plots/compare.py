@@ -1,5 +1,6 @@
 """Plots of one system against another: the posterior effect (:func:`plot_effect`), the
-tasks that move (:func:`plot_task_rates`) and the effect over k (:func:`plot_compare_curve`)."""
+tasks that move (:func:`plot_task_rates`) and the effect over k (:func:`plot_compare_curve`).
+"""
 
 from __future__ import annotations
 
@@ -211,7 +212,8 @@ MOVE_PROB = 0.9
 
 def _task_moves(results, rates_values, bounds, baseline, candidate) -> dict:
     """What :func:`plot_task_rates` counts: gains and losses by the posterior rule and by
-    the raw success rates, and the per-task differences it draws (see its docstring)."""
+    the raw success rates, and the per-task differences it draws (see its docstring).
+    """
     base, cand = rates_values[0], rates_values[1]  # (task, bound, sample)
     if bounds == [None]:
         d_low = d_high = cand[:, 0] - base[:, 0]

@@ -1,5 +1,6 @@
 """Success against cost, with the cost-success frontier (:func:`plot_cost_success`): the plot
-of :func:`bayeval.bootstrap.cost` and :meth:`bayeval.Results.cost`."""
+of :func:`bayeval.bootstrap.cost` and :meth:`bayeval.Results.cost`.
+"""
 
 from __future__ import annotations
 
@@ -49,7 +50,8 @@ def compact_names(labels, max_length: int = 28) -> list[str]:
 
 def _place_labels(ax, xs, ys, names, fontsize, priority):
     """Put each name beside its point where it overlaps no placed name and no point, trying
-    eight directions at two distances; the least-overlapping spot otherwise."""
+    eight directions at two distances; the least-overlapping spot otherwise.
+    """
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()

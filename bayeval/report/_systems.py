@@ -1,5 +1,6 @@
 """The report's sections about the data and each system: what was read, the estimand in words,
-each system's metrics beside their bootstrap twins, the task split and the fit's diagnostics."""
+each system's metrics beside their bootstrap twins, the task split and the fit's diagnostics.
+"""
 
 from __future__ import annotations
 
@@ -242,7 +243,8 @@ def _score_twin(results, estimand: str) -> dict | None:
 
 def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dict]:
     """Each system's posterior mean score (every estimand) beside its bootstrap twin
-    (:func:`bayeval.bootstrap.mean_score`; ``None`` where the estimand has none)."""
+    (:func:`bayeval.bootstrap.mean_score`; ``None`` where the estimand has none).
+    """
     data = results.data
     boots = {}
     rows = []
@@ -377,7 +379,8 @@ def _measured_order(results) -> dict:
     """System -> position by measured pass@1 (the mean over valid tasks of each task's rate;
     the mean score for partial-credit scores; under bounds, the lower bound's), best first;
     ties keep the data's order. The order a table shows is the data's own, not a column the
-    input happened to be sorted by."""
+    input happened to be sorted by.
+    """
     obs = results.tree["observed_data"]
     c = obs["successes"]
     if results.data.has_scores:  # partial credit: the task's score sum over its attempts

@@ -307,7 +307,8 @@ def report_data(
 def _checked(results, o: ReportOptions) -> ReportOptions:
     """The options checked against the results, with their defaults resolved: ``k`` the
     sorted k values with 1, ``metric``, ``estimand``, ``compare_k``, ``compare_results`` and
-    the ``comparisons`` as pairs."""
+    the ``comparisons`` as pairs.
+    """
     if not isinstance(results, Results):
         raise TypeError(f"results must be a bayeval Results; got {type(results).__name__}")
     k, metric, compare_k, margin = o.k, o.metric, o.compare_k, o.margin
