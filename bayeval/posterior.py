@@ -89,7 +89,7 @@ class Posterior:
             for var in node.variables.values():
                 var.values.flags.writeable = False
         self._tree = tree
-        self._cache = {}
+        self._cache: dict[tuple, xr.DataArray] = {}
         self._model = get_model(tree.attrs["model"])
 
     # -- plain facts ---------------------------------------------------------------------------
@@ -107,15 +107,18 @@ class Posterior:
 
     @property
     def model(self) -> str:
+        """The name of the fitted model (``fit(..., model=name)``)."""
         return self._tree.attrs["model"]
 
     @property
     def estimands(self) -> tuple[str, ...]:
+        """The estimands the fitted model answers (``"tasks"``, ``"population"``)."""
         return self._model.estimands
 
     @property
     def systems(self) -> list:
-        return self._tree["observed_data"]["system"].values.tolist()
+        """The system labels of the data, in the order of its ``system`` dim."""
+        return self._tree["observed_data"].coords["system"].values.tolist()
 
     @property
     def diagnostics(self) -> dict:
@@ -267,6 +270,7 @@ class Posterior:
             cached = fresh.sel(system=[label for label in self.systems if label in present])
             cached.values.flags.writeable = False
             self._cache[key] = cached
+        assert cached is not None  # every system asked for was cached or computed above
         values = cached.copy(deep=False)
         if systems is not None or len(wanted) != cached.sizes["system"]:
             values = values.sel(system=wanted)
@@ -360,11 +364,13 @@ class Posterior:
         _encode_tree(self._tree).to_netcdf(path, engine="h5netcdf")
 
     def __repr__(self) -> str:
+        """The model, sampler, data sizes, diagnostics and the first systems' pass@1."""
         attrs = self._tree.attrs
         obs = self._tree["observed_data"]
         lines = [
-            f"bayeval {type(self).__name__}: model={attrs['model']!r}, sampler={attrs['sampler']!r}, "
-            f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed={attrs['seed']}",
+            f"bayeval {type(self).__name__}: model={attrs['model']!r}, "
+            f"sampler={attrs['sampler']!r}, {attrs['chains']} chain(s) x {attrs['draws']} draws, "
+            f"seed={attrs['seed']}",
             f"  {obs.sizes['system']} system(s) x {obs.sizes['task']} task(s); "
             f"missing policy: {attrs['missing_policy']}; estimands: {list(self.estimands)}",
         ]
@@ -386,7 +392,9 @@ class Posterior:
             hi = interval.sel(system=system, ci_bound="upper").values
             body = "; ".join(
                 f"{m:.3f} [{a:.3f}, {b:.3f}]"
-                for m, a, b in zip(np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi))
+                for m, a, b in zip(
+                    np.atleast_1d(mean), np.atleast_1d(lo), np.atleast_1d(hi), strict=True
+                )
             )
             lines.append(f"    {system}: {body}")
         if len(self.systems) > 10:
@@ -448,7 +456,8 @@ def _checksum(datasets: dict) -> str:
 
 def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
     """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged."""
-    datasets, encoding = {}, {"object_variables": {}, "json_attrs": {}}
+    datasets: dict[str, xr.Dataset] = {}
+    encoding: dict[str, dict[str, list[str]]] = {"object_variables": {}, "json_attrs": {}}
     for path, ds in _node_datasets(tree).items():
         ds = ds.copy()
         objects = sorted(str(k) for k, v in ds.variables.items() if v.dtype == object)
@@ -551,7 +560,7 @@ def _check_ranges(ds: xr.Dataset, node: str, path) -> None:
                 bad |= np.isnan(values)
             if bad.any():
                 fail(name, "a probability in [0, 1]", bad)
-        elif name in ("kappa", "phi") or name.startswith("sigma"):
+        elif name in ("kappa", "phi") or str(name).startswith("sigma"):
             bad = ~(values > 0)
             if bad.any():
                 fail(name, "positive (a concentration or standard deviation)", bad)
