@@ -81,9 +81,11 @@ def __dir__():
 
 
 class _Package(types.ModuleType):
-    """``bayeval.crosscheck`` is a function named like its module: when the module is first
-    imported, the import system binds it on the package; bind the function instead (what the
-    eager ``from bayeval.crosscheck import crosscheck`` used to leave).
+    """The package's module type: it binds ``bayeval.crosscheck`` to the function.
+
+    ``bayeval.crosscheck`` is a function named like its module: when the module is first imported,
+    the import system binds it on the package; bind the function instead (what the eager
+    ``from bayeval.crosscheck import crosscheck`` used to leave).
     """
 
     def __setattr__(self, name, value):

@@ -95,8 +95,9 @@ class Posterior:
     # -- plain facts ---------------------------------------------------------------------------
     @property
     def tree(self) -> xr.DataTree:
-        """The underlying DataTree: a copy whose arrays are read-only, so these results never
-        change.
+        """The underlying DataTree.
+
+        A copy whose arrays are read-only, so these results never change.
         """
         return self._tree.copy()
 
@@ -122,11 +123,12 @@ class Posterior:
 
     @property
     def diagnostics(self) -> dict:
-        """Convergence summary of MCMC fits (empty for the grid and conjugate engines): the
-        worst r-hat, bulk and tail ESS over the sampled parameters, each with the parameter
-        that has it (``max_rhat_parameter``, ``min_ess_bulk_parameter``,
-        ``min_ess_tail_parameter``: a name, with its labels in brackets where it has
-        dimensions), the divergences and the lowest BFMI.
+        """Convergence summary of MCMC fits (empty for the grid and conjugate engines).
+
+        The worst r-hat, bulk and tail ESS over the sampled parameters, each with the parameter that
+        has it (``max_rhat_parameter``, ``min_ess_bulk_parameter``, ``min_ess_tail_parameter``: a
+        name, with its labels in brackets where it has dimensions), the divergences and the lowest
+        BFMI.
         """
         return json.loads(self._tree.attrs.get("diagnostics", "{}"))
 
@@ -163,9 +165,10 @@ class Posterior:
         return {"clusters": clusters, "weighting": weighting}
 
     def _validate_metric(self, metric, tau, k=1):
-        """``(metric, tau)`` checked against what this model estimates: a model of scores
-        (``metrics`` attribute) estimates the mean score only; the others binary metrics, and
-        the mean score of data whose scores are all 0 or 1 (pass@1, which it is).
+        """``(metric, tau)`` checked against what this model estimates.
+
+        A model of scores (``metrics`` attribute) estimates the mean score only; the others binary
+        metrics, and the mean score of data whose scores are all 0 or 1 (pass@1, which it is).
         """
         own = getattr(self._model, "metrics", None)
         if own is None:
@@ -317,8 +320,10 @@ class Posterior:
 
     # -- persistence and display ---------------------------------------------------------------
     def with_log_likelihood(self) -> Posterior:
-        """These results with the ``log_likelihood`` group (each task's log-likelihood, joint
-        over the systems that ran it), for ``arviz_stats.loo`` and ``arviz_stats.compare``.
+        """These results with the ``log_likelihood`` group.
+
+        The group holds each task's log-likelihood, joint over the systems that ran it, for
+        ``arviz_stats.loo`` and ``arviz_stats.compare``.
 
         ``fit`` stores it unless its quadrature would take long; this adds it on demand.
 
@@ -426,8 +431,9 @@ def _node_datasets(tree: xr.DataTree) -> dict:
 
 
 def _checksum(datasets: dict) -> str:
-    """SHA-256 over every node's variables (name, dtype, shape, values) and string attributes,
-    in sorted order of node path and name.
+    """SHA-256 over every node's variables and string attributes.
+
+    The variables by name, dtype, shape and values; in sorted order of node path and name.
     """
     digest = hashlib.sha256()
 
@@ -474,8 +480,9 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
 
 
 def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
-    """Undo :func:`_encode_tree`, verifying the checksum (files written before bayeval wrote
-    one load with a note instead).
+    """Undo :func:`_encode_tree`, verifying the checksum.
+
+    Files written before bayeval wrote one load with a note instead.
     """
     datasets = _node_datasets(tree)
     root = datasets["/"].attrs
