@@ -1,5 +1,6 @@
-"""Success against cost, with the cost-success frontier (:func:`plot_cost_success`): the plot
-of :func:`bayeval.bootstrap.cost` and :meth:`bayeval.Results.cost`.
+"""Success against cost, with the cost-success frontier (:func:`plot_cost_success`).
+
+The plot of :func:`bayeval.bootstrap.cost` and :meth:`bayeval.Results.cost`.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ _NOISE = (
 
 
 def compact_names(labels, max_length: int = 28) -> list[str]:
-    """Short system names for a crowded plot: leading and trailing dates and scaffold version
-    tags removed (each only while the names stay distinct and none becomes empty), then
-    :func:`bayeval.plots.short_names`.
+    """Short system names for a crowded plot.
+
+    Leading and trailing dates and scaffold version tags removed (each only while the names stay
+    distinct and none becomes empty), then :func:`bayeval.plots.short_names`.
 
     Examples
     --------
@@ -49,8 +51,9 @@ def compact_names(labels, max_length: int = 28) -> list[str]:
 
 
 def _place_labels(ax, xs, ys, names, fontsize, priority):
-    """Put each name beside its point where it overlaps no placed name and no point, trying
-    eight directions at two distances; the least-overlapping spot otherwise.
+    """Put each name beside its point where it overlaps no placed name and no point.
+
+    Eight directions at two distances are tried; the least-overlapping spot otherwise.
     """
     fig = ax.figure
     fig.canvas.draw()

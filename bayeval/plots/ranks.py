@@ -1,5 +1,7 @@
-"""Plots of the systems' order: each system's posterior rank (:func:`plot_ranks`) and the
-matrix of pairwise probabilities (:func:`plot_compare_all`).
+"""Plots of the systems' order.
+
+Each system's posterior rank (:func:`plot_ranks`) and the matrix of pairwise probabilities
+(:func:`plot_compare_all`).
 """
 
 from __future__ import annotations
