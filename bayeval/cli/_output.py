@@ -56,8 +56,9 @@ def write_json(payload: dict, path: str):
 
 
 def report_data(res, **options):
-    """:func:`bayeval.report.report_data`, after a status line (the readouts and bootstrap
-    twins take a while at leaderboard size).
+    """:func:`bayeval.report.report_data`, after a status line.
+
+    The readouts and bootstrap twins take a while at leaderboard size.
     """
     status(
         f"summarising: posterior readouts and bootstrap twins "
@@ -189,8 +190,10 @@ def header(data, lines, res=None, err=False):
 
 # -- optional sections -------------------------------------------------------------------------
 def echo_curves(section: dict, ci_prob: float):
-    """Each pair's effect over k: posterior (pointwise interval and simultaneous band) beside
-    the paired bootstrap's, then where the curves cross and the tasks behind it.
+    """Print each pair's effect over k, posterior beside the paired bootstrap's.
+
+    The posterior comes with its pointwise interval and simultaneous band; then where the curves
+    cross and the tasks behind it.
     """
     name = report_format._metric_name(section["metric"], "k")
     click.echo(

@@ -1,6 +1,7 @@
-"""The report's comparisons: each pair's effect, decision and power beside the paired
-bootstraps, the multiplicity family, and the spread of paired per-task differences
-(:func:`paired_spread`) that plans a comparison's size.
+"""The report's comparisons and the spread that plans a comparison's size.
+
+Each pair's effect, decision and power beside the paired bootstraps, the multiplicity family, and
+the spread of paired per-task differences (:func:`paired_spread`) that plans a comparison's size.
 """
 
 from __future__ import annotations
@@ -135,8 +136,9 @@ def _decision(decision) -> dict:
 
 
 def _task_values(data, system, metric, k):
-    """Per-task unbiased estimates over ``(bound, task)`` and each task's trials (the task's
-    mean score for ``metric="mean"``).
+    """Per-task unbiased estimates over ``(bound, task)`` and each task's trials.
+
+    For ``metric="mean"`` the estimate is the task's mean score.
     """
     ds = data.dataset
     n = ds["trials"].sel(system=system).values

@@ -19,8 +19,9 @@ _PPC_PANELS = 6  # systems drawn in the posterior predictive plot when none are 
 
 
 def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
-    """(name, title, caption, callable) for each figure of the report; the comparisons' figures
-    come from ``compare_results`` where the comparisons were read from it.
+    """(name, title, caption, callable) for each figure of the report.
+
+    The comparisons' figures come from ``compare_results`` where the comparisons were read from it.
     """
     paired = results if compare_results is None else compare_results
     s = report["settings"]["report"]

@@ -1,5 +1,6 @@
-"""Rendering: the report card as HTML or Markdown from the Jinja2 templates in
-``bayeval/report/templates``, its figures inline or beside it.
+"""Rendering: the report card as HTML or Markdown, its figures inline or beside it.
+
+From the Jinja2 templates in ``bayeval/report/templates``.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The report's optional sections: cost and latency tables, recipe comparisons across training
-runs, effects over k, clean versus flagged tasks and a harness canary.
+"""The report's optional sections.
+
+Cost and latency tables, recipe comparisons across training runs, effects over k, clean versus
+flagged tasks and a harness canary.
 
 Each is read from the fit (or its data) by the functions that compute it, as plain data; the
 ``bayeval`` command adds a section where its options ask for it.
