@@ -6,6 +6,8 @@ effect over k (:func:`plot_compare_curve`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import xarray as xr
 
@@ -122,7 +124,7 @@ def plot_effect(
             }
         )
     )
-    options = {}
+    options: dict[str, Any] = {}
     if bounds == [None]:
         collection = PlotCollection(posterior, viz, backend="matplotlib")
     else:

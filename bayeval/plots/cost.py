@@ -224,9 +224,9 @@ def plot_cost_success(
     order = [systems.index(s) for s in front.attrs["frontier"] if finite[systems.index(s)]]
     if frontier_line and len(order) > 1:
         sx, sy = [x[order[0]]], [y[order[0]]]
-        for i in order[1:]:
-            sx += [x[i], x[i]]
-            sy += [sy[-1], y[i]]
+        for j in order[1:]:
+            sx += [x[j], x[j]]
+            sy += [sy[-1], y[j]]
         ax.plot(
             sx,
             sy,

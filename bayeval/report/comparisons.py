@@ -79,6 +79,7 @@ def _bootstrap_designs(results, estimand: str) -> list[dict]:
     """
     if results.data.has_scores:  # the mean score: no trial bootstrap (see _score_twin)
         twin = _score_twin(results, "population")
+        assert twin is not None  # only the tasks estimand has no twin
         designs = [dict(twin, twin=estimand == "population")]
         if twin["unit"] != "task":
             designs.append({"unit": "task", "twin": False})
@@ -257,6 +258,7 @@ def paired_spread(data, candidate, baseline) -> dict:
         out["bound"] = bound
         if best is None or (out["sd"] or 0) > (best["sd"] or 0):
             best = out
+    assert best is not None  # the loop ran over both bounds
     return best
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import io
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from bayeval import plots
 from bayeval._validate import BayevalWarning
@@ -27,7 +29,7 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
     s = report["settings"]["report"]
     estimand = s["estimand"]
     k0 = s["compare_k"]
-    specs = [
+    specs: list[tuple[str, str, str, Callable[..., Any]]] = [
         (
             "forest",
             f"{s['metric'].replace('k', str(k0))} by system",
@@ -97,8 +99,8 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
                 lambda c=cand, b=base: plots.plot_task_rates(paired, c, b, ci_prob=s["ci_prob"]),
             )
         )
-    curves = report.get("curves")
-    for i, row in enumerate(curves["rows"] if curves else []):
+    curves = report.get("curves") or {"rows": []}
+    for i, row in enumerate(curves["rows"]):
         cand, base = row["candidate"], row["baseline"]
         specs.append(
             (

@@ -281,7 +281,7 @@ def contamination_section(results, flagged, *, file, metric, k, ci_prob, **fit) 
     rows = []
     for system in out["system"].values:
         part = out.sel(system=system)
-        row = {"system": str(system)}
+        row: dict[str, str | float] = {"system": str(system)}
         for subset in out["subset"].values:
             row[f"{subset}_mean"] = float(part["score_mean"].sel(subset=subset))
             low, high = part["score_interval"].sel(subset=subset).values
