@@ -88,14 +88,16 @@ class Posterior:
             for var in node.variables.values():
                 var.values.flags.writeable = False
         self._tree = tree
-        self._cache = {}
+        self._cache: dict[tuple, xr.DataArray] = {}
         self._model = get_model(tree.attrs["model"])
 
     # -- plain facts ---------------------------------------------------------------------------
     @property
     def tree(self) -> xr.DataTree:
-        """The underlying DataTree: a copy whose arrays are read-only, so these results never
-        change."""
+        """The underlying DataTree.
+
+        A copy whose arrays are read-only, so these results never change.
+        """
         return self._tree.copy()
 
     @property
@@ -105,23 +107,28 @@ class Posterior:
 
     @property
     def model(self) -> str:
+        """The name of the fitted model (``fit(..., model=name)``)."""
         return self._tree.attrs["model"]
 
     @property
     def estimands(self) -> tuple[str, ...]:
+        """The estimands the fitted model answers (``"tasks"``, ``"population"``)."""
         return self._model.estimands
 
     @property
     def systems(self) -> list:
-        return self._tree["observed_data"]["system"].values.tolist()
+        """The system labels of the data, in the order of its ``system`` dim."""
+        return self._tree["observed_data"].coords["system"].values.tolist()
 
     @property
     def diagnostics(self) -> dict:
-        """Convergence summary of MCMC fits (empty for the grid and conjugate engines): the
-        worst r-hat, bulk and tail ESS over the sampled parameters, each with the parameter
-        that has it (``max_rhat_parameter``, ``min_ess_bulk_parameter``,
-        ``min_ess_tail_parameter``: a name, with its labels in brackets where it has
-        dimensions), the divergences and the lowest BFMI."""
+        """Convergence summary of MCMC fits (empty for the grid and conjugate engines).
+
+        The worst r-hat, bulk and tail ESS over the sampled parameters, each with the parameter that
+        has it (``max_rhat_parameter``, ``min_ess_bulk_parameter``, ``min_ess_tail_parameter``: a
+        name, with its labels in brackets where it has dimensions), the divergences and the lowest
+        BFMI.
+        """
         return json.loads(self._tree.attrs.get("diagnostics", "{}"))
 
     # -- estimands -----------------------------------------------------------------------------
@@ -157,9 +164,11 @@ class Posterior:
         return {"clusters": clusters, "weighting": weighting}
 
     def _validate_metric(self, metric, tau, k=1):
-        """``(metric, tau)`` checked against what this model estimates: a model of scores
-        (``metrics`` attribute) estimates the mean score only; the others binary metrics, and
-        the mean score of data whose scores are all 0 or 1 (pass@1, which it is)."""
+        """``(metric, tau)`` checked against what this model estimates.
+
+        A model of scores (``metrics`` attribute) estimates the mean score only; the others binary
+        metrics, and the mean score of data whose scores are all 0 or 1 (pass@1, which it is).
+        """
         own = getattr(self._model, "metrics", None)
         if own is None:
             if metric == "mean" and self.data.has_scores:
@@ -263,6 +272,7 @@ class Posterior:
             cached = fresh.sel(system=[label for label in self.systems if label in present])
             cached.values.flags.writeable = False
             self._cache[key] = cached
+        assert cached is not None  # every system asked for was cached or computed above
         values = cached.copy(deep=False)
         if systems is not None or len(wanted) != cached.sizes["system"]:
             values = values.sel(system=wanted)
@@ -334,8 +344,10 @@ class Posterior:
 
     # -- persistence and display ---------------------------------------------------------------
     def with_log_likelihood(self) -> Posterior:
-        """These results with the ``log_likelihood`` group (each task's log-likelihood, joint
-        over the systems that ran it), for ``arviz_stats.loo`` and ``arviz_stats.compare``.
+        """These results with the ``log_likelihood`` group.
+
+        The group holds each task's log-likelihood, joint over the systems that ran it, for
+        ``arviz_stats.loo`` and ``arviz_stats.compare``.
 
         ``fit`` stores it unless its quadrature would take long; this adds it on demand.
 
@@ -381,6 +393,7 @@ class Posterior:
         _encode_tree(self._tree).to_netcdf(path, engine="h5netcdf")
 
     def __repr__(self) -> str:
+        """The model, sampler, data sizes, diagnostics and the first systems' pass@1."""
         attrs = self._tree.attrs
         obs = self._tree["observed_data"]
         lines = [
@@ -442,8 +455,10 @@ def _node_datasets(tree: xr.DataTree) -> dict:
 
 
 def _checksum(datasets: dict) -> str:
-    """SHA-256 over every node's variables (name, dtype, shape, values) and string attributes,
-    in sorted order of node path and name."""
+    """SHA-256 over every node's variables and string attributes.
+
+    The variables by name, dtype, shape and values; in sorted order of node path and name.
+    """
     digest = hashlib.sha256()
 
     def update(*parts):
@@ -471,7 +486,8 @@ def _checksum(datasets: dict) -> str:
 
 def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
     """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged."""
-    datasets, encoding = {}, {"object_variables": {}, "json_attrs": {}}
+    datasets: dict[str, xr.Dataset] = {}
+    encoding: dict[str, dict[str, list[str]]] = {"object_variables": {}, "json_attrs": {}}
     for path, ds in _node_datasets(tree).items():
         ds = ds.copy()
         objects = sorted(str(k) for k, v in ds.variables.items() if v.dtype == object)
@@ -488,8 +504,10 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
 
 
 def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
-    """Undo :func:`_encode_tree`, verifying the checksum (files written before bayeval wrote
-    one load with a note instead)."""
+    """Undo :func:`_encode_tree`, verifying the checksum.
+
+    Files written before bayeval wrote one load with a note instead.
+    """
     datasets = _node_datasets(tree)
     root = datasets["/"].attrs
     checksum = root.pop(_CHECKSUM_ATTR, None)
@@ -573,7 +591,7 @@ def _check_ranges(ds: xr.Dataset, node: str, path) -> None:
                 bad |= np.isnan(values)
             if bad.any():
                 fail(name, "a probability in [0, 1]", bad)
-        elif name in ("kappa", "phi") or name.startswith("sigma"):
+        elif name in ("kappa", "phi") or str(name).startswith("sigma"):
             bad = ~(values > 0)
             if bad.any():
                 fail(name, "positive (a concentration or standard deviation)", bad)

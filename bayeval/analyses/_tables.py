@@ -1,5 +1,8 @@
-"""Summaries shared by the cost and latency analyses: intervals and means over draws that keep
-infinities, and the JSON-ready numbers of their report tables."""
+"""Summaries shared by the cost and latency analyses.
+
+Intervals and means over draws that keep infinities, and the JSON-ready numbers of their report
+tables.
+"""
 
 from __future__ import annotations
 
@@ -41,9 +44,11 @@ def json_number(value):
 
 
 def triple(ds, name, prefix, **sel) -> dict:
-    """``name``'s point and interval bounds in ``ds`` (selected by ``sel``) as JSON numbers
-    under ``<prefix>_mean`` (``prefix="bayes"``) or ``<prefix>_estimate``, ``<prefix>_lower``
-    and ``<prefix>_upper``."""
+    """``name``'s point and interval bounds in ``ds`` (selected by ``sel``) as JSON numbers.
+
+    They go under ``<prefix>_mean`` (``prefix="bayes"``) or ``<prefix>_estimate``,
+    ``<prefix>_lower`` and ``<prefix>_upper``.
+    """
     est = ds[name].sel(sel) if sel else ds[name]
     low, high = (ds[f"{name}_interval"].sel(sel) if sel else ds[f"{name}_interval"]).values
     key = "mean" if prefix == "bayes" else "estimate"

@@ -95,8 +95,10 @@ def _check_column(data, column) -> None:
 
 
 def _task_totals(data, column) -> tuple[np.ndarray, list]:
-    """Per task and system: cost, attempts, successes and the rate statuses, shape
-    ``(task, system, 3 + len(RATE_STATUSES))``."""
+    """Per task and system: cost, attempts, successes and the rate statuses.
+
+    Shape ``(task, system, 3 + len(RATE_STATUSES))``.
+    """
     ds = data.dataset
     counts = ds["status_counts"].transpose("system", "task", "status")
     attempts = counts.drop_sel(status="not_run").sum("status").values
@@ -127,8 +129,10 @@ def _check_ks(k):
 
 
 def _mean_attempt_cost(per_task) -> tuple[np.ndarray, np.ndarray]:
-    """Each (task, system)'s mean attempt cost (0 where it made no attempt) and whether it
-    made any, both ``(task, system)``."""
+    """Each (task, system)'s mean attempt cost and whether it made any attempt.
+
+    Both ``(task, system)``; the mean cost is 0 where it made no attempt.
+    """
     attempts = per_task[..., 1]
     ran = attempts > 0
     cbar = np.where(ran, per_task[..., 0] / np.where(ran, attempts, 1), 0.0)
@@ -136,8 +140,10 @@ def _mean_attempt_cost(per_task) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _fail_powers(attempts, successes, kmax) -> np.ndarray:
-    """Unbiased estimates of ``(1 - p)^j`` for j = 0..kmax from c successes in n attempts,
-    ``C(n - c, j) / C(n, j)`` as a product; last axis j. NaN where j > n."""
+    """Unbiased estimates of ``(1 - p)^j`` for j = 0..kmax from c successes in n attempts.
+
+    ``C(n - c, j) / C(n, j)`` as a product; last axis j. NaN where j > n.
+    """
     n, c = attempts[..., None], successes[..., None]
     j = np.arange(kmax + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -147,8 +153,10 @@ def _fail_powers(attempts, successes, kmax) -> np.ndarray:
 
 
 def _k_columns(parts: dict, ks) -> np.ndarray:
-    """Per-task totals of the budget curve, ``(..., 1 + 3 len(ks))``: tasks run, then for each
-    k its pass@k, its expected spend and the cost of k attempts."""
+    """Per-task totals of the budget curve, ``(..., 1 + 3 len(ks))``.
+
+    Tasks run, then for each k its pass@k, its expected spend and the cost of k attempts.
+    """
     cols = [parts["ran"]]
     for i in range(len(ks)):
         cols += [parts["pass"][..., i], parts["spend"][..., i], parts["budget"][..., i]]
@@ -156,8 +164,10 @@ def _k_columns(parts: dict, ks) -> np.ndarray:
 
 
 def _k_ratios(totals: np.ndarray, n_k: int) -> np.ndarray:
-    """Budget-curve statistics from summed :func:`_k_columns` ``(..., system, 1 + 3K)`` ->
-    ``(..., system, k, stat)`` in the order of ``K_STATISTICS``."""
+    """Budget-curve statistics from summed :func:`_k_columns`.
+
+    ``(..., system, 1 + 3K)`` -> ``(..., system, k, stat)`` in the order of ``K_STATISTICS``.
+    """
     ran = totals[..., 0]
     out = []
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -169,8 +179,10 @@ def _k_ratios(totals: np.ndarray, n_k: int) -> np.ndarray:
 
 
 def _observed_k_parts(per_task, ks, systems, tasks) -> dict:
-    """Each task's unbiased pass@k, expected spend to a first success and cost of k attempts
-    from its own attempts; refuses a k above some task's attempts."""
+    """Each task's unbiased pass@k, expected spend to a first success and cost of k attempts.
+
+    Each from the task's own attempts; refuses a k above some task's attempts.
+    """
     attempts, successes = per_task[..., 1], per_task[..., 2]
     ran = attempts > 0
     short = ran & (attempts < ks.max())
@@ -366,8 +378,9 @@ def posterior_cost(
     n_draws: int = 1000,
     seed=0,
 ) -> xr.Dataset:
-    """Posterior cost per attempt, cost per success, status rates and budget curve
-    (``Results.cost``).
+    """Posterior cost per attempt, cost per success, status rates and budget curve.
+
+    As ``Results.cost``.
 
     The cost side is the Bayesian bootstrap over tasks (Rubin 1981): tasks are exchangeable
     draws from a population whose distribution of per-task values (total cost, attempts,

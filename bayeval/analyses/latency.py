@@ -1,5 +1,6 @@
-"""How long an attempt takes: quantiles of attempt latency per system, with the timeout and
-error rates, and the report card's latency table.
+"""How long an attempt takes: quantiles of attempt latency per system.
+
+With the timeout and error rates, and the report card's latency table.
 
 Durations are stored per attempt by ``from_frame(..., latency=...)``. The estimand is the
 q-quantile (p50, p95, ...) of the duration of one attempt on a new task from the same
@@ -52,8 +53,11 @@ def _check_quantiles(q) -> np.ndarray:
 
 
 def _latency_inputs(data, statuses):
-    """Per system: the included durations, sorted, with each one's task; and the per-task
-    status totals ``(task, system, 1 + len(LATENCY_RATES))`` (attempts, then the rates)."""
+    """Per system the sorted included durations with their tasks; per task the status totals.
+
+    The durations come with each one's task; the per-task status totals are
+    ``(task, system, 1 + len(LATENCY_RATES))`` (attempts, then the rates).
+    """
     if not isinstance(data, EvalData):
         raise TypeError(
             f"data must be an EvalData (from be.from_frame) or Results; got {type(data).__name__}"
@@ -121,9 +125,11 @@ def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, qs: np.ndarray)
 
 
 def _latency_unit_weights(data, unit, n_rep, rng, kind) -> tuple[np.ndarray, np.ndarray]:
-    """Each replicate's weight of each resampling unit ``(rep, unit)`` and each task's unit:
-    multinomial counts (``kind="bootstrap"``) or Dirichlet weights scaled to the same total
-    (``"bayes"``), within strata."""
+    """Each replicate's weight of each resampling unit ``(rep, unit)`` and each task's unit.
+
+    The weights are multinomial counts (``kind="bootstrap"``) or Dirichlet weights scaled to the
+    same total (``"bayes"``), within strata.
+    """
     layout = _layout(data, unit, "task", None)
     n_unit = int(layout.unit.max()) + 1
     unit_group = np.empty(n_unit, dtype=np.int64)
@@ -332,8 +338,9 @@ def posterior_latency(
     n_draws: int = 4000,
     seed=0,
 ) -> xr.Dataset:
-    """Posterior of the attempt-latency quantiles per system, with the timeout and error
-    rates (``Results.latency``): the twin of :func:`latency` (``bayeval.bootstrap.latency``).
+    """Posterior of the attempt-latency quantiles per system, with the timeout and error rates.
+
+    As ``Results.latency``: the twin of :func:`latency` (``bayeval.bootstrap.latency``).
 
     Latency is not part of the pass/fail model: the posterior is its own model of the
     durations, per system (:mod:`bayeval.models.latency`), so it is a function of the data,

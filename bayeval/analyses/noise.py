@@ -109,10 +109,13 @@ def _column_values(x, t, valid, cand, base):
 
 
 def _finish(v_tot, within, v_trial, J, clustered: bool, corrected: bool):
-    """Components from the cluster-robust variance ``v_tot``, the pooled within-cluster
-    variance ``within`` and the trial term. ``corrected``: the values were observed rates that
-    carry the trial noise (method of moments) rather than the rates themselves. Returns
-    V_cluster, V_task, V_trial, V (the score's variance as run) and J."""
+    """Variance components from the cluster-robust, within-cluster and trial variances.
+
+    ``v_tot`` is the cluster-robust variance, ``within`` the pooled within-cluster variance,
+    ``v_trial`` the trial term. ``corrected``: the values were observed rates that carry the trial
+    noise (method of moments) rather than the rates themselves. Returns V_cluster, V_task, V_trial,
+    V (the score's variance as run) and J.
+    """
     with np.errstate(invalid="ignore", divide="ignore"):
         if not clustered:
             v_task = v_tot - v_trial if corrected else v_tot
@@ -153,9 +156,10 @@ def _design(x, t, mask, onehot, task_w, cluster_w, clustered: bool, corrected: b
 
 
 def _matrix_design(x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, corrected):
-    """:func:`_design` for every system and pair at once when every system has every task:
-    the pairs' variances follow from the systems' covariance matrices of cluster sums, at a
-    cost in systems squared per cluster rather than per task and pair.
+    """:func:`_design` for every system and pair at once when every system has every task.
+
+    The pairs' variances follow from the systems' covariance matrices of cluster sums, at a cost in
+    systems squared per cluster rather than per task and pair.
 
     ``x``, ``t``, ``t_plus``: (B, S, J). Returns the five arrays of :func:`_finish` over the
     columns (systems, then pairs) and the trial term with one more trial per task.
@@ -204,8 +208,10 @@ def _matrix_design(x, t, t_plus, onehot, cluster, task_w, cluster_w, clustered, 
 
 
 def _plans(total, v_trial, v_trial_plus, J):
-    """Score variance under each plan, on a trailing ``plan`` axis (NaN for the trial plans
-    where the trial term is not identified)."""
+    """Score variance under each plan, on a trailing ``plan`` axis.
+
+    NaN for the trial plans where the trial term is not identified.
+    """
     rest = total - v_trial
     return np.maximum(
         np.stack(
@@ -223,8 +229,11 @@ def _plans(total, v_trial, v_trial_plus, J):
 
 
 def _components(x, sigma2, n, valid, cluster, clustered, task_w, cluster_w, corrected):
-    """All quantities per replicate / draw: ``x`` (B, S, J) rates, ``sigma2`` (B, S, J) the
-    per-attempt trial variance of each task (NaN where it cannot be estimated)."""
+    """All quantities per replicate / draw.
+
+    ``x`` (B, S, J) rates, ``sigma2`` (B, S, J) the per-attempt trial variance of each task (NaN
+    where it cannot be estimated).
+    """
     S = x.shape[1]
     cand, base = _columns(S)
     safe_n = np.where(valid, n, 1.0)
@@ -382,8 +391,9 @@ def posterior_noise(
     ci_prob: float = 0.95,
     n_draws: int = 400,
 ) -> xr.Dataset:
-    """Where the variance of each benchmark score comes from, and what more data buys, from
-    the posterior (``Results.noise``).
+    """Where the variance of each benchmark score comes from, and what more data buys.
+
+    From the posterior, as ``Results.noise``.
 
     The score's variance over new benchmarks of the same design splits into trial
     (evaluation) noise, task sampling and cluster sampling (see the module); for each pair,
@@ -476,8 +486,10 @@ def posterior_noise(
 
 
 def _with_runs(out, recipes, draws, interval) -> xr.Dataset:
-    """Add the run (seed) component per recipe, ``run_var``, from replicate/draw values
-    ``(B, recipe)``."""
+    """Add the run (seed) component per recipe, ``run_var``.
+
+    From replicate/draw values ``(B, recipe)``.
+    """
     out = out.assign_coords(recipe=np.asarray(recipes, dtype=object))
     out["run_var"] = ("recipe", interval["estimate"](draws))
     out["run_var_interval"] = (("recipe", "ci_bound"), interval["bounds"](draws))
@@ -485,9 +497,11 @@ def _with_runs(out, recipes, draws, interval) -> xr.Dataset:
 
 
 def _run_moments(r, valid, recipes, wj, v_trial) -> tuple[list, np.ndarray]:
-    """Method of moments for the run component: per recipe with two or more runs, the variance
-    of its checkpoints' scores on the same tasks less their mean trial term, per replicate
-    (``wj (B, J)`` task weights, ``v_trial (B, S)``)."""
+    """Method of moments for the run component.
+
+    Per recipe with two or more runs, the variance of its checkpoints' scores on the same tasks less
+    their mean trial term, per replicate (``wj (B, J)`` task weights, ``v_trial (B, S)``).
+    """
     labels = list(dict.fromkeys(recipes.tolist()))
     mask = valid[None] * wj[:, None, :]  # (B, S, J)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -1,5 +1,7 @@
-"""The cost-success trade-off: the Pareto frontier, the probability that one system dominates
-another, and the report card's evidence table of cost and success.
+"""The cost-success trade-off.
+
+The Pareto frontier, the probability that one system dominates another, and the report card's
+evidence table of cost and success.
 
 System A dominates B when it succeeds at least as often and costs at most as much.
 :func:`frontier` reads the output of either cost analysis (:func:`bayeval.bootstrap.cost` or
@@ -43,16 +45,20 @@ SUCCESS_AXES = ("pass_at_1", "pass_at_k")
 
 
 def _dominates(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """``out[..., a, b]``: a succeeds at least as often as b and costs at most as much
-    (systems on the last axis of both inputs)."""
+    """``out[..., a, b]``: a succeeds at least as often as b and costs at most as much.
+
+    Systems are on the last axis of both inputs.
+    """
     return (success[..., :, None] >= success[..., None, :]) & (
         cost[..., :, None] <= cost[..., None, :]
     )
 
 
 def _undominated(success: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """Systems no other system dominates strictly (at least as good on both axes, better on
-    one), on the last axis."""
+    """Systems no other system dominates strictly, on the last axis.
+
+    Strictly: at least as good on both axes, better on one.
+    """
     weak = _dominates(success, cost)
     strict = weak & (
         (success[..., :, None] > success[..., None, :]) | (cost[..., :, None] < cost[..., None, :])
@@ -170,8 +176,10 @@ def frontier(
 
 
 def _paired_effect(ds, name, system, reference, prefix, ci_prob, point, **sel) -> dict:
-    """``name`` of ``system`` minus the reference's over the joint draws (paired through the
-    shared task weights); the point is the difference of the two estimates."""
+    """``name`` of ``system`` minus the reference's over the joint draws.
+
+    Paired through the shared task weights; the point is the difference of the two estimates.
+    """
     draws = ds[f"{name}_draws"].sel(sel) if sel else ds[f"{name}_draws"]
     diff = (draws.sel(system=system) - draws.sel(system=reference)).values
     low, high = percentiles(diff[:, None], ci_prob)[0]

@@ -59,7 +59,7 @@ def main(ctx, traceback: bool, progress):
       bayeval demo
 
     Run `bayeval COMMAND --help` for each command's options.
-    """
+    """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     ctx.meta["bayeval.traceback"] = traceback
     ctx.meta["bayeval.progress"] = progress
     warnings.showwarning = show_warning

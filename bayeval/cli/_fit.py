@@ -37,8 +37,10 @@ def check_pairs(pairs, systems) -> list[tuple]:
 
 
 def check_k_before_fit(data, pairs, ks, metric):
-    """Refuse a k larger than some task's trials before any sampling starts (the bootstrap
-    twins and benchmark-level metrics need n >= k in every task)."""
+    """Refuse a k larger than some task's trials before any sampling starts.
+
+    The bootstrap twins and benchmark-level metrics need n >= k in every task.
+    """
     systems = (
         list(dict.fromkeys(s for pair in pairs for s in pair)) if pairs else list(data.systems)
     )
@@ -62,8 +64,10 @@ def check_harness(data, pairs, allow: bool):
 
 
 def fit(data, options: FitOptions, notes: Notes, pairs=None):
-    """Fit ``data`` (only the systems of ``pairs`` when given: a comparison fits what it
-    needs), saying on stderr what is fitted before a sampler runs."""
+    """Fit ``data``, saying on stderr what is fitted before a sampler runs.
+
+    Only the systems of ``pairs`` when given: a comparison fits what it needs.
+    """
     model, sampler, draws, chains = options.model, options.sampler, options.draws, options.chains
     seed, tune = options.seed, options.tune
     if pairs:

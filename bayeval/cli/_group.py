@@ -1,5 +1,7 @@
-"""What every command shares at run time: exit codes, clean errors, status lines, caveats as notes,
-and the heavy modules loaded on first use."""
+"""What every command shares at run time.
+
+Exit codes, clean errors, status lines, caveats as notes, and the heavy modules loaded on first use.
+"""
 
 from __future__ import annotations
 

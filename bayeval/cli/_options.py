@@ -120,8 +120,10 @@ class FitOptions:
     seed: int = 0
 
     def refit_options(self) -> dict:
-        """Keyword arguments of a fit of part of the data (a subset, a canary): no progress
-        bar, and the model and engine only where chosen."""
+        """Keyword arguments of a fit of part of the data (a subset, a canary).
+
+        No progress bar, and the model and engine only where chosen.
+        """
         return {
             "draws": self.draws,
             "chains": self.chains,

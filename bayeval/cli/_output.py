@@ -12,7 +12,7 @@ from bayeval.cli._group import report, report_format, status
 
 
 def wide_tables():
-    """pandas display settings of the printed tables: every column and row, cells to 60."""
+    """The pandas display settings of the printed tables: every column and row, cells to 60."""
     return pd.option_context(
         "display.width",
         250,
@@ -56,8 +56,10 @@ def write_json(payload: dict, path: str):
 
 
 def report_data(res, **options):
-    """:func:`bayeval.report.report_data`, after a status line (the readouts and bootstrap
-    twins take a while at leaderboard size)."""
+    """:func:`bayeval.report.report_data`, after a status line.
+
+    The readouts and bootstrap twins take a while at leaderboard size.
+    """
     status(
         f"summarising: posterior readouts and bootstrap twins "
         f"({options.get('n_boot', 2000)} resamples) ..."
@@ -188,8 +190,11 @@ def header(data, lines, res=None, err=False):
 
 # -- optional sections -------------------------------------------------------------------------
 def echo_curves(section: dict, ci_prob: float):
-    """Each pair's effect over k: posterior (pointwise interval and simultaneous band) beside
-    the paired bootstrap's, then where the curves cross and the tasks behind it."""
+    """Print each pair's effect over k, posterior beside the paired bootstrap's.
+
+    The posterior comes with its pointwise interval and simultaneous band; then where the curves
+    cross and the tasks behind it.
+    """
     name = report_format._metric_name(section["metric"], "k")
     click.echo(
         f"\neffect over k ({name}, {section['estimand']} estimand): posterior mean "

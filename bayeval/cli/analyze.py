@@ -52,8 +52,10 @@ from bayeval.readers.table import load_table
 
 @dataclass(frozen=True)
 class CompareOptions:
-    """The paired comparisons and their decisions: ``--compare``, ``--compare-k``,
-    ``--margin``, ``--prob``, ``--superior``."""
+    """The paired comparisons and their decisions.
+
+    ``--compare``, ``--compare-k``, ``--margin``, ``--prob``, ``--superior``.
+    """
 
     pairs: tuple[tuple[str, str], ...] = ()
     k: int | None = None
@@ -284,7 +286,7 @@ def analyze(
       bayeval analyze runs.csv --latency started_at,ended_at --json out.json
       bayeval analyze ckpts.csv --reader-option run=seed --compare rl sft --runs new
       bayeval analyze graded.csv --score score --compare new old --json out.json
-    """
+    """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     read = replace(read, cost=cost.column, latency=latency.columns, score=score_column, scores=True)
     metric, by = summary.metric, groups.by
     if score_column is not None:  # refused before the file is read; a detected column below
@@ -528,8 +530,11 @@ def _check_recipe_pairs(data, pairs, runs, estimand, metric) -> list[tuple]:
 
 
 def _flagged_tasks(path: str, tasks) -> list:
-    """Task ids from a file: one per line, or the JSON of ``bayeval overlap`` (items labelled
-    confirmed or suspected). Ids are matched to the data's tasks as text."""
+    """Task ids from a file: one per line, or the JSON of ``bayeval overlap``.
+
+    From the JSON, the items labelled confirmed or suspected. Ids are matched to the data's tasks as
+    text.
+    """
     text = Path(path).read_text(encoding="utf-8")
     try:
         record = json.loads(text)

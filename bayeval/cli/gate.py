@@ -122,7 +122,7 @@ def gate(
     Examples:
       bayeval gate runs.csv --compare new old --margin 0.02
       bayeval gate runs.csv --compare new old --margin 0.01 --superior --prob 0.9
-    """
+    """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     metric, ci_prob = summary.metric, summary.ci_prob
     check_outputs(out.json_path, out.report_path)
     notes = Notes()
@@ -219,8 +219,7 @@ def gate(
 
 
 def _canary(data, canary_pair, margin, metric, k, ci_prob, fitting: FitOptions, notes) -> dict:
-    """The canary's change between its two harness runs (the report's canary section),
-    printed."""
+    """The canary's change between its two harness runs (the report's canary section), printed."""
     old, new = canary_pair
     click.echo(f"canary: fitting {old} -> {new} ...", err=True)
     with notes:

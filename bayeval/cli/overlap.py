@@ -15,8 +15,10 @@ from bayeval.readers.table import load_table
 
 
 def _corpus_documents(path: Path, text_field: str):
-    """Stream a corpus: a .jsonl of records (``text_field``, optional ``id``) or plain text,
-    one document per line; gzip is read when the name ends in .gz."""
+    """Stream a corpus: a .jsonl of records or plain text, one document per line.
+
+    Records carry ``text_field`` and an optional ``id``; gzip is read when the name ends in .gz.
+    """
     opener = gzip.open if path.suffix == ".gz" else open
     jsonl = ".jsonl" in path.suffixes
     with opener(path, "rt", encoding="utf-8") as handle:
@@ -73,7 +75,7 @@ def overlap(items, corpus, id_column, text_column, corpus_text_field, methods, j
     Examples:
       bayeval overlap items.csv corpus.jsonl
       bayeval overlap items.jsonl corpus.txt --methods exact,normalized,shingle --json out.json
-    """
+    """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     check_outputs(json_path)
     frame = load_table(items, reader="bayeval")
     for role, column in (("--id-column", id_column), ("--text-column", text_column)):

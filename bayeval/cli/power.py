@@ -106,7 +106,7 @@ def power(
       bayeval power --effect 0.02,0.05 --sd 0.25
       bayeval power --effect 0.03 --sd 0.45 --icc 0.6 --trials 1,3,10
       bayeval power --effect 0.02 --pilot pilot.csv --compare new old
-    """
+    """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     check_outputs(json_path)
     say = click.echo if json_path != "-" else (lambda text: click.echo(text, err=True))
     payload = {

@@ -89,7 +89,7 @@ def rank(
     Examples:
       bayeval rank runs.csv
       bayeval rank runs.csv --k 1 --prob 0.9 --json ranks.json
-    """
+    """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     metric, ci_prob, n_boot, seed = summary.metric, summary.ci_prob, summary.n_boot, fitting.seed
     estimand = summary.estimand or "population"
     check_outputs(out.json_path, out.report_path)

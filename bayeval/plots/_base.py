@@ -1,5 +1,8 @@
-"""What every plot shares: matplotlib loaded on first use, the Axes drawn on, the checks
-of the common arguments, and the legend and title layout (private to :mod:`bayeval.plots`)."""
+"""What every plot shares (private to :mod:`bayeval.plots`).
+
+Matplotlib loaded on first use, the Axes drawn on, the checks of the common arguments, and the
+legend and title layout.
+"""
 
 from __future__ import annotations
 
@@ -30,8 +33,11 @@ def _pyplot():
 
 
 def _mpl():
-    """The matplotlib package, loaded by :func:`_pyplot` together with the modules whose
-    classes the plots build (``axes``, ``lines``, ``patches``, ``ticker``, ``colormaps``)."""
+    """The matplotlib package, loaded by :func:`_pyplot`.
+
+    It is loaded together with the modules whose classes the plots build (``axes``, ``lines``,
+    ``patches``, ``ticker``, ``colormaps``).
+    """
     _pyplot()
     return sys.modules["matplotlib"]
 
@@ -138,9 +144,11 @@ def _text_inches(text: str, fontsize) -> float:
 
 
 def _legend_layout(n_entries: int, height: float) -> tuple[str, int]:
-    """Font size and number of columns for a legend of ``n_entries`` beside an Axes
-    ``height`` inches tall: ``small`` in one column while the entries fit, then
-    ``x-small``, then as many columns as needed."""
+    """Font size and number of columns for a legend of ``n_entries`` beside an Axes.
+
+    The Axes is ``height`` inches tall: ``small`` in one column while the entries fit, then
+    ``x-small``, then as many columns as needed.
+    """
     for fontsize in ("small", "x-small"):
         rows = max(1, int(height * 72 / (_FONT_POINTS[fontsize] * 1.75)))
         if n_entries <= rows:
@@ -149,9 +157,11 @@ def _legend_layout(n_entries: int, height: float) -> tuple[str, int]:
 
 
 def _legend(ax, handles=None) -> float:
-    """The legend policy of every plot: to the right of the Axes, clear of what is drawn;
-    ``small`` in one column while the entries fit beside the Axes, ``x-small`` and more
-    columns beyond. Returns the legend's estimated width in inches."""
+    """The legend policy of every plot: to the right of the Axes, clear of what is drawn.
+
+    ``small`` in one column while the entries fit beside the Axes, ``x-small`` and more columns
+    beyond. Returns the legend's estimated width in inches.
+    """
     if handles is None:
         handles, labels = ax.get_legend_handles_labels()
     else:
@@ -176,9 +186,11 @@ def _legend(ax, handles=None) -> float:
 
 
 def _title(ax, text: str, reserve: float = 0.0, fontsize="large", **kwargs) -> None:
-    """Set a title that fits: each line wrapped to the width the Axes will have once
-    ``reserve`` inches (a legend beside it) are taken, and shrunk to ``medium`` when it
-    would wrap to more than three lines."""
+    """Set a title that fits the Axes.
+
+    Each line is wrapped to the width the Axes will have once ``reserve`` inches (a legend beside
+    it) are taken, and shrunk to ``medium`` when it would wrap to more than three lines.
+    """
     fig = ax.figure
     if len(fig.axes) == 1:  # the figure's own Axes: all its width but the tick labels
         width = fig.get_figwidth() - 1.0 - reserve

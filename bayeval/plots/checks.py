@@ -1,5 +1,7 @@
-"""The posterior predictive check plot (:func:`plot_ppc`): observed per-task success counts
-against those the fitted population predicts."""
+"""The posterior predictive check plot (:func:`plot_ppc`).
+
+Observed per-task success counts against those the fitted population predicts.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,12 @@
-"""Plots of one system against another: the posterior effect (:func:`plot_effect`), the
-tasks that move (:func:`plot_task_rates`) and the effect over k (:func:`plot_compare_curve`)."""
+"""Plots of one system against another.
+
+The posterior effect (:func:`plot_effect`), the tasks that move (:func:`plot_task_rates`) and the
+effect over k (:func:`plot_compare_curve`).
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -119,7 +124,7 @@ def plot_effect(
             }
         )
     )
-    options = {}
+    options: dict[str, Any] = {}
     if bounds == [None]:
         collection = PlotCollection(posterior, viz, backend="matplotlib")
     else:
@@ -210,8 +215,11 @@ MOVE_PROB = 0.9
 
 
 def _task_moves(results, rates_values, bounds, baseline, candidate) -> dict:
-    """What :func:`plot_task_rates` counts: gains and losses by the posterior rule and by
-    the raw success rates, and the per-task differences it draws (see its docstring)."""
+    """What :func:`plot_task_rates` counts and draws.
+
+    Gains and losses by the posterior rule and by the raw success rates, and the per-task
+    differences it draws (see its docstring).
+    """
     base, cand = rates_values[0], rates_values[1]  # (task, bound, sample)
     if bounds == [None]:
         d_low = d_high = cand[:, 0] - base[:, 0]

@@ -1,5 +1,7 @@
-"""Success against cost, with the cost-success frontier (:func:`plot_cost_success`): the plot
-of :func:`bayeval.bootstrap.cost` and :meth:`bayeval.Results.cost`."""
+"""Success against cost, with the cost-success frontier (:func:`plot_cost_success`).
+
+The plot of :func:`bayeval.bootstrap.cost` and :meth:`bayeval.Results.cost`.
+"""
 
 from __future__ import annotations
 
@@ -28,9 +30,10 @@ _NOISE = (
 
 
 def compact_names(labels, max_length: int = 28) -> list[str]:
-    """Short system names for a crowded plot: leading and trailing dates and scaffold version
-    tags removed (each only while the names stay distinct and none becomes empty), then
-    :func:`bayeval.plots.short_names`.
+    """Short system names for a crowded plot.
+
+    Leading and trailing dates and scaffold version tags removed (each only while the names stay
+    distinct and none becomes empty), then :func:`bayeval.plots.short_names`.
 
     Examples
     --------
@@ -48,8 +51,10 @@ def compact_names(labels, max_length: int = 28) -> list[str]:
 
 
 def _place_labels(ax, xs, ys, names, fontsize, priority):
-    """Put each name beside its point where it overlaps no placed name and no point, trying
-    eight directions at two distances; the least-overlapping spot otherwise."""
+    """Put each name beside its point where it overlaps no placed name and no point.
+
+    Eight directions at two distances are tried; the least-overlapping spot otherwise.
+    """
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -219,9 +224,9 @@ def plot_cost_success(
     order = [systems.index(s) for s in front.attrs["frontier"] if finite[systems.index(s)]]
     if frontier_line and len(order) > 1:
         sx, sy = [x[order[0]]], [y[order[0]]]
-        for i in order[1:]:
-            sx += [x[i], x[i]]
-            sy += [sy[-1], y[i]]
+        for j in order[1:]:
+            sx += [x[j], x[j]]
+            sy += [sy[-1], y[j]]
         ax.plot(
             sx,
             sy,

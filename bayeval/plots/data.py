@@ -1,5 +1,7 @@
-"""The plot of the data before any fit (:func:`plot_status`): the status of every planned
-attempt per system, and its coverage."""
+"""The plot of the data before any fit (:func:`plot_status`).
+
+The status of every planned attempt per system, and its coverage.
+"""
 
 from __future__ import annotations
 

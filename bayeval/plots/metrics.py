@@ -1,5 +1,8 @@
-"""Plots of a metric per system: the forest of posterior intervals beside their bootstrap
-twins (:func:`plot_forest`) and pass@k or pass^k against k (:func:`plot_pass_at_k`)."""
+"""Plots of a metric per system.
+
+The forest of posterior intervals beside their bootstrap twins (:func:`plot_forest`) and pass@k or
+pass^k against k (:func:`plot_pass_at_k`).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""Plots of the systems' order: each system's posterior rank (:func:`plot_ranks`) and the
-matrix of pairwise probabilities (:func:`plot_compare_all`)."""
+"""Plots of the systems' order.
+
+Each system's posterior rank (:func:`plot_ranks`) and the matrix of pairwise probabilities
+(:func:`plot_compare_all`).
+"""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ from bayeval.plots.style import BOUND_MARKERS, _bound_handles, _names, short_nam
 __all__ = ["plot_compare_all", "plot_ranks"]
 
 
-def _height(n_rows: int) -> float:
+def _height(n_rows: float) -> float:
     """Height in inches of a figure of ``n_rows`` rows of systems."""
     return max(2.5, 0.8 + 0.26 * n_rows)
 

@@ -1,6 +1,8 @@
-"""How every plot tells systems and bounds apart: a colour per system (:func:`palette`), a
-printed name per system (:func:`short_names`) and a marker per missing-outcome bound
-(:data:`BOUND_MARKERS`)."""
+"""How every plot tells systems and bounds apart.
+
+A colour per system (:func:`palette`), a printed name per system (:func:`short_names`) and a marker
+per missing-outcome bound (:data:`BOUND_MARKERS`).
+"""
 
 from __future__ import annotations
 
@@ -120,12 +122,14 @@ _RUN_FIELD = re.compile(r"[0-9]{6,}|v[0-9]+(\.[0-9]+)+")
 
 
 def _drop_versioned_fields(names: list[str], same_text: bool = True) -> list[str]:
-    """Drop a leading run date (eight digits and ``_``) from the names that have one, then
-    leading parts (split at ``_`` and ``-``) that every name has alike: each a date / run
-    number (six digits or more) or each a release (``v1.16.0``, ``v0.0.0``), or the
-    same text (with ``same_text=False`` only where a version follows it, as in
-    ``mini-v1.7.0``); each step only while the names stay distinct and none becomes
-    empty."""
+    """Drop a leading run date, then the leading parts that every name has alike.
+
+    Drop a leading run date (eight digits and ``_``) from the names that have one, then leading
+    parts (split at ``_`` and ``-``) that every name has alike: each a date / run number (six digits
+    or more) or each a release (``v1.16.0``, ``v0.0.0``), or the same text (with ``same_text=False``
+    only where a version follows it, as in ``mini-v1.7.0``); each step only while the names stay
+    distinct and none becomes empty.
+    """
     undated = [re.sub(r"^(19|20)[0-9]{6}_(?=.)", "", n) for n in names]
     if len(set(undated)) == len(undated):
         names = undated
@@ -183,8 +187,11 @@ def _ellipsis(name: str, max_length: int) -> str:
 
 
 def _names(results, shorten: bool) -> dict:
-    """Label -> the name printed for it: :func:`short_names` of all the systems of
-    ``results`` (so a pair is shortened by what every system shares), or the label."""
+    """Label -> the name printed for it.
+
+    :func:`short_names` of all the systems of ``results`` (so a pair is shortened by what every
+    system shares), or the label.
+    """
     systems = list(results.systems)
     printed = short_names(systems) if shorten else [str(s) for s in systems]
     return dict(zip(systems, printed, strict=True))

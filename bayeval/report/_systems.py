@@ -1,5 +1,8 @@
-"""The report's sections about the data and each system: what was read, the estimand in words,
-each system's metrics beside their bootstrap twins, the task split and the fit's diagnostics."""
+"""The report's sections about the data and each system.
+
+What was read, the estimand in words, each system's metrics beside their bootstrap twins, the task
+split and the fit's diagnostics.
+"""
 
 from __future__ import annotations
 
@@ -138,8 +141,9 @@ def _scores_summary(data) -> dict:
 
 
 def _split_section(results: Results) -> dict | None:
-    """The task split these results were fitted on (:func:`bayeval.split_tasks`), with the
-    systems scored on it; ``None`` for data that are not a split part.
+    """The task split these results were fitted on, with the systems scored on it.
+
+    The split is :func:`bayeval.split_tasks`'s; ``None`` for data that are not a split part.
 
     The split guards against the winner's curse only if the systems are chosen on one part
     and one chosen system is scored on the other: every system scored on a held-out part is
@@ -241,8 +245,10 @@ def _score_twin(results, estimand: str) -> dict | None:
 
 
 def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dict]:
-    """Each system's posterior mean score (every estimand) beside its bootstrap twin
-    (:func:`bayeval.bootstrap.mean_score`; ``None`` where the estimand has none)."""
+    """Each system's posterior mean score (every estimand) beside its bootstrap twin.
+
+    The twin is :func:`bayeval.bootstrap.mean_score`; ``None`` where the estimand has none.
+    """
     data = results.data
     boots = {}
     rows = []
@@ -374,10 +380,12 @@ def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand) -> list[dict]
 
 
 def _measured_order(results) -> dict:
-    """System -> position by measured pass@1 (the mean over valid tasks of each task's rate;
-    the mean score for partial-credit scores; under bounds, the lower bound's), best first;
-    ties keep the data's order. The order a table shows is the data's own, not a column the
-    input happened to be sorted by."""
+    """System -> position by measured pass@1, best first.
+
+    Measured pass@1 is the mean over valid tasks of each task's rate; the mean score for
+    partial-credit scores; under bounds, the lower bound's. Ties keep the data's order. The order a
+    table shows is the data's own, not a column the input happened to be sorted by.
+    """
     obs = results.tree["observed_data"]
     c = obs["successes"]
     if results.data.has_scores:  # partial credit: the task's score sum over its attempts

@@ -212,10 +212,11 @@ class ReportOptions:
         comparison's ``harness`` entry then says what changed, and so does a note.
     cost : str, optional
         A per-attempt covariate (``from_frame(..., covariates=[cost])``): adds the ``cost``
-        section, the evidence table of cost and success (:func:`bayeval.analyses.tradeoff.evidence`):
-        per system pass@1 and pass@k per attempt, the paired effect against the reference,
-        cost per success, the timeout and error rates, the cost-success frontier, every
-        pair's P(dominates) and the budget curve, posterior next to bootstrap.
+        section, the evidence table of cost and success
+        (:func:`bayeval.analyses.tradeoff.evidence`): per system pass@1 and pass@k per attempt,
+        the paired effect against the reference, cost per success, the timeout and error rates,
+        the cost-success frontier, every pair's P(dominates) and the budget curve, posterior next
+        to bootstrap.
     cost_reference : str, optional
         The reference system of the cost table's paired effects; default the first
         comparison's baseline, else the system with the highest posterior pass@1.
@@ -306,9 +307,11 @@ def report_data(
 
 
 def _checked(results, o: ReportOptions) -> ReportOptions:
-    """The options checked against the results, with their defaults resolved: ``k`` the
-    sorted k values with 1, ``metric``, ``estimand``, ``compare_k``, ``compare_results`` and
-    the ``comparisons`` as pairs."""
+    """The options checked against the results, with their defaults resolved.
+
+    ``k`` the sorted k values with 1, ``metric``, ``estimand``, ``compare_k``, ``compare_results``
+    and the ``comparisons`` as pairs.
+    """
     if not isinstance(results, Results):
         raise TypeError(f"results must be a bayeval Results; got {type(results).__name__}")
     k, metric, compare_k, margin = o.k, o.metric, o.compare_k, o.margin

@@ -1,6 +1,8 @@
-"""The report's comparisons: each pair's effect, decision and power beside the paired
-bootstraps, the multiplicity family, and the spread of paired per-task differences
-(:func:`paired_spread`) that plans a comparison's size."""
+"""The report's comparisons and the spread that plans a comparison's size.
+
+Each pair's effect, decision and power beside the paired bootstraps, the multiplicity family, and
+the spread of paired per-task differences (:func:`paired_spread`) that plans a comparison's size.
+"""
 
 from __future__ import annotations
 
@@ -77,6 +79,7 @@ def _bootstrap_designs(results, estimand: str) -> list[dict]:
     """
     if results.data.has_scores:  # the mean score: no trial bootstrap (see _score_twin)
         twin = _score_twin(results, "population")
+        assert twin is not None  # only the tasks estimand has no twin
         designs = [dict(twin, twin=estimand == "population")]
         if twin["unit"] != "task":
             designs.append({"unit": "task", "twin": False})
@@ -118,8 +121,10 @@ def _decision(decision) -> dict:
 
 
 def _task_values(data, system, metric, k):
-    """Per-task unbiased estimates over ``(bound, task)`` and each task's trials (the task's
-    mean score for ``metric="mean"``)."""
+    """Per-task unbiased estimates over ``(bound, task)`` and each task's trials.
+
+    For ``metric="mean"`` the estimate is the task's mean score.
+    """
     ds = data.dataset
     n = ds["trials"].sel(system=system).values
     if metric == "mean":
@@ -237,6 +242,7 @@ def paired_spread(data, candidate, baseline) -> dict:
         out["bound"] = bound
         if best is None or (out["sd"] or 0) > (best["sd"] or 0):
             best = out
+    assert best is not None  # the loop ran over both bounds
     return best
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 import io
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 from bayeval import plots
 from bayeval._validate import BayevalWarning
@@ -19,13 +21,15 @@ _PPC_PANELS = 6  # systems drawn in the posterior predictive plot when none are 
 
 
 def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
-    """(name, title, caption, callable) for each figure of the report; the comparisons' figures
-    come from ``compare_results`` where the comparisons were read from it."""
+    """(name, title, caption, callable) for each figure of the report.
+
+    The comparisons' figures come from ``compare_results`` where the comparisons were read from it.
+    """
     paired = results if compare_results is None else compare_results
     s = report["settings"]["report"]
     estimand = s["estimand"]
     k0 = s["compare_k"]
-    specs = [
+    specs: list[tuple[str, str, str, Callable[..., Any]]] = [
         (
             "forest",
             f"{s['metric'].replace('k', str(k0))} by system",
@@ -95,8 +99,8 @@ def _plot_specs(results, report: dict, compare_results=None) -> list[tuple]:
                 lambda c=cand, b=base: plots.plot_task_rates(paired, c, b, ci_prob=s["ci_prob"]),
             )
         )
-    curves = report.get("curves")
-    for i, row in enumerate(curves["rows"] if curves else []):
+    curves = report.get("curves") or {"rows": []}
+    for i, row in enumerate(curves["rows"]):
         cand, base = row["candidate"], row["baseline"]
         specs.append(
             (

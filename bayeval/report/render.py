@@ -1,10 +1,13 @@
-"""Rendering: the report card as HTML or Markdown from the Jinja2 templates in
-``bayeval/report/templates``, its figures inline or beside it."""
+"""Rendering: the report card as HTML or Markdown, its figures inline or beside it.
+
+From the Jinja2 templates in ``bayeval/report/templates``.
+"""
 
 from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import markupsafe
@@ -32,7 +35,7 @@ __all__ = ["FORMATS", "TEMPLATES", "build_report", "write_report"]
 FORMATS = {"html": (".html", ".htm"), "markdown": (".md", ".markdown")}
 _CLUSTERS_SHOWN = 12  # largest clusters listed by name in the rendered report
 
-_ENV_OPTIONS = {
+_ENV_OPTIONS: dict[str, Any] = {
     "trim_blocks": True,
     "lstrip_blocks": True,
     "keep_trailing_newline": True,

@@ -1,5 +1,7 @@
-"""The report's optional sections: cost and latency tables, recipe comparisons across training
-runs, effects over k, clean versus flagged tasks and a harness canary.
+"""The report's optional sections.
+
+Cost and latency tables, recipe comparisons across training runs, effects over k, clean versus
+flagged tasks and a harness canary.
 
 Each is read from the fit (or its data) by the functions that compute it, as plain data; the
 ``bayeval`` command adds a section where its options ask for it.
@@ -281,7 +283,7 @@ def contamination_section(results, flagged, *, file, metric, k, ci_prob, **fit) 
     rows = []
     for system in out["system"].values:
         part = out.sel(system=system)
-        row = {"system": str(system)}
+        row: dict[str, str | float] = {"system": str(system)}
         for subset in out["subset"].values:
             row[f"{subset}_mean"] = float(part["score_mean"].sel(subset=subset))
             low, high = part["score_interval"].sel(subset=subset).values
