@@ -199,8 +199,9 @@ class Results(Posterior):
         runs=None,
         allow_harness_change: bool = False,
     ) -> xr.Dataset:
-        """Posterior of the effect ``metric(candidate) - metric(baseline)``: see
-        :func:`bayeval.analyses.compare.compare`.
+        """Posterior of the effect ``metric(candidate) - metric(baseline)``.
+
+        See :func:`bayeval.analyses.compare.compare`.
 
         Examples
         --------
@@ -372,8 +373,10 @@ class Results(Posterior):
         ci_prob: float = 0.95,
         n_draws: int = 400,
     ) -> xr.Dataset:
-        """Where the variance of each benchmark score comes from, and what more data buys:
-        :func:`bayeval.analyses.noise.posterior_noise` of this fit."""
+        """Where the variance of each benchmark score comes from, and what more data buys.
+
+        This is :func:`bayeval.analyses.noise.posterior_noise` of this fit.
+        """
         return posterior_noise(self, alpha=alpha, power=power, ci_prob=ci_prob, n_draws=n_draws)
 
     def latency(
@@ -387,8 +390,10 @@ class Results(Posterior):
         n_draws: int = 4000,
         seed: int = 0,
     ) -> xr.Dataset:
-        """Posterior of each system's attempt-latency quantiles with the timeout and error
-        rates: :func:`bayeval.analyses.latency.posterior_latency` of this fit's data."""
+        """Posterior of each system's attempt-latency quantiles with the timeout and error rates.
+
+        This is :func:`bayeval.analyses.latency.posterior_latency` of this fit's data.
+        """
         return posterior_latency(
             self,
             q=q,
@@ -410,8 +415,10 @@ class Results(Posterior):
         n_draws: int = 1000,
         seed: int = 0,
     ) -> xr.Dataset:
-        """Posterior cost per attempt, cost per success, status rates and budget curve:
-        :func:`bayeval.analyses.cost.posterior_cost` of this fit."""
+        """Posterior cost per attempt, cost per success, status rates and budget curve.
+
+        This is :func:`bayeval.analyses.cost.posterior_cost` of this fit.
+        """
         return posterior_cost(
             self, column, k=k, model=model, ci_prob=ci_prob, n_draws=n_draws, seed=seed
         )

@@ -1,5 +1,8 @@
-"""Paired effects ``metric(candidate) - metric(baseline)``: of one pair and of every pair, from
-the posterior, and the paired bootstrap that is their twin."""
+"""Paired effects ``metric(candidate) - metric(baseline)`` and their bootstrap twin.
+
+Effects of one pair and of every pair, from the posterior, and the paired bootstrap that is their
+twin.
+"""
 
 from __future__ import annotations
 
@@ -214,8 +217,10 @@ def _effect_summary(effect: xr.DataArray, ci_prob: float, margin: float) -> xr.D
 
 
 def _crossed_fits(posterior, candidate, baseline) -> dict:
-    """One joint fit per crossed missing-outcome bound (:meth:`bayeval.EvalData.crossed`), with
-    this posterior's settings; cached on the posterior."""
+    """One joint fit per crossed missing-outcome bound (:meth:`bayeval.EvalData.crossed`).
+
+    The fits use this posterior's settings and are cached on the posterior.
+    """
     key = ("crossed", candidate, baseline)
     fits = posterior._cache.get(key)
     if fits is None:
