@@ -12,8 +12,6 @@ import pandas as pd
 import xarray as xr
 
 from bayeval import checks
-from bayeval._arviz import mcse_and_ess
-from bayeval._validate import validate_k, validate_prob
 from bayeval.analyses.compare import compare, compare_all
 from bayeval.analyses.cost import posterior_cost
 from bayeval.analyses.curves import compare_curve
@@ -21,6 +19,7 @@ from bayeval.analyses.latency import posterior_latency
 from bayeval.analyses.noise import posterior_noise
 from bayeval.analyses.ranks import rank_groups, ranks, winner
 from bayeval.analyses.subsets import compare_subsets
+from bayeval.analyses.summary import summary
 from bayeval.inference import infer
 from bayeval.posterior import Posterior, credible_interval, read_tree
 
@@ -200,8 +199,9 @@ class Results(Posterior):
         runs=None,
         allow_harness_change: bool = False,
     ) -> xr.Dataset:
-        """Posterior of the effect ``metric(candidate) - metric(baseline)``: see
-        :func:`bayeval.analyses.compare.compare`.
+        """Posterior of the effect ``metric(candidate) - metric(baseline)``.
+
+        See :func:`bayeval.analyses.compare.compare`.
 
         Examples
         --------
@@ -373,8 +373,10 @@ class Results(Posterior):
         ci_prob: float = 0.95,
         n_draws: int = 400,
     ) -> xr.Dataset:
-        """Where the variance of each benchmark score comes from, and what more data buys:
-        :func:`bayeval.analyses.noise.posterior_noise` of this fit."""
+        """Where the variance of each benchmark score comes from, and what more data buys.
+
+        This is :func:`bayeval.analyses.noise.posterior_noise` of this fit.
+        """
         return posterior_noise(self, alpha=alpha, power=power, ci_prob=ci_prob, n_draws=n_draws)
 
     def latency(
@@ -388,8 +390,10 @@ class Results(Posterior):
         n_draws: int = 4000,
         seed: int = 0,
     ) -> xr.Dataset:
-        """Posterior of each system's attempt-latency quantiles with the timeout and error
-        rates: :func:`bayeval.analyses.latency.posterior_latency` of this fit's data."""
+        """Posterior of each system's attempt-latency quantiles with the timeout and error rates.
+
+        This is :func:`bayeval.analyses.latency.posterior_latency` of this fit's data.
+        """
         return posterior_latency(
             self,
             q=q,
@@ -411,35 +415,21 @@ class Results(Posterior):
         n_draws: int = 1000,
         seed: int = 0,
     ) -> xr.Dataset:
-        """Posterior cost per attempt, cost per success, status rates and budget curve:
-        :func:`bayeval.analyses.cost.posterior_cost` of this fit."""
+        """Posterior cost per attempt, cost per success, status rates and budget curve.
+
+        This is :func:`bayeval.analyses.cost.posterior_cost` of this fit.
+        """
         return posterior_cost(
             self, column, k=k, model=model, ci_prob=ci_prob, n_draws=n_draws, seed=seed
         )
 
     # -- summaries and checks ------------------------------------------------------------------
-    def summary(self, ci_prob: float = 0.95, k=1, metrics=("pass@k",), estimands=None, tau=None):
-        """Posterior mean, sd and equal-tailed interval of each system's metrics.
+    def summary(
+        self, *, metrics=("pass@k",), k=1, estimands=None, ci_prob: float = 0.95, tau=None
+    ) -> pd.DataFrame:
+        """Posterior mean, sd and interval of each system's metrics.
 
-        Parameters
-        ----------
-        ci_prob : float, default 0.95
-        k : int or list of int, default 1
-        metrics : sequence of {"pass@k", "pass^k", "g-pass@k", "consistency", "mean"}
-            Consistency, a two-attempt metric, has one row per system and estimand, at k = 2.
-            ``"mean"`` (the mean score) is what a ``zoib`` fit estimates, at k = 1.
-        estimands : sequence, optional
-            Default: every estimand the model supports.
-        tau : float, optional
-            Needed with ``"g-pass@k"`` among the metrics: the share of the k attempts that must
-            succeed, in (0, 1]; recorded in ``attrs``.
-
-        Returns
-        -------
-        pandas.DataFrame
-            One row per system, estimand, metric and k (and missing bound): mean, sd, interval,
-            the Monte Carlo standard error of the mean and the bulk ESS (``arviz_stats``);
-            ``attrs`` hold the settings.
+        See :func:`bayeval.analyses.summary.summary`.
 
         Examples
         --------
@@ -449,56 +439,7 @@ class Results(Posterior):
         >>> res.summary(k=[1, 3])["estimand"].unique().tolist()
         ['tasks', 'population']
         """
-        ci_prob = validate_prob("ci_prob", ci_prob)
-        ks, _ = validate_k(k)
-        if isinstance(metrics, str):
-            raise TypeError(
-                f"metrics must be a sequence of metric names; got {metrics!r} (write "
-                f"metrics=[{metrics!r}])"
-            )
-        if tau is not None and "g-pass@k" not in metrics:
-            raise ValueError(
-                f"tau applies to metric 'g-pass@k', which metrics={list(metrics)} does not hold"
-            )
-        estimands = self.estimands if estimands is None else tuple(estimands)
-        frames = []
-        for estimand in estimands:
-            for metric in metrics:
-                values = self.draws(
-                    metric,
-                    [2] if metric == "consistency" else ks.tolist(),
-                    estimand,
-                    tau=tau if metric == "g-pass@k" else None,
-                )
-                interval = credible_interval(values, ci_prob, ["chain", "draw"])
-                mcse, ess = mcse_and_ess(values)
-                table = (
-                    xr.Dataset(
-                        {
-                            "mean": values.mean(["chain", "draw"]),
-                            "sd": values.std(["chain", "draw"]),
-                            "lower": interval.sel(ci_bound="lower", drop=True),
-                            "upper": interval.sel(ci_bound="upper", drop=True),
-                            "mcse_mean": mcse,
-                            "ess_bulk": ess,
-                        }
-                    )
-                    .to_dataframe()
-                    .reset_index()
-                )
-                table.insert(1, "estimand", estimand)
-                table.insert(2, "metric", metric)
-                frames.append(table)
-        out = pd.concat(frames, ignore_index=True)
-        first = ["system", "estimand", "metric", "k"]
-        out = out[first + [c for c in out.columns if c not in first]]
-        out.attrs = {
-            "ci_prob": ci_prob,
-            "ci_kind": "eti",
-            "model": self.model,
-            **({} if tau is None else {"tau": float(tau)}),
-        }
-        return out
+        return summary(self, metrics=metrics, k=k, estimands=estimands, ci_prob=ci_prob, tau=tau)
 
     def ppc(self, ci_prob: float = 0.95) -> xr.Dataset:
         """Posterior predictive check of the per-task success-count histogram.

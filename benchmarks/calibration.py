@@ -482,7 +482,7 @@ def evaluate_paired(scenario, n_tasks, n_trials, index, seed, opts):
             seed=seed,
             method=method,
         )
-        est, interval = out["effect_estimate"].values, out["effect_interval"].values
+        est, interval = out["effect_mean"].values, out["effect_interval"].values
         for i, k in enumerate(ks_exact):
             rec.add(
                 name, f"effect@{k}", est[i], interval[i, 0], interval[i, 1], *truths[k], seconds

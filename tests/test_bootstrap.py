@@ -122,7 +122,7 @@ def test_paired_compare_variance_is_that_of_task_differences(swebench):
     out = be.bootstrap.compare(swebench, b, a, n_boot=40_000, seed=6)
     ds = swebench.dataset
     diff = (ds["successes"].sel(system=b) - ds["successes"].sel(system=a)).values
-    assert float(out["effect_estimate"]) == pytest.approx(diff.mean())
+    assert float(out["effect_mean"]) == pytest.approx(diff.mean())
     assert float(out["effect"].var()) == pytest.approx(diff.var() / len(diff), rel=0.03)
     p_a, p_b = (
         ds["successes"].sel(system=a).mean().item(),
@@ -148,7 +148,7 @@ def test_bounds_cross_in_paired_compare():
     )
     data = be.from_frame(df, missing="bounds")
     out = be.bootstrap.compare(data, "B", "A", n_boot=50, seed=0)
-    est = out["effect_estimate"]
+    est = out["effect_mean"]
     # A: lower 2/4, upper 3/4;  B: lower 3/4, upper 4/4
     assert float(est.sel(missing_bound="lower")) == pytest.approx(3 / 4 - 3 / 4)
     assert float(est.sel(missing_bound="upper")) == pytest.approx(4 / 4 - 2 / 4)

@@ -552,7 +552,7 @@ def test_paired_bootstrap_comparison_of_the_new_metrics():
     out = be.bootstrap.compare(data, "B", "A", k=4, metric="g-pass@k", tau=0.75, n_boot=2000)
     counts = data.dataset["successes"].values
     direct = est.g_pass_at_k(6, counts[1], 4, 0.75) - est.g_pass_at_k(6, counts[0], 4, 0.75)
-    assert float(out["effect_estimate"]) == pytest.approx(direct.mean(), abs=1e-15)
+    assert float(out["effect_mean"]) == pytest.approx(direct.mean(), abs=1e-15)
     assert out.attrs["tau"] == 0.75
     cons = be.bootstrap.compare(data, "B", "A", metric="consistency", n_boot=2000)
     assert "k" not in cons.dims

@@ -135,7 +135,7 @@ def test_comparison_is_compare_and_noninferiority(res, out):
             seed=SEED,
             margin=0.02,
         )
-        assert boot["rows"][0]["effect"] == float(twin["effect_estimate"])
+        assert boot["rows"][0]["effect"] == float(twin["effect_mean"])
         assert boot["rows"][0]["lower"] == float(twin["effect_interval"][0])
         assert boot["decision"]["decision"] == be.noninferiority(twin, 0.02, 0.95).decision
         replicates = twin["effect"].values

@@ -591,7 +591,7 @@ def test_mean_score_bootstrap_is_the_task_resampling_of_task_means():
     assert out["interval"].dims == ("system", "ci_bound")
     assert out.attrs["metric"] == "mean" and out.attrs["estimand"] == "population"
     paired = be.bootstrap.compare(data, "B", "A", metric="mean", n_boot=500, seed=9)
-    assert float(paired["effect_estimate"]) == pytest.approx(
+    assert float(paired["effect_mean"]) == pytest.approx(
         float(out["estimate"].sel(system="B") - out["estimate"].sel(system="A"))
     )
     with pytest.raises(ValueError, match="unit='task'"):

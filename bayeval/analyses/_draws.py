@@ -1,5 +1,8 @@
-"""What the analyses read off a posterior besides its metric draws: thinned draws, the observed
-counts and the observed scores (the unbiased estimators a naive reading uses)."""
+"""What the analyses read off a posterior besides its metric draws.
+
+Thinned draws, the observed counts and the observed scores (the unbiased estimators a naive
+reading uses).
+"""
 
 from __future__ import annotations
 
@@ -87,8 +90,11 @@ def observed_scores(successes: np.ndarray, trials: np.ndarray, k: int, metric: s
 
 
 def pairing(posterior) -> dict:
-    """``paired`` (whether the model pairs systems on shared tasks) and ``paired_note``, the
-    sentence that says so, for an analysis's attrs."""
+    """``paired`` and ``paired_note`` of a posterior, for an analysis's attrs.
+
+    ``paired`` says whether the model pairs systems on shared tasks and ``paired_note`` is the
+    sentence that says so.
+    """
     return {"paired": posterior._paired, "paired_note": posterior._paired_note}
 
 

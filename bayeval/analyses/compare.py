@@ -1,5 +1,8 @@
-"""Paired effects ``metric(candidate) - metric(baseline)``: of one pair and of every pair, from
-the posterior, and the paired bootstrap that is their twin."""
+"""Paired effects ``metric(candidate) - metric(baseline)`` and their bootstrap twin.
+
+Effects of one pair and of every pair, from the posterior, and the paired bootstrap that is their
+twin.
+"""
 
 from __future__ import annotations
 
@@ -214,8 +217,10 @@ def _effect_summary(effect: xr.DataArray, ci_prob: float, margin: float) -> xr.D
 
 
 def _crossed_fits(posterior, candidate, baseline) -> dict:
-    """One joint fit per crossed missing-outcome bound (:meth:`bayeval.EvalData.crossed`), with
-    this posterior's settings; cached on the posterior."""
+    """One joint fit per crossed missing-outcome bound (:meth:`bayeval.EvalData.crossed`).
+
+    The fits use this posterior's settings and are cached on the posterior.
+    """
     key = ("crossed", candidate, baseline)
     fits = posterior._cache.get(key)
     if fits is None:
@@ -385,7 +390,9 @@ def bootstrap_compare(
     Returns
     -------
     xarray.Dataset
-        ``effect`` (replicates on ``replicate``), ``effect_estimate``, ``effect_interval``
+        ``effect`` (replicates on ``replicate``), ``effect_mean`` (the effect estimated on the
+        data: the weighted mean over shared tasks of the per-task unbiased differences, named
+        as the posterior's ``effect_mean`` so the twins read alike), ``effect_interval``
         (``ci_bound``), ``prob_positive``, ``prob_above_margin`` and ``prob_noninferior``
         (shares of replicates above 0, ``margin`` and ``-margin``), ``p_value`` (two-sided
         percentile-bootstrap test of no effect, :func:`bayeval.resampling.bootstrap_p_value`),
@@ -399,7 +406,7 @@ def bootstrap_compare(
     >>> data = be.from_counts([[1, 0, 1, 1, 0, 1], [1, 1, 1, 1, 0, 1]], trials=1,
     ...                       systems=["A", "B"])
     >>> out = be.bootstrap.compare(data, "B", "A", n_boot=2000, seed=3)
-    >>> round(float(out["effect_estimate"]), 3)
+    >>> round(float(out["effect_mean"]), 3)
     0.167
     """
     is_mean = metric == "mean"
@@ -459,7 +466,7 @@ def bootstrap_compare(
     ds = xr.Dataset(
         {
             "effect": da(eff_reps, ("replicate",)),
-            "effect_estimate": da(eff_est),
+            "effect_mean": da(eff_est),
             "effect_interval": da(interval, (), ("ci_bound",)),
             "prob_positive": da(share["pos"]),
             "prob_above_margin": da(share["margin"]),

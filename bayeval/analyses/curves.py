@@ -1,5 +1,8 @@
-"""Effects as curves over k: the posterior curve with its simultaneous band, where it crosses
-zero and the tasks behind a reversal, beside the paired bootstrap curve (its twin)."""
+"""Effects as curves over k, from the posterior and from the paired bootstrap.
+
+The posterior curve with its simultaneous band, where it crosses zero and the tasks behind a
+reversal, beside the paired bootstrap curve (its twin).
+"""
 
 from __future__ import annotations
 
@@ -19,8 +22,11 @@ CONTRIBUTION_DRAWS = 400  # draws behind each task's posterior contribution to a
 
 
 def sup_t_band(draws: np.ndarray, ci_prob: float):
-    """Simultaneous band over the last axis: mean +- q sd, q the ci_prob quantile of the max
-    over k of |standardised draw| (a sup-t band)."""
+    """Simultaneous (sup-t) band over the last axis.
+
+    The band is mean +- q sd, q the ci_prob quantile of the max over k of |standardised draw|
+    (a sup-t band).
+    """
     mean = draws.mean(axis=0)
     sd = draws.std(axis=0, ddof=1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -30,8 +36,11 @@ def sup_t_band(draws: np.ndarray, ci_prob: float):
 
 
 def crossing_points(effect: np.ndarray, ks: np.ndarray) -> np.ndarray:
-    """Per draw (rows), the k at which the effect curve first changes sign, by linear
-    interpolation between the grid's ks; NaN where it keeps one sign over the grid."""
+    """Per draw (rows), the k at which the effect curve first changes sign.
+
+    The k is found by linear interpolation between the grid's ks; NaN where the curve keeps one
+    sign over the grid.
+    """
     effect = np.asarray(effect, dtype=float)
     sign = np.sign(effect)
     change = (sign[:, 1:] * sign[:, :-1]) < 0
@@ -184,8 +193,9 @@ def task_contributions(posterior, candidate, baseline, *, ks, metric) -> xr.Data
 
 
 def reversal_tasks(curve: xr.Dataset, *, top: int = 10, by: str = "posterior") -> pd.DataFrame:
-    """The tasks that move the effect most between the first and the last k of a curve:
-    the change of each task's contribution, largest in size first.
+    """The tasks that move the effect most between the first and the last k of a curve.
+
+    Gives the change of each task's contribution, largest in size first.
 
     ``by="posterior"`` ranks by the posterior contributions (a task never solved still grows
     at large k under the model's shrinkage), ``by="observed"`` by the unbiased estimator of
@@ -232,8 +242,10 @@ def curve_bootstrap(
     n_boot=2000,
     seed=0,
 ) -> xr.Dataset:
-    """Paired bootstrap of the effect curve over k: pointwise percentile intervals and a
-    simultaneous sup-t band, resampling tasks (or whole clusters with ``unit="cluster"``).
+    """Paired bootstrap of the effect curve over k.
+
+    Gives pointwise percentile intervals and a simultaneous sup-t band, resampling tasks (or
+    whole clusters with ``unit="cluster"``).
 
     The twin of :func:`compare_curve`, reached as
     ``bayeval.bootstrap.compare_curve``. The effect at each k is the mean over the tasks with

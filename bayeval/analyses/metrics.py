@@ -208,8 +208,10 @@ def g_pass_at_k(
     weighting="task",
     clusters=None,
 ) -> xr.Dataset:
-    """Bootstrap interval for each system's benchmark G-pass@k (at least ``ceil(tau k)`` of k
-    trials succeed; :func:`bayeval.estimators.g_pass_at_k`).
+    """Bootstrap interval for each system's benchmark G-pass@k.
+
+    G-pass@k is the chance that at least ``ceil(tau k)`` of k trials succeed
+    (:func:`bayeval.estimators.g_pass_at_k`).
 
     Parameters are those of :func:`pass_at_k`, with ``tau`` the share of the k attempts that
     must succeed, in (0, 1]; ``tau`` is recorded in attrs.
@@ -238,8 +240,10 @@ def consistency(
     weighting="task",
     clusters=None,
 ) -> xr.Dataset:
-    """Bootstrap interval for each system's benchmark outcome consistency, the mean over tasks
-    of ``(2p - 1)^2`` (:func:`bayeval.estimators.consistency`; no ``k`` dim).
+    """Bootstrap interval for each system's benchmark outcome consistency.
+
+    Consistency is the mean over tasks of ``(2p - 1)^2`` (:func:`bayeval.estimators.consistency`;
+    no ``k`` dim).
 
     Parameters are those of :func:`pass_at_k`. Every task needs two valid trials; the trial
     bootstrap needs four for an interval that holds (``interval_valid``).

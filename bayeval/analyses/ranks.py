@@ -1,5 +1,7 @@
-"""Ranks of many systems: posterior ranks, groups, the winner's curse and a one-call summary,
-beside the bootstrap's simultaneous rank confidence sets (their frequentist twin).
+"""Ranks of many systems, from the posterior and as bootstrap rank confidence sets.
+
+Posterior ranks, groups, the winner's curse and a one-call summary, beside the bootstrap's
+simultaneous rank confidence sets (their frequentist twin).
 
 The rank sets use the max-|t| construction of Mogstad, Romano, Shaikh and Wilhelm (2024,
 "Inference for Ranks with Applications to Mobility across Neighbourhoods and Academic
@@ -153,8 +155,10 @@ def ranks(
 
 
 def group_array(draws: np.ndarray, prob: float) -> list[tuple[int, int, int, float]]:
-    """Groups of systems from draws ``(draw, system)``: rows ``(system, group, leader,
-    P(leader > system))`` in order, best first (the rule of :func:`rank_groups`)."""
+    """Groups of systems from draws ``(draw, system)``, by the rule of :func:`rank_groups`.
+
+    Rows are ``(system, group, leader, P(leader > system))`` in order, best first.
+    """
     means = draws.mean(axis=0)
     order = list(np.argsort(-means, kind="stable"))
     rows, group = [], 0
@@ -410,8 +414,10 @@ _MAX_CELLS = 4_000_000  # elements of one replicate-chunk x system x system bloc
 
 
 def _holm(p: np.ndarray) -> np.ndarray:
-    """Holm's step-down adjusted p-values (as ``bayeval.adjust_pvalues(p, "holm")``, without
-    the garbage collection statsmodels runs on every call, 0.1 s here)."""
+    """Holm's step-down adjusted p-values, as ``bayeval.adjust_pvalues(p, "holm")``.
+
+    Computed without the garbage collection statsmodels runs on every call (0.1 s here).
+    """
     order = np.argsort(p, kind="stable")
     m = len(p)
     steps = np.minimum(1.0, (m - np.arange(m)) * p[order])
@@ -446,8 +452,11 @@ def _critical_values(deviation, se, ci_prob):
 
 
 def _rank_set_arrays(estimate, replicates, ci_prob, kind):
-    """Rank sets and pairwise decisions from estimates ``(system,)`` and replicates
-    ``(replicate, system)``; arrays over ``(system,)`` and ``(candidate, baseline)``."""
+    """Rank sets and pairwise decisions from estimates and bootstrap replicates.
+
+    Estimates are ``(system,)`` and replicates ``(replicate, system)``; the results are arrays
+    over ``(system,)`` and ``(candidate, baseline)``.
+    """
     n_boot, n_sys = replicates.shape
     deviation = replicates - estimate[None]
     cov = np.cov(deviation, rowvar=False, ddof=1).reshape(n_sys, n_sys)

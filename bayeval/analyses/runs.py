@@ -1,5 +1,6 @@
-"""Recipes and their training runs: a recipe's metric over its observed runs or a new one, and
-its bootstrap twin.
+"""Recipes and their training runs: a recipe's metric and its bootstrap twin.
+
+A recipe's metric is taken over its observed runs or over a new one.
 
 Data read with ``from_frame(..., run=...)`` hold one system per ``(recipe, run)`` pair, with a
 ``recipe`` coordinate on ``system``. A recipe's value is

@@ -1,5 +1,6 @@
-"""Scores on clean versus flagged tasks (contamination, a leakage channel): each subset's score,
-their difference and how far the flagged tasks move the reported number.
+"""Scores on clean versus flagged tasks (contamination, a leakage channel).
+
+Each subset's score, their difference and how far the flagged tasks move the reported number.
 
 Tasks are the random units. The masks come from :func:`bayeval.contamination.overlap` or any
 list of flagged tasks; :func:`bayeval.contamination.leakage_audit` runs this per channel.

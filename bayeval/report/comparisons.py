@@ -365,7 +365,7 @@ def _comparisons_section(
                 ci_prob=ci_prob,
                 **design,
             )
-            rows = _effect_rows(boot, "effect_estimate", bayesian=False)
+            rows = _effect_rows(boot, "effect_mean", bayesian=False)
             entry["bootstrap"].append(
                 {
                     "unit": design["unit"],
