@@ -627,7 +627,9 @@ def monitor_paired(
     validate_choice("alternative", alternative, ("greater", "less"))
     alpha = 1.0 - validate_prob("ci_prob", ci_prob)
     margin = validate_margin(margin, signed=True)
-    seen, chunks, rows = {}, [], []
+    seen: dict[object, object] = {}
+    chunks: list = []
+    rows: list = []
     for label, data in _checkpoints(store):
         c, n = _counts(data, label, [candidate, baseline])
         both = (n > 0).all(axis=0)

@@ -1,5 +1,7 @@
-"""The ArviZ groups of a fit beyond the posterior: ``log_likelihood``, ``constant_data`` and the
-replicated ``successes`` of ``posterior_predictive``.
+"""The ArviZ groups of a fit beyond the posterior: log-likelihood and replicated successes.
+
+The groups are ``log_likelihood``, ``constant_data`` and the replicated ``successes`` of
+``posterior_predictive``.
 
 ``log_likelihood`` holds one variable, ``successes``, over ``(chain, draw, task)``: each task's
 log-likelihood joint over the systems that ran it (they share its effects), with the binomial
@@ -121,9 +123,11 @@ def log_likelihood(tree) -> xr.Dataset | None:
 
 
 def replicated_successes(tree, seed) -> xr.DataArray | None:
-    """Replicated ``successes (chain, draw, system, task)`` of these tasks from every posterior
-    draw (each task's rate drawn from its posterior given the draw, then the counts from the
-    binomial), or None above :data:`REPLICATE_LIMIT` numbers or under ``missing="bounds"``."""
+    """Replicated ``successes (chain, draw, system, task)`` of these tasks from every draw.
+
+    Each task's rate is drawn from its posterior given the draw, then the counts from the
+    binomial; None above :data:`REPLICATE_LIMIT` numbers or under ``missing="bounds"``.
+    """
     obs = tree["observed_data"].to_dataset()
     c, n, bounds = counts_by_bound(obs)
     post = tree["posterior"]

@@ -23,8 +23,9 @@ def rank_data(
     top=3,
     n_replicates=200,
 ) -> dict:
-    """Everything ``bayeval rank`` prints, as plain data (JSON-ready): the record of
-    :func:`bayeval.analyses.ranks.rank_summary` (same arguments), stamped with
+    """Everything ``bayeval rank`` prints, as plain data (JSON-ready).
+
+    The record of :func:`bayeval.analyses.ranks.rank_summary` (same arguments), stamped with
     :data:`SCHEMA_VERSION`.
 
     One record per system, best first by posterior mean: the posterior rank (mean and
@@ -58,8 +59,10 @@ def rank_data(
     )
     attrs = summary.attrs
     integers = ("rank_lower", "rank_upper", "group", "bootstrap_rank_lower", "bootstrap_rank_upper")
-    names = ("mean", "observed", "rank_mean", "rank_lower", "rank_upper", "prob_best")
-    names += ("prob_top", "group", "bootstrap_rank_lower", "bootstrap_rank_upper")
+    names = (
+        *("mean", "observed", "rank_mean", "rank_lower", "rank_upper", "prob_best"),
+        *("prob_top", "group", "bootstrap_rank_lower", "bootstrap_rank_upper"),
+    )
     rows = [
         {
             "system": system,

@@ -193,8 +193,10 @@ def fake_results(
     task_draws="auto",
     log_likelihood="auto",
 ) -> Results:
-    """A :class:`~bayeval.Results` shaped as ``bayeval.fit(data, model=model)`` shapes it,
-    with plausible parameter draws made without a sampler (see the module docstring).
+    """A :class:`~bayeval.Results` shaped as ``bayeval.fit`` shapes it, drawn without a sampler.
+
+    The parameter draws are plausible for the data (see the module docstring) and the tree has
+    the groups, variables, dims and attributes of ``bayeval.fit(data, model=model)``.
 
     Parameters
     ----------
@@ -245,9 +247,10 @@ def fake_results(
 
 
 def fake_posterior(data: EvalData | None = None, **options) -> Posterior:
-    """:func:`fake_results` (with the same arguments) as a bare
-    :class:`~bayeval.posterior.Posterior`: the tree and its metric draws, without the analyses'
-    methods.
+    """:func:`fake_results` (with the same arguments) as a bare Posterior.
+
+    A :class:`~bayeval.posterior.Posterior`: the tree and its metric draws, without the
+    analyses' methods.
 
     Examples
     --------
@@ -460,8 +463,10 @@ def _sample_stats(draws, chains, bounds, rng) -> xr.Dataset:
 
 
 def _diagnostics(posterior, sample_stats) -> dict:
-    """``fit``'s convergence summary as independent draws (the fake's) have it: r-hat 1, as
-    many effective draws as draws, no divergences, and the BFMI of the energies."""
+    """``fit``'s convergence summary as independent draws (the fake's) have it.
+
+    r-hat 1, as many effective draws as draws, no divergences, and the BFMI of the energies.
+    """
     energy = sample_stats["energy"].transpose(..., "draw").values
     bfmi = (np.diff(energy, axis=-1) ** 2).mean(axis=-1) / energy.var(axis=-1)
     size = float(posterior.sizes["chain"] * posterior.sizes["draw"])
@@ -475,9 +480,11 @@ def _diagnostics(posterior, sample_stats) -> dict:
 
 
 def _replicated_successes(tree, rates, n, bounds, seed):
-    """Replicated counts of these tasks, one set per draw (each task's rate drawn from its
-    conditional, then the binomial), as ``fit`` keeps them; None under bounds or above
-    :data:`_REPLICATE_LIMIT` numbers."""
+    """Replicated counts of these tasks, one set per draw, as ``fit`` keeps them.
+
+    Each task's rate is drawn from its conditional, then the binomial; None under bounds or
+    above :data:`_REPLICATE_LIMIT` numbers.
+    """
     post = tree["posterior"]
     size = post.sizes["chain"] * post.sizes["draw"] * n[0].size
     if bounds is not None or size > _REPLICATE_LIMIT:

@@ -36,8 +36,10 @@ _LN_PARTS = {
 
 # -- the hierarchical model ----------------------------------------------------------------------
 def hierarchical_draws(ds, priors, draws, chains, rng) -> xr.Dataset:
-    """``mu`` and ``kappa`` per (system, stratum, bound): a normal approximation on the logit
-    and log scales around their moment estimates."""
+    """``mu`` and ``kappa`` per (system, stratum, bound), around their moment estimates.
+
+    A normal approximation on the logit and log scales.
+    """
     c, n, bounds = counts_by_bound(ds)
     pops = Populations.from_dataset(ds)
     centre, spread = (1.0, 1.5) if isinstance(priors["log_kappa"], str) else priors["log_kappa"]
@@ -63,9 +65,11 @@ def hierarchical_draws(ds, priors, draws, chains, rng) -> xr.Dataset:
 
 
 def _beta_moments(c, n, centre, spread):
-    """``(logit mu, its sd, log kappa, its sd)`` of a Beta population from its tasks' counts:
-    the mean rate, and the concentration whose Beta-binomial variance matches the rates'
-    (the prior's ``(centre, spread)`` where one trial per task leaves it unidentified)."""
+    """``(logit mu, its sd, log kappa, its sd)`` of a Beta population from its tasks' counts.
+
+    The mean rate, and the concentration whose Beta-binomial variance matches the rates' (the
+    prior's ``(centre, spread)`` where one trial per task leaves it unidentified).
+    """
     if len(c) == 0:
         return 0.0, 1.0, centre, spread
     rates = c / n
@@ -93,8 +97,10 @@ def _normal_moments(a, s):
 
 
 def _location(mean, s):
-    """The ``a`` at which ``E expit(a + s Z)`` is ``mean`` (Newton's method from the probit
-    approximation)."""
+    """The ``a`` at which ``E expit(a + s Z)`` is ``mean``.
+
+    Newton's method from the probit approximation.
+    """
     mean = np.clip(mean, 1e-3, 1 - 1e-3)
     a = special.logit(mean) * np.sqrt(1 + np.pi * np.asarray(s) ** 2 / 8)
     for _ in range(8):
@@ -119,8 +125,10 @@ def _quiet():
 
 
 def logit_normal_draws(c, n, ds, form, draws, chains, rng) -> xr.Dataset:
-    """One bound's ``logit_normal`` posterior: the quantities ``fit`` keeps, drawn around
-    values matched to the data (module docstring)."""
+    """One bound's ``logit_normal`` posterior: the quantities ``fit`` keeps.
+
+    Drawn around values matched to the data (module docstring).
+    """
     layout = logit_normal.Layout.from_dataset(ds)
     pops, cluster = layout.pops, layout.cluster
     n_sys, n_task = c.shape
@@ -235,8 +243,10 @@ def logit_normal_draws(c, n, ds, form, draws, chains, rng) -> xr.Dataset:
 
 
 def _positive(value, dof, shape, rng):
-    """Draws of a spread around ``value``: log-normal, with the sd of a variance estimated from
-    ``dof`` units."""
+    """Draws of a spread around ``value``.
+
+    Log-normal, with the sd of a variance estimated from ``dof`` units.
+    """
     sd = min(1 / np.sqrt(2 * max(int(dof), 1)), 0.7)
     return max(float(value), _FLOOR) * np.exp(sd * rng.standard_normal(shape))
 
@@ -251,8 +261,10 @@ def _level(intercepts, recipes):
 
 
 def _cluster_effects(rates, valid, cluster, system_mean, within, paired):
-    """Cluster and cluster-by-system effects matched to the clusters' mean rates (shrunk
-    towards the system's over two tasks' worth), task-weighted to mean zero."""
+    """Cluster and cluster-by-system effects matched to the clusters' mean rates.
+
+    Shrunk towards the system's over two tasks' worth, task-weighted to mean zero.
+    """
     n_cluster = cluster.max() + 1
     total = np.zeros((rates.shape[0], n_cluster))
     for g in range(n_cluster):
@@ -268,8 +280,11 @@ def _cluster_effects(rates, valid, cluster, system_mean, within, paired):
 
 
 def _intercepts(mean, offset, valid, code, spread):
-    """Each system's (and stratum's) intercept ``a`` at which ``E expit(a + offset + spread
-    Z)``, averaged over its valid tasks, is its mean rate (Newton's method)."""
+    """Each system's (and stratum's) intercept, matched to its mean rate.
+
+    The ``a`` at which ``E expit(a + offset + spread Z)``, averaged over its valid tasks, is its
+    mean rate (Newton's method).
+    """
     alpha = _location(mean, spread)
     target = np.clip(mean, 1e-3, 1 - 1e-3)
     for h in range(mean.shape[1]):
@@ -284,10 +299,12 @@ def _intercepts(mean, offset, valid, code, spread):
 
 
 def _task_effects(c, n, base, sigma_task, sigma_task_system, size, rng):
-    """Draws of each task's effect from its conditional given the point estimates: on a grid
-    around the mode of Laplace's approximation (the task-by-system effects folded in by the
-    probit scaling of their spread), with each cell's task-by-system effect integrated out
-    exactly (Gauss-Hermite), drawn by the inverse of the grid's distribution function."""
+    """Draws of each task's effect from its conditional given the point estimates.
+
+    On a grid around the mode of Laplace's approximation (the task-by-system effects folded in
+    by the probit scaling of their spread), with each cell's task-by-system effect integrated
+    out exactly (Gauss-Hermite), drawn by the inverse of the grid's distribution function.
+    """
     scale = 1.0 if sigma_task_system is None else np.sqrt(1 + np.pi * sigma_task_system**2 / 8)
     mode = np.zeros(c.shape[1])
     for _ in range(40):
@@ -322,8 +339,10 @@ def _task_effects(c, n, base, sigma_task, sigma_task_system, size, rng):
 
 # -- the zoib model ------------------------------------------------------------------------------
 def zoib_draws(stats, ds, draws, chains, rng) -> xr.Dataset:
-    """One bound's ``zoib`` posterior, drawn around an additive split of the cells' mean-score
-    logits (module docstring)."""
+    """One bound's ``zoib`` posterior.
+
+    Drawn around an additive split of the cells' mean-score logits (module docstring).
+    """
     layout = zoib.Layout.from_dataset(ds)
     cluster = layout.cluster
     n_sys = layout.n_systems
@@ -389,8 +408,11 @@ def zoib_draws(stats, ds, draws, chains, rng) -> xr.Dataset:
 
 
 def _split(y, valid, cluster, n_cluster, paired) -> dict:
-    """``y (system, task)`` as cluster ``u``, cluster-by-system ``w``, task ``e`` and
-    task-by-system ``v`` parts (means of the valid cells, each after the ones before)."""
+    """``y (system, task)`` split into cluster, cluster-by-system, task and cell parts.
+
+    The parts ``u``, ``w``, ``e`` and ``v``: means of the valid cells, each after the ones
+    before.
+    """
     y = np.where(valid, y, np.nan)
     with _quiet():
         u = np.nan_to_num(np.array([np.nanmean(y[:, cluster == g]) for g in range(n_cluster)]))
@@ -402,8 +424,10 @@ def _split(y, valid, cluster, n_cluster, paired) -> dict:
 
 
 def _precision(get) -> float:
-    """The Beta precision whose variance matches the interior scores' (pooled; the prior's
-    median where there are too few)."""
+    """The Beta precision whose variance matches the interior scores'.
+
+    Pooled; the prior's median where there are too few.
+    """
     count = get["nmid"].sum()
     if count < 2:
         return float(np.exp(2.0))
