@@ -8,10 +8,11 @@ import pytest
 from click.testing import CliRunner
 
 import bayeval as be
+from tests import helpers
 import bayeval.readers as br
 from bayeval import cli
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "readers"
+FIXTURES = helpers.FIXTURES / "readers"
 TB_RUN = FIXTURES / "terminal_bench" / "openhands-sonnet"
 FAST = [
     "--model",

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
-from conftest import ROOT, load_benchmark
+from tests.helpers import ROOT, load_benchmark
 
 from bayeval.simulate import simulate_benchmark, simulate_many
 

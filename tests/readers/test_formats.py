@@ -17,9 +17,10 @@ import pandas as pd
 import pytest
 
 import bayeval as be
+from tests import helpers
 import bayeval.readers as br
 
-FIXTURES = Path(__file__).parent / "fixtures" / "readers"
+FIXTURES = helpers.FIXTURES / "readers"
 SWE_ALPHA = FIXTURES / "swebench" / "agent-alpha.run-2025-01.json"
 SWE_BETA = FIXTURES / "swebench" / "agent-beta" / "results" / "results.json"
 HUMANEVAL = FIXTURES / "humaneval" / "codegen-350M-mono.jsonl_results.jsonl"

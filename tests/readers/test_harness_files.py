@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 
 import bayeval as be
+from tests import helpers
 import bayeval.readers as br
 from bayeval.readers.swebench import instance_list
 
-FIXTURES = Path(__file__).parent / "fixtures" / "readers"
+FIXTURES = helpers.FIXTURES / "readers"
 CLASSIC = FIXTURES / "swebench_classic"
 CLASSIC_A = CLASSIC / "evaluation" / "verified" / "20240620_agent-a" / "results" / "results.json"
 CLASSIC_B = CLASSIC / "evaluation" / "verified" / "20240701_agent-b" / "results" / "results.json"

@@ -13,8 +13,7 @@ from scipy import stats
 import bayeval as be
 from bayeval import BayevalWarning
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_logit_normal import _reference_log_marginal  # noqa: E402
+from tests.models.test_logit_normal import _reference_log_marginal
 
 
 @pytest.fixture(scope="module")
