@@ -8,7 +8,6 @@ import bayeval as be
 from tests.helpers import ROOT, load_benchmark  # noqa: F401  (re-exported for old imports)
 
 
-
 @pytest.fixture
 def outcome_rows() -> pd.DataFrame:
     """Two systems, three tasks, up to three trials, with statuses."""

@@ -1,4 +1,4 @@
-"""Paths and loaders the tests share (importable as ``tests.helpers``; fixtures live in conftest)."""
+"""Paths and loaders the tests share (``tests.helpers``; the fixtures live in conftest)."""
 
 import importlib.util
 from pathlib import Path

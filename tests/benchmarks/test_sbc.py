@@ -11,6 +11,7 @@ deviation fails it (checked on synthetic ranks by the fast test). The logit-norm
 import numpy as np
 import pandas as pd
 import pytest
+
 from tests.helpers import load_benchmark
 
 sbc = load_benchmark("sbc")

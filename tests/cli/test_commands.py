@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 import bayeval as be
-from tests.helpers import ROOT
 from bayeval import cli
 from bayeval.report import paired_spread
 from bayeval.simulate import simulate_benchmark
+from tests.helpers import ROOT
 
 FAST = ["--sampler", "grid", "--draws", "200", "--chains", "2", "--n-boot", "500"]
 

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 import bayeval as be
-from tests import helpers
 import bayeval.readers as br
+from tests import helpers
 
 FIXTURES = helpers.FIXTURES / "readers"
 SWE_ALPHA = FIXTURES / "swebench" / "agent-alpha.run-2025-01.json"

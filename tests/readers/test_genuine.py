@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import bayeval.readers as br
-from tests import helpers
 from bayeval._validate import BayevalWarning
+from tests import helpers
 
 FIXTURES = helpers.FIXTURES / "readers"
 QWEN = FIXTURES / "lm_eval_results" / "Qwen__Qwen3-8B"

@@ -16,9 +16,9 @@ import pandas as pd
 import pytest
 
 import bayeval as be
-from tests import helpers
 import bayeval.readers as br
 from bayeval.readers.swebench import instance_list
+from tests import helpers
 
 FIXTURES = helpers.FIXTURES / "readers"
 CLASSIC = FIXTURES / "swebench_classic"

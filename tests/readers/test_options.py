@@ -1,16 +1,15 @@
 """Reading a table of one system, and reader options spelled on the command line."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
 
 import bayeval as be
-from tests import helpers
 import bayeval.readers as br
 from bayeval import cli
+from tests import helpers
 
 FIXTURES = helpers.FIXTURES / "readers"
 TB_RUN = FIXTURES / "terminal_bench" / "openhands-sonnet"
