@@ -750,11 +750,14 @@ def run_plan(units, jobs: int, log=print) -> pd.DataFrame:
 
 
 def with_prior_subset(records: pd.DataFrame, prior_sims: int) -> pd.DataFrame:
-    """Append copies (``study="priors"``) of the default-prior hierarchical records on the
-    simulations refitted under the alternative priors, so that all priors share them."""
+    """Append default-prior copies (``study="priors"``) on the simulations the priors refit.
+
+    The copies are of the default-prior hierarchical records on the simulations refitted under
+    the alternative priors, so that all priors share them.
+    """
     default = next(iter(PRIORS))
     cell = pd.Series(
-        list(zip(records["scenario"], records["N"], records["n"])), index=records.index
+        list(zip(records["scenario"], records["N"], records["n"], strict=True)), index=records.index
     )
     sel = (
         (records["study"] == "coverage")
@@ -770,8 +773,11 @@ def with_prior_subset(records: pd.DataFrame, prior_sims: int) -> pd.DataFrame:
 
 
 def with_ln_subset(records: pd.DataFrame, ln_sims: int) -> pd.DataFrame:
-    """Append copies (``study="ln_subset"``) of the other methods' records on the simulations
-    where the logit-normal model was fitted, so that they compare on the same benchmarks."""
+    """Append copies (``study="ln_subset"``) of the other methods on the logit-normal subset.
+
+    The copies are of the other methods' records on the simulations where the logit-normal
+    model was fitted, so that they compare on the same benchmarks.
+    """
     parts = [records]
     for cell, share in LN_CELLS.items():
         count = round(ln_sims * share)
@@ -992,7 +998,7 @@ def card_coverage_table(summary, columns, scenarios=None) -> str:
     rows = pd.concat(parts)
     if rows.empty:
         return "_(no results)_"
-    have = set(zip(rows["method"], rows["study"]))
+    have = set(zip(rows["method"], rows["study"], strict=True))
     present = [c for c in columns if (c[1], c[3]) in have]
     first = columns[0]
     header = ["scenario", "N", "n", "metric", "sims"] + [c[0] for c in present]
@@ -1023,8 +1029,10 @@ def card_coverage_table(summary, columns, scenarios=None) -> str:
 
 
 def _undercovered_cells(summary, methods, keep) -> list[str]:
-    """Sentences, in table order, for cells more than two MC se below 0.95 whose coverage
-    passes ``keep``."""
+    """Sentences, in table order, for cells more than two MC se below 0.95.
+
+    Only the cells whose coverage passes ``keep`` are included.
+    """
     rows = _model_table(
         summary, methods, metrics=("pass@1", f"pass@{K_AT}", "effect@1", f"effect@{K_AT}")
     )
@@ -1075,7 +1083,7 @@ def prior_table(summary) -> str:
     cells = sorted(
         {
             (s, N, n)
-            for s, N, n in zip(rows["scenario"], rows["N"], rows["n"])
+            for s, N, n in zip(rows["scenario"], rows["N"], rows["n"], strict=True)
             if (s, N, n) in HEADLINE
         }
     )
@@ -1159,7 +1167,9 @@ def timing_table(summary, methods) -> str:
         cell in LN_CELLS
         if m.startswith("logit_normal")
         else (cell[0] in ("u_shaped", "paired") and cell[2] == 32 and cell[1] in (10, 50, 200))
-        for m, cell in zip(rows["method"], zip(rows["scenario"], rows["N"], rows["n"]))
+        for m, cell in zip(
+            rows["method"], zip(rows["scenario"], rows["N"], rows["n"], strict=True), strict=True
+        )
     ]
     rows = rows[np.array(keep, dtype=bool)]
     rows = rows.assign(rank=_method_rank(rows))
@@ -1357,8 +1367,10 @@ SMALL_N_MARKERS = ("<!-- small_n card -->", "<!-- /small_n card -->")
 
 
 def small_n_section(out_dir: Path) -> str:
-    """The card section stored between :data:`SMALL_N_MARKERS` in ``out_dir/small_n.md``,
-    markers included, or a note when ``benchmarks/small_n.py`` has not been run."""
+    """The card section stored between :data:`SMALL_N_MARKERS` in ``out_dir/small_n.md``.
+
+    The markers are included; a note stands in when ``benchmarks/small_n.py`` has not been run.
+    """
     start, end = SMALL_N_MARKERS
     path = out_dir / "small_n.md"
     text = path.read_text() if path.exists() else ""
@@ -1423,7 +1435,10 @@ def parse_args(argv=None):
         "--headline-sims",
         type=int,
         default=700,
-        help="simulations per headline cell (default 700: a Monte Carlo standard error of at most 0.01 down to coverage 0.92)",
+        help=(
+            "simulations per headline cell (default 700: a Monte Carlo standard error of "
+            "at most 0.01 down to coverage 0.92)"
+        ),
     )
     parser.add_argument(
         "--ln-sims",

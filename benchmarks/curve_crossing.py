@@ -1,7 +1,8 @@
-"""compare_curve on the bundled LiveCodeBench file: a pair whose unbiased pass@k curves cross
-between k = 1 and k = 10 gets a crossing posterior inside that range, and the tasks named as
-the cause of the reversal are those whose counts produce it (checked against the unbiased
-estimator).
+"""compare_curve on the bundled LiveCodeBench file: crossing pass@k curves and their cause.
+
+A pair whose unbiased pass@k curves cross between k = 1 and k = 10 gets a crossing posterior
+inside that range, and the tasks named as the cause of the reversal are those whose counts
+produce it (checked against the unbiased estimator).
 
 Usage: ``python benchmarks/curve_crossing.py [--model hierarchical|logit_normal]`` (writes
 ``benchmarks/results/curve_crossing.txt``). The default is the hierarchical model (exact grid,
@@ -31,7 +32,7 @@ def main():
     warnings.simplefilter("ignore", be.BayevalWarning)
     data = be.datasets.load("livecodebench")
     ds = data.dataset
-    keep = [s for s, n in zip(data.systems, ds["trials"].values) if (n >= 10).all()]
+    keep = [s for s, n in zip(data.systems, ds["trials"].values, strict=True) if (n >= 10).all()]
     c = ds["successes"].sel(system=keep).values
     n = ds["trials"].sel(system=keep).values
     curves = np.stack([observed_scores(c, n, k, "pass@k")[0] for k in KS], axis=1)  # (S, K)

@@ -1,5 +1,7 @@
-"""Wall time of the hierarchical fit by engine, against the naive full-latent model and the
-bootstrap, on simulated U-shaped benchmarks with 16 trials per task.
+"""Wall time of the hierarchical fit by engine, against the full-latent model and bootstrap.
+
+The benchmarks are simulated and U-shaped, with 16 trials per task; the full-latent model is
+the naive one.
 
 Run:  python benchmarks/fit_speed.py [--sizes 10 1000 100000] [--draws 1000] [--chains 4]
 
@@ -19,18 +21,18 @@ Terminal-Bench (13 x 80 x 5 trials; ``--logit-normal-data tb``) and LiveCodeBenc
 10 samples; ``lcb``): the default fit, in the form it picks
 (:func:`bayeval.models.logit_normal.sampling_form`: collapsed, task effects integrated out by
 quadrature; full-latent, a latent effect per task and per system-task; or task-latent, a latent
-effect per task with each system-task effect integrated out), against the collapsed form
-(or, for a collapsed fit, the full-latent one), both warm (after a first fit of the same shapes: the numba caches are warm, and the
-collapsed form reuses its compiled model with the data swapped in, as any fit whose parameter
-vector has the same size does; the full-latent form builds and compiles its model in each
-fit), with the paired cluster bootstrap as the baseline. The
-lowest bulk ESS of the quantities ``fit`` keeps (intercepts, spreads, cluster effects) gives
-the time per effective draw. ``--latent-cap`` skips the full-latent comparison above that many
-latent effects, and the collapsed comparison is skipped above ``COLLAPSED_CAP`` cells. Where
-``fit`` samples the full-latent form (one compiled log density sampled without PyMC, keeping
-only the parameters and the task effects per draw), the row ``PyMC graph`` times the same
-form written with PyMC distributions and sampled through PyMC (compiled anew in each fit, as
-``fit`` did before), in the same run.
+effect per task with each system-task effect integrated out), against the collapsed form (or,
+for a collapsed fit, the full-latent one), both warm (after a first fit of the same shapes: the
+numba caches are warm, and the collapsed form reuses its compiled model with the data swapped
+in, as any fit whose parameter vector has the same size does; the full-latent form builds and
+compiles its model in each fit), with the paired cluster bootstrap as the baseline. The lowest
+bulk ESS of the quantities ``fit`` keeps (intercepts, spreads, cluster effects) gives the time
+per effective draw. ``--latent-cap`` skips the full-latent comparison above that many latent
+effects, and the collapsed comparison is skipped above ``COLLAPSED_CAP`` cells. Where ``fit``
+samples the full-latent form (one compiled log density sampled without PyMC, keeping only the
+parameters and the task effects per draw), the row ``PyMC graph`` times the same form written
+with PyMC distributions and sampled through PyMC (compiled anew in each fit, as ``fit`` did
+before), in the same run.
 """
 
 import argparse
@@ -104,7 +106,7 @@ def _clusters_nest(data) -> bool:
     ds = data.dataset
     if "stratum" not in ds.coords:
         return True
-    pairs = set(zip(ds["cluster"].values.tolist(), ds["stratum"].values.tolist()))
+    pairs = set(zip(ds["cluster"].values.tolist(), ds["stratum"].values.tolist(), strict=True))
     return len(pairs) == len(set(ds["cluster"].values.tolist()))
 
 
@@ -129,8 +131,11 @@ def _row(label, engine, seconds, boot, divergences, steps, ess, fitted=None, fit
 
 
 def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
-    """Collapsed vs full-latent logit-normal on the SWE-bench pair, all 25 SWE-bench systems,
-    Terminal-Bench (5 trials per task) and LiveCodeBench (10 samples per task)."""
+    """Collapsed vs full-latent logit-normal on four data sets.
+
+    The data sets: the SWE-bench pair, all 25 SWE-bench systems, Terminal-Bench (5 trials per
+    task) and LiveCodeBench (10 samples per task).
+    """
     full = be.datasets.load("swebench_verified")
     pair = full.sel(system=list(SWE_PAIR))
     chosen = {

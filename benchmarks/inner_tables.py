@@ -77,8 +77,14 @@ def main():
         eta = rng.normal(0, 1.5, (P, S))
         c = rng.binomial(trials, 1 / (1 + np.exp(-eta))).astype(float)
         mult = np.ones(P)
-        old, t_old = _timed(lambda: nested(eta, c, n, mult, 1.5, 0.7, x, logw))
-        new, t_new = _timed(lambda: loglik_and_grad(eta, c, n, mult, 1.5, 0.7, True, *arrays))
+        old, t_old = _timed(
+            lambda eta=eta, c=c, n=n, mult=mult: nested(eta, c, n, mult, 1.5, 0.7, x, logw)
+        )
+        new, t_new = _timed(
+            lambda eta=eta, c=c, n=n, mult=mult: loglik_and_grad(
+                eta, c, n, mult, 1.5, 0.7, True, *arrays
+            )
+        )
         h = 1e-5
         fd = (
             loglik_and_grad(eta, c, n, mult, 1.5, 0.7 + h, True, *arrays)[0]

@@ -1,7 +1,9 @@
-"""sampler="numpyro" (the full-latent logit_normal model on JAX) against nutpie (the collapsed
-model, numba) on the bundled SWE-bench pair: same answers within Monte Carlo error, and the
-time each takes on this machine's CPU. Each engine runs twice in one process: the first run
-includes compilation.
+"""sampler="numpyro" against nutpie on the bundled SWE-bench pair: answers and time.
+
+``sampler="numpyro"`` runs the full-latent logit_normal model on JAX, nutpie the collapsed
+model (numba). They give the same answers within Monte Carlo error; the time each takes on
+this machine's CPU is measured. Each engine runs twice in one process: the first run includes
+compilation.
 
 Usage: ``python benchmarks/jax_backend.py`` (writes ``benchmarks/results/jax_backend.txt``).
 """

@@ -1,5 +1,7 @@
-"""Contamination overlap: MinHash accuracy, detection rates of planted copies, speed and memory
-at scale, and the coverage of the clean-versus-flagged readout.
+"""Contamination overlap: MinHash accuracy, detection, scale and readout coverage.
+
+Measured: the MinHash accuracy, the detection rates of planted copies, speed and memory at
+scale, and the coverage of the clean-versus-flagged readout.
 
 Run:  python benchmarks/overlap.py [--sizes 10000 100000 1000000] [--items 10000]
                                    [--sims 100] [--out benchmarks/results/overlap.txt]

@@ -1,5 +1,7 @@
-"""What reading a fitted paired model costs: every estimand's comparison, the summary, the
-bootstrap cross-check and one effect plot, on the 25-system SWE-bench Verified file.
+"""What reading a fitted paired model costs, on the 25-system SWE-bench Verified file.
+
+The readouts: every estimand's comparison, the summary, the bootstrap cross-check and one
+effect plot.
 
 Run:  python benchmarks/readout.py [--draws 1000] [--chains 4]
 

@@ -37,8 +37,10 @@ _Z = np.random.default_rng(99).standard_normal(400_000)
 
 
 def pass1(location, extra_sd) -> float:
-    """E expit(location + s Z) with s^2 the task spreads plus ``extra_sd^2``, by Monte Carlo
-    with a fixed normal sample."""
+    """E expit(location + s Z), by Monte Carlo with a fixed normal sample.
+
+    Here s^2 is the task spreads plus ``extra_sd^2``.
+    """
     s = np.sqrt(SIGMA_TASK**2 + SIGMA_TASK_RUN**2 + extra_sd**2)
     return float(special.expit(location + s * _Z).mean())
 
@@ -123,6 +125,8 @@ def main():
     ]
     elapsed = time.time() - start
     df = pd.DataFrame(rows)
+    run_effects = np.random.default_rng(1).normal(0, args.sigma_run, 2000)
+    run_spread = np.var([pass1(a, 0) for a in run_effects])
     lines = [
         f"run level: 2 recipes x {args.runs} runs x {args.tasks} tasks x {args.trials} trials, "
         f"sigma_run = {args.sigma_run}, sigma_task = {SIGMA_TASK}, task-by-run sd "
@@ -139,7 +143,7 @@ def main():
         f"{np.mean([z['run_var_posterior'] for z in zero]):.5f}, method of moments "
         f"{np.mean([z['run_var_moments'] for z in zero]):.5f} (score scale; with "
         f"sigma_run = {args.sigma_run} a run adds about "
-        f"{np.var([pass1(a, 0) for a in np.random.default_rng(1).normal(0, args.sigma_run, 2000)]):.5f})",
+        f"{run_spread:.5f})",
     ]
     text = "\n".join(lines)
     print(text)

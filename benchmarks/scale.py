@@ -1,6 +1,8 @@
-"""Many analyses at once: 1,000 checkpoint groups x 500 tasks x 8 trials, serial vs a local
-Dask cluster of 2 worker processes (``fit_many``), and what the first and the second group
-cost on a fresh worker (imports and compiled kernels are paid once per worker process).
+"""Many analyses at once: 1,000 checkpoint groups, serial vs a local Dask cluster.
+
+Each group has 500 tasks x 8 trials; the cluster has 2 worker processes (``fit_many``). Also
+measured: what the first and the second group cost on a fresh worker (imports and compiled
+kernels are paid once per worker process).
 
 Run: ``python benchmarks/scale.py [--groups 1000]``; writes ``benchmarks/results/scale.txt``.
 The fits use the hierarchical model's grid engine (deterministic quadrature, no MCMC), so the

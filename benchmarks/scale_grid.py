@@ -1,5 +1,7 @@
-"""One huge fit on the exact engines: the grid (hierarchical) and conjugate (beta_binomial)
-paths at 10^6, 10^7 and 10^8 ``(system, task)`` count cells.
+"""One huge fit on the exact engines, at 10^6, 10^7 and 10^8 count cells.
+
+The engines are the grid (hierarchical) and conjugate (beta_binomial) paths; a cell is one
+``(system, task)`` count.
 
 Each size runs in a fresh process (so its peak memory is its own): generated counts (systems x
 tasks, ``--trials`` per cell, U-shaped task rates) go through ``from_counts``, ``fit`` (2 chains
@@ -27,7 +29,8 @@ import json, resource, sys, time, warnings
 import numpy as np
 import bayeval as be
 
-cells, systems, trials, model = int(float(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+cells, systems = int(float(sys.argv[1])), int(sys.argv[2])
+trials, model = int(sys.argv[3]), sys.argv[4]
 tasks = cells // systems
 rng = np.random.default_rng(0)
 times = {}

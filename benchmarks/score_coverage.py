@@ -1,5 +1,7 @@
-"""Coverage of the zoib mean-score intervals and of the task bootstrap; LiveBench-like timing;
-binary data through zoib against the binomial logit_normal model.
+"""Coverage and timing of the zoib mean-score model, with the task bootstrap beside it.
+
+Measured: the coverage of the zoib mean-score intervals and of the task bootstrap;
+LiveBench-like timing; binary data through zoib against the binomial logit_normal model.
 
     python benchmarks/score_coverage.py [--sims 100] [--seed 20261203]
                                         [--out benchmarks/results/score_coverage.txt]
@@ -309,8 +311,11 @@ MANY_SYSTEMS, MANY_SEEDS = 25, 3
 
 
 def many_systems(seed, lines):
-    """zoib at leaderboard width: LiveBench-like data of 25 systems (intercepts evenly from
-    -1.5 to 1.5), default settings, against the paired model on the same data thresholded."""
+    """Zoib at leaderboard width: LiveBench-like data of 25 systems, default settings.
+
+    The intercepts run evenly from -1.5 to 1.5; the paired model runs on the same data
+    thresholded, for comparison.
+    """
     alphas = [(f"s{s:02d}", a) for s, a in enumerate(np.linspace(-1.5, 1.5, MANY_SYSTEMS))]
     rows = []
     with warnings.catch_warnings():

@@ -82,8 +82,11 @@ METHODS = ("hierarchical pop", "hierarchical tasks")
 
 
 def sims_for(cell, args) -> int:
-    """Simulations in a cell: ``--focus-sims`` in :data:`FOCUS`, ``--sims`` for N <= 10,
-    ``--n20-sims`` for N = 20, ``--large-sims`` for the large-N checks."""
+    """Simulations in a cell.
+
+    ``--focus-sims`` in :data:`FOCUS`, ``--sims`` for N <= 10, ``--n20-sims`` for N = 20,
+    ``--large-sims`` for the large-N checks.
+    """
     if cell == FOCUS:
         return args.focus_sims
     n_tasks = cell[1]
@@ -165,9 +168,11 @@ def evaluate(scenario, n_tasks, n_trials, index, seed, opts, priors) -> list[dic
 
 
 def grid_intervals(rec, sim, seed, opts, ks, truths, priors=None, label="hierarchical"):
-    """The records :func:`benchmarks.calibration._hierarchical` adds for a one-system
-    benchmark, from the grid engine's draws and the estimand functions ``bayeval.fit``'s
-    results use (same seeds, so the same draws)."""
+    """The records :func:`benchmarks.calibration._hierarchical` adds for a one-system benchmark.
+
+    They come from the grid engine's draws and the estimand functions ``bayeval.fit``'s
+    results use (same seeds, so the same draws).
+    """
     start = time.perf_counter()
     mu, kappa, _ = hierarchical.fit_grid(sim.data, priors, opts["draws"], opts["chains"], seed)
     ds = sim.data.dataset
@@ -198,8 +203,11 @@ def run_unit(unit) -> list[dict]:
 
 
 def run_plan(units, jobs: int, raw: Path | None = None) -> pd.DataFrame:
-    """Run the units on ``jobs`` processes; returns all records (appended to ``raw``, a CSV,
-    as each unit finishes, so that an interrupted run can be summarised with --from-raw)."""
+    """Run the units on ``jobs`` processes; returns all records.
+
+    The records are appended to ``raw``, a CSV, as each unit finishes, so that an interrupted
+    run can be summarised with --from-raw.
+    """
     rows, start = [], time.perf_counter()
     if raw is not None and raw.exists():
         raw.unlink()
@@ -229,8 +237,10 @@ def run_plan(units, jobs: int, raw: Path | None = None) -> pd.DataFrame:
 
 # -- summaries ---------------------------------------------------------------------------------
 def summarise(records: pd.DataFrame) -> pd.DataFrame:
-    """:func:`benchmarks.calibration.summarise` per (scenario, N, n, method, metric, prior),
-    with the coverage, Monte Carlo se and shortfall of each method's own estimand."""
+    """:func:`benchmarks.calibration.summarise` per (scenario, N, n, method, metric, prior).
+
+    Adds the coverage, Monte Carlo se and shortfall of each method's own estimand.
+    """
     out = cal.summarise(records, keys=("study", "scenario", "N", "n", "method", "metric", "prior"))
     own = np.where(out["designed"] == "population", "population", "tasks")
     out["estimand"] = own
@@ -246,6 +256,7 @@ def summarise(records: pd.DataFrame) -> pd.DataFrame:
             out["metric"],
             out["method"].map({m: i for i, m in enumerate(METHODS)}),
             out["prior"].map(order),
+            strict=True,
         )
     )
     return out.sort_values("_order").drop(columns="_order").reset_index(drop=True)
@@ -309,8 +320,10 @@ def undercovering(summary: pd.DataFrame, prior: str | None = None) -> str:
 
 
 def prior_totals(summary: pd.DataFrame) -> str:
-    """Per prior and estimand: cells below, worst coverage, mean coverage and width ratio to
-    the default, over the small-N and the large-N cells."""
+    """Per prior and estimand: cells below, worst and mean coverage, width ratio to default.
+
+    The width ratio is to the default prior's; over the small-N and the large-N cells.
+    """
     lines = [
         "| task counts | estimand | prior | cells | below 0.95 by > 2 se | lowest coverage | "
         "mean coverage | mean width / default's |",
@@ -336,8 +349,10 @@ def prior_totals(summary: pd.DataFrame) -> str:
 
 
 def warns(scenario, n_tasks, n_trials, index, seed) -> bool:
-    """Whether :func:`bayeval.models.hierarchical.warn_few_tasks` warns on this simulated
-    benchmark."""
+    """Whether :func:`bayeval.models.hierarchical.warn_few_tasks` warns on this benchmark.
+
+    The benchmark is the simulated one of the cell and seed given.
+    """
     sim = simulate_benchmark(**cal.scenario_kwargs(scenario, n_tasks, n_trials), seed=seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -346,9 +361,11 @@ def warns(scenario, n_tasks, n_trials, index, seed) -> bool:
 
 
 def warning_table(records: pd.DataFrame, seed: int) -> str:
-    """Coverage of the default prior's population intervals (N <= 20, n >= 4), split by
-    whether :func:`warns` on the simulated benchmark; the benchmarks are drawn again from
-    their seeds."""
+    """Coverage of the default prior's population intervals (N <= 20, n >= 4), by warning.
+
+    Split by whether :func:`warns` on the simulated benchmark; the benchmarks are drawn again
+    from their seeds.
+    """
     rows = records[
         (records["prior"] == DEFAULT)
         & (records["method"] == "hierarchical pop")
@@ -359,13 +376,15 @@ def warning_table(records: pd.DataFrame, seed: int) -> str:
         return "_(no cells with N <= 20 and n > 1)_"
     fired = {}
     for scenario, n_tasks, n_trials, index in set(
-        zip(rows["scenario"], rows["N"], rows["n"], rows["sim"])
+        zip(rows["scenario"], rows["N"], rows["n"], rows["sim"], strict=True)
     ):
         base = cal.cell_seed(seed, scenario, n_tasks, n_trials)
         fired[(scenario, n_tasks, n_trials, index)] = warns(
             scenario, n_tasks, n_trials, index, cal.sim_seed(base, index)
         )
-    rows["warns"] = [fired[key] for key in zip(rows["scenario"], rows["N"], rows["n"], rows["sim"])]
+    rows["warns"] = [
+        fired[key] for key in zip(rows["scenario"], rows["N"], rows["n"], rows["sim"], strict=True)
+    ]
     rows["hit"] = (rows["lower"] - 1e-12 <= rows["truth_population"]) & (
         rows["truth_population"] <= rows["upper"] + 1e-12
     )

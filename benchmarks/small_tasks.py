@@ -71,8 +71,10 @@ def _latent_rates(trace, data):
 
 
 def _tasks_draws(res, tree, exact: bool):
-    """pass@1 over these tasks, (sample, system), by one method from the hyperparameter draws
-    in ``tree``'s posterior."""
+    """pass@1 over these tasks, (sample, system), by one method.
+
+    Computed from the hyperparameter draws in ``tree``'s posterior.
+    """
     saved = ln.EXACT_TASKS
     ln.EXACT_TASKS = saved if exact else 0
     try:

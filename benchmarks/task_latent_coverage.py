@@ -1,5 +1,7 @@
-"""Coverage of the paired model's intervals where it samples its task-latent form: many
-systems with one or two trials a task (:func:`bayeval.models.logit_normal.sampling_form`).
+"""Coverage of the paired model's intervals where it samples its task-latent form.
+
+That form is taken for many systems with one or two trials a task
+(:func:`bayeval.models.logit_normal.sampling_form`).
 
 Run:  python benchmarks/task_latent_coverage.py [--n-sim 40] [--draws 500] [--out PATH]
 

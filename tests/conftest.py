@@ -1,25 +1,11 @@
 """Shared fixtures: small hand-made frames and the bundled datasets; the benchmark loader."""
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 import bayeval as be
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_benchmark(name: str):
-    """Import ``benchmarks/<name>.py`` (not a package) as a module, for tests of its parts."""
-    spec = importlib.util.spec_from_file_location(
-        f"_benchmark_{name}", ROOT / "benchmarks" / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.helpers import ROOT, load_benchmark  # noqa: F401  (re-exported for old imports)
 
 
 @pytest.fixture

@@ -260,7 +260,7 @@ def _exact_unbiased_variance(c, n, k, metric):
     from math import comb
 
     total = Fraction(0)
-    for cj, nj in zip(c, n):
+    for cj, nj in zip(c, n, strict=True):
         if metric == "pass@k":
             h, h2 = (
                 Fraction(comb(nj - cj, k), comb(nj, k)),

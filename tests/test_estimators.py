@@ -25,7 +25,7 @@ def _exact_pass_hat_k(n, c, k):
 
 def test_unbiased_estimators_match_exact_fractions():
     grid = [(n, c, k) for n in range(1, 25) for c in range(n + 1) for k in range(1, n + 1)]
-    n, c, k = map(np.array, zip(*grid))
+    n, c, k = map(np.array, zip(*grid, strict=True))
     at_k, hat_k = be.pass_at_k(n, c, k), be.pass_hat_k(n, c, k)
     for i, (nn, cc, kk) in enumerate(grid):
         assert at_k[i] == pytest.approx(float(_exact_pass_at_k(nn, cc, kk)), rel=1e-12, abs=1e-15)
@@ -116,7 +116,7 @@ def test_design_effect_matches_statsmodels_anova(rng):
     rows = pd.DataFrame(
         {
             "task": np.repeat(np.arange(15), n),
-            "y": np.concatenate([[1] * ci + [0] * (ni - ci) for ni, ci in zip(n, c)]),
+            "y": np.concatenate([[1] * ci + [0] * (ni - ci) for ni, ci in zip(n, c, strict=True)]),
         }
     )
     table = anova_lm(smf.ols("y ~ C(task)", data=rows).fit())

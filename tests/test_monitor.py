@@ -60,7 +60,7 @@ def test_mixture_martingale_equals_the_integral(prior):
     a, b = prior
     for s, n, p in [(3, 10, 0.2), (0, 5, 0.6), (17, 20, 0.9)]:
 
-        def integrand(q):
+        def integrand(q, s=s, n=n, p=p):
             return (q / p) ** s * ((1 - q) / (1 - p)) ** (n - s) * stats.beta.pdf(q, a, b)
 
         direct, _ = integrate.quad(integrand, 0, 1, limit=200)
@@ -73,7 +73,7 @@ def test_uniform_mixture_boundary_is_robbins_formula():
     successes, trials = np.array([3, 4, 0, 6]), np.array([10, 10, 5, 10])
     lower, upper = rate_cs(successes, trials, ci_prob=0.9)
     s, n = np.cumsum(successes), np.cumsum(trials)
-    for lo, hi, s_t, n_t in zip(lower, upper, s, n):
+    for lo, hi, s_t, n_t in zip(lower, upper, s, n, strict=True):
         assert (n_t + 1) * stats.binom.pmf(s_t, n_t, lo) == pytest.approx(0.1, rel=1e-8)
         assert (n_t + 1) * stats.binom.pmf(s_t, n_t, hi) == pytest.approx(0.1, rel=1e-8)
 

@@ -55,7 +55,7 @@ def test_realised_fractions_within_one_cluster(fractions, seed):
     parts = split_tasks(data, fractions=fractions, seed=seed, names=names)
     total = int(sizes.sum())
     assert sum(len(p.tasks) for p in parts.values()) == total
-    for f, part in zip(fractions, parts.values()):
+    for f, part in zip(fractions, parts.values(), strict=True):
         assert abs(len(part.tasks) - f * total) <= sizes.max()
         assert record(part)["fraction"] == pytest.approx(len(part.tasks) / total)
 

@@ -18,8 +18,9 @@ import pytest
 import bayeval as be
 import bayeval.readers as br
 from bayeval.readers.swebench import instance_list
+from tests import helpers
 
-FIXTURES = Path(__file__).parent / "fixtures" / "readers"
+FIXTURES = helpers.FIXTURES / "readers"
 CLASSIC = FIXTURES / "swebench_classic"
 CLASSIC_A = CLASSIC / "evaluation" / "verified" / "20240620_agent-a" / "results" / "results.json"
 CLASSIC_B = CLASSIC / "evaluation" / "verified" / "20240701_agent-b" / "results" / "results.json"

@@ -153,7 +153,9 @@ def _reference(df, kwargs):
                 "system": df["system"],
                 "task": df["task"],
                 "status": status,
-                "ok_successes": [v if s == "ok" else 0.0 for v, s in zip(values, status)],
+                "ok_successes": [
+                    v if s == "ok" else 0.0 for v, s in zip(values, status, strict=True)
+                ],
                 "weight": 1,
             }
         )
@@ -206,5 +208,5 @@ def test_generated_frames_are_refused_cleanly_or_counted_exactly(case):
                 assert upper == ok_successes + planned_total - ok
     if "cluster" in kwargs:
         expected = df.groupby("task", sort=False)["repo"].first()
-        for t_label, repo in zip(ds["task"].values, ds["cluster"].values):
+        for t_label, repo in zip(ds["task"].values, ds["cluster"].values, strict=True):
             assert expected[t_label] == repo

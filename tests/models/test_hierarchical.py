@@ -92,7 +92,7 @@ def test_fit_records_and_uses_the_bda3_prior():
 
 
 def test_small_n_section_travels_from_its_results_into_the_card(tmp_path):
-    from conftest import load_benchmark
+    from tests.helpers import load_benchmark
 
     cal, small_n = load_benchmark("calibration"), load_benchmark("small_n")
     start, end = cal.SMALL_N_MARKERS
@@ -111,7 +111,8 @@ def test_small_n_evaluates_every_prior_on_the_same_simulation():
     import warnings
 
     import pandas as pd
-    from conftest import load_benchmark
+
+    from tests.helpers import load_benchmark
 
     small_n = load_benchmark("small_n")
     priors = list(small_n.PRIORS)[:2]
@@ -129,9 +130,8 @@ def test_small_n_evaluates_every_prior_on_the_same_simulation():
 def test_small_n_grid_intervals_reproduce_the_calibration_fit(cell):
     import warnings
 
-    from conftest import load_benchmark
-
     from bayeval.simulate import simulate_benchmark
+    from tests.helpers import load_benchmark
 
     cal, small_n = load_benchmark("calibration"), load_benchmark("small_n")
     seed = cal.sim_seed(cal.cell_seed(3, *cell), 0)

@@ -1,9 +1,7 @@
 """ArviZ groups of a fit: log_likelihood (per task, joint over systems), constant_data, the
 replicated successes of posterior_predictive, and task rates out of the posterior."""
 
-import sys
 import warnings
-from pathlib import Path
 
 import arviz_stats
 import numpy as np
@@ -12,9 +10,7 @@ from scipy import stats
 
 import bayeval as be
 from bayeval import BayevalWarning
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_logit_normal import _reference_log_marginal  # noqa: E402
+from tests.models.test_logit_normal import _reference_log_marginal
 
 
 @pytest.fixture(scope="module")

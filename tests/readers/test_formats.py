@@ -18,8 +18,9 @@ import pytest
 
 import bayeval as be
 import bayeval.readers as br
+from tests import helpers
 
-FIXTURES = Path(__file__).parent / "fixtures" / "readers"
+FIXTURES = helpers.FIXTURES / "readers"
 SWE_ALPHA = FIXTURES / "swebench" / "agent-alpha.run-2025-01.json"
 SWE_BETA = FIXTURES / "swebench" / "agent-beta" / "results" / "results.json"
 HUMANEVAL = FIXTURES / "humaneval" / "codegen-350M-mono.jsonl_results.jsonl"

@@ -73,7 +73,7 @@ def test_analyze_by_gives_one_row_per_group_and_system_as_fit_many(tmp_path):
     assert out.exit_code == 0, out.output
     record = json.loads((tmp_path / "m.json").read_text())
     got = pd.DataFrame(record["rows"])
-    assert sorted(zip(got["benchmark"], got["system"])) == [
+    assert sorted(zip(got["benchmark"], got["system"], strict=True)) == [
         ("easy", "A"),
         ("easy", "B"),
         ("hard", "A"),

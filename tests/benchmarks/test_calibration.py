@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 import statsmodels.api as sm
-from conftest import ROOT, load_benchmark
 
 from bayeval.simulate import simulate_benchmark, simulate_many
+from tests.helpers import ROOT, load_benchmark
 
 cal = load_benchmark("calibration")
 OPTS = dict(draws=500, chains=2, n_boot=300)

@@ -17,8 +17,9 @@ import pytest
 
 import bayeval.readers as br
 from bayeval._validate import BayevalWarning
+from tests import helpers
 
-FIXTURES = Path(__file__).parent / "fixtures" / "readers"
+FIXTURES = helpers.FIXTURES / "readers"
 QWEN = FIXTURES / "lm_eval_results" / "Qwen__Qwen3-8B"
 STAMP = "2026-07-08T16-04-34.219874"
 QWEN_RESULTS = QWEN / f"results_{STAMP}.json"

@@ -1,7 +1,7 @@
 """Simulation-based calibration (``benchmarks/sbc.py``), reduced.
 
 The SBC run is slow (hundreds of fits) and deselected by default: ``pytest -m slow
-tests/test_sbc.py``. Its threshold is honest for the replicates it runs: with five
+tests/benchmarks/test_sbc.py``. Its threshold is honest for the replicates it runs: with five
 quantities tested, a p-value below 0.001 has a chance of about 0.5% under a calibrated
 model, while a posterior that is a third too narrow or shifted by half a posterior standard
 deviation fails it (checked on synthetic ranks by the fast test). The logit-normal model
@@ -11,7 +11,8 @@ deviation fails it (checked on synthetic ranks by the fast test). The logit-norm
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import load_benchmark
+
+from tests.helpers import load_benchmark
 
 sbc = load_benchmark("sbc")
 THRESHOLD = 0.001

@@ -37,7 +37,7 @@ def test_rank_draws_match_scipy_rankdata(three):
 def test_rank_groups_follow_their_rule(three):
     table = three.rank_groups(prob=0.95)
     assert table["system"].tolist()[-1] == "A"
-    group = dict(zip(table["system"], table["group"]))
+    group = dict(zip(table["system"], table["group"], strict=True))
     assert group["B"] == group["C"] == 1 and group["A"] == 2
     # the rule against compare's own probabilities
     leader = table["system"].iloc[0]

@@ -1,7 +1,6 @@
 """Reading a table of one system, and reader options spelled on the command line."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,8 +9,9 @@ from click.testing import CliRunner
 import bayeval as be
 import bayeval.readers as br
 from bayeval import cli
+from tests import helpers
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "readers"
+FIXTURES = helpers.FIXTURES / "readers"
 TB_RUN = FIXTURES / "terminal_bench" / "openhands-sonnet"
 FAST = [
     "--model",

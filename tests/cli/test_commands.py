@@ -17,8 +17,8 @@ import bayeval as be
 from bayeval import cli
 from bayeval.report import paired_spread
 from bayeval.simulate import simulate_benchmark
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--sampler", "grid", "--draws", "200", "--chains", "2", "--n-boot", "500"]
 
 
@@ -496,7 +496,7 @@ def test_gate_says_how_its_cluster_bootstrap_weighs_clusters(tmp_path):
 
 
 def test_a_table_of_scores_is_pointed_to_analyze_by_the_0_1_commands(tmp_path):
-    # analyze reads scores (tests/test_cli_scores.py); rank and gate analyse 0/1 outcomes
+    # analyze reads scores (tests/cli/test_analyze_scores.py); rank and gate analyse 0/1 outcomes
     path = tmp_path / "scores.csv"
     pd.DataFrame(
         {"system": ["A", "A", "B", "B"], "task": ["t1", "t2"] * 2, "score": [0.5, 1.0, 0.25, 0.0]}

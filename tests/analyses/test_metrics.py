@@ -47,10 +47,10 @@ def test_g_pass_at_k_equals_exact_rational_arithmetic():
         if 1 <= k <= n
         for t in TAUS
     ]
-    n, c, k = (np.array(x) for x in list(zip(*grid))[:3])
+    n, c, k = (np.array(x) for x in list(zip(*grid, strict=True))[:3])
     tau = np.array([float(Fraction(t)) for *_, t in grid])
     values = est.g_pass_at_k(n, c, k, tau)  # one vectorised call over the whole grid
-    for value, (nn, cc, kk, t) in zip(values, grid):
+    for value, (nn, cc, kk, t) in zip(values, grid, strict=True):
         assert value == pytest.approx(
             float(_exact_g_pass(nn, cc, kk, Fraction(t))), rel=1e-12, abs=1e-15
         ), (nn, cc, kk, t)
@@ -65,7 +65,7 @@ def test_g_pass_at_k_is_accurate_at_n_2000(c):
 
 def test_tau_one_is_pass_hat_k_and_a_small_tau_is_pass_at_k():
     grid = [(n, c, k) for n in range(1, 31) for c in range(n + 1) for k in range(1, n + 1)]
-    n, c, k = map(np.array, zip(*grid))
+    n, c, k = map(np.array, zip(*grid, strict=True))
     np.testing.assert_array_equal(est.g_pass_at_k(n, c, k, 1.0), be.pass_hat_k(n, c, k))
     small = est.g_pass_at_k(n, c, k, 1.0 / k)  # one success of k
     np.testing.assert_array_equal(small[k > 1], be.pass_at_k(n, c, k)[k > 1])
@@ -348,7 +348,7 @@ def test_normal_expectation_of_the_new_metrics_matches_direct_quadrature():
         for j, k in enumerate((2, 5)):
             m = _needed(Fraction("0.6"), k)
             ref = integrate.quad(
-                lambda z: stats.norm.pdf(z) * stats.binom.sf(m - 1, k, rate(z)), -12, 12
+                lambda z, m=m, k=k: stats.norm.pdf(z) * stats.binom.sf(m - 1, k, rate(z)), -12, 12
             )[0]
             assert g[i, j] == pytest.approx(ref, abs=1e-7)
         ref = integrate.quad(lambda z: stats.norm.pdf(z) * (2 * rate(z) - 1) ** 2, -12, 12)[0]
