@@ -9,7 +9,7 @@ import warnings
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
-from bayeval._validate import BayevalWarning as BayevalWarning
+from bayeval.errors import BayevalWarning as BayevalWarning
 
 try:
     __version__ = version("bayeval")

@@ -11,11 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from bayeval.errors import BayevalWarning  # noqa: F401  (re-exported: the helpers warn with it)
+
 __all__ = ["BayevalWarning"]
-
-
-class BayevalWarning(UserWarning):
-    """Warning raised by bayeval itself (a statistical caveat the user should read)."""
 
 
 def validate_choice(name: str, value, allowed: Sequence[str]) -> str:

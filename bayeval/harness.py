@@ -43,6 +43,7 @@ from bayeval.data.digests import (
     digest,
     digest_file,
 )
+from bayeval.results import fit
 
 __all__ = [
     "MISSING",
@@ -99,8 +100,6 @@ def _verdict(lower: float, upper: float, margin: float) -> str:
 
 
 def _fit_paired(data, fit_options):
-    from bayeval.results import fit
-
     options = {"model": "logit_normal", **fit_options}
     return fit(data, **options)
 

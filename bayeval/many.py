@@ -32,16 +32,14 @@ import os
 import tempfile
 import traceback
 import warnings
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from bayeval._validate import BayevalWarning, describe_values, validate_choice, validate_prob
-
-if TYPE_CHECKING:  # for annotations only: the results module is loaded where a result is read
-    from bayeval.results import Results
+from bayeval.data import from_frame
+from bayeval.results import Results, fit
 
 __all__ = ["FitManyError", "ManyResults", "fit_many"]
 
@@ -64,9 +62,6 @@ class FitManyError(RuntimeError):
 
 def _option_names() -> tuple[list[str], list[str]]:
     """The keyword names of ``from_frame`` (less the frame) and of ``fit`` (less data, seed)."""
-    from bayeval.data import from_frame
-    from bayeval.results import fit
-
     frame = [p for p in inspect.signature(from_frame).parameters if p != "df"]
     model = [p for p in inspect.signature(fit).parameters if p not in ("data", "seed")]
     return frame, model
@@ -119,9 +114,6 @@ def group_seed(seed: int, key) -> int:
 
 def _fit_group(key, frame, frame_options, fit_options, seed, ci_prob, keep):
     """One group's analysis (runs on a worker): a plain record, never an exception."""
-    from bayeval.data import from_frame
-    from bayeval.results import fit
-
     record = {"key": key, "seed": seed}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -405,8 +397,6 @@ class ManyResults:
         >>> int(many.results("x").tree.attrs["seed"]) == many.dataset["seed"].sel(group="x").item()
         True
         """
-        from bayeval.results import Results
-
         if group not in self._netcdf:
             raise KeyError(
                 f"group {group!r} is not among the fitted groups {describe_values(self.groups)}"

@@ -59,6 +59,7 @@ import pandas as pd
 from scipy import special
 
 from bayeval._validate import describe_values, validate_choice, validate_margin, validate_prob
+from bayeval.data import EvalData
 
 __all__ = [
     "CheckpointStore",
@@ -135,8 +136,6 @@ class CheckpointStore:
             The checkpoint's label (a training step, a run name).
         data : EvalData
         """
-        from bayeval.data import EvalData
-
         if isinstance(checkpoint, bool) or not isinstance(checkpoint, (str, numbers.Integral)):
             raise TypeError(f"checkpoint must be a str or int label; got {checkpoint!r}")
         if not isinstance(data, EvalData):
@@ -163,8 +162,6 @@ class CheckpointStore:
     def load(self, checkpoint):
         """One checkpoint's counts as :class:`~bayeval.EvalData`."""
         import xarray as xr
-
-        from bayeval.data import EvalData
 
         for name, label in self._index():
             if label == checkpoint:

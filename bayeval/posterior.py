@@ -144,7 +144,8 @@ class Posterior:
     def _cluster_options(self, estimand, clusters, weighting) -> dict:
         """Validate ``clusters``/``weighting`` and return the model's keyword arguments."""
         validate_choice("weighting", weighting, ("task", "cluster"))
-        if self.model not in ("logit_normal", "zoib"):
+        # the paired models are the ones with cluster and cluster-by-system effects
+        if not self._model.paired:
             if clusters is not None or weighting != "task":
                 raise ValueError(
                     f"clusters= and weighting= need model='logit_normal' or "
@@ -309,7 +310,7 @@ class Posterior:
     @property
     def _paired(self) -> bool:
         """Whether this model's comparisons pair systems that share tasks (for attrs)."""
-        return self.model in ("logit_normal", "zoib")
+        return self._model.paired
 
     @property
     def _paired_note(self) -> str:

@@ -21,12 +21,9 @@ from bayeval.analyses.ranks import rank_groups, ranks, winner
 from bayeval.analyses.subsets import compare_subsets
 from bayeval.analyses.summary import summary
 from bayeval.inference import infer
-from bayeval.posterior import Posterior, credible_interval, read_tree
+from bayeval.posterior import Posterior, read_tree
 
 __all__ = ["Results", "fit", "load"]
-
-# names other modules read from here
-_interval = credible_interval
 
 
 class Results(Posterior):

@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 
 from bayeval._validate import describe_values, validate_seed
+from bayeval.data import EvalData
 
 __all__ = ["split_tasks"]
 
@@ -117,8 +118,6 @@ def split_tasks(
     >>> json.loads(parts["test"].dataset.attrs["split"])["n_clusters"]
     2
     """
-    from bayeval.data import EvalData
-
     if not isinstance(data, EvalData):
         raise TypeError(
             f"data must be an EvalData (from be.from_frame / be.from_counts); "

@@ -46,7 +46,7 @@ def bootstrap_twin(posterior, estimand: str, *, clusters=None, weighting: str = 
     if estimand == "tasks":
         return {"unit": "trial"}
     clustered = (
-        posterior.model in ("logit_normal", "zoib")
+        posterior._paired  # the paired models have cluster effects
         and "cluster" in posterior.tree["observed_data"].coords
     )
     if not clustered:

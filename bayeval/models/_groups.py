@@ -24,6 +24,7 @@ from scipy import special
 
 from bayeval.models import get_model
 from bayeval.models._beta_family import counts_by_bound
+from bayeval.models.hierarchical import HierarchicalRates
 from bayeval.models.kernels.likelihood import all_pattern_logliks
 from bayeval.models.kernels.quadrature import Rules
 from bayeval.models.logit_normal import Layout, LogitNormalRates, task_patterns
@@ -39,7 +40,7 @@ def _log_binomial_coefficients(c, n):
 
 def log_likelihood_cost(tree) -> float:
     """Rough seconds to compute the ``log_likelihood`` group (the quadrature for logit_normal)."""
-    if tree.attrs["model"] != "logit_normal":
+    if not isinstance(get_model(tree.attrs["model"]), LogitNormalRates):
         return 0.0
     obs = tree["observed_data"].to_dataset()
     c, n, _ = counts_by_bound(obs)
@@ -53,18 +54,20 @@ def log_likelihood_cost(tree) -> float:
 
 def log_likelihood(tree) -> xr.Dataset | None:
     """The ``log_likelihood`` group of a fitted tree, or None where it is not defined."""
-    model = tree.attrs["model"]
+    model = get_model(tree.attrs["model"])
     obs = tree["observed_data"].to_dataset()
     c, n, bounds = counts_by_bound(obs)
-    if bounds is not None or model not in ("hierarchical", "logit_normal"):
+    # defined for the models whose tasks share a likelihood of their counts alone: the
+    # Beta-binomial population and the logit-normal random effects
+    if bounds is not None or not isinstance(model, (HierarchicalRates, LogitNormalRates)):
         return None
     c, n = c[0], n[0]
     post = tree["posterior"]
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     D, (S, J) = n_chain * n_draw, c.shape
     total = np.zeros((D, J))
-    if model == "hierarchical":
-        rates = get_model(model)
+    if isinstance(model, HierarchicalRates):
+        rates = model
         alpha, beta = rates.params(tree)  # (chain, draw, bound, system, stratum)
         alpha = alpha[:, :, 0].reshape(D, S, -1)
         beta = beta[:, :, 0].reshape(D, S, -1)

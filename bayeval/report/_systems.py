@@ -15,10 +15,11 @@ from bayeval.analyses.crosscheck import bootstrap_twin, crosscheck
 from bayeval.data import EvalData
 from bayeval.estimators import METRICS, design_effect
 from bayeval.inference import GATES
+from bayeval.models import get_model
 from bayeval.planning import selection_bias
+from bayeval.posterior import credible_interval as posterior_interval
 from bayeval.report._values import _at, _bounds, _label, _num
 from bayeval.results import Results
-from bayeval.results import _interval as posterior_interval
 
 
 def _estimand_words(estimand: str, model: str, n_tasks: int, n_clusters: int | None) -> str:
@@ -28,7 +29,7 @@ def _estimand_words(estimand: str, model: str, n_tasks: int, n_clusters: int | N
             "sampling of episodes (trials) is random. It says how the systems did on this "
             "benchmark, not how they would do on other tasks."
         )
-    if model in ("logit_normal", "zoib") and n_clusters:
+    if get_model(model).paired and n_clusters:  # the paired models have cluster effects
         return (
             f"the expected value on a new task from a new cluster, drawn like these "
             f"{n_tasks} tasks in {n_clusters} clusters. Clusters and tasks are the random "
