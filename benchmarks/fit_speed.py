@@ -199,8 +199,8 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
             )
         elif form in ("full-latent", "task-latent"):  # the collapsed form, for the ratio
             name = "LATENT_CELLS" if form == "full-latent" else "TASK_LATENT_SYSTEMS"
-            cap = getattr(logit_normal_module, name)
-            setattr(logit_normal_module, name, 10**12)
+            cap = getattr(logit_normal_module.layout, name)
+            setattr(logit_normal_module.layout, name, 10**12)
             try:
                 other, other_s = _timed(
                     be.fit,
@@ -212,7 +212,7 @@ def logit_normal(draws, chains, latent_cap, sets=("pair", "all")):
                     task_draws=False,
                 )
             finally:
-                setattr(logit_normal_module, name, cap)
+                setattr(logit_normal_module.layout, name, cap)
             _row(
                 label,
                 "collapsed",

@@ -102,14 +102,14 @@ def compare(label, data, draws, chains, seed, form="collapsed", effects=None):
     """``fit`` in ``form`` against the full-latent model written with PyMC distributions."""
     systems = data.systems
     start = time.perf_counter()
-    caps = logit_normal.LATENT_CELLS, logit_normal.TASK_LATENT_SYSTEMS
+    caps = logit_normal.layout.LATENT_CELLS, logit_normal.layout.TASK_LATENT_SYSTEMS
     # the form asked for, whichever fit would pick
-    logit_normal.LATENT_CELLS = 1 if form == "full-latent" else 10**12
-    logit_normal.TASK_LATENT_SYSTEMS = 2 if form == "task-latent" else 10**12
+    logit_normal.layout.LATENT_CELLS = 1 if form == "full-latent" else 10**12
+    logit_normal.layout.TASK_LATENT_SYSTEMS = 2 if form == "task-latent" else 10**12
     try:
         res = be.fit(data, model="logit_normal", draws=draws, chains=chains, seed=seed)
     finally:
-        logit_normal.LATENT_CELLS, logit_normal.TASK_LATENT_SYSTEMS = caps
+        logit_normal.layout.LATENT_CELLS, logit_normal.layout.TASK_LATENT_SYSTEMS = caps
     assert res.tree.attrs["form"] == form
     t_collapsed = time.perf_counter() - start
     start = time.perf_counter()

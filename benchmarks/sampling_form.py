@@ -56,15 +56,15 @@ CASES = {
 
 def _fit(data, form, draws, chains):
     """A warm fit of ``form``: a short fit of the same shapes first (compiled once)."""
-    cap = logit_normal.LATENT_CELLS
-    logit_normal.LATENT_CELLS = 1 if form == "full-latent" else 10**12
+    cap = logit_normal.layout.LATENT_CELLS
+    logit_normal.layout.LATENT_CELLS = 1 if form == "full-latent" else 10**12
     try:
         be.fit(data, model="logit_normal", draws=20, tune=20, chains=1, seed=0)
         start = time.perf_counter()
         res = be.fit(data, model="logit_normal", draws=draws, chains=chains, seed=1)
         return res, time.perf_counter() - start
     finally:
-        logit_normal.LATENT_CELLS = cap
+        logit_normal.layout.LATENT_CELLS = cap
 
 
 def main():

@@ -98,7 +98,7 @@ def run_case(name, tune, draws):
 
     warnings.simplefilter("ignore")
     # the collapsed form throughout (fit samples multi-trial data of this size full-latent)
-    logit_normal.LATENT_CELLS = 10**12
+    logit_normal.layout.LATENT_CELLS = 10**12
     data = _data(name)
     ds = data.dataset
     sizes = (

@@ -75,12 +75,12 @@ def _tasks_draws(res, tree, exact: bool):
 
     Computed from the hyperparameter draws in ``tree``'s posterior.
     """
-    saved = ln.EXACT_TASKS
-    ln.EXACT_TASKS = saved if exact else 0
+    saved = ln.model.EXACT_TASKS
+    ln.model.EXACT_TASKS = saved if exact else 0
     try:
         values = res._model.tasks(tree, "pass@k", np.array([1]))
     finally:
-        ln.EXACT_TASKS = saved
+        ln.model.EXACT_TASKS = saved
     return values.isel(k=0).stack(sample=("chain", "draw")).transpose("sample", ...).values
 
 

@@ -70,9 +70,9 @@ def one_run(seed, n_systems, n_tasks, n_trials, clusters, draws, form):
         task_system_sd=0.5,
         seed=seed,
     )
-    cap = logit_normal.TASK_LATENT_SYSTEMS
+    cap = logit_normal.layout.TASK_LATENT_SYSTEMS
     if form == "collapsed":
-        logit_normal.TASK_LATENT_SYSTEMS = 10**9
+        logit_normal.layout.TASK_LATENT_SYSTEMS = 10**9
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", be.BayevalWarning)  # gates are counted below
@@ -80,7 +80,7 @@ def one_run(seed, n_systems, n_tasks, n_trials, clusters, draws, form):
                 sim.data, model="logit_normal", draws=draws, chains=2, seed=seed, progress=False
             )
     finally:
-        logit_normal.TASK_LATENT_SYSTEMS = cap
+        logit_normal.layout.TASK_LATENT_SYSTEMS = cap
     if res.tree.attrs["form"] != form:
         raise RuntimeError(f"the fit took the {res.tree.attrs['form']} form, not {form}")
     systems = sim.data.systems

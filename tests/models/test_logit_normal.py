@@ -1,6 +1,7 @@
 """Logit-normal model: quadrature against SciPy, collapsed against full-latent NUTS, pairing."""
 
 import dataclasses
+import importlib
 import warnings
 
 import numpy as np
@@ -29,6 +30,19 @@ from bayeval.models.kernels.numerics import _softplus_parts
 from bayeval.models.kernels.quadrature import Rules, _conditional_mode
 from bayeval.models.kernels.tables import INNER_NODES, TABLE_SIZE, _inner_integral, _table_read
 from bayeval.simulate import simulate_benchmark
+
+_LOGIT_NORMAL_MODULES = [logit_normal] + [
+    importlib.import_module(f"bayeval.models.logit_normal.{name}")
+    for name in ("layout", "kernel", "pymc_model", "estimands", "model")
+]
+
+
+def _set_setting(monkeypatch, name, value):
+    """Set ``name`` to ``value`` in every ``logit_normal`` module that holds it: the module that
+    defines it and each that imports it by name (whose code reads its own binding)."""
+    for module in _LOGIT_NORMAL_MODULES:
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, value)
 
 
 def _reference_log_marginal(eta, c, n, sigma_e, sigma_v, e_nodes=4001, v_nodes=2001):
@@ -144,15 +158,15 @@ def test_cell_tables_are_kept_for_later_fits(monkeypatch):
     import collections
 
     built = []
-    real = logit_normal.cell_tables
+    real = logit_normal.kernel.cell_tables
 
     def counted(counts, x, logw):
         built.append(counts.tolist())
         return real(counts, x, logw)
 
-    monkeypatch.setattr(logit_normal, "cell_tables", counted)
-    monkeypatch.setattr(logit_normal, "_tables", collections.OrderedDict())
-    monkeypatch.setattr(logit_normal, "TABLE_CACHE", 2)
+    _set_setting(monkeypatch, "cell_tables", counted)
+    _set_setting(monkeypatch, "_tables", collections.OrderedDict())
+    _set_setting(monkeypatch, "TABLE_CACHE", 2)
     first = logit_normal._cell_table_stack(np.array([[0.0, 1.0], [1.0, 2.0]]))
     second = logit_normal._cell_table_stack(np.array([[1.0, 2.0], [0.0, 3.0]]))
     assert built == [[[0.0, 1.0], [1.0, 2.0]], [[0.0, 3.0]]]
@@ -739,8 +753,8 @@ def test_collapsed_log_density_is_prior_plus_likelihood(
     """``level``: the system level's form (0 none, 1 centred, 2 non-centred contrasts);
     ``recipes``: the systems as runs of these recipes (a run level per recipe); ``centred``:
     the cluster effects' form."""
-    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
-    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
+    _set_setting(monkeypatch, "system_parametrisation", lambda ds: level)
+    _set_setting(monkeypatch, "cluster_parametrisation", lambda ds: centred)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
     model = build_logit_normal_model(data)
@@ -800,9 +814,9 @@ def test_compiled_full_latent_log_density_is_prior_plus_binomial(
     with them not and no strata across the clusters, the cluster pairs rotated and the
     spreads polar, as with standardised task effects and clusters:
     :func:`_unpaired_reference`)."""
-    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
-    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
-    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
+    _set_setting(monkeypatch, "system_parametrisation", lambda ds: level)
+    _set_setting(monkeypatch, "cluster_parametrisation", lambda ds: centred)
+    _set_setting(monkeypatch, "task_parametrisation", lambda ds: tasks)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
     coord = logit_normal.coordinates(
@@ -831,11 +845,11 @@ def test_full_latent_cells_integrated(
     - c, n)`` one table) and samples the others' effects: against SciPy's adaptive
     quadrature of the integrated cells and the binomial at the others (within the tables'
     interpolation error), and the gradient by finite differences."""
-    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
-    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: centred)
-    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: tasks)
-    monkeypatch.setattr(logit_normal, "TABLED_CELLS", 1)
-    monkeypatch.setattr(logit_normal, "CELL_TABLES", tables)
+    _set_setting(monkeypatch, "system_parametrisation", lambda ds: level)
+    _set_setting(monkeypatch, "cluster_parametrisation", lambda ds: centred)
+    _set_setting(monkeypatch, "task_parametrisation", lambda ds: tasks)
+    _set_setting(monkeypatch, "TABLED_CELLS", 1)
+    _set_setting(monkeypatch, "CELL_TABLES", tables)
     data, c, n = _collapsed_case(systems, clusters, strata)
     data = _with_recipes(data, recipes)
     coord = logit_normal._latent_inputs(
@@ -896,7 +910,7 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(
     task-by-system effect integrated out by the grid's inner rule, tabulated in ``y``)
     against the reference: the same prior, Jacobians and the rule written with NumPy; the
     gradient by finite differences through every coordinate."""
-    monkeypatch.setattr(logit_normal, "system_parametrisation", lambda ds: level)
+    _set_setting(monkeypatch, "system_parametrisation", lambda ds: level)
     data, c, n = _collapsed_case(systems, clusters, strata, most=2)
     data = _with_recipes(data, recipes)
     layout = logit_normal.Layout.from_dataset(data.dataset, "task-latent")
@@ -1438,8 +1452,8 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     from bayeval.models.kernels import nutpie_model
 
     centred = form.endswith(("centred", "folded", "pairs", "task-latent"))
-    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
-    monkeypatch.setattr(logit_normal, "cluster_parametrisation", lambda ds: form.endswith("folded"))
+    _set_setting(monkeypatch, "task_parametrisation", lambda ds: centred)
+    _set_setting(monkeypatch, "cluster_parametrisation", lambda ds: form.endswith("folded"))
     # the task-latent form (task effects centred, cluster components folded, attenuated)
     integrated = form == "task-latent"
     # the cluster pairs rotated: standardised task effects, or centred ones with no strata
@@ -1563,7 +1577,7 @@ def test_without_nutpie_internals_the_fit_samples_the_kernel_from_python(centred
     full-latent task effects non-centred or centred (their expansion in Python)."""
     from bayeval.models.kernels import nutpie_model
 
-    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
+    _set_setting(monkeypatch, "task_parametrisation", lambda ds: centred)
     data = be.from_counts(
         [[3, 1, 4, 0, 2, 4, 1, 3], [4, 1, 4, 1, 3, 4, 2, 3]], trials=4, systems=["A", "B"]
     )

@@ -1,6 +1,7 @@
 """Which form of the paired model NUTS samples: collapsed (quadrature), full-latent or
 task-latent."""
 
+import importlib
 import warnings
 
 import numpy as np
@@ -15,10 +16,23 @@ from bayeval.models.logit_normal import (
     sampling_form,
 )
 
+_LOGIT_NORMAL_MODULES = [logit_normal] + [
+    importlib.import_module(f"bayeval.models.logit_normal.{name}")
+    for name in ("layout", "kernel", "pymc_model", "estimands", "model")
+]
+
+
+def _set_setting(monkeypatch, name, value):
+    """Set ``name`` to ``value`` in every ``logit_normal`` module that holds it: the module that
+    defines it and each that imports it by name (whose code reads its own binding)."""
+    for module in _LOGIT_NORMAL_MODULES:
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, value)
+
 
 def _forced_fit(monkeypatch, data, setting, value, **kwargs):
     """A logit_normal fit with ``logit_normal.<setting>`` set to ``value`` (a form forced)."""
-    monkeypatch.setattr(logit_normal, setting, value)
+    _set_setting(monkeypatch, setting, value)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)
         return be.fit(data, model="logit_normal", **kwargs)
@@ -132,7 +146,7 @@ def test_rotated_cluster_pairs_keep_the_posterior(centred, monkeypatch):
         systems=["A", "B", "C"],
         clusters=labels,
     )
-    monkeypatch.setattr(logit_normal, "task_parametrisation", lambda ds: centred)
+    _set_setting(monkeypatch, "task_parametrisation", lambda ds: centred)
     layout = logit_normal.Layout.from_dataset(data.dataset)
     assert sampling_form(data.dataset)[0] == "full-latent" and layout.task_centred == centred
     assert logit_normal.coordinates(layout, latent_tasks=30).cluster_pairs
@@ -183,7 +197,7 @@ def test_integrated_cells_keep_the_posterior(monkeypatch):
     c = data.dataset["successes"].values
     assert ((c == 0) | (c == 8)).mean() > 0.4
     assert sampling_form(data.dataset)[0] == "full-latent"
-    monkeypatch.setattr(logit_normal, "CELL_TABLES", 4)  # of the 5 pairs of counts
+    _set_setting(monkeypatch, "CELL_TABLES", 4)  # of the 5 pairs of counts
     fits = {
         on: _forced_fit(
             monkeypatch,
@@ -277,7 +291,7 @@ def test_task_latent_fit_gives_the_collapsed_fits_posterior(monkeypatch):
     # 20 tasks a cluster on average: fit's own choice (TASK_LATENT_CLUSTER_TASKS); the
     # task-latent fit itself is compared, not a collapsed refit had it diverged
     assert 60 / 3 >= logit_normal.TASK_LATENT_CLUSTER_TASKS
-    monkeypatch.setattr(logit_normal, "REFIT_DIVERGENT_TASK_LATENT", False)
+    _set_setting(monkeypatch, "REFIT_DIVERGENT_TASK_LATENT", False)
     for form, threshold in (("task-latent", TASK_LATENT_SYSTEMS), ("collapsed", 10**9)):
         fits[form] = _forced_fit(
             monkeypatch,
@@ -420,7 +434,7 @@ def _fits_by_form(data, rule, attr, monkeypatch):
     are rotated with their tasks' mean effects: ``ROTATED_CLUSTER_PAIRS``)."""
     fits = {}
     for centred in (True, False):
-        monkeypatch.setattr(logit_normal, rule, lambda ds, v=centred: v)
+        _set_setting(monkeypatch, rule, lambda ds, v=centred: v)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", be.BayevalWarning)
             fits[centred] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
@@ -507,7 +521,7 @@ def test_attenuated_and_plain_intercepts_give_one_posterior(monkeypatch):
     data = be.from_counts(c, np.ones_like(c), clusters=clusters, systems=["A", "B", "C", "D"])
     fits = {}
     for attenuated in (True, False):
-        monkeypatch.setattr(logit_normal, "ATTENUATED_INTERCEPTS", attenuated)
+        _set_setting(monkeypatch, "ATTENUATED_INTERCEPTS", attenuated)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", be.BayevalWarning)
             fits[attenuated] = be.fit(data, model="logit_normal", draws=1000, chains=2, seed=5)
