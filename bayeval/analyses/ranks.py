@@ -416,7 +416,8 @@ _MAX_CELLS = 4_000_000  # elements of one replicate-chunk x system x system bloc
 def _holm(p: np.ndarray) -> np.ndarray:
     """Holm's step-down adjusted p-values, as ``bayeval.adjust_pvalues(p, "holm")``.
 
-    Computed without the garbage collection statsmodels runs on every call (0.1 s here).
+    Computed without the garbage collection statsmodels runs on every call, which dominated
+    its cost (timed in ``benchmarks/results/rank_timing.txt``).
     """
     order = np.argsort(p, kind="stable")
     m = len(p)

@@ -139,7 +139,7 @@ def replicated_successes(tree, seed) -> xr.DataArray | None:
         return None
     model = tree.attrs["model"]
     # every model's task rates cost in proportion to the numbers kept (logit_normal's are
-    # drawn exactly, a task at a time: about 3 ms a draw at 25 systems x 500 tasks)
+    # drawn exactly, a task at a time: timed in models/logit_normal.md)
     p = get_model(model).task_rates(tree).transpose("chain", "draw", "system", "task").values
     rng = np.random.default_rng([int(seed), 5])
     trials = n[0][None, None].astype(np.int64)

@@ -21,11 +21,11 @@ intervals undercover on U-shaped data. The calibration study in ``benchmarks/cal
 the model card ``models/hierarchical.md`` measure coverage under this and other priors.
 
 With few tasks kappa is barely identified and this prior's pull towards kappa = 2.7 makes the
-population interval of U-shaped task sets too narrow: ``benchmarks/small_n.py`` measures about
-0.92 for a nominal 95% with 3 to 10 U-shaped tasks of 4 or 32 trials. No prior it compares
-covers better everywhere (wider ones cost coverage of the ``tasks`` estimand when trials are
-few), so the default stays; under it the fit warns (:func:`warn_few_tasks`) for the pattern where
-the shortfall concentrates (at most :data:`FEW_TASKS` tasks in a population, more than half of
+population interval of U-shaped task sets too narrow: ``benchmarks/small_n.py`` measures the
+shortfall with 3 to 10 U-shaped tasks (``models/hierarchical.md``, few-tasks warning). No prior it
+compares covers better everywhere (wider ones cost coverage of the ``tasks`` estimand when trials
+are few), so the default stays; under it the fit warns (:func:`warn_few_tasks`) for the pattern
+where the shortfall concentrates (at most :data:`FEW_TASKS` tasks in a population, more than half of
 them solved on all or none of at least :data:`FEW_TASKS_MIN_TRIALS` trials).
 
 ``priors={"log_kappa": "bda3"}`` instead uses the noninformative prior of Gelman et al.,
@@ -283,16 +283,15 @@ def warn_few_tasks(data) -> None:
     default prior, centred on kappa = 2.7, then makes the population interval too narrow for
     U-shaped task sets (kappa < 1). ``benchmarks/small_n.py`` measures it: with 3 to 10 tasks
     of 32 trials the shortfall concentrates in benchmarks where more than half of the tasks are
-    solved on all or none of their trials (the nominal 95% interval covers about 0.87 there,
-    against 0.93 to 0.97 in the others), and with that many trials the pattern is rare unless
-    the task set is U-shaped. So this warns for a population with at most :data:`FEW_TASKS`
-    tasks of which more than half of those with at least :data:`FEW_TASKS_MIN_TRIALS` trials
-    are at 0 or at all successes. With fewer trials (4 in the study) the pattern is common in
-    every scenario (a third of the Beta(2, 5) benchmarks, which cover 0.98 or more), so it does
-    not single out the undercovering ones and there is no warning; the card lists those cells.
-    The tasks estimand is not affected, and with one trial per task the population pass@1 does
-    not depend on kappa (``fit`` warns about that case). The numbers are for the default
-    concentration prior.
+    solved on all or none of their trials (``models/hierarchical.md``, few-tasks warning), and with
+    that many trials the pattern is rare unless the task set is U-shaped. So this warns for a
+    population with at most :data:`FEW_TASKS` tasks of which more than half of those with at least
+    :data:`FEW_TASKS_MIN_TRIALS` trials are at 0 or at all successes. With fewer trials (4 in the
+    study) the pattern is common in every scenario (a third of the Beta(2, 5) benchmarks, which
+    cover 0.98 or more), so it does not single out the undercovering ones and there is no warning;
+    the card lists those cells. The tasks estimand is not affected, and with one trial per task the
+    population pass@1 does not depend on kappa (``fit`` warns about that case). The numbers are for
+    the default concentration prior.
 
     Parameters
     ----------

@@ -91,20 +91,13 @@ LATENT_VARS = (
 )
 STATS = ("n0", "n1", "nmid", "sumlog", "sumlog1m")
 #: NUTS target acceptance, by the number of tasks (:func:`target_accept`). The variance
-#: components are funnel-shaped. With fewer than :data:`FEW_TASKS` tasks: two systems, two
-#: attempts, ten tasks, 40 simulated benchmarks each, divergences appeared in 8 fits at 0.95
-#: (23 in all), 8 at 0.97 (13) and 5 at 0.98 (14); at 0.9, 11 of 20 (136). On the bundled
-#: LangChain tool-use data (9 systems x 20 tasks) 0.95 mixed best (median over eight seeds of
-#: the smallest bulk ESS 377, against 292 at 0.97 and 245 at 0.98), none had divergences: 0.95.
-#: With 50 tasks none of 20 fits had divergences at 0.9 or 0.95. On LiveBench-like data (360
-#: tasks, one attempt) 0.9 had no divergences in four seeds and mixed as 0.95 did (bulk ESS of
-#: the slowest parameter 37-71 against 37-98) in half the time (7.5-9.8 s against 13.2-16.0
-#: s); 0.85 and 0.8 had divergences there.
+#: components are funnel-shaped: few tasks need a high target to avoid divergences, and on
+#: many tasks 0.9 mixed as well in half the time (``models/zoib.md``, sampling settings).
 TARGET_ACCEPT = 0.9
 TARGET_ACCEPT_FEW = 0.95
 FEW_TASKS = 50
-#: Further options of ``nutpie.sample`` (a low-rank mass matrix was 10-20 times slower on
-#: 360 tasks, with no better mixing).
+#: Further options of ``nutpie.sample`` (a low-rank mass matrix was slower, with no better
+#: mixing: ``models/zoib.md``, sampling settings).
 NUTPIE_OPTIONS: dict = {}
 _compiled = CompiledModels()  # structure -> compiled nutpie model
 #: Why the model refuses data with strata.

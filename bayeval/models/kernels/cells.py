@@ -66,16 +66,15 @@ def _latent_cells(tail, y, small, log_term, c, n, sigma_v, paired, g_tail):
 
 #: The full-latent form's cell tables (:func:`cell_tables`): ``log
 #: sigma_v`` from ``log 0.03`` in steps of 0.02 to ``log 20`` (:data:`CELL_TABLE_SIZE`
-#: columns), ``y`` on :data:`tables.TABLE_LOW`'s grid. In steps of 0.1 the interpolant in ``log
-#: sigma_v`` erred by up to 1e-4 where ``log g > -30`` (``y`` up to 12 at ``sigma_v`` near
-#: one: ``log g`` falls as ``-y^2 / (2 sigma_v^2)`` there); the error falls as the step's
-#: fourth power.
+#: columns), ``y`` on :data:`tables.TABLE_LOW`'s grid: the interpolant's error falls as the
+#: step's fourth power and this step keeps it far below the sampler's noise
+#: (``models/logit_normal.md``, sampling settings).
 CELL_TABLE_LOW = math.log(0.03)
 CELL_TABLE_STEP = 0.02
 CELL_TABLE_SIZE = 326
 #: The Gauss-Hermite nodes about the mode with which :func:`cell_tables` integrates counts of
-#: at least two successes and two failures (the fits' nine nodes erred by up to 1.2e-4 in
-#: ``log g`` at 3 of 10; 31 by under 1e-8). Fewer successes or failures take the trapezoid.
+#: at least two successes and two failures (more than the fits' nine, which erred there:
+#: ``models/logit_normal.md``, sampling settings). Fewer successes or failures take the trapezoid.
 CELL_TABLE_NODES = 31
 #: The most trials a cell table is built for (cells with more keep their sampled effects).
 CELL_TABLE_TRIALS = 255

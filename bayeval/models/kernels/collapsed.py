@@ -5,10 +5,10 @@ it to the model's quantities, adds their log prior (with the log-Jacobians of th
 transforms) and the quadrature log-likelihood of :mod:`bayeval.models.kernels.likelihood`, and
 returns the gradient by the chain rule. PyMC sees one ``Flat`` vector and one ``Potential``,
 so building a model compiles a handful of graph nodes instead of the ~90 that the same model
-written with PyMC distributions needs (that compilation cost ~10 s per fit, longer than
-sampling). The kernel (:func:`bayeval.models.kernels.logp.logp_and_grad`) is reached through a
-C symbol (:func:`bayeval.models.kernels.cfunctions.kernel_symbol`) so that the model's compiled
-function only holds a call to it.
+written with PyMC distributions needs (whose compilation took longer than sampling;
+timed in ``models/logit_normal.md``). The kernel (:func:`bayeval.models.kernels.logp.logp_and_grad`)
+is reached through a C symbol (:func:`bayeval.models.kernels.cfunctions.kernel_symbol`) so that the
+model's compiled function only holds a call to it.
 
 Coordinates of ``theta`` (present when the data have clusters / several systems)::
 
@@ -130,8 +130,8 @@ def task_reflections(cluster, stratum) -> np.ndarray:
 
 
 #: Alternating Newton steps of :func:`additive_logits` (each one over the tasks, then over
-#: the intercepts); the 40th moves the SWE-bench systems' logits by at most 5e-5, and the
-#: guide built on them need only be near the posterior (:func:`cluster_system_guide`).
+#: the intercepts): enough to settle the logits (``models/logit_normal.md``, sampling settings), and
+#: the guide built on them need only be near the posterior (:func:`cluster_system_guide`).
 ADDITIVE_STEPS = 40
 
 

@@ -106,9 +106,8 @@ def _v_log_density(v, eta_e, c, n, prec_v):
 LIKELIHOOD_TRIES = 8
 #: Newton steps from 0 to the tangent point of :func:`_v_draw_from`, each clipped to
 #: ``MAX_STEP``: one-sided cells far from their predictor (a wall against a wide spread:
-#: LiveCodeBench's conditionals peak up to 7 logits from 0) need several; on LiveCodeBench's
-#: fit the tangent kept under a fifth of the proposals in 9% of the one-sided cells after one
-#: step, 4% after two, 0.9% after three, 0.07% after four
+#: LiveCodeBench's conditionals peak up to 7 logits from 0) need several; each further step
+#: leaves fewer cells with a poor tangent (``models/logit_normal.md``, sampling settings).
 TANGENT_NEWTON = 4
 NEWTON_ENOUGH = 0.25  # a Newton step this short ends the search for the tangent point
 
@@ -157,11 +156,11 @@ def _v_draw_from(rng, eta_e, c, n, prec_v, sigma_v):
     of the log-concave density (:func:`_v_hull`). Either way the draw is exact: the first
     route changes the cost only. The proposals come from ``rng``, a NumPy Generator
     (ziggurat normals and exponentials: a third of the cost of numba's legacy normals); the
-    hull, rarely reached (under 1% of the cells of the 25-system SWE-bench fit), draws from
+    hull, rarely reached (``models/logit_normal.md``), draws from
     the legacy generator with its own buffers, so that a call passes scalars only.
 
-    A cell with successes and failures whose likelihood is narrow against the prior (a
-    spread of 4.7 on LiveCodeBench, where the tangent keeps 4% of its proposals there) is
+    A cell with successes and failures whose likelihood is narrow against the prior (the
+    tangent keeps few of its proposals there: ``models/logit_normal.md``) is
     drawn from the likelihood instead, where that route keeps more: up to
     ``LIKELIHOOD_TRIES`` proposals, then the tangent (:func:`_likelihood_route`).
     """

@@ -88,8 +88,8 @@ def _prior_rates(rng, eta, c, n, peak, sigma_e, sigma_v, paired, trials):
 
 #: Prior proposals a task gets (:func:`_prior_try`) before it turns to the task effect's
 #: hull, where its pattern's prior keeps at least ``PRIOR_KEEP`` of them at the reference
-#: draw (below that the hull is cheaper: on the SWE-bench pair's 40 patterns the prior keeps
-#: 0.02-0.84 of them, median 0.18; on a pattern of 25 systems next to none)
+#: draw (below that the hull is cheaper; how much the prior keeps: ``models/logit_normal.md``,
+#: sampling settings)
 PRIOR_TRIES = 32
 PRIOR_KEEP = 0.1
 

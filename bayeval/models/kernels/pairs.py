@@ -121,19 +121,18 @@ def _unpair(theta, spec, const, cluster, Q):
     ``sigma_task_system xi[s, g] / sqrt(n_g)`` (``xi[s, g]`` the sum of ``z_v[j, s]`` over the
     cluster's tasks over ``sqrt(n_g)``). With many one-task clusters the split of each sum
     between the two spreads is barely identified, and sampled as they are the pairs must
-    turn with every move of the split (Terminal-Bench's 70 families of 80 tasks: a bulk ESS
-    near 100 for the spreads, r-hat 1.04). So the sampler holds each pair rotated by the
-    angle ``atan2(sigma_small / sqrt(n_g), sigma_large)``: the first coordinate is the pair's
-    standardised sum, the second the direction the data do not see, standard normal. The
-    rotation is orthonormal at every value of the spreads: the prior is unchanged and its
-    Jacobian is one. The cluster sums, each pinned by its tasks' trials, are held centred
-    (``A[g] = rho[g] a[g]``, ``rho[g]^2 = sigma_cluster^2 + sigma_task^2 / n_g``; log-Jacobian
-    ``-sum log rho``), their standard normal values zero-sum and mean coordinates as the
-    cluster effects' (:func:`coordinates._zero_sum`), where the task effects are centred (each
+    turn with every move of the split, and mix slowly (``models/logit_normal.md``). So the sampler
+    holds each pair rotated by the angle ``atan2(sigma_small / sqrt(n_g), sigma_large)``: the first
+    coordinate is the pair's standardised sum, the second the direction the data do not see,
+    standard normal. The rotation is orthonormal at every value of the spreads: the prior is
+    unchanged and its Jacobian is one. The cluster sums, each pinned by its tasks' trials, are held
+    centred (``A[g] = rho[g] a[g]``, ``rho[g]^2 = sigma_cluster^2 + sigma_task^2 / n_g``;
+    log-Jacobian ``-sum log rho``), their standard normal values zero-sum and mean coordinates as
+    the cluster effects' (:func:`coordinates._zero_sum`), where the task effects are centred (each
     pinned by its trials), else standardised like the task effects (:func:`_turn_sums`, the partner
-    in the tasks' own coordinates); the cluster-by-system sums, each seen through a few trials,
-    stay standardised. The spreads of each pair are held in polar coordinates
-    (:func:`_from_polar`), the map applied before this one.
+    in the tasks' own coordinates); the cluster-by-system sums, each seen through a few trials, stay
+    standardised. The spreads of each pair are held in polar coordinates (:func:`_from_polar`), the
+    map applied before this one.
     """
     S, G, paired, inv_root, i_sig, i_mu, i_fu, i_mw, i_fw, i_tail = _pair_layout(
         spec, const, cluster

@@ -63,8 +63,8 @@ GRID_MAX_LOGIT_STEP = 1.0
 # ... and below GRID_INFO_STEP / sqrt(N) logits for N trials in a pattern: the task effect's
 # conditional has an sd of at least 2 / sqrt(N) logits (each trial's information is at most
 # 1/4), and a trapezoid's error on a normal of sd s with step h is ~2 exp(-2 pi^2 s^2 / h^2),
-# 7e-6 at h = 1.25 s and far less for the usual, wider conditionals (with 50 systems' single
-# trials and sigma_task = 3 the fixed 61 nodes erred by 1e-2 per task, now by under 1e-6)
+# 7e-6 at h = 1.25 s and far less for the usual, wider conditionals (the fixed grid's error
+# this replaced: ``models/logit_normal.md``, sampling settings)
 GRID_INFO_STEP = 2.5
 GRID_MAX_NODES = 2001  # the refinement stops here (sigma_task ~ 150 logits, far past any prior)
 

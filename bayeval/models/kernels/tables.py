@@ -424,8 +424,8 @@ def _tabled_pattern(
     )
     # Gauss-Hermite at the mode, except for a pattern with at most one success or at most
     # one failure over all its trials: its likelihood barely turns in e, the marginal is
-    # one-sided under a wide task spread and 9 nodes misjudge it by up to 1e-2, so it takes a
-    # trapezoid over its whole extent. The choice depends on the counts only, so the log
+    # one-sided under a wide task spread and Gauss-Hermite misjudges it (models/logit_normal.md), so
+    # it takes a trapezoid over its whole extent. The choice depends on the counts only, so the log
     # density stays smooth in the parameters.
     successes, trials = 0.0, 0.0
     for s in range(S):

@@ -2,8 +2,8 @@
 
 The density is :func:`bayeval.models.zoib.build_zoib_model`'s (every effect latent and
 non-centred, the same priors), written out by hand with its gradient in numba: nutpie's
-PyTensor route evaluates it through dozens of array operations a gradient (0.2 ms on
-LiveBench-like data of 720 cells), this one loop over the cells does it in a fraction of that,
+PyTensor route evaluates it through dozens of array operations a gradient (timed in
+``models/zoib.md``), this one loop over the cells does it in a fraction of that,
 and nutpie calls it as a C function from its threads (:mod:`bayeval.models.kernels.nutpie_model`),
 so a fit builds and compiles no model.
 
@@ -21,12 +21,10 @@ each system's level on these tasks, not ``alpha`` itself:
 (``sigma_task e[j] + sigma_cluster u[g(j)]``). The map has Jacobian one, so the density is the
 model's; it takes away the ridge along which every system's ``alpha`` and every shared effect
 trade a common shift, which NUTS with a diagonal mass matrix crosses slowly when many systems
-share the tasks (25 systems x 360 tasks, three seeds: bulk ESS of the population mean score
-202-361 against 27-126 with ``alpha`` as the coordinate; ``models/zoib.md``). With few tasks
+share the tasks (``models/zoib.md``). With few tasks
 the level is itself uncertain and ties ``alpha`` to ``sigma_task``'s funnel; no gain was
-measured there and 100 simulated benchmarks of ten tasks had more divergences with it (27 and
-243 under the two generators of ``benchmarks/score_coverage.py``, against 13-21 and 133-164
-with ``alpha``), so ``alpha`` stays the coordinate below :data:`LEVEL_TASKS` tasks.
+measured there and simulated benchmarks of ten tasks had more divergences with it, so
+``alpha`` stays the coordinate below :data:`LEVEL_TASKS` tasks.
 
 With the levels, the likelihood sees the task and cluster effects only through their
 deviations from the level: a common shift of every ``e`` (or every ``u``) moves nothing but the
@@ -35,10 +33,8 @@ in their standard normals, which the data do not pin while they pin each contras
 a diagonal mass matrix has to take steps sized for the contrasts to cross it. Those standard
 normals are therefore ``H' y`` for the coordinates ``y``, ``H`` the orthonormal Helmert matrix
 (:func:`helmert_to`; ``scipy.linalg.helmert(n, full=True)``), whose first row is the common
-shift: a rotation (Jacobian one) that makes the shift a coordinate of its own. 25 systems x
-360 tasks, three data seeds: the population mean score's smallest bulk ESS 1,297-1,564
-against 226-448, ``alpha``'s 1,070-2,239 against 254-507, in the same time a fit
-(``models/zoib.md``).
+shift: a rotation (Jacobian one) that makes the shift a coordinate of its own, which mixes
+better in the same time (``models/zoib.md``).
 """
 
 from __future__ import annotations

@@ -39,14 +39,14 @@ def normal_expectation(location, scale, metric, ks, tau=None):
     strip's half-width ``d`` over the step ``h``, times a factor that grows with the poles'
     order k; a step of ``min(0.4, 0.45 / scale)`` keeps it below 1e-12 for k up to 16 and
     below 1e-10 up to 256 at every scale, with the grid's ends at +-8 (the normal's mass
-    beyond is 1e-15). A fixed grid of 401 nodes took 2-4 times the work at the task spreads
-    of the bundled files and erred by 1e-10 at scales near 18. pass@k and pass^k are summed
-    by a compiled kernel a location at a time (:func:`bayeval.models.kernels.moments.
-    grid_expectations`: memory stays bounded at any number of draws, systems and clusters),
-    through ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k): one
-    exponential per k instead of a power. G-pass@k, the binomial tail ``I_p(m, k - m + 1)``
-    at ``m = ceil(tau k)``, and consistency ``(2p - 1)^2 = tanh(y / 2)^2`` are summed in
-    chunks of locations. Returns ``location.shape + (len(ks),)``.
+    beyond is 1e-15). A fixed grid cost more and erred more at wide scales
+    (``models/logit_normal.md``, sampling settings, ``normal_expectation``). pass@k and pass^k are
+    summed by a compiled kernel a location at a time (:func:`bayeval.models.kernels.moments.
+    grid_expectations`: memory stays bounded at any number of draws, systems and clusters), through
+    ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k): one exponential per k
+    instead of a power. G-pass@k, the binomial tail ``I_p(m, k - m + 1)`` at ``m = ceil(tau k)``,
+    and consistency ``(2p - 1)^2 = tanh(y / 2)^2`` are summed in chunks of locations. Returns
+    ``location.shape + (len(ks),)``.
 
     Examples
     --------

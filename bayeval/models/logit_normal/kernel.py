@@ -34,10 +34,8 @@ from bayeval.models.logit_normal.layout import SIGMAS, Layout, task_patterns, va
 #: scale of the task-level effects' attenuation ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 +
 #: sigma_task_system^2))`` (:func:`bayeval.models.kernels.coordinates._attenuation`): the data pin
 #: each system's rate near ``expit(alpha / kappa)``, so held plainly the intercepts move with
-#: the spreads along a curved ridge. On the 25 SWE-bench systems (4 chains x 1000 draws,
-#: seeds 0-2) the intercepts' smallest bulk ESS went from 788-1869 to 2474-3203,
-#: sigma_task's from 287-844 to 1232-1433 and the divergences from 16, 1, 27 to 3, 2, 1
-#: (benchmarks/results/fit_speed_logit_normal.txt). The full-latent form, whose task
+#: the spreads along a curved ridge, which NUTS crosses slowly: held so they mix better and
+#: diverge less (``models/logit_normal.md``, sampling settings).
 #: effects are sampled, keeps them plain.
 ATTENUATED_INTERCEPTS = True
 
@@ -56,11 +54,8 @@ WEIGHTED_LEVEL = True
 #: with its task-by-system effects' mean, standardised) and the spreads of each pair in polar
 #: coordinates (:func:`bayeval.models.kernels.pairs._from_polar`), where its cluster effects are
 #: not centred (few tasks a cluster) and, with centred task effects, no stratum spans two
-#: clusters. Terminal-Bench (70 families of 80 tasks; be.fit defaults): its 13 systems (seeds
-#: 1-8) smallest bulk ESS 523-619 and largest r-hat 1.006-1.012, against 82-135 and
-#: 1.023-1.048 (seeds 1-2) without, in 24-28 s against 21-22 s; its first two systems (seeds
-#: 0-3) 441-797 and 1.005-1.014, against 91-121 and 1.026-1.049 (seeds 0-1), 12-14 s either
-#: way (``benchmarks/results/fit_speed_logit_normal.txt``).
+#: clusters. Sampled as they are, the pairs turn with every move of the split and mix slowly
+#: on many small clusters (``models/logit_normal.md``, sampling settings).
 ROTATED_CLUSTER_PAIRS = True
 
 #: Cells from which the full-latent form integrates them over their task-by-system effects
@@ -68,14 +63,13 @@ ROTATED_CLUSTER_PAIRS = True
 #: ``(n - c, n)`` read at ``-y``: :func:`bayeval.models.kernels.cells.cell_tables`) instead of
 #: sampling those effects; the cells of counts without a table (beyond the
 #: :data:`CELL_TABLES` most common) keep theirs. Not with the cluster pairs rotated
-#: (:data:`ROTATED_CLUSTER_PAIRS`), whose map reads every cell's effect. LiveCodeBench (45 x
-#: 400 x 10 samples, 18,000 cells; 15,813 with no success or all): with its one-sided cells
-#: integrated a fit took 157-160 leapfrog steps a draw; with every cell integrated (seven
-#: tables), 31 (``benchmarks/results/fit_speed_logit_normal.txt``).
+#: (:data:`ROTATED_CLUSTER_PAIRS`), whose map reads every cell's effect. Integrating every
+#: cell cuts the leapfrog steps a draw several-fold on data of many trials a cell
+#: (``models/logit_normal.md``, sampling settings).
 TABLED_CELLS = 2000
-#: At most this many tables (one per pair of counts, the most common first): each is 12.5
-#: MB and 0.2-0.5 s to build on two cores (LiveCodeBench's seven: 2.2 s), then kept for later
-#: fits (:data:`TABLE_CACHE`).
+#: At most this many tables (one per pair of counts, the most common first): each costs memory
+#: and build time (``models/logit_normal.md``, sampling settings), so they are kept for later fits
+#: (:data:`TABLE_CACHE`).
 CELL_TABLES = 12
 #: Tables kept in this process for later fits (by counts).
 TABLE_CACHE = 16
@@ -399,20 +393,13 @@ LATENT_FORMS = ("full-latent", "task-latent")
 #: What a full-latent fit keeps per draw (not its task-by-system effects).
 LATENT_KEPT = ("hyper", "task_effect")
 #: NUTS target acceptance where the variance components' funnels make divergences: the
-#: full-latent form, and the collapsed form on fewer than :data:`FEW_TASKS` tasks. At
-#: nutpie's default 0.8, two systems x 10 tasks x 2 trials in 3 clusters (collapsed) diverged
-#: in 3 of 6 seeds and Terminal-Bench (full-latent) in one chain of one of 4 seeds (94), none
-#: at 0.9, in about the same time (4 chains x 1000 draws, 2 cores: Terminal-Bench 13.6-14.9 s
-#: against 14.1-17.7, min bulk ESS 52-98 against 14-43; LiveCodeBench 111 s against 107 on
-#: one seed). On the SWE-bench pair (collapsed, 500 tasks, no divergences either way) 0.9
-#: cost a third of the ESS (429-1058 against 678-1304 over six seeds): larger data keep 0.8.
-#: The task-latent form takes 0.9 too: at 0.8 the first 12 SWE-bench systems diverged 48
-#: times (seed 1, bulk ESS 168); at 0.9 none on two seeds (757-807), and all 25 systems
-#: none (515-549, against 0 and 308 at 0.8 in 45 s instead of 59-65 s; measured before the
-#: table reads were written out in one loop).
+#: full-latent form, the task-latent form and the collapsed form on fewer than
+#: :data:`FEW_TASKS` tasks. At 0.9 these diverged less than at nutpie's default 0.8 in about
+#: the same time, while on larger data 0.9 cost ESS, so they keep 0.8 (``models/logit_normal.md``,
+#: sampling settings).
 TARGET_ACCEPT = 0.9
-#: Below this many tasks the collapsed form is sampled at :data:`TARGET_ACCEPT` (a cut
-#: between the sizes measured, 10 and 500 tasks; a fit this small takes seconds).
+#: Below this many tasks the collapsed form is sampled at :data:`TARGET_ACCEPT`: a cut between
+#: the sizes measured (``models/logit_normal.md``, sampling settings); a fit this small is quick.
 FEW_TASKS = 50
 
 

@@ -63,12 +63,8 @@ def system_parametrisation(ds: xr.Dataset) -> int:
     standard error (averaged over the missing-outcome bounds, so every bound gets one form):
     centred above :data:`SYSTEM_CENTRED_RATIO` times it. With few systems ``sigma_system``
     keeps posterior mass near zero even where the data tell the systems apart, and there the
-    centred form is a funnel: Multi-SWE-bench Java (5 systems, ratio 2.5) diverged 10-91 times
-    in three fits centred and never non-centred (4 chains x 1000 draws; divergent draws at
-    ``sigma_system`` 0.22 against a median of 1.23). The first 5 and 8 SWE-bench systems
-    (ratios 3.4, 3.8) diverged 0-2 times centred and never non-centred; LangChain (9 systems,
-    7.2) and the leaderboards (Terminal-Bench 38, SWE-bench 81, LiveCodeBench 160) stay
-    centred: ``benchmarks/results/fit_speed_logit_normal.txt``.
+    centred form is a funnel: below the ratio the centred fits diverged and the non-centred
+    ones did not (``models/logit_normal.md``, sampling settings).
 
     Examples
     --------
@@ -170,25 +166,17 @@ def task_parametrisation(ds: xr.Dataset) -> bool:
 
 
 #: The fewest systems for which ``fit`` samples the task-latent form of data with at most
-#: ``LOW_TRIALS`` trials a task (:func:`sampling_form`). Measured on the first S SWE-bench
-#: systems (4 chains x 1000 draws, 2 cores, seeds 1-2): at 8 the collapsed form took 23.6 s
-#: (bulk ESS 1045) against 26 s (653-769) at target acceptance 0.8; at 12 it took 60 s (598)
-#: against 37-41 s (757-807) at 0.9; at 16, 56 s with 39 divergences against 37 s (all
-#: before the table reads were written out in one loop, which took a third off a gradient).
+#: ``LOW_TRIALS`` trials a task (:func:`sampling_form`): from about this many systems it is
+#: faster than the collapsed form and mixes as well or better (``models/logit_normal.md``, sampling
+#: settings).
 TASK_LATENT_SYSTEMS = 12
 
 #: With clusters, the fewest tasks a cluster holds on average for which ``fit`` samples the
-#: task-latent form (:func:`sampling_form`), whose cluster effects are centred. Simulated
-#: (12 systems, one trial a task, cluster sd 0.7, 2 chains x 500 draws;
-#: ``benchmarks/results/task_latent_coverage.txt``): before the form's coordinates were guided
-#: (:func:`bayeval.models.kernels.guide._unguide`), with 10 tasks a cluster 19 of 60 fits
-#: diverged, one with a chain stuck at ``sigma_cluster`` 0.03 (bulk ESS 3), and with 40 a
-#: cluster 8 of 40 (one stuck); guided, none of 40 diverged in either (smallest bulk ESS 105
-#: and 110 at worst), and fits of 12 x 100 in 10 clusters took 2.0-2.7 s against the
-#: collapsed form's 9.3-9.8 s (4 chains x 1000 draws). Fewer tasks a cluster were not
-#: simulated at that scale (2 a cluster, two fits: 8.2-8.5 s against 36-38 s, no
-#: divergences). ``fit`` still samples the collapsed form when a task-latent fit diverges
-#: (:data:`REFIT_DIVERGENT_TASK_LATENT`). SWE-bench has 42.
+#: task-latent form (:func:`sampling_form`), whose cluster effects are centred: guided, it
+#: did not diverge at this size in simulation and was several times faster than the
+#: collapsed form (``models/logit_normal.md``, sampling settings). ``fit`` still samples the
+#: collapsed form when a task-latent fit diverges (:data:`REFIT_DIVERGENT_TASK_LATENT`). SWE-bench
+#: has 42.
 TASK_LATENT_CLUSTER_TASKS = 10
 
 
@@ -211,27 +199,21 @@ def sampling_form(ds: xr.Dataset) -> tuple[str, str]:
     equal counts share one: the collapsed form stays cheap however many trials. Several
     systems with more trials make nearly every task a pattern of its own, which costs a
     nested integral at every gradient, while each latent effect is informed by its trials;
-    the full-latent form is one compiled log density (:func:`sample_kernel`). Measured
-    (4 chains x 1000 draws, 2 cores, ``benchmarks/results/sampling_form.txt``): Terminal-Bench
-    (13 x 80 x 5) full-latent 14 s against collapsed 245 s; a three-system clustered toy
-    (3 x 48 x 4) 4-5 s against 76-85 s, with 7-12x less time per effective draw; two systems
-    x 50 tasks x 4 trials 3-4 s against 26-30 s; two systems x 10 tasks x 32 trials 1 s
-    against 7-8 s; two systems x 5 tasks x 8 trials 2 s against 12-16 s, with fewer
-    divergences. So the full-latent form is sampled for several systems when at least half of
+    the full-latent form is one compiled log density (:func:`sample_kernel`), several times
+    faster there at every size measured (``models/logit_normal.md``, sampling settings,
+    ``sampling_form``). So the full-latent form is sampled for several systems when at least half of
     the tasks have more than two trials for some system and those tasks hold at least
-    :data:`LATENT_CELLS` system-task cells (smaller data were not measured); one system and
-    data with one or two trials per task keep the collapsed form, whose integrals also remove
-    the funnel of few tasks, unless there are at least :data:`TASK_LATENT_SYSTEMS` systems
-    and, with clusters, at least :data:`TASK_LATENT_CLUSTER_TASKS` tasks a cluster on average:
-    then each pattern's integral multiplies every system's terms at every grid node, and the
-    task-latent form (task effects sampled, centred; each cell's task-by-system effect
-    integrated out by the grid's inner rule; the intercepts, cluster effects and task
-    effects held over ``kappa = sqrt(1 + (pi / 8) sigma_task_system^2)`` as the collapsed
-    form holds them) costs one table read per cell. On the 25 SWE-bench systems
-    (``benchmarks/results/fit_speed_logit_normal.txt``) a fit took 21.3 s against 55.3 s in
-    one run, with no divergences against 2 and a smallest bulk ESS of 575 against 533.
-    Both forms are the same posterior (``benchmarks/logit_normal_agreement.py``) and ``fit``
-    keeps the same quantities of both.
+    :data:`LATENT_CELLS` system-task cells (smaller data were not measured); one system and data
+    with one or two trials per task keep the collapsed form, whose integrals also remove the funnel
+    of few tasks, unless there are at least :data:`TASK_LATENT_SYSTEMS` systems and, with clusters,
+    at least :data:`TASK_LATENT_CLUSTER_TASKS` tasks a cluster on average: then each pattern's
+    integral multiplies every system's terms at every grid node, and the task-latent form (task
+    effects sampled, centred; each cell's task-by-system effect integrated out by the grid's inner
+    rule; the intercepts, cluster effects and task effects held over ``kappa = sqrt(1 + (pi / 8)
+    sigma_task_system^2)`` as the collapsed form holds them) costs one table read per cell: on the
+    25 SWE-bench systems it was faster and diverged less (``models/logit_normal.md``, sampling
+    settings, ``sampling_form``). Both forms are the same posterior
+    (``benchmarks/logit_normal_agreement.py``) and ``fit`` keeps the same quantities of both.
 
     Examples
     --------
