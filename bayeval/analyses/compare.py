@@ -18,6 +18,7 @@ from bayeval.analyses.runs import check_recipes, recipe_values
 from bayeval.data.digests import check_comparable
 from bayeval.estimators import metric_ks, validate_metric
 from bayeval.inference import infer
+from bayeval.models import get_model
 from bayeval.posterior import credible_interval
 from bayeval.resampling import (
     _intervals,
@@ -156,7 +157,9 @@ def compare(
     else:
         values = posterior.draws(metric, k, estimand, **options, systems=members)
     crossed_fit = (
-        "missing_bound" in values.dims and posterior.model == "logit_normal" and runs is None
+        "missing_bound" in values.dims
+        and get_model(posterior.model).crossed_bounds_refit
+        and runs is None
     )
     if crossed_fit:
         # a paired model shares task effects between the systems: each crossed bound is

@@ -78,7 +78,7 @@ def recipe_values(
         out = grouped.sel(recipe=order).rename(recipe="system")
         out.attrs = values.attrs
         return out
-    if posterior.model != "logit_normal" or "sigma_run" not in posterior.tree["posterior"]:
+    if "sigma_run" not in posterior.tree["posterior"]:  # only logit_normal has a run level
         raise ValueError(
             "runs='new' needs the logit_normal model with a run level (a recipe "
             "with two or more runs): it is about new training seeds, whose "

@@ -64,6 +64,9 @@ class Model(ABC):
     engines: ClassVar[dict[str, str]] = {}
     #: Whether comparisons of systems on shared tasks are paired (shared task effects).
     paired: ClassVar[bool] = False
+    #: Whether a comparison's crossed missing-outcome bounds need one joint fit per bound (the
+    #: systems share task effects, so the bounds' draws cannot be crossed after the fact).
+    crossed_bounds_refit: ClassVar[bool] = False
     #: Whether :meth:`population` and :meth:`tasks` take ``systems`` (a system's draws do not
     #: depend on the systems read beside it).
     subsets: ClassVar[bool] = False

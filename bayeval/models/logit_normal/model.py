@@ -110,6 +110,7 @@ class LogitNormalRates(base.Model):
     estimands = ("tasks", "population")
     engines = {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc", "numpyro": "numpyro"}
     paired = True
+    crossed_bounds_refit = True
     #: :meth:`population` and :meth:`tasks` take ``systems``: a system's draws are the same
     #: whichever systems are read beside it, so a reader may ask for a few and add the rest
     subsets = True
