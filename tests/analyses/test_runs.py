@@ -1,16 +1,14 @@
 """Training runs as a level: from_frame(run=), recipe comparisons over observed or new runs, the
 run component of the noise."""
 
-import warnings
-
 import numpy as np
 import pandas as pd
 import pytest
 from scipy import special, stats
 
 import bayeval as be
-from bayeval import BayevalWarning
 from bayeval.analyses.noise import noise
+from bayeval.testing import fake_results
 
 
 def _frame(seed=0, run_sd=0.3, n_tasks=30, n_runs=3, trials=4):
@@ -37,9 +35,7 @@ def _frame(seed=0, run_sd=0.3, n_tasks=30, n_runs=3, trials=4):
 @pytest.fixture(scope="module")
 def paired_runs():
     data = be.from_frame(_frame(), system="recipe", run="seed")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BayevalWarning)  # small fit: gates may fail
-        res = be.fit(data, model="logit_normal", draws=300, tune=300, chains=2, seed=2)
+    res = fake_results(data, model="logit_normal", draws=300, chains=2, seed=2)
     return data, res
 
 
@@ -77,7 +73,7 @@ def test_run_column_refusals():
 
 def test_observed_runs_average_the_checkpoints_and_round_trip(tmp_path):
     data = be.from_frame(_frame(n_tasks=12), system="recipe", run="seed")
-    res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+    res = fake_results(data, model="hierarchical", draws=200, chains=2, seed=0)
     out = res.compare("B", "A", runs="observed")
     draws = res.pass_at_k()
     by_hand = draws.sel(system=["B/0", "B/1", "B/2"]).mean("system") - draws.sel(
@@ -98,7 +94,7 @@ def test_observed_runs_average_the_checkpoints_and_round_trip(tmp_path):
         res.compare("B", "A", runs="new")
     with pytest.raises(ValueError, match="'C' is not a recipe"):
         res.compare("C", "A", runs="observed")
-    plain = be.fit(
+    plain = fake_results(
         be.from_counts([[1, 2], [2, 1]], trials=3, systems=["A", "B"]),
         model="hierarchical",
         draws=50,

@@ -15,6 +15,7 @@ from matplotlib.text import Text  # noqa: E402
 
 import bayeval as be  # noqa: E402
 from bayeval import plots  # noqa: E402
+from bayeval.testing import fake_results  # noqa: E402
 
 SAMPLE = ["chain", "draw"]
 SIZES = [2, 13, 25, 45]
@@ -44,14 +45,14 @@ def fitted(request):
     rates = np.linspace(0.15, 0.85, S)
     p = np.clip(rates[:, None] + rng.normal(0, 0.15, (S, 30)), 0.01, 0.99)
     data = be.from_counts(rng.binomial(4, p).tolist(), trials=4, systems=long_names(S))
-    return data, be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2, seed=0)
+    return data, fake_results(data, model="hierarchical", draws=100, chains=2, seed=0)
 
 
 @pytest.fixture(scope="module")
 def bounds_fit():
     """Terminal-Bench (13 systems, 80 tasks x 5 trials) under missing="bounds"."""
     data = be.datasets.load("terminal_bench", missing="bounds")
-    return data, be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=2, seed=1)
+    return data, fake_results(data, model="hierarchical", draws=100, chains=2, seed=1)
 
 
 def texts(fig):
@@ -229,7 +230,7 @@ def few_trials():
     base = rng.binomial(2, 0.45, 90)
     cand = np.clip(base + rng.choice([-1, 0, 0, 1, 1, 2], 90), 0, 2)
     data = be.from_counts([base, cand], trials=2, systems=["base", "cand"])
-    return data, be.fit(data, model="beta_binomial", draws=400, chains=2, seed=2)
+    return data, fake_results(data, model="beta_binomial", draws=400, chains=2, seed=2)
 
 
 @pytest.mark.parametrize("kind", ["tasks", "differences"])

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 import bayeval as be
 from bayeval import BayevalWarning, plots
+from bayeval.testing import fake_results
 
 SAMPLE = ["chain", "draw"]
 COUNTS = np.array(
@@ -51,7 +52,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def res(data):
-    return be.fit(data, model="hierarchical", sampler="grid", draws=300, chains=2, seed=3)
+    return fake_results(data, model="hierarchical", draws=300, chains=2, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def moves():
     data = be.from_counts(
         counts, trials=10, systems=["A", "B"], tasks=["t0", "t1", "t2", "t3", "t4", "t5"]
     )
-    return be.fit(data, model="beta_binomial", draws=400, chains=2, seed=5)
+    return fake_results(data, model="beta_binomial", draws=400, chains=2, seed=5)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +72,7 @@ def tb_data():
 
 @pytest.fixture(scope="module")
 def tb_res(tb_data):
-    return be.fit(tb_data, model="hierarchical", sampler="grid", draws=200, chains=2, seed=11)
+    return fake_results(tb_data, model="hierarchical", draws=200, chains=2, seed=11)
 
 
 def by_gid(ax, gid):

@@ -11,6 +11,7 @@ import bayeval as be
 from bayeval import report
 from bayeval.report import build_report, paired_spread, report_data, write_report
 from bayeval.simulate import simulate_benchmark
+from bayeval.testing import fake_results
 
 N_BOOT = 500
 SEED = 7
@@ -58,7 +59,7 @@ def sim():
 
 @pytest.fixture(scope="module")
 def res(sim):
-    return be.fit(sim.data, model="hierarchical", sampler="grid", draws=200, chains=2, seed=3)
+    return fake_results(sim.data, model="hierarchical", draws=200, chains=2, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +79,7 @@ def bounded():
     frame = be.datasets.frame("terminal_bench")
     data = be.from_frame(frame, trial="trial", cluster="cluster", missing="bounds")
     data = data.sel(system=data.systems[:3])
-    return be.fit(data, sampler="grid", draws=200, chains=2, seed=1)
+    return fake_results(data, model="hierarchical", draws=200, chains=2, seed=1)
 
 
 def _row(rows, **where):
