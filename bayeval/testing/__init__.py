@@ -39,7 +39,7 @@ from scipy import special
 
 from bayeval._validate import validate_choice, validate_positive_int, validate_seed
 from bayeval.data import EvalData, from_counts, from_frame, require_valid_outcomes
-from bayeval.models import beta_binomial, get_model, hierarchical, logit_normal, zoib
+from bayeval.models import _groups, beta_binomial, get_model, hierarchical, logit_normal, zoib
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.posterior import Posterior
 from bayeval.results import Results
@@ -51,9 +51,8 @@ __all__ = ["FAKE_SAMPLER", "MODELS", "fake_data", "fake_posterior", "fake_result
 FAKE_SAMPLER = "fake"
 #: The models a fake stands for.
 MODELS = ("beta_binomial", "hierarchical", "logit_normal", "zoib")
-# as bayeval.fit: stored per-task draws and replicated counts up to these many numbers
+# as bayeval.fit: stored per-task draws up to these many numbers
 _TASK_DRAWS_LIMIT = 4_000_000
-_REPLICATE_LIMIT = 4_000_000
 
 
 # -- data ----------------------------------------------------------------------------------------
@@ -353,7 +352,7 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
     if counts:
         rates = get_model(model)
         predictive = rates.predictive(tree)
-        replicated = _replicated_successes(tree, rates, n, bounds, seed)
+        replicated = _groups.replicated_successes(tree, seed)
         if replicated is not None:
             predictive = predictive.assign(successes=replicated)
         tree["posterior_predictive"] = xr.DataTree(predictive)
@@ -477,19 +476,3 @@ def _diagnostics(posterior, sample_stats) -> dict:
         "divergences": 0,
         "min_bfmi": float(np.min(bfmi)),
     }
-
-
-def _replicated_successes(tree, rates, n, bounds, seed):
-    """Replicated counts of these tasks, one set per draw, as ``fit`` keeps them.
-
-    Each task's rate is drawn from its conditional, then the binomial; None under bounds or
-    above :data:`_REPLICATE_LIMIT` numbers.
-    """
-    post = tree["posterior"]
-    size = post.sizes["chain"] * post.sizes["draw"] * n[0].size
-    if bounds is not None or size > _REPLICATE_LIMIT:
-        return None
-    p = rates.task_rates(tree).transpose("chain", "draw", "system", "task")
-    rng = np.random.default_rng([seed, 5])
-    counts = rng.binomial(n[0][None, None].astype(np.int64), np.nan_to_num(np.clip(p.values, 0, 1)))
-    return p.copy(data=counts.astype(np.int64)).rename("successes")
