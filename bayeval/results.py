@@ -335,10 +335,20 @@ class Results(Posterior):
         k,
         estimand: str = "population",
         ci_prob: float = 0.95,
+        clusters=None,
+        weighting: str = "task",
     ) -> xr.Dataset:
         """The effect as a curve over k: see :func:`bayeval.analyses.curves.compare_curve`."""
         return compare_curve(
-            self, candidate, baseline, metric=metric, k=k, estimand=estimand, ci_prob=ci_prob
+            self,
+            candidate,
+            baseline,
+            metric=metric,
+            k=k,
+            estimand=estimand,
+            ci_prob=ci_prob,
+            clusters=clusters,
+            weighting=weighting,
         )
 
     def compare_subsets(

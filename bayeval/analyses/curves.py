@@ -6,6 +6,8 @@ reversal, beside the paired bootstrap curve (its twin).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import xarray as xr
@@ -22,7 +24,7 @@ from bayeval.analyses.arrays import crossing_points
 from bayeval.analyses.compare import _crossed_fits, compare
 from bayeval.models import get_model
 from bayeval.models._beta_family import metric_of_rate
-from bayeval.resampling import _refuse_scores
+from bayeval.resampling import _layout, _refuse_scores, _resample_values
 
 __all__ = ["compare_curve", "curve_bootstrap", "reversal_tasks"]
 
@@ -33,6 +35,22 @@ BAND = (
     "the share ci_prob of the draws at every k at once (so the band contains each "
     "pointwise interval)"
 )
+
+
+def _bootstrap_words(unit: str, weighting: str, clusters=None, *, short: bool = False) -> str:
+    """The curve bootstrap's design in words: its unit, groups and weighting.
+
+    ``short``: the legend's form (``"cluster bootstrap (clusters alike)"``).
+    """
+    alike = weighting == "cluster"
+    if clusters == "observed":
+        if short:
+            return "task bootstrap (within clusters" + (" alike)" if alike else ")")
+        each = "each cluster weighing the same" if alike else "clusters weighted by their tasks"
+        return f"task bootstrap within the observed clusters, {each}"
+    if short:
+        return f"{unit} bootstrap" + (" (clusters alike)" if alike else "")
+    return f"{unit} bootstrap" + (", each cluster weighing the same" if alike else "")
 
 
 def sup_t_band(draws: np.ndarray, ci_prob: float):
@@ -62,6 +80,8 @@ def compare_curve(
     k,
     estimand: str = "population",
     ci_prob: float = 0.95,
+    clusters=None,
+    weighting: str = "task",
 ) -> xr.Dataset:
     """The effect ``metric(candidate) - metric(baseline)`` as a curve over k.
 
@@ -74,6 +94,9 @@ def compare_curve(
         At least two increasing ks.
     estimand : {"population", "tasks"}, default "population"
     ci_prob : float, default 0.95
+    clusters, weighting
+        The population estimand asked for, as in :func:`bayeval.analyses.compare.compare`
+        (default: what the clusters support, :func:`bayeval.data.clusters.default_clusters`).
 
     Returns
     -------
@@ -117,6 +140,8 @@ def compare_curve(
         k=ks.tolist(),
         estimand=estimand,
         ci_prob=ci_prob,
+        clusters=clusters,
+        weighting=weighting,
     )
     effect = cmp["effect"]
     band = over_samples(
@@ -277,23 +302,26 @@ def curve_bootstrap(
     k,
     unit="task",
     weighting="task",
+    clusters=None,
     ci_prob=0.95,
     n_boot=2000,
     seed=0,
 ) -> xr.Dataset:
     """Paired bootstrap of the effect curve over k.
 
-    Gives pointwise percentile intervals and a simultaneous band, resampling tasks (or
-    whole clusters with ``unit="cluster"``), the same units in every replicate at every k.
+    Gives pointwise percentile intervals and a simultaneous band, resampling tasks (within
+    the observed clusters with ``clusters="observed"``) or whole clusters
+    (``unit="cluster"``), the same units in every replicate at every k.
 
-    The twin of :func:`compare_curve`, reached as ``bayeval.bootstrap.compare_curve``. The
-    effect at each k is the mean, over the tasks with at least k trials for both systems, of
-    the difference of unbiased estimators, weighted as :func:`bayeval.bootstrap.compare`
-    weighs it: each task alike (``weighting="task"``) or each cluster alike
-    (``"cluster"``, with ``unit="cluster"``: each cluster's mean, then their mean). At a
-    k every shared task has, the point is the paired bootstrap's effect of that k, at the
-    same unit and weighting. Under ``missing="bounds"`` the bounds cross as there
-    (``lower``: the candidate's missing outcomes as failures, the baseline's as successes).
+    The twin of :func:`compare_curve`, reached as ``bayeval.bootstrap.compare_curve``, with
+    the units, groups and weights of :func:`bayeval.bootstrap.compare` (strata, clusters):
+    pass it the comparison twin's settings (:func:`bayeval.analyses.crosscheck.bootstrap_twin`,
+    ``**twin.attrs``). The effect at each k is the weighted mean, over the tasks with at
+    least k trials for both systems, of the difference of unbiased estimators: each task
+    alike (``weighting="task"``) or each cluster alike (``"cluster"``: each cluster's mean,
+    then their mean). At a k every shared task has, the point is the paired bootstrap's
+    effect of that k. Under ``missing="bounds"`` the bounds cross as there (``lower``: the
+    candidate's missing outcomes as failures, the baseline's as successes).
 
     Parameters
     ----------
@@ -303,6 +331,8 @@ def curve_bootstrap(
     k : list of int
     unit : {"task", "cluster"}
     weighting : {"task", "cluster"}, default "task"
+    clusters : {None, "observed"}
+        ``"observed"``: tasks resampled within their clusters (``unit="task"``).
     ci_prob : float, default 0.95
     n_boot : int, default 2000
     seed : int, default 0
@@ -313,7 +343,9 @@ def curve_bootstrap(
         ``effect``, ``effect_interval`` (pointwise), ``effect_band`` (simultaneous, the
         pointwise intervals at the level ``band_level``: see
         :func:`bayeval.analyses.arrays.quantile_band`, so the band contains each pointwise
-        interval) and ``n_tasks`` (the tasks behind each point) over k.
+        interval) and ``n_tasks`` (the tasks behind each point) over k; NaN at a k where a
+        group the bootstrap resamples within (a stratum, or a cluster under
+        ``clusters="observed"``) has no task with k trials.
 
     Examples
     --------
@@ -331,67 +363,78 @@ def curve_bootstrap(
         raise ValueError(f"unit must be 'task' or 'cluster'; got {unit!r}")
     if weighting not in ("task", "cluster"):
         raise ValueError(f"weighting must be 'task' or 'cluster'; got {weighting!r}")
-    if weighting == "cluster" and unit != "cluster":
-        raise ValueError("weighting='cluster' resamples whole clusters: use unit='cluster'")
+    if clusters not in (None, "observed"):
+        raise ValueError(f"clusters must be None or 'observed'; got {clusters!r}")
+    if clusters == "observed" and unit != "task":
+        raise ValueError(f"clusters='observed' resamples tasks: use unit='task'; got {unit!r}")
+    if weighting == "cluster" and unit != "cluster" and clusters != "observed":
+        raise ValueError(
+            "weighting='cluster' resamples whole clusters: use unit='cluster' (or "
+            "clusters='observed', tasks resampled within their clusters)"
+        )
     _refuse_scores(data, metric)
     ds = data.dataset
     for role, label in (("candidate", candidate), ("baseline", baseline)):
         if label not in data.systems:
             raise ValueError(f"{role} {label!r} is not a system of the data")
-    if unit == "cluster" and "cluster" not in ds.coords:
-        raise ValueError("unit='cluster' needs task clusters")
-    pair = ds.sel(system=[candidate, baseline])
-    successes = pair["successes"]
-    bounds = (
-        successes["missing_bound"].values.tolist() if "missing_bound" in successes.dims else [None]
-    )
-    n = pair["trials"].transpose("system", "task").values
+    if (unit == "cluster" or clusters == "observed") and "cluster" not in ds.coords:
+        raise ValueError(f"unit={unit!r}, clusters={clusters!r} needs task clusters")
+    pair = data.sel(system=[candidate, baseline])
+    n = pair.dataset["trials"].transpose("system", "task").values
     shared = (n > 0).all(axis=0)
     if not (n[:, shared] >= ks.min()).all(axis=0).any():
         raise ValueError(f"no task has at least k={int(ks.min())} trials for both systems")
+    if not shared.all():
+        pair = pair.sel(task=pair.tasks[shared].tolist())
     n = n[:, shared]
+    successes = pair.dataset["successes"]
+    bounds = (
+        successes["missing_bound"].values.tolist() if "missing_bound" in successes.dims else [None]
+    )
     valid = np.stack([(n >= kk).all(axis=0) for kk in ks], axis=1)  # (J, K)
-    if unit == "cluster":
-        codes = pd.factorize(np.asarray(ds["cluster"].values[shared], dtype=object))[0]
-    else:
-        codes = np.arange(n.shape[1])
-    G = codes.max() + 1
-    rng = np.random.default_rng(seed)
-    weights = rng.multinomial(G, np.full(G, 1.0 / G), size=n_boot).astype(float)
-    counts = np.zeros((G, len(ks)))
-    np.add.at(counts, codes, valid.astype(float))
+    # the comparison bootstrap's units, groups (strata, observed clusters) and their weights
+    layout = _layout(pair, unit, weighting, clusters)
     crossed = {None: None, "lower": "upper", "upper": "lower"}
-    parts = []
+    # one column per (bound, system, k), so every replicate draws the same units for all
+    values, masks = [], []
     for bound in bounds:
         c = np.stack(
             [
                 (successes if b is None else successes.sel(missing_bound=b))
                 .sel(system=s)
-                .values[shared]
+                .transpose("task")
+                .values
                 for s, b in ((candidate, bound), (baseline, crossed[bound]))
             ]
         )
-        diff = np.stack(
-            [np.subtract(*observed_scores(c, n, int(kk), metric)[1]) for kk in ks], axis=1
-        )  # (J, K), NaN where a task has fewer than k trials
-        sums = np.zeros((G, len(ks)))
-        np.add.at(sums, codes, np.where(valid, diff, 0.0))
-        if weighting == "cluster":  # each cluster's mean, each cluster alike
-            with np.errstate(invalid="ignore", divide="ignore"):
-                means = np.where(counts > 0, sums / np.where(counts > 0, counts, 1), 0.0)
-            top, bottom = means, (counts > 0).astype(float)
-        else:
-            top, bottom = sums, counts
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boot = (weights @ top) / (weights @ bottom)
-            estimate = top.sum(axis=0) / bottom.sum(axis=0)
+        for side in range(2):
+            for i, kk in enumerate(ks):
+                per = observed_scores(c, n, int(kk), metric)[1][side]
+                values.append(np.where(valid[:, i], per, 0.0))
+                masks.append(valid[:, i])
+    res = _resample_values(
+        np.array(values)[..., None],
+        np.array(masks),
+        metric,
+        layout,
+        n_boot,
+        np.random.default_rng(seed),
+    )
+    shape = (len(bounds), 2, len(ks))
+    estimate = res.estimate[..., 0].reshape(shape)
+    replicates = res.replicates[..., 0].reshape((n_boot, *shape))
+    parts = []
+    for b in range(len(bounds)):
+        boot = replicates[:, b, 0] - replicates[:, b, 1]  # (replicate, k)
         alpha = 1 - ci_prob
-        interval = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0).T
+        with warnings.catch_warnings():  # a k no replicate reaches is NaN, as the point is
+            warnings.simplefilter("ignore", RuntimeWarning)
+            interval = np.nanquantile(boot, [alpha / 2, 1 - alpha / 2], axis=0).T
         band, level = arrays.quantile_band(boot, ci_prob=ci_prob, axis=0, grid_axis=-1)
         parts.append(
             xr.Dataset(
                 {
-                    "effect": (("k",), estimate),
+                    "effect": (("k",), estimate[b, 0] - estimate[b, 1]),
                     "effect_interval": (("k", "ci_bound"), interval),
                     "effect_band": (("k", "ci_bound"), band),
                     "band_level": level,
@@ -411,6 +454,7 @@ def curve_bootstrap(
         "metric": metric,
         "unit": unit,
         "weighting": weighting,
+        **({} if clusters is None else {"clusters": clusters}),
         "n_boot": n_boot,
         "ci_prob": ci_prob,
         "seed": seed,

@@ -407,6 +407,8 @@ def analyze(
             ci_prob=summary.ci_prob,
             n_boot=summary.n_boot,
             seed=fitting.seed,
+            clusters=summary.clusters,
+            weighting=summary.weighting,
         )
     if flagged_path:
         card["contamination"] = _contamination(

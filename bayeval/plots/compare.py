@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 
 from bayeval._validate import validate_choice, validate_prob
-from bayeval.analyses.curves import curve_bootstrap
+from bayeval.analyses.curves import _bootstrap_words, curve_bootstrap
 from bayeval.plots._base import (
     _SAMPLE_DIMS,
     _bounds,
@@ -551,13 +551,17 @@ def plot_compare_curve(
     shorten: bool = True,
     unit: str = "task",
     weighting: str = "task",
+    clusters=None,
 ):
     """The effect over k with its pointwise intervals and simultaneous band.
 
     Draws :meth:`Results.compare_curve` (the two names in the title shortened by
     :func:`short_names` of all the systems unless ``shorten=False``); with ``data`` the
     paired bootstrap of the curve (``bayeval.bootstrap.compare_curve``, resampling ``unit``,
-    weighted by ``weighting``) is drawn beside it, its legend naming the unit. Resampling
+    within the observed clusters with ``clusters="observed"``, weighted by ``weighting``) is
+    drawn beside it, its legend naming the unit; ``clusters`` also picks the posterior's
+    population, as in :meth:`Results.compare` (tasks within the observed clusters, or a new
+    cluster with ``unit="cluster"``; default: what the clusters support). Resampling
     tasks or clusters, the bootstrap is the twin of the population estimand; beside the
     tasks estimand (these tasks), which has no task-sampling spread, it is wider by design.
     Under ``missing="bounds"`` each crossed bound has its own colour (``lower``: the
@@ -576,8 +580,21 @@ def plot_compare_curve(
     _check_results(results)
     validate_choice("unit", unit, ("task", "cluster"))
     validate_choice("weighting", weighting, ("task", "cluster"))
+    if clusters not in (None, "observed"):
+        raise ValueError(f"clusters must be None or 'observed'; got {clusters!r}")
+    # the population whose twin the bootstrap is (a new cluster: the cluster bootstrap's);
+    # the hierarchical model has no cluster effects to choose between
+    population = {}
+    if estimand == "population" and results._paired and (clusters or unit == "cluster"):
+        population = {"clusters": clusters or "new", "weighting": weighting}
     curve = results.compare_curve(
-        candidate, baseline, k=k, metric=metric, estimand=estimand, ci_prob=ci_prob
+        candidate,
+        baseline,
+        k=k,
+        metric=metric,
+        estimand=estimand,
+        ci_prob=ci_prob,
+        **population,
     )
     ks = curve["k"].values
     fig, ax = _single_ax(ax, (8.5, 4.0))
@@ -591,13 +608,14 @@ def plot_compare_curve(
             metric=metric,
             unit=unit,
             weighting=weighting,
+            clusters=clusters,
             n_boot=n_boot,
             ci_prob=ci_prob,
             seed=seed,
         )
     bounds = _bounds(curve["effect_mean"])
     colors = {None: ("C0", "C1"), "lower": ("C0", "C1"), "upper": ("C2", "C3")}
-    what = f"{unit} bootstrap" + (" (clusters alike)" if weighting == "cluster" else "")
+    what = _bootstrap_words(unit, weighting, clusters, short=True)
     for bound in bounds:
         one = curve if bound is None else curve.sel(missing_bound=bound)
         tag = "" if bound is None else f" ({bound} bound)"

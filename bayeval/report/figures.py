@@ -149,6 +149,7 @@ def _plot_specs(results, report: dict, compare_results=None) -> tuple[list[tuple
                     seed=s["seed"],
                     unit=curves.get("unit", "task"),
                     weighting=curves.get("weighting", "task"),
+                    clusters=curves.get("clusters"),
                 ),
             )
         )

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from bayeval import bootstrap
 from bayeval.analyses.cost import K_STATISTICS, RATE_STATUSES
 from bayeval.analyses.crosscheck import bootstrap_twin
-from bayeval.analyses.curves import reversal_tasks
+from bayeval.analyses.curves import _bootstrap_words, reversal_tasks
 from bayeval.analyses.latency import LATENCY_RATES, latency_table
 from bayeval.analyses.runs import bootstrap_recipe_effect, run_spread
 from bayeval.analyses.tradeoff import evidence
+from bayeval.data.clusters import estimand_words
 from bayeval.harness import canary
 from bayeval.report._format import _metric_name
 from bayeval.report._values import _at, _bounds, _num
@@ -344,7 +347,19 @@ def recipes_section(
     }
 
 
-def curves_section(results, pairs, *, k, metric, estimand, ci_prob, n_boot, seed) -> dict:
+def curves_section(
+    results,
+    pairs,
+    *,
+    k,
+    metric,
+    estimand,
+    ci_prob,
+    n_boot,
+    seed,
+    clusters=None,
+    weighting="task",
+) -> dict:
     """Each compared pair's effect over k values, posterior beside the paired bootstrap.
 
     The posterior (:meth:`bayeval.Results.compare_curve`) gives pointwise intervals and a
@@ -363,14 +378,20 @@ def curves_section(results, pairs, *, k, metric, estimand, ci_prob, n_boot, seed
         The k values, in any order (a curve runs from the smallest).
     metric, estimand, ci_prob, n_boot, seed
         As in :meth:`bayeval.Results.compare_curve` and the bootstrap.
+    clusters, weighting
+        The population estimand asked for (as in :meth:`bayeval.Results.compare`; default:
+        what the clusters support): the curve and its bootstrap are those of the comparison.
 
     Returns
     -------
     dict
-        ``metric``, ``estimand``, ``k``, ``model``, ``band``, ``bootstrap`` (its design in
-        words), ``unit``, ``weighting``, ``n_boot`` and ``rows`` (one per pair and bound,
-        each with its ``missing_bound`` and its ``points`` over k, each point with the
-        tasks behind its bootstrap, ``bootstrap_n_tasks``).
+        ``metric``, ``estimand``, ``estimand_words`` (the estimand with its clusters and
+        weighting, in the words every output uses), ``k``, ``model``, ``band``,
+        ``bootstrap`` (its design in words), ``unit``, ``weighting``, ``clusters``
+        (``"observed"`` where tasks are resampled within their clusters, else None),
+        ``n_boot`` and ``rows`` (one per pair and bound, each with its ``missing_bound`` and
+        its ``points`` over k, each point with the tasks behind its bootstrap,
+        ``bootstrap_n_tasks``).
 
     Examples
     --------
@@ -383,15 +404,38 @@ def curves_section(results, pairs, *, k, metric, estimand, ci_prob, n_boot, seed
     >>> out["bootstrap"], [pt["k"] for pt in out["rows"][0]["points"]]
     ('paired task bootstrap', [1, 4])
     """
-    twin = bootstrap_twin(results, estimand).attrs
-    unit = twin["unit"] if twin["unit"] in ("task", "cluster") else "task"
-    weighting = twin.get("weighting", "task") if unit == twin["unit"] else "task"
+    options = {"clusters": clusters, "weighting": weighting} if estimand == "population" else {}
+    twin = bootstrap_twin(results, estimand, **options).attrs
+    population = results._cluster_options(estimand, clusters, weighting)
+    ds = results.data.dataset
+    words = estimand_words(
+        estimand,
+        clusters=population.get("clusters"),
+        weighting=population.get("weighting", "task"),
+        n_tasks=int(ds.sizes["task"]),
+        n_clusters=len(np.unique(ds["cluster"].values.astype(str)))
+        if "cluster" in ds.coords
+        else 0,
+    )
+    # the trial bootstrap (the tasks estimand's twin) has no curve: tasks stand in for it
+    same = twin["unit"] in ("task", "cluster")
+    settings: dict = {
+        "unit": twin["unit"] if same else "task",
+        "weighting": twin.get("weighting", "task") if same else "task",
+        "clusters": twin.get("clusters") if same else None,
+    }
     num = _num
     k = sorted(k)
     rows = []
     for candidate, baseline in pairs:
         curve = results.compare_curve(
-            candidate, baseline, k=list(k), metric=metric, estimand=estimand, ci_prob=ci_prob
+            candidate,
+            baseline,
+            k=list(k),
+            metric=metric,
+            estimand=estimand,
+            ci_prob=ci_prob,
+            **options,
         )
         boot = bootstrap.compare_curve(
             results.data,
@@ -399,8 +443,7 @@ def curves_section(results, pairs, *, k, metric, estimand, ci_prob, n_boot, seed
             baseline,
             k=list(k),
             metric=metric,
-            unit=unit,
-            weighting=weighting,
+            **settings,
             n_boot=n_boot,
             ci_prob=ci_prob,
             seed=seed,
@@ -408,25 +451,20 @@ def curves_section(results, pairs, *, k, metric, estimand, ci_prob, n_boot, seed
         for bound in _bounds(curve["effect_mean"]):
             one, twin_curve = _at(curve, bound), _at(boot, bound)
             rows.append(_curve_row(one, twin_curve, candidate, baseline, bound, num))
-    what = "cluster" if unit == "cluster" else "task"
-    design = f"paired {what} bootstrap" + (
-        ", each cluster weighing the same" if weighting == "cluster" else ""
+    design = "paired " + _bootstrap_words(
+        settings["unit"], settings["weighting"], settings["clusters"]
     )
     return {
         "metric": metric,
         "estimand": estimand,
+        "estimand_words": words,
         "k": [int(v) for v in k],
         "model": results.model,
         "band": "simultaneous over k (the pointwise intervals widened until they hold "
         "every k at once; it contains each pointwise interval)",
         "bootstrap": design
-        + (
-            ""
-            if twin["unit"] == unit
-            else f" (the {twin['unit']} bootstrap, this estimand's twin, has no curve)"
-        ),
-        "unit": unit,
-        "weighting": weighting,
+        + ("" if same else f" (the {twin['unit']} bootstrap, this estimand's twin, has no curve)"),
+        **settings,
         "n_boot": int(n_boot),
         "rows": rows,
     }

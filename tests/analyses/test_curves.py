@@ -260,3 +260,41 @@ def test_the_band_contains_the_pointwise_interval_and_covers_every_k_at_once():
     values = draws.stack(sample=("chain", "draw")).transpose("sample", "k").values
     inside = ((values >= band[:, 0]) & (values <= band[:, 1])).all(axis=1).mean()
     assert inside == pytest.approx(0.95, abs=0.01)
+
+
+def test_curve_resamples_tasks_within_their_clusters_as_the_comparison_does():
+    # within each cluster every task has the same counts, so tasks resampled within their
+    # clusters (each cluster keeping its tasks' share) give every replicate the estimate
+    # itself: zero width; tasks resampled freely move the clusters' shares, and with them
+    # the effect
+    per_cluster = {"x": (9, 2), "y": (3, 8), "z": (6, 6)}
+    sizes = {"x": 2, "y": 3, "z": 5}
+    clusters = [cl for cl, size in sizes.items() for _ in range(size)]
+    counts = np.array([per_cluster[cl] for cl in clusters]).T
+    data = be.from_counts(counts, trials=10, systems=["A", "B"], clusters=clusters)
+    ks = [1, 2, 5]
+    within = be.bootstrap.compare_curve(
+        data, "A", "B", k=ks, clusters="observed", n_boot=400, seed=0
+    )
+    free = be.bootstrap.compare_curve(data, "A", "B", k=ks, n_boot=400, seed=0)
+    for k in ks:
+        direct = sum(
+            sizes[cl] * (_pass_at_k(10, a, k) - _pass_at_k(10, b, k))
+            for cl, (a, b) in per_cluster.items()
+        ) / sum(sizes.values())
+        assert within["effect"].sel(k=k).item() == pytest.approx(direct)
+        assert free["effect"].sel(k=k).item() == pytest.approx(direct)
+    np.testing.assert_allclose(
+        within["effect_interval"].values, np.repeat(within["effect"].values[:, None], 2, axis=1)
+    )
+    width = free["effect_interval"].sel(ci_bound="upper") - free["effect_interval"].sel(
+        ci_bound="lower"
+    )
+    assert (width > 0.05).all()
+    # the k = 1 point and its width are the comparison bootstrap's at the same settings
+    single = be.bootstrap.compare(data, "A", "B", k=1, clusters="observed", n_boot=400)
+    assert within["effect"].sel(k=1).item() == pytest.approx(float(single["effect_mean"]))
+    assert float(np.ptp(single["effect_interval"].values)) == pytest.approx(0.0, abs=1e-12)
+    assert within.attrs["clusters"] == "observed"
+    with pytest.raises(ValueError, match="clusters='observed' resamples tasks"):
+        be.bootstrap.compare_curve(data, "A", "B", k=ks, unit="cluster", clusters="observed")

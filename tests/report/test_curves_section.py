@@ -10,9 +10,12 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import bayeval as be  # noqa: E402
+from bayeval.analyses.crosscheck import bootstrap_twin  # noqa: E402
+from bayeval.data.clusters import estimand_words  # noqa: E402
 from bayeval.report import build_report, curves_section, report_data  # noqa: E402
 from bayeval.report.figures import _plot_specs  # noqa: E402
 from bayeval.testing import fake_results  # noqa: E402
@@ -110,3 +113,85 @@ def test_under_missing_bounds_the_section_has_each_crossed_bound(card13):
     jsonschema.validate(json.loads(json.dumps(card)), schema)
     html = build_report(res, data=card, plots=False)
     assert f"{a} &minus; {b} (lower bound)" in html and f"{a} &minus; {b} (upper bound)" in html
+
+
+@pytest.fixture(scope="module")
+def few_clusters():
+    """Three clusters of unequal size, too few for a new cluster: the default population is
+    a new task from these clusters, weighted by their tasks."""
+    rng = np.random.default_rng(4)
+    clusters = ["x"] * 3 + ["y"] * 4 + ["z"] * 5
+    counts = rng.integers(0, 9, size=(2, len(clusters)))
+    data = be.from_counts(counts, trials=8, systems=["A", "B"], clusters=clusters)
+    res = fake_results(data, model="logit_normal", draws=200, chains=2, seed=1)
+    return data, res
+
+
+@pytest.mark.parametrize(
+    ("clusters", "unit", "weighting", "design", "legend"),
+    [
+        (
+            None,
+            "task",
+            "task",
+            "paired task bootstrap within the observed clusters, clusters weighted by their tasks",
+            "task bootstrap (within clusters) estimate",
+        ),
+        (
+            "new",
+            "cluster",
+            "cluster",
+            "paired cluster bootstrap, each cluster weighing the same",
+            "cluster bootstrap (clusters alike) estimate",
+        ),
+    ],
+)
+def test_the_curve_resamples_as_the_comparisons_twin_under_the_default_population(
+    few_clusters, clusters, unit, weighting, design, legend
+):
+    data, res = few_clusters
+    options = {} if clusters is None else {"clusters": clusters}
+    twin = bootstrap_twin(res, "population", **options).attrs
+    assert twin["unit"] == unit and twin.get("weighting", "task") == weighting
+    section = curves_section(
+        res,
+        [("A", "B")],
+        k=[1, 2, 4],
+        metric="pass@k",
+        estimand="population",
+        ci_prob=0.95,
+        n_boot=300,
+        seed=0,
+        **options,
+    )
+    assert (section["unit"], section["weighting"]) == (unit, weighting)
+    assert section["clusters"] == twin.get("clusters")
+    assert section["bootstrap"] == design
+    # the k = 1 point is the comparison's bootstrap at the twin's settings
+    single = be.bootstrap.compare(data, "A", "B", k=1, n_boot=300, **twin)
+    point = section["rows"][0]["points"][0]
+    assert point["bootstrap_estimate"] == pytest.approx(float(single["effect_mean"]))
+    # the posterior curve is the comparison's, at the same population
+    cmp = res.compare("A", "B", k=[1, 2, 4], **options)
+    assert [p["bayes_mean"] for p in section["rows"][0]["points"]] == pytest.approx(
+        cmp["effect_mean"].values.tolist()
+    )
+    words = estimand_words(
+        "population",
+        clusters=clusters or "observed",
+        weighting=weighting,
+        n_tasks=12,
+        n_clusters=3,
+    )
+    assert section["estimand_words"] == words
+    card = report_data(res, comparisons=[("A", "B")], n_boot=300, **options)
+    card["curves"] = section
+    specs, _ = _plot_specs(res, card)
+    (_name, _title, caption, draw) = next(s for s in specs if s[0] == "curve_0")
+    assert design in caption
+    _fig, ax = draw()
+    labels = ax.get_legend_handles_labels()[1]
+    assert legend in labels
+    html = build_report(res, data=card, plots=False)
+    assert f"population estimand: {words}" in html
+    assert f"beside the {design} (300 replicates)" in html
