@@ -65,30 +65,35 @@ def _metrics(report: dict) -> list[dict]:
     settings = report["settings"]["report"]
     headline = (settings["metric"], 1 if settings["metric"] == "mean" else settings["compare_k"])
     rows = report["metrics"]
+    words = report["estimand"].get("words") or {}
     tables = []
     for name in dict.fromkeys([main, *(r["estimand"] for r in rows)]):
         part = [r for r in rows if r["estimand"] == name]
         if not part:
             continue
         if name != main:
-            tables.append(_table(name, part, fold=len(part) > _FOLD_ROWS))
+            tables.append(_table(name, part, fold=len(part) > _FOLD_ROWS, words=words))
             continue
         top = [r for r in part if (r["metric"], r["k"]) == headline]
         rest = [r for r in part if (r["metric"], r["k"]) != headline]
         if len(part) > _FOLD_ROWS and top and rest:
-            tables += [_table(name, top, fold=False), _table(name, rest, fold=True)]
+            tables += [
+                _table(name, top, fold=False, words=words),
+                _table(name, rest, fold=True, words=words),
+            ]
         else:
-            tables.append(_table(name, part, fold=False))
+            tables.append(_table(name, part, fold=False, words=words))
     return tables
 
 
-def _table(estimand: str, rows: list[dict], *, fold: bool) -> dict:
-    """One results table: its rows and the columns they fill."""
+def _table(estimand: str, rows: list[dict], *, fold: bool, words: dict) -> dict:
+    """One results table: its rows, the columns they fill and its estimand in ``words``."""
     boot = [r for r in rows if r["bootstrap_lower"] is not None]
     notes = list(dict.fromkeys(r["bootstrap_note"] for r in rows if "bootstrap_note" in r))
     metrics = list(dict.fromkeys((r["metric"], r["k"]) for r in rows))
     return {
         "estimand": estimand,
+        "words": words.get(estimand),
         "rows": rows,
         "metrics": metrics,
         "bounds": any(r["missing_bound"] for r in rows),

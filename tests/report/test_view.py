@@ -127,6 +127,15 @@ def test_a_short_card_shows_each_estimand_in_one_open_table(card2):
         ("population", False),
         ("tasks", False),
     ]
+    # each table names its estimand in the words every output uses (the hierarchical model
+    # does not model the clusters)
+    res, _ = card2
+    n_tasks = len(res.data.tasks)
+    n_clusters = len(set(res.data.dataset["cluster"].values.tolist()))
+    assert [t["words"] for t in tables] == [
+        f"a new task like these {n_tasks} (the {n_clusters} clusters not modelled)",
+        f"these {n_tasks} tasks",
+    ]
 
 
 # -- each fit's diagnostics --------------------------------------------------------------------
