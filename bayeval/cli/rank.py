@@ -186,7 +186,7 @@ def _echo_ranks(ranks: dict, ci_prob: float, top: int):
     click.echo(
         f"\n{name}, {settings['estimand']} estimand ({ranks['estimand_words']}), "
         f"{settings['model']} ({paired}): "
-        f"posterior mean, rank mean [{ci_prob:.0%} interval]; groups at prob "
+        f"posterior mean, rank mean [{ci_prob:.0%} interval, all systems at once]; groups at prob "
         f"{settings['prob']:g}"
     )
     if ranks.get("gates_failed"):
