@@ -697,6 +697,8 @@ def rank_summary(
     prob=0.95,
     top=3,
     n_replicates=200,
+    clusters=None,
+    weighting="task",
 ) -> xr.Dataset:
     """Posterior ranks, groups, the bootstrap's rank sets and the winner's curse in one place.
 
@@ -721,6 +723,10 @@ def rank_summary(
     top : int, default 3
     n_replicates : int, default 200
         Of :func:`winner`.
+    clusters, weighting
+        The population of ``estimand="population"``, as in :func:`ranks` (default: the fit's,
+        :func:`bayeval.data.clusters.default_clusters`); the same for the ranks, groups and
+        the winner. The bootstrap's population is its ``unit``'s.
 
     Returns
     -------
@@ -745,7 +751,8 @@ def rank_summary(
     >>> out["system"].values.tolist(), out.attrs["pick"]
     (['C', 'B', 'A'], 'C')
     """
-    settings = {"metric": metric, "k": k, "estimand": estimand}
+    population = {"clusters": clusters, "weighting": weighting}
+    settings = {"metric": metric, "k": k, "estimand": estimand, **population}
     rank = ranks(posterior, **settings, ci_prob=ci_prob, top=top)
     groups = rank_groups(posterior, **settings, prob=prob)
     sets = rank_sets(
@@ -803,6 +810,7 @@ def rank_summary(
         "seed": seed,
         "model": posterior.model,
         **pairing(posterior),
+        **settings_of(posterior.draws(metric, k, estimand, clusters, weighting)),
         "pick": win.attrs["pick"],
         "tied_with": list(win.attrs["tied_with"]),
         "tie_rule": win.attrs["tie_rule"],
