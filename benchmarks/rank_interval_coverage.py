@@ -1,6 +1,7 @@
 """Coverage of the posterior rank intervals of ``Results.ranks`` in simulations with a known order.
 
 Run:  python benchmarks/rank_interval_coverage.py [--n-sim 60] [--draws 500] [--out PATH]
+          [--scenario TEXT ...]
 
 Each simulation draws a benchmark from the paired logit-normal model itself
 (:func:`bayeval.simulate.simulate_benchmark`: shared task difficulties, a task-by-system spread,
@@ -81,11 +82,19 @@ def main():
     parser.add_argument("--n-sim", type=int, default=60)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--scenario", action="append", help="run only the scenarios whose label holds this"
+    )
     args = parser.parse_args()
+    chosen = {
+        label: spec
+        for label, spec in SCENARIOS.items()
+        if not args.scenario or any(part in label for part in args.scenario)
+    }
     lines = [
         f"# python benchmarks/rank_interval_coverage.py --n-sim {args.n_sim} --draws "
-        f"{args.draws}   ({time.strftime('%Y-%m-%d')}, {platform.machine()}, "
-        f"{os.cpu_count()} cores)",
+        f"{args.draws}{''.join(f' --scenario {part!r}' for part in args.scenario or [])}"
+        f"   ({time.strftime('%Y-%m-%d')}, {platform.machine()}, {os.cpu_count()} cores)",
         "Coverage of the 95% posterior rank intervals (Results.ranks, the default fit, "
         "2 chains); Monte Carlo se of a coverage near 0.95 over n simulations: "
         "sqrt(0.95 * 0.05 / n)",
@@ -94,7 +103,7 @@ def main():
         f"{'joint':>6} {'width':>6}",
     ]
     print("\n".join(lines), flush=True)
-    for label, spec in SCENARIOS.items():
+    for label, spec in chosen.items():
         start = time.perf_counter()
         runs = [
             one_run(seed, spec["shifts"], spec["n_tasks"], spec["n_trials"], args.draws)
