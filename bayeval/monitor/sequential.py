@@ -26,12 +26,11 @@ Mean of a bounded variable, and a paired difference in [-1, 1] (candidate minus 
 the betting CS of Waudby-Smith & Ramdas (2024, "Estimating means of bounded random variables
 by betting", JRSS-B 86(1)): the hedged capital process
 :math:`\max(\tfrac12 K^+_t(m), \tfrac12 K^-_t(m))` with
-:math:`K^\pm_t(m) = \prod_{i \le t} (1 \pm \lambda^\pm_i(m) (x_i - m))` and their predictable
-plug-in bets (PrPl-EB) :math:`\lambda_i = \sqrt{2 \log(2/\alpha) / (\hat\sigma^2_{i-1} i
-\log(1 + i))}` truncated at :math:`1/(2m)` and :math:`1/(2(1-m))`, with the regularised
-running mean and variance :math:`\hat\mu_i = (1/2 + \sum x)/(i + 1)`,
-:math:`\hat\sigma^2_i = (1/4 + \sum (x - \hat\mu)^2)/(i + 1)` (data scaled to [0, 1]). A
-one-sided gate bets on one side only (:math:`K^+` with :math:`\log(1/\alpha)`). Unit: a
+:math:`K^\pm_t(m) = \prod_{i \le t} (1 \pm \lambda^\pm_i(m) (x_i - m))` with predictable
+bets truncated so that every factor is at least 1/2 (``bayeval.monitor._bets``: by default
+the average capital of bets tuned to reach :math:`1/\alpha` after 16, 32, ..., 4096
+observations; ``bets=`` picks another strategy). A one-sided gate bets on one side only
+(:math:`K^+` with :math:`\log(1/\alpha)`). Unit: a
 **task** (its rate difference over the trials it ran, in [-1, 1]) in arrival order;
 assumption: given everything before it, each new unit's expected value is the target (i.i.d.
 units, e.g. tasks drawn at random), or for the gate at most the margin (a martingale
