@@ -153,8 +153,9 @@ def canary(
         ``"stable"`` when it lies inside ``[-margin, margin]`` (the change is shown to be
         within the margin: an equivalence test at level ``(1 - ci_prob) / 2`` per side);
         ``"moved"`` when it lies wholly outside (``lower > margin`` or ``upper < -margin``);
-        ``"inconclusive"`` otherwise (too few tasks or trials to tell). A gate requiring the
-        canary passes only on ``"stable"``.
+        ``"inconclusive"`` otherwise (too few tasks or trials to tell); ``"undecided"`` when
+        the canary's own fit failed its MCMC gates (``gates_failed``, ``gates_note``), whatever
+        its interval says. A gate requiring the canary passes only on ``"stable"``.
 
     Examples
     --------
@@ -234,11 +235,13 @@ def canary(
             "candidate_harness": str(candidate),
             "baseline_digest": digests["baseline"] or "",
             "candidate_digest": digests["candidate"] or "",
-            "verdict": _verdict(lower, upper, margin),
+            # a fit that failed its MCMC gates decides nothing, whatever its interval says
+            "verdict": "undecided" if out.attrs["gates_failed"] else _verdict(lower, upper, margin),
             "verdict_rule": (
                 f"stable: the {ci_prob:g} interval of the change lies inside "
                 f"[-{margin:g}, {margin:g}]; moved: it lies wholly outside; "
-                "inconclusive: otherwise (under missing='bounds': the outer bounds)"
+                "inconclusive: otherwise (under missing='bounds': the outer bounds); "
+                "undecided: the canary's fit failed its MCMC gates (gates_note says which)"
             ),
             "fit_model": res.model,
             "fit_seed": int(res.tree.attrs["seed"]),

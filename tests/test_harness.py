@@ -5,7 +5,6 @@ import hashlib
 import json
 import random
 import types
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +15,6 @@ from hypothesis import strategies as st
 
 import bayeval as be
 from bayeval import harness
-from bayeval._validate import BayevalWarning
 from bayeval.data import from_counts, from_frame
 from bayeval.simulate import simulate_benchmark
 from bayeval.testing import fake_results
@@ -394,25 +392,42 @@ def test_canary_paired_fit_covers_a_known_drift_and_says_moved():
         n_tasks=24, n_trials=12, n_systems=2, rates="beta_2_5", effect=1.0, seed=3
     )
     truth = sim.effect_truth("pass@k", 1, "tasks")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", BayevalWarning)  # a small fit: gates may warn
-        out = harness.canary(
-            sim.data,
-            "scripted",
-            "system_0",
-            "system_1",
-            margin=0.05,
-            draws=300,
-            chains=2,
-            tune=300,
-            seed=1,
-        )
+    # a fit that passes its gates (a failed one would be "undecided"; test above)
+    out = harness.canary(
+        sim.data,
+        "scripted",
+        "system_0",
+        "system_1",
+        margin=0.05,
+        draws=1000,
+        chains=2,
+        tune=1000,
+        seed=1,
+    )
+    assert out.attrs["gates_failed"] == []
     lower, upper = out["effect_interval"].values
     assert lower <= truth <= upper
     assert truth > 0.1  # the drift is well beyond the margin
     assert out.attrs["verdict"] == "moved"
     assert out.attrs["fit_model"] == "logit_normal" and out.attrs["paired"]
     assert out.attrs["canary"] == "scripted"
+
+
+def test_canary_whose_fit_failed_its_gates_is_undecided(monkeypatch):
+    data = be.from_counts([[8, 9, 7, 9, 8], [8, 9, 8, 9, 8]], trials=10, systems=["v1", "v2"])
+    fake = fake_results(data, model="logit_normal", seed=0)
+    tree = fake.tree
+    tree.attrs["diagnostics"] = json.dumps({**fake.diagnostics, "divergences": 12})
+    failing = type(fake)(tree)
+    monkeypatch.setattr(harness, "_fit_paired", lambda combined, options: failing)
+    out = harness.canary(data, "scripted", "v1", "v2", margin=0.5)
+    lower, upper = out["effect_interval"].values
+    assert -0.5 <= lower and upper <= 0.5  # the interval alone would say "stable"
+    assert out.attrs["verdict"] == "undecided"
+    assert out.attrs["gates_failed"] == ["divergences"]
+    assert "12 divergent transitions" in out.attrs["gates_note"]
+    monkeypatch.setattr(harness, "_fit_paired", lambda combined, options: fake)
+    assert harness.canary(data, "scripted", "v1", "v2", margin=0.5).attrs["verdict"] == "stable"
 
 
 def test_canary_stable_when_the_harness_did_not_move_it():

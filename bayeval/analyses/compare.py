@@ -125,7 +125,10 @@ def compare(
         ``paired`` (bool) and ``paired_note`` saying how the model treats shared tasks, and
         ``gates_failed`` (the MCMC gates the fit failed, empty when it passed) with
         ``gates_note``: a decision on a fit that failed is ``"undecided"``
-        (:func:`bayeval.noninferiority`).
+        (:func:`bayeval.noninferiority`). Under ``estimand="population"``, ``spreads_from``
+        lists the systems whose data informed the spreads a new task is drawn with (every
+        system of a paired fit: one task-by-system spread is shared) and ``spreads_note``
+        says so where they are more than the pair.
 
     Examples
     --------
@@ -215,7 +218,30 @@ def compare(
     if estimand == "tasks":
         out.attrs["n_shared_tasks"] = int(both.sum())
         out.attrs["n_dropped_tasks"] = dropped
+    else:
+        out.attrs.update(_spreads(posterior, candidate, baseline))
     return out
+
+
+def _spreads(posterior, candidate, baseline) -> dict:
+    """Which systems informed the spreads a new task's effect is drawn with.
+
+    A paired model has one task-by-system (and cluster-by-system) spread for all the systems it
+    was fitted on: a pair's new-task effect inside a many-system fit uses the spread all of them
+    show, which is the model's own assumption (systems exchangeable in how they vary by task).
+    Fitted alone, the pair would learn it from two systems; the two readings can differ.
+    """
+    systems = [str(s) for s in posterior.systems]
+    if not posterior._paired or len(systems) <= 2:
+        return {"spreads_from": [str(candidate), str(baseline)], "spreads_note": ""}
+    return {
+        "spreads_from": systems,
+        "spreads_note": (
+            f"a new task's spread between systems is the one shared by the {len(systems)} "
+            "systems of the fit; fit the pair alone (data.sel(system=[...])) for the spread "
+            "of these two systems only"
+        ),
+    }
 
 
 def _effect_summary(effect: xr.DataArray, ci_prob: float, margin: float) -> xr.Dataset:

@@ -59,7 +59,9 @@ __all__ = ["ranks", "rank_groups", "winner", "rank_sets", "rank_summary"]
 #: How the winner is chosen among systems tied on the observed score.
 TIE_RULE = "among systems tied on the observed score, the first in the data's order"
 GROUP_RULE = (
-    "best remaining system leads a group; a system joins it unless P(leader > system) >= prob"
+    "best remaining system leads a group; a system joins it unless P(leader > system) >= prob; "
+    "groups are not tiers: a system in a lower group may be as good as a member of a higher "
+    "group other than its leader"
 )
 
 
@@ -92,10 +94,13 @@ def ranks(
     Returns
     -------
     xarray.Dataset
-        ``rank`` (draws over ``chain``, ``draw``, ``system``), ``rank_interval``
-        (equal-tailed, on ``ci_bound``), ``rank_mean``, ``prob_best`` (sums to 1 over the
-        systems but for ties) and ``prob_top``; settings in attrs, with the MCMC gates the
-        fit failed (``gates_failed``, ``gates_note``: :func:`bayeval.inference.gate_attrs`).
+        ``rank`` (draws over ``chain``, ``draw``, ``system``), ``rank_interval`` (each
+        system's own, in whole ranks, on ``ci_bound``), ``rank_interval_simultaneous`` (all
+        systems' ranks at once with probability ``ci_prob``:
+        :func:`bayeval.analyses.arrays.rank_intervals`), ``rank_mean``, ``prob_best`` (sums
+        to 1 over the systems but for ties) and ``prob_top``; settings in attrs, with the
+        MCMC gates the fit failed (``gates_failed``, ``gates_note``:
+        :func:`bayeval.inference.gate_attrs`).
 
     Examples
     --------
@@ -131,7 +136,14 @@ def ranks(
         ci_prob=ci_prob,
         top=top,
     )
-    out = xr.Dataset({"rank": rank, **summary.data_vars})
+    joint = over_samples(
+        arrays.rank_intervals,
+        rank,
+        outputs={"rank_interval_simultaneous": ("system", "ci_bound")},
+        core={"system_axis": "system"},
+        ci_prob=ci_prob,
+    )
+    out = xr.Dataset({"rank": rank, **summary.data_vars, **joint.data_vars})
     out.attrs = {
         "metric": metric,
         "estimand": estimand,
@@ -685,10 +697,13 @@ def rank_summary(
     prob=0.95,
     top=3,
     n_replicates=200,
+    clusters=None,
+    weighting="task",
 ) -> xr.Dataset:
     """Posterior ranks, groups, the bootstrap's rank sets and the winner's curse in one place.
 
-    Per system, best first by posterior mean: the posterior rank (mean and interval),
+    Per system, best first by posterior mean: the posterior rank (mean and simultaneous
+    interval: all systems' ranks at once with probability ``ci_prob``),
     P(best), P(in the top ``top``), the group of :func:`rank_groups` at ``prob``, the
     bootstrap twin's simultaneous rank set (:func:`rank_sets` by ``unit``, on ``data``), the
     posterior mean and the observed score; and the winner's curse (:func:`winner`). The
@@ -708,6 +723,10 @@ def rank_summary(
     top : int, default 3
     n_replicates : int, default 200
         Of :func:`winner`.
+    clusters, weighting
+        The population of ``estimand="population"``, as in :func:`ranks` (default: the fit's,
+        :func:`bayeval.data.clusters.default_clusters`); the same for the ranks, groups and
+        the winner. The bootstrap's population is its ``unit``'s.
 
     Returns
     -------
@@ -732,7 +751,8 @@ def rank_summary(
     >>> out["system"].values.tolist(), out.attrs["pick"]
     (['C', 'B', 'A'], 'C')
     """
-    settings = {"metric": metric, "k": k, "estimand": estimand}
+    population = {"clusters": clusters, "weighting": weighting}
+    settings = {"metric": metric, "k": k, "estimand": estimand, **population}
     rank = ranks(posterior, **settings, ci_prob=ci_prob, top=top)
     groups = rank_groups(posterior, **settings, prob=prob)
     sets = rank_sets(
@@ -747,7 +767,7 @@ def rank_summary(
     win = winner(posterior, **settings, ci_prob=ci_prob, n_replicates=n_replicates, seed=seed)
     order = groups["system"].tolist()
     table = groups.set_index("system")
-    interval = rank["rank_interval"].sel(system=order)
+    interval = rank["rank_interval_simultaneous"].sel(system=order)
     out = xr.Dataset(
         {
             "mean": ("system", table["mean"].to_numpy(float)),
@@ -790,12 +810,14 @@ def rank_summary(
         "seed": seed,
         "model": posterior.model,
         **pairing(posterior),
+        **settings_of(posterior.draws(metric, k, estimand, clusters, weighting)),
         "pick": win.attrs["pick"],
         "tied_with": list(win.attrs["tied_with"]),
         "tie_rule": win.attrs["tie_rule"],
         "gates_failed": list(win.attrs["gates_failed"]),
         "gates_note": win.attrs["gates_note"],
         "group_rule": groups.attrs["rule"],
+        "rank_intervals": "simultaneous",
         "bootstrap_construction": sets.attrs.get("construction"),
         "bootstrap_critical_value": float(sets.attrs["critical_value"]),
     }

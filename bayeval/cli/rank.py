@@ -94,11 +94,6 @@ def rank(
     """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     metric, ci_prob, n_boot, seed = summary.metric, summary.ci_prob, summary.n_boot, fitting.seed
     estimand = summary.estimand or "population"
-    if summary.clusters is not None or summary.weighting != "task":
-        raise click.UsageError(
-            "--clusters and --weighting choose the population of analyze and gate; rank "
-            "reads the fit's default population, which its header names"
-        )
     check_outputs(out.json_path, out.report_path)
     notes = Notes()
     with notes:
@@ -133,9 +128,13 @@ def rank(
             n_boot=n_boot,
             ci_prob=ci_prob,
             seed=seed,
+            clusters=summary.clusters,
+            weighting=summary.weighting,
         )
     echo_notes(notes.items, read_notes)
-    ranks["estimand_words"] = _estimand_words(res, data, metric, k, estimand)
+    ranks["estimand_words"] = _estimand_words(
+        res, data, metric, k, estimand, summary.clusters, summary.weighting
+    )
     ranks["notes"] = notes.items + ([harness.note] if harness.note else [])
     ranks["harness"] = {"status": harness.status, "note": harness.note or None}
     if harness.note:
@@ -186,7 +185,7 @@ def _echo_ranks(ranks: dict, ci_prob: float, top: int):
     click.echo(
         f"\n{name}, {settings['estimand']} estimand ({ranks['estimand_words']}), "
         f"{settings['model']} ({paired}): "
-        f"posterior mean, rank mean [{ci_prob:.0%} interval]; groups at prob "
+        f"posterior mean, rank mean [{ci_prob:.0%} interval, all systems at once]; groups at prob "
         f"{settings['prob']:g}"
     )
     if ranks.get("gates_failed"):
@@ -236,9 +235,9 @@ def winner_lines(ranks: dict) -> list[str]:
     return lines
 
 
-def _estimand_words(res, data, metric, k, estimand) -> str:
+def _estimand_words(res, data, metric, k, estimand, clusters, weighting) -> str:
     """The estimand the ranks read, with its clusters and weighting, in the shared words."""
-    attrs = res.draws(metric, k, estimand).attrs  # cached: the ranks read these draws
+    attrs = res.draws(metric, k, estimand, clusters, weighting).attrs  # cached: the ranks
     ds = data.dataset
     n_clusters = len(set(map(str, ds["cluster"].values))) if data.has_clusters else 0
     return estimand_words(

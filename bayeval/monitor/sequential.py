@@ -26,12 +26,11 @@ Mean of a bounded variable, and a paired difference in [-1, 1] (candidate minus 
 the betting CS of Waudby-Smith & Ramdas (2024, "Estimating means of bounded random variables
 by betting", JRSS-B 86(1)): the hedged capital process
 :math:`\max(\tfrac12 K^+_t(m), \tfrac12 K^-_t(m))` with
-:math:`K^\pm_t(m) = \prod_{i \le t} (1 \pm \lambda^\pm_i(m) (x_i - m))` and their predictable
-plug-in bets (PrPl-EB) :math:`\lambda_i = \sqrt{2 \log(2/\alpha) / (\hat\sigma^2_{i-1} i
-\log(1 + i))}` truncated at :math:`1/(2m)` and :math:`1/(2(1-m))`, with the regularised
-running mean and variance :math:`\hat\mu_i = (1/2 + \sum x)/(i + 1)`,
-:math:`\hat\sigma^2_i = (1/4 + \sum (x - \hat\mu)^2)/(i + 1)` (data scaled to [0, 1]). A
-one-sided gate bets on one side only (:math:`K^+` with :math:`\log(1/\alpha)`). Unit: a
+:math:`K^\pm_t(m) = \prod_{i \le t} (1 \pm \lambda^\pm_i(m) (x_i - m))` with predictable
+bets truncated so that every factor is at least 1/2 (``bayeval.monitor._bets``: by default
+the average capital of bets tuned to reach :math:`1/\alpha` after 16, 32, ..., 4096
+observations; ``bets=`` picks another strategy). A one-sided gate bets on one side only
+(:math:`K^+` with :math:`\log(1/\alpha)`). Unit: a
 **task** (its rate difference over the trials it ran, in [-1, 1]) in arrival order;
 assumption: given everything before it, each new unit's expected value is the target (i.i.d.
 units, e.g. tasks drawn at random), or for the gate at most the margin (a martingale
@@ -54,7 +53,14 @@ import numpy as np
 import pandas as pd
 from scipy import special
 
-from bayeval._validate import describe_values, validate_choice, validate_margin, validate_prob
+from bayeval._validate import (
+    describe_values,
+    validate_choice,
+    validate_margin,
+    validate_positive_int,
+    validate_prob,
+)
+from bayeval.monitor._bets import BETS, log_capital
 from bayeval.monitor.store import CheckpointStore
 
 __all__ = [
@@ -65,8 +71,6 @@ __all__ = [
     "monitor_rate",
     "rate_cs",
 ]
-
-_TRUNCATION = 0.5  # bets at most half the distance to a bound (Waudby-Smith & Ramdas)
 
 
 # -- the success rate: Beta-binomial mixture ------------------------------------------------
@@ -211,52 +215,46 @@ def _scaled(x, bounds, axis) -> np.ndarray:
     return (x - lo) / (hi - lo)
 
 
-def _bets(y: np.ndarray, alpha: float) -> np.ndarray:
-    """Predictable plug-in (PrPl-EB) bets of Waudby-Smith & Ramdas along the last axis.
-
-    The bet at step i uses steps before i only.
-    """
-    t = np.arange(1, y.shape[-1] + 1)
-    mu = (0.5 + np.cumsum(y, axis=-1)) / (t + 1)
-    sigma2 = (0.25 + np.cumsum((y - mu) ** 2, axis=-1)) / (t + 1)
-    previous = np.concatenate([np.full(y.shape[:-1] + (1,), 0.25), sigma2[..., :-1]], axis=-1)
-    return np.sqrt(2 * np.log(1 / alpha) / (previous * t * np.log1p(t)))
-
-
-def _log_capital(y, m, lam, side):
-    """Cumulative log capital along the last axis of ``y`` at null mean(s) ``m`` (scaled).
-
-    ``m`` broadcasts against ``y[..., :1]``.
-    """
-    with np.errstate(divide="ignore"):
-        if side > 0:
-            bet = np.minimum(lam, _TRUNCATION / m)
-            return np.cumsum(np.log1p(bet * (y - m)), axis=-1)
-        bet = np.minimum(lam, _TRUNCATION / (1 - m))
-        return np.cumsum(np.log1p(-bet * (y - m)), axis=-1)
-
-
 def _alpha_and_sides(ci_prob, alternative):
     alpha = 1.0 - validate_prob("ci_prob", ci_prob)
     validate_choice("alternative", alternative, ("two-sided", "greater", "less"))
     return alpha, alternative
 
 
-def _log_capital_for(y, m, alpha: float, alternative: str):
+def _check_bets(bets, horizon) -> int | None:
+    validate_choice("bets", bets, BETS)
+    if bets == "horizon":
+        if horizon is None:
+            raise ValueError("bets='horizon' needs horizon= (the number of observations planned)")
+        return validate_positive_int("horizon", horizon)
+    if horizon is not None:
+        raise ValueError(f"horizon is read only with bets='horizon'; got bets={bets!r}")
+    return None
+
+
+def _log_capital_for(y, m, alpha: float, alternative: str, bets: str, horizon: int | None):
     """Log capital against the null mean(s) ``m`` for an alternative.
 
-    One side's hedged capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which
+    One side's capital, or for ``"two-sided"`` max(K+, K-) / 2 with bets at alpha / 2, which
     is at most (K+ + K-) / 2, a test supermartingale.
     """
     if alternative == "two-sided":
-        lam = _bets(y, alpha / 2)
-        return np.maximum(_log_capital(y, m, lam, +1), _log_capital(y, m, lam, -1)) - np.log(2)
-    lam = _bets(y, alpha)
-    return _log_capital(y, m, lam, +1 if alternative == "greater" else -1)
+        up = log_capital(y, m, alpha / 2, +1, bets, horizon)
+        down = log_capital(y, m, alpha / 2, -1, bets, horizon)
+        return np.maximum(up, down) - np.log(2)
+    return log_capital(y, m, alpha, +1 if alternative == "greater" else -1, bets, horizon)
 
 
 def betting_capital(
-    x, m, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided", axis: int = -1
+    x,
+    m,
+    ci_prob: float = 0.95,
+    bounds=(0.0, 1.0),
+    alternative: str = "two-sided",
+    axis: int = -1,
+    *,
+    bets: str = "mixture",
+    horizon: int | None = None,
 ):
     r"""The betting capital process at null mean ``m`` (Waudby-Smith & Ramdas 2024).
 
@@ -264,6 +262,7 @@ def betting_capital(
     supermartingale whenever every conditional mean is at most ``m``), ``"less"`` the reverse
     (:math:`K^-`), ``"two-sided"`` the hedged :math:`\max(K^+, K^-)/2` with bets sized for
     ``alpha/2``. The null is rejected, at any time, once the capital reaches ``1/alpha``.
+    Every choice of ``bets`` keeps this; they differ in power.
 
     Parameters
     ----------
@@ -276,6 +275,15 @@ def betting_capital(
         The range of one observation (``(-1, 1)`` for a paired difference of rates).
     alternative : {"two-sided", "greater", "less"}
     axis : int, default -1
+    bets : {"mixture", "horizon", "agrapa", "prpl-eb"}, default "mixture"
+        How much to bet at each step, from the steps before it only. ``"mixture"``: the
+        average capital of bets tuned to reach ``1/alpha`` after 16, 32, ..., 4096
+        observations (no horizon to choose; the most power measured among horizon-free
+        bets); ``"horizon"``: one such bet, tuned to ``horizon`` observations (more power
+        near it, still valid before and after); ``"agrapa"``: the plug-in Kelly bet on the
+        running mean; ``"prpl-eb"``: the variance-only bet of earlier versions.
+    horizon : int, optional
+        The number of observations planned, read with ``bets="horizon"`` only.
 
     Returns
     -------
@@ -293,13 +301,22 @@ def betting_capital(
     lo, hi = _bounds(bounds)
     if not lo < float(m) < hi:
         raise ValueError(f"m must lie strictly inside bounds ({lo}, {hi}); got {m!r}")
+    horizon = _check_bets(bets, horizon)
     y = _scaled(x, bounds, axis)
     ms = (float(m) - lo) / (hi - lo)
-    return np.moveaxis(np.exp(_log_capital_for(y, ms, alpha, alternative)), -1, axis)
+    log_k = _log_capital_for(y, ms, alpha, alternative, bets, horizon)
+    return np.moveaxis(np.exp(log_k), -1, axis)
 
 
 def betting_cs(
-    x, ci_prob: float = 0.95, bounds=(0.0, 1.0), alternative: str = "two-sided", grid: int = 2000
+    x,
+    ci_prob: float = 0.95,
+    bounds=(0.0, 1.0),
+    alternative: str = "two-sided",
+    grid: int = 2000,
+    *,
+    bets: str = "mixture",
+    horizon: int | None = None,
 ):
     """Anytime-valid confidence sequence for the mean of bounded observations, by betting.
 
@@ -316,6 +333,10 @@ def betting_cs(
     alternative : {"two-sided", "greater", "less"}
         ``"greater"``: a lower sequence (what a gate for an improvement reads).
     grid : int, default 2000
+    bets : {"mixture", "horizon", "agrapa", "prpl-eb"}, default "mixture"
+        As in :func:`betting_capital`.
+    horizon : int, optional
+        The number of observations planned, read with ``bets="horizon"`` only.
 
     Returns
     -------
@@ -335,13 +356,14 @@ def betting_cs(
     alpha, alternative = _alpha_and_sides(ci_prob, alternative)
     if isinstance(grid, bool) or not isinstance(grid, numbers.Integral) or grid < 10:
         raise ValueError(f"grid must be an integer >= 10; got {grid!r}")
+    horizon = _check_bets(bets, horizon)
     lo, hi = _bounds(bounds)
     y = _scaled(x, bounds, -1)
     if y.ndim != 1:
         raise ValueError(f"x must be 1-d (one observation per step); got shape {y.shape}")
     step = 1.0 / grid
     m = np.linspace(0.0, 1.0, grid + 1)[1:-1, None]
-    log_k = _log_capital_for(y, m, alpha, alternative)
+    log_k = _log_capital_for(y, m, alpha, alternative, bets, horizon)
     inside = log_k < np.log(1 / alpha)
     any_in = inside.any(axis=0)
     first = np.argmax(inside, axis=0)
@@ -466,6 +488,9 @@ def monitor_paired(
     margin: float = 0.0,
     alternative: str = "greater",
     ci_prob: float = 0.95,
+    *,
+    bets: str = "mixture",
+    horizon: int | None = None,
 ) -> pd.DataFrame:
     """Anytime-valid gate on candidate minus baseline, evaluated after every checkpoint.
 
@@ -476,7 +501,8 @@ def monitor_paired(
     excludes it from above (worse by more than ``-margin`` for a negative margin). It fires at
     most once (the first checkpoint where the capital at ``margin`` reaches ``1/alpha``) and,
     over any number of checkpoints, with probability at most ``alpha`` under the null. Tasks
-    must be new at every checkpoint: a task seen before is refused.
+    must be new at every checkpoint: a task seen before is refused. The capital updates task
+    by task; the decision is read after each checkpoint.
 
     Parameters
     ----------
@@ -486,12 +512,18 @@ def monitor_paired(
         Strictly inside (-1, 1).
     alternative : {"greater", "less"}
     ci_prob : float, default 0.95
+    bets : {"mixture", "horizon", "agrapa", "prpl-eb"}, default "mixture"
+        The betting strategy (see :func:`betting_capital`). ``"horizon"`` with
+        ``horizon=`` the number of tasks you plan to run has the most power at that number
+        (measured in ``models/monitor.md``) and stays valid however many you run.
+    horizon : int, optional
+        Tasks planned, read with ``bets="horizon"`` only.
 
     Returns
     -------
     pandas.DataFrame
         One row per checkpoint: tasks so far, mean difference, the one-sided bound, the
-        capital at ``margin`` and ``fired``; attrs hold the settings.
+        capital at ``margin`` and ``fired``; attrs hold the settings (``bets``, ``horizon``).
 
     Examples
     --------
@@ -499,14 +531,15 @@ def monitor_paired(
     >>> from bayeval.monitor import monitor_paired
     >>> stream = [(i, be.from_counts([[1] * 8 + [0] * 2, [0] * 4 + [1] * 6], trials=1,
     ...                              systems=["new", "old"], tasks=range(10 * i, 10 * i + 10)))
-    ...           for i in range(10)]
+    ...           for i in range(20)]
     >>> table = monitor_paired(stream, "new", "old")
-    >>> int(table["fired"].idxmax())   # the first checkpoint whose lower bound exceeds 0
-    8
+    >>> int(table["fired"].idxmax())   # the first checkpoint whose capital reaches 1/alpha
+    12
     """
     validate_choice("alternative", alternative, ("greater", "less"))
     alpha = 1.0 - validate_prob("ci_prob", ci_prob)
     margin = validate_margin(margin, signed=True)
+    horizon = _check_bets(bets, horizon)
     seen: dict[object, object] = {}
     chunks: list = []
     rows: list = []
@@ -530,8 +563,10 @@ def monitor_paired(
     ends = np.cumsum(table["new_tasks"].to_numpy()) - 1
     table["tasks"] = ends + 1
     if x.size:
-        capital = betting_capital(x, float(margin), ci_prob, (-1.0, 1.0), alternative)
-        lower, upper = betting_cs(x, ci_prob, (-1.0, 1.0), alternative)
+        capital = betting_capital(
+            x, float(margin), ci_prob, (-1.0, 1.0), alternative, bets=bets, horizon=horizon
+        )
+        lower, upper = betting_cs(x, ci_prob, (-1.0, 1.0), alternative, bets=bets, horizon=horizon)
     at = np.clip(ends, 0, None)
     has = ends >= 0
     table["mean_difference"] = (
@@ -546,7 +581,9 @@ def monitor_paired(
     table["fired"] = np.maximum.accumulate(reached) if len(reached) else reached
     table.attrs = {
         "unit": "task (rate difference in [-1, 1])",
-        "cs": "betting (hedged, PrPl-EB)",
+        "cs": "betting",
+        "bets": bets,
+        "horizon": horizon,
         "candidate": candidate,
         "baseline": baseline,
         "margin": float(margin),

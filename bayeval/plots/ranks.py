@@ -43,6 +43,9 @@ def plot_ranks(
 ):
     """Each system's posterior rank: its interval, its mean, and P(best) beside the name.
 
+    The intervals hold every system's rank at once with probability ``ci_prob``
+    (``rank_interval_simultaneous`` of :meth:`Results.ranks`), as a ranking is read whole.
+
     Draws :meth:`Results.ranks`, best system at the top; names are shortened by
     :func:`short_names` (``shorten=False``: printed whole) and the figure grows with the
     number of systems. Under ``missing="bounds"`` each system has the rank of both bounds
@@ -68,7 +71,7 @@ def plot_ranks(
     systems = results.systems
     rank_mean = out["rank_mean"].transpose("system", ...).values.reshape(len(systems), -1)
     interval = (
-        out["rank_interval"]
+        out["rank_interval_simultaneous"]
         .transpose("system", ..., "ci_bound")
         .values.reshape(len(systems), -1, 2)
     )
@@ -96,7 +99,7 @@ def plot_ranks(
             interval[order, b, 1],
             color="C0",
             linewidth=2,
-            label=f"{ci_prob:.0%} rank interval" + suffix,
+            label=f"{ci_prob:.0%} rank interval, all systems at once" + suffix,
         )
         lines.set_gid("rank-interval" + ("" if bound is None else f"-{bound}"))
         (points,) = ax.plot(

@@ -22,6 +22,8 @@ def rank_data(
     prob=0.95,
     top=3,
     n_replicates=200,
+    clusters=None,
+    weighting="task",
 ) -> dict:
     """Everything ``bayeval rank`` prints, as plain data (JSON-ready).
 
@@ -56,6 +58,8 @@ def rank_data(
         prob=prob,
         top=top,
         n_replicates=n_replicates,
+        clusters=clusters,
+        weighting=weighting,
     )
     attrs = summary.attrs
     integers = ("rank_lower", "rank_upper", "group", "bootstrap_rank_lower", "bootstrap_rank_upper")
@@ -101,6 +105,7 @@ def rank_data(
         "settings": {
             **{name: attrs[name] for name in ("metric", "k", "estimand", "prob", "top")},
             **{name: attrs[name] for name in ("ci_prob", "unit", "n_boot", "seed", "model")},
+            **{name: attrs[name] for name in ("clusters", "weighting") if name in attrs},
             "paired": paired,
         },
         "group_rule": attrs["group_rule"],

@@ -153,12 +153,56 @@ def test_prob_top_and_rank_summary_count_the_rank_draws():
     np.testing.assert_array_equal(arrays.prob_top(ranks, top=2), [4 / 5, 4 / 5, 2 / 5])
     out = arrays.summarize_ranks(ranks, ci_prob=0.5, top=2)
     np.testing.assert_allclose(out["rank_mean"], [8 / 5, 9 / 5, 13 / 5])
-    np.testing.assert_array_equal(out["rank_interval"], np.quantile(ranks, [0.25, 0.75], axis=1).T)
+    # whole ranks: floor(5 x 0.25) = 1 draw cut from each tail of each system's sorted draws
+    np.testing.assert_array_equal(out["rank_interval"], [[1, 2], [1, 2], [2, 3]])
     np.testing.assert_array_equal(out["prob_best"], [3 / 5, 2 / 5, 0.0])
     np.testing.assert_array_equal(out["prob_top"], [4 / 5, 4 / 5, 2 / 5])
     np.testing.assert_array_equal(
         arrays.summarize_ranks(ranks.T, axis=0)["rank_mean"], out["rank_mean"]
     )
+
+
+def _joint_share(ranks, bounds):
+    """Share of the draws (columns) with every system's rank inside its bounds at once."""
+    inside = (ranks >= bounds[:, :1]) & (ranks <= bounds[:, 1:])
+    return inside.all(axis=0).mean()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_simultaneous_rank_intervals_are_the_tightest_common_cut_that_holds(seed):
+    rng = np.random.default_rng(seed)
+    n_sys, n_draws, ci = 6, 400, 0.9
+    means = np.array([0, 0, 0.3, 0.6, 0.6, 1.0])[:, None]
+    ranks = arrays.rank_draws(0.25 * rng.normal(size=(n_sys, n_draws)) + means, system_axis=0)
+    most = 20  # floor(400 x 0.1 / 2)
+    joint = arrays.rank_intervals(ranks, ci_prob=ci, system_axis=0, axis=1)
+    own = arrays.rank_intervals(ranks, ci_prob=ci, simultaneous=False, system_axis=0, axis=1)
+    ordered = np.sort(ranks, axis=1)
+
+    # brute force over every common cut t: the largest whose bounds hold ci of the draws at once
+    def cut(t):
+        return np.stack([ordered[:, t], ordered[:, n_draws - 1 - t]], axis=1)
+
+    best = max(t for t in range(most + 1) if _joint_share(ranks, cut(t)) >= ci)
+    np.testing.assert_array_equal(joint, cut(best))
+    np.testing.assert_array_equal(own, cut(most))
+    assert _joint_share(ranks, joint) >= ci
+    assert np.all(joint[:, 0] <= own[:, 0]) and np.all(joint[:, 1] >= own[:, 1])
+    # each system's own interval leaves at most (1 - ci) / 2 of its draws beyond each bound
+    assert np.all((ranks < own[:, :1]).mean(axis=1) <= most / n_draws)
+    assert np.all((ranks > own[:, 1:]).mean(axis=1) <= most / n_draws)
+
+
+def test_rank_intervals_keep_batch_axes_apart():
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(2, 4, 300)) + np.arange(4)[None, :, None] * [[[0.2]], [[9.0]]]
+    ranks = arrays.rank_draws(values, system_axis=1)
+    both = arrays.rank_intervals(ranks, system_axis=1, axis=2)
+    for b in range(2):
+        np.testing.assert_array_equal(
+            both[b], arrays.rank_intervals(ranks[b], system_axis=0, axis=1)
+        )
+    assert both[1].tolist() == [[4, 4], [3, 3], [2, 2], [1, 1]]  # nine sds apart: known
 
 
 def test_prob_best_of_two_independent_normals_is_the_normal_probability():

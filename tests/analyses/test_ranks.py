@@ -33,6 +33,19 @@ def test_rank_draws_match_scipy_rankdata(three):
     assert out["rank_interval"].sel(system="A").values.tolist() == [3, 3]
 
 
+def test_simultaneous_rank_intervals_hold_the_whole_ranking(three):
+    out = three.ranks(ci_prob=0.9)
+    draws = out["rank"].stack(sample=("chain", "draw")).transpose("system", "sample").values
+    joint = out["rank_interval_simultaneous"].transpose("system", "ci_bound").values
+    own = out["rank_interval"].transpose("system", "ci_bound").values
+    inside = (draws >= joint[:, :1]) & (draws <= joint[:, 1:])
+    assert inside.all(axis=0).mean() >= 0.9
+    assert np.all(joint[:, 0] <= own[:, 0]) and np.all(joint[:, 1] >= own[:, 1])
+    # whole ranks that occur among the draws, not interpolated quantiles
+    for s in range(len(draws)):
+        assert set(joint[s]) <= set(draws[s]) and set(own[s]) <= set(draws[s])
+
+
 def test_rank_groups_follow_their_rule(three):
     table = three.rank_groups(prob=0.95)
     assert table["system"].tolist()[-1] == "A"

@@ -39,8 +39,8 @@ def test_rank_prints_groups_sets_and_the_winner_and_writes_json(tmp_path):
     assert "pass@1, population estimand (a new task like these 6), hierarchical" in out.output
     record = json.loads((tmp_path / "r.json").read_text())
     assert record["estimand_words"] == "a new task like these 6"
-    refused = invoke("rank", path, *GRID, "--clusters", "new")
-    assert refused.exit_code == 2 and "--clusters and --weighting choose" in refused.output
+    refused = invoke("rank", path, *GRID, "--clusters", "new")  # no clusters to weigh
+    assert refused.exit_code == 2 and "clusters" in refused.output
     rows = {row["system"]: row for row in record["systems"]}
     assert sum(row["prob_best"] for row in rows.values()) == np.float64(1.0)
     assert rows["strong"]["group"] == rows["twin"]["group"] < rows["weak"]["group"]
@@ -48,6 +48,28 @@ def test_rank_prints_groups_sets_and_the_winner_and_writes_json(tmp_path):
     # strong: 50 of 60 vs twin 50 of 60 -- a tie on the observed score is said
     assert record["winner"]["pick"] == "strong" and record["winner"]["tied_with"] == ["twin"]
     assert record["winner"]["naive_score"] == pytest.approx(50 / 60, abs=1e-12)
+
+
+def test_rank_reads_the_population_the_user_names(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = [
+        {"system": s, "task": f"t{j}", "cluster": f"c{j // 2}", "trials": 10}
+        | {"successes": int(rng.binomial(10, p))}
+        for s, p in {"weak": 0.3, "strong": 0.7}.items()
+        for j in range(24)
+    ]
+    pd.DataFrame(rows).to_csv(path := tmp_path / "clustered.csv", index=False)
+    options = ["--model", "logit_normal", "--draws", "300", "--chains", "2", "--n-boot", 300]
+    out = invoke(
+        "rank", path, *options, "--clusters", "observed", "--weighting", "cluster",
+        "--json", tmp_path / "r.json",
+    )  # fmt: skip
+    assert out.exit_code == 0, out.output
+    record = json.loads((tmp_path / "r.json").read_text())
+    words = "a new task from these 12 clusters, each weighing the same"
+    assert record["estimand_words"] == words and f"({words})" in out.output
+    assert record["settings"]["clusters"] == "observed"
+    assert record["settings"]["weighting"] == "cluster"
 
 
 def test_rank_refuses_one_system(tmp_path):
