@@ -129,8 +129,10 @@ def _metric_table(data: dict, estimands, metric: str) -> tuple[pd.DataFrame, lis
         cells[f"{label}{name} posterior"] = _value(row, "bayes")
         cells[column] = _value(row, "bootstrap")
         if unit == "trial":
-            zero = row["bootstrap_lower"] is not None and (
-                row["bootstrap_lower"] == row["bootstrap_upper"]
+            # the card gives a one-trial row no interval and says why (bootstrap_note)
+            zero = "bootstrap_note" in row or (
+                row["bootstrap_lower"] is not None
+                and row["bootstrap_lower"] == row["bootstrap_upper"]
             )
             flat[column] = flat.get(column, True) and zero
         cells.setdefault("_order", row["bayes_mean"] if row["k"] == ks[0] else None)

@@ -124,7 +124,9 @@ def test_the_report_shows_the_mean_score(analysis):
     text = path.read_text()
     assert "partial-credit scores in [0, 1]" in text
     row = next(r for r in report["metrics"] if r["system"] == "C" and r["estimand"] == "population")
-    assert "### Population estimand: mean score" in text  # the table of that estimand
+    # the table of that estimand, named in the card's words for it
+    words = report["estimand"]["words"]["population"]
+    assert f"### Population estimand, {words}: mean score" in text
     assert (
         f"| `C` | mean score | {row['bayes_mean']:.3f} "
         f"[{row['bayes_lower']:.3f}, {row['bayes_upper']:.3f}] | "
