@@ -406,7 +406,11 @@ def curves_section(
     """
     options = {"clusters": clusters, "weighting": weighting} if estimand == "population" else {}
     twin = bootstrap_twin(results, estimand, **options).attrs
-    population = results._cluster_options(estimand, clusters, weighting)
+    population = (
+        results._cluster_options("population", clusters, weighting)
+        if estimand == "population"
+        else {}
+    )
     ds = results.data.dataset
     words = estimand_words(
         estimand,
