@@ -1,13 +1,29 @@
 """``Posterior``: a fitted model as one ``xarray.DataTree``, validated, with its metric draws.
 
-The tree has ArviZ's groups — ``posterior`` (hyperparameters, and per-task rates ``p`` for small
-task sets), ``sample_stats`` (MCMC fits), ``observed_data`` (the input counts, statuses and task
-coordinates) and ``posterior_predictive`` (success-count histograms of new tasks) — so ArviZ
-functions work on ``tree`` directly. The root holds only attributes: model, priors, sampler,
-seed, draws, library versions, a hash of the input and the missing policy.
+The tree has ArviZ's groups, so ArviZ functions work on ``tree`` directly:
+
+* ``posterior`` (the model's parameters; the conjugate model's per-task rates ``p``) and, for
+  MCMC fits, ``sample_stats``;
+* ``observed_data``: what the models predict, ``successes`` (and partial-credit scores'
+  statistics ``score_*``) over ``(system, task)``, with each task's total over its systems,
+  ``task_total``; ``constant_data``: what they condition on (``trials``, ``attempts``,
+  ``status_counts``, covariates); the task coordinates (clusters, strata) in both;
+* ``log_likelihood``: ``task_total (chain, draw, task)``, each task's log-likelihood joint
+  over its systems (``arviz_stats.loo`` leaves a task out);
+* ``posterior_predictive``: one replicated data set per posterior draw, on the posterior's
+  ``chain`` and ``draw`` (the per-cell observation and ``task_total``);
+* ``posterior_predictive_stats``: the per-task success-count histogram of new tasks and its
+  U-shape statistic (:func:`bayeval.checks.ppc`);
+* bayeval's own ``task_rates`` and ``task_effects`` (per-task draws, where kept).
+
+The root holds only attributes: model, priors, sampler, seed, draws, library versions, a hash of
+the input and the missing policy. :mod:`bayeval.models._groups` builds the groups beyond the
+posterior.
 
 Every method returns a new object; nothing mutates the tree. ``to_netcdf`` and
-:func:`read_tree` round-trip the tree exactly, without rebuilding the PyMC model.
+:func:`read_tree` round-trip the tree exactly, without rebuilding the PyMC model; a file written
+in an earlier layout (format 1, before ``constant_data`` held the conditioned-on data) is read
+into today's.
 """
 
 from __future__ import annotations
@@ -23,6 +39,7 @@ import xarray as xr
 from bayeval._io import atomic_path
 from bayeval._validate import BayevalWarning, describe_values, validate_choice
 from bayeval.data import EvalData
+from bayeval.data.groups import dataset_of
 from bayeval.estimators import metric_ks, validate_metric
 from bayeval.models import _groups, get_model
 
@@ -104,7 +121,7 @@ class Posterior:
     @property
     def data(self):
         """The input counts as :class:`~bayeval.EvalData`."""
-        return EvalData(self._tree["observed_data"].to_dataset().copy(deep=True))
+        return EvalData(dataset_of(self._tree))
 
     @property
     def model(self) -> str:
@@ -334,7 +351,7 @@ class Posterior:
         return values
 
     def _warn_extrapolation(self, ks, metric):
-        trials = self._tree["observed_data"]["trials"].values
+        trials = dataset_of(self._tree)["trials"].values
         smallest = int(trials[trials > 0].min())
         if ks.max() > smallest and smallest > 1:
             warnings.warn(
@@ -358,8 +375,8 @@ class Posterior:
         Parameters
         ----------
         by : {"task", "pattern"}, default "task"
-            ``"task"``: ``successes (chain, draw, task)``, as in the ``log_likelihood``
-            group. ``"pattern"``: ``successes (chain, draw, pattern)``, each pattern's
+            ``"task"``: ``task_total (chain, draw, task)``, as in the ``log_likelihood``
+            group. ``"pattern"``: ``task_total (chain, draw, pattern)``, each pattern's
             ``multiplicity`` (its tasks) and each task's pattern, ``task_pattern (task)``.
 
         Returns
@@ -374,8 +391,8 @@ class Posterior:
         >>> by_pattern = res.log_likelihood(by="pattern")
         >>> by_pattern["multiplicity"].values.tolist()
         [3, 2, 1]
-        >>> per_task = by_pattern["successes"].isel(pattern=by_pattern["task_pattern"])
-        >>> per_task.drop_vars("pattern").identical(res.log_likelihood()["successes"])
+        >>> per_task = by_pattern["task_total"].isel(pattern=by_pattern["task_pattern"])
+        >>> per_task.drop_vars("pattern").identical(res.log_likelihood()["task_total"])
         True
         """
         validate_choice("by", by, ("task", "pattern"))
@@ -386,8 +403,8 @@ class Posterior:
         )
         if found is None:
             raise ValueError(
-                f"a log-likelihood is not defined for model {self.model!r} or "
-                "under missing='bounds' (two data sets, one per bound)"
+                "a log-likelihood is not defined under missing='bounds' (two data sets, one "
+                "per bound)"
             )
         return found
 
@@ -407,7 +424,7 @@ class Posterior:
         >>> data = be.from_counts([[3, 5, 1, 8], [6, 9, 2, 9]], trials=10, systems=["A", "B"])
         >>> res = be.fit(data, model="hierarchical", draws=100, chains=2, seed=0,
         ...              log_likelihood=False)
-        >>> res.with_log_likelihood().tree["log_likelihood"]["successes"].dims
+        >>> res.with_log_likelihood().tree["log_likelihood"]["task_total"].dims
         ('chain', 'draw', 'task')
         """
         if "log_likelihood" in self._tree.children:
@@ -485,6 +502,7 @@ class Posterior:
 # -- netCDF files ------------------------------------------------------------------------------
 _CHECKSUM_ATTR = "bayeval_checksum"
 _ENCODING_ATTR = "bayeval_encoding"
+_FORMAT_ATTR = "bayeval_format"  # the layout of the groups (_groups.FORMAT); absent: 1
 _JSON_ATTR_TYPES = (bool, int, float, list, tuple, dict, type(None))
 # Variables whose values have a known range (checked by ``load``), by name.
 _PROBABILITIES = ("mu", "p", "extreme_share")
@@ -498,7 +516,12 @@ _COUNTS = (
     "score_n1",
     "score_nmid",
 )
-_COUNT_GROUPS = ("/observed_data", "/constant_data", "/posterior_predictive")
+_COUNT_GROUPS = (
+    "/observed_data",
+    "/constant_data",
+    "/posterior_predictive",
+    "/posterior_predictive_stats",
+)
 
 
 def _node_datasets(tree: xr.DataTree) -> dict:
@@ -535,8 +558,11 @@ def _checksum(datasets: dict) -> str:
     return digest.hexdigest()
 
 
-def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
-    """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged."""
+def _encode_tree(tree: xr.DataTree, version: str | None = str(_groups.FORMAT)) -> xr.DataTree:
+    """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged.
+
+    ``version`` is the layout recorded (None: none, as format 1 files have it).
+    """
     datasets: dict[str, xr.Dataset] = {}
     encoding: dict[str, dict[str, list[str]]] = {"object_variables": {}, "json_attrs": {}}
     for path, ds in _node_datasets(tree).items():
@@ -550,19 +576,28 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
             ds.attrs = {k: json.dumps(v) if k in as_json else v for k, v in ds.attrs.items()}
         datasets[path] = ds
     datasets["/"].attrs[_ENCODING_ATTR] = json.dumps(encoding)
+    if version is not None:
+        datasets["/"].attrs[_FORMAT_ATTR] = version
     datasets["/"].attrs[_CHECKSUM_ATTR] = _checksum(datasets)
     return xr.DataTree.from_dict(datasets)
 
 
 def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
-    """Undo :func:`_encode_tree`, verifying the checksum.
+    """Undo :func:`_encode_tree`, verifying the checksum, in today's layout.
 
-    Files written before bayeval wrote one load with a note instead.
+    Files written before bayeval wrote one load with a note instead; files of an earlier
+    layout are upgraded (:func:`bayeval.models._groups.upgrade`).
     """
     datasets = _node_datasets(tree)
     root = datasets["/"].attrs
     checksum = root.pop(_CHECKSUM_ATTR, None)
     encoding = root.pop(_ENCODING_ATTR, None)
+    version = root.pop(_FORMAT_ATTR, None)
+    if version is not None and (not str(version).isdigit() or int(version) > _groups.FORMAT):
+        raise ValueError(
+            f"{path}: written in results format {version!r}, which this bayeval (format "
+            f"{_groups.FORMAT}) cannot read: upgrade bayeval"
+        )
     try:
         encoding = json.loads(encoding) if encoding is not None else None
         if encoding is not None and not isinstance(encoding, dict):
@@ -599,7 +634,7 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
             stacklevel=3,
         )
     else:
-        encoded = _encode_tree(xr.DataTree.from_dict(datasets))
+        encoded = _encode_tree(xr.DataTree.from_dict(datasets), version)
         if encoded.attrs[_CHECKSUM_ATTR] != checksum:
             raise ValueError(
                 f"{path}: the checksum does not match the file's contents (stored "
@@ -609,7 +644,10 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
             )
     for node, ds in datasets.items():
         _check_ranges(ds, node, path)
-    return xr.DataTree.from_dict(datasets)
+    if "/constant_data" in datasets:  # the counts against the trials, across the two groups
+        joined = datasets["/observed_data"].merge(datasets["/constant_data"], compat="override")
+        _check_ranges(joined[["successes", "trials", "attempts"]], "/observed_data", path)
+    return _groups.upgrade(xr.DataTree.from_dict(datasets))
 
 
 def _check_ranges(ds: xr.Dataset, node: str, path) -> None:

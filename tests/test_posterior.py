@@ -128,7 +128,7 @@ def test_value_ranges_checked_without_checksum(tmp_path, small_fit):
     "group, name, change, message",
     [
         ("observed_data", "successes", lambda v: v + 5, "'successes' .* must be at most trials"),
-        ("observed_data", "status_counts", lambda v: v - 3, "must be non-negative whole numbers"),
+        ("constant_data", "status_counts", lambda v: v - 3, "must be non-negative whole numbers"),
         ("posterior", "kappa", lambda v: -v, "'kappa' .* must be positive"),
     ],
 )
