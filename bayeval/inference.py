@@ -271,9 +271,9 @@ def infer(
         tree["log_likelihood"] = xr.DataTree(loglik)
     for group, values in predictive.items():
         tree[group] = xr.DataTree(values)
-    not_replicated = _groups.replicate_skipped(tree)
-    if not_replicated is not None and bounds is None:
-        tree.attrs["posterior_predictive_note"] = _groups.replicate_note(not_replicated)
+    note = _groups.replicate_note(tree)
+    if note is not None:
+        tree.attrs["posterior_predictive_note"] = note
     fitted = Posterior(tree)
     if _groups.PREDICTIVE_STATS in tree.children:
         _warn_ppc(fitted)

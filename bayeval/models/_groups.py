@@ -176,9 +176,15 @@ def replicate_skipped(tree) -> str | None:
     return None
 
 
-def replicate_note(reason: str) -> str:
-    """The tree's ``posterior_predictive_note`` where the replicates were not stored."""
-    return f"the posterior_predictive group is not stored ({reason})"
+def replicate_note(tree) -> str | None:
+    """The tree's ``posterior_predictive_note``: why its replicates are not stored, or None.
+
+    None also under ``missing="bounds"``, where they are not defined.
+    """
+    if "missing_bound" in tree["observed_data"]["successes"].dims:
+        return None
+    reason = replicate_skipped(tree)
+    return None if reason is None else f"the posterior_predictive group is not stored ({reason})"
 
 
 def replicated(tree, seed) -> xr.Dataset | None:

@@ -329,9 +329,9 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
             tree.attrs["log_likelihood_note"] = _groups.log_likelihood_note(skipped)
     for group, values in _groups.predictive(tree, seed).items():
         tree[group] = xr.DataTree(values)
-    not_replicated = _groups.replicate_skipped(tree)
-    if not_replicated is not None and bounds is None:
-        tree.attrs["posterior_predictive_note"] = _groups.replicate_note(not_replicated)
+    note = _groups.replicate_note(tree)
+    if note is not None:
+        tree.attrs["posterior_predictive_note"] = note
     return tree
 
 

@@ -281,3 +281,14 @@ def test_default_fit_of_many_tasks_holds_no_draws_by_tasks_array():
     values = by_pattern["task_total"].isel(chain=1, draw=7).values
     direct = stats.betabinom.logpmf(c[some], n[some], mu * kappa, (1 - mu) * kappa)
     np.testing.assert_allclose(values[by_pattern["task_pattern"].values[some]], direct, rtol=1e-10)
+
+
+def test_replicates_left_out_above_the_limit_say_why(pair, monkeypatch):
+    from bayeval.models import _groups
+    from bayeval.testing import fake_results
+
+    monkeypatch.setattr(_groups, "REPLICATE_LIMIT", 20 * 2 * 30 - 1)
+    res = fake_results(pair, model="hierarchical", draws=20, chains=1)
+    assert "posterior_predictive" not in res.tree.children
+    assert "1,200 numbers" in res.tree.attrs["posterior_predictive_note"]
+    assert "posterior_predictive_stats" in res.tree.children
