@@ -34,6 +34,7 @@ a ``k`` dim.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -53,6 +54,7 @@ __all__ = [
     "jeffreys_interval",
     "wald_interval",
     "design_effect",
+    "trial_counts",
     "measured_order",
     "task_metric",
 ]
@@ -710,6 +712,46 @@ def design_effect(data) -> xr.Dataset:
     )
     out.attrs["method"] = "one-way ANOVA (method of moments), tasks as groups"
     return out
+
+
+def trial_counts(data) -> xr.Dataset:
+    """The fewest, median and most trials of a ``(system, task)`` cell, over cells with any.
+
+    The trials are the data's ``trials``: the valid ones, or under ``missing="fail"`` and
+    ``"bounds"`` the planned ones. A cell without trials (a task a system never ran) is left
+    out.
+
+    Parameters
+    ----------
+    data : EvalData
+
+    Returns
+    -------
+    xarray.Dataset
+        Scalars ``min_trials``, ``median_trials`` and ``max_trials`` (integers but the
+        median; NaN where no cell has a trial).
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> data = be.from_counts([[1, 2, 0], [3, 1, 4]], trials=[[2, 4, 6], [4, 4, 8]])
+    >>> out = trial_counts(data)
+    >>> out["min_trials"].item(), out["median_trials"].item(), out["max_trials"].item()
+    (2, 4.0, 8)
+    """
+    trials = data.dataset["trials"].values
+    used = trials[trials > 0]
+    if not used.size:
+        return xr.Dataset(
+            {name: math.nan for name in ("min_trials", "median_trials", "max_trials")}
+        )
+    return xr.Dataset(
+        {
+            "min_trials": used.min(),
+            "median_trials": np.median(used),
+            "max_trials": used.max(),
+        }
+    )
 
 
 def measured_order(data) -> xr.Dataset:

@@ -43,6 +43,7 @@ only up to a few million numbers; the rest is computed on demand
 from __future__ import annotations
 
 import json
+import math
 import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -64,7 +65,17 @@ from bayeval.models import MODELS, _groups, get_model
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.posterior import Posterior
 
-__all__ = ["GATES", "SAMPLERS", "choose_model", "default_tune", "infer", "interactive"]
+__all__ = [
+    "GATES",
+    "GATES_ADVICE",
+    "SAMPLERS",
+    "choose_model",
+    "default_tune",
+    "gate_attrs",
+    "gate_failures",
+    "infer",
+    "interactive",
+]
 
 SAMPLERS = ("auto", "conjugate", "grid", "nutpie", "pymc", "numpyro")
 GATES = {"max_rhat": 1.01, "min_ess_per_chain": 100, "min_bfmi": 0.3}
@@ -338,32 +349,104 @@ def _warn_single_trial(data, model: str):
     )
 
 
-def _check_gates(diag: dict, chains: int, strict: bool):
-    problems = []
-    if diag.get("divergences", 0) > 0:
-        problems.append(f"{diag['divergences']} divergent transitions")
+#: What to do when a fit fails its gates.
+GATES_ADVICE = (
+    "Increase draws and tune, check the priors, or use sampler='grid' where the model allows"
+)
+
+
+def gate_failures(diagnostics: dict, chains: int) -> dict[str, str]:
+    """The MCMC gates (:data:`GATES`) a fit's convergence summary fails, each with its problem.
+
+    Parameters
+    ----------
+    diagnostics : dict
+        The convergence summary (:attr:`bayeval.Results.diagnostics`); empty for the grid and
+        conjugate engines, which have no gates.
+    chains : int
+        The fit's chains (the ESS gate is per chain).
+
+    Returns
+    -------
+    dict
+        Gate name (``"divergences"``, ``"max_rhat"``, ``"min_ess_bulk"``, ``"min_ess_tail"``,
+        ``"min_bfmi"``) to the problem in words; empty when the fit passes.
+
+    Examples
+    --------
+    >>> from bayeval.inference import gate_failures
+    >>> diag = {"max_rhat": 1.036, "min_ess_bulk": 45.0, "min_ess_tail": 900.0, "divergences": 34}
+    >>> list(gate_failures(diag, chains=4))
+    ['divergences', 'max_rhat', 'min_ess_bulk']
+    """
+    problems: dict[str, str] = {}
+    if not diagnostics:
+        return problems
+    if diagnostics.get("divergences", 0) > 0:
+        problems["divergences"] = f"{diagnostics['divergences']} divergent transitions"
 
     def at(key):  # the parameter that has the worst value
-        return f" in {diag[key + '_parameter']}" if key + "_parameter" in diag else ""
+        return f" in {diagnostics[key + '_parameter']}" if key + "_parameter" in diagnostics else ""
 
-    if diag["max_rhat"] > GATES["max_rhat"]:
-        problems.append(
-            f"r-hat up to {diag['max_rhat']:.3f}{at('max_rhat')} (gate {GATES['max_rhat']})"
+    if diagnostics.get("max_rhat", 1.0) > GATES["max_rhat"]:
+        problems["max_rhat"] = (
+            f"r-hat up to {diagnostics['max_rhat']:.3f}{at('max_rhat')} (gate {GATES['max_rhat']})"
         )
     min_ess = GATES["min_ess_per_chain"] * chains
     for kind in ("bulk", "tail"):
-        if diag[f"min_ess_{kind}"] < min_ess:
-            problems.append(
-                f"{kind} ESS down to {diag[f'min_ess_{kind}']:.0f}"
-                f"{at('min_ess_' + kind)} (gate {min_ess})"
-            )
-    if diag.get("min_bfmi", 1.0) < GATES["min_bfmi"]:
-        problems.append(f"BFMI down to {diag['min_bfmi']:.2f} (gate {GATES['min_bfmi']})")
+        key = f"min_ess_{kind}"
+        if diagnostics.get(key, math.inf) < min_ess:
+            problems[key] = f"{kind} ESS down to {diagnostics[key]:.0f}{at(key)} (gate {min_ess})"
+    if diagnostics.get("min_bfmi", 1.0) < GATES["min_bfmi"]:
+        problems["min_bfmi"] = (
+            f"BFMI down to {diagnostics['min_bfmi']:.2f} (gate {GATES['min_bfmi']})"
+        )
+    return problems
+
+
+def gate_attrs(*posteriors) -> dict:
+    """``gates_failed`` and ``gates_note`` of the fits an analysis reads, for its attrs.
+
+    Parameters
+    ----------
+    *posteriors : Posterior
+        The fits (a comparison's fit and, under missing bounds, its crossed fits).
+
+    Returns
+    -------
+    dict
+        ``gates_failed``: the MCMC gates (:data:`GATES`, :func:`gate_failures`) that any of
+        the fits failed, empty when all pass (as grid and conjugate fits always do);
+        ``gates_note``: what failed and what to do (empty when nothing failed). A decision
+        read off such draws is ``"undecided"`` (:func:`bayeval.planning.decide`).
+
+    Examples
+    --------
+    >>> from bayeval.inference import gate_attrs
+    >>> from bayeval.testing import fake_results
+    >>> gate_attrs(fake_results())
+    {'gates_failed': [], 'gates_note': ''}
+    """
+    failed: dict[str, None] = {}
+    problems: dict[str, None] = {}
+    for posterior in posteriors:
+        attrs = posterior._tree.attrs
+        found = gate_failures(posterior.diagnostics, int(attrs.get("chains", 1)))
+        failed.update(dict.fromkeys(found))
+        problems.update(dict.fromkeys(found.values()))
+    note = "; ".join(problems) + ". " + GATES_ADVICE if problems else ""
+    return {"gates_failed": list(failed), "gates_note": note}
+
+
+def _check_gates(diag: dict, chains: int, strict: bool):
+    problems = gate_failures(diag, chains)
     if not problems:
         return
     message = (
-        "the MCMC diagnostics fail their gates: " + "; ".join(problems) + ". Increase "
-        "draws and tune, check the priors, or use sampler='grid' where the model allows"
+        "the MCMC diagnostics fail their gates: "
+        + "; ".join(problems.values())
+        + ". "
+        + GATES_ADVICE
     )
     if strict:
         raise RuntimeError(message)

@@ -12,7 +12,7 @@ task spread and trial noise).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import xarray as xr
@@ -35,9 +35,10 @@ __all__ = [
     "required_units",
     "adjust_pvalues",
     "noninferiority",
-    "Decision",
+    "decide",
+    "decision_statement",
+    "VERDICTS",
     "selection_bias",
-    "SelectionBias",
     "paired_spread",
     "paired_task_sd",
 ]
@@ -170,32 +171,303 @@ def adjust_pvalues(p, method: str = "holm") -> np.ndarray:
     return adjusted.reshape(values.shape)
 
 
-@dataclass(frozen=True)
-class Decision:
-    """Outcome of a non-inferiority (or superiority) check on a paired effect."""
+SIDED = ("one", "two")
+#: The verdicts of :func:`decide`; ``"undecided"`` is a fit that failed its MCMC gates.
+VERDICTS = ("non-inferior", "inferior", "superior", "not superior", "inconclusive", "undecided")
 
-    decision: str  # "non-inferior" | "inferior" | "superior" | "not superior" | "inconclusive"
-    prob_pass: float  # P(effect > -margin), or P(effect > margin) for superiority
-    prob_fail: float  # P(effect < -margin), or P(effect <= margin) for superiority
-    margin: float
-    prob: float
-    test: str  # "non-inferiority" | "superiority"
 
-    @property
-    def passed(self) -> bool:
-        """Whether the candidate passed the check."""
-        return self.decision in ("non-inferior", "superior")
+def _alpha(prob: float) -> Fraction:
+    # the decimal the user wrote (0.95 -> 19/20), so that a count at the edge is not lost
+    # to binary rounding
+    return 1 - Fraction(repr(float(prob)))
+
+
+def _one_rule(values: np.ndarray, threshold: float, alpha: Fraction, add_one: int) -> dict:
+    """The pass and fail tests of one row of draws, and the order statistics they amount to.
+
+    With ``n`` defined values, ``a = add_one`` (1 for bootstrap replicates: the add-one Monte
+    Carlo p-value; 0 for posterior draws: a posterior probability) and ``m`` the largest count
+    with ``(a + m) / (n + a) <= alpha``: the pass test rejects ``effect <= threshold`` when at
+    most ``m`` values are at or below the threshold, that is when the ``(m + 1)``-th smallest
+    value (``lower``) is above it; the fail test rejects ``effect > threshold`` when at most
+    ``m`` values are above it, that is when the ``(m + 1)``-th largest (``upper``) is at or
+    below it (Davison & Hinkley 1997, eq. 4.11 and section 5.2).
+    """
+    defined = values[~np.isnan(values)]
+    n = defined.size
+    if n == 0:
+        nan = math.nan
+        return dict(pass_=False, fail=False, lower=nan, upper=nan, p=nan, p_fail=nan, share=nan)
+    at_or_below = int((defined <= threshold).sum())
+    above = n - at_or_below
+    m = math.floor(alpha * (n + add_one) - add_one)
+    ordered = np.sort(defined)
+    lower = float(ordered[m]) if 0 <= m < n else -math.inf
+    upper = float(ordered[n - 1 - m]) if 0 <= m < n else math.inf
+    return {
+        "pass_": at_or_below <= m,
+        "fail": above <= m,
+        "lower": lower,
+        "upper": upper,
+        "p": (add_one + at_or_below) / (n + add_one),
+        "p_fail": (add_one + above) / (n + add_one),
+        "share": above / n,
+    }
+
+
+def decide(
+    effect,
+    *,
+    margin: float = 0.0,
+    superior: bool = False,
+    prob: float = 0.95,
+    sided: str = "one",
+    resampled: bool = False,
+    gates_failed=(),
+    gates_note: str = "",
+    refusal: str = "",
+) -> xr.Dataset:
+    """Decide non-inferiority (or superiority) from draws or bootstrap replicates of an effect.
+
+    The one decision rule of bayeval: the posterior rows, the bootstrap rows, the report, the
+    command line and ``bayeval gate`` all call it. The effect is ``metric(candidate) -
+    metric(baseline)`` and the threshold ``-margin`` (non-inferiority) or ``+margin``
+    (superiority). The candidate passes when the test of ``H0: effect <= threshold`` rejects
+    at level ``1 - prob``, fails when the test of ``H0: effect > threshold`` does, and
+    otherwise the data cannot decide:
+
+    * posterior draws: the p-value is the posterior probability of H0 (the share of draws at
+      or below the threshold, resp. above it), so the candidate passes when
+      ``P(effect > threshold) >= prob``;
+    * bootstrap replicates (``resampled=True``): the add-one percentile-bootstrap p-value
+      ``(1 + #{replicates at or below the threshold}) / (B + 1)``, as
+      :func:`bayeval.resampling.bootstrap_p_value`.
+
+    Each test is the same as comparing a bound with the threshold, and the bound is returned
+    beside it: ``lower`` is the one-sided lower bound at ``prob`` (an order statistic of the
+    draws, so that ``lower > threshold`` exactly when the pass test rejects) and ``upper`` the
+    one-sided upper bound. With ``sided="two"`` both tests run at level ``(1 - prob) / 2``:
+    ``[lower, upper]`` is the two-sided ``prob`` interval and ``p_value`` is two-sided.
+
+    Parameters
+    ----------
+    effect : array_like
+        Draws or replicates of the effect along the last axis; any leading axes are bounds
+        (``missing_bound``) and a verdict must hold at every one of them (the reported
+        ``lower`` is their smallest, ``upper`` their largest, each p-value their largest).
+        NaN values are left out.
+    margin : float, default 0.0
+        Practical margin (absolute, non-negative).
+    superior : bool, default False
+        Test superiority by ``margin`` instead of non-inferiority.
+    prob : float, default 0.95
+        The probability a verdict needs, above 0.5: one minus the level of each test.
+    sided : {"one", "two"}, default "one"
+    resampled : bool, default False
+        The values are bootstrap replicates (add-one p-values), not posterior draws.
+    gates_failed : sequence of str, default ()
+        The MCMC gates the fit behind the draws failed (:func:`bayeval.inference.gate_failures`):
+        the verdict is ``"undecided"`` whatever the draws say, and ``gates_note`` says why.
+    gates_note : str, default ""
+    refusal : str, default ""
+        Why the values cannot decide at all (a bootstrap over too few clusters,
+        :func:`bayeval.resampling.cluster_refusal`): when given, the verdict is
+        ``"inconclusive"`` whatever the values say, and the statement gives the reason.
+
+    Returns
+    -------
+    xarray.Dataset
+        Scalars ``prob_pass`` (the share of values above the threshold; under bounds the
+        smallest over the bounds), ``prob_fail`` (the share at or below it, likewise),
+        ``lower`` and ``upper`` (the bounds the pass and fail tests compare with the
+        threshold), ``p_value`` (of ``H0: effect <= threshold``), ``p_value_fail`` (of
+        ``H0: effect > threshold``), ``passed`` and ``decided`` (bool). The two tests never
+        disagree with their bounds: ``passed`` exactly when ``lower > threshold``, which is
+        exactly when ``p_value <= 1 - prob``; the candidate fails exactly when
+        ``upper <= threshold``, which is exactly when ``p_value_fail <= 1 - prob``.
+        Attributes: ``decision`` (one of :data:`VERDICTS`), ``margin``, ``prob``, ``test``
+        (``"non-inferiority"`` or ``"superiority"``), ``threshold``, ``sided``, ``source``
+        (``"posterior"`` or ``"bootstrap"``), ``gates_failed`` (list of str), ``gates_note``
+        ``refusal_note`` (``refusal``, or ``""``) and ``statement`` (the sentence of
+        :func:`decision_statement`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayeval.planning import decide
+    >>> draws = np.random.default_rng(0).normal(0.035, 0.02, 4000)  # P(effect <= 0) ~ 0.04
+    >>> out = decide(draws, margin=0.0)
+    >>> out.attrs["decision"], bool(out["lower"] > 0), bool(out["p_value"] <= 0.05)
+    ('non-inferior', True, True)
+    >>> decide(draws, margin=0.0, sided="two").attrs["decision"]  # the 95% interval holds 0
+    'inconclusive'
+    >>> for part in out.attrs["statement"].split("; "):
+    ...     print(part)
+    non-inferior: one-sided 95% lower bound +0.002 > 0
+    P(effect <= 0) = 0.0395 <= 0.05
+    """
+    prob = validate_prob("prob", prob)
+    if prob <= 0.5:
+        raise ValueError(
+            f"prob must be above 0.5 for a decision (at or below it both verdicts could hold); "
+            f"got {prob}"
+        )
+    margin = validate_margin(margin)
+    validate_choice("sided", sided, SIDED)
+    values = np.asarray(effect, dtype=float)
+    if values.ndim == 0 or values.shape[-1] == 0:
+        raise ValueError(f"effect must hold draws along its last axis; got shape {values.shape}")
+    rows = values.reshape(-1, values.shape[-1])
+    threshold = margin if superior else -margin
+    alpha = _alpha(prob) / (2 if sided == "two" else 1)
+    tests = [_one_rule(row, threshold, alpha, int(bool(resampled))) for row in rows]
+    passed = all(t["pass_"] for t in tests)
+    failed = all(t["fail"] for t in tests)
+    if sided == "two":
+        for t in tests:
+            t["p"] = t["p_fail"] = min(1.0, 2 * min(t["p"], t["p_fail"]))
+    gates = tuple(str(g) for g in gates_failed)
+    refusal = str(refusal)
+    if gates:
+        decision = "undecided"
+    elif refusal:
+        decision = "inconclusive"
+    elif superior:
+        decision = "superior" if passed else "not superior" if failed else "inconclusive"
+    else:
+        decision = "non-inferior" if passed else "inferior" if failed else "inconclusive"
+    # a row without a defined value leaves every bound and probability undefined
+    shares = np.array([t["share"] for t in tests])
+
+    def over_rows(key, reduce):
+        return float(reduce(np.array([t[key] for t in tests])))
+
+    out = xr.Dataset(
+        {
+            "prob_pass": float(np.min(shares)),
+            "prob_fail": float(np.min(1 - shares)),
+            "lower": over_rows("lower", np.min),
+            "upper": over_rows("upper", np.max),
+            "p_value": over_rows("p", np.max),
+            "p_value_fail": over_rows("p_fail", np.max),
+            "passed": decision in ("non-inferior", "superior"),
+            "decided": decision not in ("inconclusive", "undecided"),
+        },
+        attrs={
+            "decision": decision,
+            "margin": margin,
+            "prob": prob,
+            "test": "superiority" if superior else "non-inferiority",
+            "threshold": float(threshold),
+            "sided": sided,
+            "source": "bootstrap" if resampled else "posterior",
+            "gates_failed": list(gates),
+            "gates_note": str(gates_note) if gates else "",
+            "refusal_note": refusal,
+        },
+    )
+    out.attrs["statement"] = decision_statement(out)
+    return out
+
+
+def _num(value: float, digits: int = 3) -> str:
+    return f"{value:+.{digits}f}" if math.isfinite(value) else f"{value}"
+
+
+def _share(value: float, alpha: float) -> str:
+    """Three significant digits, more where they would print ``alpha`` for another value."""
+    if not math.isfinite(value):
+        return "nan"
+    text = f"{value:.3g}"
+    return f"{value:.6g}" if float(text) == alpha != value else text
+
+
+def decision_statement(decision: xr.Dataset) -> str:
+    """The words of a decision: the verdict, the bound it rests on and its p-value.
+
+    Every output (terminal, JSON, Markdown, HTML, ``bayeval gate``) prints this one sentence;
+    :func:`decide` stores it as ``attrs["statement"]``.
+
+    Parameters
+    ----------
+    decision : xarray.Dataset
+        The output of :func:`decide` or :func:`noninferiority`.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> from bayeval.planning import decide, decision_statement
+    >>> out = decide([-0.01, 0.01, 0.02, 0.03], prob=0.75, resampled=True)
+    >>> decision_statement(out)
+    'inconclusive: one-sided 75% bounds [-0.010, +0.030] straddle 0; one-sided p = 0.4 > 0.25'
+    """
+    attrs = decision.attrs
+    verdict = attrs["decision"]
+    if verdict == "undecided":
+        gates = attrs.get("gates_failed", [])
+        why = attrs.get("gates_note") or (gates if isinstance(gates, str) else ", ".join(gates))
+        return f"undecided (the fit failed its MCMC gates: {why})"
+    if attrs.get("refusal_note"):
+        return f"inconclusive ({attrs['refusal_note']})"
+    lower, upper = float(decision["lower"]), float(decision["upper"])
+    passed, decided = bool(decision["passed"]), bool(decision["decided"])
+    two = attrs["sided"] == "two"
+    level = f"{100 * attrs['prob']:g}%"
+    alpha = float(_alpha(attrs["prob"]))
+    if attrs["margin"] == 0:
+        value = label = "0"
+    else:
+        value = _num(attrs["threshold"])
+        label = f"{value} ({'margin' if attrs['test'] == 'superiority' else '-margin'})"
+    failing = decided and not passed
+    p = float(decision["p_value_fail" if failing else "p_value"])
+    bootstrap = attrs["source"] == "bootstrap"
+    if two:
+        p_words = (
+            f"two-sided p = {_share(p, alpha)}"
+            if bootstrap
+            else f"two-sided tail probability {_share(p, alpha)}"
+        )
+    elif bootstrap:
+        p_words = f"one-sided p = {_share(p, alpha)}"
+    else:
+        p_words = f"P(effect {'>' if failing else '<='} {value}) = {_share(p, alpha)}"
+    p_words += f" {'<=' if decided else '>'} {alpha:g}"
+    if two:
+        bound = f"{level} interval [{_num(lower)}, {_num(upper)}]"
+        where = "lies above" if passed else "lies at or below" if failing else "straddles"
+        said = f"{bound} {where} {label}"
+    elif passed:
+        said = f"one-sided {level} lower bound {_num(lower)} > {label}"
+    elif failing:
+        said = f"one-sided {level} upper bound {_num(upper)} <= {label}"
+    else:
+        said = f"one-sided {level} bounds [{_num(lower)}, {_num(upper)}] straddle {label}"
+    return f"{verdict}: {said}; {p_words}"
 
 
 def noninferiority(
-    comparison: xr.Dataset, margin: float | None = None, prob: float = 0.95, superior: bool = False
-) -> Decision:
+    comparison: xr.Dataset,
+    margin: float | None = None,
+    prob: float = 0.95,
+    superior: bool = False,
+    *,
+    sided: str = "one",
+) -> xr.Dataset:
     """Decide non-inferiority (or superiority) from a paired comparison.
 
-    The candidate passes when ``P(effect > -margin) >= prob`` (superiority:
-    ``P(effect > margin) >= prob``) and fails when the opposite event has that probability;
-    otherwise the data cannot decide. Probabilities are shares of posterior draws (Bayesian) or
-    of bootstrap replicates. Under ``missing="bounds"`` a verdict must hold at both bounds.
+    :func:`decide` on the comparison's ``effect``: the candidate passes when
+    ``P(effect > -margin) >= prob`` (superiority: ``P(effect > margin) >= prob``), that is when
+    the one-sided ``prob`` lower bound is above ``-margin``, and fails when the opposite event
+    has that probability; otherwise the data cannot decide. Probabilities are shares of
+    posterior draws (Bayesian) or add-one p-values of bootstrap replicates. Under
+    ``missing="bounds"`` a verdict must hold at both bounds. A posterior comparison whose fit
+    failed its MCMC gates (``attrs["gates_failed"]``) is ``"undecided"``. A bootstrap that
+    does not decide (``attrs["decides"]`` False: too few clusters, see its ``decision_note``)
+    is ``"inconclusive"`` whatever its replicates say.
 
     Parameters
     ----------
@@ -204,13 +476,22 @@ def noninferiority(
     margin : float, optional
         Defaults to the margin recorded in ``comparison``.
     prob : float, default 0.95
-        Required probability.
+        Required probability, above 0.5.
     superior : bool, default False
         Test superiority by ``margin`` instead of non-inferiority.
+    sided : {"one", "two"}, default "one"
+        As in :func:`decide`.
 
     Returns
     -------
-    Decision
+    xarray.Dataset
+        As :func:`decide`: scalars ``prob_pass`` (``P(effect > -margin)``, or
+        ``P(effect > margin)`` for superiority; under bounds the smaller of the two bounds'),
+        ``prob_fail`` (the opposite event's), ``lower``, ``upper``, ``p_value``,
+        ``p_value_fail``, ``passed`` and ``decided``; attributes ``decision`` (one of
+        :data:`VERDICTS`), ``margin``, ``prob``, ``test`` (``"non-inferiority"`` or
+        ``"superiority"``), ``threshold``, ``sided``, ``source``, ``gates_failed``,
+        ``gates_note``, ``refusal_note`` and ``statement``.
 
     Examples
     --------
@@ -218,55 +499,43 @@ def noninferiority(
     >>> data = be.from_counts([[1, 0, 1, 1, 0, 1] * 5, [1, 1, 1, 1, 0, 1] * 5], trials=1,
     ...                       systems=["A", "B"])
     >>> cmp = be.bootstrap.compare(data, "B", "A", n_boot=2000, seed=0)
-    >>> be.noninferiority(cmp, margin=0.05).decision
-    'non-inferior'
+    >>> out = be.noninferiority(cmp, margin=0.05)
+    >>> out.attrs["decision"], bool(out["passed"])
+    ('non-inferior', True)
     """
-    prob = validate_prob("prob", prob)
     margin = validate_margin(comparison.attrs.get("margin", 0.0) if margin is None else margin)
     draws = comparison["effect"]
     if "k" in draws.dims:
         raise ValueError("select one k first (comparison.sel(k=...))")
     sample_dims = [d for d in ("chain", "draw", "replicate") if d in draws.dims]
-    threshold = margin if superior else -margin
-    pass_share = (draws > threshold).mean(sample_dims)
-    fail_share = 1 - pass_share
-    p_pass: float
-    p_fail: float
-    if "missing_bound" in draws.dims:
-        passed = bool((pass_share >= prob).all())
-        failed = bool((fail_share >= prob).all())
-        p_pass, p_fail = float(pass_share.min()), float(fail_share.min())
-    else:
-        p_pass, p_fail = float(pass_share), float(fail_share)
-        passed, failed = p_pass >= prob, p_fail >= prob
-    if superior:
-        decision = "superior" if passed else "not superior" if failed else "inconclusive"
-    else:
-        decision = "non-inferior" if passed else "inferior" if failed else "inconclusive"
-    return Decision(
-        decision, p_pass, p_fail, margin, prob, "superiority" if superior else "non-inferiority"
+    other = [d for d in draws.dims if d not in sample_dims]
+    if not sample_dims or set(other) - {"missing_bound"}:
+        raise ValueError(
+            f"comparison['effect'] must have draws (chain, draw) or replicates and no other "
+            f"dim but missing_bound; got dims {draws.dims}"
+        )
+    values = draws.transpose(*other, *sample_dims).values
+    values = values.reshape(values.shape[: len(other)] + (-1,))
+    resampled = "replicate" in sample_dims
+    gates = () if resampled else tuple(comparison.attrs.get("gates_failed", ()))
+    refusal = ""
+    if comparison.attrs.get("decides") is False:  # a bootstrap over too few clusters
+        refusal = str(comparison.attrs.get("decision_note") or "the bootstrap does not decide")
+    return decide(
+        values,
+        margin=margin,
+        superior=superior,
+        prob=prob,
+        sided=sided,
+        resampled=resampled,
+        gates_failed=gates,
+        gates_note=str(comparison.attrs.get("gates_note", "")),
+        refusal=refusal,
     )
 
 
 # -- selection: the winner's curse -------------------------------------------------------------
 _SIM_CELLS = 4_000_000  # elements of one simulation-chunk x checkpoint x task block
-
-
-@dataclass(frozen=True)
-class SelectionBias:
-    """The selection bias of reporting the observed score of the best-looking checkpoint."""
-
-    optimism: float  # E[naive score of the pick - its true value]
-    optimism_sd: float  # sd of that difference over simulated runs
-    optimism_se: float  # Monte Carlo standard error of ``optimism``
-    regret: float  # E[true value of the truly best - true value of the pick]
-    prob_best_picked: float  # P(the pick is (one of) the truly best)
-    normal_approximation: float  # sigma * E[max of m standard normals]; NaN where it does not apply
-    m: int
-    n_tasks: int
-    trials: int
-    n_sim: int
-    seed: int
 
 
 def _expected_max_normal(m: int) -> float:
@@ -296,7 +565,7 @@ def _check_nonnegative(name: str, value) -> float:
 
 def selection_bias(
     m, n_tasks, trials=1, p=0.5, sd_between=0.0, sd_task=0.0, n_sim=10_000, seed=0
-) -> SelectionBias:
+) -> xr.Dataset:
     """Simulate the winner's curse of picking the best of ``m`` checkpoints by observed score.
 
     Each simulated run evaluates ``m`` checkpoints on the same ``n_tasks`` tasks with
@@ -330,11 +599,13 @@ def selection_bias(
 
     Returns
     -------
-    SelectionBias
-        ``optimism`` (mean of naive minus true for the pick), ``optimism_sd``,
-        ``optimism_se`` (Monte Carlo), ``regret`` (mean shortfall of the pick's true value
-        from the best's), ``prob_best_picked`` (ties in true value count as best: 1 for
-        equally good checkpoints), ``normal_approximation`` and the settings.
+    xarray.Dataset
+        Scalars ``optimism`` (mean of naive minus true for the pick), ``optimism_sd`` (its
+        sd over the simulated runs), ``optimism_se`` (Monte Carlo), ``regret`` (mean
+        shortfall of the pick's true value from the best's), ``prob_best_picked`` (ties in
+        true value count as best: 1 for equally good checkpoints) and
+        ``normal_approximation`` (NaN where it does not apply); the settings ``m``,
+        ``n_tasks``, ``trials``, ``n_sim`` and ``seed`` in attrs.
 
     Examples
     --------
@@ -343,9 +614,9 @@ def selection_bias(
     >>> import bayeval as be
     >>> from bayeval.planning import selection_bias
     >>> out = selection_bias(8, n_tasks=160, p=0.85, n_sim=4000, seed=0)
-    >>> round(out.normal_approximation, 3)
+    >>> round(float(out["normal_approximation"]), 3)
     0.04
-    >>> abs(out.optimism - out.normal_approximation) < 0.004
+    >>> abs(float(out["optimism"] - out["normal_approximation"])) < 0.004
     True
     """
     m = validate_positive_int("m", m, 1)
@@ -397,18 +668,16 @@ def selection_bias(
         else math.nan
     )
     sd = float(optimism.std(ddof=1))
-    return SelectionBias(
-        optimism=float(optimism.mean()),
-        optimism_sd=sd,
-        optimism_se=sd / math.sqrt(n_sim),
-        regret=float(regret.mean()),
-        prob_best_picked=float(best.mean()),
-        normal_approximation=float(approx),
-        m=m,
-        n_tasks=n_tasks,
-        trials=trials,
-        n_sim=n_sim,
-        seed=seed,
+    return xr.Dataset(
+        {
+            "optimism": float(optimism.mean()),
+            "optimism_sd": sd,
+            "optimism_se": sd / math.sqrt(n_sim),
+            "regret": float(regret.mean()),
+            "prob_best_picked": float(best.mean()),
+            "normal_approximation": float(approx),
+        },
+        attrs={"m": m, "n_tasks": n_tasks, "trials": trials, "n_sim": n_sim, "seed": seed},
     )
 
 

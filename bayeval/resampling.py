@@ -35,6 +35,7 @@ trials per task and is marked ``interval_valid=False`` below that.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -52,6 +53,7 @@ from bayeval._validate import (
     validate_seed,
 )
 from bayeval.data import EvalData, require_valid_outcomes
+from bayeval.data.clusters import MIN_CLUSTERS
 from bayeval.estimators import (
     ALL_METRICS,
     _unbiased,
@@ -67,6 +69,13 @@ METHODS = ("percentile", "basic", "bca")
 WEIGHTINGS = ("task", "cluster")
 ESTIMAND_OF_UNIT = {"trial": "tasks", "task": "population", "cluster": "population"}
 _MAX_CELLS = 4_000_000  # elements of one replicate-chunk x pattern matrix
+#: The caveat of a trial bootstrap of data with one trial per task (what a reader of the
+#: tasks estimand's twin needs to know; one text, so outputs that do not show it can leave it).
+ZERO_WIDTH_NOTE = (
+    "with one trial per task the trial bootstrap has zero width: it resamples each "
+    "task's single outcome onto itself. Use unit='task' (tasks like these) or a Bayesian "
+    "fit for honest uncertainty."
+)
 
 
 # -- layout: groups, units and weights ---------------------------------------------------------
@@ -114,6 +123,46 @@ def _layout(data, unit: str, weighting: str, clusters) -> _Layout:
             share = members.sum() / in_stratum.sum()
         weight[g] = stratum_weight[h] * share
     return _Layout(group, weight, np.arange(n_task), False)
+
+
+def cluster_refusal(data, unit: str) -> str | None:
+    """Why a bootstrap over ``unit`` does not decide, or None where it may.
+
+    A bootstrap that resamples fewer than :data:`~bayeval.data.clusters.MIN_CLUSTERS`
+    clusters (in the stratum with fewest) has only a few distinct resamples (multisets of
+    its clusters: 10 of 3 clusters, 92,378 of 10): its replicate shares and p-value are
+    coarse steps, not tail probabilities, so it never decides.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.resampling import cluster_refusal
+    >>> data = be.datasets.load("swebench_java", missing="fail")  # 6 repositories
+    >>> cluster_refusal(data, "cluster").split(",")[0]
+    'the cluster bootstrap resamples 6 clusters: 462 distinct resamples'
+    >>> cluster_refusal(data, "task") is None
+    True
+    """
+    if unit != "cluster" or not data.has_clusters:
+        return None
+    ds = data.dataset
+    cluster = np.asarray(ds["cluster"].values, dtype=object).astype(str)
+    stratum = (
+        np.asarray(ds["stratum"].values, dtype=object).astype(str)
+        if "stratum" in ds.coords
+        else np.zeros(len(cluster), dtype=str)
+    )
+    per_stratum = [len(np.unique(cluster[stratum == h])) for h in np.unique(stratum)]
+    fewest = min(per_stratum)
+    if fewest >= MIN_CLUSTERS:
+        return None
+    distinct = int(np.prod([math.comb(2 * g - 1, g) for g in per_stratum]))
+    where = "" if len(per_stratum) == 1 else " in its smallest stratum"
+    return (
+        f"the cluster bootstrap resamples {fewest} clusters{where}: {distinct:,} distinct "
+        f"resamples, too few for a tail probability (it takes {MIN_CLUSTERS} or more "
+        "clusters), so it does not decide and gives no p-value"
+    )
 
 
 # -- the resampling engines --------------------------------------------------------------------
@@ -530,13 +579,7 @@ def _run(data, systems, ks, metric, unit, weighting, clusters, n_boot, seed, tau
     engine = _resample_trials if unit == "trial" else _resample_units
     res = engine(c2, n2, ks, metric, layout, n_boot, rng, tau)
     if unit == "trial" and (n2[n2 > 0] == 1).all():
-        warnings.warn(
-            "with one trial per task the trial bootstrap has zero width: it resamples each "
-            "task's single outcome onto itself. Use unit='task' (tasks like these) or a Bayesian "
-            "fit for honest uncertainty.",
-            BayevalWarning,
-            stacklevel=3,
-        )
+        warnings.warn(ZERO_WIDTH_NOTE, BayevalWarning, stacklevel=3)
     return res, shape, bounds
 
 

@@ -56,8 +56,10 @@ class Results(Posterior):
         estimand : {"population", "tasks"}, default "population"
             A new task like these, or the mean over these tasks.
         clusters : {"new", "observed"}, optional
-            ``logit_normal`` only: a new task from a new cluster (default with clusters) or
-            from the observed clusters.
+            ``logit_normal`` only: a new task from a new cluster or from the observed
+            clusters. Default: what the clusters support
+            (:func:`bayeval.data.clusters.default_clusters`: a new cluster with ten or more
+            clusters and none very small, else the observed clusters).
         weighting : {"task", "cluster"}, default "task"
             With ``clusters="observed"``: average clusters by their task counts or equally.
 

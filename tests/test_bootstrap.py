@@ -422,3 +422,56 @@ def test_compare_p_value_is_resamplings_on_its_replicates():
     expected = _exact_p_values(replicates, 0.0)["two-sided"]
     assert float(out["p_value"]) == pytest.approx(float(expected), rel=1e-12)
     assert float(out["p_value"]) == bootstrap_p_value(replicates)
+
+
+def test_a_bootstrap_over_three_platforms_does_not_decide():
+    """LiveCodeBench's 3 platforms: every replicate is one of the C(5, 3) = 10 multisets of
+    platforms, so the bootstrap gives coarse steps, not a tail probability, and never decides."""
+    from itertools import combinations_with_replacement
+
+    frame = be.datasets.frame("livecodebench")
+    data = be.from_frame(
+        frame, successes="n_correct", trials="n_samples", cluster="cluster"
+    )  # without the difficulty strata, which cross the platforms
+    candidate, baseline = "GPT-4-Turbo-2024-04-09", "Claude-3-Opus"
+    out = be.bootstrap.compare(
+        data, candidate, baseline, unit="cluster", n_boot=2000, seed=0, margin=0.5
+    )
+    # independent reference: the clusters-keep-their-sizes effect of each multiset
+    rows = frame[frame["system"].isin([candidate, baseline])]
+    rate = rows.assign(p=rows["n_correct"] / rows["n_samples"]).pivot(
+        index="task", columns="system", values="p"
+    )
+    cluster = frame.drop_duplicates("task").set_index("task")["cluster"].loc[rate.index]
+    diff = (rate[candidate] - rate[baseline]).groupby(cluster)
+    sums, sizes = diff.sum(), diff.size()
+    expected = {
+        round(sum(sums[g] for g in pick) / sum(sizes[g] for g in pick), 10)
+        for pick in combinations_with_replacement(sums.index, 3)
+    }
+    assert len(expected) == 10
+    assert set(np.round(out["effect"].values, 10)) <= expected
+    assert out.attrs["decides"] is False and "3 clusters: 10 distinct" in out.attrs["decision_note"]
+    assert np.isnan(float(out["p_value"]))
+    assert float(out["prob_noninferior"]) == 1.0  # every replicate clears the margin ...
+    refused = be.noninferiority(out)  # ... and still no decision, saying why
+    assert refused.attrs["decision"] == "inconclusive" and not bool(refused["decided"])
+    assert refused.attrs["refusal_note"] == out.attrs["decision_note"]
+    assert refused.attrs["statement"] == f"inconclusive ({out.attrs['decision_note']})"
+    tasks = be.bootstrap.compare(data, candidate, baseline, unit="task", n_boot=2000, seed=0)
+    assert tasks.attrs["decides"] is True and np.isfinite(float(tasks["p_value"]))
+
+
+def test_a_bootstrap_over_ten_clusters_decides():
+    rng = np.random.default_rng(1)
+    clusters = [f"g{j % 10}" for j in range(60)]
+    data = be.from_counts(
+        [rng.binomial(1, 0.3, 60), rng.binomial(1, 0.9, 60)],
+        1,
+        systems=["A", "B"],
+        clusters=clusters,
+    )
+    out = be.bootstrap.compare(data, "B", "A", unit="cluster", n_boot=2000, seed=0, margin=0.05)
+    assert out.attrs["decides"] is True and "decision_note" not in out.attrs
+    decided = be.noninferiority(out)
+    assert decided.attrs["decision"] == "non-inferior" and decided.attrs["refusal_note"] == ""

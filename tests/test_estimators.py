@@ -1,5 +1,6 @@
 """Estimators against exact rational arithmetic, statsmodels/SciPy and exact coverage sums."""
 
+import statistics
 from fractions import Fraction
 from math import comb
 
@@ -260,3 +261,30 @@ def test_measured_order_ranks_the_mean_task_rate_by_hand():
     bounds = be.from_frame(frame, status="status", missing="bounds")
     # the lower bound counts A's lost attempt as a failure: (1/2 + 1/2) / 2 against 1/4
     np.testing.assert_allclose(est.measured_order(bounds)["score"].values, [0.5, 0.25])
+
+
+def test_trial_counts_by_hand_leaving_out_cells_not_run():
+    """min, median, max of the per-cell trials by hand (statistics module), cells with no
+    valid trial left out; integers but the median, NaN where no cell has a trial."""
+    trials = {"A": [3, 1, 0, 4], "B": [2, 2, 5, 0]}
+    rows = [
+        {"system": s, "task": f"t{j}", "status": "ok", "success": t % 2}
+        for s, counts in trials.items()
+        for j, m in enumerate(counts)
+        for t in range(m)
+    ]
+    rows += [{"system": "A", "task": "t2", "status": "timeout", "success": None}]
+    data = be.from_frame(pd.DataFrame(rows), status="status", missing="exclude")
+    out = est.trial_counts(data)
+    used = [m for counts in trials.values() for m in counts if m]  # 3, 1, 4, 2, 2, 5
+    assert out["min_trials"].item() == 1 and isinstance(out["min_trials"].item(), int)
+    assert out["max_trials"].item() == 5 and isinstance(out["max_trials"].item(), int)
+    assert out["median_trials"].item() == statistics.median(used) == 2.5
+    assert all(out[name].dims == () for name in out.data_vars)
+    timeouts = pd.DataFrame(
+        {"system": "A", "task": ["t0", "t1"], "status": "timeout", "success": None}
+    )
+    empty = est.trial_counts(be.from_frame(timeouts, status="status", missing="exclude"))
+    assert all(
+        np.isnan(empty[name].item()) for name in ("min_trials", "median_trials", "max_trials")
+    )

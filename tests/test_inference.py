@@ -197,28 +197,27 @@ def test_report_card_says_where_its_comparisons_come_from():
 
 
 def test_k_beyond_the_trials_is_refused_before_any_fit(monkeypatch, tmp_path):
-    """LiveCodeBench has two one-sample systems: k = 10 used to fail after the fit."""
+    """LiveCodeBench holds one- and ten-sample systems: k = 10 is computed where the trials
+    allow it (the fit runs), and a k that no system's trials allow is refused before it."""
     frame = be.datasets.frame("livecodebench")
     path = tmp_path / "lcb.csv"
     frame.to_csv(path, index=False)
-    called = []
-    monkeypatch.setattr(be, "fit", lambda *a, **k: called.append(1))
     spec = be.datasets.DATASETS["livecodebench"]["columns"]
-    result = CliRunner().invoke(
-        cli.main,
-        [
-            "analyze",
-            str(path),
-            "--successes",
-            spec["successes"],
-            "--trials",
-            spec["trials"],
-            "--k",
-            "1,10",
-        ],
-    )
+    most = int(frame[spec["trials"]].max())
+
+    def run(ks):
+        called = []
+        monkeypatch.setattr(be, "fit", lambda *a, **k: called.append(1))
+        args = ["analyze", str(path), "--successes", spec["successes"]]
+        args += ["--trials", spec["trials"], "--k", ks]
+        return CliRunner().invoke(cli.main, args), called
+
+    result, called = run(f"1,{most + 1}")
     assert result.exit_code == 2, result.output
-    assert "k=10 needs at least 10 valid trials" in result.output and not called
+    assert f"k={most + 1} needs at least {most + 1} valid trials" in result.output
+    assert f"use k <= {most}" in result.output and not called
+    _, called = run(f"1,{most}")
+    assert called  # some systems' trials allow k = most: the fit runs
 
 
 @pytest.mark.parametrize(

@@ -53,16 +53,46 @@ def _comparison(draws, margin=0.02):
 def test_noninferiority_decisions():
     rng = np.random.default_rng(1)
     good = _comparison(rng.normal(0.0, 0.005, 4000))
-    assert be.noninferiority(good).decision == "non-inferior"
+    assert be.noninferiority(good).attrs["decision"] == "non-inferior"
     bad = _comparison(rng.normal(-0.06, 0.01, 4000))
-    assert be.noninferiority(bad).decision == "inferior"
+    assert be.noninferiority(bad).attrs["decision"] == "inferior"
     unsure = _comparison(rng.normal(-0.02, 0.02, 4000))
     result = be.noninferiority(unsure)
-    assert result.decision == "inconclusive" and not result.passed
-    assert result.prob_pass == pytest.approx(0.5, abs=0.03)
-    assert be.noninferiority(good, superior=True).decision == "not superior"
+    assert result.attrs["decision"] == "inconclusive" and not bool(result["passed"])
+    assert float(result["prob_pass"]) == pytest.approx(0.5, abs=0.03)
+    assert be.noninferiority(good, superior=True).attrs["decision"] == "not superior"
     better = _comparison(rng.normal(0.1, 0.01, 4000))
-    assert be.noninferiority(better, superior=True).decision == "superior"
+    assert be.noninferiority(better, superior=True).attrs["decision"] == "superior"
+
+
+def test_noninferiority_returns_its_shares_and_settings():
+    draws = np.linspace(-0.05, 0.05, 201)
+    out = be.noninferiority(_comparison(draws, margin=0.02), prob=0.9)
+    assert isinstance(out, xr.Dataset)
+    assert float(out["prob_pass"]) == np.mean(draws > -0.02)
+    assert float(out["prob_fail"]) == 1 - np.mean(draws > -0.02)
+    assert out["passed"].dtype == bool and not bool(out["passed"])
+    statement = out.attrs.pop("statement")
+    assert out.attrs == {
+        "decision": "inconclusive",
+        "margin": 0.02,
+        "prob": 0.9,
+        "test": "non-inferiority",
+        "threshold": -0.02,
+        "sided": "one",
+        "source": "posterior",
+        "gates_failed": [],
+        "gates_note": "",
+        "refusal_note": "",
+    }
+    # 201 draws, alpha 0.1: m = floor(0.1 * 201) = 20, so the bounds are the 21st smallest and
+    # the 21st largest draw, -0.05 + 20 * 0.0005 and its mirror
+    assert statement.startswith(
+        "inconclusive: one-sided 90% bounds [-0.040, +0.040] straddle -0.020 (-margin); "
+    )
+    sup = be.noninferiority(_comparison(draws + 0.1), margin=0.02, superior=True)
+    assert float(sup["prob_pass"]) == np.mean(draws + 0.1 > 0.02)
+    assert bool(sup["passed"]) and sup.attrs["test"] == "superiority"
 
 
 def test_noninferiority_needs_both_bounds():
@@ -72,7 +102,7 @@ def test_noninferiority_needs_both_bounds():
         coords={"missing_bound": ["lower", "upper"]},
         attrs={"margin": 0.01},
     )
-    assert be.noninferiority(cmp).decision == "inconclusive"
+    assert be.noninferiority(cmp).attrs["decision"] == "inconclusive"
 
 
 @pytest.mark.parametrize("paired", [True, False])

@@ -167,3 +167,19 @@ def test_a_failed_write_keeps_the_file_already_there(tmp_path, small_fit):
     assert path.read_bytes() == good
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]  # no temporary left
     _assert_same_tree(be.load(path).tree, small_fit.tree)
+
+
+def test_group_is_a_read_only_view_and_tree_a_copy(small_fit):
+    """The analyses read groups through _group (no copy of the tree); users get a copy."""
+    before = small_fit.tree.copy(deep=True)
+    obs = small_fit._group("observed_data")
+    assert obs.identical(before["observed_data"].to_dataset())
+    assert small_fit._group("/").attrs == before.attrs
+    with pytest.raises(AttributeError, match="Mutation of the DatasetView"):
+        obs["extra"] = obs["successes"] * 2
+    with pytest.raises(ValueError, match="read-only"):
+        obs["successes"].values[:] = 0
+    tree = small_fit.tree
+    tree["observed_data"]["extra"] = tree["observed_data"]["successes"] * 2  # the copy only
+    assert "extra" not in small_fit._group("observed_data")
+    assert small_fit.tree.identical(before)

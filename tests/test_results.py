@@ -104,7 +104,7 @@ def test_compare_dataset(tau_fit):
     assert (out["prob_positive"] >= out["prob_above_margin"]).all()
     assert out.attrs["margin"] == 0.05 and out.attrs["candidate"] == "B"
     decision = be.noninferiority(out.sel(k=1), margin=0.05)
-    assert decision.decision in ("non-inferior", "inconclusive", "inferior")
+    assert decision.attrs["decision"] in ("non-inferior", "inconclusive", "inferior")
     with pytest.raises(ValueError, match="is not a system"):
         res.compare("C", "A")
 

@@ -86,13 +86,13 @@ def thinned(posterior, n_draws: int):
     >>> thinned(res, 50).tree["posterior"].sizes["draw"]
     25
     """
-    post = posterior.tree["posterior"]
+    post = posterior._group("posterior")
     chains, draws = post.sizes["chain"], post.sizes["draw"]
     per_chain = max(1, min(draws, -(-n_draws // chains)))
     if per_chain == draws:
         return posterior
     index = np.unique(np.linspace(0, draws - 1, per_chain).round().astype(int))
-    tree = posterior.tree
+    tree = posterior._tree  # read only: each group is taken into a new tree
     groups = {"/": tree.to_dataset(inherit=False)}
     for name, node in tree.children.items():
         ds = node.to_dataset(inherit=False)
@@ -102,14 +102,15 @@ def thinned(posterior, n_draws: int):
 
 def observed_counts(posterior) -> tuple[np.ndarray, np.ndarray]:
     """Successes and trials over ``(system, task)``, or a refusal under missing bounds."""
-    obs = posterior.data.dataset
+    obs = posterior._group("observed_data")
+    constant = posterior._group("constant_data")
     if "missing_bound" in obs["successes"].dims:
         raise ValueError(
             "winner and compare_curve take data without missing bounds (fit with "
             "missing='fail' or 'exclude', or compare the bounds of one pair)"
         )
     c = obs["successes"].transpose("system", "task").values
-    n = obs["trials"].transpose("system", "task").values
+    n = constant["trials"].transpose("system", "task").values
     return c, n
 
 

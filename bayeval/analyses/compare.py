@@ -18,7 +18,7 @@ from bayeval.analyses._draws import over_samples, pairing, settings_of
 from bayeval.analyses.runs import check_recipes, recipe_values
 from bayeval.data.digests import check_comparable
 from bayeval.estimators import metric_ks, validate_metric
-from bayeval.inference import infer
+from bayeval.inference import gate_attrs, infer
 from bayeval.models import get_model
 from bayeval.resampling import (
     _intervals,
@@ -32,6 +32,7 @@ from bayeval.resampling import (
     _warn_fallback,
     _warn_nan,
     bootstrap_p_value,
+    cluster_refusal,
 )
 
 __all__ = ["compare", "compare_all", "bootstrap_compare"]
@@ -58,7 +59,7 @@ def _check_pair(systems, candidate, baseline, what="system", where="these result
 
 def _valid_trials(posterior) -> xr.DataArray:
     """Each cell's trials, the smaller bound's under missing bounds (valid for both)."""
-    trials = posterior.data.dataset["trials"]
+    trials = posterior._group("constant_data")["trials"]
     return trials.min("missing_bound") if "missing_bound" in trials.dims else trials
 
 
@@ -121,7 +122,10 @@ def compare(
         ``prob_above_margin`` (P(effect > margin)), ``prob_noninferior``
         (P(effect > -margin)), ``effect_mean`` and its Monte Carlo standard error
         ``effect_mcse`` and bulk ``effect_ess`` (``arviz_stats``); settings in attrs, with
-        ``paired`` (bool) and ``paired_note`` saying how the model treats shared tasks.
+        ``paired`` (bool) and ``paired_note`` saying how the model treats shared tasks, and
+        ``gates_failed`` (the MCMC gates the fit failed, empty when it passed) with
+        ``gates_note``: a decision on a fit that failed is ``"undecided"``
+        (:func:`bayeval.noninferiority`).
 
     Examples
     --------
@@ -170,6 +174,7 @@ def compare(
         and get_model(posterior.model).crossed_bounds_refit
         and runs is None
     )
+    fits: dict = {}
     if crossed_fit:
         # a paired model shares task effects between the systems: each crossed bound is
         # one joint fit of both systems' crossed counts, not two bounds' draws subtracted
@@ -203,6 +208,7 @@ def compare(
         **settings_of(values),
         **harness.attrs,
         **({} if runs is None else {"runs": runs, "checkpoints": members}),
+        **gate_attrs(posterior, *fits.values()),
     }
     if crossed_fit:
         out.attrs["crossed_bounds"] = "one joint fit per crossed bound"
@@ -234,7 +240,7 @@ def _crossed_fits(posterior, candidate, baseline) -> dict:
     key = ("crossed", candidate, baseline)
     fits = posterior._cache.get(key)
     if fits is None:
-        attrs = posterior.tree.attrs
+        attrs = posterior._group("/").attrs
         priors = json.loads(attrs.get("priors", "null")) or None
         if priors is not None and "alpha" in priors:
             priors["alpha"] = tuple(priors["alpha"])
@@ -287,6 +293,7 @@ def compare_all(
     xarray.Dataset
         Over ``(candidate, baseline)``: ``effect_mean``, ``effect_interval`` (on
         ``ci_bound``), ``prob_positive`` and ``prob_above_margin``; the diagonal is NaN.
+        Settings in attrs, ``gates_failed`` and ``gates_note`` as in :func:`compare`.
 
     Examples
     --------
@@ -353,6 +360,7 @@ def compare_all(
         **pairing(posterior),
         **({} if tau is None else {"tau": tau}),
         **harness.attrs,
+        **gate_attrs(posterior),
     }
     return out
 
@@ -412,6 +420,9 @@ def bootstrap_compare(
         per-system ``estimate``, ``interval_valid``/``interval_reason`` (as in
         :func:`bayeval.bootstrap.pass_at_k`, for the effect), status counts; settings in
         attrs (``paired`` True, and the harness check's ``harness_status`` and ``harness_note``).
+        ``attrs["decides"]`` is False where the bootstrap resamples fewer than ten clusters
+        (:func:`bayeval.resampling.cluster_refusal`): its ``p_value`` is then NaN,
+        :func:`bayeval.noninferiority` calls it inconclusive and ``decision_note`` says why.
 
     Examples
     --------
@@ -472,6 +483,9 @@ def bootstrap_compare(
         for name, thr in (("pos", 0.0), ("margin", margin), ("noninf", -margin))
     }
     p_value = bootstrap_p_value(eff_reps, alternative="two-sided", axis=0)
+    refusal = cluster_refusal(subset, unit)
+    if refusal is not None:  # a handful of distinct resamples: no tail probability
+        p_value = np.full_like(p_value, np.nan)
 
     def da(values, lead=(), trail=()):
         out = xr.DataArray(values, dims=lead + ("missing_bound", "k") + trail)
@@ -514,6 +528,8 @@ def bootstrap_compare(
         "n_unshared_tasks": int((~shared).sum()),
         "paired": True,
         "paired_note": "both systems resampled together on their shared tasks",
+        "decides": refusal is None,
+        **({} if refusal is None else {"decision_note": refusal}),
         **harness.attrs,
     }
     return ds

@@ -17,43 +17,100 @@ import numpy as np
 import xarray as xr
 
 from bayeval._validate import validate_choice, validate_prob
-from bayeval.analyses._draws import SAMPLE_DIMS
+from bayeval.analyses._draws import SAMPLE_DIMS, settings_of
 from bayeval.analyses.metrics import pass_at_k, pass_hat_k
 from bayeval.estimators import METRICS
 from bayeval.posterior import Posterior, credible_interval
 
-__all__ = ["crosscheck", "bootstrap_twin", "BOOTSTRAP_TWIN"]
+__all__ = ["crosscheck", "bootstrap_twin", "interval_widths", "BOOTSTRAP_TWIN"]
 
 #: The bootstrap unit resampled for each estimand.
 BOOTSTRAP_TWIN = {"tasks": "trial", "population": "task"}
 
 
-def bootstrap_twin(posterior, estimand: str, *, clusters=None, weighting: str = "task") -> dict:
+def bootstrap_twin(
+    posterior, estimand: str, *, clusters=None, weighting: str = "task"
+) -> xr.Dataset:
     """Bootstrap settings of the twin of one Bayesian estimand (DESIGN: metrics and estimands).
 
-    With clustered ``logit_normal`` (or ``zoib``) fits the population is a new task from a
-    new cluster, every cluster weighing the same: the twin resamples clusters, weighted
-    equally; under ``clusters="observed"`` it resamples tasks within the observed clusters.
+    With clustered ``logit_normal`` (or ``zoib``) fits a new task from a new cluster, every
+    cluster weighing the same, has as twin the bootstrap that resamples clusters, weighted
+    equally; a new task from the observed clusters (``clusters="observed"``) the one that
+    resamples tasks within them. ``clusters=None`` is the fit's default population
+    (:func:`bayeval.data.clusters.default_clusters`).
+
+    Parameters
+    ----------
+    posterior : Posterior
+    estimand : {"tasks", "population"}
+    clusters, weighting
+        The population estimand asked for (see :meth:`bayeval.Results.pass_at_k`).
+
+    Returns
+    -------
+    xarray.Dataset
+        No variables; ``attrs`` hold the keywords of the bootstrap (``unit``, and where they
+        matter ``clusters`` and ``weighting``), to pass on as ``**twin.attrs``.
 
     Examples
     --------
     >>> import bayeval as be
     >>> from bayeval.analyses.crosscheck import bootstrap_twin
     >>> res = be.fit(be.from_counts([[9, 1, 10, 0]], trials=10), draws=100, chains=1, seed=0)
-    >>> bootstrap_twin(res, "population")
+    >>> bootstrap_twin(res, "population").attrs
     {'unit': 'task'}
     """
     if estimand == "tasks":
-        return {"unit": "trial"}
+        return xr.Dataset(attrs={"unit": "trial"})
     clustered = (
         posterior._paired  # the paired models have cluster effects
-        and "cluster" in posterior.tree["observed_data"].coords
+        and "cluster" in posterior._group("observed_data").coords
     )
     if not clustered:
-        return {"unit": "task"}
-    if clusters == "observed":
-        return {"unit": "task", "clusters": "observed", "weighting": weighting}
-    return {"unit": "cluster", "weighting": "cluster"}
+        settings = {"unit": "task"}
+    else:
+        if clusters is None:  # the population the readouts default to
+            clusters = posterior._cluster_options("population", None, weighting)["clusters"]
+        if clusters == "observed":
+            settings = {"unit": "task", "clusters": "observed", "weighting": weighting}
+        else:
+            settings = {"unit": "cluster", "weighting": "cluster"}
+    return xr.Dataset(attrs=settings)
+
+
+def interval_widths(bayes_interval: xr.DataArray, bootstrap_interval: xr.DataArray) -> xr.Dataset:
+    """The widths of a Bayesian interval and its bootstrap twin, and their ratio.
+
+    Parameters
+    ----------
+    bayes_interval, bootstrap_interval : xarray.DataArray
+        Intervals on ``ci_bound`` (``lower``, ``upper``), aligned on their other dims.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``bayes_width``, ``bootstrap_width`` and ``width_ratio`` (Bayesian / bootstrap:
+        infinite or NaN where the bootstrap interval has zero width, NaN where either bound
+        is missing).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from bayeval.analyses.crosscheck import interval_widths
+    >>> bayes = xr.DataArray([0.2, 0.5], dims="ci_bound", coords={"ci_bound": ["lower", "upper"]})
+    >>> boot = xr.DataArray([0.3, 0.5], dims="ci_bound", coords={"ci_bound": ["lower", "upper"]})
+    >>> round(float(interval_widths(bayes, boot)["width_ratio"]), 6)
+    1.5
+    """
+    bayes_width = bayes_interval.sel(ci_bound="upper") - bayes_interval.sel(ci_bound="lower")
+    bootstrap_width = bootstrap_interval.sel(ci_bound="upper") - bootstrap_interval.sel(
+        ci_bound="lower"
+    )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = bayes_width / bootstrap_width
+    return xr.Dataset(
+        {"bayes_width": bayes_width, "bootstrap_width": bootstrap_width, "width_ratio": ratio}
+    )
 
 
 def crosscheck(
@@ -69,6 +126,7 @@ def crosscheck(
     clusters=None,
     weighting: str = "task",
     fmt: str = "dataset",
+    systems=None,
 ):
     """Bayesian and bootstrap intervals side by side, estimand by estimand.
 
@@ -88,6 +146,9 @@ def crosscheck(
         (clusters weighted equally), the observed clusters with the task bootstrap within
         them.
     fmt : {"dataset", "dataframe"}
+    systems : list, optional
+        These systems only, in this order (default all): the bootstrap resamples their
+        counts alone, as where a k is within some systems' trials and not others'.
 
     Returns
     -------
@@ -117,18 +178,24 @@ def crosscheck(
     estimands = posterior.estimands if estimands is None else tuple(estimands)
     boot_func = pass_at_k if metric == "pass@k" else pass_hat_k
     data = posterior.data
+    if systems is not None:
+        systems = list(systems)
+        data = data.sel(system=systems)
     parts = []
     twins = {}
+    population: dict = {}
     for estimand in estimands:
         options = {} if estimand == "tasks" else {"clusters": clusters, "weighting": weighting}
-        draws = posterior.draws(metric, k, estimand, **options)
+        draws = posterior.draws(metric, k, estimand, **options, systems=systems)
         twin = twins[estimand] = bootstrap_twin(
             posterior, estimand, clusters=clusters, weighting=weighting
-        )
+        ).attrs
         unit = twin["unit"]
         boot = boot_func(
             data, k=k, n_boot=n_boot, ci_prob=ci_prob, seed=seed, method=method, **twin
         )
+        if estimand == "population":  # the population the readout resolved (its default)
+            population = settings_of(draws)
         bayes_interval = credible_interval(draws, ci_prob, SAMPLE_DIMS)
         part = xr.Dataset(
             {
@@ -138,11 +205,7 @@ def crosscheck(
                 "bootstrap_interval": boot["interval"],
             }
         )
-        width = part.sel(ci_bound="upper") - part.sel(ci_bound="lower")
-        part["bayes_width"] = width["bayes_interval"]
-        part["bootstrap_width"] = width["bootstrap_interval"]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            part["width_ratio"] = part["bayes_width"] / part["bootstrap_width"]
+        part = part.merge(interval_widths(part["bayes_interval"], part["bootstrap_interval"]))
         part["centre_difference"] = part["bayes_mean"] - part["bootstrap_estimate"]
         part = part.assign_coords(bootstrap_unit=unit)
         parts.append(part.expand_dims(estimand=[estimand]))
@@ -156,6 +219,7 @@ def crosscheck(
         "n_boot": n_boot,
         "seed": seed,
         "model": posterior.model,
+        **population,
     }
     if fmt == "dataset":
         return out

@@ -50,11 +50,14 @@ from bayeval.analyses._draws import (
     settings_of,
     thinned,
 )
+from bayeval.inference import gate_attrs
 from bayeval.models._beta_family import metric_of_rate
 from bayeval.resampling import ESTIMAND_OF_UNIT, _run, _status_vars, _validate_common
 
 __all__ = ["ranks", "rank_groups", "winner", "rank_sets", "rank_summary"]
 
+#: How the winner is chosen among systems tied on the observed score.
+TIE_RULE = "among systems tied on the observed score, the first in the data's order"
 GROUP_RULE = (
     "best remaining system leads a group; a system joins it unless P(leader > system) >= prob"
 )
@@ -91,7 +94,8 @@ def ranks(
     xarray.Dataset
         ``rank`` (draws over ``chain``, ``draw``, ``system``), ``rank_interval``
         (equal-tailed, on ``ci_bound``), ``rank_mean``, ``prob_best`` (sums to 1 over the
-        systems) and ``prob_top``.
+        systems but for ties) and ``prob_top``; settings in attrs, with the MCMC gates the
+        fit failed (``gates_failed``, ``gates_note``: :func:`bayeval.inference.gate_attrs`).
 
     Examples
     --------
@@ -136,6 +140,7 @@ def ranks(
         "model": posterior.model,
         **pairing(posterior),
         **settings_of(values),
+        **gate_attrs(posterior),
     }
     return out
 
@@ -222,11 +227,17 @@ def winner(
     """The system the observed score picks, and what that pick is worth (the winner's curse).
 
     The pick is the system with the best observed score (the mean over its valid tasks of
-    the unbiased estimator). Its naive score overstates it when the systems are close: the
-    best of many noisy scores is selected for luck. The posterior of its value, from a
-    model that treats the systems as draws from a population of systems (``logit_normal``
-    with three or more systems has that level, ``sigma_system``), is shrunk back by what
-    the data say about how far apart the systems are.
+    the unbiased estimator); among systems tied on it, the first in the data's order. Its
+    naive score overstates it when the systems are close: the best of many noisy scores is
+    selected for luck. The posterior of its value, from a model that treats the systems as
+    draws from a population of systems (``logit_normal`` with three or more systems has that
+    level, ``sigma_system``), is shrunk back by what the data say about how far apart the
+    systems are.
+
+    The naive score estimates the pick's mean over these tasks, so ``optimism`` is taken
+    against the posterior of that same quantity (``tasks_value_*``, the tasks estimand over
+    the tasks the naive score averages), never against another estimand; ``value_*`` is the
+    pick's posterior in ``estimand``, shown beside it.
 
     Parameters
     ----------
@@ -235,8 +246,7 @@ def winner(
         As in :func:`ranks` (one k).
     n_replicates : int, default 200
         Posterior draws (taken evenly) used to replicate the benchmark on these tasks and
-        pick by its observed score again (``expected_optimism``), and for the posterior
-        mean over these tasks that ``optimism`` subtracts. Per-task readouts cost in
+        pick by its observed score again (``expected_optimism``). Per-task readouts cost in
         proportion to the draws.
     seed : int, optional
         Seed of the replicates (default: the fit's).
@@ -244,14 +254,19 @@ def winner(
     Returns
     -------
     xarray.Dataset
-        ``naive_score``, ``value`` (posterior draws of the pick's metric, over ``chain,
-        draw``), ``value_mean``, ``value_interval``, ``optimism`` (the naive score minus the
-        posterior mean of the pick's mean over these tasks, the naive score's own target; per
-        system ``tasks_mean``), ``prob_pick_is_best`` (posterior probability that the pick is
-        the best system), ``expected_optimism`` and ``replicate_prob_best_picked`` (picking by
-        observed score on replicate benchmarks), and per system ``observed_score`` and
-        ``posterior_mean``. ``attrs["pick"]`` names the pick; the ``*_note`` attrs say what
-        the optimisms measure.
+        ``naive_score``; ``value`` (posterior draws of the pick's metric in ``estimand``, over
+        ``chain, draw``), ``value_mean``, ``value_interval``; ``tasks_value_mean`` and
+        ``tasks_value_interval`` (the pick's metric over the tasks its naive score averages,
+        from every draw); ``optimism`` (``naive_score - tasks_value_mean``);
+        ``prob_pick_is_best`` (posterior probability, in ``estimand``, that no system is
+        better than the pick: a system tied for best counts as best, as in :func:`ranks`);
+        ``expected_optimism`` with its sd ``expected_optimism_sd`` and Monte Carlo standard
+        error ``expected_optimism_se``, and ``replicate_prob_best_picked`` (picking by observed
+        score on replicate benchmarks); per system ``observed_score``, ``posterior_mean`` and
+        ``tasks_mean`` (the mean over the replicate draws of its mean over these tasks).
+        ``attrs["pick"]`` names the pick, ``tied_with`` the systems tied with it and
+        ``tie_rule`` how the pick was chosen among them; the ``*_note`` attrs say what the
+        optimisms measure.
 
     Examples
     --------
@@ -263,6 +278,8 @@ def winner(
     >>> out = winner(res, n_replicates=100)
     >>> out.attrs["pick"], round(float(out["naive_score"]), 3), out["value"].dims
     ('B', 0.7, ('chain', 'draw'))
+    >>> bool(out["optimism"] == out["naive_score"] - out["tasks_value_mean"])
+    True
     """
     ci_prob = validate_prob("ci_prob", ci_prob)
     if isinstance(n_replicates, bool) or not isinstance(n_replicates, int) or n_replicates < 1:
@@ -274,7 +291,7 @@ def winner(
     c, n = observed_counts(posterior)
     systems = posterior.systems
     scores, _ = observed_scores(c, n, k, metric, systems)
-    pick = int(np.argmax(scores))
+    pick = int(np.argmax(scores))  # the first of the tied systems, as tie_rule says
     # equal scores summed in a different order can differ in the last bits
     tied = [
         systems[s]
@@ -285,14 +302,23 @@ def winner(
     values = values.transpose(*SAMPLE_DIMS, "system")
     draws = values.values.reshape(-1, len(systems))
     value = values.isel(system=pick, drop=True)
-    best = draws.argmax(axis=1)
+    # the naive score's own target: the pick's metric over the tasks it averages
+    valid = n[pick] >= k
+    own = posterior.draws(
+        metric, k, "tasks", shared=None if valid.all() else valid, systems=[systems[pick]]
+    )
+    own = own.transpose(*SAMPLE_DIMS, "system").values.reshape(-1)
+    # ties count as best, as in ranks (arrays.rank_draws): P(no system is better)
+    best = arrays.rank_draws(draws, system_axis=-1)[:, pick] == 1
     out = xr.Dataset(
         {
             "naive_score": scores[pick],
             "value": value.drop_vars([c for c in value.coords if c not in SAMPLE_DIMS]),
             "value_mean": draws[:, pick].mean(),
             "value_interval": (("ci_bound",), arrays.eti(draws[:, pick], ci_prob=ci_prob)),
-            "prob_pick_is_best": float((best == pick).mean()),
+            "tasks_value_mean": own.mean(),
+            "tasks_value_interval": (("ci_bound",), arrays.eti(own, ci_prob=ci_prob)),
+            "prob_pick_is_best": float(best.mean()),
             "observed_score": (("system",), scores),
             "posterior_mean": (("system",), draws.mean(axis=0)),
         },
@@ -300,13 +326,15 @@ def winner(
     )
     rep = _replicate_selection(posterior, metric, k, n_replicates, seed)
     out["tasks_mean"] = (("system",), rep["tasks_mean"])
-    out["optimism"] = scores[pick] - rep["tasks_mean"][pick]
+    out["optimism"] = scores[pick] - own.mean()
     out["expected_optimism"] = rep["optimism"].mean()
     out["expected_optimism_sd"] = rep["optimism"].std(ddof=1)
+    out["expected_optimism_se"] = out["expected_optimism_sd"] / np.sqrt(len(rep["optimism"]))
     out["replicate_prob_best_picked"] = rep["best_picked"].mean()
     out.attrs = {
         "pick": systems[pick],
         "tied_with": tied,
+        "tie_rule": TIE_RULE,
         "metric": metric,
         "k": k,
         "estimand": estimand,
@@ -314,14 +342,16 @@ def winner(
         "model": posterior.model,
         "n_replicates": n_replicates,
         "optimism_note": (
-            "naive score of the pick minus the posterior mean of its mean "
-            "over these tasks (the naive score's own target)"
+            "naive score of the pick minus the posterior mean of its mean over the tasks "
+            "the naive score averages (the naive score's own target, the tasks estimand)"
         ),
         "expected_optimism_note": (
             "replicate benchmarks on these tasks drawn from the posterior (task rates "
-            "per draw, binomial trials as observed): the mean of the picked system's "
-            "naive score minus its true mean over these tasks"
+            "per draw, binomial trials as observed), each picking by observed score (ties: "
+            "the first in the data's order): the mean of the picked system's naive score "
+            "minus its true mean over these tasks"
         ),
+        **gate_attrs(posterior),
     }
     return out
 
@@ -685,9 +715,11 @@ def rank_summary(
         Over ``system`` (best first): ``mean``, ``observed``, ``rank_mean``, ``rank_lower``,
         ``rank_upper``, ``prob_best``, ``prob_top``, ``group``, ``bootstrap_rank_lower``,
         ``bootstrap_rank_upper``; the winner's ``naive_score``, ``value_mean``,
-        ``value_interval``, ``optimism``, ``prob_pick_is_best``, ``expected_optimism`` and
-        ``replicate_prob_best_picked``; settings, ``pick``, ``tied_with``, ``group_rule``,
-        the bootstrap's ``bootstrap_construction`` and ``bootstrap_critical_value`` in attrs.
+        ``value_interval``, ``tasks_value_mean``, ``tasks_value_interval``, ``optimism``,
+        ``prob_pick_is_best``, ``expected_optimism``, ``expected_optimism_se`` and
+        ``replicate_prob_best_picked``; settings, ``pick``, ``tied_with``, ``tie_rule``,
+        ``group_rule``, the fit's ``gates_failed`` and ``gates_note``, the bootstrap's
+        ``bootstrap_construction`` and ``bootstrap_critical_value`` in attrs.
 
     Examples
     --------
@@ -734,9 +766,12 @@ def rank_summary(
                     "naive_score",
                     "value_mean",
                     "value_interval",
+                    "tasks_value_mean",
+                    "tasks_value_interval",
                     "optimism",
                     "prob_pick_is_best",
                     "expected_optimism",
+                    "expected_optimism_se",
                     "replicate_prob_best_picked",
                 )
             },
@@ -757,6 +792,9 @@ def rank_summary(
         **pairing(posterior),
         "pick": win.attrs["pick"],
         "tied_with": list(win.attrs["tied_with"]),
+        "tie_rule": win.attrs["tie_rule"],
+        "gates_failed": list(win.attrs["gates_failed"]),
+        "gates_note": win.attrs["gates_note"],
         "group_rule": groups.attrs["rule"],
         "bootstrap_construction": sets.attrs.get("construction"),
         "bootstrap_critical_value": float(sets.attrs["critical_value"]),

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayeval._validate import describe_values, validate_choice
+from bayeval._validate import describe_values, validate_choice, validate_prob
 from bayeval.estimators import metric_ks, pass_at_k
 
 RUNS = ("new", "observed")
@@ -25,7 +25,7 @@ RUNS = ("new", "observed")
 
 def recipes_of(posterior) -> np.ndarray:
     """Each system's recipe, or a clear refusal for data without runs."""
-    obs = posterior.tree["observed_data"]
+    obs = posterior._group("observed_data")
     if "recipe" not in obs.coords:
         raise ValueError(
             "runs= compares recipes: read the data with from_frame(..., run=...) "
@@ -78,7 +78,7 @@ def recipe_values(
         out = grouped.sel(recipe=order).rename(recipe="system")
         out.attrs = values.attrs
         return out
-    if "sigma_run" not in posterior.tree["posterior"]:  # only logit_normal has a run level
+    if "sigma_run" not in posterior._group("posterior"):  # only logit_normal has a run level
         raise ValueError(
             "runs='new' needs the logit_normal model with a run level (a recipe "
             "with two or more runs): it is about new training seeds, whose "
@@ -91,7 +91,8 @@ def recipe_values(
             "run is a new checkpoint, with no per-task posterior of its own"
         )
     ks, scalar = metric_ks(metric, k)
-    values = posterior._model.new_run_population(posterior.tree, metric, ks, tau=tau)
+    # the model reads the tree, as Posterior.draws lets it
+    values = posterior._model.new_run_population(posterior._tree, metric, ks, tau=tau)
     values.attrs = {
         "metric": metric,
         "estimand": estimand,
@@ -100,6 +101,58 @@ def recipe_values(
         "runs": "new",
     }
     return values.isel(k=0) if scalar else values
+
+
+def run_spread(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
+    """Posterior mean and equal-tailed interval of ``sigma_run``, the spread of training seeds.
+
+    ``sigma_run`` is the sd, on the logit scale, of a recipe's runs around the recipe (the
+    run level of ``logit_normal``); it is what makes ``runs="new"`` wider than
+    ``runs="observed"``.
+
+    Parameters
+    ----------
+    posterior : Posterior
+        A ``logit_normal`` fit with a run level (data read with ``from_frame(..., run=...)``,
+        a recipe with two or more runs).
+    ci_prob : float, default 0.95
+
+    Returns
+    -------
+    xarray.Dataset
+        ``sigma_run_mean`` (a scalar) and ``sigma_run_interval`` (on ``ci_bound``), over all
+        chains and draws; settings in attrs.
+
+    Examples
+    --------
+    >>> from bayeval.testing import fake_data, fake_results
+    >>> from bayeval.analyses.runs import run_spread
+    >>> res = fake_results(fake_data(runs=2), model="logit_normal", draws=100, chains=2)
+    >>> out = run_spread(res, ci_prob=0.9)
+    >>> out["sigma_run_interval"].dims, bool(out["sigma_run_mean"] > 0)
+    (('ci_bound',), True)
+    """
+    ci_prob = validate_prob("ci_prob", ci_prob)
+    post = posterior._group("posterior")
+    if "sigma_run" not in post:  # only logit_normal has a run level
+        raise ValueError(
+            "sigma_run is estimated only by the logit_normal model with a run level (data "
+            "read with from_frame(..., run=...), a recipe with two or more runs); these "
+            f"results are of model={posterior.model!r}"
+        )
+    draws = post["sigma_run"].values.ravel()
+    tail = (1 - ci_prob) / 2
+    return xr.Dataset(
+        {
+            "sigma_run_mean": float(draws.mean()),
+            "sigma_run_interval": (
+                "ci_bound",
+                [float(np.quantile(draws, tail)), float(np.quantile(draws, 1 - tail))],
+            ),
+        },
+        coords={"ci_bound": ["lower", "upper"]},
+        attrs={"ci_prob": ci_prob, "ci_kind": "eti", "scale": "logit", "model": posterior.model},
+    )
 
 
 def bootstrap_recipe_effect(
@@ -113,7 +166,7 @@ def bootstrap_recipe_effect(
     n_boot=10_000,
     seed=0,
     runs="observed",
-) -> dict:
+) -> xr.Dataset:
     """Bootstrap twin of ``Results.compare(candidate, baseline, runs=...)`` for pass@k.
 
     Each checkpoint's per-task value is the unbiased pass@k of its counts (:func:`bayeval.
@@ -123,8 +176,24 @@ def bootstrap_recipe_effect(
     together (paired); ``runs="new"`` also resamples each recipe's runs with replacement (a
     two-stage bootstrap: with m runs it understates the run variance by about (m - 1) / m).
 
-    Returns a dict: ``estimate``, ``lower``, ``upper`` (percentile), ``prob_positive`` (the
-    share of replicates above 0), ``n_tasks`` used and ``runs`` per recipe.
+    Parameters
+    ----------
+    data : EvalData
+        Read with ``from_frame(..., run=...)``.
+    candidate, baseline : recipe labels
+    k : int, default 1
+    unit : {"task", "cluster"}, default "task"
+    ci_prob, n_boot, seed
+        As in :func:`bayeval.bootstrap.pass_at_k`.
+    runs : {"observed", "new"}, default "observed"
+
+    Returns
+    -------
+    xarray.Dataset
+        ``effect`` (the replicates, on ``replicate``), ``effect_mean`` (the effect on the
+        data, named as the posterior's), ``effect_interval`` (percentile, on ``ci_bound``),
+        ``prob_positive`` (the share of replicates above 0), ``n_tasks`` (the tasks used) and
+        ``n_runs`` over ``recipe`` (candidate, baseline); settings in attrs.
 
     Examples
     --------
@@ -137,7 +206,7 @@ def bootstrap_recipe_effect(
     ...                    "success": [0, 1, 0, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1]})
     >>> data = be.from_frame(df, run="seed")
     >>> out = bootstrap_recipe_effect(data, "b", "a", n_boot=200)
-    >>> round(out["estimate"], 3)  # (0.75 + 1) / 2 - (0.5 + 0.75) / 2
+    >>> round(out["effect_mean"].item(), 3)  # (0.75 + 1) / 2 - (0.5 + 0.75) / 2
     0.25
     """
     validate_choice("runs", runs, RUNS)
@@ -197,13 +266,27 @@ def bootstrap_recipe_effect(
         reps[b] = effect(task_index, pick)
     tail = (1 - ci_prob) / 2
     lower, upper = np.quantile(reps, [tail, 1 - tail])
-    return {
-        "estimate": float(estimate),
-        "lower": float(lower),
-        "upper": float(upper),
-        "prob_positive": float((reps > 0).mean()),
-        "n_tasks": int(valid.sum()),
-        "runs": {str(r): int(len(members[r])) for r in members},
-        "unit": unit,
-        "n_boot": int(n_boot),
-    }
+    return xr.Dataset(
+        {
+            "effect": ("replicate", reps),
+            "effect_mean": float(estimate),
+            "effect_interval": ("ci_bound", [float(lower), float(upper)]),
+            "prob_positive": float((reps > 0).mean()),
+            "n_tasks": int(valid.sum()),
+            "n_runs": ("recipe", [int(len(members[r])) for r in members]),
+        },
+        coords={
+            "ci_bound": ["lower", "upper"],
+            "recipe": np.asarray([str(r) for r in members], dtype=object),
+        },
+        attrs={
+            "candidate": str(candidate),
+            "baseline": str(baseline),
+            "metric": "pass@k",
+            "k": k,
+            "runs": runs,
+            "unit": unit,
+            "n_boot": int(n_boot),
+            "ci_prob": ci_prob,
+        },
+    )

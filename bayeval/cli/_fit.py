@@ -18,6 +18,7 @@ from bayeval.cli._group import (
     status,
 )
 from bayeval.cli._options import FitOptions
+from bayeval.data import require_valid_outcomes
 from bayeval.data.digests import check_comparable
 
 
@@ -49,6 +50,26 @@ def check_k_before_fit(data, pairs, ks, metric):
         resampling._check_k(data, systems, c, n, np.asarray(ks), metric)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--k") from None
+
+
+def check_k_for_any(data, ks, metric):
+    """Refuse, before any sampling, a k beyond every system's trials.
+
+    The per-system table gives each system the k its trials allow and marks the rest; a k
+    no system allows would leave a column of marks.
+    """
+    # data with no valid outcome at all are refused as such, not as a k beyond the trials
+    require_valid_outcomes(data)
+    trials = data.dataset["trials"].transpose("system", "task").values
+    fewest = [int(row[row > 0].min()) for row in trials if (row > 0).any()]
+    most = max(fewest, default=0)
+    needed = 2 if metric == "consistency" else max(ks)
+    if needed > most:
+        raise click.BadParameter(
+            f"{metric} at k={needed} needs at least {needed} valid trials in every task, "
+            f"and no system has them (the most: {most} in every task); use k <= {most}",
+            param_hint="--k",
+        )
 
 
 def check_harness(data, pairs, allow: bool):

@@ -6,6 +6,7 @@ import contextlib
 import inspect
 import json
 import re
+import warnings
 
 import click
 
@@ -30,14 +31,8 @@ def _as_usage_errors():
         raise click.BadParameter(str(exc), param_hint=exc.option) from None
 
 
-def parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trials") -> dict:
-    """``--reader-option KEY=VALUE`` items -> keyword arguments of the ``fmt`` reader.
-
-    VALUE: ``none``/``null`` (any case) is None, ``true``/``false`` a boolean, a JSON number
-    a number, ``[...]``/``{...}``/``"..."`` JSON, anything else text. KEY must be an argument
-    of the reader (of ``bayeval.from_frame`` for tables) that has no option of its own.
-    """
-    hint = "--reader-option"
+def _reader_params(fmt: str, trials_flag: str) -> tuple[str, dict, list[str]]:
+    """The reader's name, its arguments that have options of their own, and its other ones."""
     if fmt == "table":
         func, name = be.from_frame, "bayeval.from_frame (tables)"
         own = {
@@ -64,7 +59,21 @@ def parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trials
         for p in params
         if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and p.name not in own
     ]
+    return name, own, allowed
+
+
+def parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trials-column") -> dict:
+    """``--reader-option KEY=VALUE`` items -> keyword arguments of the ``fmt`` reader.
+
+    VALUE: ``none``/``null`` (any case) is None, ``true``/``false`` a boolean, a JSON number
+    a number, ``[...]``/``{...}``/``"..."`` JSON, anything else text. KEY must be an argument
+    of the reader (of ``bayeval.from_frame`` for tables) that has no option of its own. A KEY
+    given several times takes the list of its values (``split=test split=valid``).
+    """
+    hint = "--reader-option"
+    name, own, allowed = _reader_params(fmt, trials_flag)
     options: dict = {}
+    repeated: set[str] = set()
     for item in items or ():
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -72,8 +81,6 @@ def parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trials
             raise click.BadParameter(
                 f"expected KEY=VALUE with KEY a name; got {item!r}", param_hint=hint
             )
-        if key in options:
-            raise click.BadParameter(f"{key!r} is given twice", param_hint=hint)
         if key in own:
             raise click.BadParameter(f"{key!r} has its own option: use {own[key]}", param_hint=hint)
         if key not in allowed:
@@ -83,28 +90,69 @@ def parse_reader_options(items, fmt: str = "table", trials_flag: str = "--trials
                 "as options of their own)",
                 param_hint=hint,
             )
-        text = value.strip()
-        if text.lower() in ("none", "null"):
-            options[key] = None
-        elif text.lower() in ("true", "false"):
-            options[key] = text.lower() == "true"
-        elif text[:1] in ("[", "{", '"') or re.fullmatch(
-            r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?", text
-        ):
-            try:
-                options[key] = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise click.BadParameter(
-                    f"{key}={value!r} looks like JSON but does not parse ({exc}); quote text "
-                    "as a JSON string (KEY='\"...\"')",
-                    param_hint=hint,
-                ) from None
+        parsed = _option_value(key, value)
+        if key in options:  # given again: the list of its values
+            if key not in repeated:
+                options[key] = [options[key]]
+                repeated.add(key)
+            options[key].append(parsed)
         else:
-            options[key] = value
+            options[key] = parsed
     return options
 
 
-def read_roles(frame, read: ReadOptions, trials_flag: str, source=None) -> tuple[dict, list[str]]:
+def _option_value(key: str, value: str):
+    text = value.strip()
+    if text.lower() in ("none", "null"):
+        return None
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if text[:1] in ("[", "{", '"') or re.fullmatch(
+        r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?", text
+    ):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise click.BadParameter(
+                f"{key}={value!r} looks like JSON but does not parse ({exc}); quote text "
+                "as a JSON string (KEY='\"...\"')",
+                param_hint="--reader-option",
+            ) from None
+    return value
+
+
+#: A keyword argument named in a reader's message: ``split=``, ``cluster=None``, ``format=``.
+_KEYWORD = re.compile(r"(?<![\w\-])([a-z_]+)=(None|'[^']*'|[\w.\-]+)?(?=[\s;,.:)\]]|$)")
+
+
+def cli_spelling(text: str, fmt: str | None, trials_flag: str = "--trials-column") -> str:
+    """A reader's message in the command line's words: ``split=`` -> ``--reader-option split=``.
+
+    Only the reader's own arguments are rewritten (and ``missing=``, ``status_map=``,
+    ``system=``, ``format=`` to their options); other ``key=value`` text (a HELM run's name,
+    ``model=...``) is left as it is.
+    """
+    own = {"missing": "--missing", "status_map": "--status-map", "format": "--format"}
+    allowed: list[str] = []
+    if fmt is not None and fmt != "table":
+        _, readers_own, allowed = _reader_params(fmt, trials_flag)
+        own["system"] = readers_own.get("system", "--system-name")
+
+    def swap(match: re.Match) -> str:
+        key, value = match.group(1), match.group(2)
+        shown = "none" if value == "None" else (value or "").strip("'")
+        if key in own:
+            return own[key] + (f" {shown}" if shown else "")
+        if key in allowed:
+            return f"--reader-option {key}={shown or '...'}"
+        return match.group(0)
+
+    return _KEYWORD.sub(swap, text)
+
+
+def read_roles(
+    frame, read: ReadOptions, trials_flag: str = "--trials-column", source=None
+) -> tuple[dict, list[str]]:
     """:func:`bayeval.readers.roles.table_roles` of the command's options."""
     with _as_usage_errors():
         return table_roles(
@@ -127,12 +175,52 @@ def read_roles(frame, read: ReadOptions, trials_flag: str, source=None) -> tuple
         )
 
 
-def load(files, read: ReadOptions, trials_flag: str = "--trials") -> tuple[be.EvalData, list[str]]:
+def _warn_mapped_outcomes(frame, roles: dict) -> None:
+    """Say so where ``--status-map`` turns recorded outcomes into missing ones.
+
+    A recorded outcome is valid whatever the raw status says unless the map says otherwise
+    (a timed-out agent whose tests ran has a verdict): mapping such a raw status onto a
+    non-ok status sets those verdicts aside, to be handled by ``--missing``. That is the
+    user's call, but not one to make unseen.
+    """
+    mapping, status = roles.get("status_map"), roles.get("status")
+    outcome = roles.get("success", roles.get("score"))
+    if not mapping or status is None or outcome is None:
+        return
+    raw = frame[status]
+    hit = raw.isin([r for r, mapped in mapping.items() if mapped != "ok"]) & frame[outcome].notna()
+    if not hit.any():
+        return
+    values = frame.loc[hit, outcome].astype(float)
+    parts = []
+    groups = list(values.groupby(raw[hit], sort=False))
+    for name, group in groups:
+        ones = int((group == 1).sum())
+        counts = f": {len(group)} ({ones} successes, {len(group) - ones} failures)"
+        parts.append(f"{name} -> {mapping[name]}{counts if len(groups) > 1 else ''}")
+    ones = int((values == 1).sum())
+    warnings.warn(
+        f"--status-map sets aside {len(values)} recorded outcomes ({ones} successes, "
+        f"{len(values) - ones} failures) as missing: {'; '.join(parts)}. A recorded outcome "
+        "counts as valid unless its raw status is mapped to a non-ok status, as here; these "
+        "attempts now follow --missing",
+        be.BayevalWarning,
+        stacklevel=2,
+    )
+
+
+def load(
+    files, read: ReadOptions, trials_flag: str = "--trials-column"
+) -> tuple[be.EvalData, list[str]]:
     """Read results files into EvalData; returns the data and lines describing the reading."""
     files = list(files)
     fmt = read.fmt
     if fmt == "auto":
-        fmt = detect_format(files[0])
+        try:
+            fmt = detect_format(files[0])
+        except ValueError as exc:
+            exc.args = (cli_spelling(str(exc), None),)  # format= -> --format
+            raise
     missing = read.missing
     extra = parse_reader_options(read.reader_options, fmt, trials_flag)
     if fmt == "table":
@@ -144,6 +232,8 @@ def load(files, read: ReadOptions, trials_flag: str = "--trials") -> tuple[be.Ev
         with _as_usage_errors():
             roles, more = attempt_columns(frame, roles, cost=read.cost, latency=read.latency)
         lines += more
+
+        _warn_mapped_outcomes(frame, roles)
 
         def build():
             return be.from_frame(frame, missing=missing, **roles, **extra)
@@ -195,15 +285,34 @@ def load(files, read: ReadOptions, trials_flag: str = "--trials") -> tuple[be.Ev
 
     try:
         data = build()
-    except ValueError as exc:
-        text = str(exc)
+    except (ValueError, TypeError) as exc:
+        text = cli_spelling(str(exc), fmt, trials_flag)  # split= -> --reader-option split=
         if "choose a missing-outcome policy" in text:
-            text = text.replace("with missing=:", "with --missing:")
             raise InputError(f"{text}. Example: --missing bounds") from None
+        exc.args = (text,)
         raise
     if fmt != "table":
         try:  # what the reader mapped, before any number: "install_fail: 12 -> error"
             lines += mapping_report(data).splitlines()
         except ValueError:  # a reader that records no mapping
             pass
+    if read.systems:
+        data = _chosen_systems(data, read.systems)
+        lines.append(f"systems: {len(data.systems)} of the file's, as --systems names them")
     return data, lines
+
+
+def _chosen_systems(data, given) -> be.EvalData:
+    """The systems ``--systems`` names (comma-separated, or the option repeated), in order."""
+    wanted = [name.strip() for item in given for name in item.split(",") if name.strip()]
+    by_text = {str(s): s for s in data.systems}
+    unknown = [name for name in wanted if name not in by_text]
+    if unknown:
+        shown = ", ".join(map(str, data.systems[:30]))
+        more = " ..." if len(data.systems) > 30 else ""
+        raise click.BadParameter(
+            f"{unknown} {'is not a system' if len(unknown) == 1 else 'are not systems'} of "
+            f"the data; systems: {shown}{more}",
+            param_hint="--systems",
+        )
+    return data.sel(system=[by_text[name] for name in dict.fromkeys(wanted)])

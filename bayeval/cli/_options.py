@@ -106,6 +106,7 @@ class ReadOptions:
     latency: str | None = None
     score: str | None = None
     scores: bool = False
+    systems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,6 +144,8 @@ class SummaryOptions:
     ci_prob: float = 0.95
     estimand: str | None = None
     metric: str = "pass@k"
+    clusters: str | None = None
+    weighting: str = "task"
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,7 @@ def _apply(func, options):
 
 
 _READ_FIELDS = (
+    "systems",
     "fmt",
     "system",
     "system_name",
@@ -207,9 +211,18 @@ _READ_FIELDS = (
 )
 
 
-def column_options(trials_flag: str):
-    """Column-role options shared by every command that reads results (argument ``read``)."""
+TRIALS_COLUMN = "--trials-column"
+
+
+def column_options(trials_flag: str = TRIALS_COLUMN):
+    """Column-role options shared by every command that reads results (argument ``read``).
+
+    The count rows' column of trials is ``--trials-column`` in every command; ``trials_flag``,
+    where it differs (``--trials`` in the commands without a grid of trial counts), is a
+    second name for it.
+    """
     trials_help = "Count rows: column of trials per row (with --successes) [detected: trials]."
+    trials_flags = [TRIALS_COLUMN] + ([trials_flag] if trials_flag != TRIALS_COLUMN else [])
     options = [
         click.option(
             "--format",
@@ -218,8 +231,9 @@ def column_options(trials_flag: str):
             default="auto",
             show_default=True,
             help="Input format; auto detects tables (.csv, .parquet, .jsonl, .json) "
-            "and harness outputs (SWE-bench, Terminal-Bench, tau-bench, HumanEval "
-            "and EvalPlus, lm-eval samples and results, Inspect, HELM).",
+            "and harness outputs (SWE-bench, Terminal-Bench, Harbor jobs, tau-bench, "
+            "tau2-bench, HumanEval and EvalPlus, BigCodeBench, lm-eval samples and "
+            "results, Inspect, HELM).",
         ),
         click.option(
             "--system",
@@ -247,7 +261,7 @@ def column_options(trials_flag: str):
             metavar="COLUMN",
             help="Count rows: column of successes (with the trials column) [detected: successes].",
         ),
-        click.option(trials_flag, "trials_column", metavar="COLUMN", help=trials_help),
+        click.option(*trials_flags, "trials_column", metavar="COLUMN", help=trials_help),
         click.option(
             "--trial",
             metavar="COLUMN",
@@ -285,7 +299,16 @@ def column_options(trials_flag: str):
             "null is None, true/false a boolean, 5 or 0.5 a number, [...] or "
             "{...} JSON, \"...\" a JSON string (quote to pass the text 'none'), "
             "anything else text. KEY must be one of the reader's arguments. "
-            "Repeatable.",
+            "Repeatable; a KEY given again takes the list of its values "
+            "(split=test split=valid for HELM).",
+        ),
+        click.option(
+            "--systems",
+            "systems",
+            metavar="NAME[,NAME...]",
+            multiple=True,
+            help="Analyse these systems only (comma-separated, or repeat the option); "
+            "the rest of the file is read and left out.",
         ),
         click.option(
             "--missing",
@@ -372,6 +395,21 @@ def model_options(func):
             "[default: population where the model has it]",
         ),
         click.option(
+            "--clusters",
+            type=click.Choice(["new", "observed"]),
+            help="With task clusters and a model with cluster effects (logit_normal): "
+            "the population estimand is a new task from a new cluster, or from these "
+            "clusters. [default: new with 10 or more clusters, none holding under a "
+            "quarter of an equal share of the tasks; observed otherwise]",
+        ),
+        click.option(
+            "--weighting",
+            type=click.Choice(["task", "cluster"]),
+            default="task",
+            show_default=True,
+            help="With --clusters observed: average the clusters by their tasks or equally.",
+        ),
+        click.option(
             "--metric",
             type=click.Choice(["pass@k", "pass^k"]),
             default="pass@k",
@@ -382,7 +420,11 @@ def model_options(func):
     func = gather("fitting", FitOptions, ("model", "sampler", "draws", "chains", "tune", "seed"))(
         func
     )
-    func = gather("summary", SummaryOptions, ("n_boot", "ci_prob", "estimand", "metric"))(func)
+    func = gather(
+        "summary",
+        SummaryOptions,
+        ("n_boot", "ci_prob", "estimand", "metric", "clusters", "weighting"),
+    )(func)
     return _apply(func, options)
 
 

@@ -9,7 +9,7 @@ import click
 import pandas as pd
 
 from bayeval._io import check_writable, write_text
-from bayeval.cli._group import report, report_format, status
+from bayeval.cli._group import report, report_format, resampling, status
 
 
 def wide_tables():
@@ -97,10 +97,17 @@ def _value(row, prefix):
     return f"{text} {interval_text(row[f'{prefix}_lower'], row[f'{prefix}_upper'])}"
 
 
-def _metric_table(data: dict, estimands, metric: str) -> pd.DataFrame:
-    """One row per system (and bound), two columns (posterior, bootstrap) per k and estimand."""
+def _metric_table(data: dict, estimands, metric: str) -> tuple[pd.DataFrame, list[str], dict]:
+    """One row per system (and bound), two columns (posterior, bootstrap) per k and estimand.
+
+    And the trial-bootstrap columns left out: those of zero width in every row (one trial per
+    task), which say nothing but that; and the cells a system's trials do not allow (``n/a``),
+    as ``{(metric name, why): systems}``.
+    """
     ks = data["settings"]["report"]["k"]
     rows: dict = {}
+    flat: dict = {}  # trial-bootstrap column -> whether every interval so far has zero width
+    marked: dict = {}
     for row in data["metrics"]:
         wanted = row["metric"] == metric or (
             metric == "pass^k" and row["k"] == 1 and row["metric"] == "pass@k"
@@ -111,29 +118,82 @@ def _metric_table(data: dict, estimands, metric: str) -> pd.DataFrame:
         key = (row["system"], row["missing_bound"] or "")
         label = "" if len(estimands) == 1 else f"{row['estimand']} "
         cells = rows.setdefault(key, {})
-        cells[f"{label}{name} posterior"] = _value(row, "bayes")
         unit = row["bootstrap_unit"] or "none: no trial bootstrap of scores"
-        cells[f"{label}{name} bootstrap ({unit})"] = _value(row, "bootstrap")
+        column = f"{label}{name} bootstrap ({unit})"
+        if row.get("unavailable"):  # a k beyond the system's trials: no number, say why
+            cells[f"{label}{name} posterior"] = cells[column] = "n/a"
+            systems = marked.setdefault((name, row["unavailable"]), [])
+            if row["system"] not in systems:
+                systems.append(row["system"])
+            continue
+        cells[f"{label}{name} posterior"] = _value(row, "bayes")
+        cells[column] = _value(row, "bootstrap")
+        if unit == "trial":
+            zero = row["bootstrap_lower"] is not None and (
+                row["bootstrap_lower"] == row["bootstrap_upper"]
+            )
+            flat[column] = flat.get(column, True) and zero
         cells.setdefault("_order", row["bayes_mean"] if row["k"] == ks[0] else None)
     table = pd.DataFrame.from_dict(rows, orient="index")
+    dropped = [column for column, zero in flat.items() if zero]
+    table = table.drop(columns=dropped)
     order = table["_order"].astype(float).groupby(level=0).mean().sort_values(ascending=False)
     table = table.drop(columns="_order").loc[order.index.tolist()]
     table.index.names = ["system", "bound"]
     if not any(table.index.get_level_values("bound")):
         table = table.droplevel("bound")
-    return table
+    return table, dropped, marked
+
+
+def notes_shown(notes, estimands) -> list[str]:
+    """The notes that concern what a command prints of ``estimands``.
+
+    The trial bootstrap's zero width at one trial per task concerns the tasks estimand's
+    twin only: a command that prints the population estimand alone leaves it out (the JSON
+    and the report card, which show every estimand, keep it).
+    """
+    if "tasks" in estimands:
+        return list(notes)
+    return [note for note in notes if note != resampling.ZERO_WIDTH_NOTE]
+
+
+def gate_lines(data: dict) -> list[str]:
+    """A line per fit of the card that failed its MCMC gates: what failed and what to do."""
+    fits = [("the fit", data["diagnostics"])]
+    if data.get("comparison_fit"):
+        fits.append(("the comparisons' fit", data["comparison_fit"]["diagnostics"]))
+    return [
+        f"FLAGGED: {name} failed its MCMC gates: {diag['gates_note']}. Every posterior number "
+        "read off it is unreliable and every posterior decision is undecided; the bootstrap "
+        "does not depend on it."
+        for name, diag in fits
+        if diag.get("gates_failed")
+    ]
 
 
 def echo_table(data: dict, estimands, metric, ci_prob):
     """Each system's metric: posterior beside its bootstrap twin, per estimand."""
-    table = _metric_table(data, estimands, metric)
+    table, dropped, marked = _metric_table(data, estimands, metric)
+    words = data["estimand"].get("words", {})
+    named = "; ".join(f"{name}: {words[name]}" if name in words else name for name in estimands)
+    for line in gate_lines(data):
+        click.echo(f"\n{line}")
+    if data["diagnostics"].get("gates_failed"):  # the posterior columns are the fit's
+        table.columns = [f"{c} (FLAGGED)" if c.endswith(" posterior") else c for c in table.columns]
     with wide_tables():
         title = report_format._metric_name(metric, 1) if metric == "mean" else metric
         click.echo(
             f"\n{title}: posterior mean [{ci_prob:.0%} interval] and its bootstrap twin "
-            f"({', '.join(estimands)} estimand{'s' if len(estimands) > 1 else ''})"
+            f"({'estimands' if len(estimands) > 1 else 'estimand'} {named})"
         )
         click.echo(table.to_string())
+    if dropped:
+        click.echo(
+            f"(left out: {', '.join(dropped)}: with one trial per task the trial bootstrap "
+            "resamples each task's single outcome onto itself and has zero width)"
+        )
+    for (name, why), systems in marked.items():
+        click.echo(f"(n/a: {name} of {', '.join(map(str, systems))}: {why})")
 
 
 def echo_comparisons(data: dict):
@@ -141,25 +201,28 @@ def echo_comparisons(data: dict):
     pvalue = report_format._pvalue
     for entry in data["comparisons"]:
         name = report_format._metric_name(entry["metric"], entry["k"])
+        words = f" ({entry['estimand_words']})" if entry.get("estimand_words") else ""
         click.echo(
             f"\n{entry['candidate']} - {entry['baseline']}: {name}, {entry['estimand']} "
-            f"estimand, margin {entry['margin']:g}, {entry['test']} at prob "
+            f"estimand{words}, margin {entry['margin']:g}, {entry['test']} at prob "
             f"{entry['prob']:g}"
         )
         paired = entry["bayes"]["paired"]
+        flag = " FLAGGED (the fit failed its MCMC gates)" if entry["bayes"]["gates_failed"] else ""
         click.echo(
             "  posterior"
-            + (" (paired):" if paired.startswith("yes") else f" ({paired.removeprefix('no: ')}):")
+            + (" (paired)" if paired.startswith("yes") else f" ({paired.removeprefix('no: ')})")
+            + f"{flag}:"
         )
         for row in entry["bayes"]["rows"]:
             bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
             click.echo(
                 f"    effect{bound} {row['effect']:+.3f} "
-                f"{interval_text(row['lower'], row['upper'])}, P(effect > 0) = "
+                f"{interval_text(row['lower'], row['upper'])} (two-sided), P(effect > 0) = "
                 f"{row['prob_positive']:.3f}, P(effect > -margin) = "
                 f"{row['prob_noninferior']:.3f}"
             )
-        click.echo(f"    decision: {entry['bayes']['decision']['decision']}")
+        click.echo(f"    decision: {entry['bayes']['decision']['statement']}")
         for boot in entry["bootstrap"]:
             twin = ", the posterior's twin" if boot["twin"] else ""
             click.echo(f"  paired bootstrap by {boot['unit']}{twin}: {boot['meaning']}")
@@ -167,10 +230,11 @@ def echo_comparisons(data: dict):
                 bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
                 click.echo(
                     f"    effect{bound} {row['effect']:+.3f} "
-                    f"{interval_text(row['lower'], row['upper'])}, share > 0 = "
-                    f"{row['prob_positive']:.3f}, p = {pvalue(row['p_value'])}"
+                    f"{interval_text(row['lower'], row['upper'])} (two-sided), share > 0 = "
+                    f"{row['prob_positive']:.3f}, p = {pvalue(row['p_value'])} (two-sided, "
+                    "no effect)"
                 )
-            click.echo(f"    decision: {boot['decision']['decision']}")
+            click.echo(f"    decision: {boot['decision']['statement']}")  # with any refusal
     family = data["multiplicity"]
     if family and family["size"] > 1:
         click.echo(
@@ -183,16 +247,37 @@ def echo_comparisons(data: dict):
             click.echo(f"  {label}: p = {pvalue(p)}, adjusted {pvalue(adj)}")
 
 
-def header(data, lines, res=None, err=False):
-    """What was read, the data, and the fit's model, engine and layout."""
+def header(data, lines, res=None, err=False, compare_res=None):
+    """What was read, the data, and the fit's model, engine and layout (:func:`echo_fit`).
+
+    A command prints it before its fit, without ``res``, so that a log reads in the order
+    things happened: what was read, the fit's status line, then :func:`echo_fit`.
+    """
     for line in lines:
         click.echo(line, err=err)
     click.echo(repr(data), err=err)
-    if res is not None:
-        attrs = res.tree.attrs
+    echo_fit(res, err=err, compare_res=compare_res)
+
+
+def echo_fit(res, err=False, compare_res=None):
+    """The fit's model, engine and layout.
+
+    With ``compare_res`` (the comparisons' fit, beside the per-system table's) one line for each.
+    """
+    fits = (
+        [("fit", res)]
+        if compare_res is None
+        else [("fit (per-system table)", res), ("fit (comparisons)", compare_res)]
+    )
+    for label, fitted in fits:
+        if fitted is None:
+            continue
+        attrs = fitted.tree.attrs
+        systems = "" if compare_res is None else f", {len(fitted.systems)} system(s)"
         click.echo(
-            f"fit: model {attrs['model']}, sampler {attrs['sampler']}, "
-            f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed {attrs['seed']}",
+            f"{label}: model {attrs['model']}, sampler {attrs['sampler']}, "
+            f"{attrs['chains']} chain(s) x {attrs['draws']} draws, seed {attrs['seed']}"
+            f"{systems}",
             err=err,
         )
 
@@ -265,8 +350,11 @@ def echo_recipes(section: dict, ci_prob: float):
         )
 
 
-def echo_cost(section: dict, ci_prob: float):
-    """The cost table: one row per system, posterior beside bootstrap."""
+def echo_cost(section: dict, ci_prob: float, population: str | None = None):
+    """The cost table: one row per system, posterior beside bootstrap.
+
+    ``population`` names the population of its pass@1 (tasks resampled, clusters not used).
+    """
     money, amounts, percent = (
         report_format._amount,
         report_format._amounts,
@@ -312,8 +400,8 @@ def echo_cost(section: dict, ci_prob: float):
         model = section["cost_model"].replace("_", " ")
         click.echo(
             f"\ncost ({section['column']}): posterior mean ({model} cost model) "
-            f"[{ci_prob:.0%} interval] and bootstrap twin; pass@1 per attempt, effect "
-            f"against {ref}"
+            f"[{ci_prob:.0%} interval] and bootstrap twin; pass@1 per attempt"
+            f"{'' if population is None else f' on {population}'}, effect against {ref}"
         )
         click.echo(table.to_string())
     if section.get("cost_misfit"):

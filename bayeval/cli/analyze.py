@@ -10,7 +10,13 @@ import click
 import pandas as pd
 
 from bayeval._io import check_text_head
-from bayeval.cli._fit import check_harness, check_k_before_fit, check_pairs, fit
+from bayeval.cli._fit import (
+    check_harness,
+    check_k_before_fit,
+    check_k_for_any,
+    check_pairs,
+    fit,
+)
 from bayeval.cli._group import (
     EXIT_USAGE,
     InputError,
@@ -40,14 +46,17 @@ from bayeval.cli._output import (
     echo_contamination,
     echo_cost,
     echo_curves,
+    echo_fit,
     echo_latency,
     echo_recipes,
     echo_table,
     header,
+    notes_shown,
     report_data,
     write_json,
     write_report,
 )
+from bayeval.data.clusters import estimand_words
 from bayeval.readers import detect_format
 from bayeval.readers.table import load_table
 
@@ -282,7 +291,7 @@ def analyze(
     Examples:
       bayeval analyze runs.csv --k 1,5 --report card.html
       bayeval analyze runs.csv --missing bounds --compare new old --margin 0.02
-      bayeval analyze counts.csv --successes n_correct --trials n_samples --json out.json
+      bayeval analyze counts.csv --successes n_correct --trials-column n_samples --json out.json
       bayeval analyze runs.csv --cost cost_usd --k 1,3 --report card.html
       bayeval analyze counts.csv --k 1,2,5,10 --compare new old --estimand tasks
       bayeval analyze runs.csv --latency started_at,ended_at --json out.json
@@ -325,8 +334,11 @@ def analyze(
         and data.dataset["recipe"].sel(system=s).item()
         in {r for pair in recipe_pairs for r in pair}
     ]
-    if not scores:
+    if not scores and (pairs or checkpoints):
+        # the comparisons (and their curves over k) need every k of the compared systems
         check_k_before_fit(data, pairs or checkpoints, [*k, compare.k or k[0]], metric)
+    elif not scores:  # the table gives each system the k its trials allow, marks the rest
+        check_k_for_any(data, k, metric)
     check_harness(data, pairs or [tuple(s for (s,) in checkpoints)], allow_harness_change)
     if cost.reference is not None and cost.reference not in data.systems:
         raise click.BadParameter(
@@ -338,10 +350,13 @@ def analyze(
             "--cost needs one success count per attempt; under --missing "
             "bounds the successes have two extremes: use fail or exclude"
         )
-    res = fit(data, fitting, notes, pairs=pairs or checkpoints)
     to_stdout = out.json_path == "-"
-    header(data, lines, res, err=to_stdout)
+    header(data, lines, err=to_stdout)  # what was read, before the fit's status line
     echo_notes(notes.items)
+    read_notes = len(notes.items)
+    res = fit(data, fitting, notes, pairs=pairs or checkpoints)
+    echo_fit(res, err=to_stdout)
+    echo_notes(notes.items, read_notes)
     card = report_data(
         res,
         comparisons=pairs,
@@ -362,8 +377,11 @@ def analyze(
         cost_reference=cost.reference,
         cost_model=cost.model,
         latency=latency.model if latency.columns is not None else False,
+        clusters=summary.clusters,
+        weighting=summary.weighting,
     )
-    echo_notes(card["notes"], len(notes.items))
+    # the table shows one estimand: notes about the other's bootstrap are the card's alone
+    echo_notes(notes_shown(card["notes"][len(notes.items) :], [card["estimand"]["name"]]))
     card["input"] = {"files": [str(f) for f in files], "lines": lines}
     if recipe_pairs:
         card["recipes"] = report.recipes_section(
@@ -442,8 +460,15 @@ def _echo_card(card: dict, metric: str, ci_prob: float):
     """The metric table, the comparisons and each optional section the card has."""
     echo_table(card, [card["estimand"]["name"]], metric, ci_prob)
     echo_comparisons(card)
+    if "cost" in card:  # tasks resampled, whatever the clusters: say which population
+        clusters = card["data"]["clusters"]
+        words = estimand_words(
+            "population",
+            n_tasks=card["data"]["n_tasks"],
+            n_clusters=clusters["count"] if clusters else 0,
+        )
+        echo_cost(card["cost"], ci_prob, words)
     for name, echo in (
-        ("cost", echo_cost),
         ("latency", echo_latency),
         ("recipes", echo_recipes),
         ("curves", echo_curves),
@@ -564,6 +589,11 @@ def _flagged_tasks(path: str, tasks) -> list:
 def _analyze_by(files, read, groups, fitting, ci_prob, out, pairs):
     """``analyze --by``: one analysis per group of a table (bayeval.fit_many)."""
     by, scheduler = list(groups.by), groups.scheduler
+    if read.systems:
+        raise click.UsageError(
+            "--systems selects the systems of one analysis; with --by, select the "
+            "table's rows first"
+        )
     if pairs or out.report_path:
         raise click.UsageError(
             "--by prints one row per group and system; --compare and "
@@ -579,7 +609,7 @@ def _analyze_by(files, read, groups, fitting, ci_prob, out, pairs):
             f"no column {unknown} in {files[0]}; columns: {', '.join(map(str, frame.columns))}",
             param_hint="--by",
         )
-    roles, lines = read_roles(frame.drop(columns=by), read, "--trials", source=files[0])
+    roles, lines = read_roles(frame.drop(columns=by), read, source=files[0])
     if "score" in roles:
         _check_score_options((1,), None, "pass@k", None, None, by, None, "auto")
     for line in lines:

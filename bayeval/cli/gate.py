@@ -28,7 +28,9 @@ from bayeval.cli._options import (
 )
 from bayeval.cli._output import (
     check_outputs,
+    gate_lines,
     interval_text,
+    notes_shown,
     report_data,
     write_json,
     write_report,
@@ -41,7 +43,9 @@ Exit codes:
   1  the candidate is worse: P(effect < -margin) >= prob
      (with --superior: P(effect <= margin) >= prob)
   2  bad usage or input (the message says what to change)
-  3  the data cannot decide (neither probability reaches prob)
+  3  undecided: the data cannot decide (neither probability reaches prob), or the
+     fit failed its MCMC gates (divergences, r-hat, ESS, BFMI: see the note; rerun
+     with more --draws and --tune, or --sampler grid where the model allows)
   4  an unexpected error (one line; bayeval --traceback shows it in full)
 """
 
@@ -114,9 +118,11 @@ def gate(
     """Decide whether CANDIDATE is non-inferior to BASELINE (for CI pipelines).
 
     The decision uses the posterior of the effect metric(candidate) - metric(baseline): the
-    candidate passes when P(effect > -margin) >= prob, fails when P(effect < -margin) >= prob,
-    and otherwise the data cannot decide. Under --missing bounds a verdict must hold at both
-    bounds. The paired bootstrap is printed for reference; it does not change the exit code.
+    candidate passes when P(effect > -margin) >= prob (the one-sided prob lower bound of the
+    effect is above -margin), fails when P(effect <= -margin) >= prob, and otherwise the data
+    cannot decide. Under --missing bounds a verdict must hold at both bounds. A fit that
+    fails its MCMC gates decides nothing (exit 3). The paired bootstrap is printed for
+    reference; it does not change the exit code.
 
     \b
     Examples:
@@ -151,29 +157,32 @@ def gate(
         notes=notes.items,
         command=command_line(),
         allow_harness_change=allow_harness_change,
+        clusters=summary.clusters,
+        weighting=summary.weighting,
     )
-    echo_notes(card["notes"])
+    echo_notes(notes_shown(card["notes"], [card["estimand"]["name"]]))
     entry = card["comparisons"][0]
     decision = entry["bayes"]["decision"]
+    # undecided: neither verdict reached, or the fit failed its gates
     code = (
-        EXIT_PASS
-        if decision["passed"]
-        else EXIT_UNDECIDED
-        if decision["decision"] == "inconclusive"
-        else EXIT_WORSE
+        EXIT_PASS if decision["passed"] else EXIT_WORSE if decision["decided"] else EXIT_UNDECIDED
     )
     name = report_format._metric_name(metric, k)
     threshold = margin if superior else -margin
     click.echo(
         f"gate: {pair[0]} (candidate) vs {pair[1]} (baseline), {name}, "
-        f"{entry['estimand']} estimand, {entry['test']} margin {margin:g}, prob {prob:g}"
+        f"{entry['estimand']} estimand ({entry['estimand_words']}), {entry['test']} "
+        f"margin {margin:g}, prob {prob:g}"
     )
+    for line in gate_lines(card):
+        click.echo(f"  {line}")
+    flag = " (FLAGGED)" if entry["bayes"]["gates_failed"] else ""
     for row in entry["bayes"]["rows"]:
         bound = f" [{row['missing_bound']}]" if row["missing_bound"] else ""
         p_pass = row["prob_above_margin"] if superior else row["prob_noninferior"]
         click.echo(
-            f"  posterior effect{bound} {row['effect']:+.4f}, {ci_prob:.0%} interval "
-            f"{interval_text(row['lower'], row['upper'])}, P(effect > {threshold:g}) = "
+            f"  posterior effect{bound}{flag} {row['effect']:+.4f}, two-sided {ci_prob:.0%} "
+            f"interval {interval_text(row['lower'], row['upper'])}, P(effect > {threshold:g}) = "
             f"{p_pass:.4f}"
         )
     if not entry["bayes"]["paired"].startswith("yes"):
@@ -193,10 +202,10 @@ def gate(
                 else ", clusters keep their sizes"
             )
         click.echo(
-            f"  for reference, paired bootstrap ({unit}): {effect}, "
-            f"decision {boot['decision']['decision']}"
+            f"  for reference, paired bootstrap ({unit}): {effect} (two-sided), "
+            f"decision {boot['decision']['statement']}"
         )
-    reason = decision["decision"]
+    reason = decision["statement"]
     if canary_pair is not None:
         canary = _canary(data, canary_pair, canary_margin, metric, k, ci_prob, fitting, notes)
         card["canary"] = canary
@@ -205,11 +214,16 @@ def gate(
         elif canary["verdict"] == "inconclusive" and code == EXIT_PASS:
             code, reason = EXIT_UNDECIDED, f"{reason}, but the canary's change is inconclusive"
     verdict = {EXIT_PASS: "PASS", EXIT_WORSE: "FAIL", EXIT_UNDECIDED: "UNDECIDED"}[code]
-    click.echo(
-        f"{verdict}: {reason} (P(pass) = {decision['prob_pass']:.4f}, "
-        f"P(fail) = {decision['prob_fail']:.4f}, needs {prob:g}); exit {code}"
-    )
-    card["gate"] = {"decision": decision["decision"], "exit_code": code, "verdict": verdict}
+    click.echo(f"{verdict}: {reason}; exit {code}")
+    card["gate"] = {
+        "decision": decision["decision"],
+        "exit_code": code,
+        "verdict": verdict,
+        "statement": reason,
+        # machine-readable: the fit's gates, which decide nothing when they fail
+        "gates_passed": not decision["gates_failed"],
+        "gates_failed": decision["gates_failed"],
+    }
     # the report first and the JSON last: a failure after the JSON is written would exit with
     # another code than the one it records
     if out.report_path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 from pathlib import Path
 
@@ -41,6 +42,20 @@ def _corpus_documents(path: Path, text_field: str):
             yield record.get("id", f"{path.name}:{line_no}"), record[text_field]
 
 
+def _installed_methods() -> tuple[str, ...]:
+    """Every method whose dependency is installed; a note says what the extra would add."""
+    # find_spec, not an import: datasketch is imported by the check that uses it
+    if importlib.util.find_spec("datasketch") is not None:
+        return ("exact", "normalized", "shingle", "minhash")
+    click.echo(
+        "note: checking with exact, normalized and shingle; minhash (a MinHash LSH "
+        "estimate of the Jaccard similarity, which also marks near-duplicate documents as "
+        "suspected) needs bayeval[contamination] (pip install 'bayeval[contamination]')",
+        err=True,
+    )
+    return ("exact", "normalized", "shingle")
+
+
 @click.command(context_settings={"max_content_width": 100})
 @click.argument("items", type=click.Path(exists=True, dir_okay=False))
 @click.argument("corpus", type=click.Path(exists=True, dir_okay=False))
@@ -54,9 +69,9 @@ def _corpus_documents(path: Path, text_field: str):
 )
 @click.option(
     "--methods",
-    default="exact,normalized,shingle,minhash",
-    show_default=True,
-    help="Comma-separated: exact, normalized, shingle, minhash (bayeval[contamination]).",
+    help="Comma-separated: exact, normalized, shingle, minhash (bayeval[contamination]). "
+    "[default: exact,normalized,shingle, and minhash where bayeval[contamination] is "
+    "installed]",
 )
 @click.option(
     "--json",
@@ -92,7 +107,10 @@ def overlap(items, corpus, id_column, text_column, corpus_text_field, methods, j
                 param_hint=role,
             )
     texts = pd.Series(frame[text_column].to_numpy(), index=frame[id_column].to_numpy())
-    chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
+    if methods is None:
+        chosen = _installed_methods()
+    else:
+        chosen = tuple(m.strip() for m in methods.split(",") if m.strip())
     click.echo(
         f"checking {len(texts)} item(s) against {corpus} ({', '.join(chosen)}) ...", err=True
     )

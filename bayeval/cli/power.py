@@ -149,9 +149,20 @@ def power(
             + (f" ({spread['bound']} bound: the larger)" if spread.get("bound") else "")
         )
         icc_values = deff["icc"].values.ravel()
+        # one trial per task leaves a system's correlation undefined (NaN): say why, not nan
+        cells = [
+            f"{s} {v:.3f}" if np.isfinite(v) else f"{s} not identified"
+            for s, v in zip(pair, icc_values[:2], strict=False)
+        ]
+        why = (
+            ""
+            if np.isfinite(icc_values[:2]).all()
+            else " (with one trial per task, trial noise and task spread cannot be told apart)"
+        )
         say(
             "  intra-task correlation of each system (bayeval.design_effect): "
-            + ", ".join(f"{s} {v:.3f}" for s, v in zip(pair, icc_values[:2], strict=False))
+            + ", ".join(cells)
+            + why
         )
         if icc is None:
             icc = est_icc

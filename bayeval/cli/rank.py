@@ -20,6 +20,7 @@ from bayeval.cli._options import (
 )
 from bayeval.cli._output import (
     check_outputs,
+    echo_fit,
     header,
     interval_text,
     report_data,
@@ -27,6 +28,7 @@ from bayeval.cli._output import (
     write_json,
     write_report,
 )
+from bayeval.data.clusters import estimand_words
 from bayeval.data.digests import check_comparable
 
 
@@ -92,6 +94,11 @@ def rank(
     """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     metric, ci_prob, n_boot, seed = summary.metric, summary.ci_prob, summary.n_boot, fitting.seed
     estimand = summary.estimand or "population"
+    if summary.clusters is not None or summary.weighting != "task":
+        raise click.UsageError(
+            "--clusters and --weighting choose the population of analyze and gate; rank "
+            "reads the fit's default population, which its header names"
+        )
     check_outputs(out.json_path, out.report_path)
     notes = Notes()
     with notes:
@@ -102,9 +109,12 @@ def rank(
         )
     check_k_before_fit(data, [], [k], metric)
     harness = check_comparable(data, data.systems, allow_harness_change)
-    res = fit(data, fitting, notes)
     to_stdout = out.json_path == "-"
-    header(data, lines, res, err=to_stdout)
+    header(data, lines, err=to_stdout)  # what was read, before the fit's status line
+    echo_notes(notes.items)
+    read_notes = len(notes.items)
+    res = fit(data, fitting, notes)
+    echo_fit(res, err=to_stdout)
     click.echo(
         "ranking: posterior ranks, groups and the winner's optimism; bootstrap rank "
         f"sets ({n_boot} resamples) ...",
@@ -124,7 +134,8 @@ def rank(
             ci_prob=ci_prob,
             seed=seed,
         )
-    echo_notes(notes.items)
+    echo_notes(notes.items, read_notes)
+    ranks["estimand_words"] = _estimand_words(res, data, metric, k, estimand)
     ranks["notes"] = notes.items + ([harness.note] if harness.note else [])
     ranks["harness"] = {"status": harness.status, "note": harness.note or None}
     if harness.note:
@@ -173,23 +184,67 @@ def _echo_ranks(ranks: dict, ci_prob: float, top: int):
     ).set_index("system")
     paired = "paired" if settings["paired"].startswith("yes") else "unpaired"
     click.echo(
-        f"\n{name}, {settings['estimand']} estimand, {settings['model']} ({paired}): "
+        f"\n{name}, {settings['estimand']} estimand ({ranks['estimand_words']}), "
+        f"{settings['model']} ({paired}): "
         f"posterior mean, rank mean [{ci_prob:.0%} interval]; groups at prob "
         f"{settings['prob']:g}"
     )
+    if ranks.get("gates_failed"):
+        click.echo(
+            f"FLAGGED: the fit failed its MCMC gates: {ranks['gates_note']}. Every posterior "
+            "number below is unreliable; the bootstrap rank sets do not depend on it."
+        )
     with wide_tables():
         click.echo(table.to_string())
     click.echo(f"groups: {ranks['group_rule']}")
-    win = ranks["winner"]
-    tied = f" (tied with {', '.join(map(str, win['tied_with']))})" if win["tied_with"] else ""
-    click.echo(
-        f"\nwinner by observed score: {win['pick']}{tied}: naive {win['naive_score']:.3f},"
-        f" posterior {win['value_mean']:.3f} "
-        f"{interval_text(win['value_lower'], win['value_upper'])}, optimism "
-        f"{win['optimism']:+.3f}, P(it is the best) = {win['prob_pick_is_best']:.3f}"
+    click.echo("")
+    for line in winner_lines(ranks):
+        click.echo(line)
+
+
+def winner_lines(ranks: dict) -> list[str]:
+    """The winner's curse in words: each number beside the estimand it belongs to."""
+    win, signed = ranks["winner"], report_format._signed
+    tied = (
+        f" (tied with {', '.join(map(str, win['tied_with']))}: {win['tie_rule']})"
+        if win["tied_with"]
+        else ""
     )
-    click.echo(
-        f"  picking by observed score on replicate benchmarks overstates the pick by "
-        f"{win['expected_optimism']:+.3f} on average and picks the truly best in "
+    flag = " FLAGGED (the fit failed its MCMC gates)" if ranks.get("gates_failed") else ""
+    lines = [
+        f"winner by observed score: {win['pick']}{tied}{flag}",
+        f"  over these tasks: naive {win['naive_score']:.3f}, posterior "
+        f"{win['tasks_value_mean']:.3f} "
+        f"{interval_text(win['tasks_value_lower'], win['tasks_value_upper'])}, optimism "
+        f"{signed(win['optimism'])} (naive minus posterior)",
+    ]
+    if win["estimand"] != "tasks":
+        lines.append(
+            f"  {win['estimand']} estimand: posterior {win['value_mean']:.3f} "
+            f"{interval_text(win['value_lower'], win['value_upper'])}, P(it is the best) = "
+            f"{win['prob_pick_is_best']:.3f} (ties count as best)"
+        )
+    else:
+        lines[-1] += f", P(it is the best) = {win['prob_pick_is_best']:.3f} (ties count as best)"
+    lines.append(
+        "  replicate benchmarks from the posterior, picking by observed score: the pick's "
+        "naive score minus its true mean over these tasks is "
+        f"{signed(win['expected_optimism'])} on average (Monte Carlo error "
+        f"{win['expected_optimism_se']:.3f}); the pick is the truly best in "
         f"{win['replicate_prob_best_picked']:.0%} of them"
+    )
+    return lines
+
+
+def _estimand_words(res, data, metric, k, estimand) -> str:
+    """The estimand the ranks read, with its clusters and weighting, in the shared words."""
+    attrs = res.draws(metric, k, estimand).attrs  # cached: the ranks read these draws
+    ds = data.dataset
+    n_clusters = len(set(map(str, ds["cluster"].values))) if data.has_clusters else 0
+    return estimand_words(
+        estimand,
+        clusters=attrs.get("clusters"),
+        weighting=attrs.get("weighting", "task"),
+        n_tasks=int(ds.sizes["task"]),
+        n_clusters=n_clusters,
     )

@@ -30,7 +30,8 @@ Modules
 ``frame``       :func:`from_frame` and :func:`read_csv`: a tidy table, checked and counted;
 ``counts``      :func:`from_counts`: count arrays;
 ``statuses``    statuses, their mapping and the missing-outcome policies;
-``columns``     role columns and their labels; ``values``: numeric cells read exactly;
+``columns``     role columns, present and unique; ``values``: numeric cells read exactly;
+``labels``      labels that group as written and that a results file reads back exactly;
 ``scores``, ``covariates``, ``latency``: per-attempt values summarised per cell;
 ``strata``      task-level clusters and strata; ``runs``: training runs as systems;
 ``digests``     canonical-JSON harness digests and the comparability check (a leaf).

@@ -17,11 +17,15 @@ import xarray as xr
 from bayeval._validate import describe_values
 from bayeval.data.covariates import _COVARIATE_VARS
 from bayeval.data.digests import _EvalRecord
+from bayeval.data.labels import _check_labels, _native_labels
 from bayeval.data.latency import LATENCY_VARS
 from bayeval.data.scores import SCORE_VARS
 from bayeval.data.statuses import STATUSES, _assemble, _check_policy
 
 __all__ = ["EvalData", "require_valid_outcomes"]
+
+#: Coordinates that hold labels, saved with every fit: checked by the label rules.
+_LABEL_COORDS = ("system", "task", "cluster", "stratum", "recipe", "run", "harness")
 
 
 class EvalData:
@@ -51,7 +55,7 @@ class EvalData:
                 raise ValueError(f"an EvalData dataset needs the variable {name!r}")
         # A deep copy first: the arrays may be the caller's (clusters=, strata=, labels), and
         # freezing them in place would make the caller's own arrays read-only.
-        dataset = dataset.copy(deep=True)
+        dataset = _checked_labels(dataset.copy(deep=True))
         for var in dataset.variables.values():
             var.values.flags.writeable = False
         self._ds = dataset
@@ -407,6 +411,27 @@ class EvalData:
         lines.append(f"  statuses: {totals}")
         lines.append(f"  missing:  {self.missing}")
         return "\n".join(lines)
+
+
+def _checked_labels(ds: xr.Dataset) -> xr.Dataset:
+    """The dataset with its label coordinates checked and held as Python scalars.
+
+    Every constructor ends here, so a label a results file cannot hold is refused even where
+    it did not come through ``from_frame`` or ``from_counts``; NumPy scalars in object arrays
+    become Python ones, since a results file reads them back so (and its checksum compares
+    their text).
+    """
+    native = {}
+    for name in _LABEL_COORDS:
+        if name in ds.coords:
+            values = ds[name].values
+            _check_labels(
+                values, f"EvalData coordinate {name!r}", pd.RangeIndex(values.size), noun=name
+            )
+            converted = _native_labels(values)
+            if converted is not values:
+                native[name] = (ds[name].dims, converted)
+    return ds.assign_coords(native) if native else ds
 
 
 _EvalRecord.register(EvalData)  # check_comparable (a leaf below this module) reads EvalData

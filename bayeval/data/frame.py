@@ -22,17 +22,11 @@ import pandas as pd
 
 from bayeval._io import check_text_head
 from bayeval._validate import describe_rows, describe_values
-from bayeval.data.columns import (
-    _check_columns,
-    _check_hashable,
-    _check_labels,
-    _check_not_missing,
-    _check_unique,
-    _labels,
-)
+from bayeval.data.columns import _check_columns, _check_not_missing, _check_unique, _labels
 from bayeval.data.covariates import _covariate_names, _covariate_stats
 from bayeval.data.digests import _canonical, digest
 from bayeval.data.evaldata import EvalData
+from bayeval.data.labels import _check_hashable, _check_labels
 from bayeval.data.latency import _latency_arrays, _latency_names, _latency_seconds
 from bayeval.data.runs import _CHECKPOINT, _checkpoint_labels, _with_run_coords
 from bayeval.data.scores import _score_column, _score_stats
@@ -102,13 +96,21 @@ def from_frame(
         counts (give ``successes=`` and ``trials=``). Never modified.
     system, task : str
         Column names of the system and task labels. ``system=None`` reads a table of one
-        system that has no system column; ``system_name=`` then names it.
+        system that has no system column; ``system_name=`` then names it. Labels (of these,
+        ``cluster``, ``stratum`` and ``run``) are saved with every fit, so each column holds
+        labels of one type that a results file reads back exactly: ``str`` (valid Unicode,
+        without NUL characters), ``int`` (64-bit) or ``float`` (not NaN); NumPy, pandas and
+        categorical columns of these are read as their values. Others (bools, dates, tuples,
+        decimals, bytes, ...) and labels that differ but compare equal (``1`` and ``1.0``,
+        ``0.0`` and ``-0.0``) are refused, naming the column and rows. Trial ids are not
+        saved: any hashable ids that stay distinct will do.
     system_name : str, optional
         The name of the one system when ``system=None`` (required then, and only then). A
         frame that has a ``"system"`` column is refused with ``system=None``: its rows may
         belong to several systems.
     success : str
         Column of 0/1 (or boolean) outcomes; an empty cell means no outcome was recorded.
+        A ``Decimal`` or ``Fraction`` counts only if it is exactly 0 or 1.
     successes, trials : str, optional
         Columns of count rows: successes out of trials (all valid outcomes).
     trial : str, optional
@@ -415,9 +417,13 @@ def _check_roles(df: pd.DataFrame, names: dict, status) -> None:
         raise ValueError("df has no rows; nothing to analyse")
     for role in ("system", "task", "trial", "cluster", "stratum"):
         if role in names:
-            _check_labels(df[names[role]], names[role], df.index)
+            column = names[role]
+            # trial ids are grouped, never stored: they need not survive a results file
+            _check_labels(
+                df[column], f"column {column!r}", df.index, noun=column, stored=role != "trial"
+            )
     if status is not None:
-        _check_hashable(df[status], status, df.index)
+        _check_hashable(df[status], f"column {status!r}", df.index)
 
 
 def _code_rows(df: pd.DataFrame, system, system_name, task) -> _Rows:

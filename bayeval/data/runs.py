@@ -9,8 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bayeval.data.columns import _check_columns, _check_labels, _check_not_missing, _label_key
+from bayeval.data.columns import _check_columns, _check_not_missing
 from bayeval.data.evaldata import EvalData
+from bayeval.data.labels import _check_labels, _label_key
 
 #: The column that carries the checkpoint labels into :func:`bayeval.from_frame`.
 _CHECKPOINT = "__bayeval_checkpoint__"
@@ -25,7 +26,7 @@ def _checkpoint_labels(df: pd.DataFrame, system, run) -> tuple[np.ndarray, np.nd
         raise ValueError(f"column name {_CHECKPOINT!r} is reserved")
     for column in (system, run):
         _check_not_missing(df, column)
-        _check_labels(df[column], column, df.index)
+        _check_labels(df[column], f"column {column!r}", df.index, noun=column)
     recipes, runs = df[system].to_numpy(dtype=object), df[run].to_numpy(dtype=object)
     labels = np.array([f"{a}/{b}" for a, b in zip(recipes, runs, strict=True)], dtype=object)
     pairs = pd.DataFrame(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 
 from bayeval._validate import describe_rows, describe_values
-from bayeval.data.values import _column_values, _real_values, _wrong_type
+from bayeval.data.values import _column_values, _inexact, _real_values, _wrong_type
 
 __all__ = ["SCORE_VARS"]
 
@@ -47,10 +49,17 @@ def _score_column(df: pd.DataFrame, column: str) -> np.ndarray:
         )
     with np.errstate(invalid="ignore"):
         bad = ~np.isnan(values) & ~((values >= 0) & (values <= 1))
+    shown = values.astype(object)
+    for i in np.flatnonzero(_inexact(raw)):  # judged exactly, not by the float it rounds to
+        exact = Fraction(raw[i])
+        if not 0 < exact < 1:
+            bad[i], shown[i] = True, raw[i]
+        elif values[i] in (0.0, 1.0):  # strictly between 0 and 1: not full (or no) credit
+            values[i] = np.nextafter(values[i], 0.5)
     if bad.any():
         raise ValueError(
             f"score column {column!r} must hold {allowed}; found "
-            f"{describe_values(values[bad])} in {describe_rows(df.index[bad])}"
+            f"{describe_values(shown[bad])} in {describe_rows(df.index[bad])}"
         )
     return values
 

@@ -2,12 +2,15 @@
 
 Ints, floats, bools, fractions and decimals (NumPy and pandas types included) are numbers;
 complex numbers, dates, durations and text are refused with the column and rows, never coerced.
+A fraction or decimal is judged by its exact value, not by the float nearest to it:
+``Decimal("0.99999999999999999999")`` is not a success, nor a whole count.
 """
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import fractions
 import numbers
 
 import numpy as np
@@ -89,6 +92,37 @@ def _to_float(v) -> float:
         return float("inf") if v > 0 else float("-inf")
 
 
+def _inexact(values) -> np.ndarray:
+    """Where an exact number (Decimal, Fraction) is not the float that stands for it.
+
+    Such a cell lies strictly between two floats: never 0, 1 or a whole count, whatever float
+    it rounds to.
+    """
+    values = np.asarray(values)
+    out = np.zeros(values.shape, dtype=bool)
+    if values.dtype != object or pd.api.types.infer_dtype(values.ravel(), skipna=True) in (
+        "integer",
+        "floating",
+        "boolean",
+        "mixed-integer-float",
+        "string",
+    ):
+        return out
+    flat = out.ravel()
+    for i, v in enumerate(values.ravel()):
+        if isinstance(v, fractions.Fraction) or (isinstance(v, decimal.Decimal) and v.is_finite()):
+            rounded = _to_float(v)
+            flat[i] = not np.isfinite(rounded) or fractions.Fraction(v) != fractions.Fraction(
+                rounded
+            )
+    return flat.reshape(values.shape)
+
+
+def _shown(values, exact, inexact: np.ndarray) -> np.ndarray:
+    """Values for a message: the float where it is exact, the cell as given where it is not."""
+    return np.where(inexact, np.asarray(exact, dtype=object), np.asarray(values, dtype=object))
+
+
 def _column_values(series: pd.Series) -> np.ndarray:
     """A column's cells as a NumPy array (nullable pandas dtypes: NaN/None where missing)."""
     if isinstance(series.dtype, pd.CategoricalDtype):
@@ -143,11 +177,13 @@ def _outcome_column(df: pd.DataFrame, column: str) -> np.ndarray:
             df.index[wrong],
             "0/1 (or True/False) outcomes, with empty cells for missing outcomes",
         )
-    bad = ~np.isnan(outcome) & (outcome != 0) & (outcome != 1)
+    inexact = _inexact(raw)
+    bad = (~np.isnan(outcome) & (outcome != 0) & (outcome != 1)) | inexact
     if bad.any():
+        shown = _shown(outcome, raw, inexact)
         raise ValueError(
             f"column {column!r} must hold 0 or 1 (empty for a missing outcome); "
-            f"found {describe_values(outcome[bad])} in {describe_rows(df.index[bad])}"
+            f"found {describe_values(shown[bad])} in {describe_rows(df.index[bad])}"
         )
     return outcome
 
@@ -172,12 +208,15 @@ def _whole_numbers(column: str, values, index=None, original=None) -> np.ndarray
             f"{column} must hold integer counts, not True/False; found booleans in "
             f"{describe_rows(rows(is_bool))}"
         )
+    inexact = _inexact(values)
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(real) | (real != np.round(real)) | (np.abs(real) > _MAX_COUNT)
+    bad |= inexact
     if bad.any():
+        shown = _shown(real, values, inexact)
         raise ValueError(
             f"{column} must hold whole, non-missing counts below {_MAX_COUNT:.0e}; "
-            f"found {describe_values(real[bad])} in {describe_rows(rows(bad))}"
+            f"found {describe_values(shown[bad])} in {describe_rows(rows(bad))}"
         )
     return real.astype(np.int64)
 

@@ -519,9 +519,9 @@ def _joint_patterns(code, c, n) -> tuple[np.ndarray, np.ndarray]:
     ids = np.asarray(code, dtype=np.int64)
     for s in range(c.shape[0]):
         cs, ns = c[s].astype(np.int64), n[s].astype(np.int64)
-        base = int(ns.max(initial=0)) + 1
-        if (int(ids.max(initial=0)) + 1) * base * base < 2**62:
-            _, ids = np.unique((ids * base + ns) * base + cs, return_inverse=True)
+        width = int(ns.max(initial=0)) + 1  # successes and trials each below it
+        if (int(ids.max(initial=0)) + 1) * width * width < 2**62:
+            _, ids = np.unique((ids * width + ns) * width + cs, return_inverse=True)
         else:
             _, ids = np.unique(np.stack([ids, cs, ns], axis=1), axis=0, return_inverse=True)
         ids = ids.ravel()

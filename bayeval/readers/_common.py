@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -19,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from bayeval._io import check_text_head
-from bayeval._validate import describe_values
 from bayeval.data import STATUSES, EvalData, from_frame
+from bayeval.errors import BayevalWarning
 
 __all__: list[str] = []
 
@@ -230,6 +231,27 @@ def _lines(handle, path, reader) -> list[str]:
         ) from None
 
 
+def short(value, width: int = 100) -> str:
+    """``repr(value)`` cut to about ``width`` characters (a refusal never dumps a traceback)."""
+    text = repr(value)
+    if len(text) <= width:
+        return text
+    return f"{text[: width - 1]}… ({len(text)} characters)"
+
+
+def show_values(values, limit: int = 5, width: int = 100) -> str:
+    """Distinct values for a refusal: at most ``limit``, each cut to ``width`` characters."""
+    distinct, seen = [], set()
+    for value in values:  # by type and repr: True and 1 stay apart, unhashable values too
+        key = f"{type(value).__name__}:{value!r}"
+        if key not in seen:
+            seen.add(key)
+            distinct.append(value)
+    shown = ", ".join(short(v, width) for v in distinct[:limit])
+    more = f", ... ({len(distinct) - limit} more)" if len(distinct) > limit else ""
+    return f"[{shown}{more}]"
+
+
 def describe_lines(numbers, limit: int = 5) -> str:
     """``line 3`` or ``lines [3, 7, 9] and 4 more`` for error messages."""
     numbers = list(numbers)
@@ -261,14 +283,28 @@ def build(
     planned_trials,
     cluster: bool,
     notes=None,
+    planned_by_source: bool = False,
 ) -> EvalData:
-    """Tidy rows -> :func:`bayeval.from_frame`, numbering trials within each cell in order."""
+    """Tidy rows -> :func:`bayeval.from_frame`, numbering trials within each cell in order.
+
+    ``planned_by_source``: a system's sources list every task it was given (a log's dataset,
+    a sample file's documents), so a task it has no row for was *not planned* for it: its cell
+    is left empty rather than counted ``not_run`` (which a missing-outcome policy would turn
+    into failures), and a note and a warning say so.
+    """
     frame = pd.DataFrame(rows, columns=COLUMNS)
     if frame.empty:
-        raise ValueError(f"{reader}: no results found in {describe_values(map(str, files))}")
+        raise ValueError(f"{reader}: no results found in {show_values(map(str, files))}")
     frame["success"] = frame["success"].astype(float)
     frame["status"] = frame["status"].astype(object)
     frame["trial"] = frame.groupby(["system", "task"], sort=False).cumcount()
+    unplanned = _unplanned(frame) if planned_by_source else {}
+    n_tasks = frame["task"].nunique()
+    not_planned = "; ".join(
+        f"{system}: {len(tasks)} of {n_tasks} (e.g. {short(tasks[0], 60)})"
+        for system, tasks in unplanned.items()
+    )
+    notes = list(notes or [])
     try:
         data = from_frame(
             frame,
@@ -276,21 +312,65 @@ def build(
             status="status",
             status_map=status_map,
             cluster="cluster" if cluster else None,
-            missing=missing,
+            # with cells not planned, the policy is asked only once they are emptied
+            missing=missing if missing is not None or not unplanned else "exclude",
             planned_trials=planned_trials,
         )
+        if unplanned:
+            data = _empty_cells(data, unplanned).with_missing(missing)
     except (ValueError, TypeError) as exc:
-        shown = describe_values([str(f) for f in files], limit=3)
+        shown = show_values([str(f) for f in files], limit=3, width=300)
         raw = frame["status"].dropna().value_counts(sort=False)
-        listed = ", ".join(f"{k!r}: {int(v)}" for k, v in raw.items())
+        listed = ", ".join(f"{short(k, 60)}: {int(v)}" for k, v in list(raw.items())[:12])
+        listed += f", ... ({len(raw) - 12} more)" if len(raw) > 12 else ""
         note = (
             f" [raw statuses in the source: {listed}; status map in use: {status_map}]"
             if listed
             else ""
         )
+        if unplanned:
+            note += f" [tasks not planned for a system, not counted: {not_planned}]"
         raise type(exc)(f"{reader} ({shown}): {exc}{note}") from exc
-    record_mapping(data, reader, frame, status_map, notes=notes)
+    if unplanned:
+        message = (
+            "the systems were given different task sets; tasks not planned for a system (no "
+            "source of it covers them) are left empty, not counted as not_run, so no "
+            f"missing-outcome policy turns them into failures: {not_planned}"
+        )
+        notes.append(message)
+        warnings.warn(f"{reader}: {message}", BayevalWarning, stacklevel=3)
+    record_mapping(
+        data,
+        reader,
+        frame,
+        status_map,
+        notes=notes,
+        not_planned={system: len(tasks) for system, tasks in unplanned.items()},
+    )
     return data
+
+
+def _unplanned(frame: pd.DataFrame) -> dict[str, list]:
+    """``{system: [tasks it has no row for]}``, for the systems that lack some task."""
+    tasks = frame["task"].drop_duplicates()
+    out = {}
+    for system, group in frame.groupby("system", sort=False):
+        lacking = tasks[~tasks.isin(set(group["task"]))].tolist()
+        if lacking:
+            out[system] = lacking
+    return out
+
+
+def _empty_cells(data: EvalData, unplanned: Mapping[str, list]) -> EvalData:
+    """The data with the cells of tasks not planned for a system emptied (no planned attempt)."""
+    dataset = data.dataset
+    counts = dataset["status_counts"].values.copy()
+    systems = {s: i for i, s in enumerate(dataset["system"].values.tolist())}
+    tasks = {t: i for i, t in enumerate(dataset["task"].values.tolist())}
+    for system, lacking in unplanned.items():
+        for task in lacking:
+            counts[systems[system], tasks[task], :] = 0  # only not_run was there: no row
+    return EvalData(dataset.assign(status_counts=(dataset["status_counts"].dims, counts)))
 
 
 #: Name of the ``EvalData.dataset.attrs`` entry holding what a reader mapped (JSON).
@@ -307,7 +387,12 @@ def mapped_status(raw, recorded: bool, status_map: Mapping) -> str:
 
 
 def record_mapping(
-    data: EvalData, reader: str, frame: pd.DataFrame, status_map: Mapping, notes=None
+    data: EvalData,
+    reader: str,
+    frame: pd.DataFrame,
+    status_map: Mapping,
+    notes=None,
+    not_planned: Mapping[str, int] | None = None,
 ) -> None:
     """Store, in ``data.dataset.attrs``, the rows per (system, raw status -> bayeval status)."""
     recorded = frame["success"].notna()
@@ -322,6 +407,7 @@ def record_mapping(
         "reader": reader,
         "rows": [[s, r, b, n] for (s, r, b), n in rows.items()],
         "notes": list(notes or []),
+        "not_planned": dict(not_planned or {}),
     }
     data.dataset.attrs[MAPPING_ATTR] = json.dumps(payload)
 

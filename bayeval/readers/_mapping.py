@@ -28,6 +28,8 @@ def mapping(data: EvalData) -> pd.DataFrame:
         pass/fail outcome and no category), ``status`` (the bayeval status) and ``count``. Cells
         of the ``(system, task)`` grid that a source never mentions appear in
         ``data.status_counts`` as ``not_run`` but not here: this table counts what was read.
+        (Cells of tasks a system was not planned for are empty, neither here nor ``not_run``;
+        :func:`mapping_report` notes them.)
 
     Raises
     ------

@@ -25,7 +25,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from bayeval._validate import describe_values
 from bayeval.data import EvalData
 from bayeval.readers._common import (
     build,
@@ -33,6 +32,7 @@ from bayeval.readers._common import (
     expand,
     merge_status_map,
     read_json,
+    show_values,
 )
 
 __all__ = ["CORRECTNESS_METRICS", "is_per_instance_stats", "read_helm"]
@@ -83,9 +83,11 @@ def read_helm(
         The stat to read (``"exact_match"``, ``"quasi_exact_match"``, ...). Default: the first
         of :data:`CORRECTNESS_METRICS` each file has. A name the file lacks is refused with the
         metric names it has.
-    split : str, optional
-        The split whose stats to read (``"test"``, ``"valid"``). Default: the only split of the
-        file; a file with several asks to choose.
+    split : str or list of str, optional
+        The split whose stats to read (``"test"``, ``"valid"``), or several (``["test",
+        "valid"]``: their instances are all tasks). Default: the only split of the file; a file
+        with several asks to choose. On the command line ``--reader-option split=test``,
+        repeated for several.
     perturbation : str, optional
         Read the stats of this perturbation (by its ``name``, e.g. ``"typos"``) instead of the
         unperturbed ones. Default: unperturbed stats only; perturbed ones are skipped and
@@ -136,9 +138,19 @@ def read_helm(
             f"{_READER}: cluster must be 'scenario' (the scenario of each run) or "
             f"None (no clusters); got {cluster!r}"
         )
-    for arg, value in (("metric", metric), ("split", split), ("perturbation", perturbation)):
+    for arg, value in (("metric", metric), ("perturbation", perturbation)):
         if value is not None and not isinstance(value, str):
             raise TypeError(f"{_READER}: {arg}= must be a str; got {type(value).__name__}")
+    if isinstance(split, (list, tuple)):
+        if not split or not all(isinstance(s, str) for s in split):
+            raise TypeError(f"{_READER}: split= must be a str or a non-empty list of str")
+        split = list(dict.fromkeys(split))
+    elif split is not None and not isinstance(split, str):
+        raise TypeError(
+            f"{_READER}: split= must be a str or a list of str; got {type(split).__name__}"
+        )
+    elif split is not None:
+        split = [split]
     pairs = _sources(path_or_paths, system)
     runs, notes = [], []
     for name, path in pairs:
@@ -193,6 +205,7 @@ def read_helm(
         planned_trials=planned_trials,
         cluster=cluster is not None,
         notes=notes,
+        planned_by_source=True,
     )
 
 
@@ -266,7 +279,7 @@ def _check_records(records, path: Path) -> None:
     ]
     if bad or not records:
         raise ValueError(
-            f"{_READER}: '{path}' records {describe_values(bad) if bad else '(none)'}"
+            f"{_READER}: '{path}' records {show_values(bad) if bad else '(none)'}"
             " lack 'instance_id' or a 'stats' list; a HELM per-instance record is "
             "{'instance_id', 'train_trial_index', 'stats': [...]}"
         )
@@ -320,7 +333,7 @@ def _default_metric(records, path: Path) -> str:
     raise ValueError(
         f"{_READER}: '{path}' has none of HELM's 0/1 correctness metrics "
         f"{list(CORRECTNESS_METRICS)}; choose one with metric= (its metrics: "
-        f"{describe_values(names, limit=30)})"
+        f"{show_values(names, limit=30)})"
     )
 
 
@@ -366,20 +379,21 @@ def _outcomes(records, path: Path, metric: str, split, perturbation):
             )
         raise ValueError(
             f"{_READER}: metric {metric!r} not found in '{path}'; its metrics: "
-            f"{describe_values(_names(records), limit=30)}"
+            f"{show_values(_names(records), limit=30)}"
         )
     if split is None and len(splits) > 1:
         raise ValueError(
             f"{_READER}: '{path}' has {metric!r} stats of several splits "
-            f"{list(splits)}; choose one with split="
+            f"{list(splits)}; choose one with split= (or several, a list)"
         )
     if split is not None:
-        if split not in splits:
+        absent = [s for s in split if s not in splits]
+        if absent:
             raise ValueError(
-                f"{_READER}: split {split!r} not found for {metric!r} in '{path}'; "
+                f"{_READER}: split {absent[0]!r} not found for {metric!r} in '{path}'; "
                 f"its splits: {list(splits)}"
             )
-        chosen = [c for c in chosen if c[2] == split]
+        chosen = [c for c in chosen if c[2] in split]
     out: list[tuple[object, object, float, str | None]] = []
     bad: list[tuple[int, object, object]] = []
     twice: list[tuple] = []
@@ -401,11 +415,11 @@ def _outcomes(records, path: Path, metric: str, split, perturbation):
     if twice:
         raise ValueError(
             f"{_READER}: '{path}' lists (instance, train_trial_index) "
-            f"{describe_values(twice)} twice for {metric!r}"
+            f"{show_values(twice)} twice for {metric!r}"
         )
     if bad:
         binary = [m for m in _names(records) if _is_binary(records, m)]
-        shown = describe_values([f"record {i}: count {c}, sum {s}" for i, c, s in bad])
+        shown = show_values([f"record {i}: count {c}, sum {s}" for i, c, s in bad])
         raise ValueError(
             f"{_READER}: metric {metric!r} in '{path}' is not one 0/1 value per "
             f"instance and trial ({shown}); bayeval needs pass/fail outcomes; "

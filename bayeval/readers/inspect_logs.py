@@ -1,10 +1,15 @@
 """Inspect AI evaluation logs (``.eval`` or ``.json``), read through ``inspect_ai`` itself.
 
 ``inspect_ai`` is an optional dependency (``pip install 'bayeval[inspect]'``), imported only
-when a log is read. Each log holds one task run by one model: the model is the system, each
-sample id a task, each epoch a trial; when the logs hold several tasks the task id becomes
-``<task>/<sample id>`` and the task name its cluster. A sample epoch found in two logs (a
-retried run next to its original) is refused rather than counted twice.
+when a log is read. Logs are read through inspect_ai's own dataframe API
+(``inspect_ai.analysis.samples_df`` and ``evals_df``: headers and sample summaries, no
+transcripts) where the installed version has it, else each log is parsed with
+``inspect_ai.log.read_eval_log``; both give the same counts. Each log holds one task run by
+one model: the model is the system, each sample id a task, each epoch a trial; when the logs
+hold several tasks the task id becomes ``<task>/<sample id>`` and the task name its cluster. A
+sample epoch found in two logs (a retried run next to its original) is refused rather than
+counted twice. On the command line a log directory is one command:
+``bayeval analyze logs/ --missing bounds`` (``--reader-option scorer=NAME`` picks a scorer).
 
 Scores and statuses
 -------------------
@@ -12,10 +17,11 @@ A score value ``"C"``/``"CORRECT"``, ``True`` or ``1`` is a success; ``"I"``/``"
 ``False`` or ``0`` a failure; ``"N"`` (Inspect's no-answer) a recorded failure with raw status
 ``noanswer`` (map it, e.g. ``status_map={"noanswer": "invalid"}``). Partial credit (``"P"``,
 0.5) and other values are not pass/fail and raise. A sample that ended with an error is status
-``error`` (no outcome); one with no score is ``no_verdict``; a sample listed in the log's dataset
-with an epoch missing from the log (an interrupted run) is ``not_run``. The epochs are the
-log's configured count, or else those its samples have (never assumed). A log whose run did not
-finish (``status: cancelled`` or ``error``) is read with a warning and a note in
+``error`` (no outcome); one with no score is ``no_verdict``, but a log none of whose samples
+has a score (``inspect eval --no-score``) is refused as unscored; a sample listed in the
+log's dataset with an epoch missing from the log (an interrupted run) is ``not_run``. The
+epochs are the log's configured count, or else those its samples have (never assumed). A log
+whose run did not finish (``status: cancelled`` or ``error``) is read with a warning and a note in
 :func:`bayeval.readers.mapping_report`. A log saved without per-sample records is refused. Ids
 are read as text when a log mixes integer and string ids (``0`` and ``'0'`` are one sample). A
 sample that hit a limit (time, tokens, messages) is still scored, and keeps the raw status
@@ -30,20 +36,30 @@ import warnings
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from bayeval._io import check_text_head
-from bayeval._validate import BayevalWarning, describe_values
+from bayeval._validate import BayevalWarning
 from bayeval.data import EvalData
-from bayeval.readers._common import binary, build, check_path, merge_status_map
+from bayeval.readers._common import (
+    binary,
+    build,
+    check_path,
+    merge_status_map,
+    read_json,
+    show_values,
+)
+from bayeval.readers._inspect_frames import frames_available, read_logs
 
-__all__ = ["INSTALL_HINT", "read_inspect"]
+__all__ = ["INSTALL_HINT", "is_log", "read_inspect"]
 
 _READER = "read_inspect"
 INSTALL_HINT = "pip install 'bayeval[inspect]'"
 _VALUES = {"C": 1.0, "CORRECT": 1.0, "I": 0.0, "INCORRECT": 0.0}
 _SKIP_FIELDS = {"messages", "events", "store", "attachments"}
+_SUFFIXES = (".eval", ".json")
 
 
 def read_inspect(
@@ -54,7 +70,9 @@ def read_inspect(
     Parameters
     ----------
     path_or_dir : path or list of paths
-        ``.eval``/``.json`` log files, or folders searched (recursively) for logs.
+        ``.eval``/``.json`` log files, or folders searched (recursively) for logs: every
+        ``.eval`` file, and every ``.json`` file that holds a log whatever its name (JSON files
+        that are not logs are left out, and named in :func:`bayeval.readers.mapping_report`).
     system : str, optional
         System name for every log. Default: each log's model (``openai/gpt-4o``).
     scorer : str or mapping, optional
@@ -102,13 +120,13 @@ def read_inspect(
     (['mockllm/model'], ['a', 'b'], [[2, 0]])
     """
     log_module = _inspect_log()
-    files = _log_files(path_or_dir, log_module)
+    files, notes = _log_files(path_or_dir)
     if system is not None and not isinstance(system, str):
         raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
-    logs = [(file, _read(log_module, file)) for file in files]
-    notes = []
+    logs = _read_logs(log_module, files)
     for file, log in logs:
         _check_samples(log, file)
+        _check_scored(log, file)
         status = getattr(log, "status", "success")
         if status != "success":
             message = (
@@ -166,7 +184,7 @@ def read_inspect(
         raise ValueError(
             f"{_READER}: {len(twice)} sample epoch(s) appear in several logs, e.g. sample "
             f"{sample_id!r} epoch {epoch} of task {task_name!r} for {model!r} in "
-            f"{describe_values([str(w) for w in where])}; a retried run leaves its original log "
+            f"{show_values([str(w) for w in where])}; a retried run leaves its original log "
             "beside the retry: pass only the logs to combine"
         )
     rows.sort(key=lambda row: row["epoch"])  # stable: trials follow epochs, tasks their order
@@ -181,6 +199,7 @@ def read_inspect(
         planned_trials=planned_trials,
         cluster=several,
         notes=notes,
+        planned_by_source=True,
     )
 
 
@@ -197,6 +216,21 @@ def _check_samples(log, file) -> None:
             f"{completed} completed sample(s) of {listed or 'an unknown number'}), so no "
             "outcome can be counted per task; re-run with sample logging (Inspect's "
             "log_samples=True / --log-samples, the default) and read that log"
+        )
+
+
+def _check_scored(log, file) -> None:
+    """Refuse a log none of whose samples was scored (``inspect eval --no-score``)."""
+    samples = log.samples or []
+    if any(sample.scores for sample in samples):
+        return
+    unscored = [s for s in samples if s.error is None]
+    if unscored:
+        raise ValueError(
+            f"{_READER}: '{file}' is unscored: none of its {len(samples)} sample(s) has a "
+            f"score ({len(unscored)} ran without error), so there is no outcome to count and "
+            "a missing-outcome policy would only invent them; score the log with "
+            f"`inspect score '{file}'` and read the scored log it writes"
         )
 
 
@@ -218,28 +252,78 @@ def _inspect_log():
     return log_module
 
 
-def _log_files(path_or_dir, log_module) -> list[Path]:
+def is_log(payload) -> bool:
+    """Whether parsed JSON is an Inspect log: an ``eval`` object naming a task and a model.
+
+    Examples
+    --------
+    >>> from bayeval.readers.inspect_logs import is_log
+    >>> is_log({"version": 2, "status": "success", "eval": {"task": "t", "model": "m"}})
+    True
+    >>> is_log({"eval": {"HumanEval/0": []}})
+    False
+    """
+    evals = payload.get("eval") if isinstance(payload, Mapping) else None
+    return isinstance(evals, Mapping) and "task" in evals and "model" in evals
+
+
+def _log_files(path_or_dir) -> tuple[list[Path], list[str]]:
+    """The logs given or found in folders (by content, whatever their names), and notes."""
     items = path_or_dir if isinstance(path_or_dir, (list, tuple)) else [path_or_dir]
     if not items:
         raise ValueError(f"{_READER}: no logs given")
     files: list[Path] = []
+    notes: list[str] = []
     for item in items:
         path = check_path(item, _READER)
-        if path.is_dir():
-            found = sorted(
-                Path(_local(info.name))
-                for info in log_module.list_eval_logs(str(path), recursive=True)
-            )
-            if not found:
-                raise ValueError(f"{_READER}: no Inspect logs (.eval/.json) in folder '{path}'")
-            files += found
-        else:
+        if not path.is_dir():
             files.append(path)
-    return files
+            continue
+        try:
+            candidates = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _SUFFIXES
+            )
+        except PermissionError as exc:
+            raise PermissionError(
+                f"{_READER}: a folder under '{path}' cannot be read ({exc})"
+            ) from None
+        # Inspect's own listing knows logs only by its file-name pattern; renamed logs are
+        # logs all the same, so the content decides
+        found = [p for p in candidates if p.suffix.lower() == ".eval" or _is_json_log(p)]
+        other = [p for p in candidates if p not in found]
+        if not found:
+            raise ValueError(
+                f"{_READER}: no Inspect logs in folder '{path}': no .eval file, and none of its "
+                f"{len(other)} .json file(s) holds a log (an 'eval' object with a task and a "
+                "model)"
+            )
+        if other:
+            notes.append(
+                f"left out {len(other)} .json file(s) of '{path}' that are not Inspect logs: "
+                f"{show_values([str(p.relative_to(path)) for p in other])}"
+            )
+        files += found
+    return files, notes
 
 
-def _local(name: str) -> str:
-    return name.removeprefix("file://")
+def _is_json_log(path: Path) -> bool:
+    try:
+        return is_log(read_json(path, _READER))
+    except ValueError:  # not JSON at all: not a log
+        return False
+
+
+def _read_logs(log_module, files: list[Path]) -> list[tuple[Path, Any]]:
+    """The logs, through inspect_ai's dataframe API where it has one, else one by one.
+
+    Either inspect_ai's ``EvalLog`` objects or views with the same fields (duck-typed).
+    """
+    if frames_available():
+        try:
+            return read_logs(files)
+        except Exception:  # noqa: BLE001 - the parser below names the file inspect_ai failed on
+            pass
+    return [(file, _read(log_module, file)) for file in files]
 
 
 def _read(log_module, file: Path):

@@ -30,9 +30,15 @@ from pathlib import Path
 
 import numpy as np
 
-from bayeval._validate import describe_values
 from bayeval.data import EvalData
-from bayeval.readers._common import binary, build, describe_lines, read_json, read_jsonl
+from bayeval.readers._common import (
+    binary,
+    build,
+    describe_lines,
+    read_json,
+    read_jsonl,
+    show_values,
+)
 
 __all__ = ["harness_task", "is_results_file", "read_lm_eval"]
 
@@ -166,6 +172,7 @@ def read_lm_eval(
         missing=missing,
         planned_trials=planned_trials,
         cluster=cluster is not None,
+        planned_by_source=True,
     )
 
 
@@ -289,7 +296,7 @@ def _from_results(path: Path) -> list[tuple[Path, str | None]]:
             found += candidates
         else:
             lacking.append(task)
-    shown = describe_values(tasks, limit=6)
+    shown = show_values(tasks, limit=6)
     if not found:
         raise ValueError(
             f"{_READER}: '{path}' is an aggregated lm-eval results file (tasks {shown}) with "
@@ -301,7 +308,7 @@ def _from_results(path: Path) -> list[tuple[Path, str | None]]:
     if lacking:
         raise ValueError(
             f"{_READER}: '{path}' lists tasks {shown}, but the sample files of "
-            f"{describe_values(lacking)} are not beside it (samples_<task>_{date or '<time>'}"
+            f"{show_values(lacking)} are not beside it (samples_<task>_{date or '<time>'}"
             ".jsonl); re-run them with --log_samples, or read the sample files there are "
             "directly"
         )
@@ -383,7 +390,7 @@ def _outcomes(records, path, metric: str) -> list[tuple]:
         binary_ones = [m for m in _metric_names(records) if _is_binary(records, m)]
         raise ValueError(
             f"{_READER}: metric {metric!r} in '{path}' is not pass/fail: found "
-            f"{describe_values([v for _, v in bad])} on "
+            f"{show_values([v for _, v in bad])} on "
             f"{describe_lines(list(dict.fromkeys(n for n, _ in bad)))}, "
             "but bayeval needs 0/1 outcomes (a continuous score is not a success); metrics of "
             f"this file that are 0/1: {binary_ones or 'none'}"

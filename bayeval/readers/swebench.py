@@ -64,7 +64,6 @@ from pathlib import Path
 import numpy as np
 
 from bayeval._io import check_text_head
-from bayeval._validate import describe_values
 from bayeval.data import EvalData
 from bayeval.readers._common import (
     GENERIC_DIRS,
@@ -75,6 +74,7 @@ from bayeval.readers._common import (
     expand,
     merge_status_map,
     read_json,
+    show_values,
 )
 
 __all__ = [
@@ -272,7 +272,7 @@ def read_swebench(
         bad = [i for i, r in repos.items() if r is None]
         if bad:
             raise ValueError(
-                f"{_READER}: instance ids {describe_values(bad)} do not look like "
+                f"{_READER}: instance ids {show_values(bad)} do not look like "
                 "'owner__repo-number', so no repository can be read from them; "
                 "pass cluster=None to read them without clusters"
             )
@@ -358,7 +358,7 @@ def instance_list(instances) -> list[str]:
         )
     twice = sorted({i for i in ids if list(ids).count(i) > 1}) if len(set(ids)) < len(ids) else []
     if twice:
-        raise ValueError(f"{_READER}: {where} lists ids twice: {describe_values(twice)}")
+        raise ValueError(f"{_READER}: {where} lists ids twice: {show_values(twice)}")
     return list(ids)
 
 
@@ -504,11 +504,11 @@ def _classic_outcomes(
         lists[key] = set(value)
         if len(lists[key]) < len(value):
             twice = sorted({i for i in value if value.count(i) > 1})
-            quirks.append(f"{key!r} lists {describe_values(twice)} more than once (counted once)")
+            quirks.append(f"{key!r} lists {show_values(twice)} more than once (counted once)")
     both = sorted(lists.get("no_generation", set()) & lists.get("generated", set()))
     if both:
         quirks.append(
-            f"{describe_values(both)} listed under both 'no_generation' and "
+            f"{show_values(both)} listed under both 'no_generation' and "
             "'generated' (two predictions for one instance?): each takes the first "
             f"category of {list(CLASSIC_ORDER)} that holds it"
         )
@@ -519,7 +519,7 @@ def _classic_outcomes(
         raise ValueError(
             f"{_READER}: '{path}' lists {len(outside)} instance(s) that are not in "
             f"the benchmark's instance list ({len(ids)} ids): "
-            f"{describe_values(outside)}; is instances= the benchmark this run "
+            f"{show_values(outside)}; is instances= the benchmark this run "
             "was evaluated on?"
         )
     outcomes = []
@@ -545,7 +545,7 @@ def _within(outcomes, ids: list[str], path) -> list[tuple[str, str]]:
     if outside:
         raise ValueError(
             f"{_READER}: '{path}' reports {len(outside)} instance(s) that are not "
-            f"in instances= ({len(ids)} ids): {describe_values(outside)}"
+            f"in instances= ({len(ids)} ids): {show_values(outside)}"
         )
     seen = {i for i, _ in outcomes}
     return outcomes + [(i, "not_submitted") for i in ids if i not in seen]
@@ -579,7 +579,7 @@ def _report_outcomes(report, path) -> list[tuple[str, str]]:
             f"{_READER}: '{path}' is not a SWE-bench report: it needs 'resolved_ids' (or "
             "'resolved') and 'unresolved_ids' (or 'unresolved') lists of instance ids, "
             "optionally 'error_ids', 'empty_patch_ids', 'incomplete_ids', 'completed_ids', "
-            f"'submitted_ids'; found keys {describe_values(sorted(report), limit=12)}"
+            f"'submitted_ids'; found keys {show_values(sorted(report), limit=12)}"
         )
     seen: dict[str, str] = {}
     clashes = []

@@ -24,9 +24,15 @@ from pathlib import Path
 
 import numpy as np
 
-from bayeval._validate import describe_values
 from bayeval.data import EvalData
-from bayeval.readers._common import build, default_system, expand, merge_status_map, read_json
+from bayeval.readers._common import (
+    build,
+    default_system,
+    expand,
+    merge_status_map,
+    read_json,
+    show_values,
+)
 
 __all__ = ["is_trajectories", "read_tau_bench"]
 
@@ -197,7 +203,7 @@ def _episodes(payload, path, threshold) -> tuple[list[tuple], int]:
         out.append((record["task_id"], record["trial"], float(reward >= threshold), raw))
     if bad:
         raise ValueError(
-            f"{_READER}: '{path}' has rewards {describe_values([v for _, v in bad])}"
+            f"{_READER}: '{path}' has rewards {show_values([v for _, v in bad])}"
             f" on records {[i for i, _ in bad][:5]}; a reward must be a number"
         )
     return out, partial

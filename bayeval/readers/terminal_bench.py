@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-from bayeval._validate import describe_values
 from bayeval.data import EvalData
 from bayeval.readers._common import (
     build,
@@ -45,6 +44,7 @@ from bayeval.readers._common import (
     expand,
     merge_status_map,
     read_json,
+    show_values,
 )
 
 __all__ = ["FAILURE_STATUS", "is_run_results", "read_terminal_bench"]
@@ -258,7 +258,7 @@ def _trials(payload, path) -> list[tuple]:
     if bad:
         raise ValueError(
             f"{_READER}: '{path}' has 'is_resolved' values "
-            f"{describe_values([v for _, v in bad])} on results "
+            f"{show_values([v for _, v in bad])} on results "
             f"{[i for i, _ in bad][:5]}; expected true, false or null"
         )
     # trials in attempt order within each task (stable for records without an attempt number)

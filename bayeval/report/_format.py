@@ -33,7 +33,11 @@ def _amounts(lower, upper) -> str:
 
 
 def _signed(value, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:+.{digits}f}"
+    """``value`` with its sign; one that rounds to zero is ``0.000``, never ``-0.000``."""
+    if value is None:
+        return "n/a"
+    text = f"{value:+.{digits}f}"
+    return f"{0.0:.{digits}f}" if float(text) == 0 else text
 
 
 def _interval(lower, upper, digits: int = 3) -> str:

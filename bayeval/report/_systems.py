@@ -11,42 +11,66 @@ import json
 import numpy as np
 
 from bayeval import bootstrap
-from bayeval.analyses.crosscheck import bootstrap_twin, crosscheck
+from bayeval.analyses.crosscheck import bootstrap_twin, crosscheck, interval_widths
 from bayeval.data import EvalData
-from bayeval.estimators import METRICS, design_effect, measured_order
-from bayeval.inference import GATES
-from bayeval.models import get_model
+from bayeval.data.clusters import estimand_words
+from bayeval.estimators import METRICS, design_effect, measured_order, trial_counts
+from bayeval.inference import GATES, gate_attrs
 from bayeval.planning import selection_bias
 from bayeval.posterior import credible_interval as posterior_interval
 from bayeval.report._values import _at, _bounds, _label, _num
 from bayeval.results import Results
 
 
-def _estimand_words(estimand: str, model: str, n_tasks: int, n_clusters: int | None) -> str:
+def _estimand_words(estimand: str, n_tasks: int, n_clusters: int | None, population: dict) -> str:
+    """The estimand in the words every output uses, then what it means.
+
+    ``population`` holds the population's ``clusters`` and ``weighting`` as the fit resolves
+    them (empty for a model without cluster effects).
+    """
+    words = estimand_words(
+        estimand,
+        clusters=population.get("clusters"),
+        weighting=population.get("weighting", "task"),
+        n_tasks=n_tasks,
+        n_clusters=n_clusters or 0,
+    )
     if estimand == "tasks":
         return (
-            f"the mean over exactly these {n_tasks} tasks. The tasks are fixed; only the "
+            f"{words}: the mean over exactly these tasks. The tasks are fixed; only the "
             "sampling of episodes (trials) is random. It says how the systems did on this "
             "benchmark, not how they would do on other tasks."
         )
-    if get_model(model).paired and n_clusters:  # the paired models have cluster effects
+    if not n_clusters:
         return (
-            f"the expected value on a new task from a new cluster, drawn like these "
+            f"{words}: the expected value on a new task drawn from the same population as "
+            "these tasks. Tasks are the random units; it says how the systems would do on "
+            "tasks like these."
+        )
+    if "clusters" not in population:
+        return (
+            f"{words}: the expected value on a new task drawn from the same population as "
+            "these tasks. Tasks are the random units. The model does not use the task "
+            "clusters: its new task comes from clusters like the observed ones; the cluster "
+            "bootstrap, shown next to it, asks about new clusters."
+        )
+    if population["clusters"] == "new":
+        return (
+            f"{words}: the expected value on a new task from a new cluster, drawn like these "
             f"{n_tasks} tasks in {n_clusters} clusters. Clusters and tasks are the random "
             "units; it says how the systems would do on tasks like these from groups "
             "(repositories, families) not seen here."
         )
-    clusters = (
-        f" The model does not use the {n_clusters} task clusters: its new task comes "
-        "from clusters like the observed ones; the cluster bootstrap, shown next to it, "
-        "asks about new clusters."
-        if n_clusters
-        else ""
+    weights = (
+        "in their proportions: the population whose mean the benchmark's own score (the "
+        "mean over its tasks) estimates"
+        if population["weighting"] == "task"
+        else "every cluster counting the same whatever its size"
     )
     return (
-        f"the expected value on a new task drawn from the same population as these "
-        f"{n_tasks} tasks. Tasks are the random units; it says how the systems would do on "
-        f"tasks like these.{clusters}"
+        f"{words}: the expected value on such a task. Tasks are the random units; the "
+        f"clusters are the ones observed, {weights}. It says nothing of clusters not seen "
+        "here."
     )
 
 
@@ -63,7 +87,6 @@ def _data_section(results: Results) -> dict:
     data = results.data
     ds = data.dataset
     systems = results.systems
-    trials = ds["trials"].values
     attempts = ds["status_counts"].sum("status").values
     status = data.status_counts
     coverage = data.coverage
@@ -93,7 +116,7 @@ def _data_section(results: Results) -> dict:
                     },
                 }
             )
-    valid = trials[trials > 0]
+    counts = trial_counts(data)
     return {
         "n_systems": len(systems),
         "systems": list(systems),
@@ -101,9 +124,9 @@ def _data_section(results: Results) -> dict:
         "clusters": clusters,
         "strata": strata,
         "trials_per_task": {
-            "min": _num(valid.min()) if valid.size else None,
-            "median": _num(np.median(valid)) if valid.size else None,
-            "max": _num(valid.max()) if valid.size else None,
+            "min": _num(counts["min_trials"].item()),
+            "median": _num(counts["median_trials"].item()),
+            "max": _num(counts["max_trials"].item()),
             "used": "valid trials"
             if data.missing in (None, "exclude")
             else "planned trials (missing outcomes included per the policy)",
@@ -187,7 +210,7 @@ def _split_section(results: Results) -> dict | None:
         trials = ds["trials"].values
         rate = float(ds["successes"].values.sum() / max(trials.sum(), 1))
         rate = min(max(rate, 0.01), 0.99)
-        bias = selection_bias(
+        optimism = selection_bias(
             len(systems),
             n_tasks=int(ds.sizes["task"]),
             trials=max(int(round(float(np.median(trials[trials > 0])))), 1)
@@ -196,12 +219,12 @@ def _split_section(results: Results) -> dict | None:
             p=rate,
             n_sim=4000,
             seed=0,
-        )
-        out["optimism_of_best"] = _num(bias.optimism)
+        )["optimism"].item()
+        out["optimism_of_best"] = _num(optimism)
         out["note"] = (
             f"{len(systems)} systems were scored on the held-out part {record['name']!r}: "
             f"picking the best of them here brings back the selection bias the split is for "
-            f"(about +{bias.optimism:.3f} in pass@1 for equally good systems at these tasks "
+            f"(about +{optimism:.3f} in pass@1 for equally good systems at these tasks "
             f"and trials). Choose on {chooser!r} and score only the chosen system here, or "
             "read the best one's value from Results.winner."
         )
@@ -234,7 +257,7 @@ def _resampled_clusters(data) -> tuple[int, str | None]:
     return n_clusters, None
 
 
-def _score_twin(results, estimand: str) -> dict | None:
+def _score_twin(results, estimand: str, population=None) -> dict | None:
     """Bootstrap settings of the twin of a mean-score estimand (``model="zoib"``), or None.
 
     The population estimand pairs with the task bootstrap, or with clusters the cluster
@@ -242,10 +265,12 @@ def _score_twin(results, estimand: str) -> dict | None:
     tasks estimand has no twin: a trial bootstrap needs each attempt's score, which the data
     keep only as per-task sums.
     """
-    return None if estimand == "tasks" else bootstrap_twin(results, estimand)
+    if estimand == "tasks":
+        return None
+    return dict(bootstrap_twin(results, estimand, **(population or {})).attrs)
 
 
-def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dict]:
+def _score_metrics_section(results, n_boot, seed, ci_prob, estimand, population) -> list[dict]:
     """Each system's posterior mean score (every estimand) beside its bootstrap twin.
 
     The twin is :func:`bayeval.bootstrap.mean_score`; ``None`` where the estimand has none.
@@ -254,10 +279,11 @@ def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dic
     boots = {}
     rows = []
     for name in results.estimands:
-        draws = results.mean_score(estimand=name)
+        options = population if name == "population" else {}
+        draws = results.mean_score(estimand=name, **options)
         mean = draws.mean(["chain", "draw"])
         interval = posterior_interval(draws, ci_prob, ["chain", "draw"])
-        twin = _score_twin(results, name)
+        twin = _score_twin(results, name, options)
         boot = None
         if twin is not None:
             key = tuple(sorted(twin.items()))
@@ -266,6 +292,7 @@ def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dic
                     data, n_boot=n_boot, ci_prob=ci_prob, seed=seed, **twin
                 )
             boot = boots[key]
+            ratio = interval_widths(interval, boot["interval"])["width_ratio"]
         for system in results.systems:
             for bound in _bounds(mean):
                 row = {
@@ -285,19 +312,11 @@ def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dic
                 }
                 if boot is not None:
                     cell = _at(boot, bound, system=system)
-                    lower = _num(cell["interval"].sel(ci_bound="lower"))
-                    upper = _num(cell["interval"].sel(ci_bound="upper"))
-                    width = (
-                        None
-                        if None in (lower, upper, row["bayes_lower"], row["bayes_upper"])
-                        or upper == lower
-                        else (row["bayes_upper"] - row["bayes_lower"]) / (upper - lower)
-                    )
                     row.update(
                         bootstrap_estimate=_num(cell["estimate"]),
-                        bootstrap_lower=lower,
-                        bootstrap_upper=upper,
-                        width_ratio=_num(width),
+                        bootstrap_lower=_num(cell["interval"].sel(ci_bound="lower")),
+                        bootstrap_upper=_num(cell["interval"].sel(ci_bound="upper")),
+                        width_ratio=_num(_at(ratio, bound, system=system)),
                     )
                 rows.append(row)
     position = _measured_order(results)
@@ -307,66 +326,81 @@ def _score_metrics_section(results, n_boot, seed, ci_prob, estimand) -> list[dic
     return rows
 
 
-def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand) -> list[dict]:
+def _fewest_trials(data) -> dict:
+    """System -> its fewest valid trials in a task it ran (the k its pass@k can take)."""
+    trials = data.dataset["trials"].transpose("system", "task").values
+    return {
+        system: int(row[row > 0].min()) if (row > 0).any() else 0
+        for system, row in zip(data.systems, trials, strict=True)
+    }
+
+
+def _unavailable_row(system, metric, k, estimand, bound, unit, fewest) -> dict:
+    """A row of a k beyond a system's trials: no number, and why not."""
+    row: dict = {
+        "system": system,
+        "metric": metric,
+        "k": int(k),
+        "estimand": estimand,
+        "missing_bound": bound,
+        **dict.fromkeys(("bayes_mean", "bayes_lower", "bayes_upper")),
+        "bootstrap_unit": unit,
+        **dict.fromkeys(("bootstrap_estimate", "bootstrap_lower", "bootstrap_upper")),
+        "width_ratio": None,
+    }
+    row["unavailable"] = (
+        f"{fewest} trial(s) in some task: {metric} at k={k} needs {k} in every task"
+    )
+    return row
+
+
+def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand, population=None) -> list[dict]:
+    """Each system's metrics beside their twins; ``population``: its clusters and weighting.
+
+    A k beyond a system's trials in some task (as for a system of one sample per task beside
+    systems of ten) gets a row without numbers that says so (``unavailable``); the others
+    are computed for the systems whose trials allow them.
+    """
+    population = population or {}
     if results.data.has_scores:
-        return _score_metrics_section(results, n_boot, seed, ci_prob, estimand)
+        return _score_metrics_section(results, n_boot, seed, ci_prob, estimand, population)
     data = results.data
     n_clusters, _ = _resampled_clusters(data)
+    fewest = _fewest_trials(data)
     rows = []
     for metric in METRICS:
         metric_ks = [k for k in ks if metric == "pass@k" or k > 1]
         if not metric_ks:
             continue
-        check = crosscheck(
-            results, k=metric_ks, metric=metric, n_boot=n_boot, seed=seed, ci_prob=ci_prob
-        )
-        cluster_boot = None
-        twin_unit = (
-            str(check["bootstrap_unit"].sel(estimand="population").values)
-            if "population" in check["estimand"].values
-            else None
-        )
-        if n_clusters >= 2 and twin_unit not in (None, "cluster"):
-            func = bootstrap.pass_at_k if metric == "pass@k" else bootstrap.pass_hat_k
-            cluster_boot = func(
-                data, k=metric_ks, unit="cluster", n_boot=n_boot, ci_prob=ci_prob, seed=seed
-            )
-        for name in check["estimand"].values.tolist():
-            part = check.sel(estimand=name)
-            unit = str(part["bootstrap_unit"].values)
-            for system in results.systems:
-                for bound in _bounds(part["bayes_mean"]):
-                    for k in metric_ks:
-                        cell = _at(part, bound, system=system, k=k)
-                        row = {
-                            "system": system,
-                            "metric": metric,
-                            "k": int(k),
-                            "estimand": name,
-                            "missing_bound": bound,
-                            "bayes_mean": _num(cell["bayes_mean"]),
-                            "bayes_lower": _num(cell["bayes_interval"].sel(ci_bound="lower")),
-                            "bayes_upper": _num(cell["bayes_interval"].sel(ci_bound="upper")),
-                            "bootstrap_unit": unit,
-                            "bootstrap_estimate": _num(cell["bootstrap_estimate"]),
-                            "bootstrap_lower": _num(
-                                cell["bootstrap_interval"].sel(ci_bound="lower")
-                            ),
-                            "bootstrap_upper": _num(
-                                cell["bootstrap_interval"].sel(ci_bound="upper")
-                            ),
-                            "width_ratio": _num(cell["width_ratio"]),
-                        }
-                        if cluster_boot is not None and name == "population":
-                            extra = _at(cluster_boot, bound, system=system, k=k)
-                            row["cluster_bootstrap_estimate"] = _num(extra["estimate"])
-                            row["cluster_bootstrap_lower"] = _num(
-                                extra["interval"].sel(ci_bound="lower")
-                            )
-                            row["cluster_bootstrap_upper"] = _num(
-                                extra["interval"].sel(ci_bound="upper")
-                            )
-                        rows.append(row)
+        groups: dict = {}  # the ks each system's trials allow -> those systems
+        for system in results.systems:
+            allowed = tuple(k for k in metric_ks if k <= fewest[system])
+            groups.setdefault(allowed, []).append(system)
+        for allowed, systems in groups.items():
+            if allowed:
+                every = len(groups) == 1
+                rows += _metric_rows(
+                    results,
+                    metric,
+                    list(allowed),
+                    None if every else systems,
+                    n_boot,
+                    seed,
+                    ci_prob,
+                    population,
+                    n_clusters,
+                )
+            missing = [k for k in metric_ks if k not in allowed]
+            for name in results.estimands if missing else ():
+                unit = bootstrap_twin(
+                    results, name, **(population if name == "population" else {})
+                ).attrs["unit"]
+                for system in systems:
+                    for bound in _bounds(data.dataset["successes"]):
+                        rows += [
+                            _unavailable_row(system, metric, k, name, bound, unit, fewest[system])
+                            for k in missing
+                        ]
     position = _measured_order(results)
     rows.sort(
         key=lambda r: (
@@ -380,6 +414,68 @@ def _metrics_section(results, ks, n_boot, seed, ci_prob, estimand) -> list[dict]
     return rows
 
 
+def _metric_rows(
+    results, metric, metric_ks, systems, n_boot, seed, ci_prob, population, n_clusters
+) -> list[dict]:
+    """The rows of ``systems`` (None: all) at ``metric_ks``, every estimand."""
+    data = results.data if systems is None else results.data.sel(system=systems)
+    check = crosscheck(
+        results,
+        k=metric_ks,
+        metric=metric,
+        n_boot=n_boot,
+        seed=seed,
+        ci_prob=ci_prob,
+        systems=systems,
+        **population,
+    )
+    cluster_boot = None
+    twin_unit = (
+        str(check["bootstrap_unit"].sel(estimand="population").values)
+        if "population" in check["estimand"].values
+        else None
+    )
+    if n_clusters >= 2 and twin_unit not in (None, "cluster"):
+        func = bootstrap.pass_at_k if metric == "pass@k" else bootstrap.pass_hat_k
+        cluster_boot = func(
+            data, k=metric_ks, unit="cluster", n_boot=n_boot, ci_prob=ci_prob, seed=seed
+        )
+    rows = []
+    for name in check["estimand"].values.tolist():
+        part = check.sel(estimand=name)
+        unit = str(part["bootstrap_unit"].values)
+        for system in data.systems:
+            for bound in _bounds(part["bayes_mean"]):
+                for k in metric_ks:
+                    cell = _at(part, bound, system=system, k=k)
+                    row = {
+                        "system": system,
+                        "metric": metric,
+                        "k": int(k),
+                        "estimand": name,
+                        "missing_bound": bound,
+                        "bayes_mean": _num(cell["bayes_mean"]),
+                        "bayes_lower": _num(cell["bayes_interval"].sel(ci_bound="lower")),
+                        "bayes_upper": _num(cell["bayes_interval"].sel(ci_bound="upper")),
+                        "bootstrap_unit": unit,
+                        "bootstrap_estimate": _num(cell["bootstrap_estimate"]),
+                        "bootstrap_lower": _num(cell["bootstrap_interval"].sel(ci_bound="lower")),
+                        "bootstrap_upper": _num(cell["bootstrap_interval"].sel(ci_bound="upper")),
+                        "width_ratio": _num(cell["width_ratio"]),
+                    }
+                    if cluster_boot is not None and name == "population":
+                        extra = _at(cluster_boot, bound, system=system, k=k)
+                        row["cluster_bootstrap_estimate"] = _num(extra["estimate"])
+                        row["cluster_bootstrap_lower"] = _num(
+                            extra["interval"].sel(ci_bound="lower")
+                        )
+                        row["cluster_bootstrap_upper"] = _num(
+                            extra["interval"].sel(ci_bound="upper")
+                        )
+                    rows.append(row)
+    return rows
+
+
 def _measured_order(results) -> dict:
     """System -> position by measured pass@1, best first.
 
@@ -387,6 +483,16 @@ def _measured_order(results) -> dict:
     """
     order = measured_order(results.data)
     return dict(zip(results.systems, order["position"].values.tolist(), strict=True))
+
+
+def _gates(results) -> dict:
+    """``gates_passed``, ``gates_failed`` and ``gates_note`` (None when passed) of a fit."""
+    found = gate_attrs(results)
+    return {
+        "gates_passed": not found["gates_failed"],
+        "gates_failed": found["gates_failed"],
+        "gates_note": found["gates_note"] or None,
+    }
 
 
 def _diagnostics_section(results) -> dict:
@@ -400,6 +506,8 @@ def _diagnostics_section(results) -> dict:
             k.removesuffix("_parameter"): v for k, v in diag.items() if k.endswith("_parameter")
         },
         "gates": dict(GATES),
+        # whether the fit passed them: a failed gate makes every posterior decision undecided
+        **_gates(results),
         "ppc": [],
     }
     if "posterior_predictive_stats" in results.tree.children:

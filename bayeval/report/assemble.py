@@ -31,6 +31,7 @@ from bayeval._validate import (
 )
 from bayeval.analyses.cost import _check_column
 from bayeval.analyses.latency import LATENCY_MODELS
+from bayeval.data.clusters import default_clusters, estimand_words
 from bayeval.estimators import METRICS
 from bayeval.report._systems import (
     _data_section,
@@ -227,6 +228,13 @@ class ReportOptions:
         log-normal posterior with its check; a model name chooses the posterior.
     cost_model : {"bayesian_bootstrap", "lognormal"}, default "bayesian_bootstrap"
         The posterior's cost side in the cost table (:meth:`bayeval.Results.cost`).
+    clusters : {"new", "observed"}, optional
+        The population estimand of a fit with cluster effects (``logit_normal``, ``zoib``):
+        a new task from a new cluster, or from the observed clusters; default what the
+        clusters support (:func:`bayeval.data.clusters.default_clusters`), said in a note.
+        Read by the comparisons' fit, and by the per-system table's where it has clusters.
+    weighting : {"task", "cluster"}, default "task"
+        How ``clusters="observed"`` averages the clusters: by their tasks, or equally.
     """
 
     comparisons: Sequence = ()
@@ -253,6 +261,8 @@ class ReportOptions:
     cost_reference: str | None = None
     latency: bool | str = False
     cost_model: str = "bayesian_bootstrap"
+    clusters: str | None = None
+    weighting: str = "task"
 
 
 def report_data(
@@ -386,6 +396,10 @@ def _checked(results, o: ReportOptions) -> ReportOptions:
             f"compare_results (model {compare_results.model!r}) has no {estimand!r} estimand"
         )
     pairs = _check_comparisons(o.comparisons, compare_results.systems)
+    if o.clusters is not None:
+        validate_choice("clusters", o.clusters, ("new", "observed"))
+    # a fit without cluster effects refuses clusters= and weighting= here, not mid-report
+    _population(compare_results, o.clusters, o.weighting, strict=True)
     if o.cost is not None:
         _check_column(results.data, o.cost)
         if o.cost_reference is not None and o.cost_reference not in results.systems:
@@ -420,11 +434,24 @@ def _checked(results, o: ReportOptions) -> ReportOptions:
     )
 
 
+def _population(results, clusters, weighting, strict=False) -> dict:
+    """The population estimand's ``clusters`` and ``weighting`` as ``results`` resolves them.
+
+    Empty for a fit without cluster effects (``strict``: refuse clusters= and weighting=
+    there).
+    """
+    if not results._paired and not strict:
+        return {}
+    return results._cluster_options("population", clusters, weighting)
+
+
 def _assemble(results, o: ReportOptions) -> dict:
     """The report's sections from checked options (:func:`_checked`)."""
     # _checked resolved the defaults: these are set
     compare_results, estimand = cast(Results, o.compare_results), cast(str, o.estimand)
     pairs, ks = o.comparisons, o.k
+    table_population = _population(results, o.clusters, o.weighting)
+    compare_population = _population(compare_results, o.clusters, o.weighting)
     settings = {
         "k": ks,
         "metric": o.metric,
@@ -442,11 +469,15 @@ def _assemble(results, o: ReportOptions) -> dict:
         "power": o.power,
         "adjust": o.adjust,
         "comparisons": [list(p) for p in pairs],
+        "clusters": o.clusters,
+        "weighting": o.weighting,
     }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", BayevalWarning)
         data_section = _data_section(results)
-        metrics = _metrics_section(results, ks, o.n_boot, o.seed, o.ci_prob, estimand)
+        metrics = _metrics_section(
+            results, ks, o.n_boot, o.seed, o.ci_prob, estimand, table_population
+        )
         comparisons_out = _comparisons_section(
             compare_results,
             pairs,
@@ -463,6 +494,7 @@ def _assemble(results, o: ReportOptions) -> dict:
             o.alpha,
             o.power,
             o.allow_harness_change,
+            compare_population,
         )
         diagnostics = _diagnostics_section(results)
         cost_section = _cost_section(
@@ -485,16 +517,24 @@ def _assemble(results, o: ReportOptions) -> dict:
     ]
     split = _split_section(results)
     split_notes = [split["note"]] if split and split["optimism_of_best"] is not None else []
+    n_clusters = data_section["clusters"]["count"] if data_section["clusters"] else None
+    # the default population of a fit with clusters, and why: said once, in the notes
+    default_note = None
+    if o.clusters is None and n_clusters and (table_population or compare_population):
+        default_note = default_clusters(results.data).note
     all_notes = list(
         dict.fromkeys(
             [str(n) for n in o.notes]
+            + ([f"population estimand: {default_note}"] if default_note else [])
             + _collect(caught)
             + ([skipped] if skipped else [])
             + harness_notes
             + split_notes
         )
     )
-    n_clusters = data_section["clusters"]["count"] if data_section["clusters"] else None
+    population = {
+        name: table_population if name == "population" else {} for name in results.estimands
+    }
     return {
         "schema_version": SCHEMA_VERSION,
         "title": o.title
@@ -505,14 +545,28 @@ def _assemble(results, o: ReportOptions) -> dict:
         "estimand": {
             "name": estimand,
             "description": _estimand_words(
-                estimand, results.model, data_section["n_tasks"], n_clusters
+                estimand, data_section["n_tasks"], n_clusters, population[estimand]
             ),
             "other": {
-                e: _estimand_words(e, results.model, data_section["n_tasks"], n_clusters)
+                e: _estimand_words(e, data_section["n_tasks"], n_clusters, population[e])
                 for e in results.estimands
                 if e != estimand
             },
             "model": results.model,
+            # the per-system table's estimands in the words every output uses
+            "words": {
+                e: estimand_words(
+                    e,
+                    clusters=population[e].get("clusters"),
+                    weighting=population[e].get("weighting", "task"),
+                    n_tasks=data_section["n_tasks"],
+                    n_clusters=n_clusters or 0,
+                )
+                for e in results.estimands
+            },
+            "clusters": table_population.get("clusters"),
+            "weighting": table_population.get("weighting"),
+            "clusters_note": default_note,
         },
         "data": data_section,
         "metrics": metrics,

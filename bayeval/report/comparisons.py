@@ -6,13 +6,12 @@ differences, :func:`bayeval.planning.paired_task_sd`.
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import numpy as np
 
 from bayeval import bootstrap
 from bayeval._validate import describe_values
 from bayeval.analyses.crosscheck import bootstrap_twin
+from bayeval.data.clusters import estimand_words
 from bayeval.planning import adjust_pvalues, noninferiority, paired_task_sd, required_units
 from bayeval.report._systems import _resampled_clusters, _score_twin
 from bayeval.report._values import _at, _bounds, _num
@@ -49,40 +48,48 @@ def _check_comparisons(comparisons, systems) -> list[tuple]:
     return pairs
 
 
-def _unit_words(options: dict) -> str:
+def _unit_words(options: dict, data) -> str:
+    """What a bootstrap resamples, then the estimand it is the twin of, in the shared words."""
     unit = options["unit"]
-    if unit == "cluster":
-        each = (
-            "each weighing the same"
-            if options.get("weighting") == "cluster"
-            else "keeping their sizes"
-        )
-        return f"clusters resampled, {each} (a new task from a new cluster)"
-    if unit == "task" and options.get("clusters") == "observed":
-        return "tasks resampled within their clusters (a new task from the observed clusters)"
-    return {
-        "trial": "trials resampled within fixed tasks (these tasks)",
-        "task": "tasks resampled (a new task like these)",
-    }[unit]
+    ds = data.dataset
+    n_tasks = int(ds.sizes["task"])
+    n_clusters = len(np.unique(ds["cluster"].values.astype(str))) if data.has_clusters else 0
+    weighting = options.get("weighting", "task")
+    if unit == "trial":
+        how, estimand, clusters = "trials resampled within fixed tasks", "tasks", None
+    elif unit == "cluster":
+        each = "each weighing the same" if weighting == "cluster" else "keeping their sizes"
+        how, estimand, clusters = f"clusters resampled, {each}", "population", "new"
+    elif options.get("clusters") == "observed":
+        how, estimand, clusters = "tasks resampled within their clusters", "population", "observed"
+    else:
+        how, estimand, clusters, n_clusters = "tasks resampled", "population", None, 0
+    words = estimand_words(
+        estimand, clusters=clusters, weighting=weighting, n_tasks=n_tasks, n_clusters=n_clusters
+    )
+    return f"{how} ({words})"
 
 
-def _bootstrap_designs(results, estimand: str) -> list[dict]:
+def _bootstrap_designs(results, estimand: str, population=None) -> list[dict]:
     """Bootstrap settings of the comparisons: the estimand's twin first, then the others.
 
-    The twin is the one :func:`bayeval.crosscheck` pairs with the estimand; under the
-    population estimand the task bootstrap and (with two or more clusters nested in the
-    strata) the cluster bootstrap are shown beside it. The mean score of a ``zoib`` fit has
-    its population twin (tasks, or clusters) under either estimand: under ``"tasks"`` no
-    design is the twin (``twin=False``).
+    The twin is the one :func:`bayeval.crosscheck` pairs with the estimand (and
+    ``population``, its clusters and weighting); under the population estimand the task
+    bootstrap and (with two or more clusters nested in the strata) the cluster bootstrap are
+    shown beside it. The mean score of a ``zoib`` fit has its population twin (tasks, or
+    clusters) under either estimand: under ``"tasks"`` no design is the twin (``twin=False``).
     """
+    population = population or {}
     if results.data.has_scores:  # the mean score: no trial bootstrap (see _score_twin)
-        twin = _score_twin(results, "population")
+        twin = _score_twin(results, "population", population)
         assert twin is not None  # only the tasks estimand has no twin
         designs = [dict(twin, twin=estimand == "population")]
         if twin["unit"] != "task":
             designs.append({"unit": "task", "twin": False})
         return designs
-    twin = bootstrap_twin(results, estimand)
+    twin = bootstrap_twin(
+        results, estimand, **(population if estimand == "population" else {})
+    ).attrs
     designs = [dict(twin)]
     if estimand == "population":
         n_clusters, _ = _resampled_clusters(results.data)
@@ -113,9 +120,25 @@ def _effect_rows(comparison, estimate_name: str, bayesian: bool) -> list[dict]:
 
 
 def _decision(decision) -> dict:
-    out = asdict(decision)
-    out["passed"] = decision.passed
-    return {key: _num(v) if isinstance(v, float) else v for key, v in out.items()}
+    """The record of a :func:`bayeval.planning.decide` result, in the order the JSON keeps."""
+    attrs = decision.attrs
+    out: dict = {"decision": attrs["decision"]}
+    out["prob_pass"] = _num(decision["prob_pass"])
+    out["prob_fail"] = _num(decision["prob_fail"])
+    for key in ("margin", "prob"):
+        out[key] = _num(attrs[key])
+    out["test"] = attrs["test"]
+    out["threshold"] = _num(attrs["threshold"])
+    out["sided"] = attrs["sided"]
+    for key in ("lower", "upper", "p_value", "p_value_fail"):
+        out[key] = _num(decision[key])
+    out["source"] = attrs["source"]
+    out["gates_failed"] = list(attrs["gates_failed"])
+    out["gates_note"] = attrs["gates_note"] or None
+    out["passed"] = bool(decision["passed"])
+    out["decided"] = bool(decision["decided"])
+    out["statement"] = attrs["statement"]
+    return out
 
 
 def _power_section(
@@ -179,9 +202,21 @@ def _comparisons_section(
     alpha,
     power,
     allow_harness_change=False,
+    population=None,
 ) -> list[dict]:
     data = results.data
-    designs = _bootstrap_designs(results, estimand)
+    population = population or {}
+    designs = _bootstrap_designs(results, estimand, population)
+    options = population if estimand == "population" else {}
+    ds = data.dataset
+    n_clusters = len(np.unique(ds["cluster"].values.astype(str))) if data.has_clusters else 0
+    words = estimand_words(
+        estimand,
+        clusters=options.get("clusters"),
+        weighting=options.get("weighting", "task"),
+        n_tasks=int(ds.sizes["task"]),
+        n_clusters=n_clusters,
+    )
     out = []
     for candidate, baseline in pairs:
         cmp = results.compare(
@@ -193,6 +228,7 @@ def _comparisons_section(
             margin=margin,
             ci_prob=ci_prob,
             allow_harness_change=allow_harness_change,
+            **options,
         )
         entry = {
             "label": f"{candidate} - {baseline}",
@@ -201,11 +237,16 @@ def _comparisons_section(
             "metric": metric,
             "k": int(k),
             "estimand": estimand,
+            "estimand_words": words,
+            "clusters": options.get("clusters"),
+            "weighting": options.get("weighting"),
             "margin": _num(margin),
             "prob": _num(prob),
             "test": "superiority" if superior else "non-inferiority",
             "bayes": {
                 "paired": "yes" if cmp.attrs["paired"] else f"no: {cmp.attrs['paired_note']}",
+                # the MCMC gates the comparison's fit failed: its rows are flagged
+                "gates_failed": list(cmp.attrs["gates_failed"]),
                 "rows": _effect_rows(cmp, "effect_mean", bayesian=True),
                 "decision": _decision(
                     noninferiority(cmp, margin=margin, prob=prob, superior=superior)
@@ -241,7 +282,8 @@ def _comparisons_section(
                     "weighting": design.get("weighting", "task"),
                     "clusters": design.get("clusters"),
                     "twin": is_twin,
-                    "meaning": _unit_words(design),
+                    "meaning": _unit_words(design, data),
+                    "note": boot.attrs.get("decision_note"),
                     "n_shared_tasks": int(boot.attrs["n_shared_tasks"]),
                     "n_unshared_tasks": int(boot.attrs["n_unshared_tasks"]),
                     "rows": rows,

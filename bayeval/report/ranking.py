@@ -74,16 +74,25 @@ def rank_data(
         for system in summary["system"].values.tolist()
     ]
     lower, upper = (float(v) for v in summary["value_interval"].values)
+    tasks_lower, tasks_upper = (float(v) for v in summary["tasks_value_interval"].values)
     winner = {
         "pick": attrs["pick"],
         "tied_with": list(attrs["tied_with"]),
+        "tie_rule": attrs["tie_rule"],
         "naive_score": float(summary["naive_score"]),
+        # the posterior of the naive score's own target (these tasks) and, beside it, of
+        # the pick in the estimand of the ranking
+        "tasks_value_mean": float(summary["tasks_value_mean"]),
+        "tasks_value_lower": tasks_lower,
+        "tasks_value_upper": tasks_upper,
+        "estimand": attrs["estimand"],
         "value_mean": float(summary["value_mean"]),
         "value_lower": lower,
         "value_upper": upper,
         "optimism": float(summary["optimism"]),
         "prob_pick_is_best": float(summary["prob_pick_is_best"]),
         "expected_optimism": float(summary["expected_optimism"]),
+        "expected_optimism_se": float(summary["expected_optimism_se"]),
         "replicate_prob_best_picked": float(summary["replicate_prob_best_picked"]),
     }
     paired = "yes" if attrs["paired"] else f"no: {attrs['paired_note']}"
@@ -102,4 +111,8 @@ def rank_data(
         },
         "systems": rows,
         "winner": winner,
+        # the MCMC gates the fit failed: every posterior number above is flagged
+        "gates_passed": not attrs["gates_failed"],
+        "gates_failed": list(attrs["gates_failed"]),
+        "gates_note": attrs["gates_note"] or None,
     }

@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from bayeval import bootstrap
 from bayeval.analyses.cost import K_STATISTICS, RATE_STATUSES
 from bayeval.analyses.crosscheck import bootstrap_twin
 from bayeval.analyses.curves import reversal_tasks
 from bayeval.analyses.latency import LATENCY_RATES, latency_table
-from bayeval.analyses.runs import bootstrap_recipe_effect
+from bayeval.analyses.runs import bootstrap_recipe_effect, run_spread
 from bayeval.analyses.tradeoff import evidence
 from bayeval.harness import canary
 from bayeval.report._format import _metric_name
@@ -301,32 +299,33 @@ def recipes_section(
             ci_prob=ci_prob,
         )
         lower, upper = out["effect_interval"].values.tolist()
+        boot_lower, boot_upper = boot["effect_interval"].values.tolist()
         rows.append(
             {
                 "candidate": str(candidate),
                 "baseline": str(baseline),
                 "checkpoints": [str(s) for s in out.attrs["checkpoints"]],
-                "runs_per_recipe": boot["runs"],
+                "runs_per_recipe": dict(
+                    zip(boot["recipe"].values.tolist(), boot["n_runs"].values.tolist(), strict=True)
+                ),
                 "bayes_mean": _num(out["effect_mean"]),
                 "bayes_lower": _num(lower),
                 "bayes_upper": _num(upper),
                 "prob_positive": _num(out["prob_positive"]),
                 "prob_above_margin": _num(out["prob_above_margin"]),
-                "bootstrap_estimate": boot["estimate"],
-                "bootstrap_lower": boot["lower"],
-                "bootstrap_upper": boot["upper"],
-                "bootstrap_n_tasks": boot["n_tasks"],
+                "bootstrap_estimate": boot["effect_mean"].item(),
+                "bootstrap_lower": boot_lower,
+                "bootstrap_upper": boot_upper,
+                "bootstrap_n_tasks": boot["n_tasks"].item(),
             }
         )
-    post = results.tree["posterior"]
     sigma_run = None
-    if "sigma_run" in post:
-        draws = post["sigma_run"].values.ravel()
-        tail = (1 - ci_prob) / 2
+    if "sigma_run" in results.tree["posterior"]:  # only logit_normal has a run level
+        spread = run_spread(results, ci_prob=ci_prob)
         sigma_run = {
-            "mean": float(draws.mean()),
-            "lower": float(np.quantile(draws, tail)),
-            "upper": float(np.quantile(draws, 1 - tail)),
+            "mean": spread["sigma_run_mean"].item(),
+            "lower": spread["sigma_run_interval"].sel(ci_bound="lower").item(),
+            "upper": spread["sigma_run_interval"].sel(ci_bound="upper").item(),
         }
     return {
         "runs": runs,
@@ -368,7 +367,7 @@ def curves_section(results, pairs, *, k, metric, estimand, ci_prob, n_boot, seed
         ``metric``, ``estimand``, ``k``, ``model``, ``band``, ``bootstrap`` (its design in
         words), ``n_boot`` and ``rows`` (one per pair, each with its ``points`` over k).
     """
-    twin = bootstrap_twin(results, estimand)["unit"]
+    twin = bootstrap_twin(results, estimand).attrs["unit"]
     unit = twin if twin in ("task", "cluster") else "task"
     num = _num
     k = sorted(k)

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 from scipy import stats
 
 import bayeval as be
@@ -106,3 +107,67 @@ def test_compare_all_over_these_tasks_keeps_each_pairs_shared_tasks():
         assert float(cell["effect_mean"]) == pytest.approx(float(one["effect_mean"]))
         np.testing.assert_allclose(cell["effect_interval"], one["effect_interval"])
     assert res.compare("C", "A", estimand="tasks").attrs["n_dropped_tasks"] == 3
+
+
+def _with_params_of(res, source, target):
+    """``res`` with ``target``'s parameter draws replaced by ``source``'s: tied in every draw."""
+    tree = res.tree
+    post = tree["posterior"].to_dataset().copy(deep=True)
+    for name in post.data_vars:
+        post[name].loc[{"system": target}] = post[name].sel(system=source).values
+    tree["posterior"] = xr.DataTree(post)
+    return type(res)(tree)
+
+
+def test_winner_counts_ties_as_best_as_ranks_do():
+    # A has the best observed score; B comes first in the data's order
+    data = be.from_counts(
+        [[6, 6, 7, 7], [7, 6, 7, 8], [3, 2, 4, 3]], trials=10, systems=["B", "A", "C"]
+    )
+    res = fake_results(data, model="hierarchical", draws=300, chains=2, seed=0)
+    tied = _with_params_of(res, "A", "B")
+    for fit in (res, tied):
+        out = fit.winner(n_replicates=20)
+        assert out.attrs["pick"] == "A" and out.attrs["tied_with"] == []
+        values = fit.pass_at_k(estimand="population").transpose(..., "system").values
+        values = values.reshape(-1, 3)
+        # the independent count: draws in which no system is above A
+        share = (values[:, 1] >= values.max(axis=1)).mean()
+        assert float(out["prob_pick_is_best"]) == share
+        assert share == float(fit.ranks()["prob_best"].sel(system="A"))
+    # with B's draws equal to A's, A is best in every draw that C does not top: the first
+    # system in the data's order does not take the tie
+    assert float(tied.winner(n_replicates=20)["prob_pick_is_best"]) > 0.99
+
+
+def test_winner_says_how_it_picks_among_observed_ties():
+    data = be.from_counts([[7, 6, 7, 8], [7, 6, 7, 8], [3, 2, 4, 3]], trials=10)
+    res = fake_results(data, model="hierarchical", draws=200, chains=2, seed=0)
+    out = res.winner(n_replicates=20)
+    assert out.attrs["pick"] == res.systems[0] and out.attrs["tied_with"] == [res.systems[1]]
+    assert out.attrs["tie_rule"] == (
+        "among systems tied on the observed score, the first in the data's order"
+    )
+
+
+def test_winner_optimism_is_against_the_naive_scores_own_estimand():
+    """The SWE-bench leaders: the naive score, the optimism and the posterior it is taken
+    against are of one estimand (these tasks); the population posterior is beside them."""
+    data = be.datasets.load("swebench_verified")
+    scores = data.dataset["successes"].mean("task").to_series().sort_values()
+    data = data.sel(system=scores.index[-4:].tolist())
+    res = fake_results(data, model="hierarchical", draws=500, chains=2, seed=0)
+    out = res.winner(n_replicates=50)
+    pick = out.attrs["pick"]
+    assert pick == scores.index[-1]
+    assert float(out["naive_score"]) == scores.iloc[-1]
+    tasks = res.pass_at_k(estimand="tasks").sel(system=pick).values.ravel()
+    assert float(out["tasks_value_mean"]) == pytest.approx(tasks.mean(), rel=1e-12)
+    assert out["tasks_value_interval"].values == pytest.approx(np.quantile(tasks, [0.025, 0.975]))
+    assert float(out["optimism"]) == float(out["naive_score"] - out["tasks_value_mean"])
+    population = res.pass_at_k(estimand="population").sel(system=pick).values.ravel()
+    assert float(out["value_mean"]) == pytest.approx(population.mean(), rel=1e-12)
+    assert out.attrs["estimand"] == "population" and out.attrs["gates_failed"] == []
+    assert float(out["expected_optimism_se"]) == pytest.approx(
+        float(out["expected_optimism_sd"]) / np.sqrt(50)
+    )

@@ -8,6 +8,8 @@ from scipy import special, stats
 
 import bayeval as be
 from bayeval.analyses.noise import noise
+from bayeval.analyses.runs import run_spread
+from bayeval.results import Results
 from bayeval.testing import fake_results
 
 
@@ -159,3 +161,26 @@ def test_run_component_of_the_noise(paired_runs):
     flat = be.from_frame(_frame(run_sd=0.0, n_tasks=200, seed=5), system="recipe", run="seed")
     none = noise(flat, n_boot=100)
     assert (none["run_var"] < 2e-4).all()
+
+
+def test_run_spread_is_the_mean_and_quantiles_of_the_draws(paired_runs):
+    """The mean and equal-tailed interval of sigma_run over chains and draws, on a hand-made
+    set of draws: 0.01, 0.02, ..., 6.00 in two chains (mean 3.005; the 90% interval's
+    bounds at the 5% and 95% points, by linear interpolation between order statistics)."""
+    _, res = paired_runs
+    tree = res.tree
+    values = (np.arange(1, 601) / 100).reshape(2, 300)
+    post = tree["posterior"].to_dataset(inherit=False)
+    tree["posterior"] = post.assign(sigma_run=(("chain", "draw"), values))
+    out = run_spread(Results(tree), ci_prob=0.9)
+    flat = sorted(values.ravel().tolist())
+    position = [0.05 * (len(flat) - 1), 0.95 * (len(flat) - 1)]
+    expected = [flat[int(p)] + (p - int(p)) * (flat[int(p) + 1] - flat[int(p)]) for p in position]
+    assert out["sigma_run_mean"].dims == ()
+    assert out["sigma_run_mean"].item() == pytest.approx(sum(flat) / len(flat), rel=1e-14)
+    assert out["sigma_run_interval"].values.tolist() == pytest.approx(expected, rel=1e-12)
+    assert out["sigma_run_interval"]["ci_bound"].values.tolist() == ["lower", "upper"]
+    assert out.attrs["ci_prob"] == 0.9 and out.attrs["scale"] == "logit"
+    plain = fake_results(model="hierarchical", draws=20, chains=1)
+    with pytest.raises(ValueError, match="run level"):
+        run_spread(plain)

@@ -9,6 +9,7 @@ import pytest
 
 import bayeval as be
 from bayeval.analyses.tradeoff import frontier
+from bayeval.testing import fake_results
 
 
 def _frame(seed=0, n_task=10, n_trial=4, systems=("A", "B", "C")):
@@ -112,7 +113,7 @@ def test_posterior_budget_curve_matches_a_geometric_sum():
     data = be.from_frame(
         df.assign(status="ok", success=df["success"].fillna(0)), covariates=["cost"]
     )
-    res = be.fit(data, model="hierarchical", draws=200, chains=2, seed=0)
+    res = fake_results(data, model="hierarchical", draws=200, chains=2, seed=0)
     n_draws, seed = 150, 3
     out = res.cost("cost", k=[1, 3, 6], n_draws=n_draws, seed=seed)
     from bayeval.analyses._draws import thinned

@@ -50,16 +50,21 @@ def test_recipe_bootstrap_matches_pandas_and_the_standard_error_of_a_mean():
     data = be.from_frame(df, run="seed")
     out = bootstrap_recipe_effect(data, "rl", "sft", n_boot=4000, seed=1)
     effect, per_task = _observed_effect(df, "rl", "sft")
-    assert out["estimate"] == pytest.approx(effect, abs=1e-12)
-    assert out["runs"] == {"rl": 3, "sft": 3} and out["n_tasks"] == 30
+    assert out["effect_mean"].item() == pytest.approx(effect, abs=1e-12)
+    assert out["n_runs"].to_series().to_dict() == {"rl": 3, "sft": 3}
+    assert out["n_tasks"].item() == 30
     # resampling tasks: the effect is the mean over tasks of d_j, so the bootstrap sd is the
     # plug-in standard error sd(d) / sqrt(J)
     d = per_task.loc["rl"].groupby("task").mean() - per_task.loc["sft"].groupby("task").mean()
     se = d.std(ddof=0) / np.sqrt(len(d))
-    assert (out["upper"] - out["lower"]) / (2 * 1.96) == pytest.approx(se, rel=0.1)
+    lower, upper = out["effect_interval"].values
+    assert (upper - lower) / (2 * 1.96) == pytest.approx(se, rel=0.1)
+    assert [lower, upper] == np.quantile(out["effect"].values, [0.025, 0.975]).tolist()
+    assert out["prob_positive"].item() == np.mean(out["effect"].values > 0)
     new = bootstrap_recipe_effect(data, "rl", "sft", runs="new", n_boot=4000, seed=1)
-    assert new["estimate"] == out["estimate"]
-    assert new["upper"] - new["lower"] > out["upper"] - out["lower"]  # seeds add spread
+    assert new["effect_mean"].item() == out["effect_mean"].item()
+    new_lower, new_upper = new["effect_interval"].values
+    assert new_upper - new_lower > upper - lower  # seeds add spread
     with pytest.raises(ValueError, match="not a recipe"):
         bootstrap_recipe_effect(data, "rl", "dpo")
     with pytest.raises(ValueError, match="from_frame"):

@@ -20,6 +20,8 @@ from bayeval.simulate import simulate_benchmark
 from tests.helpers import ROOT
 
 FAST = ["--sampler", "grid", "--draws", "200", "--chains", "2", "--n-boot", "500"]
+NUTS = ["--model", "logit_normal", "--draws", "50", "--tune", "50", "--chains", "1"]
+NUTS += ["--n-boot", "200"]
 
 
 def run_installed(*args, cwd):
@@ -100,8 +102,14 @@ def test_analyze_swebench_json_equals_the_api_and_html_holds_plots(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "note: with one trial per task" in result.stderr
     assert "columns: system=system, task=task, success=success, cluster=cluster" in result.stdout
-    assert f"{a} - {b}: pass@1, population estimand" in result.stdout
+    words = "a new task like these 500 (the 12 clusters not modelled)"
+    assert f"{a} - {b}: pass@1, population estimand ({words})" in result.stdout
+    assert f"bootstrap twin (estimand population: {words})" in result.stdout
     out = json.loads((tmp_path / "out.json").read_text())
+    # the table shows no trial bootstrap: its zero width is the card's note, not the terminal's
+    zero = "with one trial per task the trial bootstrap has zero width"
+    assert zero not in result.stderr and any(n.startswith(zero) for n in out["notes"])
+    assert out["estimand"]["words"]["population"] == words
 
     # a comparison fits what it needs: only the compared systems
     data = data.sel(system=[s for s in data.systems if s in (a, b)])
@@ -121,7 +129,7 @@ def test_analyze_swebench_json_equals_the_api_and_html_holds_plots(tmp_path):
     cmp = res.compare(a, b, k=1, estimand="population", margin=0.02)
     assert entry["bayes"]["rows"][0]["effect"] == float(cmp["effect_mean"])
     assert entry["bayes"]["rows"][0]["prob_noninferior"] == float(cmp["prob_noninferior"])
-    assert entry["bayes"]["decision"]["decision"] == be.noninferiority(cmp, 0.02).decision
+    assert entry["bayes"]["decision"]["decision"] == be.noninferiority(cmp, 0.02).attrs["decision"]
     cluster = be.bootstrap.compare(data, a, b, k=1, unit="cluster", n_boot=500, seed=3, margin=0.02)
     boot = next(x for x in entry["bootstrap"] if x["unit"] == "cluster")
     assert [boot["rows"][0]["lower"], boot["rows"][0]["upper"]] == cluster[
@@ -147,6 +155,28 @@ def _has_matplotlib() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("matplotlib") is not None
+
+
+def test_a_piped_log_keeps_its_lines_in_order(tmp_path):
+    path = write_counts(tmp_path / "c.csv", [3, 5, 1, 8, 6, 2], [2, 4, 1, 7, 5, 2], 10)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    result = subprocess.run(
+        [sys.executable, "-m", "bayeval.cli", "analyze", str(path), *NUTS],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,  # one pipe, as `bayeval ... 2>&1 | tee log` has it
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout
+    lines = result.stdout.splitlines()
+    keys = ("read ", "EvalData", "fitting logit_normal", "fit: model", "summarising:")
+    first = {key: next(i for i, line in enumerate(lines) if line.startswith(key)) for key in keys}
+    # what was read, the fit's status line, what was fitted, the summaries: as they happened
+    assert [first[key] for key in keys] == sorted(first.values())
 
 
 def test_terminal_bench_is_refused_without_missing(tmp_path):
@@ -247,7 +277,18 @@ def test_gate_superiority_and_json(gate_files, tmp_path):
     )
     assert result.exit_code == 1
     out = json.loads((tmp_path / "gate.json").read_text())
-    assert out["gate"] == {"decision": "not superior", "exit_code": 1, "verdict": "FAIL"}
+    statement = out["comparisons"][0]["bayes"]["decision"]["statement"]
+    assert out["gate"] == {
+        "decision": "not superior",
+        "exit_code": 1,
+        "verdict": "FAIL",
+        "statement": statement,
+        "gates_passed": True,
+        "gates_failed": [],
+    }
+    # the verdict is printed with the one-sided bound it rests on, in the JSON's words
+    assert statement.startswith("not superior: one-sided 95% upper bound -")
+    assert f"FAIL: {statement}; exit 1" in result.output
     assert out["comparisons"][0]["test"] == "superiority"
 
 
@@ -520,11 +561,20 @@ def test_power_from_a_pilot(tmp_path):
 def test_demo_writes_its_report(tmp_path):
     result = invoke("demo", "--n-boot", 500, "--report", tmp_path / "demo.html")
     assert result.exit_code == 0, result.output
-    assert "tasks like these" in result.output or "population" in result.output
-    # clusters in the data: the posterior reads a new task from a new cluster, so the
-    # cluster bootstrap is its twin and the task bootstrap stands beside it
-    assert "paired bootstrap by cluster, the posterior's twin:" in result.output
-    assert "paired bootstrap by task:" in result.output
+    # the 12 repositories, four of them under ten tasks, support these repositories, not a
+    # new one: the twin resamples tasks within them and the cluster bootstrap stands beside
+    words = "a new task from these 12 clusters, weighted by their tasks"
+    assert f"pass@1, population estimand ({words})" in result.output
+    assert f"the posterior's twin: tasks resampled within their clusters ({words})" in (
+        result.output
+    )
+    assert "paired bootstrap by cluster: clusters resampled, keeping their sizes" in result.output
+    # the header names both fits, after both ran; no zero-width column, but why not
+    assert "fit (per-system table): model hierarchical, sampler grid" in result.output
+    assert "fit (comparisons): model logit_normal" in result.output
+    assert "tasks pass@1 posterior" in result.output
+    assert "bootstrap (trial)" not in result.output.split("(left out:")[0]
+    assert "(left out: tasks pass@1 bootstrap (trial): with one trial per task" in result.output
     page = inline_plots((tmp_path / "demo.html").read_text())
     if _has_matplotlib():
         assert len([s for s in page.images if s.startswith("data:image/png;base64,")]) >= 4
@@ -536,7 +586,7 @@ def test_help_reads_well():
     for command in ("analyze", "gate", "power", "demo"):
         assert command in result.output
     gate_help = invoke("gate", "--help").output
-    assert "Exit codes:" in gate_help and "3  the data cannot decide" in gate_help
+    assert "Exit codes:" in gate_help and "3  undecided: the data cannot decide" in gate_help
     assert "bayeval gate runs.csv --compare new old --margin 0.02" in gate_help
     assert "--missing [fail|exclude|bounds]" in invoke("analyze", "--help").output
 
@@ -616,3 +666,89 @@ def test_fit_shows_progress_in_a_jupyter_kernel(monkeypatch):
     assert interactive()
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))
     assert not interactive()
+
+
+@pytest.fixture
+def platforms_csv(tmp_path, monkeypatch):
+    """Two LiveCodeBench systems on problems of its 3 platforms, and a fake paired fit."""
+    from bayeval.testing import fake_results
+
+    frame = be.datasets.frame("livecodebench")
+    pair = ["GPT-4-Turbo-2024-04-09", "Claude-3-Opus"]
+    tasks = frame.drop_duplicates("task").groupby("cluster").head(15)["task"]
+    rows = frame[frame["system"].isin(pair) & frame["task"].isin(tasks)]
+    path = tmp_path / "lcb.csv"
+    rows.drop(columns="difficulty").to_csv(path, index=False)
+
+    def fake_fit(data, model="auto", draws=100, chains=2, seed=0, **_):
+        chosen = "logit_normal" if model == "auto" else model
+        return fake_results(data, model=chosen, draws=100, chains=2, seed=seed)
+
+    monkeypatch.setattr(be, "fit", fake_fit)  # the plumbing, not a sampler's numbers
+    return path, pair
+
+
+def test_analyze_asks_about_a_new_platform_only_when_told(platforms_csv):
+    path, pair = platforms_csv
+    common = ["analyze", path, "--successes", "n_correct", "--trials-column", "n_samples"]
+    common += ["--model", "logit_normal", "--n-boot", 300, "--compare", *pair]
+    default = invoke(*common)
+    assert default.exit_code == 0, default.output
+    these = "a new task from these 3 clusters, weighted by their tasks"
+    assert f"pass@1, population estimand ({these})" in default.output
+    assert "note: population estimand: 3 clusters are too few" in default.output
+    new = invoke(*common, "--clusters", "new")
+    assert new.exit_code == 0, new.output
+    words = "a new task from a new cluster, each cluster weighing the same"
+    assert f"pass@1, population estimand ({words})" in new.output
+    assert "decision: inconclusive (the cluster bootstrap resamples 3 clusters: 10 distinct" in (
+        new.output
+    )
+    assert "note: population estimand:" not in new.output
+    observed = invoke(*common, "--clusters", "observed", "--weighting", "cluster")
+    assert "a new task from these 3 clusters, each weighing the same" in observed.output
+    refused = invoke(*common[:-3], "--model", "hierarchical", "--clusters", "new")
+    assert refused.exit_code == 2 and "need model='logit_normal'" in refused.output
+
+
+def test_pass_at_k_where_each_systems_trials_allow(tmp_path):
+    from scipy.special import comb
+
+    path = be.datasets.path("livecodebench")
+    ten, one = ["GPT-4-Turbo-2024-04-09", "Claude-3-Opus"], ["Gemini-Pro-1.5 (n=1)"]
+    result = invoke(
+        "analyze",
+        path,
+        "--successes",
+        "n_correct",
+        "--trials",  # a second name of --trials-column
+        "n_samples",
+        "--k",
+        "1,5",
+        "--systems",
+        ",".join(ten),
+        "--systems",
+        one[0],
+        *FAST,
+        "--json",
+        tmp_path / "out.json",
+    )
+    assert result.exit_code == 0, result.output
+    assert "systems: 3 of the file's, as --systems names them" in result.output
+    assert "(n/a: pass@5 of Gemini-Pro-1.5 (n=1): 1 trial(s) in some task" in result.output
+    out = json.loads((tmp_path / "out.json").read_text())
+    frame = pd.read_csv(path)
+    for row in out["metrics"]:
+        if row["system"] in one and row["k"] == 5:
+            assert row["bayes_mean"] is None and row["bootstrap_estimate"] is None
+            assert row["unavailable"].startswith("1 trial(s) in some task")
+            continue
+        assert row.get("unavailable") is None
+        if row["metric"] == "pass@k" and row["k"] == 5:
+            rows = frame[frame["system"] == row["system"]]
+            n, c = rows["n_samples"].to_numpy(), rows["n_correct"].to_numpy()
+            unbiased = (1 - comb(n - c, 5) / comb(n, 5)).mean()
+            assert row["bootstrap_estimate"] == pytest.approx(unbiased, abs=1e-12)
+    counts = ["--successes", "n_correct", "--trials-column", "n_samples"]
+    unknown = invoke("analyze", path, *counts, "--systems", f"{ten[0]},nope", *FAST)
+    assert unknown.exit_code == 2 and "['nope'] is not a system of the data" in unknown.output

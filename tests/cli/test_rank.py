@@ -36,7 +36,11 @@ def test_rank_prints_groups_sets_and_the_winner_and_writes_json(tmp_path):
     assert out.exit_code == 0, out.output
     assert "winner by observed score: strong" in out.output
     assert "bootstrap rank set (task)" in out.output
+    assert "pass@1, population estimand (a new task like these 6), hierarchical" in out.output
     record = json.loads((tmp_path / "r.json").read_text())
+    assert record["estimand_words"] == "a new task like these 6"
+    refused = invoke("rank", path, *GRID, "--clusters", "new")
+    assert refused.exit_code == 2 and "--clusters and --weighting choose" in refused.output
     rows = {row["system"]: row for row in record["systems"]}
     assert sum(row["prob_best"] for row in rows.values()) == np.float64(1.0)
     assert rows["strong"]["group"] == rows["twin"]["group"] < rows["weak"]["group"]

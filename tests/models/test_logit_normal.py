@@ -1139,9 +1139,13 @@ def test_estimand_options_and_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)
         res = be.fit(data, model="logit_normal", draws=100, chains=1, tune=100, seed=0)
-    new = res.pass_at_k()
+    new = res.pass_at_k(clusters="new")
     observed = res.pass_at_k(clusters="observed", weighting="cluster")
     assert new.attrs["clusters"] == "new" and observed.attrs["weighting"] == "cluster"
+    assert new.attrs["weighting"] == "cluster"  # a new cluster weighs as any other
+    # three clusters are too few to learn a new one from: the default is these clusters
+    default = res.pass_at_k()
+    assert (default.attrs["clusters"], default.attrs["weighting"]) == ("observed", "task")
     assert new.dims == observed.dims == ("chain", "draw", "system")
     tasks = res.pass_at_k(k=[1, 2], estimand="tasks")
     assert tasks.dims == ("chain", "draw", "system", "k")
@@ -1152,8 +1156,8 @@ def test_estimand_options_and_errors():
     # Bootstrap twins: a new cluster <-> clusters resampled, weighted equally; the observed
     # clusters <-> tasks resampled within them.
     for clusters, twin in (
-        (None, {"unit": "cluster", "weighting": "cluster"}),
-        ("observed", {"unit": "task", "clusters": "observed", "weighting": "task"}),
+        ("new", {"unit": "cluster", "weighting": "cluster"}),
+        (None, {"unit": "task", "clusters": "observed", "weighting": "task"}),
     ):
         table = be.crosscheck(res, n_boot=300, estimands=["population"], clusters=clusters)
         boot = be.bootstrap.pass_at_k(data, n_boot=300, seed=0, **twin)

@@ -518,7 +518,7 @@ def test_task_rates_leave_tasks_without_a_valid_trial_empty():
         }
     )
     data = be.from_frame(df, status="status", missing="exclude")
-    res = be.fit(data, model="beta_binomial", draws=100, chains=2, seed=0)
+    res = fake_results(data, model="beta_binomial", draws=100, chains=2, seed=0)
     _fig, ax = plots.plot_task_rates(res, "B", "A")
     order = np.argsort(res.task_rates().sel(system="A").mean(SAMPLE).values, kind="stable")
     tasks = [t.get_text() for t in ax.get_xticklabels()]

@@ -265,10 +265,16 @@ def test_helm_system_names_and_bad_files(tmp_path):
     # runs of two scenarios: tasks are named <scenario>/<instance>, clustered by scenario
     other = tmp_path / "mmlu:subject=anatomy,model=org_x"
     shutil.copytree(bare, other)
-    mixed = br.read_helm({"a": source, "b": other}, missing="exclude")
+    # each system was given one scenario: the other's instances are not planned for it (empty
+    # cells, not not_run), so no missing-outcome policy is needed
+    with pytest.warns(BayevalWarning, match=r"different task sets.*a: 2 of 4.*b: 2 of 4"):
+        mixed = br.read_helm({"a": source, "b": other})
     records = json.loads((source / "per_instance_stats.json").read_text())
     scenarios = ["bbq:subject=all,method=multiple_choice_joint", "mmlu:subject=anatomy"]
     assert list(mixed.tasks) == [f"{c}/{r['instance_id']}" for c in scenarios for r in records]
+    n = len(records)
+    assert mixed.dataset["trials"].values.tolist() == [[1] * n + [0] * n, [0] * n + [1] * n]
+    assert mixed.status_counts["not_run"].tolist() == [0, 0]
     assert sorted(set(mixed.dataset["cluster"].values.tolist())) == scenarios
     wrong = tmp_path / "per_instance_stats.json"
     wrong.write_text(json.dumps({"stats": []}))

@@ -331,6 +331,9 @@ EXPECTED_FORMAT = {
     "table": "table",
     "helm": "helm",
     "inspect": "inspect",
+    "bigcodebench": "humaneval",
+    "tau2_bench": "tau2_bench",
+    "harbor": "harbor",
 }
 #: Metadata beside results, not results themselves.
 METADATA = ("run_metadata.json", "run_spec.json")
@@ -346,6 +349,18 @@ def test_every_fixture_is_detected_as_its_own_format():
             with pytest.raises(ValueError, match="summary"):
                 br.detect_format(path)
             continue
+        if path.name.endswith("_pass_at_k.json"):  # BigCodeBench's aggregate: not results
+            with pytest.raises(ValueError, match="match no known format"):
+                br.detect_format(path)
+            continue
+        if folder == "harbor" and path.name == "config.json":  # a job's or trial's settings
+            with pytest.raises(ValueError, match="config.json of a Harbor job or trial"):
+                br.detect_format(path)
+            continue
+        if folder == "bigcodebench" and path.suffix == ".jsonl":  # samples not scored yet
+            with pytest.raises(ValueError, match="not scored yet"):
+                br.detect_format(path)
+            continue
         assert br.detect_format(path) == EXPECTED_FORMAT[folder], path
         seen.add(folder)
     assert seen == set(EXPECTED_FORMAT)
@@ -358,6 +373,9 @@ def test_every_fixture_is_detected_as_its_own_format():
         "lm_eval_results",
         "helm",
         "inspect",
+        "bigcodebench",
+        "tau2_bench",
+        "harbor",
     ):
         assert br.detect_format(FIXTURES / folder) == EXPECTED_FORMAT[folder]
 
@@ -368,7 +386,7 @@ def test_unknown_json_names_its_keys_and_the_known_formats(tmp_path):
     with pytest.raises(
         ValueError,
         match=r"odd\.json.*\['model', 'score'\].*terminal_bench, "
-        r"tau_bench, helm",
+        r"tau_bench, tau2_bench, helm",
     ):
         br.detect_format(odd)
     # a results-like object that is no harness's results: its keys, not a guess

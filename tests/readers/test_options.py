@@ -10,6 +10,7 @@ import bayeval as be
 import bayeval.readers as br
 from bayeval import cli
 from tests import helpers
+from tests.readers.test_genuine import derived_run
 
 FIXTURES = helpers.FIXTURES / "readers"
 TB_RUN = FIXTURES / "terminal_bench" / "openhands-sonnet"
@@ -208,3 +209,39 @@ def test_terminal_bench_null_verdicts_are_never_failures(tmp_path, clusters):
     assert int(data.dataset["trials"].sum()) == int((~null).sum())
     assert int(data.status_counts.loc[system, "no_verdict"]) == int(null.sum())
     assert ("cluster" in data.dataset.coords) is clusters
+
+
+# -- reader options named as the command line spells them -------------------------------------
+def two_split_run(tmp_path):
+    """A genuine HELM run with one instance copied into a 'valid' split (the run has only test)."""
+
+    def two_splits(records):
+        valid = json.loads(json.dumps(records[:1]))
+        valid[0]["instance_id"] = "v1"
+        for stat in valid[0]["stats"]:
+            stat["name"]["split"] = "valid"
+        return records + valid
+
+    run = derived_run(tmp_path, two_splits)
+    records = json.loads((run / "per_instance_stats.json").read_text())
+    return run, [r["instance_id"] for r in records]
+
+
+def test_cli_refusals_spell_reader_options_as_options(tmp_path):
+    run, _ = two_split_run(tmp_path)
+    result = invoke("analyze", run, *FAST)
+    assert result.exit_code == 2
+    assert "--reader-option split=" in result.output
+    assert "with split=" not in result.output  # not the Python keyword
+
+
+def test_split_takes_several_values(tmp_path):
+    run, instances = two_split_run(tmp_path)
+    assert list(br.read_helm(run, split=["test", "valid"]).tasks) == instances
+    assert list(br.read_helm(run, split=["valid"]).tasks) == ["v1"]
+    with pytest.raises(ValueError, match=r"split 'dev' not found.*\['test', 'valid'\]"):
+        br.read_helm(run, split=["test", "dev"])
+    parse = cli._parse_reader_options
+    assert parse(["split=test", "split=valid"], "helm") == {"split": ["test", "valid"]}
+    _, lines = analyze_json(run, "--reader-option", "split=test", "--reader-option", "split=valid")
+    assert any("read 1 file(s) (helm)" in line for line in lines)

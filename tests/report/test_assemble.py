@@ -121,7 +121,10 @@ def test_comparison_is_compare_and_noninferiority(res, out):
     assert row["effect"] == float(cmp["effect_mean"])
     assert (row["lower"], row["upper"]) == tuple(cmp["effect_interval"].values.tolist())
     assert row["prob_positive"] == float(cmp["prob_positive"])
-    assert entry["bayes"]["decision"]["decision"] == be.noninferiority(cmp, 0.02, 0.95).decision
+    assert (
+        entry["bayes"]["decision"]["decision"]
+        == be.noninferiority(cmp, 0.02, 0.95).attrs["decision"]
+    )
     assert entry["bayes"]["decision"]["decision"] == "non-inferior"  # a logit shift of 2
     units = [b["unit"] for b in entry["bootstrap"]]
     assert units == ["task", "cluster"]
@@ -138,7 +141,13 @@ def test_comparison_is_compare_and_noninferiority(res, out):
         )
         assert boot["rows"][0]["effect"] == float(twin["effect_mean"])
         assert boot["rows"][0]["lower"] == float(twin["effect_interval"][0])
-        assert boot["decision"]["decision"] == be.noninferiority(twin, 0.02, 0.95).decision
+        assert boot["decision"]["decision"] == be.noninferiority(twin, 0.02, 0.95).attrs["decision"]
+        if boot["unit"] == "cluster":
+            # 5 clusters: 126 distinct resamples, no tail probability; it does not decide
+            assert boot["p_value"] is None and boot["decision"]["decision"] == "inconclusive"
+            assert boot["note"].startswith("the cluster bootstrap resamples 5 clusters: 126 ")
+            continue
+        assert boot["note"] is None
         replicates = twin["effect"].values
         # a replicate at exactly 0 counts for the null on both sides (resampling's rule)
         side = min((replicates >= 0).sum(), (replicates <= 0).sum())
@@ -325,3 +334,76 @@ def test_results_table_is_ordered_by_the_measured_rate():
     )
     res = fake_results(data, model="hierarchical", draws=50, chains=2, seed=0)
     assert _measured_order(res) == {"high": 0, "mid": 1, "low": 2}
+
+
+@pytest.fixture(scope="module")
+def platforms():
+    """LiveCodeBench's 3 platforms (codeforces' 9 problems whole), two systems, a fake fit."""
+    frame = be.datasets.frame("livecodebench")
+    data = be.from_frame(frame, successes="n_correct", trials="n_samples", cluster="cluster")
+    platform = data.dataset["cluster"].values
+    keep = np.r_[
+        np.flatnonzero(platform == "atcoder")[:20],
+        np.flatnonzero(platform == "leetcode")[:20],
+        np.flatnonzero(platform == "codeforces"),
+    ]
+    pair = ["GPT-4-Turbo-2024-04-09", "Claude-3-Opus"]
+    data = data.sel(system=pair, task=data.tasks[keep].tolist())
+    return fake_results(data, model="logit_normal", draws=100, chains=2, seed=0), pair
+
+
+def test_few_clusters_default_to_these_clusters_and_say_so(platforms):
+    res, pair = platforms
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        out = report_data(res, comparisons=[pair], n_boot=N_BOOT, seed=SEED)
+    words = "a new task from these 3 clusters, weighted by their tasks"
+    estimand = out["estimand"]
+    assert (estimand["clusters"], estimand["weighting"]) == ("observed", "task")
+    assert estimand["words"] == {"population": words, "tasks": "these 49 tasks"}
+    assert estimand["description"].startswith(words)
+    assert any(n.startswith("population estimand: 3 clusters are too few") for n in out["notes"])
+    entry = out["comparisons"][0]
+    assert (entry["estimand_words"], entry["clusters"], entry["weighting"]) == (
+        words,
+        "observed",
+        "task",
+    )
+    # the posterior's population is the one named, and so is its twin
+    cmp = res.compare(*pair, estimand="population", clusters="observed", weighting="task")
+    assert entry["bayes"]["rows"][0]["effect"] == float(cmp["effect_mean"])
+    twin, cluster = entry["bootstrap"]
+    assert twin["twin"] and twin["meaning"] == f"tasks resampled within their clusters ({words})"
+    assert twin["p_value"] is not None and twin["note"] is None
+    # three platforms: the cluster bootstrap does not decide, and the family holds the twin
+    assert cluster["unit"] == "cluster" and cluster["p_value"] is None
+    assert cluster["note"].startswith("the cluster bootstrap resamples 3 clusters: 10 distinct")
+    assert cluster["decision"]["decision"] == "inconclusive"
+    assert out["multiplicity"]["p_values"] == [twin["p_value"]]
+    rows = [r for r in out["metrics"] if r["estimand"] == "population"]
+    check = be.crosscheck(res, n_boot=N_BOOT, seed=SEED, clusters="observed")
+    for row in rows:
+        cell = check.sel(estimand="population", system=row["system"])
+        assert row["bayes_mean"] == float(cell["bayes_mean"])
+        assert row["bootstrap_lower"] == float(cell["bootstrap_interval"][0])
+    text = build_report(res, data=out, fmt="markdown", plots=False)
+    assert f"(population estimand: {words})" in text and cluster["note"] in text
+
+
+def test_a_new_cluster_is_there_when_asked_for(platforms):
+    res, pair = platforms
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        out = report_data(res, comparisons=[pair], n_boot=N_BOOT, seed=SEED, clusters="new")
+    words = "a new task from a new cluster, each cluster weighing the same"
+    assert out["estimand"]["words"]["population"] == words
+    assert out["estimand"]["clusters_note"] is None
+    assert not any(n.startswith("population estimand:") for n in out["notes"])
+    entry = out["comparisons"][0]
+    assert entry["estimand_words"] == words and entry["clusters"] == "new"
+    twin = entry["bootstrap"][0]
+    assert twin["twin"] and twin["unit"] == "cluster" and twin["weighting"] == "cluster"
+    assert twin["decision"]["decision"] == "inconclusive" and twin["p_value"] is None
+    assert out["multiplicity"]["adjusted"] == [None]
+    with pytest.raises(ValueError, match="clusters= and weighting= need model='logit_normal'"):
+        report_data(fake_results(res.data, model="hierarchical"), clusters="new")

@@ -1,0 +1,53 @@
+"""Reading results files for a command: what a status map does to recorded outcomes."""
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import bayeval as be
+from bayeval.cli._input import load
+from bayeval.cli._options import ReadOptions
+from tests.helpers import ROOT
+
+TERMINAL_BENCH = ROOT / "data" / "terminal_bench_core_0.1.1.csv"
+
+
+def test_a_status_map_that_sets_recorded_outcomes_aside_says_so():
+    frame = pd.read_csv(TERMINAL_BENCH)
+    timed_out = frame[frame["status"] == "agent_timeout"]
+    n, ones = int(timed_out["success"].notna().sum()), int(timed_out["success"].sum())
+    assert (n, ones) == (1504, 378)  # agents that timed out, and whose tests ran anyway
+    with pytest.warns(be.BayevalWarning) as caught:
+        data, _ = load(
+            [TERMINAL_BENCH], ReadOptions(status_map="agent_timeout=timeout", missing="bounds")
+        )
+    (message,) = [str(w.message) for w in caught]
+    assert message.startswith(
+        f"--status-map sets aside {n} recorded outcomes ({ones} successes, {n - ones} "
+        "failures) as missing: agent_timeout -> timeout."
+    )
+    # and so they are: the worst system keeps under half its attempts
+    ok = frame["success"].notna() & (frame["status"] != "agent_timeout")
+    coverage = ok.groupby(frame["system"]).mean()
+    assert data.coverage.to_dict() == pytest.approx(coverage.to_dict())
+    assert round(float(coverage.min()), 4) == 0.4525
+
+
+def test_a_status_map_of_missing_outcomes_only_says_nothing():
+    # parse errors and test timeouts recorded no outcome: mapping them sets nothing aside
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load(
+            [TERMINAL_BENCH],
+            ReadOptions(status_map="parse_error=invalid,test_timeout=timeout", missing="fail"),
+        )
+
+
+def test_several_raw_statuses_are_counted_apart():
+    mapping = "unknown_agent_error=error,agent_installation_failed=error,agent_timeout=timeout"
+    with pytest.warns(be.BayevalWarning, match="sets aside 1514 recorded outcomes") as caught:
+        load([TERMINAL_BENCH], ReadOptions(status_map=mapping, missing="exclude"))
+    message = str(caught[0].message)
+    assert "unknown_agent_error -> error: 6 (0 successes, 6 failures)" in message
+    assert "agent_installation_failed -> error: 4 (0 successes, 4 failures)" in message
