@@ -4,14 +4,15 @@ The tree has ArviZ's groups, so ArviZ functions work on ``tree`` directly:
 
 * ``posterior`` (the model's parameters; the conjugate model's per-task rates ``p``) and, for
   MCMC fits, ``sample_stats``;
-* ``observed_data``: what the models predict, ``successes`` (and partial-credit scores'
-  statistics ``score_*``) over ``(system, task)``, with each task's total over its systems,
-  ``task_total``; ``constant_data``: what they condition on (``trials``, ``attempts``,
-  ``status_counts``, covariates); the task coordinates (clusters, strata) in both;
+* ``observed_data``: ``task_total (task)``, each task's total over its systems of
+  ``successes`` (or of ``score_sum``, for partial-credit scores), the one observation ArviZ
+  pairs with the log-likelihood and the replicates; ``constant_data``: the data per cell
+  (``successes``, ``trials``, ``attempts``, ``status_counts``, scores' statistics,
+  covariates), :class:`~bayeval.EvalData`'s dataset;
 * ``log_likelihood``: ``task_total (chain, draw, task)``, each task's log-likelihood joint
   over its systems (``arviz_stats.loo`` leaves a task out);
-* ``posterior_predictive``: one replicated data set per posterior draw, on the posterior's
-  ``chain`` and ``draw`` (the per-cell observation and ``task_total``);
+* ``posterior_predictive``: ``task_total (chain, draw, task)``, one replicate per posterior
+  draw, on the posterior's ``chain`` and ``draw``, a new task's under each draw;
 * ``posterior_predictive_stats``: the per-task success-count histogram of new tasks and its
   U-shape statistic (:func:`bayeval.checks.ppc`);
 * bayeval's own ``task_rates`` and ``task_effects`` (per-task draws, where kept).
@@ -22,8 +23,7 @@ posterior.
 
 Every method returns a new object; nothing mutates the tree. ``to_netcdf`` and
 :func:`read_tree` round-trip the tree exactly, without rebuilding the PyMC model; a file written
-in an earlier layout (format 1, before ``constant_data`` held the conditioned-on data) is read
-into today's.
+in an earlier layout (format 1, before ``constant_data`` held the data) is read into today's.
 """
 
 from __future__ import annotations
@@ -103,6 +103,7 @@ class Posterior:
             problems.append("the root holds coordinates (children would inherit them)")
         if problems:
             raise ValueError("not a bayeval results tree: " + "; ".join(problems))
+        tree = _groups.upgrade(tree)  # a tree of the first layout (no constant_data) to today's
         for node in tree.subtree:
             for var in node.variables.values():
                 var.values.flags.writeable = False
@@ -147,7 +148,7 @@ class Posterior:
     @property
     def systems(self) -> list:
         """The system labels of the data, in the order of its ``system`` dim."""
-        return self._tree["observed_data"].coords["system"].values.tolist()
+        return self._tree["constant_data"].coords["system"].values.tolist()
 
     @property
     def diagnostics(self) -> dict:
@@ -181,13 +182,13 @@ class Posterior:
                     f"'zoib'; this fit is {self.model!r}"
                 )
             return {}
-        has_clusters = "cluster" in self._tree["observed_data"].coords
+        has_clusters = "cluster" in self._tree["constant_data"].coords
         if estimand == "tasks":
             if clusters is not None:
                 raise ValueError("clusters= applies to estimand='population'")
             return {}
         if clusters is None:  # what the clusters support: a new one only with enough of them
-            clusters = default_clusters(self._tree["observed_data"].to_dataset()).clusters
+            clusters = default_clusters(self._tree["constant_data"].to_dataset()).clusters
         validate_choice("clusters", clusters, ("new", "observed"))
         if clusters == "observed" and not has_clusters and weighting == "cluster":
             raise ValueError("weighting='cluster' needs task clusters")
@@ -478,7 +479,7 @@ class Posterior:
     def __repr__(self) -> str:
         """The model, sampler, data sizes, diagnostics and the first systems' pass@1."""
         attrs = self._tree.attrs
-        obs = self._tree["observed_data"]
+        obs = self._tree["constant_data"]
         lines = [
             f"bayeval {type(self).__name__}: model={attrs['model']!r}, "
             f"sampler={attrs['sampler']!r}, "
@@ -666,9 +667,6 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
             )
     for node, ds in datasets.items():
         _check_ranges(ds, node, path)
-    if "/constant_data" in datasets:  # the counts against the trials, across the two groups
-        joined = datasets["/observed_data"].merge(datasets["/constant_data"], compat="override")
-        _check_ranges(joined[["successes", "trials", "attempts"]], "/observed_data", path)
     return _groups.upgrade(xr.DataTree.from_dict(datasets))
 
 

@@ -18,6 +18,7 @@ import xarray as xr
 from scipy import special, stats
 
 import bayeval as be
+from bayeval.models import get_model
 from bayeval.testing import MODELS, fake_data, fake_results
 
 matplotlib.use("Agg")
@@ -39,41 +40,45 @@ def _close_figures():
 
 
 def test_the_groups_line_up(tree):
-    """Replicates on the posterior's own chains and draws; each observed variable replicated
-    over the same dims; task_total the per-task sum in both, on the log-likelihood's tasks."""
+    """Replicates on the posterior's own chains and draws; observed_data, posterior_predictive
+    and log_likelihood hold one variable, task_total, over the same tasks (ArviZ pairs them by
+    name and takes every observed variable); the cells in constant_data, which it sums."""
     post, pred = tree["posterior"], tree["posterior_predictive"]
     obs, loglik = tree["observed_data"], tree["log_likelihood"]
     for name in ("chain", "draw"):
         assert pred[name].equals(post[name]) and loglik[name].equals(post[name])
-    assert set(obs.data_vars) == set(pred.data_vars)
-    for name, var in obs.data_vars.items():
-        assert pred[name].dims == ("chain", "draw", *var.dims)
+    for group in (obs, pred, loglik):
+        assert list(group.data_vars) == ["task_total"]
+    assert obs["task_total"].dims == ("task",)
+    assert pred["task_total"].dims == loglik["task_total"].dims == ("chain", "draw", "task")
+    for group in (pred, loglik):
+        assert obs["task"].values.tolist() == group["task"].values.tolist()
+    constant = tree["constant_data"]
     first = obs["task_total"].attrs["total_of"]
-    np.testing.assert_allclose(obs["task_total"], obs[first].sum("system"))
-    np.testing.assert_allclose(pred["task_total"], pred[first].sum("system"))
-    assert list(loglik.data_vars) == ["task_total"]
-    assert loglik["task_total"].dims == ("chain", "draw", "task")
-    assert {"trials", "attempts", "status_counts"} <= set(tree["constant_data"].data_vars)
-    assert not {"trials", "attempts", "status_counts"} & set(obs.data_vars)
+    assert first == ("score_sum" if "score_sum" in constant else "successes")
+    np.testing.assert_allclose(obs["task_total"], constant[first].sum("system"))
+    assert {"successes", "trials", "attempts", "status_counts"} <= set(constant.data_vars)
     if "posterior_predictive_stats" in tree.children:  # new tasks' statistics: a population
         assert "population" in tree.attrs["estimands"]
     assert not {"count_histogram", "extreme_share"} & set(pred.data_vars)
 
 
 def test_every_arviz_call_the_readme_names(tree):
-    """loo, compare, plot_ppc_dist, plot_loo_pit (on task_total), plot_trace_dist, and
-    plot_trace on the hyperparameters, each as the README writes it."""
+    """loo, compare, loo_pit, plot_ppc_dist, plot_loo_pit, plot_trace_dist, and plot_trace
+    on the hyperparameters, each as the README writes it (no var_names but plot_trace's)."""
     loo = arviz_stats.loo(tree)
     assert loo.n_data_points == tree["observed_data"].sizes["task"] and np.isfinite(loo.elpd)
     table = arviz_stats.compare({"one": tree, "same": tree})
     assert table["elpd_diff"].tolist() == [0.0, 0.0]
     azp.plot_ppc_dist(tree)
-    azp.plot_loo_pit(tree, var_names="task_total")
+    azp.plot_loo_pit(tree)
     azp.plot_trace_dist(tree)
     if tree.attrs["model"] != "beta_binomial":  # its posterior is the task rates alone
         azp.plot_trace(tree, var_names=["~_effect"], filter_vars="like")
-    pit = arviz_stats.loo_pit(tree, var_names="task_total")["task_total"]
-    assert pit.dims == ("task",) and ((pit >= 0) & (pit <= 1)).all()
+    pit = arviz_stats.loo_pit(tree)
+    assert list(pit.data_vars) == ["task_total"]
+    assert pit["task_total"].dims == ("task",)
+    assert ((pit["task_total"] >= 0) & (pit["task_total"] <= 1)).all()
 
 
 def test_the_logit_normal_pair_of_the_readme_fits_in_a_trace():
@@ -98,21 +103,26 @@ def test_replicates_keep_every_draw_where_the_statistics_are_thinned():
     tree = fake_results(model="logit_normal", draws=1000, chains=4, log_likelihood=True).tree
     assert tree["posterior_predictive_stats"].sizes["draw"] == 250
     assert tree["posterior_predictive"]["draw"].equals(tree["posterior"]["draw"])
-    azp.plot_loo_pit(tree, var_names="task_total")
+    azp.plot_loo_pit(tree)
 
 
 def test_beta_binomial_log_likelihood_is_the_binomial_given_the_rates():
     """Each task's rates are its own parameters: the group is SciPy's binomial log-pmf at the
     rates' draws, summed over the systems, and the replicates are binomial at those rates
-    (each cell's mean n E[p], 5 sd of Monte Carlo error)."""
+    (each cell's mean n E[p], each task's total the sum over its systems; 5 sd of Monte Carlo
+    error)."""
     data = fake_data(trials=6, seed=4)
     tree = fake_results(data, model="beta_binomial", draws=400, seed=1).tree
     c, n = data.dataset["successes"].values, data.dataset["trials"].values
     p = tree["posterior"]["p"].transpose("chain", "draw", "system", "task").values
     expected = stats.binom.logpmf(c, n, p).sum(axis=2)
     np.testing.assert_allclose(tree["log_likelihood"]["task_total"].values, expected, rtol=1e-10)
-    rep = tree["posterior_predictive"]["successes"].mean(["chain", "draw"]).values
-    np.testing.assert_allclose(rep, n * p.mean(axis=(0, 1)), atol=5 * np.sqrt(6 / 4 / 800))
+    cells = get_model("beta_binomial").replicate(tree, np.random.default_rng(0))["successes"]
+    mean = n * p.mean(axis=(0, 1))
+    np.testing.assert_allclose(cells.mean(axis=0), mean, atol=5 * np.sqrt(6 / 4 / 800))
+    rep = tree["posterior_predictive"]["task_total"].mean(["chain", "draw"]).values
+    S = n.shape[0]
+    np.testing.assert_allclose(rep, mean.sum(axis=0), atol=5 * np.sqrt(S * 6 / 4 / 800))
 
 
 def _zoib_data():
@@ -172,19 +182,23 @@ def test_zoib_log_likelihood_is_each_attempts_density_given_the_effects():
 
 def test_zoib_replicates_average_to_the_cells_mean_score():
     """A replicated cell's score sum averages n E[m] over the draws, with m = zoi coi +
-    (1 - zoi) mu from the draw's effects; its full-credit count n E[zoi coi] (5 sd)."""
+    (1 - zoi) mu from the draw's effects; its full-credit count n E[zoi coi]; each task's
+    replicated total the sum of its cells' means (5 sd)."""
     data, _ = _zoib_data()
     tree = fake_results(data, model="zoib", draws=2000, chains=2, seed=5).tree
     pt = tree["posterior"]
     eta = pt["alpha"] + pt["task_effect"] + pt["task_system_effect"]
     zoi = special.expit(pt["gamma"] + pt["zoi_task_effect"])
     coi, mu = special.expit(eta), special.expit(eta + pt["delta"])
-    pred = tree["posterior_predictive"]
+    cells = get_model("zoib").replicate(tree, np.random.default_rng(0))
     mean = (4 * (zoi * coi + (1 - zoi) * mu)).mean(["chain", "draw"])
-    rep = pred["score_sum"].mean(["chain", "draw"])
+    mean = mean.transpose("system", "task").values
+    rep = cells["score_sum"].mean(axis=0)
     assert float(abs(rep - mean).max()) < 5 * 2 / np.sqrt(4000)
-    ones = (4 * zoi * coi).mean(["chain", "draw"])
-    assert float(abs(pred["successes"].mean(["chain", "draw"]) - ones).max()) < 5 * 2 / 63
+    ones = (4 * zoi * coi).mean(["chain", "draw"]).transpose("system", "task").values
+    assert float(abs(cells["successes"].mean(axis=0) - ones).max()) < 5 * 2 / 63
+    total = tree["posterior_predictive"]["task_total"].mean(["chain", "draw"]).values
+    assert float(abs(total - mean.sum(axis=0)).max()) < 5 * 2 * np.sqrt(2) / np.sqrt(4000)
 
 
 @pytest.mark.parametrize("model", ["hierarchical", "beta_binomial"])
@@ -198,7 +212,7 @@ def test_loo_pit_is_uniform_on_data_from_the_model(model):
     p = rng.beta(a, b, size=(3, 300))
     data = be.from_counts(rng.binomial(6, p), trials=6, systems=["A", "B", "C"])
     res = be.fit(data, model=model, draws=500, chains=2, seed=4)
-    pit = arviz_stats.loo_pit(res.tree, var_names="task_total", random_state=0)["task_total"]
+    pit = arviz_stats.loo_pit(res.tree, random_state=0)["task_total"]
     assert stats.kstest(pit.values, "uniform").pvalue > 0.001
     if model != "hierarchical":
         return
@@ -209,7 +223,7 @@ def test_loo_pit_is_uniform_on_data_from_the_model(model):
     tree["posterior_predictive"] = xr.DataTree(
         pred.assign(task_total=(("chain", "draw", "task"), counts))
     )
-    central = arviz_stats.loo_pit(tree, var_names="task_total", random_state=0)["task_total"]
+    central = arviz_stats.loo_pit(tree, random_state=0)["task_total"]
     assert stats.kstest(central.values, "uniform").pvalue < 1e-6
 
 
@@ -236,7 +250,10 @@ def test_a_first_layout_file_reads_into_todays(name):
     res = be.load(path)
     tree = res.tree
     np.testing.assert_array_equal(
-        tree["observed_data"]["successes"], raw["observed_data/successes"]
+        tree["constant_data"]["successes"], raw["observed_data/successes"]
+    )
+    np.testing.assert_array_equal(
+        tree["observed_data"]["task_total"], raw["observed_data/successes"].sum(axis=0)
     )
     np.testing.assert_array_equal(tree["constant_data"]["trials"], raw["observed_data/trials"])
     np.testing.assert_array_equal(
@@ -249,12 +266,12 @@ def test_a_first_layout_file_reads_into_todays(name):
         tree["posterior_predictive_stats"]["count_histogram"],
         raw["posterior_predictive/count_histogram"],
     )
-    assert set(tree["posterior_predictive"].data_vars) == {"successes", "task_total"}
+    assert set(tree["posterior_predictive"].data_vars) == {"task_total"}
     assert tree["posterior_predictive"]["draw"].equals(tree["posterior"]["draw"])
     assert res.data.dataset["trials"].identical(tree["constant_data"]["trials"])
     arviz_stats.loo(tree)
     azp.plot_ppc_dist(tree)
-    azp.plot_loo_pit(tree, var_names="task_total")
+    azp.plot_loo_pit(tree)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         res.pass_at_k(k=1)

@@ -1,23 +1,22 @@
 """EvalData's dataset as a fit's ``observed_data`` and ``constant_data`` groups, and back.
 
-A fitted tree keeps the data as ArviZ reads them. ``observed_data`` holds the observations a
-fit replicates in ``posterior_predictive`` (ArviZ's predictive checks compare each of its
-variables with its replicate): ``successes``, and ``score_sum`` for a model of partial-credit
-scores, with each task's total over the systems that ran it, ``task_total`` (of ``successes``,
-or of ``score_sum``). That total is the observation of the task, the unit the
-``log_likelihood`` group leaves out, so ``arviz_stats.loo_pit`` pairs it with the task's
-log-likelihood under the same name. ``constant_data`` holds the rest: what the models
-condition on (``trials``, ``attempts``, ``status_counts``), per-attempt covariates and
-latency, and the scores' other sufficient statistics (``score_n0``, ``score_sumlog``, ...;
-the likelihood reads them, a replicate of them is not kept). :func:`dataset_of` joins the
-groups back into the dataset :class:`EvalData` holds.
+A fitted tree keeps the data as ArviZ reads them. ArviZ pairs each variable of
+``observed_data`` with the variable of the same name and dims in ``log_likelihood`` and
+``posterior_predictive`` (``arviz_stats.loo_pit`` and ``arviz_plots.plot_loo_pit`` take every
+one of them), so ``observed_data`` holds only the observation of the unit the log-likelihood
+leaves out: each task's total over the systems that ran it, ``task_total`` (of ``successes``,
+or of ``score_sum`` for a model of partial-credit scores). ``constant_data`` holds the data
+themselves, per cell: the counts and scores that total sums, what the models condition on
+(``trials``, ``attempts``, ``status_counts``), per-attempt covariates and latency, and the
+scores' other sufficient statistics. :func:`dataset_of` joins the groups back into the dataset
+:class:`EvalData` holds; :func:`cell_data` is the group that holds the cells.
 """
 
 from __future__ import annotations
 
 import xarray as xr
 
-__all__ = ["TASK_TOTAL", "dataset_of", "split"]
+__all__ = ["TASK_TOTAL", "cell_data", "dataset_of", "split"]
 
 #: Each task's total over its systems: the observation LOO-PIT pairs with the task's
 #: log-likelihood (the same name in ``observed_data``, ``posterior_predictive`` and
@@ -27,13 +26,12 @@ TASK_TOTAL = "task_total"
 _LEADING = ("successes", "trials", "attempts", "status_counts")
 
 
-def split(ds: xr.Dataset, observed=("successes",)) -> tuple[xr.Dataset, xr.Dataset]:
+def split(ds: xr.Dataset, *, total_of: str = "successes") -> tuple[xr.Dataset, xr.Dataset]:
     """``(observed_data, constant_data)`` of an EvalData dataset.
 
-    ``observed`` names the per-cell observations a fit replicates, the first the one whose sum
-    over the systems is ``task_total`` (``"successes"``, or ``"score_sum"`` for a model of
-    scores). Both groups keep the data's attributes; each keeps the coordinates of its
-    variables' dims.
+    ``observed_data`` holds ``task_total``, each task's sum over the systems of ``total_of``
+    (``"successes"``, or ``"score_sum"`` for a model of scores), with the task's coordinates;
+    ``constant_data`` holds every variable of the data. Both keep the data's attributes.
 
     Examples
     --------
@@ -42,27 +40,42 @@ def split(ds: xr.Dataset, observed=("successes",)) -> tuple[xr.Dataset, xr.Datas
     >>> data = be.from_counts([[3, 5, 0], [4, 5, 1]], trials=5, systems=["A", "B"])
     >>> observed, constant = split(data.dataset)
     >>> list(observed.data_vars), list(constant.data_vars)
-    (['successes', 'task_total'], ['trials', 'attempts', 'status_counts'])
+    (['task_total'], ['successes', 'trials', 'attempts', 'status_counts'])
     >>> observed["task_total"].values.tolist()
     [7, 10, 1]
     """
-    observed = list(observed)
-    unknown = [v for v in observed if v not in ds.data_vars]
-    if unknown or not observed:
+    if total_of not in ds.data_vars:
         raise ValueError(
-            f"observed must name variables of the data, in {list(ds.data_vars)}; got {observed}"
+            f"total_of must name a variable of the data, in {list(ds.data_vars)}; got {total_of!r}"
         )
-    per_task = ds[observed[0]].sum("system")
-    per_task.attrs = {"total_of": observed[0], "over": "system"}
-    constant = ds[[v for v in ds.data_vars if v not in observed]]
-    return ds[observed].assign({TASK_TOTAL: per_task}), constant
+    per_task = ds[total_of].sum("system")
+    per_task.attrs = {"total_of": total_of, "over": "system"}
+    observed = xr.Dataset({TASK_TOTAL: per_task}, attrs=dict(ds.attrs))
+    return observed, ds.copy()
+
+
+def cell_data(tree: xr.DataTree) -> xr.Dataset:
+    """The group of a tree that holds the data per cell, as a view (no copy).
+
+    ``constant_data``; ``observed_data`` in a tree without it (the layout before
+    ``constant_data`` held the data, and the scratch trees the models read).
+
+    Examples
+    --------
+    >>> from bayeval.data.groups import cell_data
+    >>> from bayeval.testing import fake_results
+    >>> cell_data(fake_results().tree)["successes"].dims
+    ('system', 'task')
+    """
+    group = "constant_data" if "constant_data" in tree.children else "observed_data"
+    return tree[group].dataset
 
 
 def dataset_of(tree: xr.DataTree) -> xr.Dataset:
-    """The EvalData dataset of a fitted tree: its ``observed_data`` and ``constant_data``.
+    """The EvalData dataset of a fitted tree: its ``constant_data`` (less nothing).
 
     A tree whose ``observed_data`` holds every variable (the layout before ``constant_data``
-    took the variables the models condition on) reads the same.
+    held the data) reads the same.
 
     Examples
     --------
@@ -76,7 +89,8 @@ def dataset_of(tree: xr.DataTree) -> xr.Dataset:
     ds = tree["observed_data"].to_dataset()
     if "constant_data" in tree.children:
         constant = tree["constant_data"].to_dataset()
-        ds = ds.assign({v: constant[v] for v in constant.data_vars if v not in ds.data_vars})
+        extra = {v: ds[v] for v in ds.data_vars if v not in constant.data_vars}
+        ds = constant.assign(extra)
     ds = ds.drop_vars([TASK_TOTAL], errors="ignore")
     leading = [v for v in _LEADING if v in ds.data_vars]
     return ds[leading + [v for v in ds.data_vars if v not in leading]]

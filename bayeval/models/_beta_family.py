@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from bayeval.data.groups import dataset_of
+from bayeval.data.groups import cell_data, dataset_of
 from bayeval.estimators import (
     bernstein_coefficients,
     clip_probability,
@@ -306,7 +306,7 @@ class BetaRates(Model):
         ``systems`` labels the system axis (default: every system of the fit).
         """
         post = tree["posterior"]
-        systems = tree["observed_data"]["system"].values if systems is None else systems
+        systems = cell_data(tree)["system"].values if systems is None else systems
         da = xr.DataArray(
             values,
             dims=("chain", "draw", "missing_bound", "system", "k"),

@@ -2,12 +2,12 @@
 
 The groups, as ArviZ reads them:
 
-* ``observed_data`` and ``constant_data``: the data, split into what the models predict and
-  what they condition on (:mod:`bayeval.data.groups`); ``observed_data`` has each task's
-  total over its systems, ``task_total``, besides the per-cell observation;
+* ``observed_data``: each task's total over its systems, ``task_total``, the observation of
+  the unit the log-likelihood leaves out; ``constant_data``: the data per cell
+  (:mod:`bayeval.data.groups`);
 * ``log_likelihood``: one variable, ``task_total``, over ``(chain, draw, task)``;
-* ``posterior_predictive``: the replicated per-cell observation (``successes``, or
-  ``score_sum`` for scores) and its ``task_total``, one replicate per posterior draw, on the
+* ``posterior_predictive``: the replicated ``task_total`` (the total of replicated
+  ``successes``, or ``score_sum`` for scores), one replicate per posterior draw, on the
   posterior's own ``chain`` and ``draw``;
 * ``posterior_predictive_stats``: statistics of replicated new tasks with no observed
   counterpart (the per-task success-count histogram and the share of tasks always or never
@@ -39,13 +39,13 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from bayeval.data.groups import TASK_TOTAL, dataset_of, split
+from bayeval.data.groups import TASK_TOTAL, cell_data, dataset_of, split
 from bayeval.models import get_model
 from bayeval.models._beta_family import counts_by_bound
 
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 LOG_LIKELIHOOD_LIMIT = 4_000_000  # numbers (chain x draw x task) fit stores by default
-REPLICATE_LIMIT = 4_000_000  # replicated observations (chain x draw x system x task) kept
+REPLICATE_LIMIT = 4_000_000  # replicated cells (chain x draw x system x task) drawn
 #: The group of statistics of replicated new tasks (no observed counterpart).
 PREDICTIVE_STATS = "posterior_predictive_stats"
 #: The layout of the groups a tree written to a file has (``Posterior.to_netcdf``): 1, the
@@ -60,7 +60,7 @@ _LOG_LIKELIHOOD_ATTRS = {
 
 def data(ds: xr.Dataset, model: str) -> dict[str, xr.Dataset]:
     """The ``observed_data`` and ``constant_data`` groups of a fit of ``model`` to ``ds``."""
-    observed, constant = split(ds, observed=get_model(model).observations(ds))
+    observed, constant = split(ds, total_of=get_model(model).observations(ds)[0])
     return {"observed_data": observed, "constant_data": constant}
 
 
@@ -164,9 +164,9 @@ def log_likelihood(tree) -> xr.Dataset | None:
 
 def replicate_skipped(tree) -> str | None:
     """Why a fit holds no replicated observations (``posterior_predictive``), or None."""
-    if "missing_bound" in tree["observed_data"]["successes"].dims:
+    if "missing_bound" in cell_data(tree)["successes"].dims:
         return "missing='bounds' holds two data sets"
-    post, obs = tree["posterior"], tree["observed_data"]
+    post, obs = tree["posterior"], cell_data(tree)
     size = post.sizes["chain"] * post.sizes["draw"] * obs.sizes["system"] * obs.sizes["task"]
     if size > REPLICATE_LIMIT:
         return (
@@ -181,7 +181,7 @@ def replicate_note(tree) -> str | None:
 
     None also under ``missing="bounds"``, where they are not defined.
     """
-    if "missing_bound" in tree["observed_data"]["successes"].dims:
+    if "missing_bound" in cell_data(tree)["successes"].dims:
         return None
     reason = replicate_skipped(tree)
     return None if reason is None else f"the posterior_predictive group is not stored ({reason})"
@@ -190,16 +190,15 @@ def replicate_note(tree) -> str | None:
 def replicated(tree, seed) -> xr.Dataset | None:
     """The ``posterior_predictive`` group: one replicated data set per posterior draw.
 
-    The per-cell observations over ``(chain, draw, system, task)`` (those of
-    ``observed_data``) and ``task_total``, from the model's
-    :meth:`~bayeval.models.base.Model.replicate`; None where :func:`replicate_skipped` says
-    why not.
+    ``task_total`` over ``(chain, draw, task)``: the sum over the systems of the first of the
+    model's replicated per-cell observations (:meth:`~bayeval.models.base.Model.replicate`),
+    as ``observed_data`` sums the data's; None where :func:`replicate_skipped` says why not.
     """
     if replicate_skipped(tree) is not None:
         return None
     model = get_model(tree.attrs["model"])
     names = model.observations(dataset_of(tree))
-    post, obs = tree["posterior"], tree["observed_data"]
+    post, obs = tree["posterior"], cell_data(tree)
     values = model.replicate(tree, np.random.default_rng([int(seed), 5]))
     shape = (post.sizes["chain"], post.sizes["draw"], obs.sizes["system"], obs.sizes["task"])
     coords = {
@@ -208,14 +207,12 @@ def replicated(tree, seed) -> xr.Dataset | None:
         "system": obs["system"].values,
         "task": obs["task"].values,
     }
-    out = xr.Dataset(
-        {
-            name: (("chain", "draw", "system", "task"), values[name].reshape(shape))
-            for name in names
-        },
-        coords=coords,
+    cells = xr.DataArray(
+        values[names[0]].reshape(shape), dims=("chain", "draw", "system", "task"), coords=coords
     )
-    return out.assign({TASK_TOTAL: out[names[0]].sum("system")})
+    total = cells.sum("system")
+    total.attrs = {"total_of": names[0], "over": "system"}
+    return xr.Dataset({TASK_TOTAL: total})
 
 
 def predictive(tree, seed) -> dict[str, xr.Dataset]:

@@ -22,7 +22,7 @@ import xarray as xr
 from scipy import special
 
 from bayeval._validate import merge_priors
-from bayeval.data.groups import dataset_of
+from bayeval.data.groups import cell_data, dataset_of
 from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound
 from bayeval.models.base import sampled
@@ -187,7 +187,7 @@ class BetaBinomialRates(BetaRates):
     def params(self, tree):
         a, b = (float(x) for x in tree.attrs["prior_p"])
         post = tree["posterior"]
-        obs = tree["observed_data"]
+        obs = cell_data(tree)
         n_bound = obs.sizes.get("missing_bound", 1)
         n_pop = Populations.from_dataset(dataset_of(tree)).n
         shape = (post.sizes["chain"], post.sizes["draw"], n_bound, obs.sizes["system"], n_pop)

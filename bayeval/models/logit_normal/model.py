@@ -10,7 +10,7 @@ import pymc as pm
 import xarray as xr
 from scipy import special
 
-from bayeval.data.groups import dataset_of
+from bayeval.data.groups import cell_data, dataset_of
 from bayeval.estimators import clip_probability
 from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, counts_by_bound, task_weights
@@ -330,7 +330,7 @@ class LogitNormalRates(base.Model):
         """
         values = np.stack(values, axis=0)  # (bound, draws, system, k)
         values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
-        labels = tree["observed_data"]["system"].values
+        labels = cell_data(tree)["system"].values
         if index is not None:
             values, labels = values[:, :, :, index], labels[index]
         return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, ks, "", labels)
@@ -340,7 +340,7 @@ class LogitNormalRates(base.Model):
         """Positions of ``systems`` (labels) among the fit's systems; None for all."""
         if systems is None:
             return None
-        labels = tree["observed_data"]["system"].values.tolist()
+        labels = cell_data(tree)["system"].values.tolist()
         return np.asarray([labels.index(label) for label in systems], dtype=np.int64)
 
     def population(
