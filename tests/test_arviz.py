@@ -295,3 +295,25 @@ def test_todays_file_round_trips(tmp_path):
     back = be.load(path)
     assert back.tree.identical(res.tree)
     assert isinstance(back.tree["posterior_predictive"], xr.DataTree)
+
+
+def test_a_first_layout_tree_in_memory_reads_into_todays():
+    """A tree of the first layout (every data variable in observed_data), given to Results,
+    is laid out as today's: the cells in constant_data, each task's total in observed_data."""
+    res = fake_results(draws=20)
+    tree = res.tree
+    ds = res.data.dataset
+    old = xr.DataTree.from_dict(
+        {
+            "/": tree.to_dataset(inherit=False),
+            "/posterior": tree["posterior"].to_dataset(),
+            "/observed_data": ds,
+        }
+    )
+    back = be.Results(old)
+    assert list(back.tree["observed_data"].data_vars) == ["task_total"]
+    np.testing.assert_array_equal(
+        back.tree["observed_data"]["task_total"], ds["successes"].values.sum(axis=0)
+    )
+    assert back.data.dataset.identical(ds)
+    assert back.systems == ds["system"].values.tolist()

@@ -171,7 +171,7 @@ def replicate_skipped(tree) -> str | None:
     if size > REPLICATE_LIMIT:
         return (
             f"chain x draw x system x task is {size:,} numbers, more than the "
-            f"{REPLICATE_LIMIT:,} stored by default"
+            f"{REPLICATE_LIMIT:,} drawn by default"
         )
     return None
 
