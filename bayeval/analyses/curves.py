@@ -183,7 +183,7 @@ def task_contributions(posterior, candidate, baseline, *, ks, metric) -> xr.Data
         contribution.append(np.where(both, (f[:, 0] - f[:, 1]).mean(axis=0), np.nan) / J)
         _, per = observed_scores(c[[i, j]], n[[i, j]], int(k), metric)
         observed.append(np.where(both, per[0] - per[1], np.nan) / J)
-    tasks = posterior._group("observed_data")["task"].values
+    tasks = posterior._group("constant_data")["task"].values
     return xr.Dataset(
         {
             "task_contribution": (("task", "k"), np.array(contribution).T),
