@@ -6,7 +6,9 @@ import numpy as np
 import xarray as xr
 
 from bayeval._validate import validate_prob
+from bayeval.data.groups import dataset_of
 from bayeval.models._beta_family import counts_by_bound, observed_histogram
+from bayeval.models._groups import PREDICTIVE_STATS
 from bayeval.posterior import Posterior, credible_interval
 
 __all__ = ["ppc"]
@@ -24,7 +26,7 @@ def ppc(posterior: Posterior, ci_prob: float = 0.95) -> xr.Dataset:
     Parameters
     ----------
     posterior : Posterior
-        A fit with a ``posterior_predictive`` group (a model with a population).
+        A fit with a ``posterior_predictive_stats`` group (a model with a population).
     ci_prob : float, default 0.95
         Probability of the predicted histogram's interval.
 
@@ -43,11 +45,11 @@ def ppc(posterior: Posterior, ci_prob: float = 0.95) -> xr.Dataset:
     (0.625, False)
     """
     tree = posterior.tree
-    if "posterior_predictive" not in tree.children:
+    if PREDICTIVE_STATS not in tree.children:
         raise ValueError(f"model {posterior.model!r} has no population to check")
     ci_prob = validate_prob("ci_prob", ci_prob)
-    pred = tree["posterior_predictive"].to_dataset()
-    c, n, bounds = counts_by_bound(tree["observed_data"].to_dataset())
+    pred = tree[PREDICTIVE_STATS].to_dataset()
+    c, n, bounds = counts_by_bound(dataset_of(tree))
     max_n = pred.sizes["count"] - 1
     hist = np.zeros(c.shape[:2] + (max_n + 1,))
     share = np.zeros(c.shape[:2])

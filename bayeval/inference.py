@@ -253,11 +253,7 @@ def infer(
     attrs["model_requested"] = model
     attrs["model_choice"] = choice or f"model={name!r} as requested"
     attrs.update(model_attrs)
-    groups = {
-        "posterior": posterior,
-        "observed_data": ds.copy(),
-        "constant_data": ds[["trials", "attempts"]].copy(),
-    }
+    groups = {"posterior": posterior, **_groups.data(ds, name)}
     if rates_group is not None:
         groups["task_rates"] = rates_group
     if effects is not None:
@@ -267,8 +263,8 @@ def infer(
     tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
     tree.attrs = attrs
     # a draws x tasks array is stored only when small (or asked for): otherwise on demand
-    skipped = _groups.log_likelihood_skipped(tree, log_likelihood) if spec.count_groups else None
-    wanted = spec.count_groups and skipped is None
+    skipped = _groups.log_likelihood_skipped(tree, log_likelihood)
+    wanted = skipped is None
     if skipped is not None and bounds is None:  # where the group is defined
         tree.attrs["log_likelihood_note"] = _groups.log_likelihood_note(skipped)
     with ThreadPoolExecutor(max_workers=1) as background:
@@ -280,20 +276,17 @@ def infer(
             diag = convergence(posterior[names], sample_stats)
             tree.attrs["diagnostics"] = json.dumps(diag)
             _check_gates(diag, chains, strict)
-        predictive = xr.Dataset()
-        if "population" in spec.estimands:
-            predictive = spec.predictive(tree)
-        if spec.count_groups:
-            replicated = _groups.replicated_successes(tree, seed)
-            if replicated is not None:
-                predictive = predictive.assign(successes=replicated)
+        predictive = _groups.predictive(tree, seed)
         loglik = pending.result() if pending is not None else None
     if loglik is not None:
         tree["log_likelihood"] = xr.DataTree(loglik)
-    if predictive.data_vars:
-        tree["posterior_predictive"] = xr.DataTree(predictive)
+    for group, values in predictive.items():
+        tree[group] = xr.DataTree(values)
+    note = _groups.replicate_note(tree)
+    if note is not None:
+        tree.attrs["posterior_predictive_note"] = note
     fitted = Posterior(tree)
-    if "posterior_predictive" in tree.children:
+    if _groups.PREDICTIVE_STATS in tree.children:
         _warn_ppc(fitted)
     return fitted
 

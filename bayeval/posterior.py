@@ -1,13 +1,29 @@
 """``Posterior``: a fitted model as one ``xarray.DataTree``, validated, with its metric draws.
 
-The tree has ArviZ's groups — ``posterior`` (hyperparameters, and per-task rates ``p`` for small
-task sets), ``sample_stats`` (MCMC fits), ``observed_data`` (the input counts, statuses and task
-coordinates) and ``posterior_predictive`` (success-count histograms of new tasks) — so ArviZ
-functions work on ``tree`` directly. The root holds only attributes: model, priors, sampler,
-seed, draws, library versions, a hash of the input and the missing policy.
+The tree has ArviZ's groups, so ArviZ functions work on ``tree`` directly:
+
+* ``posterior`` (the model's parameters; the conjugate model's per-task rates ``p``) and, for
+  MCMC fits, ``sample_stats``;
+* ``observed_data``: ``task_total (task)``, each task's total over its systems of
+  ``successes`` (or of ``score_sum``, for partial-credit scores), the one observation ArviZ
+  pairs with the log-likelihood and the replicates; ``constant_data``: the data per cell
+  (``successes``, ``trials``, ``attempts``, ``status_counts``, scores' statistics,
+  covariates), :class:`~bayeval.EvalData`'s dataset;
+* ``log_likelihood``: ``task_total (chain, draw, task)``, each task's log-likelihood joint
+  over its systems (``arviz_stats.loo`` leaves a task out);
+* ``posterior_predictive``: ``task_total (chain, draw, task)``, one replicate per posterior
+  draw, on the posterior's ``chain`` and ``draw``, a new task's under each draw;
+* ``posterior_predictive_stats``: the per-task success-count histogram of new tasks and its
+  U-shape statistic (:func:`bayeval.checks.ppc`);
+* bayeval's own ``task_rates`` and ``task_effects`` (per-task draws, where kept).
+
+The root holds only attributes: model, priors, sampler, seed, draws, library versions, a hash of
+the input and the missing policy. :mod:`bayeval.models._groups` builds the groups beyond the
+posterior.
 
 Every method returns a new object; nothing mutates the tree. ``to_netcdf`` and
-:func:`read_tree` round-trip the tree exactly, without rebuilding the PyMC model.
+:func:`read_tree` round-trip the tree exactly, without rebuilding the PyMC model; a file written
+in an earlier layout (format 1, before ``constant_data`` held the data) is read into today's.
 """
 
 from __future__ import annotations
@@ -24,6 +40,7 @@ from bayeval._io import atomic_path
 from bayeval._validate import BayevalWarning, describe_values, validate_choice
 from bayeval.data import EvalData
 from bayeval.data.clusters import default_clusters
+from bayeval.data.groups import dataset_of
 from bayeval.estimators import metric_ks, validate_metric
 from bayeval.models import _groups, get_model
 
@@ -86,6 +103,7 @@ class Posterior:
             problems.append("the root holds coordinates (children would inherit them)")
         if problems:
             raise ValueError("not a bayeval results tree: " + "; ".join(problems))
+        tree = _groups.upgrade(tree)  # a tree of the first layout (no constant_data) to today's
         for node in tree.subtree:
             for var in node.variables.values():
                 var.values.flags.writeable = False
@@ -115,7 +133,7 @@ class Posterior:
     @property
     def data(self):
         """The input counts as :class:`~bayeval.EvalData`."""
-        return EvalData(self._tree["observed_data"].to_dataset().copy(deep=True))
+        return EvalData(dataset_of(self._tree))
 
     @property
     def model(self) -> str:
@@ -130,7 +148,7 @@ class Posterior:
     @property
     def systems(self) -> list:
         """The system labels of the data, in the order of its ``system`` dim."""
-        return self._tree["observed_data"].coords["system"].values.tolist()
+        return self._tree["constant_data"].coords["system"].values.tolist()
 
     @property
     def diagnostics(self) -> dict:
@@ -164,13 +182,13 @@ class Posterior:
                     f"'zoib'; this fit is {self.model!r}"
                 )
             return {}
-        has_clusters = "cluster" in self._tree["observed_data"].coords
+        has_clusters = "cluster" in self._tree["constant_data"].coords
         if estimand == "tasks":
             if clusters is not None:
                 raise ValueError("clusters= applies to estimand='population'")
             return {}
         if clusters is None:  # what the clusters support: a new one only with enough of them
-            clusters = default_clusters(self._tree["observed_data"].to_dataset()).clusters
+            clusters = default_clusters(self._tree["constant_data"].to_dataset()).clusters
         validate_choice("clusters", clusters, ("new", "observed"))
         if clusters == "observed" and not has_clusters and weighting == "cluster":
             raise ValueError("weighting='cluster' needs task clusters")
@@ -349,7 +367,7 @@ class Posterior:
         return values
 
     def _warn_extrapolation(self, ks, metric):
-        trials = self._tree["observed_data"]["trials"].values
+        trials = dataset_of(self._tree)["trials"].values
         smallest = int(trials[trials > 0].min())
         if ks.max() > smallest and smallest > 1:
             warnings.warn(
@@ -373,8 +391,8 @@ class Posterior:
         Parameters
         ----------
         by : {"task", "pattern"}, default "task"
-            ``"task"``: ``successes (chain, draw, task)``, as in the ``log_likelihood``
-            group. ``"pattern"``: ``successes (chain, draw, pattern)``, each pattern's
+            ``"task"``: ``task_total (chain, draw, task)``, as in the ``log_likelihood``
+            group. ``"pattern"``: ``task_total (chain, draw, pattern)``, each pattern's
             ``multiplicity`` (its tasks) and each task's pattern, ``task_pattern (task)``.
 
         Returns
@@ -389,8 +407,8 @@ class Posterior:
         >>> by_pattern = res.log_likelihood(by="pattern")
         >>> by_pattern["multiplicity"].values.tolist()
         [3, 2, 1]
-        >>> per_task = by_pattern["successes"].isel(pattern=by_pattern["task_pattern"])
-        >>> per_task.drop_vars("pattern").identical(res.log_likelihood()["successes"])
+        >>> per_task = by_pattern["task_total"].isel(pattern=by_pattern["task_pattern"])
+        >>> per_task.drop_vars("pattern").identical(res.log_likelihood()["task_total"])
         True
         """
         validate_choice("by", by, ("task", "pattern"))
@@ -401,8 +419,8 @@ class Posterior:
         )
         if found is None:
             raise ValueError(
-                f"a log-likelihood is not defined for model {self.model!r} or "
-                "under missing='bounds' (two data sets, one per bound)"
+                "a log-likelihood is not defined under missing='bounds' (two data sets, one "
+                "per bound)"
             )
         return found
 
@@ -422,7 +440,7 @@ class Posterior:
         >>> data = be.from_counts([[3, 5, 1, 8], [6, 9, 2, 9]], trials=10, systems=["A", "B"])
         >>> res = be.fit(data, model="hierarchical", draws=100, chains=2, seed=0,
         ...              log_likelihood=False)
-        >>> res.with_log_likelihood().tree["log_likelihood"]["successes"].dims
+        >>> res.with_log_likelihood().tree["log_likelihood"]["task_total"].dims
         ('chain', 'draw', 'task')
         """
         if "log_likelihood" in self._tree.children:
@@ -461,7 +479,7 @@ class Posterior:
     def __repr__(self) -> str:
         """The model, sampler, data sizes, diagnostics and the first systems' pass@1."""
         attrs = self._tree.attrs
-        obs = self._tree["observed_data"]
+        obs = self._tree["constant_data"]
         lines = [
             f"bayeval {type(self).__name__}: model={attrs['model']!r}, "
             f"sampler={attrs['sampler']!r}, "
@@ -500,6 +518,7 @@ class Posterior:
 # -- netCDF files ------------------------------------------------------------------------------
 _CHECKSUM_ATTR = "bayeval_checksum"
 _ENCODING_ATTR = "bayeval_encoding"
+_FORMAT_ATTR = "bayeval_format"  # the layout of the groups (_groups.FORMAT); absent: 1
 _JSON_ATTR_TYPES = (bool, int, float, list, tuple, dict, type(None))
 # Variables whose values have a known range (checked by ``load``), by name.
 _PROBABILITIES = ("mu", "p", "extreme_share")
@@ -513,7 +532,12 @@ _COUNTS = (
     "score_n1",
     "score_nmid",
 )
-_COUNT_GROUPS = ("/observed_data", "/constant_data", "/posterior_predictive")
+_COUNT_GROUPS = (
+    "/observed_data",
+    "/constant_data",
+    "/posterior_predictive",
+    "/posterior_predictive_stats",
+)
 
 
 def _node_datasets(tree: xr.DataTree) -> dict:
@@ -550,8 +574,11 @@ def _checksum(datasets: dict) -> str:
     return digest.hexdigest()
 
 
-def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
-    """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged."""
+def _encode_tree(tree: xr.DataTree, version: str | None = str(_groups.FORMAT)) -> xr.DataTree:
+    """A copy of the tree that netCDF writes and :func:`_decode_tree` reads back unchanged.
+
+    ``version`` is the layout recorded (None: none, as format 1 files have it).
+    """
     datasets: dict[str, xr.Dataset] = {}
     encoding: dict[str, dict[str, list[str]]] = {"object_variables": {}, "json_attrs": {}}
     for path, ds in _node_datasets(tree).items():
@@ -565,19 +592,28 @@ def _encode_tree(tree: xr.DataTree) -> xr.DataTree:
             ds.attrs = {k: json.dumps(v) if k in as_json else v for k, v in ds.attrs.items()}
         datasets[path] = ds
     datasets["/"].attrs[_ENCODING_ATTR] = json.dumps(encoding)
+    if version is not None:
+        datasets["/"].attrs[_FORMAT_ATTR] = version
     datasets["/"].attrs[_CHECKSUM_ATTR] = _checksum(datasets)
     return xr.DataTree.from_dict(datasets)
 
 
 def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
-    """Undo :func:`_encode_tree`, verifying the checksum.
+    """Undo :func:`_encode_tree`, verifying the checksum, in today's layout.
 
-    Files written before bayeval wrote one load with a note instead.
+    Files written before bayeval wrote one load with a note instead; files of an earlier
+    layout are upgraded (:func:`bayeval.models._groups.upgrade`).
     """
     datasets = _node_datasets(tree)
     root = datasets["/"].attrs
     checksum = root.pop(_CHECKSUM_ATTR, None)
     encoding = root.pop(_ENCODING_ATTR, None)
+    version = root.pop(_FORMAT_ATTR, None)
+    if version is not None and (not str(version).isdigit() or int(version) > _groups.FORMAT):
+        raise ValueError(
+            f"{path}: written in results format {version!r}, which this bayeval (format "
+            f"{_groups.FORMAT}) cannot read: upgrade bayeval"
+        )
     try:
         encoding = json.loads(encoding) if encoding is not None else None
         if encoding is not None and not isinstance(encoding, dict):
@@ -620,7 +656,7 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
             stacklevel=3,
         )
     else:
-        encoded = _encode_tree(xr.DataTree.from_dict(datasets))
+        encoded = _encode_tree(xr.DataTree.from_dict(datasets), version)
         if encoded.attrs[_CHECKSUM_ATTR] != checksum:
             _refuse_date_labels(dated, path)
             raise ValueError(
@@ -631,7 +667,7 @@ def _decode_tree(tree: xr.DataTree, path) -> xr.DataTree:
             )
     for node, ds in datasets.items():
         _check_ranges(ds, node, path)
-    return xr.DataTree.from_dict(datasets)
+    return _groups.upgrade(xr.DataTree.from_dict(datasets))
 
 
 def _refuse_date_labels(dated: list, path) -> None:

@@ -39,7 +39,7 @@ class Results(Posterior):
     >>> res = be.fit(data, draws=400, chains=2, seed=0, model="hierarchical")
     >>> sorted(res.tree.children)  # doctest: +NORMALIZE_WHITESPACE
     ['constant_data', 'log_likelihood', 'observed_data', 'posterior', 'posterior_predictive',
-     'task_rates']
+     'posterior_predictive_stats', 'task_rates']
     >>> res.summary().columns.tolist()[:4]
     ['system', 'estimand', 'metric', 'k']
     """
@@ -562,7 +562,7 @@ def fit(
         ``attrs["log_likelihood_note"]`` says why, ``Results.log_likelihood()`` computes it
         on demand (``by="pattern"``: once per distinct count pattern, in bounded memory) and
         ``Results.with_log_likelihood()`` adds the group. Not defined under
-        ``missing="bounds"`` or for ``beta_binomial``.
+        ``missing="bounds"``.
 
     Returns
     -------

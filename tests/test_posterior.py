@@ -127,8 +127,8 @@ def test_value_ranges_checked_without_checksum(tmp_path, small_fit):
 @pytest.mark.parametrize(
     "group, name, change, message",
     [
-        ("observed_data", "successes", lambda v: v + 5, "'successes' .* must be at most trials"),
-        ("observed_data", "status_counts", lambda v: v - 3, "must be non-negative whole numbers"),
+        ("constant_data", "successes", lambda v: v + 5, "'successes' .* must be at most trials"),
+        ("constant_data", "status_counts", lambda v: v - 3, "must be non-negative whole numbers"),
         ("posterior", "kappa", lambda v: -v, "'kappa' .* must be positive"),
     ],
 )
@@ -176,10 +176,10 @@ def test_group_is_a_read_only_view_and_tree_a_copy(small_fit):
     assert obs.identical(before["observed_data"].to_dataset())
     assert small_fit._group("/").attrs == before.attrs
     with pytest.raises(AttributeError, match="Mutation of the DatasetView"):
-        obs["extra"] = obs["trials"] * 2
+        obs["extra"] = obs["task_total"] * 2
     with pytest.raises(ValueError, match="read-only"):
-        obs["trials"].values[:] = 0
+        obs["task_total"].values[:] = 0
     tree = small_fit.tree
-    tree["observed_data"]["extra"] = tree["observed_data"]["trials"] * 2  # the copy only
+    tree["observed_data"]["extra"] = tree["observed_data"]["task_total"] * 2  # the copy only
     assert "extra" not in small_fit._group("observed_data")
     assert small_fit.tree.identical(before)

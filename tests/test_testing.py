@@ -146,7 +146,7 @@ def test_analyses_read_the_fake(cases, variant):
     assert np.isfinite(summary["mean"]).all()
     rates = fake.task_rates()
     assert rates.sizes["task"] == data.dataset.sizes["task"]
-    if "posterior_predictive" in fake.tree.children:
+    if "posterior_predictive_stats" in fake.tree.children:
         assert fake.ppc()["flagged"].sizes["system"] == len(systems)
     if len(systems) < 2:
         return

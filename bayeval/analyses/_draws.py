@@ -102,7 +102,7 @@ def thinned(posterior, n_draws: int):
 
 def observed_counts(posterior) -> tuple[np.ndarray, np.ndarray]:
     """Successes and trials over ``(system, task)``, or a refusal under missing bounds."""
-    obs = posterior._group("observed_data")
+    obs = posterior._group("constant_data")
     if "missing_bound" in obs["successes"].dims:
         raise ValueError(
             "winner and compare_curve take data without missing bounds (fit with "

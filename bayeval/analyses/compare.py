@@ -59,7 +59,7 @@ def _check_pair(systems, candidate, baseline, what="system", where="these result
 
 def _valid_trials(posterior) -> xr.DataArray:
     """Each cell's trials, the smaller bound's under missing bounds (valid for both)."""
-    trials = posterior._group("observed_data")["trials"]
+    trials = posterior._group("constant_data")["trials"]
     return trials.min("missing_bound") if "missing_bound" in trials.dims else trials
 
 

@@ -64,7 +64,7 @@ def bootstrap_twin(
         return xr.Dataset(attrs={"unit": "trial"})
     clustered = (
         posterior._paired  # the paired models have cluster effects
-        and "cluster" in posterior._group("observed_data").coords
+        and "cluster" in posterior._group("constant_data").coords
     )
     if not clustered:
         settings = {"unit": "task"}

@@ -195,7 +195,7 @@ def task_contributions(posterior, candidate, baseline, *, ks, metric) -> xr.Data
     failures, the baseline's as successes), from the joint fit of the crossed counts where
     the model pairs the systems (as :func:`bayeval.analyses.compare.compare` has it).
     """
-    obs = posterior._group("observed_data")
+    obs = posterior._group("constant_data")
     pair = obs.sel(system=[candidate, baseline])
     n = pair["trials"].transpose("system", "task").values
     both = (n[0] > 0) & (n[1] > 0)

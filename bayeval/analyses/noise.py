@@ -433,7 +433,7 @@ def posterior_noise(
     """
     alpha, power, ci_prob = _check_common(alpha, power, ci_prob)
     n_draws = validate_positive_int("n_draws", n_draws)
-    data = EvalData(posterior.tree["observed_data"].to_dataset())
+    data = posterior.data
     _refuse_scores(data, "the trial variance p(1 - p)")
     c, n, cluster, clustered = _arrays(data)
     valid = n > 0

@@ -25,7 +25,7 @@ RUNS = ("new", "observed")
 
 def recipes_of(posterior) -> np.ndarray:
     """Each system's recipe, or a clear refusal for data without runs."""
-    obs = posterior._group("observed_data")
+    obs = posterior._group("constant_data")
     if "recipe" not in obs.coords:
         raise ValueError(
             "runs= compares recipes: read the data with from_frame(..., run=...) "

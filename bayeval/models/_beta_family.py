@@ -31,6 +31,7 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
+from bayeval.data.groups import cell_data, dataset_of
 from bayeval.estimators import (
     bernstein_coefficients,
     clip_probability,
@@ -282,9 +283,21 @@ class BetaRates(Model):
 
     @staticmethod
     def _setup(tree):
-        ds = tree["observed_data"].to_dataset()
+        ds = dataset_of(tree)
         c, n, bounds = counts_by_bound(ds)
         return ds, c, n, bounds, Populations.from_dataset(ds)
+
+    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
+        """A new task's rate for each cell: a draw from its population's Beta, per draw.
+
+        The task rates are what the log-likelihood (beta-binomial) integrates out.
+        """
+        pops = self._setup(tree)[4]
+        alpha, beta = self.params(tree)  # (chain, draw, bound, system, population)
+        D = alpha.shape[0] * alpha.shape[1]
+        a = alpha[:, :, 0].reshape(D, alpha.shape[3], -1)[:, :, pops.code]
+        b = beta[:, :, 0].reshape(D, beta.shape[3], -1)[:, :, pops.code]
+        return rng.beta(a, b)
 
     @staticmethod
     def _wrap(values, tree, bounds, ks, name, systems=None):
@@ -293,7 +306,7 @@ class BetaRates(Model):
         ``systems`` labels the system axis (default: every system of the fit).
         """
         post = tree["posterior"]
-        systems = tree["observed_data"]["system"].values if systems is None else systems
+        systems = cell_data(tree)["system"].values if systems is None else systems
         da = xr.DataArray(
             values,
             dims=("chain", "draw", "missing_bound", "system", "k"),

@@ -1,47 +1,67 @@
-"""The ArviZ groups of a fit beyond the posterior: log-likelihood and replicated successes.
+"""The ArviZ groups of a fit beyond the posterior: data, log-likelihood and replicated data.
 
-The groups are ``log_likelihood``, ``constant_data`` and the replicated ``successes`` of
-``posterior_predictive``.
+The groups, as ArviZ reads them:
 
-``log_likelihood`` holds one variable, ``successes``, over ``(chain, draw, task)``: each task's
-log-likelihood joint over the systems that ran it (they share its effects), with the binomial
-coefficients, so ``arviz_stats.loo`` treats a task as the unit left out and models compare on
-the same scale. The model gives it (:meth:`~bayeval.models.base.Model.pattern_log_likelihood`):
-the beta-binomial log-pmf per system for the hierarchical model, the integrated (quadrature)
-likelihood of the task's counts for ``logit_normal``. It is not defined for
-``missing="bounds"`` (two data sets) nor for a model without one (the conjugate model's free
-rate per task, scores). Tasks with the same counts (and population) share their
-log-likelihood in every draw, so it is computed once per distinct count pattern
-(:func:`log_likelihood_by_pattern`) and expanded
-to the tasks only when the group is asked for: ``fit`` stores it only when small and quick
-(:func:`log_likelihood_skipped`), and otherwise records why in ``log_likelihood_note``.
+* ``observed_data``: each task's total over its systems, ``task_total``, the observation of
+  the unit the log-likelihood leaves out; ``constant_data``: the data per cell
+  (:mod:`bayeval.data.groups`);
+* ``log_likelihood``: one variable, ``task_total``, over ``(chain, draw, task)``;
+* ``posterior_predictive``: the replicated ``task_total`` (the total of replicated
+  ``successes``, or ``score_sum`` for scores), one replicate per posterior draw, on the
+  posterior's own ``chain`` and ``draw``;
+* ``posterior_predictive_stats``: statistics of replicated new tasks with no observed
+  counterpart (the per-task success-count histogram and the share of tasks always or never
+  solved; :func:`bayeval.checks.ppc` reads them), apart so that ArviZ's predictive checks
+  see only what was observed.
 
-The replicated ``successes`` draw each task's rate from its posterior given the draw (exact
-Beta draws for the hierarchical model; for ``logit_normal`` the task's rates in all systems
-drawn jointly and exactly from their conditional, so replicated pairs keep the within-task
-correlation of the systems), then the counts from the binomial.
+The task is the unit: each task's log-likelihood is joint over the systems that ran it (they
+share its effects), with the combinatorial coefficients of its counts, so ``arviz_stats.loo``
+leaves a task out and the models compare on the same scale. The model gives it
+(:meth:`~bayeval.models.base.Model.pattern_log_likelihood`): the hierarchical model's
+beta-binomial log-pmf per system, the integrated (quadrature) likelihood of the task's counts
+for ``logit_normal``, and given each task's sampled or drawn rates for the models whose task
+parameters are their own (``beta_binomial``'s free rate per task; ``zoib``'s sampled effects).
+It is not defined under ``missing="bounds"`` (two data sets). Tasks with the same counts (and
+population) share their log-likelihood in every draw, so it is computed once per distinct count
+pattern (:func:`log_likelihood_by_pattern`) and expanded to the tasks only when the group is
+asked for: ``fit`` stores it only when small and quick (:func:`log_likelihood_skipped`), and
+otherwise records why in ``log_likelihood_note``.
+
+Each replicate comes from the same parameters as the log-likelihood
+(:meth:`~bayeval.models.base.Model.replicate`): where the log-likelihood integrates a task's
+effects out, the replicate draws them afresh (a new task with these trials, in this cluster
+and stratum), so that LOO-PIT (``arviz_stats.loo_pit``, weighting each draw by the inverse of
+the task's likelihood) compares each task with its leave-one-out predictive distribution.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from scipy import special
 
+from bayeval.data.groups import TASK_TOTAL, cell_data, dataset_of, split
 from bayeval.models import get_model
 from bayeval.models._beta_family import counts_by_bound
 
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 LOG_LIKELIHOOD_LIMIT = 4_000_000  # numbers (chain x draw x task) fit stores by default
-REPLICATE_LIMIT = 4_000_000  # replicated counts (chain x draw x system x task) kept by default
+REPLICATE_LIMIT = 4_000_000  # replicated cells (chain x draw x system x task) drawn
+#: The group of statistics of replicated new tasks (no observed counterpart).
+PREDICTIVE_STATS = "posterior_predictive_stats"
+#: The layout of the groups a tree written to a file has (``Posterior.to_netcdf``): 1, the
+#: first, kept every data variable in ``observed_data`` and the predictive statistics in
+#: ``posterior_predictive``; 2 has the groups above.
+FORMAT = 2
 _LOG_LIKELIHOOD_ATTRS = {
     "unit": "task (joint over the systems that ran it)",
     "binomial_coefficients": "included",
 }
 
 
-def _log_binomial_coefficients(c, n):
-    return special.gammaln(n + 1) - special.gammaln(c + 1) - special.gammaln(n - c + 1)
+def data(ds: xr.Dataset, model: str) -> dict[str, xr.Dataset]:
+    """The ``observed_data`` and ``constant_data`` groups of a fit of ``model`` to ``ds``."""
+    observed, constant = split(ds, total_of=get_model(model).observations(ds)[0])
+    return {"observed_data": observed, "constant_data": constant}
 
 
 def log_likelihood_cost(tree) -> float:
@@ -87,28 +107,27 @@ def log_likelihood_by_pattern(tree) -> xr.Dataset | None:
 
     Tasks with the same counts in every system (and the same population: stratum, and cluster
     for ``logit_normal``) have the same log-likelihood in every draw, so it is computed once per
-    pattern: ``successes (chain, draw, pattern)``, each pattern's ``multiplicity`` and each
+    pattern: ``task_total (chain, draw, pattern)``, each pattern's ``multiplicity`` and each
     task's pattern, ``task_pattern (task)``. :func:`log_likelihood` expands it to the tasks.
     """
-    obs = tree["observed_data"].to_dataset()
+    obs = dataset_of(tree)
     c, n, bounds = counts_by_bound(obs)
     if bounds is not None:  # two data sets: no one likelihood
         return None
     c, n = c[0], n[0]
-    # defined for the models whose tasks share a likelihood of their counts alone
-    patterns = get_model(tree.attrs["model"]).pattern_log_likelihood(tree, c, n)
+    model = get_model(tree.attrs["model"])
+    patterns = model.pattern_log_likelihood(tree, c, n)
     if patterns is None:
         return None
     total, first, inverse = patterns
     post = tree["posterior"]
     n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
     # a pattern's first task stands for it: the coefficients summed over systems as per task
-    cf, nf = c[:, first], n[:, first]
-    total += np.where(nf > 0, _log_binomial_coefficients(cf, nf), 0.0).sum(axis=0)
+    total = total + model.log_coefficients(obs)[:, first].sum(axis=0)
     P = len(first)
     return xr.Dataset(
         {
-            "successes": (("chain", "draw", "pattern"), total.reshape(n_chain, n_draw, P)),
+            TASK_TOTAL: (("chain", "draw", "pattern"), total.reshape(n_chain, n_draw, P)),
             "multiplicity": ("pattern", np.bincount(inverse, minlength=P)),
             "task_pattern": ("task", inverse),
         },
@@ -131,9 +150,9 @@ def log_likelihood(tree) -> xr.Dataset | None:
     if patterns is None:
         return None
     inverse = patterns["task_pattern"].values
-    values = patterns["successes"].values
+    values = patterns[TASK_TOTAL].values
     return xr.Dataset(
-        {"successes": (("chain", "draw", "task"), values[:, :, inverse])},
+        {TASK_TOTAL: (("chain", "draw", "task"), values[:, :, inverse])},
         coords={
             "chain": patterns["chain"].values,
             "draw": patterns["draw"].values,
@@ -143,37 +162,105 @@ def log_likelihood(tree) -> xr.Dataset | None:
     )
 
 
-def replicated_successes(tree, seed) -> xr.DataArray | None:
-    """Replicated ``successes (chain, draw, system, task)`` of these tasks from every draw.
+def replicate_skipped(tree) -> str | None:
+    """Why a fit holds no replicated observations (``posterior_predictive``), or None."""
+    if "missing_bound" in cell_data(tree)["successes"].dims:
+        return "missing='bounds' holds two data sets"
+    post, obs = tree["posterior"], cell_data(tree)
+    size = post.sizes["chain"] * post.sizes["draw"] * obs.sizes["system"] * obs.sizes["task"]
+    if size > REPLICATE_LIMIT:
+        return (
+            f"chain x draw x system x task is {size:,} numbers, more than the "
+            f"{REPLICATE_LIMIT:,} drawn by default"
+        )
+    return None
 
-    Each task's rate is drawn from its posterior given the draw, then the counts from the
-    binomial; None above :data:`REPLICATE_LIMIT` numbers or under ``missing="bounds"``.
+
+def replicate_note(tree) -> str | None:
+    """The tree's ``posterior_predictive_note``: why its replicates are not stored, or None.
+
+    None also under ``missing="bounds"``, where they are not defined.
     """
-    obs = tree["observed_data"].to_dataset()
-    c, n, bounds = counts_by_bound(obs)
-    post = tree["posterior"]
-    size = post.sizes["chain"] * post.sizes["draw"] * c[0].size
-    if bounds is not None or size > REPLICATE_LIMIT:
+    if "missing_bound" in cell_data(tree)["successes"].dims:
         return None
-    model = tree.attrs["model"]
-    # every model's task rates cost in proportion to the numbers kept (logit_normal's are
-    # drawn exactly, a task at a time: timed in models/logit_normal.md)
-    p = get_model(model).task_rates(tree).transpose("chain", "draw", "system", "task").values
-    rng = np.random.default_rng([int(seed), 5])
-    trials = n[0][None, None].astype(np.int64)
-    p = np.nan_to_num(np.clip(p, 0.0, 1.0))
-    if trials.max() <= 1:  # one trial a cell: a uniform under p (a tenth of binomial's time)
-        counts = (rng.random(p.shape) < p) * trials
-    else:
-        counts = rng.binomial(trials, p)
-    return xr.DataArray(
-        counts.astype(np.int64),
-        dims=("chain", "draw", "system", "task"),
-        coords={
-            "chain": post["chain"].values,
-            "draw": post["draw"].values,
-            "system": obs["system"].values,
-            "task": obs["task"].values,
-        },
-        name="successes",
+    reason = replicate_skipped(tree)
+    return None if reason is None else f"the posterior_predictive group is not stored ({reason})"
+
+
+def replicated(tree, seed) -> xr.Dataset | None:
+    """The ``posterior_predictive`` group: one replicated data set per posterior draw.
+
+    ``task_total`` over ``(chain, draw, task)``: the sum over the systems of the first of the
+    model's replicated per-cell observations (:meth:`~bayeval.models.base.Model.replicate`),
+    as ``observed_data`` sums the data's; None where :func:`replicate_skipped` says why not.
+    """
+    if replicate_skipped(tree) is not None:
+        return None
+    model = get_model(tree.attrs["model"])
+    names = model.observations(dataset_of(tree))
+    post, obs = tree["posterior"], cell_data(tree)
+    values = model.replicate(tree, np.random.default_rng([int(seed), 5]))
+    shape = (post.sizes["chain"], post.sizes["draw"], obs.sizes["system"], obs.sizes["task"])
+    coords = {
+        "chain": post["chain"].values,
+        "draw": post["draw"].values,
+        "system": obs["system"].values,
+        "task": obs["task"].values,
+    }
+    cells = xr.DataArray(
+        values[names[0]].reshape(shape), dims=("chain", "draw", "system", "task"), coords=coords
     )
+    total = cells.sum("system")
+    total.attrs = {"total_of": names[0], "over": "system"}
+    return xr.Dataset({TASK_TOTAL: total})
+
+
+def predictive(tree, seed) -> dict[str, xr.Dataset]:
+    """The predictive groups of a fitted tree, by name (empty ones left out).
+
+    ``posterior_predictive`` (:func:`replicated`) and, for a model with a population,
+    ``posterior_predictive_stats`` (the model's :meth:`~bayeval.models.base.Model.predictive`).
+    """
+    model = get_model(tree.attrs["model"])
+    out = {}
+    replicates = replicated(tree, seed)
+    if replicates is not None:
+        out["posterior_predictive"] = replicates
+    if "population" in model.estimands:
+        stats = model.predictive(tree)
+        if stats.data_vars:
+            out[PREDICTIVE_STATS] = stats
+    return out
+
+
+def upgrade(tree: xr.DataTree) -> xr.DataTree:
+    """A tree read from a file in today's layout (:data:`FORMAT`).
+
+    A tree of format 1 (its ``observed_data`` holds the ``trials``) has its data split into
+    ``observed_data`` and ``constant_data``, its predictive statistics moved to their own
+    group, its replicates drawn again as a fit draws them now (a new task's effects for each
+    replicate; format 1's drew the rates given the task's own counts, which LOO-PIT cannot
+    weigh, and ``logit_normal``'s were thinned with its statistics) and its log-likelihood named
+    ``task_total``. Any other tree is returned as it is.
+    """
+    if "trials" not in tree["observed_data"].data_vars:
+        return tree
+    groups = {
+        name: node.to_dataset(inherit=False)
+        for name, node in tree.children.items()
+        if name not in ("observed_data", "constant_data", "posterior_predictive")
+    }
+    ds = tree.children["observed_data"].to_dataset(inherit=False)
+    groups.update(data(ds, tree.attrs["model"]))
+    if "posterior_predictive" in tree.children:
+        old = tree.children["posterior_predictive"].to_dataset(inherit=False)
+        stats = old.drop_vars(["successes", "task"], errors="ignore")
+        if stats.data_vars:
+            groups[PREDICTIVE_STATS] = stats
+    if "log_likelihood" in groups:
+        groups["log_likelihood"] = groups["log_likelihood"].rename({"successes": TASK_TOTAL})
+    out = xr.DataTree.from_dict({"/": tree.to_dataset(inherit=False), **groups})
+    replicates = replicated(out, out.attrs["seed"])
+    if replicates is not None:
+        out["posterior_predictive"] = xr.DataTree(replicates)
+    return out

@@ -15,10 +15,10 @@ asks it, in order:
 * :meth:`Model.task_rate_draws` for per-task rate draws, where they are stored.
 
 A fitted tree is read back through :meth:`Model.readout` (the ``population`` and ``tasks``
-estimands), :meth:`Model.task_rates`, :meth:`Model.predictive` and
-:meth:`Model.pattern_log_likelihood` (with its cost, :meth:`Model.log_likelihood_cost`). The facts
-about a model that fitting needs are class attributes: :attr:`Model.paired`,
-:attr:`Model.posterior_vars`, :attr:`Model.count_groups`, :attr:`Model.task_draws_auto`,
+estimands), :meth:`Model.task_rates`, :meth:`Model.predictive`, :meth:`Model.replicate` and
+:meth:`Model.pattern_log_likelihood` (with its cost, :meth:`Model.log_likelihood_cost`, and
+:meth:`Model.log_coefficients`). The facts about a model that fitting needs are class
+attributes: :attr:`Model.paired`, :attr:`Model.posterior_vars`, :attr:`Model.task_draws_auto`,
 :attr:`Model.task_rates_group`.
 
 :func:`nuts` is the NUTS loop the sampled models share (one run per missing-outcome bound, the
@@ -34,6 +34,9 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 import pymc as pm
 import xarray as xr
+from scipy import special
+
+from bayeval.data.groups import dataset_of
 
 __all__ = [
     "DEFAULT_TUNE",
@@ -97,8 +100,6 @@ class Model(ABC):
     subsets: ClassVar[bool] = False
     #: The sampled parameters whose convergence diagnostics are checked against the gates.
     posterior_vars: ClassVar[tuple[str, ...]] = ()
-    #: Whether a fit has the count-based groups (``log_likelihood``, replicated ``successes``).
-    count_groups: ClassVar[bool] = True
     #: Whether ``task_draws="auto"`` stores per-task rate draws when they are few.
     task_draws_auto: ClassVar[bool] = True
     #: The group stored task-rate draws go to: their own, or the posterior (whose parameters
@@ -264,7 +265,48 @@ class Model(ABC):
 
     @abstractmethod
     def predictive(self, tree) -> xr.Dataset:
-        """The ``posterior_predictive`` group of new tasks (empty where there is none)."""
+        """Statistics of replicated new tasks, ``posterior_predictive_stats`` (or empty)."""
+
+    def observations(self, ds: xr.Dataset) -> tuple[str, ...]:
+        """The per-cell observations the model replicates in data ``ds``.
+
+        The first is the one each task's total (``task_total``) sums; the default
+        ``("successes",)``.
+        """
+        return ("successes",)
+
+    def replicate(self, tree, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """One replicated data set per posterior draw: each of :meth:`observations`.
+
+        Arrays ``(draw, system, task)``, the draws flattened over ``(chain, draw)``, from the
+        parameters the log-likelihood is conditioned on (:meth:`pattern_log_likelihood`), the
+        rest drawn afresh, so that LOO-PIT weighs each replicate by its draw's likelihood. The
+        default: ``successes``, binomial counts with the data's trials at the rates of
+        :meth:`replicate_rates` (zero where a cell has no trial); a fit without
+        missing-outcome bounds.
+        """
+        n = dataset_of(tree)["trials"].transpose("system", "task").values
+        p = np.nan_to_num(np.clip(self.replicate_rates(tree, rng), 0.0, 1.0))
+        trials = n[None].astype(np.int64)
+        if trials.max(initial=0) <= 1:  # one trial a cell: a uniform under p (a tenth the time)
+            return {"successes": (rng.random(p.shape) < p) * trials}
+        return {"successes": rng.binomial(trials, p)}
+
+    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
+        """Each cell's rate in a replicated data set, per draw: ``(draw, system, task)``."""
+        raise NotImplementedError(f"model {self.name!r} draws no replicated rates")
+
+    def log_coefficients(self, ds: xr.Dataset) -> np.ndarray:
+        """The log combinatorial coefficient of each cell's counts, ``(system, task)``.
+
+        The log-likelihood of a task adds them (:meth:`pattern_log_likelihood` leaves them
+        out), so that every model's is the probability of the same counts. The default:
+        ``log C(n, c)`` of the successes among the trials (zero where a cell has none).
+        """
+        c = ds["successes"].transpose("system", "task").values
+        n = ds["trials"].transpose("system", "task").values
+        value = special.gammaln(n + 1) - special.gammaln(c + 1) - special.gammaln(n - c + 1)
+        return np.where(n > 0, value, 0.0)
 
     def pattern_log_likelihood(self, tree, c, n) -> Patterns | None:
         """Each count pattern's log-likelihood, joint over the systems that ran its tasks.
@@ -273,10 +315,11 @@ class Model(ABC):
         missing-outcome bounds. Tasks with the same counts in every system (and the same
         population, as the model defines it) share their log-likelihood in every draw, so it is
         computed once per pattern. Returns ``(values, first, inverse)``: ``values (draw,
-        pattern)`` with the draws flattened over ``(chain, draw)`` and without the binomial
-        coefficients (the ``log_likelihood`` group adds them), each pattern's first task and
-        each task's pattern; None where the model has no likelihood of a task's counts alone
-        (the default: a free rate per task, or scores).
+        pattern)`` with the draws flattened over ``(chain, draw)`` and without the
+        combinatorial coefficients (the ``log_likelihood`` group adds
+        :meth:`log_coefficients`), each pattern's first task and each task's pattern; None
+        where the model has none (the default). A model whose tasks have parameters of their
+        own (drawn or sampled per task) makes each task its own pattern.
         """
         return None
 

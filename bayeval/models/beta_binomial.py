@@ -19,8 +19,11 @@ from __future__ import annotations
 import numpy as np
 import pymc as pm
 import xarray as xr
+from scipy import special
 
 from bayeval._validate import merge_priors
+from bayeval.data.groups import cell_data, dataset_of
+from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound
 from bayeval.models.base import sampled
 
@@ -97,7 +100,6 @@ class BetaBinomialRates(BetaRates):
     name = "beta_binomial"
     estimands = ("tasks",)
     engines = {"auto": "conjugate", "conjugate": "conjugate"}
-    count_groups = False
     task_rates_group = "posterior"  # the task rates are the model's parameters
 
     def validate_priors(self, priors) -> dict:
@@ -161,11 +163,32 @@ class BetaBinomialRates(BetaRates):
             else da.assign_coords(missing_bound=bounds)
         )
 
+    def _rates(self, tree) -> np.ndarray:
+        """The task rates' posterior draws, ``(draw, system, task)`` (draws flattened)."""
+        p = self.task_rates(tree).transpose("chain", "draw", "system", "task").values
+        return p.reshape((-1,) + p.shape[2:])
+
+    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
+        """The task rates' own draws: the parameters the log-likelihood is conditioned on."""
+        return self._rates(tree)
+
+    def pattern_log_likelihood(self, tree, c, n) -> base.Patterns:
+        """Each task's binomial log-pmf given its rates' draws, summed over its systems.
+
+        The rates are the task's own parameters, so each task is its own pattern; values
+        ``(draw, task)`` without the binomial coefficients.
+        """
+        p = self._rates(tree)
+        value = special.xlogy(c, p) + special.xlog1py(n - c, -p)
+        total = np.where(n > 0, value, 0.0).sum(axis=1)
+        every = np.arange(c.shape[1])
+        return base.Patterns(total, every, every)
+
     def params(self, tree):
         a, b = (float(x) for x in tree.attrs["prior_p"])
         post = tree["posterior"]
-        obs = tree["observed_data"]
+        obs = cell_data(tree)
         n_bound = obs.sizes.get("missing_bound", 1)
-        n_pop = Populations.from_dataset(obs.to_dataset()).n
+        n_pop = Populations.from_dataset(dataset_of(tree)).n
         shape = (post.sizes["chain"], post.sizes["draw"], n_bound, obs.sizes["system"], n_pop)
         return np.full(shape, a), np.full(shape, b)

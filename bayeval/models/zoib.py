@@ -60,6 +60,7 @@ from scipy import special
 
 from bayeval._validate import merge_priors
 from bayeval.data import EvalData
+from bayeval.data.groups import dataset_of
 from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, task_weights
 from bayeval.models.kernels import zoib as zoib_kernel
@@ -531,7 +532,6 @@ class ZoibScores(base.Model):
     paired = True
     scores = True  # the mean of scores in [0, 1]
     posterior_vars = POSTERIOR_VARS
-    count_groups = False  # scores: no binomial counts to replicate or score
 
     # -- fitting -------------------------------------------------------------------------------
     def supports(self, data) -> str | None:
@@ -642,7 +642,7 @@ class ZoibScores(base.Model):
 
     @staticmethod
     def _bounds(tree):
-        obs = tree["observed_data"].to_dataset()
+        obs = dataset_of(tree)
         return (
             obs["successes"]["missing_bound"].values.tolist()
             if ("missing_bound" in obs["successes"].dims)
@@ -659,11 +659,13 @@ class ZoibScores(base.Model):
 
     def _params(self, tree, bound):
         post = self._posterior(tree, bound)
-        layout = Layout.from_dataset(tree["observed_data"].to_dataset())
+        layout = Layout.from_dataset(dataset_of(tree))
         S, J = layout.n_systems, layout.n_tasks
         G = layout.n_clusters
         get = self._flat
-        prm = {name: get(post, name, ("system",), (S,)) for name in ("alpha", "delta", "gamma")}
+        prm = {
+            name: get(post, name, ("system",), (S,)) for name in ("alpha", "delta", "gamma", "phi")
+        }
         prm.update({name: get(post, name, (), ()) for name in (*SIGMAS, "sigma_zoi")})
         prm["e"] = get(post, "task_effect", ("task",), (J,))
         prm["v"] = get(post, "task_system_effect", ("system", "task"), (S, J))
@@ -673,8 +675,8 @@ class ZoibScores(base.Model):
         return prm, layout, post.sizes["chain"], post.sizes["draw"]
 
     @staticmethod
-    def cell_means(prm, layout, draws=slice(None)):
-        """Mean score ``m[s, j]`` per draw, (draw, system, task)."""
+    def _logits(prm, layout, draws=slice(None)):
+        """``eta`` and ``zeta`` of every cell per draw, each (draw, system, task)."""
         eta = (
             prm["alpha"][draws][:, :, None]
             + prm["e"][draws][:, None, :]
@@ -682,10 +684,87 @@ class ZoibScores(base.Model):
             + prm["u"][draws][:, layout.cluster][:, None, :]
             + prm["w"][draws][:, :, layout.cluster]
         )
-        zoi = special.expit(prm["gamma"][draws][:, :, None] + prm["b"][draws][:, None, :])
+        return eta, prm["gamma"][draws][:, :, None] + prm["b"][draws][:, None, :]
+
+    @classmethod
+    def cell_means(cls, prm, layout, draws=slice(None)):
+        """Mean score ``m[s, j]`` per draw, (draw, system, task)."""
+        eta, zeta = cls._logits(prm, layout, draws)
+        zoi = special.expit(zeta)
         coi = special.expit(eta)
         mu = special.expit(eta + prm["delta"][draws][:, :, None])
         return zoi * coi + (1 - zoi) * mu
+
+    # -- the log-likelihood and replicated scores ----------------------------------------------
+    def observations(self, ds) -> tuple[str, ...]:
+        """Each cell's sum of scores and its full-credit count (0/1 outcomes: its successes)."""
+        return ("score_sum", "successes") if "score_sum" in ds.data_vars else ("successes",)
+
+    def pattern_log_likelihood(self, tree, c, n) -> base.Patterns:
+        """Each task's log-likelihood of its scores given its sampled effects, over its systems.
+
+        :func:`zoib_loglik` of the cells' statistics under the missing-outcome policy, at
+        each draw's effects: the effects are the task's own parameters, so each task is its
+        own pattern.
+        """
+        stats = score_arrays(EvalData(dataset_of(tree)))
+        prm, layout, n_chain, n_draw = self._params(tree, 0)
+        D, S, J = n_chain * n_draw, layout.n_systems, layout.n_tasks
+        total = np.empty((D, J))
+        block = max(1, 2_000_000 // max(S * J, 1))  # memory stays bounded
+        for start in range(0, D, block):
+            part = slice(start, min(start + block, D))
+            eta, zeta = self._logits(prm, layout, part)
+            cells = zoib_loglik(
+                stats, eta, zeta, prm["delta"][part][:, :, None], prm["phi"][part][:, :, None]
+            )
+            total[part] = cells.sum(axis=1)
+        every = np.arange(J)
+        return base.Patterns(total, every, every)
+
+    def log_coefficients(self, ds) -> np.ndarray:
+        """The log multinomial coefficient of each cell's counts at 0, at 1 and between.
+
+        On 0/1 outcomes the binomial coefficient: the binary models' scale.
+        """
+        stats = score_arrays(EvalData(ds))
+        n0, n1, nmid = stats["n0"], stats["n1"], stats["nmid"]
+        return (
+            special.gammaln(n0 + n1 + nmid + 1)
+            - special.gammaln(n0 + 1)
+            - special.gammaln(n1 + 1)
+            - special.gammaln(nmid + 1)
+        )
+
+    def replicate(self, tree, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """Each cell's replicated sum of scores and full-credit count, at each draw's effects.
+
+        Per attempt (the policy's attempts of the cell): graded 0/1 with probability ``zoi``,
+        then 1 with probability ``coi``; otherwise a ``Beta(mu phi, (1 - mu) phi)`` score. On
+        0/1 outcomes only the full-credit count, ``successes``.
+        """
+        ds = dataset_of(tree)
+        n = score_arrays(EvalData(ds))["trials"].astype(np.int64)
+        prm, layout, n_chain, n_draw = self._params(tree, 0)
+        D, S, J = n_chain * n_draw, layout.n_systems, layout.n_tasks
+        sums, ones = np.empty((D, S, J)), np.empty((D, S, J), dtype=np.int64)
+        block = max(1, 2_000_000 // max(S * J, 1))
+        for start in range(0, D, block):
+            part = slice(start, min(start + block, D))
+            eta, zeta = self._logits(prm, layout, part)
+            mu = np.clip(special.expit(eta + prm["delta"][part][:, :, None]), 1e-12, 1 - 1e-12)
+            phi = prm["phi"][part][:, :, None]
+            graded = rng.binomial(n, special.expit(zeta))
+            ones[part] = rng.binomial(graded, special.expit(eta))
+            total = ones[part].astype(float)
+            a, b = mu * phi, (1 - mu) * phi
+            for k in range(int(n.max(initial=0))):  # the k-th interior score, where there is one
+                total += np.where(n - graded > k, rng.beta(a, b), 0.0)
+            sums[part] = total
+        out = {"successes": ones}
+        if "score_sum" in ds.data_vars:
+            out["score_sum"] = sums
+        return out
 
     def _wrap(self, values, tree, bounds, n_chain, n_draw):
         values = np.stack(values, axis=0)  # (bound, draws, system)
@@ -693,7 +772,7 @@ class ZoibScores(base.Model):
         return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, np.array([1]), "")
 
     def _trials(self, tree):
-        stats = EvalData(tree["observed_data"].to_dataset()).score_statistics()
+        stats = EvalData(dataset_of(tree)).score_statistics()
         trials = stats["trials"]
         if "missing_bound" not in trials.dims:
             trials = trials.expand_dims(missing_bound=1)
@@ -708,9 +787,7 @@ class ZoibScores(base.Model):
         out = []
         for b in range(trials.shape[0]):
             prm, layout, n_chain, n_draw = self._params(tree, b)
-            weights = task_weights(
-                trials[b], Populations.from_dataset(tree["observed_data"].to_dataset())
-            )  # (S, J)
+            weights = task_weights(trials[b], Populations.from_dataset(dataset_of(tree)))  # (S, J)
             total = np.empty((n_chain * n_draw, layout.n_systems))
             step = max(1, 2_000_000 // max(layout.n_systems * layout.n_tasks, 1))
             for start in range(0, len(total), step):
@@ -751,7 +828,7 @@ class ZoibScores(base.Model):
 
     def task_rates(self, tree, systems=None):
         """Per-task mean-score draws ``m[s, j]`` (NaN where a cell has no valid attempt)."""
-        obs = tree["observed_data"].to_dataset()
+        obs = dataset_of(tree)
         all_systems = obs["system"].values.tolist()
         chosen = all_systems if systems is None else list(systems)
         index = [all_systems.index(s) for s in chosen]

@@ -560,7 +560,7 @@ def _diagnostics_section(results) -> dict:
         **_gates(results),
         "ppc": [],
     }
-    if "posterior_predictive" in results.tree.children:
+    if "posterior_predictive_stats" in results.tree.children:
         ppc = results.ppc()
         for system in results.systems:
             for bound in _bounds(ppc["p_value"]):

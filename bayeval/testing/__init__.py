@@ -2,9 +2,10 @@
 
 :func:`fake_results` returns a :class:`~bayeval.Results` whose tree has the groups, variables,
 dims, coordinates and root attributes that ``fit`` gives the same data and model (``task_rates``,
-``task_effects``, ``sample_stats``, ``log_likelihood`` and ``posterior_predictive`` where a fit
-has them; clusters, strata, runs, ``missing="bounds"`` and partial-credit scores included), with
-parameter draws that are plausible for the data, made in a fraction of a second:
+``task_effects``, ``sample_stats``, ``log_likelihood``, ``posterior_predictive`` and
+``posterior_predictive_stats`` where a fit has them; clusters, strata, runs,
+``missing="bounds"`` and partial-credit scores included), with parameter draws that are
+plausible for the data, made in a fraction of a second:
 
 * ``beta_binomial``: the exact conjugate posterior, as a fit draws it;
 * ``hierarchical``: each population's mean and concentration drawn from a normal approximation
@@ -219,9 +220,9 @@ def fake_results(
         draws in a ``task_effects`` group, from which the tasks estimand is read.
     task_draws, log_likelihood : {"auto", True, False}
         As ``fit``'s: store per-task rate draws (``"auto"``: up to 4 million numbers, not for
-        ``logit_normal``) and the ``log_likelihood`` group (``"auto"``: for ``hierarchical``
-        without bounds, up to 4 million numbers; ``logit_normal``'s, a quadrature per task and
-        draw that takes seconds, only when asked for, where a fit stores it unless it would
+        ``logit_normal``) and the ``log_likelihood`` group (``"auto"``: without bounds, up to
+        4 million numbers; ``logit_normal``'s, a quadrature per task and draw that takes
+        seconds, only when asked for, where a fit stores it unless it would
         take over 30 s); ``attrs["log_likelihood_note"]`` says why where it is not stored.
 
     Returns
@@ -298,8 +299,7 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
     attrs["priors"] = json.dumps(priors)
     if sample_stats is not None:
         attrs["diagnostics"] = json.dumps(_diagnostics(posterior, sample_stats))
-    groups = {"posterior": posterior, "observed_data": ds.copy()}
-    groups["constant_data"] = ds[["trials", "attempts"]].copy()
+    groups = {"posterior": posterior, **_groups.data(ds, model)}
     small = task_draws == "auto" and chains * draws * c.size <= _TASK_DRAWS_LIMIT
     if task_draws is True or (small and spec.task_draws_auto):
         scratch = {"/posterior": posterior, "/observed_data": ds}
@@ -318,8 +318,6 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
         groups["sample_stats"] = sample_stats
     tree = xr.DataTree.from_dict({f"/{k}": v for k, v in groups.items()})
     tree.attrs = attrs
-    if not spec.count_groups:  # scores, or a free rate per task: no count-based groups
-        return tree
     if bounds is None:  # stored, or a note says why not, as fit does
         if log_likelihood == "auto" and spec.log_likelihood_cost(tree) > _LOG_LIKELIHOOD_SECONDS:
             skipped = "a fake computes a quadrature's only with log_likelihood=True"
@@ -329,11 +327,11 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
             tree = Posterior(tree).with_log_likelihood().tree
         else:
             tree.attrs["log_likelihood_note"] = _groups.log_likelihood_note(skipped)
-    predictive = spec.predictive(tree)
-    replicated = _groups.replicated_successes(tree, seed)
-    if replicated is not None:
-        predictive = predictive.assign(successes=replicated)
-    tree["posterior_predictive"] = xr.DataTree(predictive)
+    for group, values in _groups.predictive(tree, seed).items():
+        tree[group] = xr.DataTree(values)
+    note = _groups.replicate_note(tree)
+    if note is not None:
+        tree.attrs["posterior_predictive_note"] = note
     return tree
 
 

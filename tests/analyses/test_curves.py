@@ -153,7 +153,7 @@ def test_replicate_selection_finds_the_selection_bias_of_equal_systems(monkeypat
     data = be.from_counts(np.zeros((m, J), int), trials=2, systems=[f"s{i}" for i in range(m)])
     res = fake_results(data, model="hierarchical", draws=300, chains=2, seed=0)
     # the replicates keep the observed trials: one per task, as in the closed form below
-    res._tree["observed_data"]["trials"] = res._tree["observed_data"]["trials"] * 0 + 1
+    res._tree["constant_data"]["trials"] = res._tree["constant_data"]["trials"] * 0 + 1
     import xarray as xr
 
     rates = xr.DataArray(np.full((2, 300, m, J), p), dims=("chain", "draw", "system", "task"))

@@ -88,7 +88,7 @@ def test_observed_runs_average_the_checkpoints_and_round_trip(tmp_path):
     path = tmp_path / "runs.nc"
     res.to_netcdf(path)
     again = be.load(path)
-    assert again.tree["observed_data"]["recipe"].values.tolist() == ["A"] * 3 + ["B"] * 3
+    assert again.tree["constant_data"]["recipe"].values.tolist() == ["A"] * 3 + ["B"] * 3
     np.testing.assert_array_equal(
         again.compare("B", "A", runs="observed")["effect"].values, out["effect"].values
     )

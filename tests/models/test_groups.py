@@ -1,5 +1,6 @@
-"""ArviZ groups of a fit: log_likelihood (per task, joint over systems), constant_data, the
-replicated successes of posterior_predictive, and task rates out of the posterior."""
+"""ArviZ groups of a fit: log_likelihood (per task, joint over systems), observed_data (each
+task's total) and constant_data (the cells), the replicated totals of posterior_predictive (a new
+task's per draw), and task rates out of the posterior."""
 
 import warnings
 
@@ -10,6 +11,7 @@ from scipy import stats
 
 import bayeval as be
 from bayeval import BayevalWarning
+from bayeval.models import get_model
 from tests.models.test_logit_normal import _reference_log_marginal
 
 
@@ -26,7 +28,7 @@ def pair():
 def test_hierarchical_log_likelihood_is_the_beta_binomial_pmf(pair):
     res = be.fit(pair, model="hierarchical", draws=50, chains=2, seed=0)
     tree = res.tree
-    ll = tree["log_likelihood"]["successes"]
+    ll = tree["log_likelihood"]["task_total"]
     assert ll.dims == ("chain", "draw", "task")
     mu, kappa = tree["posterior"]["mu"], tree["posterior"]["kappa"]
     c, n = pair.dataset["successes"].values, pair.dataset["trials"].values
@@ -42,7 +44,7 @@ def test_logit_normal_log_likelihood_is_the_integrated_likelihood(pair):
         warnings.simplefilter("ignore", BayevalWarning)  # tiny fit: gates may fail
         res = be.fit(pair, model="logit_normal", draws=20, chains=1, tune=50, seed=0)
     post = res.tree["posterior"]
-    ll = res.tree["log_likelihood"]["successes"]
+    ll = res.tree["log_likelihood"]["task_total"]
     c, n = pair.dataset["successes"].values, pair.dataset["trials"].values
     cluster = [int(g[1]) for g in pair.dataset["cluster"].values]
     labels = post["cluster"].values.tolist()
@@ -64,25 +66,44 @@ def test_logit_normal_log_likelihood_is_the_integrated_likelihood(pair):
 
 
 def test_groups_arviz_uses(pair):
+    """observed_data holds each task's total, constant_data the cells; each replicate a new
+    task's counts (with these trials) from the draw's population: its mean n E[mu], within
+    Monte Carlo error (400 draws of counts with sd at most 2: 5 sd is 0.5; of a task's total
+    over two systems, sd at most 2.9: 5 sd is 0.72)."""
     res = be.fit(pair, model="hierarchical", draws=200, chains=2, seed=1)
     tree = res.tree
-    assert set(tree["constant_data"].data_vars) == {"trials", "attempts"}
+    assert set(tree["constant_data"].data_vars) == {
+        "successes",
+        "trials",
+        "attempts",
+        "status_counts",
+    }
+    assert set(tree["observed_data"].data_vars) == {"task_total"}
+    totals = pair.dataset["successes"].sum("system").values
+    np.testing.assert_array_equal(tree["observed_data"]["task_total"].values, totals)
     assert "p" not in tree["posterior"].data_vars and "p" in tree["task_rates"].data_vars
-    rep = tree["posterior_predictive"]["successes"]
-    assert rep.dims == ("chain", "draw", "system", "task")
-    assert (rep <= pair.dataset["trials"]).all() and (rep >= 0).all()
-    # replicated counts of these tasks average to n E[p | data] (their task-rate draws)
-    expected = (tree["task_rates"]["p"] * pair.dataset["trials"]).mean(["chain", "draw"])
-    assert float(abs(rep.mean(["chain", "draw"]) - expected).max()) < 0.35
+    cells = get_model("hierarchical").replicate(tree, np.random.default_rng(0))["successes"]
+    trials = pair.dataset["trials"].transpose("system", "task").values
+    assert cells.shape == (400, 2, 30)
+    assert (cells <= trials).all() and (cells >= 0).all()
+    mu = tree["posterior"]["mu"].mean(["chain", "draw"]).transpose("system").values
+    expected = mu[:, None] * trials
+    assert float(abs(cells.mean(axis=0) - expected).max()) < 0.5
+    rep = tree["posterior_predictive"]["task_total"]
+    assert rep.dims == ("chain", "draw", "task")
+    assert rep["draw"].equals(tree["posterior"]["draw"])
+    assert (rep <= trials.sum(axis=0)).all() and (rep >= 0).all()
+    gap = rep.mean(["chain", "draw"]).values - expected.sum(axis=0)
+    assert float(abs(gap).max()) < 0.72
     loo = arviz_stats.loo(tree)
     assert np.isfinite(loo.elpd) and loo.n_data_points == 30
     assert tree.attrs["inference_library"] == "bayeval" and "created_at" in tree.attrs
 
 
-def test_replicated_single_trials_are_bernoulli_draws_of_the_task_rates():
+def test_replicated_single_trials_are_bernoulli_draws_of_new_tasks():
     """One trial a cell takes the uniform route: counts 0 or 1, and each cell's replicated
-    mean is its task rate's posterior mean within Monte Carlo error (1,000 draws: sd at
-    most 0.016; the bound is 5 sd)."""
+    mean is its population's mean rate E[mu], not the task's own rate, within Monte Carlo
+    error (1,000 draws: sd at most 0.016; the bound is 5 sd)."""
     rng = np.random.default_rng(8)
     p = stats.beta(0.6, 0.5).rvs(30, random_state=rng)
     c = rng.binomial(1, np.stack([p, np.clip(p + 0.1, 0, 1)]))
@@ -90,19 +111,25 @@ def test_replicated_single_trials_are_bernoulli_draws_of_the_task_rates():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # one trial a task
         res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=3, task_draws=True)
-    rep = res.tree["posterior_predictive"]["successes"]
-    assert set(np.unique(rep.values)) <= {0, 1}
-    gap = rep.mean(["chain", "draw"]) - res.tree["task_rates"]["p"].mean(["chain", "draw"])
+    rep = get_model("hierarchical").replicate(res.tree, np.random.default_rng(0))["successes"]
+    assert set(np.unique(rep)) <= {0, 1}
+    mu = res.tree["posterior"]["mu"].mean(["chain", "draw"]).transpose("system").values
+    gap = rep.mean(axis=0) - mu[:, None]
     assert float(abs(gap).max()) < 5 * 0.5 / np.sqrt(1000)
+    # the tasks' own rates are far from their population's mean: the check can fail
+    own = res.tree["task_rates"]["p"].mean(["chain", "draw"]).transpose("system", "task").values
+    assert float(abs(rep.mean(axis=0) - own).max()) > 0.2
 
 
 def test_log_likelihood_on_demand_and_where_undefined(pair):
     res = be.fit(pair, model="hierarchical", draws=50, chains=1, seed=0, log_likelihood=False)
     assert "log_likelihood" not in res.tree.children
     assert "log_likelihood" in res.with_log_likelihood().tree.children
-    conj = be.fit(pair, model="beta_binomial", draws=50, chains=1, seed=0)
-    with pytest.raises(ValueError, match="not defined for model 'beta_binomial'"):
-        conj.with_log_likelihood()
+    from bayeval.testing import fake_data
+
+    bounds = fake_data(missing="bounds")
+    with pytest.raises(ValueError, match="not defined under missing='bounds'"):
+        be.fit(bounds, model="hierarchical", draws=50, chains=1, seed=0).log_likelihood()
     with pytest.raises(ValueError, match="log_likelihood must be"):
         be.fit(pair, model="hierarchical", log_likelihood="yes")
 
@@ -138,10 +165,10 @@ def test_log_likelihood_beside_the_diagnostics_equals_it_on_demand(pair):
     threads = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
-        later = alone.with_log_likelihood().tree["log_likelihood"]["successes"]
+        later = alone.with_log_likelihood().tree["log_likelihood"]["task_total"]
     finally:
         numba.set_num_threads(threads)
-    np.testing.assert_array_equal(res.tree["log_likelihood"]["successes"].values, later.values)
+    np.testing.assert_array_equal(res.tree["log_likelihood"]["task_total"].values, later.values)
 
 
 def test_the_group_is_the_models_likelihood_plus_the_binomial_coefficients(pair, monkeypatch):
@@ -163,12 +190,10 @@ def test_the_group_is_the_models_likelihood_plus_the_binomial_coefficients(pair,
     )
     c, n = pair.dataset["successes"].values, pair.dataset["trials"].values
     expected = np.log(special.comb(n, c)).sum(axis=0)
-    ll = _groups.log_likelihood(tree)["successes"]
+    ll = _groups.log_likelihood(tree)["task_total"]
     np.testing.assert_allclose(ll.isel(chain=0).values, np.broadcast_to(expected, (20, 30)))
     monkeypatch.setattr(rates, "pattern_log_likelihood", lambda self, t, c, n: None)
     assert _groups.log_likelihood(tree) is None
-    for name in ("beta_binomial", "zoib"):  # a free rate per task; scores
-        assert get_model(name).pattern_log_likelihood(tree, c, n) is None
 
 
 def _repeating_counts(rng, systems, tasks, most=5):
@@ -187,8 +212,8 @@ def test_log_likelihood_by_pattern_is_the_per_task_computation():
     data = be.from_counts(c, trials=n, strata=strata)
     res = be.fit(data, model="hierarchical", draws=20, chains=2, seed=0)
     by_pattern = res.log_likelihood(by="pattern")
-    stored = res.tree["log_likelihood"]["successes"]
-    expanded = by_pattern["successes"].isel(pattern=by_pattern["task_pattern"])
+    stored = res.tree["log_likelihood"]["task_total"]
+    expanded = by_pattern["task_total"].isel(pattern=by_pattern["task_pattern"])
     np.testing.assert_array_equal(expanded.values, stored.values)
     # the patterns: distinct columns of (stratum, counts), each task in the one it matches
     columns = [(strata[j], *c[:, j], *n[:, j]) for j in range(240)]
@@ -218,8 +243,8 @@ def test_logit_normal_patterns_share_cluster_and_counts():
     data = be.from_counts(c, trials=n, clusters=clusters)
     res = fake_results(data, model="logit_normal", draws=10, seed=1, log_likelihood=True)
     by_pattern = res.log_likelihood(by="pattern")
-    expanded = by_pattern["successes"].isel(pattern=by_pattern["task_pattern"])
-    np.testing.assert_array_equal(expanded.values, res.tree["log_likelihood"]["successes"].values)
+    expanded = by_pattern["task_total"].isel(pattern=by_pattern["task_pattern"])
+    np.testing.assert_array_equal(expanded.values, res.tree["log_likelihood"]["task_total"].values)
     columns = {(clusters[j], *c[:, j], *n[:, j]) for j in range(150)}
     assert by_pattern.sizes["pattern"] == len(columns)
     assert int(by_pattern["multiplicity"].sum()) == 150
@@ -235,10 +260,10 @@ def test_log_likelihood_left_to_on_demand_says_why(pair, monkeypatch):
     res = be.fit(pair, model="hierarchical", draws=40, chains=2, seed=5)
     assert "log_likelihood" not in res.tree.children
     assert "2,400 numbers" in res.tree.attrs["log_likelihood_note"]
-    expected = asked.tree["log_likelihood"]["successes"]
-    assert res.log_likelihood()["successes"].identical(expected)
+    expected = asked.tree["log_likelihood"]["task_total"]
+    assert res.log_likelihood()["task_total"].identical(expected)
     added = res.with_log_likelihood().tree
-    assert added["log_likelihood"]["successes"].identical(expected)
+    assert added["log_likelihood"]["task_total"].identical(expected)
     assert "log_likelihood_note" not in added.attrs
     off = be.fit(pair, model="hierarchical", draws=40, chains=2, seed=5, log_likelihood=False)
     assert "log_likelihood=False" in off.tree.attrs["log_likelihood_note"]
@@ -265,6 +290,17 @@ def test_default_fit_of_many_tasks_holds_no_draws_by_tasks_array():
     assert by_pattern.sizes["pattern"] == 65
     mu, kappa = (res.tree["posterior"][v].isel(chain=1, draw=7).item() for v in ("mu", "kappa"))
     some = rng.choice(tasks, size=50, replace=False)
-    values = by_pattern["successes"].isel(chain=1, draw=7).values
+    values = by_pattern["task_total"].isel(chain=1, draw=7).values
     direct = stats.betabinom.logpmf(c[some], n[some], mu * kappa, (1 - mu) * kappa)
     np.testing.assert_allclose(values[by_pattern["task_pattern"].values[some]], direct, rtol=1e-10)
+
+
+def test_replicates_left_out_above_the_limit_say_why(pair, monkeypatch):
+    from bayeval.models import _groups
+    from bayeval.testing import fake_results
+
+    monkeypatch.setattr(_groups, "REPLICATE_LIMIT", 20 * 2 * 30 - 1)
+    res = fake_results(pair, model="hierarchical", draws=20, chains=1)
+    assert "posterior_predictive" not in res.tree.children
+    assert "1,200 numbers" in res.tree.attrs["posterior_predictive_note"]
+    assert "posterior_predictive_stats" in res.tree.children

@@ -589,7 +589,7 @@ def test_ppc_one_panel_per_system(res):
     assert isinstance(axes, np.ndarray) and len(axes) == 3
     assert all(isinstance(a, Axes) and a.figure is fig for a in axes)
     assert len(fig.axes) == 3  # no empty panels left over
-    pred = res.tree["posterior_predictive"]["count_histogram"]
+    pred = res.tree["posterior_predictive_stats"]["count_histogram"]
     for ax, system, counts in zip(axes, SYSTEMS, COUNTS, strict=True):
         heights = [p.get_height() for p in ax.patches if p.get_gid() == f"observed:{system}"]
         np.testing.assert_array_equal(heights, np.bincount(counts, minlength=TRIALS + 1))

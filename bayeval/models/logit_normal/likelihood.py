@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeval.data.groups import dataset_of
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.models.kernels.likelihood import all_pattern_logliks
 from bayeval.models.kernels.quadrature import Rules
@@ -18,7 +19,7 @@ _CHUNK_NUMBERS = 4_000_000  # linear predictors (draws x rows x systems) held at
 
 def log_likelihood_cost(tree) -> float:
     """Rough seconds to compute :func:`pattern_log_likelihood` on a fitted tree."""
-    obs = tree["observed_data"].to_dataset()
+    obs = dataset_of(tree)
     c, n, _ = counts_by_bound(obs)
     pat = task_patterns(c[0], n[0], Layout.from_dataset(obs))
     low = (pat.n <= 2).all(axis=1)

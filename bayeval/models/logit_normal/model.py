@@ -10,6 +10,7 @@ import pymc as pm
 import xarray as xr
 from scipy import special
 
+from bayeval.data.groups import cell_data, dataset_of
 from bayeval.estimators import clip_probability
 from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, counts_by_bound, task_weights
@@ -287,7 +288,7 @@ class LogitNormalRates(base.Model):
         post = tree["posterior"].to_dataset()
         if "missing_bound" in post.dims:
             post = post.isel(missing_bound=bound)
-        obs = tree["observed_data"].to_dataset()
+        obs = dataset_of(tree)
         layout = Layout.from_dataset(obs)
         draws = post.sizes["chain"] * post.sizes["draw"]
         alpha = post["alpha"]
@@ -319,7 +320,7 @@ class LogitNormalRates(base.Model):
 
     @staticmethod
     def _bounds(tree):
-        obs = tree["observed_data"].to_dataset()
+        obs = dataset_of(tree)
         return counts_by_bound(obs)
 
     def _wrap(self, values, tree, bounds, ks, n_chain, n_draw, index=None):
@@ -329,7 +330,7 @@ class LogitNormalRates(base.Model):
         """
         values = np.stack(values, axis=0)  # (bound, draws, system, k)
         values = values.reshape((len(values), n_chain, n_draw) + values.shape[2:])
-        labels = tree["observed_data"]["system"].values
+        labels = cell_data(tree)["system"].values
         if index is not None:
             values, labels = values[:, :, :, index], labels[index]
         return BetaRates._wrap(np.moveaxis(values, 0, 2), tree, bounds, ks, "", labels)
@@ -339,7 +340,7 @@ class LogitNormalRates(base.Model):
         """Positions of ``systems`` (labels) among the fit's systems; None for all."""
         if systems is None:
             return None
-        labels = tree["observed_data"]["system"].values.tolist()
+        labels = cell_data(tree)["system"].values.tolist()
         return np.asarray([labels.index(label) for label in systems], dtype=np.int64)
 
     def population(
@@ -381,7 +382,7 @@ class LogitNormalRates(base.Model):
         runs ``~ N(beta, sigma_run)``: precision ``1/sd^2 + m/sigma_run^2``); with it ``sigma_run``,
         the new task's spread, the layout and the recipe labels.
         """
-        obs = tree["observed_data"].to_dataset()
+        obs = dataset_of(tree)
         recipes = recipe_codes(obs)
         labels = list(dict.fromkeys(obs["recipe"].values.tolist()))
         c, _, bounds = self._bounds(tree)
@@ -627,7 +628,7 @@ class LogitNormalRates(base.Model):
         dependence across systems); NaN where a system did not run a task. A full-latent fit draws
         the task-by-system effects given its sampled task effects.
         """
-        obs = tree["observed_data"].to_dataset()
+        obs = dataset_of(tree)
         c, n, bounds = counts_by_bound(obs)
         all_systems = obs["system"].values.tolist()
         chosen = all_systems if systems is None else list(systems)
@@ -680,9 +681,25 @@ class LogitNormalRates(base.Model):
             else da.assign_coords(missing_bound=bounds)
         )
 
+    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
+        """A new task's rates for each cell, per draw: ``(draw, system, task)``.
+
+        The draw's intercepts and cluster effects with a new task effect (shared by the
+        systems) and new task-by-system effects: the effects the log-likelihood integrates
+        out, whatever form was sampled.
+        """
+        prm, layout, n_chain, n_draw = self._params(tree, 0)
+        D, S, J = n_chain * n_draw, layout.n_systems, len(layout.cluster)
+        out = np.empty((D, S, J))
+        block = max(1, 2_000_000 // max(S * J, 1))  # memory stays bounded beyond the output
+        for start in range(0, D, block):
+            part = np.arange(start, min(start + block, D))
+            out[part] = special.expit(_new_task_logits(prm, layout, part, rng))
+        return out
+
     def predictive(self, tree, max_draws: int = 1000) -> xr.Dataset:
         """Success-count histograms of new tasks in the observed clusters (thinned draws)."""
-        obs = tree["observed_data"].to_dataset()
+        obs = dataset_of(tree)
         c, n, bounds = counts_by_bound(obs)
         seed = int(tree.attrs["seed"])
         max_n = int(n.max())
@@ -702,14 +719,8 @@ class LogitNormalRates(base.Model):
             for start in range(0, D, block):
                 part = keep[start : start + block]
                 d = len(part)
-                eta = (
-                    prm["alpha"][part][:, :, layout.pops.code]
-                    + prm["u"][part][:, layout.cluster][:, None, :]
-                    + prm["w"][part][:, :, layout.cluster]
-                )  # (d, S, J)
-                e = rng.standard_normal((d, 1, J)) * prm["sigma_task"][part, None, None]
-                v = rng.standard_normal(eta.shape) * prm["sigma_task_system"][part, None, None]
-                counts = rng.binomial(n[b][None], special.expit(eta + e + v))
+                eta = _new_task_logits(prm, layout, part, rng)
+                counts = rng.binomial(n[b][None], special.expit(eta))
                 for s in range(S):
                     cols = counts[:, s, valid[0, s]]
                     offsets = cols + (np.arange(d) * (max_n + 1))[:, None]
@@ -755,6 +766,22 @@ class LogitNormalRates(base.Model):
     def log_likelihood_cost(self, tree) -> float:
         """The quadrature's rough seconds (:func:`.likelihood.log_likelihood_cost`)."""
         return likelihood.log_likelihood_cost(tree)
+
+
+def _new_task_logits(prm, layout, part, rng: np.random.Generator) -> np.ndarray:
+    """Logits ``(draw, system, task)`` of new tasks in the tasks' clusters and strata.
+
+    At the draws ``part``: intercepts and cluster effects as drawn, the task effect (shared by
+    the systems) and the task-by-system effects new.
+    """
+    eta = (
+        prm["alpha"][part][:, :, layout.pops.code]
+        + prm["u"][part][:, layout.cluster][:, None, :]
+        + prm["w"][part][:, :, layout.cluster]
+    )  # (d, S, J)
+    e = rng.standard_normal((len(part), 1, eta.shape[2])) * prm["sigma_task"][part, None, None]
+    v = rng.standard_normal(eta.shape) * prm["sigma_task_system"][part, None, None]
+    return eta + e + v
 
 
 def _nearest_psd(cov):
