@@ -217,6 +217,7 @@ def infer(
     if progress is None:
         progress = interactive()
     _warn_single_trial(data, name)
+    priors, prior_note = spec.data_priors(data, priors)
     spec.warn(data, priors)
     priors = spec.validate_priors(priors)
 
@@ -252,6 +253,7 @@ def infer(
     attrs = _attrs(data, spec, engine, sampler, seed, draws, chains, tune, priors)
     attrs["model_requested"] = model
     attrs["model_choice"] = choice or f"model={name!r} as requested"
+    attrs["prior_note"] = prior_note
     attrs.update(model_attrs)
     groups = {"posterior": posterior, **_groups.data(ds, name)}
     if rates_group is not None:

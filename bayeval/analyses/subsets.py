@@ -147,7 +147,7 @@ def compare_subsets(
     >>> res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=0)
     >>> out = compare_subsets(res, ["t0", "t1", "t2"], estimand="tasks")
     >>> out["score_mean"].sel(subset=["clean", "flagged"]).round(2).values.tolist()
-    [[0.25, 0.87]]
+    [[0.25, 0.88]]
     >>> bool(out["difference_interval"].sel(ci_bound="lower") > 0)
     True
     """

@@ -159,6 +159,15 @@ class Model(ABC):
     def warn(self, data, priors) -> None:  # noqa: B027 - a default that does nothing
         """Warn of what else in ``data`` (under the ``priors`` asked for) limits the answers."""
 
+    def data_priors(self, data, priors) -> tuple[dict | None, str]:
+        """Defaults that depend on what ``data`` can identify, and a note saying which.
+
+        Returns the priors to use (those asked for, with any data-dependent default added
+        where the user gave none) and a note for the fit's attrs (empty when nothing was
+        chosen from the data). The base model's defaults do not depend on the data.
+        """
+        return priors, ""
+
     @abstractmethod
     def validate_priors(self, priors) -> dict:
         """The priors with defaults filled in, checked."""

@@ -63,7 +63,7 @@ def plot_ranks(
     >>> from bayeval import plots
     >>> fig, ax = plots.plot_ranks(res)
     >>> [label.get_text() for label in ax.get_yticklabels()][-1]
-    'B  P(best) 0.97'
+    'B  P(best) 0.98'
     """
     _check_results(results)
     out = results.ranks(metric=metric, k=k, estimand=estimand, top=top, ci_prob=ci_prob)

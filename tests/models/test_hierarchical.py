@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import special, stats
 
@@ -186,30 +187,49 @@ def test_few_tasks_warning_counts_tasks_per_stratum_and_skips_single_trials():
         hier.warn_few_tasks(be.from_counts([[few_trials, 0, few_trials, 1]], trials=few_trials))
 
 
-def test_fit_warns_for_few_all_or_nothing_tasks_unless_the_prior_is_chosen():
+def test_few_tasks_with_several_trials_get_the_wide_prior_and_say_so():
+    import json
     import warnings
 
     import bayeval as be
 
+    grid = dict(model="hierarchical", sampler="grid", draws=100, chains=1, seed=0)
     data = be.from_counts([[32, 0, 32, 1, 32, 0]], trials=32)
-    with pytest.warns(be.BayevalWarning, match="at most 10 tasks"):
-        be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=1, seed=0)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", be.BayevalWarning)
-        be.fit(
-            data,
-            model="hierarchical",
-            sampler="grid",
-            draws=100,
-            chains=1,
-            seed=0,
-            priors={"log_kappa": (0.0, 3.0)},
-        )  # a prior chosen for these data: no warning
-        be.fit(
-            be.from_counts([[20, 5, 31, 12, 9, 17]], trials=32),
-            model="hierarchical",
-            sampler="grid",
-            draws=100,
-            chains=1,
-            seed=0,
-        )
+        warnings.simplefilter("error", be.BayevalWarning)  # the wide prior: nothing to warn of
+        res = be.fit(data, **grid)
+    assert json.loads(res.tree.attrs["priors"])["log_kappa"] == list(hier.FEW_TASKS_LOG_KAPPA)
+    assert "at most 10 tasks per population" in res.tree.attrs["prior_note"]
+    # the same fit with that prior asked for: the same draws
+    asked = be.fit(data, **grid, priors={"log_kappa": hier.FEW_TASKS_LOG_KAPPA})
+    assert asked.tree.attrs["prior_note"] == ""
+    np.testing.assert_array_equal(res.pass_at_k().values, asked.pass_at_k().values)
+    # many tasks, or one trial per task: the fixed default, no note
+    for other in (
+        be.from_counts([[20, 5, 31, 12, 9, 17] * 2], trials=32),
+        be.from_counts([[1, 0, 1, 1, 0]], trials=1),
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", be.BayevalWarning)  # single-trial warning
+            fixed = be.fit(other, **grid)
+        assert json.loads(fixed.tree.attrs["priors"])["log_kappa"] == [1.0, 1.5]
+        assert fixed.tree.attrs["prior_note"] == ""
+
+
+def test_fit_warns_for_few_all_or_nothing_tasks_under_the_fixed_prior():
+    import bayeval as be
+
+    # three all-or-nothing tasks of 32 trials among four single-trial ones: median trials 1,
+    # so the fixed prior is in force, and the pattern of the shortfall holds
+    frame = pd.DataFrame(
+        {
+            "system": "A",
+            "task": [f"t{j}" for j in range(7)],
+            "successes": [32, 0, 32, 1, 0, 1, 0],
+            "trials": [32, 32, 32, 1, 1, 1, 1],
+        }
+    )
+    data = be.from_frame(frame, successes="successes", trials="trials")
+    with pytest.warns(be.BayevalWarning, match="at most 10 tasks"):
+        res = be.fit(data, model="hierarchical", sampler="grid", draws=100, chains=1, seed=0)
+    assert res.tree.attrs["prior_note"] == ""
