@@ -75,6 +75,10 @@ def _environment(fmt: str) -> jinja2.Environment:
     return env
 
 
+#: Said under every figure drawn from a fit that failed its MCMC gates.
+GATE_FLAG = "\u26a0 Posterior numbers from a fit that failed its MCMC gates: unreliable."
+
+
 def _fits_scores(model: str) -> bool:
     """Whether the model named fits partial-credit scores (the registry's model says)."""
     return model in MODELS and MODELS[model].scores
@@ -84,10 +88,24 @@ def _render(report: dict, figures: list[dict], fmt: str, image_src, plot_notes) 
     env = _environment(fmt)
     by_name = {f["name"]: f for f in figures}
 
+    main_failed = bool(report.get("diagnostics", {}).get("gates_failed"))
+    comparison = report.get("comparison_fit") or {}
+    comparison_failed = bool((comparison.get("diagnostics") or {}).get("gates_failed"))
+
+    def flagged(name: str) -> bool:
+        """Whether a figure draws posterior numbers of a fit that failed its MCMC gates."""
+        if name == "status":  # the data alone
+            return False
+        if name.startswith(("effect_", "task_rates_", "curve_")) and comparison:
+            return comparison_failed
+        return main_failed
+
     def fig(name):
         figure = by_name.get(name)
         if figure is None:
             return ""
+        if figure["png"] is not None and flagged(name):
+            figure = {**figure, "caption": f"{figure['caption']} {GATE_FLAG}"}
         if figure["png"] is None:  # left out: it would say nothing, and the card says why
             if fmt == "html":
                 return markupsafe.Markup('<p class="small">{}</p>\n').format(figure["caption"])

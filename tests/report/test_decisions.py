@@ -7,7 +7,7 @@ import re
 import pytest
 
 import bayeval as be
-from bayeval.report import build_report, report_data
+from bayeval.report import build_report, curves_section, report_data
 from bayeval.report._format import _md_text, _signed
 from bayeval.testing import fake_results
 
@@ -85,3 +85,22 @@ def test_a_signed_number_that_rounds_to_zero_has_no_sign():
         "-0.001",
         "n/a",
     ]
+
+
+def test_figures_and_posterior_sections_of_a_failed_fit_say_so(tau_pair):
+    from bayeval.report.render import GATE_FLAG
+
+    res, (a, b) = tau_pair
+    bad = _failing(res)
+    for fit, flagged in ((res, False), (bad, True)):
+        card = report_data(fit, comparisons=[(b, a)], margin=0.02, n_boot=200)
+        card["curves"] = curves_section(
+            fit, [(b, a)], k=[1, 2], metric="pass@k", estimand="tasks", ci_prob=0.95,
+            n_boot=200, seed=0,
+        )  # fmt: skip
+        page = html.unescape(build_report(fit, fmt="html", data=card))
+        markdown = build_report(fit, fmt="markdown", data=card)
+        for text in (page, markdown):
+            # the forest and the effect figures draw posterior numbers; the status bars do not
+            assert (text.count(GATE_FLAG) >= 2) is flagged
+            assert ("The posterior curve comes from a fit that failed" in text) is flagged
