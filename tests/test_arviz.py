@@ -18,7 +18,7 @@ import xarray as xr
 from scipy import special, stats
 
 import bayeval as be
-from bayeval.models import get_model
+from bayeval.models import _groups
 from bayeval.testing import MODELS, fake_data, fake_results
 
 matplotlib.use("Agg")
@@ -117,7 +117,7 @@ def test_beta_binomial_log_likelihood_is_the_binomial_given_the_rates():
     p = tree["posterior"]["p"].transpose("chain", "draw", "system", "task").values
     expected = stats.binom.logpmf(c, n, p).sum(axis=2)
     np.testing.assert_allclose(tree["log_likelihood"]["task_total"].values, expected, rtol=1e-10)
-    cells = get_model("beta_binomial").replicate(tree, np.random.default_rng(0))["successes"]
+    cells = _groups.replicated_cells(tree, 0)["successes"]
     mean = n * p.mean(axis=(0, 1))
     np.testing.assert_allclose(cells.mean(axis=0), mean, atol=5 * np.sqrt(6 / 4 / 800))
     rep = tree["posterior_predictive"]["task_total"].mean(["chain", "draw"]).values
@@ -190,7 +190,7 @@ def test_zoib_replicates_average_to_the_cells_mean_score():
     eta = pt["alpha"] + pt["task_effect"] + pt["task_system_effect"]
     zoi = special.expit(pt["gamma"] + pt["zoi_task_effect"])
     coi, mu = special.expit(eta), special.expit(eta + pt["delta"])
-    cells = get_model("zoib").replicate(tree, np.random.default_rng(0))
+    cells = _groups.replicated_cells(tree, 0)
     mean = (4 * (zoi * coi + (1 - zoi) * mu)).mean(["chain", "draw"])
     mean = mean.transpose("system", "task").values
     rep = cells["score_sum"].mean(axis=0)

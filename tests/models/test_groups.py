@@ -11,7 +11,7 @@ from scipy import stats
 
 import bayeval as be
 from bayeval import BayevalWarning
-from bayeval.models import get_model
+from bayeval.models import _groups, get_model
 from tests.models.test_logit_normal import _reference_log_marginal
 
 
@@ -82,7 +82,7 @@ def test_groups_arviz_uses(pair):
     totals = pair.dataset["successes"].sum("system").values
     np.testing.assert_array_equal(tree["observed_data"]["task_total"].values, totals)
     assert "p" not in tree["posterior"].data_vars and "p" in tree["task_rates"].data_vars
-    cells = get_model("hierarchical").replicate(tree, np.random.default_rng(0))["successes"]
+    cells = _groups.replicated_cells(tree, 0)["successes"]
     trials = pair.dataset["trials"].transpose("system", "task").values
     assert cells.shape == (400, 2, 30)
     assert (cells <= trials).all() and (cells >= 0).all()
@@ -111,7 +111,7 @@ def test_replicated_single_trials_are_bernoulli_draws_of_new_tasks():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # one trial a task
         res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=3, task_draws=True)
-    rep = get_model("hierarchical").replicate(res.tree, np.random.default_rng(0))["successes"]
+    rep = _groups.replicated_cells(res.tree, 0)["successes"]
     assert set(np.unique(rep)) <= {0, 1}
     mu = res.tree["posterior"]["mu"].mean(["chain", "draw"]).transpose("system").values
     gap = rep.mean(axis=0) - mu[:, None]
@@ -176,7 +176,7 @@ def test_the_group_is_the_models_likelihood_plus_the_binomial_coefficients(pair,
     systems; a model without one (None) has no group."""
     from scipy import special
 
-    from bayeval.models import _groups, get_model
+    from bayeval.models import _groups
     from bayeval.models.base import Patterns
     from bayeval.testing import fake_results
 
@@ -299,8 +299,8 @@ def test_replicates_left_out_above_the_limit_say_why(pair, monkeypatch):
     from bayeval.models import _groups
     from bayeval.testing import fake_results
 
-    monkeypatch.setattr(_groups, "REPLICATE_LIMIT", 20 * 2 * 30 - 1)
+    monkeypatch.setattr(_groups, "REPLICATE_LIMIT", 20 * 30 - 1)  # chain x draw x task
     res = fake_results(pair, model="hierarchical", draws=20, chains=1)
     assert "posterior_predictive" not in res.tree.children
-    assert "1,200 numbers" in res.tree.attrs["posterior_predictive_note"]
+    assert "chain x draw x task is 600 numbers" in res.tree.attrs["posterior_predictive_note"]
     assert "posterior_predictive_stats" in res.tree.children
