@@ -97,6 +97,18 @@ def test_the_logit_normal_pair_of_the_readme_fits_in_a_trace():
     azp.plot_trace(tree, var_names=["~_effect"], filter_vars="like")
 
 
+def test_a_fit_of_swebench_size_has_replicates_arviz_reads():
+    """25 systems x 500 tasks (SWE-bench Verified) x 400 draws: 5,000,000 replicated cells,
+    drawn a block at a time and stored as 200,000 task totals; loo_pit and plot_ppc_dist run."""
+    swebench = be.datasets.load("swebench_verified")
+    tree = fake_results(swebench, model="logit_normal", log_likelihood=True).tree
+    assert "posterior_predictive_note" not in tree.attrs
+    assert tree["posterior_predictive"]["task_total"].shape == (2, 200, 500)
+    pit = arviz_stats.loo_pit(tree)
+    assert ((pit["task_total"] >= 0) & (pit["task_total"] <= 1)).all()
+    azp.plot_ppc_dist(tree)
+
+
 def test_replicates_keep_every_draw_where_the_statistics_are_thinned():
     """logit_normal's predictive statistics take a thousand draws at most; the replicates take
     every posterior draw, so LOO-PIT weighs each by its own likelihood."""

@@ -2,6 +2,7 @@
 task's total) and constant_data (the cells), the replicated totals of posterior_predictive (a new
 task's per draw), and task rates out of the posterior."""
 
+import tracemalloc
 import warnings
 
 import arviz_stats
@@ -12,6 +13,7 @@ from scipy import stats
 import bayeval as be
 from bayeval import BayevalWarning
 from bayeval.models import _groups, get_model
+from bayeval.testing import MODELS, fake_data, fake_results
 from tests.models.test_logit_normal import _reference_log_marginal
 
 
@@ -304,3 +306,39 @@ def test_replicates_left_out_above_the_limit_say_why(pair, monkeypatch):
     assert "posterior_predictive" not in res.tree.children
     assert "chain x draw x task is 600 numbers" in res.tree.attrs["posterior_predictive_note"]
     assert "posterior_predictive_stats" in res.tree.children
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_replicates_drawn_in_blocks_equal_those_drawn_at_once(model):
+    """A task's replicate comes from its own generator: one task a block, seven, or all at once
+    give the same totals, the fit's own, and the sums over the systems of the cells."""
+    data = fake_data(clusters=3, scores=model == "zoib", seed=6)
+    tree = fake_results(data, model=model, draws=30, seed=2).tree
+    S, J = data.dataset.sizes["system"], data.dataset.sizes["task"]
+    one, seven, every = (
+        _groups.replicated(tree, 11, block_cells=2 * 30 * S * tasks)["task_total"]
+        for tasks in (1, 7, J)
+    )
+    assert one.identical(seven) and one.identical(every)
+    cells = _groups.replicated_cells(tree, 11)[one.attrs["total_of"]]
+    np.testing.assert_array_equal(one.values.reshape(60, J), cells.sum(axis=1))
+    some = _groups.replicated_cells(tree, 11, tasks=[4, 1])[one.attrs["total_of"]]
+    np.testing.assert_array_equal(some, cells[:, :, [4, 1]])
+    fitted = _groups.replicated(tree, tree.attrs["seed"])["task_total"]
+    assert fitted.identical(tree["posterior_predictive"]["task_total"])
+    assert not fitted.identical(one)  # another seed, other replicates
+
+
+def test_replicates_hold_a_block_of_cells_at_a_time():
+    """25 systems x 500 tasks x 400 draws is 5,000,000 cells (40 MB as float64); drawn 100,000
+    cells a block, the step's traced peak stays under a quarter of that."""
+    swebench = be.datasets.load("swebench_verified")
+    tree = fake_results(swebench, model="logit_normal", log_likelihood=False).tree
+    tracemalloc.start()
+    try:
+        out = _groups.replicated(tree, 0, block_cells=100_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out["task_total"].shape == (2, 200, 500)
+    assert peak < 10 * 2**20, peak
