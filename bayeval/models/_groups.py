@@ -52,7 +52,7 @@ from bayeval.models._beta_family import counts_by_bound
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 LOG_LIKELIHOOD_LIMIT = 4_000_000  # numbers (chain x draw x task) fit stores by default
 REPLICATE_LIMIT = 16_000_000  # replicated task totals (chain x draw x task) stored by default
-REPLICATE_BLOCK = 2_000_000  # replicated cells (chain x draw x system x task) drawn at once
+REPLICATE_BLOCK = 500_000  # replicated cells (chain x draw x system x task) drawn at once
 #: The group of statistics of replicated new tasks (no observed counterpart).
 PREDICTIVE_STATS = "posterior_predictive_stats"
 #: The layout of the groups a tree written to a file has (``Posterior.to_netcdf``): 1, the

@@ -84,9 +84,10 @@ def each_task(rngs: Sequence[np.random.Generator], draw: Callable, *arrays) -> n
     generator of ``rngs``; each task's draws come from its own generator, so that they do not
     depend on how the tasks are blocked.
     """
-    arrays = np.broadcast_arrays(*arrays)
-    columns = [draw(rng, *(a[..., i] for a in arrays)) for i, rng in enumerate(rngs)]
-    return np.stack(columns, axis=-1)
+    # task-major copies: each task's cells contiguous, not strided across the block
+    arrays = [np.ascontiguousarray(np.moveaxis(a, -1, 0)) for a in np.broadcast_arrays(*arrays)]
+    columns = [draw(rng, *(a[i] for a in arrays)) for i, rng in enumerate(rngs)]
+    return np.moveaxis(np.stack(columns), 0, -1)
 
 
 class Model(ABC):
