@@ -28,7 +28,7 @@ asked for: ``fit`` stores it only when small and quick (:func:`log_likelihood_sk
 otherwise records why in ``log_likelihood_note``.
 
 Each replicate comes from the same parameters as the log-likelihood
-(:meth:`~bayeval.models.base.Model.replicate`): where the log-likelihood integrates a task's
+(:meth:`~bayeval.models.base.Model.replicator`): where the log-likelihood integrates a task's
 effects out, the replicate draws them afresh (a new task with these trials, in this cluster
 and stratum), so that LOO-PIT (``arviz_stats.loo_pit``, weighting each draw by the inverse of
 the task's likelihood) compares each task with its leave-one-out predictive distribution.
