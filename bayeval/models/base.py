@@ -85,8 +85,8 @@ def each_task(rngs: Sequence[np.random.Generator], draw: Callable, *arrays) -> n
     depend on how the tasks are blocked.
     """
     # task-major copies: each task's cells contiguous, not strided across the block
-    arrays = [np.ascontiguousarray(np.moveaxis(a, -1, 0)) for a in np.broadcast_arrays(*arrays)]
-    columns = [draw(rng, *(a[i] for a in arrays)) for i, rng in enumerate(rngs)]
+    major = [np.ascontiguousarray(np.moveaxis(a, -1, 0)) for a in np.broadcast_arrays(*arrays)]
+    columns = [draw(rng, *(a[i] for a in major)) for i, rng in enumerate(rngs)]
     return np.moveaxis(np.stack(columns), 0, -1)
 
 
