@@ -15,8 +15,15 @@ resident memory every 0.1 s and stops it above ``--cap-gib``; ``--timeout`` boun
 and the table gives what its ``log_likelihood`` array alone would take (chain x draw x task
 float64 numbers).
 
-Run: ``python benchmarks/fit_memory.py [--before PATH]``; writes
-``benchmarks/results/fit_memory.md``.
+``--replicates`` measures instead the step that draws the replicated task totals (the
+``posterior_predictive`` group) of the default model's fit at real sizes: SWE-bench Verified
+(25 x 500), LiveCodeBench (45 x 400, 10 samples) and a 41 x 1,136 shape, on fake posteriors
+(``bayeval.testing.fake_results``, no sampler) of 4 chains x 1,000 draws; a fresh process each,
+the replicates left out of the fake fit and then drawn alone: its seconds, the peak of the
+memory it allocates (``tracemalloc``, a second run) and the process's peak resident memory.
+
+Run: ``python benchmarks/fit_memory.py [--before PATH] [--replicates]``; writes
+``benchmarks/results/fit_memory.md`` (``fit_memory_replicates.md`` with ``--replicates``).
 """
 
 from __future__ import annotations
@@ -81,6 +88,48 @@ print(json.dumps(out))
 """
 
 
+REPLICATES = r"""
+import json, resource, sys, time, tracemalloc, warnings
+import numpy as np
+import bayeval as be
+from bayeval.inference import choose_model
+from bayeval.models import _groups
+from bayeval.testing import fake_results
+
+name, chains, draws = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+if name.startswith("shape:"):  # systems x tasks, one trial a cell
+    S, J = (int(x) for x in name[6:].split("x"))
+    data = be.from_counts(np.random.default_rng(0).binomial(1, 0.4, size=(S, J)), trials=1)
+else:
+    data = be.datasets.load(name)
+model = choose_model(data)[0]
+
+
+def peak():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # MiB (Linux: KiB)
+
+
+_groups.REPLICATE_LIMIT = 0  # the fake fit without them: the step is measured alone
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    tree = fake_results(data, model=model, draws=draws, chains=chains, log_likelihood=False).tree
+_groups.REPLICATE_LIMIT = 10**12  # whatever the version's limit
+out = {"model": model, "cells": draws * chains * data.dataset.sizes["system"]
+       * data.dataset.sizes["task"], "fake_mib": peak()}
+t = time.perf_counter()
+totals = _groups.replicated(tree, 0)
+out["replicate_s"] = time.perf_counter() - t
+out["replicate_mib"] = peak()
+out["stored_mib"] = totals["task_total"].nbytes / 2**20
+del totals
+tracemalloc.start()
+_groups.replicated(tree, 0)
+out["traced_mib"] = tracemalloc.get_traced_memory()[1] / 2**20
+print(json.dumps(out))
+"""
+SHAPES = ("swebench_verified", "livecodebench", "shape:41x1136")
+
+
 def _rss_mib(pid: int) -> float:
     """Resident memory of a running process (Linux ``/proc``; 0 where unreadable)."""
     try:
@@ -92,12 +141,13 @@ def _rss_mib(pid: int) -> float:
     return 0.0
 
 
-def run(source: Path, tasks: float, systems: int, cap_gib: float, timeout: float) -> dict:
+def run(source: Path, tasks, systems, cap_gib: float, timeout: float, child=CHILD) -> dict:
     """One fit in a fresh process on the bayeval of ``source``: its JSON, or why it stopped."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(tasks), str(systems)],
+        [sys.executable, "-c", child, str(tasks), str(systems)]
+        + ([str(DRAWS)] if child is REPLICATES else []),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -149,6 +199,44 @@ def _row(label: str, tasks: float, systems: int, out: dict) -> str:
     )
 
 
+def replicates(versions, cap_gib: float, timeout: float) -> None:
+    """The replicate step's table (``--replicates``)."""
+    lines = [
+        "# Peak memory of the replicated task totals (posterior_predictive)",
+        "",
+        f"`python benchmarks/fit_memory.py --replicates`: {platform.platform()}, python "
+        f"{platform.python_version()}, {os.cpu_count()} cores; fake posteriors of the default "
+        f"model, {CHAINS} chains x {DRAWS} draws. "
+        + "; ".join(f"{label}: bayeval at {_commit(path)}" for label, path in versions)
+        + ".",
+        "",
+        "The step alone (`_groups.replicated`, the fake fit built without it): its seconds, "
+        "the peak of what it allocates (tracemalloc, a second run), the process's peak "
+        "resident memory before and after it (MiB), and the stored totals "
+        "(chain x draw x task).",
+        "",
+        "| version | data | model | cells drawn | seconds | traced peak | peak before "
+        "| peak after | stored |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in SHAPES:
+        for label, source in versions:
+            out = run(source, name, CHAINS, cap_gib, timeout, child=REPLICATES)
+            if "failed" in out:
+                line = f"| {label} | {name} | - | - | - | - | - | - | {out['failed']} |"
+            else:
+                line = (
+                    f"| {label} | {name} | {out['model']} | {out['cells']:,} | "
+                    f"{out['replicate_s']:.1f} | **{out['traced_mib']:.0f}** | "
+                    f"{out['fake_mib']:.0f} | {out['replicate_mib']:.0f} | "
+                    f"{out['stored_mib']:.0f} |"
+                )
+            print(line, flush=True)
+            lines.append(line)
+    path = ROOT / "benchmarks" / "results" / "fit_memory_replicates.md"
+    path.write_text("\n".join(lines) + "\n")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=float, nargs="+", default=[1e4, 1e5, 1e6])
@@ -157,8 +245,12 @@ def main():
     parser.add_argument("--before-max-tasks", type=float, default=1e5)
     parser.add_argument("--cap-gib", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--replicates", action="store_true", help="the replicate step's table")
     args = parser.parse_args()
     versions = [("after", ROOT)] + ([("before", args.before.resolve())] if args.before else [])
+    if args.replicates:
+        replicates(versions, args.cap_gib, args.timeout)
+        return
     lines = [
         "# Peak memory of the default fit",
         "",

@@ -18,7 +18,7 @@ import xarray as xr
 from scipy import special, stats
 
 import bayeval as be
-from bayeval.models import get_model
+from bayeval.models import _groups
 from bayeval.testing import MODELS, fake_data, fake_results
 
 matplotlib.use("Agg")
@@ -97,6 +97,18 @@ def test_the_logit_normal_pair_of_the_readme_fits_in_a_trace():
     azp.plot_trace(tree, var_names=["~_effect"], filter_vars="like")
 
 
+def test_a_fit_of_swebench_size_has_replicates_arviz_reads():
+    """25 systems x 500 tasks (SWE-bench Verified) x 400 draws: 5,000,000 replicated cells,
+    drawn a block at a time and stored as 200,000 task totals; loo_pit and plot_ppc_dist run."""
+    swebench = be.datasets.load("swebench_verified")
+    tree = fake_results(swebench, model="logit_normal", log_likelihood=True).tree
+    assert "posterior_predictive_note" not in tree.attrs
+    assert tree["posterior_predictive"]["task_total"].shape == (2, 200, 500)
+    pit = arviz_stats.loo_pit(tree)
+    assert ((pit["task_total"] >= 0) & (pit["task_total"] <= 1)).all()
+    azp.plot_ppc_dist(tree)
+
+
 def test_replicates_keep_every_draw_where_the_statistics_are_thinned():
     """logit_normal's predictive statistics take a thousand draws at most; the replicates take
     every posterior draw, so LOO-PIT weighs each by its own likelihood."""
@@ -117,7 +129,7 @@ def test_beta_binomial_log_likelihood_is_the_binomial_given_the_rates():
     p = tree["posterior"]["p"].transpose("chain", "draw", "system", "task").values
     expected = stats.binom.logpmf(c, n, p).sum(axis=2)
     np.testing.assert_allclose(tree["log_likelihood"]["task_total"].values, expected, rtol=1e-10)
-    cells = get_model("beta_binomial").replicate(tree, np.random.default_rng(0))["successes"]
+    cells = _groups.replicated_cells(tree, 0)["successes"]
     mean = n * p.mean(axis=(0, 1))
     np.testing.assert_allclose(cells.mean(axis=0), mean, atol=5 * np.sqrt(6 / 4 / 800))
     rep = tree["posterior_predictive"]["task_total"].mean(["chain", "draw"]).values
@@ -190,7 +202,7 @@ def test_zoib_replicates_average_to_the_cells_mean_score():
     eta = pt["alpha"] + pt["task_effect"] + pt["task_system_effect"]
     zoi = special.expit(pt["gamma"] + pt["zoi_task_effect"])
     coi, mu = special.expit(eta), special.expit(eta + pt["delta"])
-    cells = get_model("zoib").replicate(tree, np.random.default_rng(0))
+    cells = _groups.replicated_cells(tree, 0)
     mean = (4 * (zoi * coi + (1 - zoi) * mu)).mean(["chain", "draw"])
     mean = mean.transpose("system", "task").values
     rep = cells["score_sum"].mean(axis=0)

@@ -38,7 +38,7 @@ from bayeval.estimators import (
     square_coefficients,
     success_threshold,
 )
-from bayeval.models.base import Model
+from bayeval.models.base import Model, Rates, each_task
 
 EXACT_LIMIT = 100  # tasks per (n, c) group drawn one by one; larger groups use their moments
 
@@ -287,7 +287,7 @@ class BetaRates(Model):
         c, n, bounds = counts_by_bound(ds)
         return ds, c, n, bounds, Populations.from_dataset(ds)
 
-    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
+    def replicate_rates(self, tree) -> Rates:
         """A new task's rate for each cell: a draw from its population's Beta, per draw.
 
         The task rates are what the log-likelihood (beta-binomial) integrates out.
@@ -295,9 +295,16 @@ class BetaRates(Model):
         pops = self._setup(tree)[4]
         alpha, beta = self.params(tree)  # (chain, draw, bound, system, population)
         D = alpha.shape[0] * alpha.shape[1]
-        a = alpha[:, :, 0].reshape(D, alpha.shape[3], -1)[:, :, pops.code]
-        b = beta[:, :, 0].reshape(D, beta.shape[3], -1)[:, :, pops.code]
-        return rng.beta(a, b)
+        a_pop = alpha[:, :, 0].reshape(D, alpha.shape[3], -1)
+        b_pop = beta[:, :, 0].reshape(D, beta.shape[3], -1)
+
+        def rates(rngs, tasks):
+            code = pops.code[tasks]
+            return each_task(
+                rngs, lambda rng, a, b: rng.beta(a, b), a_pop[:, :, code], b_pop[:, :, code]
+            )
+
+        return rates
 
     @staticmethod
     def _wrap(values, tree, bounds, ks, name, systems=None):

@@ -28,10 +28,16 @@ asked for: ``fit`` stores it only when small and quick (:func:`log_likelihood_sk
 otherwise records why in ``log_likelihood_note``.
 
 Each replicate comes from the same parameters as the log-likelihood
-(:meth:`~bayeval.models.base.Model.replicate`): where the log-likelihood integrates a task's
+(:meth:`~bayeval.models.base.Model.replicator`): where the log-likelihood integrates a task's
 effects out, the replicate draws them afresh (a new task with these trials, in this cluster
 and stratum), so that LOO-PIT (``arviz_stats.loo_pit``, weighting each draw by the inverse of
 the task's likelihood) compares each task with its leave-one-out predictive distribution.
+The cells are drawn a block of tasks at a time (:data:`REPLICATE_BLOCK` cells) and summed over
+the systems block by block, each task from its own generator, so that memory is bounded by a
+block and the stored totals (:data:`REPLICATE_LIMIT` of them by default) and the replicates do
+not depend on the block. ``posterior_predictive_stats`` is drawn apart, by the model
+(:meth:`~bayeval.models.base.Model.predictive`), from the population parameters per draw:
+histograms whose size does not grow with the tasks.
 """
 
 from __future__ import annotations
@@ -45,7 +51,8 @@ from bayeval.models._beta_family import counts_by_bound
 
 LOG_LIKELIHOOD_SECONDS = 30.0  # estimated cost above which fit leaves the group to on demand
 LOG_LIKELIHOOD_LIMIT = 4_000_000  # numbers (chain x draw x task) fit stores by default
-REPLICATE_LIMIT = 4_000_000  # replicated cells (chain x draw x system x task) drawn
+REPLICATE_LIMIT = 16_000_000  # replicated task totals (chain x draw x task) stored by default
+REPLICATE_BLOCK = 500_000  # replicated cells (chain x draw x system x task) drawn at once
 #: The group of statistics of replicated new tasks (no observed counterpart).
 PREDICTIVE_STATS = "posterior_predictive_stats"
 #: The layout of the groups a tree written to a file has (``Posterior.to_netcdf``): 1, the
@@ -163,15 +170,19 @@ def log_likelihood(tree) -> xr.Dataset | None:
 
 
 def replicate_skipped(tree) -> str | None:
-    """Why a fit holds no replicated observations (``posterior_predictive``), or None."""
+    """Why a fit holds no replicated observations (``posterior_predictive``), or None.
+
+    The replicates are drawn a block of tasks at a time (:func:`replicated`), so the limit,
+    :data:`REPLICATE_LIMIT`, is on what is stored: ``chain x draw x task`` numbers.
+    """
     if "missing_bound" in cell_data(tree)["successes"].dims:
         return "missing='bounds' holds two data sets"
     post, obs = tree["posterior"], cell_data(tree)
-    size = post.sizes["chain"] * post.sizes["draw"] * obs.sizes["system"] * obs.sizes["task"]
+    size = post.sizes["chain"] * post.sizes["draw"] * obs.sizes["task"]
     if size > REPLICATE_LIMIT:
         return (
-            f"chain x draw x system x task is {size:,} numbers, more than the "
-            f"{REPLICATE_LIMIT:,} drawn by default"
+            f"chain x draw x task is {size:,} numbers ({size * 8 / 2**30:.2g} GiB), more than "
+            f"the {REPLICATE_LIMIT:,} stored by default"
         )
     return None
 
@@ -187,32 +198,65 @@ def replicate_note(tree) -> str | None:
     return None if reason is None else f"the posterior_predictive group is not stored ({reason})"
 
 
-def replicated(tree, seed) -> xr.Dataset | None:
+def replicated(tree, seed, *, block_cells: int | None = None) -> xr.Dataset | None:
     """The ``posterior_predictive`` group: one replicated data set per posterior draw.
 
     ``task_total`` over ``(chain, draw, task)``: the sum over the systems of the first of the
-    model's replicated per-cell observations (:meth:`~bayeval.models.base.Model.replicate`),
+    model's replicated per-cell observations (:meth:`~bayeval.models.base.Model.replicator`),
     as ``observed_data`` sums the data's; None where :func:`replicate_skipped` says why not.
+    The cells are drawn a block of tasks at a time, at most ``block_cells`` (default
+    :data:`REPLICATE_BLOCK`) chain x draw x system x task numbers a block (at least one task),
+    and summed over the systems block by block, so that memory is bounded by the block and the
+    stored totals. Each task's replicate comes from its own generator, seeded by ``seed`` and
+    the task's position: the same whatever the block.
     """
     if replicate_skipped(tree) is not None:
         return None
     model = get_model(tree.attrs["model"])
     names = model.observations(dataset_of(tree))
     post, obs = tree["posterior"], cell_data(tree)
-    values = model.replicate(tree, np.random.default_rng([int(seed), 5]))
-    shape = (post.sizes["chain"], post.sizes["draw"], obs.sizes["system"], obs.sizes["task"])
-    coords = {
-        "chain": post["chain"].values,
-        "draw": post["draw"].values,
-        "system": obs["system"].values,
-        "task": obs["task"].values,
-    }
-    cells = xr.DataArray(
-        values[names[0]].reshape(shape), dims=("chain", "draw", "system", "task"), coords=coords
+    n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+    S, J = obs.sizes["system"], obs.sizes["task"]
+    limit = REPLICATE_BLOCK if block_cells is None else int(block_cells)
+    block = max(1, limit // max(n_chain * n_draw * S, 1))
+    draw = model.replicator(tree)
+    total = None
+    for start in range(0, J, block):
+        tasks = np.arange(start, min(start + block, J))
+        part = draw(_task_rngs(seed, tasks), tasks)[names[0]].sum(axis=1)  # (draw, tasks)
+        if total is None:
+            total = np.empty((n_chain * n_draw, J), dtype=part.dtype)
+        total[:, tasks] = part
+    assert total is not None  # a fit has at least one task
+    out = xr.DataArray(
+        total.reshape(n_chain, n_draw, J),
+        dims=("chain", "draw", "task"),
+        coords={
+            "chain": post["chain"].values,
+            "draw": post["draw"].values,
+            "task": obs["task"].values,
+        },
+        attrs={"total_of": names[0], "over": "system"},
     )
-    total = cells.sum("system")
-    total.attrs = {"total_of": names[0], "over": "system"}
-    return xr.Dataset({TASK_TOTAL: total})
+    return xr.Dataset({TASK_TOTAL: out})
+
+
+def replicated_cells(tree, seed, tasks=None) -> dict[str, np.ndarray]:
+    """The replicated per-cell observations :func:`replicated` sums, of ``tasks`` (default all).
+
+    Each of the model's observations as an array ``(draw, system, task)``, the draws flattened
+    over ``(chain, draw)``, from the same generators; all at once, in memory that grows with the
+    cells (for checks of a few tasks).
+    """
+    model = get_model(tree.attrs["model"])
+    every = np.arange(cell_data(tree).sizes["task"])
+    tasks = every if tasks is None else every[np.asarray(tasks)]
+    return model.replicator(tree)(_task_rngs(seed, tasks), tasks)
+
+
+def _task_rngs(seed, tasks) -> list[np.random.Generator]:
+    """Each task's own generator for its replicate, from the fit's seed and its position."""
+    return [np.random.default_rng([int(seed), 5, int(j)]) for j in tasks]
 
 
 def predictive(tree, seed) -> dict[str, xr.Dataset]:

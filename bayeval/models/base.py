@@ -15,7 +15,7 @@ asks it, in order:
 * :meth:`Model.task_rate_draws` for per-task rate draws, where they are stored.
 
 A fitted tree is read back through :meth:`Model.readout` (the ``population`` and ``tasks``
-estimands), :meth:`Model.task_rates`, :meth:`Model.predictive`, :meth:`Model.replicate` and
+estimands), :meth:`Model.task_rates`, :meth:`Model.predictive`, :meth:`Model.replicator` and
 :meth:`Model.pattern_log_likelihood` (with its cost, :meth:`Model.log_likelihood_cost`, and
 :meth:`Model.log_coefficients`). The facts about a model that fitting needs are class
 attributes: :attr:`Model.paired`, :attr:`Model.posterior_vars`, :attr:`Model.task_draws_auto`,
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from typing import ClassVar, NamedTuple
 
 import numpy as np
@@ -43,6 +44,9 @@ __all__ = [
     "NUTS_ENGINES",
     "Model",
     "Patterns",
+    "Rates",
+    "Replicator",
+    "each_task",
     "finish_bounds",
     "kept_stats",
     "nuts",
@@ -65,6 +69,25 @@ class Patterns(NamedTuple):
     values: np.ndarray  # (draw, pattern), draws flattened over (chain, draw)
     first: np.ndarray  # (pattern,) the lowest task index of each pattern
     inverse: np.ndarray  # (task,) each task's pattern
+
+
+#: Draws a block of tasks' replicated observations (:meth:`Model.replicator`).
+Replicator = Callable[[Sequence[np.random.Generator], np.ndarray], dict[str, np.ndarray]]
+#: Draws a block of tasks' replicated rates (:meth:`Model.replicate_rates`).
+Rates = Callable[[Sequence[np.random.Generator], np.ndarray], np.ndarray]
+
+
+def each_task(rngs: Sequence[np.random.Generator], draw: Callable, *arrays) -> np.ndarray:
+    """``draw(rng, *columns)`` for each task of a block, stacked on the last axis.
+
+    ``arrays`` (broadcast together) have the block's tasks on their last axis, one per
+    generator of ``rngs``; each task's draws come from its own generator, so that they do not
+    depend on how the tasks are blocked.
+    """
+    # task-major copies: each task's cells contiguous, not strided across the block
+    major = [np.ascontiguousarray(np.moveaxis(a, -1, 0)) for a in np.broadcast_arrays(*arrays)]
+    columns = [draw(rng, *(a[i] for a in major)) for i, rng in enumerate(rngs)]
+    return np.moveaxis(np.stack(columns), 0, -1)
 
 
 class Model(ABC):
@@ -284,25 +307,40 @@ class Model(ABC):
         """
         return ("successes",)
 
-    def replicate(self, tree, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        """One replicated data set per posterior draw: each of :meth:`observations`.
+    def replicator(self, tree) -> Replicator:
+        """A function drawing the replicated data a block of tasks at a time.
 
-        Arrays ``(draw, system, task)``, the draws flattened over ``(chain, draw)``, from the
-        parameters the log-likelihood is conditioned on (:meth:`pattern_log_likelihood`), the
-        rest drawn afresh, so that LOO-PIT weighs each replicate by its draw's likelihood. The
-        default: ``successes``, binomial counts with the data's trials at the rates of
-        :meth:`replicate_rates` (zero where a cell has no trial); a fit without
-        missing-outcome bounds.
+        ``draw(rngs, tasks)``: ``tasks`` an index array of tasks and ``rngs`` one generator per
+        task (the task's own stream, so that its replicate is the same whichever tasks are
+        drawn with it: :func:`each_task`); returns each of :meth:`observations` as an array
+        ``(draw, system, len(tasks))``, the draws flattened over ``(chain, draw)``. One
+        replicated data set per posterior draw, from the parameters the log-likelihood is
+        conditioned on (:meth:`pattern_log_likelihood`), the rest drawn afresh, so that
+        LOO-PIT weighs each replicate by its draw's likelihood. The work that does not depend
+        on the tasks (the parameters per draw) is done once, here. The default:
+        ``successes``, binomial counts with the data's trials at the rates of
+        :meth:`replicate_rates` (zero where a cell has no trial); a fit without missing-outcome
+        bounds.
         """
-        n = dataset_of(tree)["trials"].transpose("system", "task").values
-        p = np.nan_to_num(np.clip(self.replicate_rates(tree, rng), 0.0, 1.0))
-        trials = n[None].astype(np.int64)
-        if trials.max(initial=0) <= 1:  # one trial a cell: a uniform under p (a tenth the time)
-            return {"successes": (rng.random(p.shape) < p) * trials}
-        return {"successes": rng.binomial(trials, p)}
+        n = dataset_of(tree)["trials"].transpose("system", "task").values.astype(np.int64)
+        rates = self.replicate_rates(tree)
+        one_trial = n.max(initial=0) <= 1  # a uniform under p (a tenth the time)
 
-    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
-        """Each cell's rate in a replicated data set, per draw: ``(draw, system, task)``."""
+        def draw(rngs: Sequence[np.random.Generator], tasks: np.ndarray) -> dict[str, np.ndarray]:
+            p = np.nan_to_num(np.clip(rates(rngs, tasks), 0.0, 1.0))
+            trials = n[None, :, tasks]
+            if one_trial:
+                hits = each_task(rngs, lambda rng, q: rng.random(q.shape) < q, p)
+                return {"successes": hits * trials}
+            return {"successes": each_task(rngs, lambda rng, t, q: rng.binomial(t, q), trials, p)}
+
+        return draw
+
+    def replicate_rates(self, tree) -> Rates:
+        """Each cell's rate in a replicated data set: ``rates(rngs, tasks)``.
+
+        As :meth:`replicator`'s function: an array ``(draw, system, len(tasks))``.
+        """
         raise NotImplementedError(f"model {self.name!r} draws no replicated rates")
 
     def log_coefficients(self, ds: xr.Dataset) -> np.ndarray:

@@ -168,9 +168,18 @@ class BetaBinomialRates(BetaRates):
         p = self.task_rates(tree).transpose("chain", "draw", "system", "task").values
         return p.reshape((-1,) + p.shape[2:])
 
-    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
-        """The task rates' own draws: the parameters the log-likelihood is conditioned on."""
-        return self._rates(tree)
+    def replicate_rates(self, tree) -> base.Rates:
+        """The task rates' own draws: the parameters the log-likelihood is conditioned on.
+
+        Read a block of tasks at a time (no draw is random here).
+        """
+        p = self.task_rates(tree).transpose("chain", "draw", "system", "task")
+
+        def rates(rngs, tasks):
+            block = p.isel(task=np.asarray(tasks)).values
+            return block.reshape((-1,) + block.shape[2:])
+
+        return rates
 
     def pattern_log_likelihood(self, tree, c, n) -> base.Patterns:
         """Each task's binomial log-pmf given its rates' draws, summed over its systems.

@@ -736,35 +736,47 @@ class ZoibScores(base.Model):
             - special.gammaln(nmid + 1)
         )
 
-    def replicate(self, tree, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def replicator(self, tree) -> base.Replicator:
         """Each cell's replicated sum of scores and full-credit count, at each draw's effects.
 
         Per attempt (the policy's attempts of the cell): graded 0/1 with probability ``zoi``,
         then 1 with probability ``coi``; otherwise a ``Beta(mu phi, (1 - mu) phi)`` score. On
-        0/1 outcomes only the full-credit count, ``successes``.
+        0/1 outcomes only the full-credit count, ``successes``. A block of tasks at a time,
+        each task from its own generator.
         """
         ds = dataset_of(tree)
         n = score_arrays(EvalData(ds))["trials"].astype(np.int64)
-        prm, layout, n_chain, n_draw = self._params(tree, 0)
-        D, S, J = n_chain * n_draw, layout.n_systems, layout.n_tasks
-        sums, ones = np.empty((D, S, J)), np.empty((D, S, J), dtype=np.int64)
-        block = max(1, 2_000_000 // max(S * J, 1))
-        for start in range(0, D, block):
-            part = slice(start, min(start + block, D))
-            eta, zeta = self._logits(prm, layout, part)
-            mu = np.clip(special.expit(eta + prm["delta"][part][:, :, None]), 1e-12, 1 - 1e-12)
-            phi = prm["phi"][part][:, :, None]
-            graded = rng.binomial(n, special.expit(zeta))
-            ones[part] = rng.binomial(graded, special.expit(eta))
-            total = ones[part].astype(float)
-            a, b = mu * phi, (1 - mu) * phi
-            for k in range(int(n.max(initial=0))):  # the k-th interior score, where there is one
-                total += np.where(n - graded > k, rng.beta(a, b), 0.0)
-            sums[part] = total
-        out = {"successes": ones}
-        if "score_sum" in ds.data_vars:
-            out["score_sum"] = sums
-        return out
+        prm, layout, _, _ = self._params(tree, 0)
+        delta, phi = prm["delta"][:, :, None], prm["phi"][:, :, None]
+        scores = "score_sum" in ds.data_vars
+
+        def one_task(rng, n_j, eta, zeta, mu):  # one task's cells, each (draw, system)
+            graded = rng.binomial(n_j, special.expit(zeta))
+            ones = rng.binomial(graded, special.expit(eta))
+            total = ones.astype(float)
+            a, b = mu * phi[:, :, 0], (1 - mu) * phi[:, :, 0]
+            for k in range(int(n_j.max(initial=0))):  # the k-th interior score, where there is one
+                total += np.where(n_j - graded > k, rng.beta(a, b), 0.0)
+            return np.stack([ones, total])
+
+        def draw(rngs, tasks):
+            cluster = layout.cluster[tasks]
+            eta = (
+                prm["alpha"][:, :, None]
+                + prm["e"][:, None, tasks]
+                + prm["v"][:, :, tasks]
+                + prm["u"][:, cluster][:, None, :]
+                + prm["w"][:, :, cluster]
+            )  # (draw, S, tasks)
+            zeta = prm["gamma"][:, :, None] + prm["b"][:, None, tasks]
+            mu = np.clip(special.expit(eta + delta), 1e-12, 1 - 1e-12)
+            ones, total = base.each_task(rngs, one_task, n[None, :, tasks], eta, zeta, mu)
+            out = {"successes": ones.astype(np.int64)}
+            if scores:
+                out["score_sum"] = total
+            return out
+
+        return draw
 
     def _wrap(self, values, tree, bounds, n_chain, n_draw):
         values = np.stack(values, axis=0)  # (bound, draws, system)

@@ -2,6 +2,7 @@
 task's total) and constant_data (the cells), the replicated totals of posterior_predictive (a new
 task's per draw), and task rates out of the posterior."""
 
+import tracemalloc
 import warnings
 
 import arviz_stats
@@ -11,7 +12,8 @@ from scipy import stats
 
 import bayeval as be
 from bayeval import BayevalWarning
-from bayeval.models import get_model
+from bayeval.models import _groups, get_model
+from bayeval.testing import MODELS, fake_data, fake_results
 from tests.models.test_logit_normal import _reference_log_marginal
 
 
@@ -82,7 +84,7 @@ def test_groups_arviz_uses(pair):
     totals = pair.dataset["successes"].sum("system").values
     np.testing.assert_array_equal(tree["observed_data"]["task_total"].values, totals)
     assert "p" not in tree["posterior"].data_vars and "p" in tree["task_rates"].data_vars
-    cells = get_model("hierarchical").replicate(tree, np.random.default_rng(0))["successes"]
+    cells = _groups.replicated_cells(tree, 0)["successes"]
     trials = pair.dataset["trials"].transpose("system", "task").values
     assert cells.shape == (400, 2, 30)
     assert (cells <= trials).all() and (cells >= 0).all()
@@ -111,7 +113,7 @@ def test_replicated_single_trials_are_bernoulli_draws_of_new_tasks():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # one trial a task
         res = be.fit(data, model="hierarchical", draws=500, chains=2, seed=3, task_draws=True)
-    rep = get_model("hierarchical").replicate(res.tree, np.random.default_rng(0))["successes"]
+    rep = _groups.replicated_cells(res.tree, 0)["successes"]
     assert set(np.unique(rep)) <= {0, 1}
     mu = res.tree["posterior"]["mu"].mean(["chain", "draw"]).transpose("system").values
     gap = rep.mean(axis=0) - mu[:, None]
@@ -176,7 +178,7 @@ def test_the_group_is_the_models_likelihood_plus_the_binomial_coefficients(pair,
     systems; a model without one (None) has no group."""
     from scipy import special
 
-    from bayeval.models import _groups, get_model
+    from bayeval.models import _groups
     from bayeval.models.base import Patterns
     from bayeval.testing import fake_results
 
@@ -299,8 +301,44 @@ def test_replicates_left_out_above_the_limit_say_why(pair, monkeypatch):
     from bayeval.models import _groups
     from bayeval.testing import fake_results
 
-    monkeypatch.setattr(_groups, "REPLICATE_LIMIT", 20 * 2 * 30 - 1)
+    monkeypatch.setattr(_groups, "REPLICATE_LIMIT", 20 * 30 - 1)  # chain x draw x task
     res = fake_results(pair, model="hierarchical", draws=20, chains=1)
     assert "posterior_predictive" not in res.tree.children
-    assert "1,200 numbers" in res.tree.attrs["posterior_predictive_note"]
+    assert "chain x draw x task is 600 numbers" in res.tree.attrs["posterior_predictive_note"]
     assert "posterior_predictive_stats" in res.tree.children
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_replicates_drawn_in_blocks_equal_those_drawn_at_once(model):
+    """A task's replicate comes from its own generator: one task a block, seven, or all at once
+    give the same totals, the fit's own, and the sums over the systems of the cells."""
+    data = fake_data(clusters=3, scores=model == "zoib", seed=6)
+    tree = fake_results(data, model=model, draws=30, seed=2).tree
+    S, J = data.dataset.sizes["system"], data.dataset.sizes["task"]
+    one, seven, every = (
+        _groups.replicated(tree, 11, block_cells=2 * 30 * S * tasks)["task_total"]
+        for tasks in (1, 7, J)
+    )
+    assert one.identical(seven) and one.identical(every)
+    cells = _groups.replicated_cells(tree, 11)[one.attrs["total_of"]]
+    np.testing.assert_array_equal(one.values.reshape(60, J), cells.sum(axis=1))
+    some = _groups.replicated_cells(tree, 11, tasks=[4, 1])[one.attrs["total_of"]]
+    np.testing.assert_array_equal(some, cells[:, :, [4, 1]])
+    fitted = _groups.replicated(tree, tree.attrs["seed"])["task_total"]
+    assert fitted.identical(tree["posterior_predictive"]["task_total"])
+    assert not fitted.identical(one)  # another seed, other replicates
+
+
+def test_replicates_hold_a_block_of_cells_at_a_time():
+    """25 systems x 500 tasks x 400 draws is 5,000,000 cells (40 MB as float64); drawn 100,000
+    cells a block, the step's traced peak stays under a quarter of that."""
+    swebench = be.datasets.load("swebench_verified")
+    tree = fake_results(swebench, model="logit_normal", log_likelihood=False).tree
+    tracemalloc.start()
+    try:
+        out = _groups.replicated(tree, 0, block_cells=100_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert out["task_total"].shape == (2, 200, 500)
+    assert peak < 10 * 2**20, peak

@@ -681,21 +681,31 @@ class LogitNormalRates(base.Model):
             else da.assign_coords(missing_bound=bounds)
         )
 
-    def replicate_rates(self, tree, rng: np.random.Generator) -> np.ndarray:
-        """A new task's rates for each cell, per draw: ``(draw, system, task)``.
+    def replicate_rates(self, tree) -> base.Rates:
+        """A new task's rates for each cell, per draw, a block of tasks at a time.
 
         The draw's intercepts and cluster effects with a new task effect (shared by the
         systems) and new task-by-system effects: the effects the log-likelihood integrates
-        out, whatever form was sampled.
+        out, whatever form was sampled. Each task's effects come from its own generator.
         """
-        prm, layout, n_chain, n_draw = self._params(tree, 0)
-        D, S, J = n_chain * n_draw, layout.n_systems, len(layout.cluster)
-        out = np.empty((D, S, J))
-        block = max(1, 2_000_000 // max(S * J, 1))  # memory stays bounded beyond the output
-        for start in range(0, D, block):
-            part = np.arange(start, min(start + block, D))
-            out[part] = special.expit(_new_task_logits(prm, layout, part, rng))
-        return out
+        prm, layout, _, _ = self._params(tree, 0)
+        sigma_task = prm["sigma_task"][:, None]
+        sigma_v = prm["sigma_task_system"][:, None]
+
+        def new_effects(rng, eta):  # eta (draw, system): one task's
+            e = rng.standard_normal((eta.shape[0], 1)) * sigma_task
+            return eta + e + rng.standard_normal(eta.shape) * sigma_v
+
+        def rates(rngs, tasks):
+            cluster = layout.cluster[tasks]
+            eta = (
+                prm["alpha"][:, :, layout.pops.code[tasks]]
+                + prm["u"][:, cluster][:, None, :]
+                + prm["w"][:, :, cluster]
+            )  # (draw, S, tasks)
+            return special.expit(base.each_task(rngs, new_effects, eta))
+
+        return rates
 
     def predictive(self, tree, max_draws: int = 1000) -> xr.Dataset:
         """Success-count histograms of new tasks in the observed clusters (thinned draws)."""
