@@ -1,5 +1,7 @@
 """Results: dims, estimands, comparisons, persistence, immutability, crosscheck."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -230,8 +232,13 @@ def test_strata_populations_combine_with_declared_weights():
     )
     res = be.fit(data, draws=4000, chains=2, seed=0, model="hierarchical")
     assert res.tree["posterior"]["mu"].dims == ("chain", "draw", "system", "stratum")
+    # the joint fit's prior (12 tasks in a stratum: the fixed default), alone as well, where the
+    # 8 hard tasks would otherwise get the few-tasks prior
+    priors = {"log_kappa": tuple(json.loads(res.tree.attrs["priors"])["log_kappa"])}
     alone = [
-        be.fit(be.from_counts(x, 10), draws=4000, chains=2, seed=1, model="hierarchical")
+        be.fit(
+            be.from_counts(x, 10), draws=4000, chains=2, seed=1, model="hierarchical", priors=priors
+        )
         .pass_at_k()
         .values
         for x in (easy, hard)

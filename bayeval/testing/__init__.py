@@ -420,6 +420,7 @@ def _attrs(data, model, seed, draws, chains) -> dict:
             f"model={model!r}: a fake posterior of bayeval.testing, drawn without a "
             "sampler (not a fit: its numbers only exercise code that reads a fit)"
         ),
+        "prior_note": "",
     }
 
 
