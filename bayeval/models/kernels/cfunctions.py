@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numba
+from numba.core import caching
 
 from bayeval.models.kernels.abi import _F64, _I64, _as_f64_pointer, _as_i64_pointer, nutpie_status
 from bayeval.models.kernels.disk_cache import KERNEL_HASH
@@ -222,3 +223,21 @@ def nutpie_functions(latent: bool = True):
             numba.cfunc(_NUTPIE_EXPAND_SIG, cache=True)(expand),
         )
     return _nutpie_cfuncs[latent]
+
+
+def nutpie_functions_cached(latent: bool = True) -> bool:
+    """Whether numba's disk cache holds :func:`nutpie_functions` of ``latent`` for this source.
+
+    False where a fit would compile them first (a fresh install, or the kernels changed).
+    """
+    if bool(latent) in _nutpie_cfuncs:
+        return True
+    return all(_cached(function) for function in _FUNCTIONS[bool(latent)])
+
+
+def _cached(function) -> bool:
+    """Whether the disk cache has an entry for ``function`` under this source's stamp."""
+    try:
+        return bool(caching.FunctionCache(function)._cache_file._load_index())
+    except Exception:  # noqa: BLE001  (no writable cache folder, an unreadable index): unknown
+        return False
