@@ -84,3 +84,35 @@ def test_the_locators_are_installed_once():
     classes = type(FunctionCache(cfunctions._c_kernel)._impl)._locator_classes
     assert classes[: len(disk_cache.LOCATORS)] == list(disk_cache.LOCATORS)
     assert sum(getattr(c, "kernel_stamp", False) for c in classes) == len(disk_cache.LOCATORS)
+
+
+def test_the_c_functions_are_found_cached_once_compiled(monkeypatch):
+    def never_compiled(x):
+        return x
+
+    assert not cfunctions._cached(never_compiled)  # no index: a fit would compile first
+    monkeypatch.setattr(cfunctions, "_nutpie_cfuncs", {})  # none loaded in this process
+    cfunctions.nutpie_functions(latent=False)  # compiled, or loaded from the disk cache
+    monkeypatch.setattr(cfunctions, "_nutpie_cfuncs", {})
+    assert cfunctions._cached(cfunctions._nutpie_collapsed_logp)
+    assert cfunctions.nutpie_functions_cached(latent=False)
+
+
+def test_a_fit_that_compiles_its_kernel_says_so_once(monkeypatch, capsys):
+    import warnings
+
+    import bayeval as be
+    from bayeval.models.logit_normal import kernel
+
+    data = be.from_counts([[3, 1, 4, 0], [4, 1, 4, 1]], trials=4, systems=["A", "B"])
+    settings = {"model": "logit_normal", "draws": 20, "chains": 1, "seed": 1, "tune": 20}
+    said = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)
+        for cached in (False, True):
+            monkeypatch.setattr(kernel, "nutpie_functions_cached", lambda latent, c=cached: c)
+            be.fit(data, progress=True, **settings)
+            err = capsys.readouterr().err
+            said[cached] = [line for line in err.splitlines() if "compiling" in line]
+    assert said[True] == []
+    assert len(said[False]) == 1 and "collapsed kernel" in said[False][0]

@@ -25,7 +25,7 @@ from bayeval.models.kernels.cfunctions import nutpie_functions
 from bayeval.models.kernels.coordinates import _zero_sum, _zero_sum_adjoint
 from bayeval.models.kernels.exact import exact_task_sums
 from bayeval.models.kernels.likelihood import log_marginal, loglik_and_grad, pattern_logliks
-from bayeval.models.kernels.logp import logp_and_grad, unmapped
+from bayeval.models.kernels.logp import collapsed_logp_and_grad, logp_and_grad, unmapped
 from bayeval.models.kernels.numerics import _softplus_parts
 from bayeval.models.kernels.quadrature import Rules, _conditional_mode
 from bayeval.models.kernels.tables import INNER_NODES, TABLE_SIZE, _inner_integral, _table_read
@@ -1476,7 +1476,7 @@ def test_the_c_functions_nutpie_calls_are_the_kernel(form, monkeypatch):
     tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
     model = nutpie_model.KernelModel.build(values, coord.size, kept, tasks, 0)
-    logp_c, expand_c = nutpie_functions()
+    logp_c, expand_c = nutpie_functions(latent=tasks > 0)  # the functions a fit of form calls
     x = np.random.default_rng(1).normal(0, 0.7, coord.size)
     grad, logp = np.empty(coord.size), np.empty(1)
     assert (
@@ -1552,7 +1552,7 @@ def test_the_c_log_density_rejects_a_diverged_point_with_a_code(form):
     tasks = c.shape[2] if latent else 0
     kept = coord.hyper_size if tasks else coord.size
     model = nutpie_model.KernelModel.build(values, coord.size, kept, tasks, 0)
-    logp_c, _ = nutpie_functions()
+    logp_c, _ = nutpie_functions(latent=latent)
     pointer = ctypes.POINTER(ctypes.c_double)
     grad, logp = np.empty(coord.size), np.empty(1)
 
@@ -1572,6 +1572,65 @@ def test_the_c_log_density_rejects_a_diverged_point_with_a_code(form):
         point = x.copy()
         point[: coord.size // 2] = bad
         assert code(point) != 0, bad
+
+
+def test_the_collapsed_c_functions_are_every_forms_on_collapsed_data():
+    """A collapsed fit calls C functions compiled for its form alone (a fraction of the
+    compilation of every form's): on the collapsed form's data they give exactly the log
+    density, gradient and kept values of the functions of every form, and they refuse a latent
+    form's data (code -1) instead of reading it as collapsed."""
+    import ctypes
+
+    from bayeval.models._beta_family import counts_by_bound
+    from bayeval.models.kernels import nutpie_model
+
+    f64, i64 = ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int64)
+    data, _, _ = _collapsed_case(3, True, True, most=4)
+    c, n, _ = counts_by_bound(data.dataset)
+    for form in ("collapsed", "full-latent"):
+        layout = logit_normal.Layout.from_dataset(data.dataset, form)
+        latent = form != "collapsed"
+        inputs = logit_normal._latent_inputs if latent else logit_normal._collapsed_inputs
+        coord, values = inputs(c[0], n[0], layout, logit_normal.validate_priors(None), 9)
+        tasks = c.shape[2] if latent else 0
+        kept = coord.hyper_size if tasks else coord.size
+        model = nutpie_model.KernelModel.build(values, coord.size, kept, tasks, 0)
+        meta = model.meta.ctypes.data_as(i64)
+        x = np.random.default_rng(2).normal(0, 0.7, coord.size)
+        results = []
+        for functions in (nutpie_functions(latent=False), nutpie_functions(latent=True)):
+            grad, logp, out = np.empty(coord.size), np.empty(1), np.empty(kept + tasks)
+            code = functions[0].ctypes(
+                coord.size,
+                x.ctypes.data_as(f64),
+                grad.ctypes.data_as(f64),
+                logp.ctypes.data_as(f64),
+                meta,
+            )
+            expanded = functions[1].ctypes(
+                coord.size, kept + tasks, x.ctypes.data_as(f64), out.ctypes.data_as(f64), meta
+            )
+            results.append((code, expanded, logp, grad, out))
+        (code, expanded, *collapsed_values), (code_all, expanded_all, *values_all) = results
+        assert (code_all, expanded_all) == (0, 0)
+        if latent:
+            assert (code, expanded) == (-1, -1)
+            v = model.values
+            with pytest.raises(ValueError, match="latent"):
+                collapsed_logp_and_grad(
+                    x,
+                    v["spec"],
+                    v["const"],
+                    v["index"][0],
+                    v["index"][1],
+                    v["c"],
+                    v["n"],
+                    v["mult"],
+                )
+        else:
+            assert (code, expanded) == (0, 0)
+            for mine, every in zip(collapsed_values, values_all, strict=True):
+                np.testing.assert_array_equal(mine, every)
 
 
 @pytest.mark.parametrize("centred", [False, True])

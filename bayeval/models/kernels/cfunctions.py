@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import numba
+from numba.core import caching
 
 from bayeval.models.kernels.abi import _F64, _I64, _as_f64_pointer, _as_i64_pointer, nutpie_status
 from bayeval.models.kernels.disk_cache import KERNEL_HASH
-from bayeval.models.kernels.logp import latent_task_effects, logp_and_grad, unmapped
+from bayeval.models.kernels.logp import (
+    collapsed_logp_and_grad,
+    latent_task_effects,
+    logp_and_grad,
+    unmapped,
+)
 from bayeval.models.kernels.numerics import finite
 
 # -- the collapsed model's kernel behind a C symbol ------------------------------------------
@@ -150,18 +156,88 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
     return 0
 
 
-def nutpie_functions():
+def _nutpie_collapsed_logp(dim, x_p, grad_p, logp_p, meta_p):
+    """:func:`_nutpie_logp` of the collapsed form (:func:`logp.collapsed_logp_and_grad`)."""
+    meta = numba.carray(meta_p, (len(NUTPIE_FIELDS),))
+    D, P, S = meta[0], meta[1], meta[2]
+    if dim != D or meta[12] != 0:  # a latent form's data (J task effects): not this kernel's
+        return -1
+    x = numba.carray(x_p, (D,))
+    if not finite(x):  # a diverged trajectory: no density there (as code 4)
+        return 4
+    spec = numba.carray(_as_i64_pointer(meta[5]), (meta[3],))
+    const = numba.carray(_as_f64_pointer(meta[6]), (meta[4],))
+    index = numba.carray(_as_i64_pointer(meta[7]), (2, P))
+    try:  # as nutpie's own C functions: an error is code 1, a point the sampler rejects
+        logp, grad = collapsed_logp_and_grad(
+            x,
+            spec,
+            const,
+            index[0],
+            index[1],
+            numba.carray(_as_f64_pointer(meta[8]), (P, S)),
+            numba.carray(_as_f64_pointer(meta[9]), (P, S)),
+            numba.carray(_as_f64_pointer(meta[10]), (P,)),
+        )
+    except Exception:  # noqa: BLE001
+        return 1
+    out = numba.carray(grad_p, (D,))
+    out[:] = grad
+    numba.carray(logp_p, (1,))[0] = logp
+    return nutpie_status(logp, out)
+
+
+def _nutpie_collapsed_expand(dim, n_expanded, x_p, out_p, meta_p):
+    """:func:`_nutpie_expand` of the collapsed form: ``theta`` itself."""
+    meta = numba.carray(meta_p, (len(NUTPIE_FIELDS),))
+    D = meta[0]
+    if dim != D or n_expanded != meta[11] or meta[12] != 0 or meta[11] != D:
+        return -1
+    x = numba.carray(x_p, (D,))
+    out = numba.carray(out_p, (D,))
+    for i in range(D):
+        out[i] = x[i]
+    return 0
+
+
+#: The C functions by form: the collapsed form's alone, or those of every form (``latent``).
+_FUNCTIONS = {
+    False: (_nutpie_collapsed_logp, _nutpie_collapsed_expand),
+    True: (_nutpie_logp, _nutpie_expand),
+}
+_nutpie_cfuncs: dict = {}
+
+
+def nutpie_functions(latent: bool = True):
     """The compiled C log density and expansion (:func:`_nutpie_logp`, :func:`_nutpie_expand`).
 
-    Loaded from numba's disk cache after the first compilation on a machine.
+    With ``latent`` false, those of the collapsed form alone (:func:`_nutpie_collapsed_logp`,
+    :func:`_nutpie_collapsed_expand`): the same values on its data, and a fraction of the
+    compilation. Loaded from numba's disk cache after the first compilation on a machine.
     """
-    global _nutpie_cfuncs
-    if _nutpie_cfuncs is None:
-        _nutpie_cfuncs = (
-            numba.cfunc(_NUTPIE_LOGP_SIG, cache=True)(_nutpie_logp),
-            numba.cfunc(_NUTPIE_EXPAND_SIG, cache=True)(_nutpie_expand),
+    latent = bool(latent)
+    if latent not in _nutpie_cfuncs:
+        logp, expand = _FUNCTIONS[latent]
+        _nutpie_cfuncs[latent] = (
+            numba.cfunc(_NUTPIE_LOGP_SIG, cache=True)(logp),
+            numba.cfunc(_NUTPIE_EXPAND_SIG, cache=True)(expand),
         )
-    return _nutpie_cfuncs
+    return _nutpie_cfuncs[latent]
 
 
-_nutpie_cfuncs = None
+def nutpie_functions_cached(latent: bool = True) -> bool:
+    """Whether numba's disk cache holds :func:`nutpie_functions` of ``latent`` for this source.
+
+    False where a fit would compile them first (a fresh install, or the kernels changed).
+    """
+    if bool(latent) in _nutpie_cfuncs:
+        return True
+    return all(_cached(function) for function in _FUNCTIONS[bool(latent)])
+
+
+def _cached(function) -> bool:
+    """Whether the disk cache has an entry for ``function`` under this source's stamp."""
+    try:
+        return bool(caching.FunctionCache(function)._cache_file._load_index())
+    except Exception:  # noqa: BLE001  (no writable cache folder, an unreadable index): unknown
+        return False

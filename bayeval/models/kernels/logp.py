@@ -565,6 +565,86 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     return logp + total, grad
 
 
+@numba.njit(cache=True)
+def collapsed_logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
+    """:func:`logp_and_grad` of the collapsed form only: its task effects integrated out.
+
+    The same arithmetic as :func:`_logp_and_grad` where ``spec`` is not latent (nothing guided,
+    no pairs, no fold), without the latent forms' code: compiled, it is a fraction of
+    :func:`logp_and_grad`, which a collapsed fit on a fresh install would otherwise compile
+    whole. ``spec`` must be the collapsed form's (:func:`coordinates._kernel_layout`'s
+    ``latent`` false).
+    """
+    (
+        S,
+        H,
+        G,
+        Gm,
+        clusters,
+        paired,
+        system_level,
+        noncentred,
+        latent,
+        mean,
+        sd,
+        scale,
+        scale_sys,
+        rot,
+        msize,
+        x,
+        logw,
+        z,
+        log_omega,
+        u,
+        lam,
+        present,
+        i_sig,
+        i_mu,
+        i_fu,
+        i_mw,
+        i_fw,
+        i_ss,
+        i_za,
+        i_tail,
+        centred,
+    ) = _kernel_layout(spec, const)
+    if latent:
+        raise ValueError("collapsed_logp_and_grad: spec is a latent form's")
+    kappa = _attenuation(spec, attenuated, i_sig, paired)
+    scaled = shifted = np.zeros(0, dtype=np.int64)
+    if kappa != 1.0:
+        scaled, shifted = _attenuated_parts(spec, const)
+    theta = _plain_theta(attenuated, kappa, scaled, shifted)
+    centre_u = np.zeros(max(Gm, 0))
+    g_centre_u = np.zeros(max(Gm, 0))
+    logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, base = _forward(
+        theta, spec, const, p_cluster, p_stratum, c.shape[0], centre_u, g_centre_u
+    )
+    total, g_eta, g_se, g_sv = loglik_and_grad(
+        eta, c, n, mult, sig[0], sig[1], paired, x, logw, z, log_omega, u, lam
+    )
+    _backward(
+        theta,
+        spec,
+        const,
+        p_cluster,
+        p_stratum,
+        g_eta,
+        g_se,
+        g_sv,
+        grad,
+        sig,
+        d_u,
+        d_w,
+        d_shift,
+        sig_sys,
+        d_sig_sys,
+    )
+    if kappa != 1.0:
+        logp += _attenuation_adjoint(attenuated, grad, kappa, scaled, shifted, i_sig, paired, 0)
+    return logp + total, grad
+
+
 @numba.njit(cache=True, nogil=True)
 def kernel_logp(theta, spec, const, index, c, n, mult):
     """:func:`logp_and_grad` in one compiled call that releases the GIL.

@@ -78,8 +78,9 @@ class KernelModel(_Base):
     tasks: int = 0
     log_sigma_task: int = 0
     meta: Any = None
-    #: The C log density and expansion, a function of nothing (the collapsed kernel's by
-    #: default; :mod:`bayeval.models.kernels.zoib` has its own).
+    #: The C log density and expansion, a function of nothing (by default the logit-normal
+    #: kernel's for the form, :func:`.cfunctions.nutpie_functions`;
+    #: :mod:`bayeval.models.kernels.zoib` has its own).
     functions: Any = None
 
     @classmethod
@@ -126,7 +127,10 @@ class KernelModel(_Base):
     def _make_model(self, init_mean):
         from nutpie import _lib
 
-        logp_c, expand_c = (self.functions or cfunctions.nutpie_functions)()
+        if self.functions is not None:
+            logp_c, expand_c = self.functions()
+        else:  # a collapsed fit (no task effects kept) compiles the collapsed form's alone
+            logp_c, expand_c = cfunctions.nutpie_functions(latent=self.tasks > 0)
         address = self.meta.ctypes.data
         expand = _lib.ExpandFunc(self.dim, self.kept + self.tasks, expand_c.address, address, self)
         logp = _lib.LogpFunc(logp_c.address, address, self)

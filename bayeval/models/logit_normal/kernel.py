@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import sys
 import threading
 
 import numpy as np
@@ -18,6 +19,7 @@ import xarray as xr
 
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.models.kernels.cells import CELL_TABLE_NODES, CELL_TABLE_TRIALS, cell_tables
+from bayeval.models.kernels.cfunctions import nutpie_functions_cached
 from bayeval.models.kernels.collapsed import (
     CollapsedLogp,
     Coordinates,
@@ -458,6 +460,14 @@ def sample_kernel(
     coord, values = inputs(c[index], n[index], layout, priors, n_nodes)
     kept = coord.hyper_size if latent else coord.size
     args = (values, coord.size, kept, c.shape[2] if latent else 0, coord.offsets["sigma_task"][0])
+    if progress and not nutpie_functions_cached(latent=latent):
+        # compiling takes minutes on a fresh install and is silent: say so, once
+        print(
+            f"compiling the logit-normal model's {form} kernel (the first fit on this machine; "
+            "later fits load it from the disk cache)",
+            file=sys.stderr,
+            flush=True,
+        )
     model = (
         nutpie_model.KernelModel.build(*args)
         if nutpie_model.available()
