@@ -295,7 +295,8 @@ def test_capital_by_hand_for_two_observations():
 
 
 def test_mixture_has_more_power_than_variance_only_bets():
-    # 4 trials per task, true gain 0.037, 400 tasks read after every 20: the audit's design
+    # 4 trials per task, true gain 0.037, 400 tasks read after every 20
+    # (the design of benchmarks/monitor_power.py)
     rng = np.random.default_rng(12)
     runs = 1500
     u = rng.beta(0.5, 0.5, (runs, 400))
