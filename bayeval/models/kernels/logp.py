@@ -431,7 +431,12 @@ def logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
 
 @numba.njit(cache=True)
 def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
-    """:func:`logp_and_grad` in the unrotated coordinates (see :func:`pairs._unpair`)."""
+    """:func:`logp_and_grad` in the unrotated coordinates (see :func:`pairs._unpair`).
+
+    The collapsed form is :func:`collapsed_logp_and_grad`'s; this adds the latent forms.
+    """
+    if spec[9] == 0:  # no task effects in theta (coordinates._kernel_layout's ``latent``)
+        return collapsed_logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult)
     (
         S,
         H,
@@ -471,7 +476,6 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
         scaled, shifted = _attenuated_parts(spec, const)
     theta = _plain_theta(attenuated, kappa, scaled, shifted)
     task_centred, r, vectors, fold, fold_map = _task_rotation(spec, const)
-    fold = fold and latent
     # folded, the cluster coordinates hold the cluster effects plus the task effects' cluster
     # components (zero-sum; sigma_task fold_map z_r): the data pin that sum, so the sampler
     # does not trade the two along a ridge; the prior is the model's, centred at them
@@ -486,7 +490,7 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
             centre_u[a] = s_t * acc
     # the task-latent form integrates each cell's task-by-system effect out, reading the
     # predictors per (cluster, stratum) as it goes
-    integrated = latent and paired and spec.shape[0] > 14 and spec[14] != 0
+    integrated = paired and spec.shape[0] > 14 and spec[14] != 0
     logp, grad, eta, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys, base = _forward(
         theta,
         spec,
@@ -499,43 +503,39 @@ def _logp_and_grad(attenuated, spec, const, p_cluster, p_stratum, c, n, mult):
     )
     g_base = np.zeros((0, 0, 0))
     g_eta = np.zeros((0, 0))
-    if latent:  # the patterns are the tasks, their effects the tail of theta
-        J = c.shape[0]
-        tail = theta[i_tail:]
-        e = _task_effects(tail, J, sig[0], task_centred, r, vectors)
-        seen = e
-        if fold:  # the likelihood sees the effects less their folded cluster components
-            d_fold = np.empty(G)
-            _zero_sum(centre_u, d_fold)
-            seen = e.copy()
-            for j in range(J):
-                seen[j] -= d_fold[p_cluster[j]]
-        if integrated:
-            total, g_base, g_e, g_sv = _integrated_cells(
-                base, p_cluster, p_stratum, seen, c, n, sig[1], u, lam
-            )
-        else:
-            total, g_eta, g_e, g_sv = _sampled_cells(
-                spec, const, tail, eta, seen, c, n, sig[1], paired, grad[i_tail:]
-            )
-        prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors, grad[i_tail:])
-        total += prior_e
-        if fold:  # the centre's gradient, from the cluster prior and the likelihood
-            per_cluster = np.zeros(G)
-            for j in range(J):
-                per_cluster[p_cluster[j]] -= g_e[j]
-            _zero_sum_adjoint(per_cluster, 1.0, g_centre_u)
-            for i in range(r):
-                acc = 0.0
-                for a in range(Gm):
-                    acc += fold_map[a, i] * g_centre_u[a]
-                grad[i_tail + i] += sig[0] * acc
-            for a in range(Gm):
-                g_se += centre_u[a] * g_centre_u[a] / sig[0]
-    else:
-        total, g_eta, g_se, g_sv = loglik_and_grad(
-            eta, c, n, mult, sig[0], sig[1], paired, x, logw, z, log_omega, u, lam
+    # the patterns are the tasks, their effects the tail of theta
+    J = c.shape[0]
+    tail = theta[i_tail:]
+    e = _task_effects(tail, J, sig[0], task_centred, r, vectors)
+    seen = e
+    if fold:  # the likelihood sees the effects less their folded cluster components
+        d_fold = np.empty(G)
+        _zero_sum(centre_u, d_fold)
+        seen = e.copy()
+        for j in range(J):
+            seen[j] -= d_fold[p_cluster[j]]
+    if integrated:
+        total, g_base, g_e, g_sv = _integrated_cells(
+            base, p_cluster, p_stratum, seen, c, n, sig[1], u, lam
         )
+    else:
+        total, g_eta, g_e, g_sv = _sampled_cells(
+            spec, const, tail, eta, seen, c, n, sig[1], paired, grad[i_tail:]
+        )
+    prior_e, g_se = _task_prior(tail, g_e, J, sig[0], task_centred, r, vectors, grad[i_tail:])
+    total += prior_e
+    if fold:  # the centre's gradient, from the cluster prior and the likelihood
+        per_cluster = np.zeros(G)
+        for j in range(J):
+            per_cluster[p_cluster[j]] -= g_e[j]
+        _zero_sum_adjoint(per_cluster, 1.0, g_centre_u)
+        for i in range(r):
+            acc = 0.0
+            for a in range(Gm):
+                acc += fold_map[a, i] * g_centre_u[a]
+            grad[i_tail + i] += sig[0] * acc
+        for a in range(Gm):
+            g_se += centre_u[a] * g_centre_u[a] / sig[0]
     if integrated:
         _backward_rows(
             theta, spec, const, g_base, g_se, g_sv, grad, sig, d_u, d_w, d_shift, sig_sys, d_sig_sys
