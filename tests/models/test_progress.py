@@ -1,10 +1,14 @@
-"""A fit's sampling progress: the status of nutpie's chains and the lines that show it."""
+"""A fit's sampling progress: the status of nutpie's chains, its lines, and a real fit's."""
 
 import io
+import re
+import warnings
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
+import bayeval as be
 from bayeval.models import progress
 
 
@@ -108,3 +112,32 @@ def test_a_jupyter_kernel_keeps_nutpies_display(monkeypatch):
         assert options == {"progress_bar": True}
     with progress.nutpie_progress(False, tune=5, draws=5) as options:
         assert options == {"progress_bar": False}
+
+
+def test_the_final_line_counts_the_fits_divergences(capsys):
+    """A full-latent fit with very wide priors and a 10-draw warm-up diverges; the last
+    line's count is the fit's own (its sample statistics after warm-up)."""
+    rng = np.random.default_rng(0)
+    data = be.from_counts(rng.integers(0, 5, size=(13, 6)), trials=4)
+    wide = {"sigma_task": 100.0, "sigma_task_system": 100.0, "alpha": (0.0, 100.0)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)  # a fit meant to diverge
+        res = be.fit(
+            data,
+            model="logit_normal",
+            draws=100,
+            chains=2,
+            tune=10,
+            seed=1,
+            priors=wide,
+            progress=True,
+        )
+    err = capsys.readouterr().err
+    final = [line for line in err.splitlines() if line.startswith("sampled:")]
+    assert len(final) == 1, err
+    drawn, divergences = re.match(r"sampled: (\d+) draws .*, (\d+) divergences?", final[0]).groups()
+    assert int(drawn) == 2 * (10 + 100)
+    diverged = res.diagnostics["divergences"]
+    assert diverged > 0  # the case is one that diverges
+    assert int(divergences) == diverged == int(res.tree["sample_stats"]["diverging"].sum())
+    assert "\r" not in err and "\x1b" not in err
