@@ -63,6 +63,7 @@ from bayeval._validate import (
 from bayeval.data import EvalData, require_valid_outcomes
 from bayeval.models import MODELS, _groups, get_model
 from bayeval.models._beta_family import counts_by_bound
+from bayeval.models.progress import in_kernel
 from bayeval.posterior import Posterior
 
 __all__ = [
@@ -302,12 +303,7 @@ def interactive() -> bool:
 
     A Jupyter kernel's stderr is not a terminal, but its cells show a progress bar.
     """
-    if sys.stderr.isatty():
-        return True
-    shell = sys.modules.get("IPython")
-    get = getattr(shell, "get_ipython", None)
-    kernel = get() if get is not None else None
-    return kernel is not None and getattr(kernel, "kernel", None) is not None
+    return sys.stderr.isatty() or in_kernel()
 
 
 def _attrs(data, spec, engine, requested, seed, draws, chains, tune, priors) -> dict:

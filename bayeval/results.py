@@ -544,8 +544,15 @@ def fit(
     priors : dict, optional
         Model priors (see each model's ``DEFAULT_PRIORS``); recorded in attrs.
     progress : bool, optional
-        Show the sampler's progress bar; default: on an interactive terminal or in a
-        Jupyter kernel (:func:`~bayeval.inference.interactive`).
+        Show the sampler's progress (draws done in warm-up and after, divergences, time
+        spent and left; :mod:`bayeval.models.progress`): on a terminal one line on stderr
+        rewritten in place, in a Jupyter kernel nutpie's display, and elsewhere (stderr
+        piped to a log) a plain line every
+        :data:`~bayeval.models.progress.LOG_INTERVAL` seconds, then a line of totals;
+        default: on a terminal or in a Jupyter kernel
+        (:func:`~bayeval.inference.interactive`), so ``progress=True`` asks for the log
+        lines. Fits through PyMC's ``pm.sample`` (``hierarchical``, ``sampler="pymc"``)
+        show PyMC's bar instead.
     strict : bool, default False
         Raise instead of warning when the MCMC diagnostics fail their gates.
     task_draws : {"auto", True, False}

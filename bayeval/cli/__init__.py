@@ -43,9 +43,10 @@ __all__ = ["main"]
     "--progress/--quiet",
     "progress",
     default=None,
-    help="Show the sampler's progress bar and one status line per slow phase "
-    "(fit, bootstraps, report), or neither; default: both on a terminal, the "
-    "status lines only otherwise.",
+    help="Show the sampler's progress (draws, divergences, time left: a line rewritten "
+    "in place on a terminal, a plain line every few seconds and the totals otherwise) "
+    "and one status line per slow phase (fit, bootstraps, report), or neither; "
+    "default: both.",
 )
 @click.pass_context
 def main(ctx, traceback: bool, progress):

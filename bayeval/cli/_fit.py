@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 import numpy as np
 
@@ -112,7 +110,9 @@ def fit(data, options: FitOptions, notes: Notes, pairs=None):
             f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "
             f"{chains} chain(s) x {draws} draws after {warm_up} warm-up, seed {seed} ..."
         )
-    setting = progress_setting()
+    # the sampler's progress shows unless --quiet: a line rewritten in place on a terminal, a
+    # line every few seconds in a log, where a long fit would otherwise look hung
+    shown = progress_setting() is not False
     with notes:
         return be.fit(
             data,
@@ -122,5 +122,5 @@ def fit(data, options: FitOptions, notes: Notes, pairs=None):
             seed=seed,
             sampler=sampler,
             tune=tune,
-            progress=sys.stderr.isatty() if setting is None else setting,
+            progress=shown,
         )

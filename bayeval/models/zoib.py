@@ -67,6 +67,7 @@ from bayeval.models.kernels import zoib as zoib_kernel
 from bayeval.models.kernels.abi import kernel_data, meta_array
 from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import cluster_codes, normal_expectation
+from bayeval.models.progress import nutpie_progress
 
 __all__ = ["build_zoib_model", "DEFAULT_PRIORS", "ZoibScores", "zoib_loglik"]
 
@@ -459,18 +460,19 @@ def sample(
         import nutpie  # its import takes seconds: loaded when a fit samples with it
 
         model = kernel_model(kernel_inputs(data, priors, missing_bound))
-        trace = nutpie.sample(
-            model,
-            draws=draws,
-            tune=max(tune, 1),
-            chains=chains,
-            cores=cores,
-            seed=seed,
-            progress_bar=progress,
-            save_warmup=False,
-            target_accept=accept,
-            **NUTPIE_OPTIONS,
-        )
+        with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
+            trace = nutpie.sample(
+                model,
+                draws=draws,
+                tune=max(tune, 1),
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                save_warmup=False,
+                target_accept=accept,
+                **NUTPIE_OPTIONS,
+                **shown,
+            )
         post = split_values(
             trace["posterior"]["values"].transpose("chain", "draw", ...).values, layout
         )
@@ -486,17 +488,18 @@ def sample(
             lambda: build_zoib_model(data, priors, missing_bound),
             lambda: _model_data(score_arrays(data, missing_bound)),
         )
-        trace = nutpie.sample(
-            compiled,
-            draws=draws,
-            tune=max(tune, 1),
-            chains=chains,
-            cores=cores,
-            seed=seed,
-            progress_bar=progress,
-            target_accept=accept,
-            **NUTPIE_OPTIONS,
-        )
+        with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
+            trace = nutpie.sample(
+                compiled,
+                draws=draws,
+                tune=max(tune, 1),
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                target_accept=accept,
+                **NUTPIE_OPTIONS,
+                **shown,
+            )
     else:
         with build_zoib_model(data, priors, missing_bound):
             trace = pm.sample(

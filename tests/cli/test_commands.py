@@ -389,6 +389,8 @@ def test_gate_usage_errors_exit_2(gate_files):
 
 
 def test_fit_gets_no_progress_bar_off_a_terminal(monkeypatch, gate_files):
+    """Off a terminal the fit is asked for its progress, which it writes as plain log lines
+    (tests/cli/test_progress.py): no bar, no carriage return, no escape code."""
     seen = {}
     fit = be.fit
 
@@ -400,7 +402,8 @@ def test_fit_gets_no_progress_bar_off_a_terminal(monkeypatch, gate_files):
     result = invoke(
         "gate", gate_files["better"], "--compare", "candidate", "baseline", "--margin", 0.02, *FAST
     )
-    assert result.exit_code == 0 and seen["progress"] is False
+    assert result.exit_code == 0 and seen["progress"] is True
+    assert "\r" not in result.stderr and "\x1b" not in result.stderr
     assert (seen["draws"], seen["chains"], seen["sampler"], seen["seed"]) == (200, 2, "grid", 0)
 
 

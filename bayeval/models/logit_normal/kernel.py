@@ -31,6 +31,7 @@ from bayeval.models.kernels.collapsed import (
 )
 from bayeval.models.kernels.quadrature import LOW_TRIALS, N_NODES, Rules
 from bayeval.models.logit_normal.layout import SIGMAS, Layout, task_patterns, validate_priors
+from bayeval.models.progress import nutpie_progress
 
 #: Whether the collapsed form holds its intercepts, cluster effects and their spreads on the
 #: scale of the task-level effects' attenuation ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 +
@@ -473,17 +474,18 @@ def sample_kernel(
         if nutpie_model.available()
         else nutpie_model.python_model(*args)
     )
-    return nutpie.sample(
-        model,
-        draws=draws,
-        tune=max(tune, 1),
-        chains=chains,
-        cores=cores,
-        seed=seed,
-        progress_bar=progress,
-        save_warmup=False,
-        target_accept=target_accept(form, ds.sizes["task"]),
-    )
+    with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
+        return nutpie.sample(
+            model,
+            draws=draws,
+            tune=max(tune, 1),
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            save_warmup=False,
+            target_accept=target_accept(form, ds.sizes["task"]),
+            **shown,
+        )
 
 
 def collapsed_posterior(
