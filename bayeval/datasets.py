@@ -75,6 +75,19 @@ DATASETS: dict[str, dict] = {
             "status_map": {"incomplete": "not_run"},
         },
     },
+    "judging_the_judges": {
+        "file": "judging_the_judges_triviaqa.csv",
+        "description": "Judging the Judges, TriviaQA: 9 systems x 395 tasks x 1 trial, the "
+        "verdicts of 3 judges (GPT-4 Turbo, Llama-3 70B, lexical Contains) and a human "
+        "label on every answer",
+        # every answer is labelled: mask labels at random to study a judge with a labelled
+        # sample, and compare with the all-labels rate as the truth
+        "columns": {
+            "success": "human",
+            "judge": ["judge_gpt4", "judge_llama3_70b", "judge_contains"],
+            "label_design": "random",
+        },
+    },
     "langchain_tool_use": {
         "file": "langchain_tool_use_typewriter_small.csv",
         "description": "LangChain tool-use (typewriter, small): 9 systems x 20 tasks x 1 trial",

@@ -19,6 +19,7 @@ import bayeval as be
         ("tau_bench_airline", {}, (1, 50)),
         ("swebench_java", {"missing": "exclude"}, (5, 91)),
         ("langchain_tool_use", {}, (9, 20)),
+        ("judging_the_judges", {}, (9, 395)),
     ],
 )
 def test_each_dataset_loads(name, kwargs, shape):
@@ -117,3 +118,26 @@ def test_package_is_marked_typed():
     if any(f.name.endswith(".pth") for f in files):
         pytest.skip("editable install: the marker is read from the source tree")
     assert any(str(f).replace("\\", "/") == "bayeval/py.typed" for f in files)
+
+
+def test_judging_the_judges_counts_match_the_raw_file():
+    raw = be.datasets.frame("judging_the_judges")
+    data = be.datasets.load("judging_the_judges")
+    ds = data.dataset
+    assert data.judges == ["judge_gpt4", "judge_llama3_70b", "judge_contains"]
+    assert data.label_design == "random"
+    for judge in data.judges:
+        per = raw.assign(j=raw[judge], y=raw["human"]).groupby("system", sort=False)
+        cells = ds.sel(judge=judge, label_stratum="all").sum("task")
+        for name, (j, y) in {"n11": (1, 1), "n10": (1, 0), "n01": (0, 1), "n00": (0, 0)}.items():
+            direct = per.apply(lambda g, j=j, y=y: int(((g["j"] == j) & (g["y"] == y)).sum()))
+            got = cells[f"judge_{name}"].to_series().loc[direct.index]
+            np.testing.assert_array_equal(got.to_numpy(), direct.to_numpy(), err_msg=name)
+        assert int(cells["judge_u1"].sum() + cells["judge_u0"].sum()) == 0  # all labelled
+    human = raw.groupby("system", sort=False)["human"].agg(["sum", "size"])
+    np.testing.assert_array_equal(
+        ds["successes"].sum("task").to_series().loc[human.index].to_numpy(), human["sum"]
+    )
+    np.testing.assert_array_equal(
+        ds["trials"].sum("task").to_series().loc[human.index].to_numpy(), human["size"]
+    )

@@ -33,6 +33,7 @@ Modules
 ``columns``     role columns, present and unique; ``values``: numeric cells read exactly;
 ``labels``      labels that group as written and that a results file reads back exactly;
 ``scores``, ``covariates``, ``latency``: per-attempt values summarised per cell;
+``judge``       an automatic judge's verdicts beside trusted labels, and the label design;
 ``strata``      task-level clusters and strata; ``runs``: training runs as systems;
 ``digests``     canonical-JSON harness digests and the comparability check (a leaf).
 """
@@ -40,6 +41,7 @@ Modules
 from bayeval.data.counts import from_counts
 from bayeval.data.evaldata import EvalData, require_valid_outcomes
 from bayeval.data.frame import from_frame, read_csv
+from bayeval.data.judge import JUDGE_VARS, LABEL_DESIGNS
 from bayeval.data.latency import LATENCY_VARS
 from bayeval.data.scores import SCORE_VARS
 from bayeval.data.statuses import MISSING_POLICIES, STATUSES
@@ -55,4 +57,6 @@ __all__ = [
     "require_valid_outcomes",
     "SCORE_VARS",
     "LATENCY_VARS",
+    "JUDGE_VARS",
+    "LABEL_DESIGNS",
 ]

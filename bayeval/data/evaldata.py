@@ -17,6 +17,7 @@ import xarray as xr
 from bayeval._validate import describe_values
 from bayeval.data.covariates import _COVARIATE_VARS
 from bayeval.data.digests import _EvalRecord
+from bayeval.data.judge import JUDGE_VARS
 from bayeval.data.labels import _check_labels, _native_labels
 from bayeval.data.latency import LATENCY_VARS
 from bayeval.data.scores import SCORE_VARS
@@ -25,7 +26,17 @@ from bayeval.data.statuses import STATUSES, _assemble, _check_policy
 __all__ = ["EvalData", "require_valid_outcomes"]
 
 #: Coordinates that hold labels, saved with every fit: checked by the label rules.
-_LABEL_COORDS = ("system", "task", "cluster", "stratum", "recipe", "run", "harness")
+_LABEL_COORDS = (
+    "system",
+    "task",
+    "cluster",
+    "stratum",
+    "recipe",
+    "run",
+    "harness",
+    "judge",
+    "label_stratum",
+)
 
 
 class EvalData:
@@ -124,6 +135,22 @@ class EvalData:
         if "covariate" not in self._ds.coords:
             return []
         return self._ds["covariate"].values.tolist()
+
+    @property
+    def judges(self) -> list:
+        """The judge columns given to ``from_frame(judge=...)``; empty without a judge."""
+        if "judge_n11" not in self._ds:
+            return []
+        return self._ds["judge"].values.tolist()
+
+    @property
+    def label_design(self) -> str | None:
+        """How the labelled attempts were chosen (``"random"``, ``"stratified"``), or ``None``.
+
+        Set with ``from_frame(..., judge=, label_design=)``: judged data whose ``successes``
+        and ``trials`` count the labelled attempts only (see :mod:`bayeval.data.judge`).
+        """
+        return self._ds.attrs.get("label_design") if self.judges else None
 
     @property
     def has_latency(self) -> bool:
@@ -259,6 +286,12 @@ class EvalData:
             digest.update(json.dumps(self._ds["harness"].values.tolist()).encode())
         for name in SCORE_VARS if self.has_scores else ():
             digest.update(np.ascontiguousarray(self._ds[name].values, dtype=float).tobytes())
+        if self.judges:  # the verdicts and the design change what the labels stand for
+            for name in ("judge", "label_stratum"):
+                digest.update(json.dumps([str(v) for v in self._ds[name].values]).encode())
+            digest.update(str(self.label_design).encode())
+            for name in JUDGE_VARS:
+                digest.update(np.ascontiguousarray(self._ds[name].values, dtype=np.int64).tobytes())
         return digest.hexdigest()
 
     # -- derived data --------------------------------------------------------------------------
@@ -293,7 +326,9 @@ class EvalData:
         for name in ("harness", "recipe", "run"):  # per-system labels the policy keeps
             if name in self._ds.coords:
                 ds = ds.assign_coords({name: ("system", self._ds[name].values)})
-        names = [v for v in (*_COVARIATE_VARS, *SCORE_VARS, *LATENCY_VARS) if v in self._ds]
+        names = [
+            v for v in (*_COVARIATE_VARS, *SCORE_VARS, *LATENCY_VARS, *JUDGE_VARS) if v in self._ds
+        ]
         if names:  # per attempt and status, or of ok attempts: the policy does not change them
             ds = ds.assign({v: self._ds[v] for v in names})
         return EvalData(ds)
@@ -401,6 +436,13 @@ class EvalData:
         if self.has_scores:
             counts = [int(ds[f"score_{k}"].sum()) for k in ("n0", "nmid", "n1")]
             lines.append(f"  scores:   {counts[0]} at 0, {counts[1]} between, {counts[2]} at 1")
+        if self.judges:
+            labelled = int(sum(ds[v].values.sum() for v in JUDGE_VARS[:4])) // len(self.judges)
+            unlabelled = int(ds["judge_u1"].values.sum() + ds["judge_u0"].values.sum())
+            lines.append(
+                f"  judges:   {self.judges}, {labelled} labelled attempts "
+                f"({self.label_design} design), {unlabelled // len(self.judges)} judged only"
+            )
         if self.has_latency:
             seconds = ds["latency"].values
             seconds = seconds[~np.isnan(seconds)]

@@ -26,6 +26,7 @@ from bayeval.data.columns import _check_columns, _check_not_missing, _check_uniq
 from bayeval.data.covariates import _covariate_names, _covariate_stats
 from bayeval.data.digests import _canonical, digest
 from bayeval.data.evaldata import EvalData
+from bayeval.data.judge import _check_judge_roles, _judge_tally, _judge_vars
 from bayeval.data.labels import _check_hashable, _check_labels
 from bayeval.data.latency import _latency_arrays, _latency_names, _latency_seconds
 from bayeval.data.runs import _CHECKPOINT, _checkpoint_labels, _with_run_coords
@@ -86,6 +87,9 @@ def from_frame(
     score: str | None = None,
     run: str | None = None,
     latency=None,
+    judge: str | list | None = None,
+    label_design: str | None = None,
+    label_strata: str | None = None,
 ) -> EvalData:
     """Validate a tidy table and summarise it into ``(system, task)`` counts.
 
@@ -184,6 +188,30 @@ def from_frame(
         ``latency_status`` (status code) over ``(system, task, attempt)``, padded with NaN
         and -1 to the longest cell; read with :meth:`EvalData.latency_frame` and
         :func:`bayeval.bootstrap.latency`.
+    judge : str or list of str, optional
+        Column(s) of an automatic judge's 0/1 verdicts, one per attempt (row); several columns
+        add a ``judge`` dim (named by the columns). ``success`` then holds the trusted label
+        (a human's, a verifier's), empty where the attempt was not labelled: an unlabelled
+        attempt is not a missing outcome. ``successes`` and ``trials`` keep their meaning,
+        the trusted outcomes: they count the labelled attempts only. Per ``(judge, system,
+        task, label_stratum)`` the dataset holds :data:`~bayeval.data.judge.JUDGE_VARS`:
+        labelled attempts by verdict and label (``judge_n11``, ``judge_n10``, ``judge_n01``,
+        ``judge_n00``: verdict first) and unlabelled ones by verdict (``judge_u1``,
+        ``judge_u0``). Every attempt with a label or a verdict needs every judge's verdict;
+        a row with neither is an attempt without an outcome (``no_verdict``, or its status).
+        Attempts that are not ``ok`` keep their status and the missing-outcome policy as
+        elsewhere. Does not combine with count rows, ``score``, ``covariates``, ``latency``
+        or ``run`` yet.
+    label_design : {"random", "stratified"}
+        How the labelled attempts were chosen; required with ``judge``. ``"random"``: within
+        each system, every attempt equally likely to be labelled. ``"stratified"``: at random
+        within each value of ``label_strata``. Anything else is refused: the true rate would
+        not be identified. Labels whose presence depends on a judge's verdict (beyond chance)
+        are refused unless the design declares strata by that verdict.
+    label_strata : str, optional
+        With ``label_design="stratified"``: the per-attempt column whose values are the
+        strata (a judge column itself when the labelled share was set per verdict). The
+        ``label_stratum`` dim holds its values (``["all"]`` under a random design).
 
     Returns
     -------
@@ -235,13 +263,37 @@ def from_frame(
     >>> data = be.from_frame(df, score="score")
     >>> data.dataset["score_sum"].values.tolist(), data.dataset["successes"].values.tolist()
     ([[1.5, 0.0]], [[1, 0]])
+
+    An automatic judge on every attempt, a human label on a random sample:
+
+    >>> df = pd.DataFrame({"system": "A", "task": ["t1", "t2", "t3", "t4"],
+    ...                    "judge": [1, 1, 0, 1], "human": [1, None, 0, None]})
+    >>> data = be.from_frame(df, judge="judge", success="human", label_design="random")
+    >>> ds = data.dataset.sel(judge="judge", label_stratum="all")
+    >>> int(ds["judge_n11"].sum()), int(ds["judge_n00"].sum()), int(ds["judge_u1"].sum())
+    (1, 1, 2)
+    >>> data.dataset["trials"].values.tolist()  # the labelled attempts
+    [[1, 0, 1, 0]]
     """
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame; got {type(df).__name__}")
     if run is not None:
+        if judge is not None:
+            raise TypeError("judge= does not combine with run= yet")
         return _from_runs(df, system, task, success, run, locals())
     _check_system_name(df, system, system_name)
     count_rows = successes is not None or trials is not None
+    judges = _check_judge_roles(
+        judge,
+        label_design,
+        label_strata,
+        success if score is None else None,
+        successes=successes,
+        trials=trials,
+        score=score,
+        covariates=covariates,
+        latency=latency,
+    )
     success = _outcome_role(success, score, count_rows)
     _check_count_roles(successes, trials, trial, status, status_map, count_rows)
     covariates = _covariate_names(df, covariates, count_rows)
@@ -254,14 +306,36 @@ def from_frame(
         "harness": harness,
     }
     names = _role_columns(system, task, success, score, successes, trials, optional)
+    if judges is not None:
+        names.update(
+            {f"judge[{i}]" if len(judges) > 1 else "judge": j for i, j in enumerate(judges)}
+        )
+        if label_strata is not None and label_strata not in judges:
+            names["label_strata"] = label_strata
     _check_roles(df, names, status)
 
     rows = _code_rows(df, system, system_name, task)
     if harness is not None:
         digests, configs = _harness_column(df, harness, rows.sys_codes, rows.systems)
     keys = [system, task] if system is not None else [task]
+    judged = None
     if count_rows:
         tally = _tally_count_rows(df, successes, trials, keys, rows)
+    elif judges is not None:
+        judged = _judge_tally(
+            df,
+            rows.cell,
+            rows.size,
+            rows.systems,
+            success=success,
+            judges=judges,
+            status=status,
+            status_map=status_map,
+            trial=trial,
+            keys=keys,
+            label_strata=label_strata,
+        )
+        tally = _Tally(judged["status_counts"], judged["ok_successes"])
     else:
         tally = _tally_outcome_rows(
             df,
@@ -275,7 +349,8 @@ def from_frame(
             covariates=covariates,
             latency_columns=latency_columns,
         )
-    ok_successes, status_counts = _cell_counts(tally, rows, planned_trials)
+    unlabelled = None if judged is None else judged["unlabelled"]
+    ok_successes, status_counts = _cell_counts(tally, rows, planned_trials, unlabelled)
 
     task_coords = _task_coords(df, task, rows, cluster, stratum)
     _check_policy(status_counts, missing)
@@ -287,6 +362,10 @@ def from_frame(
     )
     if harness is not None:
         ds = ds.assign_coords(harness=("system", digests))
+    if judged is not None:
+        variables, coords = _judge_vars(judged["counts"], rows.shape, judges, judged["strata"])
+        ds = ds.assign(variables).assign_coords(coords)
+        ds.attrs["label_design"] = label_design
     return EvalData(_with_attempt_vars(ds, tally, covariates, latency_columns))
 
 
@@ -484,12 +563,21 @@ def _tally_outcome_rows(
     return _Tally(status_counts, ok_successes, scores, covariate_vars, latency_vars)
 
 
-def _cell_counts(tally: _Tally, rows: _Rows, planned_trials) -> tuple[np.ndarray, np.ndarray]:
-    """``(system, task)`` successes and status counts, planned trials without a row ``not_run``."""
+def _cell_counts(
+    tally: _Tally, rows: _Rows, planned_trials, unlabelled=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(system, task)`` successes and status counts, planned trials without a row ``not_run``.
+
+    ``unlabelled``: judged attempts without a label per cell, which have rows (so are planned
+    trials that ran) but no status count.
+    """
     n_sys, n_task = rows.shape
     status_counts = tally.status_counts.reshape(n_sys, n_task, len(STATUSES)).astype(np.int64)
     ok_successes = np.rint(tally.ok_successes).astype(np.int64).reshape(n_sys, n_task)
-    status_counts[..., _NOT_RUN] += _not_run(status_counts.sum(-1), rows.tasks, planned_trials)
+    ran = status_counts.sum(-1)
+    if unlabelled is not None:
+        ran = ran + unlabelled.reshape(n_sys, n_task)
+    status_counts[..., _NOT_RUN] += _not_run(ran, rows.tasks, planned_trials)
     return ok_successes, status_counts
 
 
