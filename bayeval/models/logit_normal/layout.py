@@ -27,8 +27,37 @@ DEFAULT_PRIORS = {
     "sigma_run": 1.0,
 }
 SIGMAS = ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_system")
+#: The default HalfNormal scale of ``sigma_task_system`` where two or more systems have one
+#: trial per cell (:func:`one_trial`). There a cell's outcome cannot tell its own deviation
+#: from Bernoulli noise, so the overall scale of the task-level spreads is not identified
+#: (only the systems' agreement is), and the interval over these tasks narrows as that scale
+#: grows: under the default 1.5 the paired tasks effect covered 0.86-0.90 where the truth's
+#: spread was 0.5. At 0.5 it covered 0.94-0.95 for true spreads of 0.25 to 1.5
+#: (``benchmarks/results/one_trial_paired.md``).
+ONE_TRIAL_SIGMA_TASK_SYSTEM = 0.5
 #: The fewest systems for which the model treats systems as draws from a population of systems.
 SYSTEM_LEVEL_MIN = 3
+
+
+def one_trial(ds: xr.Dataset) -> bool:
+    """Whether two or more systems have a median of at most one valid trial per cell.
+
+    Cells without a valid trial do not count.
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.logit_normal.layout import one_trial
+    >>> one_trial(be.from_counts([[1, 0, 1], [0, 0, 1]], trials=1).dataset)
+    True
+    >>> one_trial(be.from_counts([[2, 0, 1], [0, 0, 1]], trials=2).dataset)
+    False
+    """
+    if ds.sizes["system"] < 2:
+        return False
+    _, n, _ = counts_by_bound(ds)
+    valid = n[0][n[0] > 0]
+    return bool(valid.size) and float(np.median(valid)) <= 1
 
 
 def validate_priors(priors) -> dict:

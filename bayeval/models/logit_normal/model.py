@@ -33,9 +33,12 @@ from bayeval.models.logit_normal.kernel import (
     target_accept,
 )
 from bayeval.models.logit_normal.layout import (
+    DEFAULT_PRIORS,
+    ONE_TRIAL_SIGMA_TASK_SYSTEM,
     SIGMAS,
     Layout,
     cluster_parametrisation,
+    one_trial,
     recipe_codes,
     sampling_form,
     task_parametrisation,
@@ -63,7 +66,7 @@ def fit_attrs(ds: xr.Dataset, engine: str, form: str, form_choice: str) -> dict:
     attrs = {
         "form": form,
         "form_choice": form_choice,
-        "target_accept": target_accept(form, ds.sizes["task"]),
+        "target_accept": target_accept(form, ds.sizes["task"], one_trial=one_trial(ds)),
     }
     if "cluster" in ds.coords:
         attrs["cluster_effects"] = "centred" if cluster_parametrisation(ds) else "non-centred"
@@ -145,6 +148,35 @@ class LogitNormalRates(base.Model):
             # the collapsed kernel is numba code: JAX takes the latent form
             return "full-latent", "sampler='numpyro': the full-latent form, which JAX compiles"
         return sampling_form(data.dataset)
+
+    def data_priors(self, data, priors) -> tuple[dict | None, str]:
+        """The task-by-system prior the data can support, where the user chose none.
+
+        With two or more systems and one trial per cell (:func:`one_trial`) the overall scale
+        of the task-level spreads is not identified, and the interval over these tasks narrows
+        as it grows: ``sigma_task_system`` then defaults to HalfNormal
+        (:data:`ONE_TRIAL_SIGMA_TASK_SYSTEM`); otherwise to :data:`DEFAULT_PRIORS`'s.
+
+        Examples
+        --------
+        >>> import bayeval as be
+        >>> from bayeval.models.logit_normal import LogitNormalRates
+        >>> pair = be.from_counts([[1, 0, 1, 1], [0, 0, 1, 1]], trials=1)
+        >>> LogitNormalRates().data_priors(pair, None)[0]
+        {'sigma_task_system': 0.5}
+        >>> LogitNormalRates().data_priors(pair, {"sigma_task_system": 2.0})
+        ({'sigma_task_system': 2.0}, '')
+        """
+        if (priors or {}).get("sigma_task_system") is not None or not one_trial(data.dataset):
+            return priors, ""
+        note = (
+            "one trial per system and task: sigma_task_system ~ HalfNormal"
+            f"({ONE_TRIAL_SIGMA_TASK_SYSTEM:g}) (the default HalfNormal"
+            f"({DEFAULT_PRIORS['sigma_task_system']:g}) narrows intervals over these tasks "
+            "where the task-level spreads' scale is not identified; models/logit_normal.md, "
+            "'One trial per task')"
+        )
+        return {**(priors or {}), "sigma_task_system": ONE_TRIAL_SIGMA_TASK_SYSTEM}, note
 
     def single_trial_warning(self, data) -> str:
         """Several systems: what is identified only through the other systems."""
@@ -262,7 +294,9 @@ class LogitNormalRates(base.Model):
                 seed=seed,
                 progress=progress,
                 cores=cores,
-                target_accept=target_accept(form, data.dataset.sizes["task"]),
+                target_accept=target_accept(
+                    form, data.dataset.sizes["task"], one_trial=one_trial(data.dataset)
+                ),
             )
         post = trace["posterior"].to_dataset()
         if compiled:
