@@ -92,13 +92,16 @@ def one_run(seed, n_systems, n_tasks, n_trials, clusters, draws, form):
     }
     for estimand in ("tasks", "population"):
         truth = sim.truth(estimand=estimand)
-        draws_ = res.pass_at_k(k=1, estimand=estimand).transpose("system", ...).values
+        # the truth is a new task from a new cluster: ask for that estimand by name, since
+        # with fewer than ten clusters the default reads the observed clusters instead
+        new = {"clusters": "new"} if estimand == "population" else {}
+        draws_ = res.pass_at_k(k=1, estimand=estimand, **new).transpose("system", ...).values
         flat = draws_.reshape(len(systems), -1)
         lo, hi = np.quantile(flat, [0.025, 0.975], axis=1)
         out[estimand, "systems"] = ((lo <= truth) & (truth <= hi), hi - lo)
         inside, width = [], []
         for cand, base in PAIRS:
-            cmp = res.compare(systems[cand], systems[base], estimand=estimand)
+            cmp = res.compare(systems[cand], systems[base], estimand=estimand, **new)
             low, high = cmp["effect_interval"].values
             true = truth[cand] - truth[base]
             inside.append(low <= true <= high)

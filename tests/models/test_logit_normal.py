@@ -1726,3 +1726,29 @@ def test_per_pattern_values_equal_the_gradient_paths():
             )[0]
             == single
         )
+
+
+def test_one_trial_pairs_get_the_narrow_task_by_system_prior_and_say_so():
+    import json
+
+    rng = np.random.default_rng(7)
+    one = be.from_counts(rng.integers(0, 2, size=(2, 40)), trials=1)
+    fit = dict(model="logit_normal", draws=200, chains=2, seed=3, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)  # the single-trial warning
+        res = be.fit(one, **fit)
+        asked = be.fit(one, **fit, priors={"sigma_task_system": 1.5})
+        two = be.fit(be.from_counts(rng.integers(0, 3, size=(2, 40)), trials=2), **fit)
+    priors = json.loads(res.tree.attrs["priors"])
+    assert priors["sigma_task_system"] == logit_normal.ONE_TRIAL_SIGMA_TASK_SYSTEM == 0.5
+    assert "one trial per system and task" in res.tree.attrs["prior_note"]
+    assert res.tree.attrs["target_accept"] == logit_normal.TARGET_ACCEPT
+    # a prior the user names stands; two trials identify the spread: the wide default
+    assert json.loads(asked.tree.attrs["priors"])["sigma_task_system"] == 1.5
+    assert asked.tree.attrs["prior_note"] == ""
+    assert json.loads(two.tree.attrs["priors"])["sigma_task_system"] == 1.5
+    assert two.tree.attrs["prior_note"] == ""
+    # the narrower prior holds the spread nearer zero than the wide one on the same data
+    narrow = float(res.tree["posterior"]["sigma_task_system"].mean())
+    wide = float(asked.tree["posterior"]["sigma_task_system"].mean())
+    assert narrow < wide

@@ -41,8 +41,9 @@ def normal_expectation(location, scale, metric, ks, tau=None):
     below 1e-10 up to 256 at every scale, with the grid's ends at +-8 (the normal's mass
     beyond is 1e-15). A fixed grid cost more and erred more at wide scales
     (``models/logit_normal.md``, sampling settings, ``normal_expectation``). pass@k and pass^k are
-    summed by a compiled kernel a location at a time (:func:`bayeval.models.kernels.moments.
-    grid_expectations`: memory stays bounded at any number of draws, systems and clusters), through
+    summed by a compiled kernel a location at a time
+    (:func:`bayeval.models.kernels.moments.grid_expectations`: memory stays bounded at any
+    number of draws, systems and clusters), through
     ``log(1 - p) = -softplus(y)`` (``log p = -softplus(-y)`` for pass^k): one exponential per k
     instead of a power. G-pass@k, the binomial tail ``I_p(m, k - m + 1)`` at ``m = ceil(tau k)``,
     and consistency ``(2p - 1)^2 = tanh(y / 2)^2`` are summed in chunks of locations. Returns
