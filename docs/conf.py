@@ -5,7 +5,9 @@ and the repository's files at each build (``_reference.py``), so none of them ca
 """
 
 import importlib
+import re
 import sys
+import warnings
 from importlib.metadata import version as _version
 from pathlib import Path
 
@@ -15,6 +17,7 @@ sys.path.insert(0, str(DOCS))
 
 import _reference  # noqa: E402 - found through the path set just above
 import click  # noqa: E402
+from numpydoc.docscrape import NumpyDocString  # noqa: E402
 from sphinx.util import logging  # noqa: E402
 
 _LOGGER = logging.getLogger(__name__)
@@ -88,6 +91,8 @@ _write(
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 nitpicky = True
+# command lines in help texts and docstrings stay as typed: "--k" must not become an en dash
+smartquotes = False
 # Names of other projects: their inventories are not fetched (the build runs offline), so a
 # reference to them is shown as code rather than linked; bayeval's own names must all resolve.
 nitpick_ignore_regex = [
@@ -234,14 +239,42 @@ def _click_literal(lines: list[str]) -> None:
 
 
 def _check_docstring(app, what, name, obj, options, lines):
-    """Fail the build on a documented name without a docstring (or ``#:`` comment)."""
+    """Fail the build on a documented name without a docstring, or with an unknown section.
+
+    A constant's docstring is its ``#:`` comment (or the string after it).
+    """
     if isinstance(obj, click.Command):
         _click_literal(lines)
     if not any(line.strip() for line in lines):
         _LOGGER.warning("%s %s has no docstring", what, name, type="bayeval", subtype="docstring")
+    if what == "module":
+        return  # numpydoc does not parse a module's docstring: its sections are headings
+    # numpydoc only warns (a Python warning, not the build's) of a section it does not know,
+    # and then leaves the section out of the page: make that a build warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        NumpyDocString("\n".join(lines))
+    for warning in caught:
+        _LOGGER.warning(
+            "%s %s: %s", what, name, warning.message, type="bayeval", subtype="numpydoc"
+        )
+
+
+def _escape_bars(app, ctx, lines):
+    """Escape a ``|`` in a command's help: it is plain text (``max-|t|``).
+
+    reStructuredText would read ``|t|`` as a substitution. The line-block marks sphinx-click
+    adds are kept.
+    """
+    for i, line in enumerate(lines):
+        mark = re.match(r"\s*\| ", line)
+        head = mark.group(0) if mark else ""
+        lines[i] = head + line[len(head) :].replace("|", "\\|")
 
 
 def setup(app):
     """Connect the reference resolver and the docstring check (before numpydoc reads it)."""
     app.connect("missing-reference", _resolve)
     app.connect("autodoc-process-docstring", _check_docstring, priority=100)
+    for part in ("description", "epilog"):
+        app.connect(f"sphinx-click-process-{part}", _escape_bars)
