@@ -43,13 +43,17 @@ def public_modules() -> list[str]:
     return first + rest
 
 
+def _names(module: str) -> list[str]:
+    """A module's public names: its ``__all__`` (and, for the top level, ``_LAZY``'s names)."""
+    names = list(getattr(importlib.import_module(module), "__all__", []))
+    if module == "bayeval":
+        names += [n for n in bayeval._LAZY if n not in names]
+    return names
+
+
 def public_names() -> list[str]:
     """Every public path ``module.name``, in reference order."""
-    return [
-        f"{m}.{n}"
-        for m in public_modules()
-        for n in getattr(importlib.import_module(m), "__all__", [])
-    ]
+    return [f"{m}.{n}" for m in public_modules() for n in _names(m)]
 
 
 def _has_doc_comment(module: str, name: str) -> bool:
@@ -70,7 +74,7 @@ def sections() -> list[Section]:
     paths: dict[tuple[int, str], list[str]] = {}
     for module in public_modules():
         mod = importlib.import_module(module)
-        for name in getattr(mod, "__all__", []):
+        for name in _names(module):
             obj = getattr(mod, name)
             if not inspect.ismodule(obj):
                 paths.setdefault((id(obj), name), []).append(module)
@@ -86,7 +90,7 @@ def sections() -> list[Section]:
     for module in public_modules():
         mod = importlib.import_module(module)
         section = Section(module)
-        for name in getattr(mod, "__all__", []):
+        for name in _names(module):
             obj = getattr(mod, name)
             if inspect.ismodule(obj):
                 continue  # a submodule has its own section
