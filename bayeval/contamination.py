@@ -214,8 +214,9 @@ def overlap(
     documents at a time for the shingle method), so memory grows with the items, not the
     corpus.
 
-    Methods
-    -------
+    The methods:
+
+    ===============  ==============================================================
     ``exact``        the item's text equals a whole document;
     ``normalized``   equal after normalisation (:data:`NORMALIZATION`: case, whitespace,
                      punctuation);
@@ -226,14 +227,17 @@ def overlap(
                      exact, over every document that shares an n-gram;
     ``minhash``      MinHash LSH (``datasketch``, the ``contamination`` extra) over the same
                      n-grams: the largest estimated Jaccard among the documents LSH returns.
+    ===============  ==============================================================
 
-    Labels
-    ------
+    The labels:
+
+    =============  ================================================================
     ``confirmed``  an exact or normalised match, or containment >= ``confirmed_containment``;
     ``suspected``  otherwise, containment >= ``suspected_containment`` or a MinHash estimate
                    >= ``minhash_threshold`` (an estimate alone never confirms);
     ``none``       no method found overlap above its threshold. This is not proof of absence
                    (:data:`LIMITS`).
+    =============  ================================================================
 
     Parameters
     ----------

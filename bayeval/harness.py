@@ -146,7 +146,7 @@ def canary(
     xarray.Dataset
         What :meth:`~bayeval.Results.compare` returns for ``candidate - baseline`` (``effect``
         draws, ``effect_interval``, ``prob_positive``, ...), plus ``prob_within_margin``
-        (P(|change| <= margin)) and attrs ``verdict``, ``verdict_rule``, ``canary``,
+        (``P(|change| <= margin)``) and attrs ``verdict``, ``verdict_rule``, ``canary``,
         ``baseline_harness``, ``candidate_harness`` and their digests when recorded.
 
         Verdict, from the ``ci_prob`` equal-tailed interval ``[lower, upper]`` of the change:

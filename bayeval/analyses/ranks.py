@@ -3,7 +3,7 @@
 Posterior ranks, groups, the winner's curse and a one-call summary, beside the bootstrap's
 simultaneous rank confidence sets (their frequentist twin).
 
-The rank sets use the max-|t| construction of Mogstad, Romano, Shaikh and Wilhelm (2024,
+The rank sets use the ``max-|t|`` construction of Mogstad, Romano, Shaikh and Wilhelm (2024,
 "Inference for Ranks with Applications to Mobility across Neighbourhoods and Academic
 Achievement across Countries", Review of Economic Studies). With estimated scores ``theta_j``
 of ``p`` systems (each a weighted mean of per-task unbiased pass@k or pass^k, as in
@@ -532,7 +532,7 @@ def rank_sets(
 ) -> xr.Dataset:
     """Rank confidence sets for every system, with multiplicity-adjusted pairwise tests.
 
-    The max-|t| construction of Mogstad, Romano, Shaikh & Wilhelm (2024) on the paired
+    The ``max-|t|`` construction of Mogstad, Romano, Shaikh & Wilhelm (2024) on the paired
     bootstrap: all systems are resampled on the same tasks (or whole clusters), the
     ``ci_prob`` quantile of the largest studentised deviation of a pairwise difference gives
     simultaneous intervals for all differences, and system j's rank set is

@@ -1,23 +1,25 @@
 """Readers: evaluation results from harness outputs and tidy tables -> :class:`bayeval.EvalData`.
 
-=====================  =========================================================================
-:func:`read_table`     tidy long tables: ``.csv``, ``.parquet``, ``.jsonl``/``.ndjson``, ``.json``
-:func:`read_swebench`  SWE-bench / multi-SWE-bench reports (instance ids by outcome), classic
-                       experiments-repository reports against the benchmark's instance list
-:func:`read_helm`      HELM ``per_instance_stats.json`` (one metric, trials from
-                       ``train_trial_index``, unperturbed unless asked)
+===========================  ==================================================================
+:func:`read_table`           tidy long tables: ``.csv``, ``.parquet``, ``.jsonl``/``.ndjson``,
+                             ``.json``
+:func:`read_swebench`        SWE-bench / multi-SWE-bench reports (instance ids by outcome),
+                             classic experiments-repository reports against the benchmark's
+                             instance list
+:func:`read_helm`            HELM ``per_instance_stats.json`` (one metric, trials from
+                             ``train_trial_index``, unperturbed unless asked)
 :func:`read_terminal_bench`  Terminal-Bench run ``results.json`` (trials, failure modes)
-:func:`read_harbor`    Harbor job folders (Terminal-Bench 2): trial ``result.json`` files (rewards,
-                       exceptions), trials planned and not finished
-:func:`read_tau_bench`  τ-bench trajectory files (tasks x trials, rewards)
-:func:`read_tau2_bench`  τ²-bench results (``simulations``: rewards, termination reasons)
-:func:`read_humaneval` human-eval ``*_results.jsonl``, EvalPlus and BigCodeBench
-                       ``eval_results.json``
-:func:`read_lm_eval`   lm-evaluation-harness ``samples_<task>_<time>.jsonl`` (``--log_samples``),
-                       or the ``results_<time>.json`` beside them
-:func:`read_inspect`   Inspect AI ``.eval``/``.json`` logs (needs ``bayeval[inspect]``)
-:func:`read`           any of these, the format detected from the file
-=====================  =========================================================================
+:func:`read_harbor`          Harbor job folders (Terminal-Bench 2): trial ``result.json`` files
+                             (rewards, exceptions), trials planned and not finished
+:func:`read_tau_bench`       τ-bench trajectory files (tasks x trials, rewards)
+:func:`read_tau2_bench`      τ²-bench results (``simulations``: rewards, termination reasons)
+:func:`read_humaneval`       human-eval ``*_results.jsonl``, EvalPlus and BigCodeBench
+                             ``eval_results.json``
+:func:`read_lm_eval`         lm-evaluation-harness ``samples_<task>_<time>.jsonl``
+                             (``--log_samples``), or the ``results_<time>.json`` beside them
+:func:`read_inspect`         Inspect AI ``.eval``/``.json`` logs (needs ``bayeval[inspect]``)
+:func:`read`                 any of these, the format detected from the file
+===========================  ==================================================================
 
 Every reader maps the source's outcomes to bayeval statuses (each module documents how), exposes
 raw statuses that are a modelling choice (``empty_patch``, ``noanswer``, ...) for ``status_map=``
