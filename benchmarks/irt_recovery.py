@@ -10,7 +10,7 @@ their true rates), beside the plain task bootstrap of the subset's mean outcome 
 2000 replicates). Monte Carlo standard errors are the spread of the per-replication coverage
 over the replications (items and systems of one replication share its calibration).
 
-Run:  python benchmarks/irt_recovery.py [--reps 12] [--trials 1 4] [--draws 500] [--tune 500]
+Run:  python benchmarks/irt_recovery.py [--reps 10] [--trials 4 1] [--draws 400] [--tune 400]
       [--chains 2] [--out benchmarks/results/irt_recovery.txt]
 """
 
@@ -90,10 +90,10 @@ def replication(seed, trials, args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--reps", type=int, default=12)
-    parser.add_argument("--trials", type=int, nargs="+", default=[1, 4])
-    parser.add_argument("--draws", type=int, default=500)
-    parser.add_argument("--tune", type=int, default=500)
+    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--trials", type=int, nargs="+", default=[4, 1])
+    parser.add_argument("--draws", type=int, default=400)
+    parser.add_argument("--tune", type=int, default=400)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results/irt_recovery.txt")
     args = parser.parse_args()
@@ -113,10 +113,9 @@ def main():
             se = values.std(ddof=1) / np.sqrt(len(values))
             lines.append(f"  {key:18s} {values.mean():.3f} +- {se:.3f}")
         print("\n".join(lines), flush=True)
-    text = "\n".join(lines) + "\n"
-    with open(args.out + ".tmp", "w") as handle:
-        handle.write(text)
-    os.replace(args.out + ".tmp", args.out)
+        with open(args.out + ".tmp", "w") as handle:  # each trial count's rows as they come
+            handle.write("\n".join(lines) + "\n")
+        os.replace(args.out + ".tmp", args.out)
 
 
 if __name__ == "__main__":

@@ -97,8 +97,11 @@ def test_population_quadrature_against_monte_carlo():
                 assert abs(got[d, s, i] - values.mean()) < 5 * se
 
 
-def test_one_pl_form_shares_one_discrimination():
+def test_one_pl_form_with_clusters_shares_one_discrimination():
     data = simulate(5, n_system=6, n_item=15)[0]
+    counts = data.dataset["successes"].transpose("system", "task").values
+    clusters = [f"g{j % 3}" for j in range(15)]
+    data = be.from_counts(counts, trials=4, systems=data.systems, clusters=clusters)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)
         res = be.fit(
@@ -108,6 +111,9 @@ def test_one_pl_form_shares_one_discrimination():
     assert float((a - a.isel(task=0)).__abs__().max()) == 0.0
     assert "sigma_log_a" not in res.tree["posterior"]
     assert res.tree.attrs["form"] == "1pl"
+    assert res.tree["posterior"]["cluster_effect"].sizes["cluster"] == 3
+    observed = res.pass_at_k(estimand="population", clusters="observed")
+    assert ((observed > 0) & (observed < 1)).all()
 
 
 def test_auto_never_picks_irt():
