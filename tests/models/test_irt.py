@@ -135,7 +135,7 @@ def test_refusals():
 
 def test_log_likelihood_is_the_binomial_at_each_draw():
     res = fake_results(model="irt", draws=20, chains=1)
-    ll = res.log_likelihood()["log_likelihood"]
+    ll = res.log_likelihood()["task_total"]
     prm = item_draws(res.tree)
     c = res.data.dataset["successes"].transpose("system", "task").values
     n = res.data.dataset["trials"].transpose("system", "task").values
