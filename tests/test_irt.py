@@ -154,3 +154,15 @@ def test_compare_same_outcomes_is_centred_on_zero():
         be.irt.compare(sub, res, "NEW", "nobody")
     with pytest.raises(ValueError, match="not scored on this calibration"):
         be.irt.compare(sub, fake_results(model="irt", seed=9, data=fake_data(seed=5)), "NEW", "A")
+
+
+def test_items_information_is_a_squared_p_q_at_each_ability():
+    res = fixed_items()
+    theta = res.abilities()["theta"].sel(system="A").values.ravel()
+    p = special.expit(A[None, :] * (theta[:, None] - B[None, :]))
+    expected = (A**2 * p * (1 - p)).mean(axis=0)
+    out = res.items(theta=[0.0])
+    np.testing.assert_allclose(out["information"].sel(system="A").values, expected, rtol=1e-10)
+    at_zero = A**2 * special.expit(-A * B) * (1 - special.expit(-A * B))
+    np.testing.assert_allclose(out["information_grid"].sel(theta=0.0).values, at_zero)
+    np.testing.assert_allclose(out["b_mean"].values, B)

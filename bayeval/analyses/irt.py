@@ -167,8 +167,12 @@ def items(posterior, *, theta=None, ci_prob: float = 0.95) -> xr.Dataset:
         }
     )
     ds = _summarised(ds, ["b", "a"], ci_prob)
-    info = np.mean(
-        information(prm["a"][:, :, None], prm["b"][:, :, None], prm["theta"][:, None, :]), axis=0
+    info = np.stack(  # a system at a time: memory stays at draws x items
+        [
+            information(prm["a"], prm["b"], prm["theta"][:, [s]]).mean(axis=0)
+            for s in range(prm["theta"].shape[1])
+        ],
+        axis=1,
     )
     ds["information"] = xr.DataArray(
         info, dims=("task", "system"), coords={"task": tasks, "system": posterior.systems}
@@ -177,9 +181,7 @@ def items(posterior, *, theta=None, ci_prob: float = 0.95) -> xr.Dataset:
         grid = np.atleast_1d(np.asarray(theta, dtype=float))
         if grid.ndim != 1 or not np.isfinite(grid).all():
             raise ValueError(f"theta must be a 1-D array of finite abilities; got {theta!r}")
-        on_grid = np.mean(
-            information(prm["a"][:, :, None], prm["b"][:, :, None], grid[None, None, :]), axis=0
-        )
+        on_grid = np.stack([information(prm["a"], prm["b"], t).mean(axis=0) for t in grid], axis=1)
         ds["information_grid"] = xr.DataArray(
             on_grid, dims=("task", "theta"), coords={"task": tasks, "theta": grid}
         )
