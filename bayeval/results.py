@@ -15,6 +15,7 @@ from bayeval import checks
 from bayeval.analyses.compare import compare, compare_all
 from bayeval.analyses.cost import posterior_cost
 from bayeval.analyses.curves import compare_curve
+from bayeval.analyses.irt import abilities, items
 from bayeval.analyses.latency import posterior_latency
 from bayeval.analyses.noise import posterior_noise
 from bayeval.analyses.ranks import rank_groups, ranks, winner
@@ -431,6 +432,37 @@ class Results(Posterior):
         return posterior_cost(
             self, column, k=k, model=model, ci_prob=ci_prob, n_draws=n_draws, seed=seed
         )
+
+    # -- item response theory (model="irt") ----------------------------------------------------
+    def abilities(self, *, ci_prob: float = 0.95) -> xr.Dataset:
+        """Each system's ability theta (``model="irt"``): draws, mean and interval.
+
+        This is :func:`bayeval.analyses.irt.abilities` of this fit; a ValueError for a fit of
+        another model.
+
+        Examples
+        --------
+        >>> from bayeval.testing import fake_results
+        >>> res = fake_results(model="irt")
+        >>> res.abilities()["theta_interval"].dims
+        ('system', 'ci_bound')
+        """
+        return abilities(self, ci_prob=ci_prob)
+
+    def items(self, *, theta=None, ci_prob: float = 0.95) -> xr.Dataset:
+        """Each item's difficulty b, discrimination a and Fisher information (``model="irt"``).
+
+        This is :func:`bayeval.analyses.irt.items` of this fit; a ValueError for a fit of
+        another model.
+
+        Examples
+        --------
+        >>> from bayeval.testing import fake_results
+        >>> res = fake_results(model="irt")
+        >>> res.items(theta=[-1.0, 0.0, 1.0])["information_grid"].dims
+        ('task', 'theta')
+        """
+        return items(self, theta=theta, ci_prob=ci_prob)
 
     # -- summaries and checks ------------------------------------------------------------------
     def summary(

@@ -11,6 +11,8 @@ a function of :class:`~bayeval.EvalData`:
 * :mod:`~bayeval.analyses.subsets` — clean versus flagged tasks;
 * :mod:`~bayeval.analyses.runs` — recipes over their training runs;
 * :mod:`~bayeval.analyses.crosscheck` — Bayesian and bootstrap intervals side by side.
+* :mod:`~bayeval.analyses.irt` — abilities, items and subset scoring of ``model="irt"``
+  (public face :mod:`bayeval.irt`).
 
 Beneath them, :mod:`~bayeval.analyses.arrays` holds the decision statistics they share (an
 effect's summary, ranks, rank probabilities, sup-t bands, crossings) as functions of plain

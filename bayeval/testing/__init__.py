@@ -40,7 +40,15 @@ from scipy import special
 
 from bayeval._validate import validate_choice, validate_positive_int, validate_seed
 from bayeval.data import EvalData, from_counts, from_frame, require_valid_outcomes
-from bayeval.models import _groups, beta_binomial, get_model, hierarchical, logit_normal, zoib
+from bayeval.models import (
+    _groups,
+    beta_binomial,
+    get_model,
+    hierarchical,
+    irt,
+    logit_normal,
+    zoib,
+)
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.posterior import Posterior
 from bayeval.results import Results
@@ -204,7 +212,7 @@ def fake_results(
     data : EvalData, optional
         Default: :func:`fake_data` (with ``scores=True`` for ``zoib``), simulated from
         ``truth`` where given.
-    model : {"beta_binomial", "hierarchical", "logit_normal", "zoib"}, default "hierarchical"
+    model : {"beta_binomial", "hierarchical", "logit_normal", "zoib", "irt"}, default "hierarchical"
     draws, chains : int, default 200 and 2
     seed : int, default 0
         Seeds every draw: the same arguments give the same tree (but ``attrs["created_at"]``).
@@ -381,12 +389,49 @@ def _fake_zoib(data, priors, form, draws, chains, rng, attrs):
     return priors, posterior, _sample_stats(draws, chains, bounds, rng), None
 
 
+def _fake_irt(data, priors, form, draws, chains, rng, attrs):
+    """Abilities and difficulties near the systems' and items' standardised logit rates."""
+    ds = data.dataset
+    reason = get_model("irt").supports(data)
+    if reason is not None:
+        raise ValueError(reason)
+    priors = irt.validate_priors(priors)
+    c = ds["successes"].transpose("system", "task").values
+    n = ds["trials"].transpose("system", "task").values
+    with np.errstate(invalid="ignore", divide="ignore"):
+        system_rate = (c.sum(1) + 0.5) / (n.sum(1) + 1.0)
+        item_rate = (c.sum(0) + 0.5) / (n.sum(0) + 1.0)
+    theta = special.logit(system_rate)
+    theta = (theta - theta.mean()) / max(float(theta.std()), 0.5)
+    b = -special.logit(item_rate)
+    lead = (chains, draws)
+    S, J = len(theta), len(b)
+    a = np.ones(J) if priors["form"] == "1pl" else np.exp(rng.normal(0.0, 0.2, J))
+    out = {
+        "theta": (("chain", "draw", "system"), theta + rng.normal(0.0, 0.2, lead + (S,))),
+        "b": (("chain", "draw", "task"), b + rng.normal(0.0, 0.2, lead + (J,))),
+        "a": (("chain", "draw", "task"), a * np.exp(rng.normal(0.0, 0.1, lead + (J,)))),
+        "mu_b": (("chain", "draw"), b.mean() + rng.normal(0.0, 0.1, lead)),
+        "sigma_b": (("chain", "draw"), max(float(b.std()), 0.1) * np.exp(rng.normal(0, 0.1, lead))),
+        "mu_log_a": (("chain", "draw"), rng.normal(0.0, 0.05, lead)),
+    }
+    if priors["form"] == "2pl":
+        out["sigma_log_a"] = (("chain", "draw"), 0.2 * np.exp(rng.normal(0.0, 0.1, lead)))
+    posterior = xr.Dataset(
+        out,
+        coords={**_lead(draws, chains), "system": ds["system"].values, "task": ds["task"].values},
+    )
+    attrs.update({"target_accept": irt.TARGET_ACCEPT, "form": priors["form"]})
+    return priors, posterior, _sample_stats(draws, chains, None, rng), None
+
+
 #: Model name -> its fake's parameter draws.
 _FAKES = {
     "beta_binomial": _fake_beta_binomial,
     "hierarchical": _fake_hierarchical,
     "logit_normal": _fake_logit_normal,
     "zoib": _fake_zoib,
+    "irt": _fake_irt,
 }
 #: The models a fake stands for.
 MODELS = tuple(_FAKES)
