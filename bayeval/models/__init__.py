@@ -5,7 +5,8 @@ Each model is an object of one protocol (:class:`~bayeval.models.base.Model`).
 * :mod:`~bayeval.models.beta_binomial` — independent tasks, conjugate Beta prior;
 * :mod:`~bayeval.models.hierarchical` — Beta-binomial with a population per system;
 * :mod:`~bayeval.models.logit_normal` — random effects for clusters, tasks and paired systems;
-* :mod:`~bayeval.models.zoib` — zero-one-inflated Beta for partial-credit scores in [0, 1].
+* :mod:`~bayeval.models.zoib` — zero-one-inflated Beta for partial-credit scores in [0, 1];
+* :mod:`~bayeval.models.judge` — the logit-normal model's true outcomes seen through a judge.
 
 The model cards in the repository's ``models/`` folder give the mathematics, priors, estimands,
 assumptions and measured calibration of each.
@@ -14,12 +15,14 @@ assumptions and measured calibration of each.
 from bayeval.models.base import Model
 from bayeval.models.beta_binomial import BetaBinomialRates, build_beta_binomial_model
 from bayeval.models.hierarchical import HierarchicalRates, build_hierarchical_model
+from bayeval.models.judge import JudgeRates, build_judge_model
 from bayeval.models.logit_normal import LogitNormalRates, build_logit_normal_model
 from bayeval.models.zoib import ZoibScores, build_zoib_model
 
 __all__ = [
     "build_beta_binomial_model",
     "build_hierarchical_model",
+    "build_judge_model",
     "build_logit_normal_model",
     "build_zoib_model",
     "MODELS",
@@ -31,7 +34,13 @@ __all__ = [
 #: fitted tree is read.
 MODELS: dict[str, Model] = {
     model.name: model
-    for model in (BetaBinomialRates(), HierarchicalRates(), LogitNormalRates(), ZoibScores())
+    for model in (
+        BetaBinomialRates(),
+        HierarchicalRates(),
+        LogitNormalRates(),
+        ZoibScores(),
+        JudgeRates(),
+    )
 }
 
 
