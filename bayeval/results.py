@@ -15,6 +15,7 @@ from bayeval import checks
 from bayeval.analyses.compare import compare, compare_all
 from bayeval.analyses.cost import posterior_cost
 from bayeval.analyses.curves import compare_curve
+from bayeval.analyses.judge import posterior_judge
 from bayeval.analyses.latency import posterior_latency
 from bayeval.analyses.noise import posterior_noise
 from bayeval.analyses.ranks import rank_groups, ranks, winner
@@ -431,6 +432,14 @@ class Results(Posterior):
         return posterior_cost(
             self, column, k=k, model=model, ci_prob=ci_prob, n_draws=n_draws, seed=seed
         )
+
+    def judge(self, *, ci_prob: float = 0.95) -> xr.Dataset:
+        """The judge's sensitivity and specificity per system, beside the naive pass@1.
+
+        This is :func:`bayeval.analyses.judge.posterior_judge` of this fit (of the judge-aware
+        model; a clear error on any other).
+        """
+        return posterior_judge(self, ci_prob=ci_prob)
 
     # -- summaries and checks ------------------------------------------------------------------
     def summary(

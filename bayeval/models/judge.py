@@ -20,8 +20,8 @@ style has its own sensitivity or specificity there, learnt from that system's la
 shrunk towards the others' where its labels are few. The likelihood is unchanged when every
 true outcome is flipped and ``se, sp`` become ``1 - sp, 1 - se``: the labels break that
 symmetry, and the prior breaks it where labels are few, putting most of its mass on judges
-better than chance (``se + sp > 1``: 0.86 of the prior mass; ``se > 1/2``: 0.93). A judge
-worse than chance must be shown to be so by the labels.
+better than chance (for one system, ``se + sp > 1`` holds 0.94 of the prior mass and
+``se > 1/2`` 0.87). A judge worse than chance must be shown to be so by the labels.
 
 Assumptions: one judge (the data layer keeps each judge's counts, not the joint pattern of
 several judges' verdicts on one attempt, so several judges are refused: fit one at a time);
