@@ -43,6 +43,8 @@ the same parameters).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
@@ -93,6 +95,9 @@ JUDGE_POSTERIOR_VARS = (
 #: NUTS target acceptance: the latent effects of few-attempt cells have curved posteriors.
 TARGET_ACCEPT = 0.9
 
+#: The one form sampled, and why.
+FORM = ("full-latent", "the judge-aware model has one form: every effect latent")
+
 _compiled = CompiledModels()  # structure -> compiled nutpie model
 
 
@@ -131,7 +136,7 @@ def judge_cells(ds: xr.Dataset) -> dict[str, np.ndarray]:
 def attempts(ds: xr.Dataset) -> np.ndarray:
     """Every attempt with a verdict (labelled or not) per cell, ``(system, task)``."""
     cells = judge_cells(ds)
-    return sum(cells[name] for name in CELL_VARS)
+    return np.sum([cells[name] for name in CELL_VARS], axis=0)
 
 
 def judge_log_likelihood(cells: dict, logit_p, logit_se, logit_sp, xp=np):
@@ -141,6 +146,8 @@ def judge_log_likelihood(cells: dict, logit_p, logit_se, logit_sp, xp=np):
     ``logit_sp`` are ``(system,)``; ``xp`` is NumPy or PyTensor's tensor module. Returns the
     ``(system, task)`` log-likelihoods, without the multinomial coefficients.
     """
+    softplus: Callable
+    logaddexp: Callable
     if xp is np:
         softplus, logaddexp = (lambda x: np.logaddexp(0.0, x)), np.logaddexp
     else:
@@ -255,9 +262,10 @@ class JudgeRates(LogitNormalRates):
         "alpha",
         "sigma_task",
         "sigma_task_system",
-        "sigma_system",
         "sigma_cluster",
         "sigma_cluster_system",
+        "sigma_system",
+        "sigma_run",
         "sensitivity",
         "specificity",
     )
@@ -295,9 +303,9 @@ class JudgeRates(LogitNormalRates):
         """:data:`~bayeval.models.base.DEFAULT_TUNE`: a full-latent model."""
         return base.DEFAULT_TUNE
 
-    def sampling_form(self, data, sampler: str = "auto") -> None:
+    def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
         """One form: the full-latent PyMC model."""
-        return None
+        return FORM
 
     def single_trial_warning(self, data) -> str:
         """What one attempt per cell leaves to the priors, as for the logit-normal model."""
@@ -362,8 +370,8 @@ class JudgeRates(LogitNormalRates):
         stats = stats.assign(diverging=stats["diverging"].astype(np.int8))
         attrs = {
             "tune": tune,
-            "form": "full-latent",
-            "form_choice": "the judge-aware model has one form: every effect latent",
+            "form": FORM[0],
+            "form_choice": FORM[1],
             "target_accept": TARGET_ACCEPT,
             "task_effects": "non-centred",
             "judge": str(data.judges[0]),
@@ -432,7 +440,7 @@ class JudgeRates(LogitNormalRates):
         index = self._system_index(tree, systems)
         return self._wrap([draws], tree, None, ks, post.sizes["chain"], post.sizes["draw"], index)
 
-    def pattern_log_likelihood(self, tree, c, n) -> None:
+    def pattern_log_likelihood(self, tree, c, n) -> base.Patterns | None:
         """None: the log-likelihood group of the labels alone would leave the verdicts out."""
         return None
 
