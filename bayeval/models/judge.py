@@ -95,6 +95,9 @@ JUDGE_POSTERIOR_VARS = (
 #: NUTS target acceptance: the latent effects of few-attempt cells have curved posteriors.
 TARGET_ACCEPT = 0.9
 
+#: Further options of ``nutpie.sample``.
+NUTPIE_OPTIONS: dict = {}
+
 #: The one form sampled, and why.
 FORM = ("full-latent", "the judge-aware model has one form: every effect latent")
 
@@ -345,6 +348,7 @@ class JudgeRates(LogitNormalRates):
                     cores=cores,
                     seed=seed,
                     target_accept=TARGET_ACCEPT,
+                    **NUTPIE_OPTIONS,
                     **shown,
                 )
         else:
