@@ -4,11 +4,12 @@ Judged data (``from_frame(..., judge=, success=, label_design=)``) hold, per sys
 the labelled attempts counted by (verdict, label), ``n11, n10, n01, n00`` (verdict first), and
 the unlabelled attempts by verdict, ``u1, u0``. Model (system s, task j in cluster g = g(j))::
 
-    logit p[s, j] = alpha[s, h] + u[g] + w[s, g] + e[j] + v[s, j]      the true outcome's rate
-    logit se[s]   = mu_se + sigma_se z_se[s],   logit sp[s] = mu_sp + sigma_sp z_sp[s]
+    logit p[s, j]  = alpha[s, h] + u[g] + w[s, g] + e[j] + v[s, j]     the true outcome's rate
+    logit se[s, j] = mu_se + sigma_se z_se[s] + tau_se x_se[j]          (sp alike)
 
-    P(verdict 1 | true 1) = se[s],  P(verdict 0 | true 0) = sp[s]
-    mu_se, mu_sp ~ Normal(1.5, 1),  sigma_se, sigma_sp ~ HalfNormal(1),  z ~ Normal(0, 1)
+    P(verdict 1 | true 1) = se[s, j],  P(verdict 0 | true 0) = sp[s, j]
+    mu_se, mu_sp ~ Normal(1.5, 1),  sigma_se, sigma_sp, tau_se, tau_sp ~ HalfNormal(1),
+    z, x ~ Normal(0, 1)
 
 with the priors and effects of :mod:`bayeval.models.logit_normal` for the true outcome (read
 its docstring). A labelled cell contributes ``p^(n11 + n01) (1 - p)^(n10 + n00) se^n11
@@ -17,7 +18,12 @@ unlabelled verdicts contribute ``q^u1 (1 - q)^u0`` with ``q = se p + (1 - sp)(1 
 
 The judge's error is per system, pooled across systems: a judge that favours one system's
 style has its own sensitivity or specificity there, learnt from that system's labels and
-shrunk towards the others' where its labels are few. The likelihood is unchanged when every
+shrunk towards the others' where its labels are few. It also varies by task, shared by the
+systems (``tau x[j]``): a judge that misreads a question's reference answer errs on it for
+every system, and without that term the model reads the shared misses as a hard question
+(on ``judging_the_judges`` with a lexical judge, 1 of 9 systems' intervals covered the
+all-labels rate without it, 9 of 9 with it: ``models/judge.md``). ``sensitivity[s]`` and
+``specificity[s]`` are a typical task's (``x = 0``). The likelihood is unchanged when every
 true outcome is flipped and ``se, sp`` become ``1 - sp, 1 - se``: the labels break that
 symmetry, and the prior breaks it where labels are few, putting most of its mass on judges
 better than chance (for one system, ``se + sp > 1`` holds 0.94 of the prior mass and
@@ -90,6 +96,8 @@ JUDGE_POSTERIOR_VARS = (
     "judge_mu_specificity",
     "judge_sigma_sensitivity",
     "judge_sigma_specificity",
+    "judge_task_sigma_sensitivity",
+    "judge_task_sigma_specificity",
 )
 
 #: NUTS target acceptance: the latent effects of few-attempt cells have curved posteriors.
@@ -146,8 +154,9 @@ def judge_log_likelihood(cells: dict, logit_p, logit_se, logit_sp, xp=np):
     """Each cell's log-likelihood, the unlabelled true outcomes summed out.
 
     ``cells`` holds :data:`CELL_VARS`; ``logit_p`` is ``(system, task)`` and ``logit_se``,
-    ``logit_sp`` are ``(system,)``; ``xp`` is NumPy or PyTensor's tensor module. Returns the
-    ``(system, task)`` log-likelihoods, without the multinomial coefficients.
+    ``logit_sp`` are ``(system,)`` or ``(system, task)``; ``xp`` is NumPy or PyTensor's tensor
+    module. Returns the ``(system, task)`` log-likelihoods, without the multinomial
+    coefficients.
     """
     softplus: Callable
     logaddexp: Callable
@@ -156,7 +165,9 @@ def judge_log_likelihood(cells: dict, logit_p, logit_se, logit_sp, xp=np):
     else:
         softplus, logaddexp = pt.softplus, pt.logaddexp
     log_p, log_not_p = -softplus(-logit_p), -softplus(logit_p)
-    se, sp = logit_se[:, None], logit_sp[:, None]
+    # per system (S,) or per cell (S, J)
+    se = logit_se[:, None] if logit_se.ndim == 1 else logit_se
+    sp = logit_sp[:, None] if logit_sp.ndim == 1 else logit_sp
     log_se, log_not_se = -softplus(-se), -softplus(se)
     log_sp, log_not_sp = -softplus(-sp), -softplus(sp)
     n11, n10, n01, n00 = (cells[k] for k in CELL_VARS[:4])
@@ -226,6 +237,10 @@ def build_judge_model(data, priors=None) -> pm.Model:
             z = pm.Normal(f"judge_{name}_z", 0.0, 1.0, dims="system")
             logits[name] = mu + sigma * z
             pm.Deterministic(name, pm.math.sigmoid(logits[name]), dims="system")
+            # the judge may err on a task for every system (a reference answer it misreads)
+            tau = pm.HalfNormal(f"judge_task_sigma_{name}", priors["sigma_judge"])
+            x = pm.Normal(f"judge_task_{name}_z", 0.0, 1.0, dims="task")
+            logits[name] = logits[name][:, None] + (tau * x)[None, :]
         loglik = judge_log_likelihood(
             cells, logit_p, logits["sensitivity"], logits["specificity"], xp=pt
         )

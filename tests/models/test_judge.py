@@ -104,9 +104,13 @@ def test_the_model_potential_is_the_cell_likelihood_at_its_own_parameters():
             "task_system_effect",
             "sensitivity",
             "specificity",
+            "judge_task_sigma_sensitivity",
+            "judge_task_sensitivity_z",
+            "judge_task_sigma_specificity",
+            "judge_task_specificity_z",
         )
     ]
-    potential, alpha, e, v, se, sp = model.compile_fn(
+    potential, alpha, e, v, se, sp, tau_se, x_se, tau_sp, x_sp = model.compile_fn(
         model.replace_rvs_by_values(outputs), inputs=model.value_vars, point_fn=True
     )(point)
     logit_p = alpha[:, None] + e[None, :] + v
@@ -118,8 +122,8 @@ def test_the_model_potential_is_the_cell_likelihood_at_its_own_parameters():
             exact = _brute_force(
                 counts,
                 Fraction(float(special.expit(logit_p[s, j]))),
-                Fraction(float(se[s])),
-                Fraction(float(sp[s])),
+                Fraction(float(special.expit(special.logit(se[s]) + tau_se * x_se[j]))),
+                Fraction(float(special.expit(special.logit(sp[s]) + tau_sp * x_sp[j]))),
             )
             log_total += np.log(float(exact))
     assert float(potential) == pytest.approx(log_total, rel=1e-9)
