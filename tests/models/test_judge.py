@@ -233,3 +233,17 @@ def test_refusals():
     )
     with pytest.raises(ValueError, match="without a judge"):
         res.judge()
+
+
+@pytest.mark.filterwarnings("ignore:the MCMC diagnostics fail")
+def test_a_saved_fit_reads_back_the_same(lenient_on_b, tmp_path):
+    _, _, _, res = lenient_on_b
+    res.to_netcdf(tmp_path / "fit.nc")
+    back = be.load(tmp_path / "fit.nc")
+    assert back.model == "judge"
+    np.testing.assert_array_equal(
+        back.judge()["specificity"].values, res.judge()["specificity"].values
+    )
+    np.testing.assert_array_equal(
+        back.pass_at_k(estimand="tasks").values, res.pass_at_k(estimand="tasks").values
+    )
