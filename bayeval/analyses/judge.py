@@ -31,7 +31,8 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
     -------
     xarray.Dataset
         Over ``(judge, system)``: ``sensitivity`` and ``specificity`` (draws over
-        ``(chain, draw)``, ``P(verdict 1 | true 1)`` and ``P(verdict 0 | true 0)``), their
+        ``(chain, draw)``, ``P(verdict 1 | true 1)`` and ``P(verdict 0 | true 0)`` on a typical
+        task: the model lets the judge's error vary by task too), their
         ``*_mean`` and ``*_interval`` (over ``ci_bound``); ``agreement``, the share of labelled
         attempts whose verdict equals the label; ``judge_rate``, the pass@1 the judge alone
         gives (its share of verdicts 1 over every judged attempt), and ``labelled_rate``, the

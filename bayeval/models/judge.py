@@ -40,7 +40,10 @@ judged data count the labelled attempts; every estimand here is of the TRUE outc
 attempts, labelled or not.
 
 Inference: every effect is a latent variable (non-centred), sampled by NUTS (nutpie, from
-the PyMC model compiled once per data structure, :func:`build_judge_model`). The fit keeps
+the PyMC model compiled once per data structure, :func:`build_judge_model`). The spreads of
+the task and task-by-system effects mix slowly (their ESS a fraction of the draws'), so fits of
+a few hundred draws can fail the convergence gates on them while the rates and effects read
+from the fit have ESS in the hundreds (``models/judge.md``, sampling). The fit keeps
 the task and task-by-system effects' draws (``task_effects`` group), from which the tasks
 estimand reads each cell's rate ``p (chain, draw, system, task)`` exactly: its judged-only
 attempts are in those draws. The population estimand is the logit-normal model's (a new task:
