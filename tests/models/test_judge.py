@@ -1,6 +1,7 @@
 """The judge-aware model: its likelihood by brute force, and its fits against known truths."""
 
 import itertools
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -247,3 +248,18 @@ def test_a_saved_fit_reads_back_the_same(lenient_on_b, tmp_path):
     np.testing.assert_array_equal(
         back.pass_at_k(estimand="tasks").values, res.pass_at_k(estimand="tasks").values
     )
+
+
+@pytest.mark.filterwarnings("ignore:the MCMC diagnostics fail")
+def test_pass_at_k_counts_every_judged_attempt(lenient_on_b):
+    _, rates, data, res = lenient_on_b
+    assert int(data.dataset["trials"].min()) == 0  # most cells hold one label or none
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # k = 3 attempts were judged in every cell
+        draws = res.pass_at_k(k=3, estimand="tasks")
+    truth = {s: float(np.mean(1 - (1 - p) ** 3)) for s, p in rates.items()}
+    for system, value in truth.items():
+        lo, hi = np.quantile(draws.sel(system=system).values, [0.005, 0.995])
+        assert lo <= value <= hi, (system, lo, hi, value)
+    with pytest.warns(be.BayevalWarning, match="goes beyond the 3 trial"):
+        res.pass_at_k(k=4, estimand="tasks")
