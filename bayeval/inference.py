@@ -94,6 +94,8 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     zero-one-inflated Beta model ``zoib``. Scores that are all 0 or 1 are 0/1 outcomes and get
     the binomial models as above (their mean score is pass@1): ``zoib`` gives the same answer
     on them but mixes far worse with many systems of one attempt each (``models/zoib.md``).
+    Judged data (``from_frame(..., judge=, success=, label_design=)``) get the judge-aware
+    model ``judge`` (:mod:`bayeval.models.judge`), whose every readout is of the true outcome.
 
     Parameters
     ----------
@@ -113,6 +115,13 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     >>> choose_model(be.from_counts([3, 5, 1], trials=10))[0]
     'hierarchical'
     """
+    judges = getattr(data, "judges", [])
+    if judges and sampler not in ("grid", "conjugate"):
+        return "judge", (
+            f"a judge's verdicts ({judges[0]!r}) beside trusted labels: the judge-aware model "
+            "(the true outcome of the paired logit-normal model, the judge's sensitivity and "
+            "specificity per system)"
+        )
     if getattr(data, "has_partial_credit", False) and sampler not in ("grid", "conjugate"):
         return "zoib", (
             "scores in [0, 1] (score=): the zero-one-inflated Beta model, with "

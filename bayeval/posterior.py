@@ -367,7 +367,11 @@ class Posterior:
         return values
 
     def _warn_extrapolation(self, ks, metric):
-        trials = dataset_of(self._tree)["trials"].values
+        ds = dataset_of(self._tree)
+        trials = ds["trials"].values
+        if "judge_u1" in ds.data_vars:  # judged data: every judged attempt has a true outcome
+            unlabelled = (ds["judge_u1"] + ds["judge_u0"]).isel(judge=0).sum("label_stratum")
+            trials = trials + unlabelled.transpose(*ds["trials"].dims).values
         smallest = int(trials[trials > 0].min())
         if ks.max() > smallest and smallest > 1:
             warnings.warn(

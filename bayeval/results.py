@@ -16,6 +16,7 @@ from bayeval.analyses.compare import compare, compare_all
 from bayeval.analyses.cost import posterior_cost
 from bayeval.analyses.curves import compare_curve
 from bayeval.analyses.irt import abilities, items
+from bayeval.analyses.judge import posterior_judge
 from bayeval.analyses.latency import posterior_latency
 from bayeval.analyses.noise import posterior_noise
 from bayeval.analyses.ranks import rank_groups, ranks, winner
@@ -463,6 +464,14 @@ class Results(Posterior):
         ('task', 'theta')
         """
         return items(self, theta=theta, ci_prob=ci_prob)
+
+    def judge(self, *, ci_prob: float = 0.95) -> xr.Dataset:
+        """The judge's sensitivity and specificity per system, beside the naive pass@1.
+
+        This is :func:`bayeval.analyses.judge.posterior_judge` of this fit (of the judge-aware
+        model; a clear error on any other).
+        """
+        return posterior_judge(self, ci_prob=ci_prob)
 
     # -- summaries and checks ------------------------------------------------------------------
     def summary(

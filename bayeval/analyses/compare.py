@@ -58,8 +58,16 @@ def _check_pair(systems, candidate, baseline, what="system", where="these result
 
 
 def _valid_trials(posterior) -> xr.DataArray:
-    """Each cell's trials, the smaller bound's under missing bounds (valid for both)."""
-    trials = posterior._group("constant_data")["trials"]
+    """Each cell's trials, the smaller bound's under missing bounds (valid for both).
+
+    Judged data count every judged attempt, labelled or not: the true outcome of each is
+    in the estimand (``trials`` holds only the labelled ones).
+    """
+    data = posterior._group("constant_data")
+    trials = data["trials"]
+    if "judge_u1" in data.data_vars:
+        unlabelled = (data["judge_u1"] + data["judge_u0"]).isel(judge=0).sum("label_stratum")
+        trials = trials + unlabelled
     return trials.min("missing_bound") if "missing_bound" in trials.dims else trials
 
 

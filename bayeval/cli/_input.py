@@ -47,6 +47,9 @@ def _reader_params(fmt: str, trials_flag: str) -> tuple[str, dict, list[str]]:
             "stratum": "--stratum",
             "status": "--status",
             "score": "--score (bayeval analyze)",
+            "judge": "--judge",
+            "label_design": "--label-design",
+            "label_strata": "--label-strata",
         }
     else:
         func = READER_FORMATS[fmt]
@@ -209,6 +212,29 @@ def _warn_mapped_outcomes(frame, roles: dict) -> None:
     )
 
 
+def _judge_flags(read: ReadOptions) -> list[tuple[str, object]]:
+    return [
+        ("--judge", read.judge),
+        ("--label-design", read.label_design),
+        ("--label-strata", read.label_strata),
+    ]
+
+
+def _judge_roles(read: ReadOptions) -> dict:
+    """``from_frame``'s judge arguments of ``--judge``, ``--label-design``, ``--label-strata``."""
+    if not read.judge:
+        return {
+            name: value
+            for name, value in (
+                ("label_design", read.label_design),
+                ("label_strata", read.label_strata),
+            )
+            if value is not None
+        }  # from_frame refuses them without a judge, with its own message
+    judge = read.judge[0] if len(read.judge) == 1 else list(read.judge)
+    return {"judge": judge, "label_design": read.label_design, "label_strata": read.label_strata}
+
+
 def load(
     files, read: ReadOptions, trials_flag: str = "--trials-column"
 ) -> tuple[be.EvalData, list[str]]:
@@ -235,8 +261,10 @@ def load(
 
         _warn_mapped_outcomes(frame, roles)
 
+        judged = _judge_roles(read)
+
         def build():
-            return be.from_frame(frame, missing=missing, **roles, **extra)
+            return be.from_frame(frame, missing=missing, **roles, **judged, **extra)
 
     else:
         given = [
@@ -255,6 +283,7 @@ def load(
         ]
         if read.trials_column is not None:
             given.append(trials_flag)
+        given += [flag for flag, value in _judge_flags(read) if value]
         if given:
             raise click.UsageError(
                 f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'}"

@@ -107,6 +107,9 @@ class ReadOptions:
     score: str | None = None
     scores: bool = False
     systems: tuple[str, ...] = ()
+    judge: tuple[str, ...] = ()
+    label_design: str | None = None
+    label_strata: str | None = None
 
 
 @dataclass(frozen=True)
@@ -208,6 +211,9 @@ _READ_FIELDS = (
     "status_map",
     "reader_options",
     "missing",
+    "judge",
+    "label_design",
+    "label_strata",
 )
 
 
@@ -309,6 +315,29 @@ def column_options(trials_flag: str = TRIALS_COLUMN):
             multiple=True,
             help="Analyse these systems only (comma-separated, or repeat the option); "
             "the rest of the file is read and left out.",
+        ),
+        click.option(
+            "--judge",
+            "judge",
+            metavar="COLUMN",
+            multiple=True,
+            help="Column of an automatic judge's 0/1 verdicts on every attempt, beside the "
+            "trusted labels of --success (empty where not labelled): the judge-aware model "
+            "reads the true outcome through the judge's error per system. One judge per fit.",
+        ),
+        click.option(
+            "--label-design",
+            "label_design",
+            type=click.Choice(["random", "stratified"]),
+            help="With --judge: how the labelled attempts were chosen, at random or at "
+            "random within the strata of --label-strata (any other way is refused).",
+        ),
+        click.option(
+            "--label-strata",
+            "label_strata",
+            metavar="COLUMN",
+            help="With --label-design stratified: the column within whose values the "
+            "labelled attempts were drawn at random (a judge's column is allowed).",
         ),
         click.option(
             "--missing",

@@ -280,7 +280,9 @@ def analyze(
     successes and trials; or a harness output bayeval reads (SWE-bench report, HumanEval or
     lm-eval samples, Inspect logs). Conventional column names are detected. A table of
     partial-credit scores in [0, 1] (--score COLUMN, or a detected score column) gives the
-    mean score instead of pass@k.
+    mean score instead of pass@k. A judge's verdicts beside a sample of trusted labels
+    (--judge COLUMN --success LABELS --label-design random) give the true outcome's pass@k,
+    the judge's error per system integrated out (the judge-aware model).
 
     Prints each system's metric with its Bayesian interval beside its bootstrap twin, and
     each comparison's effect, interval, P(effect > 0) and decision. With several --k, each
@@ -297,6 +299,7 @@ def analyze(
       bayeval analyze runs.csv --latency started_at,ended_at --json out.json
       bayeval analyze ckpts.csv --reader-option run=seed --compare rl sft --runs new
       bayeval analyze graded.csv --score score --compare new old --json out.json
+      bayeval analyze judged.csv --judge verdict --success human --label-design random
     """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     read = replace(read, cost=cost.column, latency=latency.columns, score=score_column, scores=True)
     metric, by = summary.metric, groups.by

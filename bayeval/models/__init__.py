@@ -7,6 +7,7 @@ Each model is an object of one protocol (:class:`~bayeval.models.base.Model`).
 * :mod:`~bayeval.models.logit_normal` — random effects for clusters, tasks and paired systems;
 * :mod:`~bayeval.models.zoib` — zero-one-inflated Beta for partial-credit scores in [0, 1];
 * :mod:`~bayeval.models.irt` — item response theory (2PL/1PL): abilities and item parameters.
+* :mod:`~bayeval.models.judge` — the logit-normal model's true outcomes seen through a judge.
 
 The model cards in the repository's ``models/`` folder give the mathematics, priors, estimands,
 assumptions and measured calibration of each.
@@ -16,6 +17,7 @@ from bayeval.models.base import Model
 from bayeval.models.beta_binomial import BetaBinomialRates, build_beta_binomial_model
 from bayeval.models.hierarchical import HierarchicalRates, build_hierarchical_model
 from bayeval.models.irt import IrtRates, build_irt_model
+from bayeval.models.judge import JudgeRates, build_judge_model
 from bayeval.models.logit_normal import LogitNormalRates, build_logit_normal_model
 from bayeval.models.zoib import ZoibScores, build_zoib_model
 
@@ -23,6 +25,7 @@ __all__ = [
     "build_beta_binomial_model",
     "build_hierarchical_model",
     "build_irt_model",
+    "build_judge_model",
     "build_logit_normal_model",
     "build_zoib_model",
     "MODELS",
@@ -40,6 +43,7 @@ MODELS: dict[str, Model] = {
         LogitNormalRates(),
         ZoibScores(),
         IrtRates(),
+        JudgeRates(),
     )
 }
 

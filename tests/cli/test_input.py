@@ -51,3 +51,22 @@ def test_several_raw_statuses_are_counted_apart():
     message = str(caught[0].message)
     assert "unknown_agent_error -> error: 6 (0 successes, 6 failures)" in message
     assert "agent_installation_failed -> error: 4 (0 successes, 4 failures)" in message
+
+
+def test_judge_options_read_a_judge_beside_the_labels(tmp_path):
+    frame = pd.read_csv(be.datasets.path("judging_the_judges"))
+    frame["human"] = frame["human"].where(frame.index % 5 == 0)  # a fifth labelled
+    path = tmp_path / "judged.csv"
+    frame.to_csv(path, index=False)
+    read = ReadOptions(success="human", judge=("judge_gpt4",), label_design="random")
+    data, _ = load([path], read)
+    assert data.judges == ["judge_gpt4"] and data.label_design == "random"
+    labelled = frame["human"].notna().groupby(frame["system"]).sum()
+    assert data.dataset["trials"].sum("task").to_series().to_dict() == labelled.to_dict()
+    verdicts = frame.groupby("system")["judge_gpt4"].sum()
+    ones = data.dataset["judge_n11"] + data.dataset["judge_n10"] + data.dataset["judge_u1"]
+    assert ones.sum(("task", "label_stratum")).isel(judge=0).to_series().to_dict() == (
+        verdicts.to_dict()
+    )
+    with pytest.raises(Exception, match="label_design"):
+        load([path], ReadOptions(success="human", judge=("judge_gpt4",)))

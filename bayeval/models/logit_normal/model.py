@@ -799,7 +799,7 @@ class LogitNormalRates(base.Model):
             else out.assign_coords(missing_bound=bounds)
         )
 
-    def pattern_log_likelihood(self, tree, c, n) -> base.Patterns:
+    def pattern_log_likelihood(self, tree, c, n) -> base.Patterns | None:
         """Each count pattern's integrated likelihood, joint over its systems.
 
         A pattern is a cluster, a stratum and the counts of every system

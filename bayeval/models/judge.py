@@ -1,0 +1,471 @@
+r"""The judge-aware model: true outcomes of the logit-normal model, seen through a judge: ``judge``.
+
+Judged data (``from_frame(..., judge=, success=, label_design=)``) hold, per system-task cell,
+the labelled attempts counted by (verdict, label), ``n11, n10, n01, n00`` (verdict first), and
+the unlabelled attempts by verdict, ``u1, u0``. Model (system s, task j in cluster g = g(j))::
+
+    logit p[s, j]  = alpha[s, h] + u[g] + w[s, g] + e[j] + v[s, j]     the true outcome's rate
+    logit se[s, j] = mu_se + sigma_se z_se[s] + tau_se x_se[j]          (sp alike)
+
+    P(verdict 1 | true 1) = se[s, j],  P(verdict 0 | true 0) = sp[s, j]
+    mu_se, mu_sp ~ Normal(1.5, 1),  sigma_se, sigma_sp, tau_se, tau_sp ~ HalfNormal(1),
+    z, x ~ Normal(0, 1)
+
+with the priors and effects of :mod:`bayeval.models.logit_normal` for the true outcome (read
+its docstring). A labelled cell contributes ``p^(n11 + n01) (1 - p)^(n10 + n00) se^n11
+(1 - se)^n01 (1 - sp)^n10 sp^n00``; an unlabelled attempt's true outcome is summed out, so the
+unlabelled verdicts contribute ``q^u1 (1 - q)^u0`` with ``q = se p + (1 - sp)(1 - p)``.
+
+The judge's error is per system, pooled across systems: a judge that favours one system's
+style has its own sensitivity or specificity there, learnt from that system's labels and
+shrunk towards the others' where its labels are few. It also varies by task, shared by the
+systems (``tau x[j]``): a judge that misreads a question's reference answer errs on it for
+every system, and without that term the model reads the shared misses as a hard question
+(on ``judging_the_judges`` with a lexical judge, 1 of 9 systems' intervals covered the
+all-labels rate without it, 9 of 9 with it: ``models/judge.md``). ``sensitivity[s]`` and
+``specificity[s]`` are a typical task's (``x = 0``). The likelihood is unchanged when every
+true outcome is flipped and ``se, sp`` become ``1 - sp, 1 - se``: the labels break that
+symmetry, and the prior breaks it where labels are few, putting most of its mass on judges
+better than chance (for one system, ``se + sp > 1`` holds 0.94 of the prior mass and
+``se > 1/2`` 0.87). A judge worse than chance must be shown to be so by the labels.
+
+Assumptions: one judge (the data layer keeps each judge's counts, not the joint pattern of
+several judges' verdicts on one attempt, so several judges are refused: fit one at a time);
+labelled attempts are a random sample, or random within declared label strata, and neither
+the true rate nor the judge's error differs between label strata within a cell (the strata's
+counts are summed; with strata by the judge's own verdict this is exact: the labelling then
+depends on the verdict only, which the likelihood conditions on); attempts of one cell share
+their rate, and given the truth the verdicts are independent. ``successes`` and ``trials`` of
+judged data count the labelled attempts; every estimand here is of the TRUE outcome, over all
+attempts, labelled or not.
+
+Inference: every effect is a latent variable (non-centred), sampled by NUTS (nutpie, from
+the PyMC model compiled once per data structure, :func:`build_judge_model`). The spreads of
+the task and task-by-system effects mix slowly (their ESS a fraction of the draws'), so fits of
+a few hundred draws can fail the convergence gates on them while the rates and effects read
+from the fit have ESS in the hundreds (``models/judge.md``, sampling). The fit keeps
+the task and task-by-system effects' draws (``task_effects`` group), from which the tasks
+estimand reads each cell's rate ``p (chain, draw, system, task)`` exactly: its judged-only
+attempts are in those draws. The population estimand is the logit-normal model's (a new task:
+the same parameters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy import special
+
+from bayeval._validate import merge_priors
+from bayeval.data.groups import dataset_of
+from bayeval.models import base
+from bayeval.models._beta_family import metric_of_rate, task_weights
+from bayeval.models.kernels.compiled_models import CompiledModels
+from bayeval.models.logit_normal import DEFAULT_PRIORS as LOGIT_NORMAL_PRIORS
+from bayeval.models.logit_normal import Layout, LogitNormalRates
+from bayeval.models.logit_normal import validate_priors as validate_logit_normal_priors
+from bayeval.models.logit_normal.pymc_model import _intercepts_and_cluster_effects
+from bayeval.models.progress import nutpie_progress
+
+__all__ = [
+    "CELL_VARS",
+    "DEFAULT_PRIORS",
+    "JUDGE_POSTERIOR_VARS",
+    "JudgeRates",
+    "attempts",
+    "build_judge_model",
+    "judge_cells",
+    "judge_log_likelihood",
+    "validate_priors",
+]
+
+#: The judge's priors (logit-scale Normals as (mean, sd), HalfNormal scales), beside the
+#: logit-normal model's (:data:`bayeval.models.logit_normal.DEFAULT_PRIORS`).
+JUDGE_PRIORS = {"sensitivity": (1.5, 1.0), "specificity": (1.5, 1.0), "sigma_judge": 1.0}
+DEFAULT_PRIORS = {**LOGIT_NORMAL_PRIORS, **JUDGE_PRIORS}
+
+#: The per-cell counts the likelihood reads, in :data:`bayeval.data.judge.JUDGE_VARS` order.
+CELL_VARS = ("judge_n11", "judge_n10", "judge_n01", "judge_n00", "judge_u1", "judge_u0")
+
+#: The judge's parameters a fit keeps, per system, beside the logit-normal model's.
+JUDGE_POSTERIOR_VARS = (
+    "sensitivity",
+    "specificity",
+    "judge_mu_sensitivity",
+    "judge_mu_specificity",
+    "judge_sigma_sensitivity",
+    "judge_sigma_specificity",
+    "judge_task_sigma_sensitivity",
+    "judge_task_sigma_specificity",
+)
+
+#: NUTS target acceptance: the latent effects of few-attempt cells have curved posteriors.
+TARGET_ACCEPT = 0.9
+
+#: Further options of ``nutpie.sample``.
+NUTPIE_OPTIONS: dict = {}
+
+#: The one form sampled, and why.
+FORM = ("full-latent", "the judge-aware model has one form: every effect latent")
+
+_compiled = CompiledModels()  # structure -> compiled nutpie model
+
+
+def validate_priors(priors) -> dict:
+    """The logit-normal priors and the judge's, defaults filled in and checked."""
+    merged = merge_priors(priors, DEFAULT_PRIORS, "judge")
+    out = validate_logit_normal_priors({k: merged[k] for k in LOGIT_NORMAL_PRIORS})
+    for name in ("sensitivity", "specificity"):
+        mean, sd = merged[name]
+        if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
+            raise ValueError(
+                f"prior {name} is a logit-scale Normal (mean, sd) with a finite mean and a "
+                f"positive sd; got {merged[name]!r}"
+            )
+        out[name] = (float(mean), float(sd))
+    if not (np.isfinite(merged["sigma_judge"]) and merged["sigma_judge"] > 0):
+        raise ValueError(
+            f"prior sigma_judge is a HalfNormal scale > 0; got {merged['sigma_judge']!r}"
+        )
+    out["sigma_judge"] = float(merged["sigma_judge"])
+    return out
+
+
+def judge_cells(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """Each of :data:`CELL_VARS` of the (one) judge, ``(system, task)``, summed over strata."""
+    return {
+        name: ds[name]
+        .isel(judge=0)
+        .sum("label_stratum")
+        .transpose("system", "task")
+        .values.astype(np.int64)
+        for name in CELL_VARS
+    }
+
+
+def attempts(ds: xr.Dataset) -> np.ndarray:
+    """Every attempt with a verdict (labelled or not) per cell, ``(system, task)``."""
+    cells = judge_cells(ds)
+    return np.sum([cells[name] for name in CELL_VARS], axis=0)
+
+
+def judge_log_likelihood(cells: dict, logit_p, logit_se, logit_sp, xp=np):
+    """Each cell's log-likelihood, the unlabelled true outcomes summed out.
+
+    ``cells`` holds :data:`CELL_VARS`; ``logit_p`` is ``(system, task)`` and ``logit_se``,
+    ``logit_sp`` are ``(system,)`` or ``(system, task)``; ``xp`` is NumPy or PyTensor's tensor
+    module. Returns the ``(system, task)`` log-likelihoods, without the multinomial
+    coefficients.
+    """
+    softplus: Callable
+    logaddexp: Callable
+    if xp is np:
+        softplus, logaddexp = (lambda x: np.logaddexp(0.0, x)), np.logaddexp
+    else:
+        softplus, logaddexp = pt.softplus, pt.logaddexp
+    log_p, log_not_p = -softplus(-logit_p), -softplus(logit_p)
+    # per system (S,) or per cell (S, J)
+    se = logit_se[:, None] if logit_se.ndim == 1 else logit_se
+    sp = logit_sp[:, None] if logit_sp.ndim == 1 else logit_sp
+    log_se, log_not_se = -softplus(-se), -softplus(se)
+    log_sp, log_not_sp = -softplus(-sp), -softplus(sp)
+    n11, n10, n01, n00 = (cells[k] for k in CELL_VARS[:4])
+    u1, u0 = cells["judge_u1"], cells["judge_u0"]
+    labelled = (
+        (n11 + n01) * log_p
+        + (n10 + n00) * log_not_p
+        + n11 * log_se
+        + n01 * log_not_se
+        + n10 * log_not_sp
+        + n00 * log_sp
+    )
+    log_q = logaddexp(log_se + log_p, log_not_sp + log_not_p)  # P(verdict 1)
+    log_not_q = logaddexp(log_not_se + log_p, log_sp + log_not_p)
+    return labelled + u1 * log_q + u0 * log_not_q
+
+
+def build_judge_model(data, priors=None) -> pm.Model:
+    """The judge-aware model as a PyMC model (every effect latent, non-centred).
+
+    The counts enter as ``pm.Data`` (:data:`CELL_VARS`), so one compiled model serves every
+    data set of the same structure.
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> from bayeval.models.judge import build_judge_model
+    >>> df = pd.DataFrame({"system": ["A"] * 4 + ["B"] * 4, "task": list("abab") * 2,
+    ...                    "judge": [1, 0, 1, 1, 0, 1, 1, 0],
+    ...                    "human": [1, None, 1, None, 0, None, None, 0]})
+    >>> data = be.from_frame(df, judge="judge", success="human", label_design="random")
+    >>> sorted(build_judge_model(data).named_vars_to_dims["sensitivity"])
+    ['system']
+    """
+    priors = validate_priors(priors)
+    ds = data.dataset
+    layout = Layout.from_dataset(ds)
+    coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
+    alpha_dims: tuple[str, ...] = ("system",)
+    if layout.pops.strata is not None:
+        coords["stratum"] = layout.pops.strata
+        alpha_dims = ("system", "stratum")
+    if layout.has_clusters:
+        coords["cluster"] = layout.cluster_labels
+    S = layout.n_systems
+    with pm.Model(coords=coords) as model:
+        cells = {
+            name: pm.Data(name, values, dims=("system", "task"))
+            for name, values in judge_cells(ds).items()
+        }
+        sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
+        identified, zero_sum = _intercepts_and_cluster_effects(priors, layout, alpha_dims, S)
+        logit_p = identified[:, layout.pops.code] + zero_sum[:, layout.cluster]  # (S, J)
+        z_e = pm.Normal("task_effect_z", 0.0, 1.0, dims="task")
+        logit_p = logit_p + pm.Deterministic("task_effect", sigma_task * z_e, dims="task")[None]
+        if layout.paired:
+            sigma_v = pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
+            z_v = pm.Normal("task_system_effect_z", 0.0, 1.0, dims=("system", "task"))
+            logit_p = logit_p + pm.Deterministic(
+                "task_system_effect", sigma_v * z_v, dims=("system", "task")
+            )
+        logits = {}
+        for name in ("sensitivity", "specificity"):
+            mean, sd = priors[name]
+            mu = pm.Normal(f"judge_mu_{name}", mean, sd)
+            sigma = pm.HalfNormal(f"judge_sigma_{name}", priors["sigma_judge"])
+            z = pm.Normal(f"judge_{name}_z", 0.0, 1.0, dims="system")
+            logits[name] = mu + sigma * z
+            pm.Deterministic(name, pm.math.sigmoid(logits[name]), dims="system")
+            # the judge may err on a task for every system (a reference answer it misreads)
+            tau = pm.HalfNormal(f"judge_task_sigma_{name}", priors["sigma_judge"])
+            x = pm.Normal(f"judge_task_{name}_z", 0.0, 1.0, dims="task")
+            logits[name] = logits[name][:, None] + (tau * x)[None, :]
+        loglik = judge_log_likelihood(
+            cells, logit_p, logits["sensitivity"], logits["specificity"], xp=pt
+        )
+        pm.Potential("judged", loglik.sum())
+    return model
+
+
+def _structure(data, priors) -> tuple:
+    """What a compiled model is specific to: every array but the counts, and the priors."""
+    layout = Layout.from_dataset(data.dataset)
+    return (
+        data.dataset.sizes["system"],
+        data.dataset.sizes["task"],
+        tuple(layout.cluster.tolist()),
+        tuple(layout.pops.code.tolist()),
+        layout.has_clusters,
+        layout.system_level,
+        None if layout.recipes is None else tuple(layout.recipes.tolist()),
+        tuple(sorted((k, str(v)) for k, v in priors.items())),
+    )
+
+
+class JudgeRates(LogitNormalRates):
+    """The judge-aware model: NUTS on the full-latent PyMC model; the true outcome's estimands.
+
+    Examples
+    --------
+    >>> from bayeval.models import get_model
+    >>> get_model("judge").engine("auto"), get_model("judge").paired
+    ('nutpie', True)
+    """
+
+    name = "judge"
+    engines = {"auto": "nutpie", "nutpie": "nutpie", "pymc": "pymc"}
+    crossed_bounds_refit = False
+    posterior_vars = (
+        "alpha",
+        "sigma_task",
+        "sigma_task_system",
+        "sigma_cluster",
+        "sigma_cluster_system",
+        "sigma_system",
+        "sigma_run",
+        "sensitivity",
+        "specificity",
+    )
+    task_draws_auto = False  # read from the kept task effects, on demand
+
+    # -- fitting -------------------------------------------------------------------------------
+    def supports(self, data) -> str | None:
+        """Judged data of one judge, without missing-outcome bounds."""
+        judges = getattr(data, "judges", [])
+        if not judges:
+            return (
+                "model 'judge' needs a judge's verdicts beside trusted labels: "
+                "from_frame(..., judge=column, success=label column, label_design=...)"
+            )
+        if len(judges) > 1:
+            return (
+                f"model 'judge' takes one judge; the data hold {len(judges)} ({judges}). "
+                "Their counts are kept per judge, not as the joint pattern of all verdicts "
+                "on an attempt, which a model of several judges needs: fit one judge at a "
+                "time, from_frame(..., judge='name')"
+            )
+        if "missing_bound" in data.dataset["trials"].dims:
+            return "model 'judge' does not take missing='bounds': choose missing='fail'"
+        return super().supports(data)
+
+    def validate_priors(self, priors) -> dict:
+        """:func:`validate_priors`: defaults filled in, checked."""
+        return validate_priors(priors)
+
+    def build(self, data, priors=None, **options) -> pm.Model:
+        """:func:`build_judge_model`."""
+        return build_judge_model(data, priors)
+
+    def default_tune(self, form: str | None = None) -> int:
+        """:data:`~bayeval.models.base.DEFAULT_TUNE`: a full-latent model."""
+        return base.DEFAULT_TUNE
+
+    def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
+        """One form: the full-latent PyMC model."""
+        return FORM
+
+    def single_trial_warning(self, data) -> str:
+        """What one attempt per cell leaves to the priors, as for the logit-normal model."""
+        return super().single_trial_warning(data)
+
+    def sample(
+        self,
+        data,
+        *,
+        sampler="auto",
+        draws=1000,
+        chains=4,
+        tune=None,
+        seed=0,
+        priors=None,
+        progress=False,
+    ) -> xr.DataTree:
+        """NUTS on :func:`build_judge_model`; the task effects kept in ``task_effects``."""
+        engine = self.engine(sampler)
+        priors = validate_priors(priors)
+        tune = base.DEFAULT_TUNE if tune is None else tune
+        cores = min(chains, 2)
+        if engine == "nutpie":
+            import nutpie  # its import takes seconds: loaded when a fit samples with it
+
+            compiled = _compiled.get(
+                _structure(data, priors),
+                lambda: build_judge_model(data, priors),
+                lambda: judge_cells(data.dataset),
+            )
+            with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
+                trace = nutpie.sample(
+                    compiled,
+                    draws=draws,
+                    tune=max(tune, 1),
+                    chains=chains,
+                    cores=cores,
+                    seed=seed,
+                    target_accept=TARGET_ACCEPT,
+                    **NUTPIE_OPTIONS,
+                    **shown,
+                )
+        else:
+            trace = base.pymc_nuts(
+                build_judge_model(data, priors),
+                engine=engine,
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                seed=seed,
+                progress=progress,
+                cores=cores,
+                target_accept=TARGET_ACCEPT,
+            )
+        post = trace["posterior"].to_dataset()
+        post = post.assign_coords(chain=np.arange(chains), draw=np.arange(draws))
+        kept = [v for v in (*self.posterior_vars, *JUDGE_POSTERIOR_VARS[2:]) if v in post.data_vars]
+        for name in ("cluster_effect", "cluster_system_effect"):
+            if name in post.data_vars:
+                kept.append(name)
+        effects = post[[v for v in ("task_effect", "task_system_effect") if v in post]]
+        stats = base.kept_stats(trace).assign_coords(chain=np.arange(chains), draw=np.arange(draws))
+        stats = stats.assign(diverging=stats["diverging"].astype(np.int8))
+        attrs = {
+            "tune": tune,
+            "form": FORM[0],
+            "form_choice": FORM[1],
+            "target_accept": TARGET_ACCEPT,
+            "task_effects": "non-centred",
+            "judge": str(data.judges[0]),
+        }
+        return base.sampled(
+            {"posterior": post[kept], "sample_stats": stats, "task_effects": effects}, attrs
+        )
+
+    # -- estimands -----------------------------------------------------------------------------
+    def task_logits(self, tree) -> np.ndarray:
+        """Each cell's logit of the true rate per draw, ``(draw, system, task)``."""
+        prm, layout, _, _ = self._params(tree, 0)
+        effects = tree["task_effects"].to_dataset()
+        D = prm["alpha"].shape[0]
+        J = layout.cluster.size
+        eta = (
+            prm["alpha"][:, :, layout.pops.code]
+            + prm["u"][:, layout.cluster][:, None, :]
+            + prm["w"][:, :, layout.cluster]
+        )
+        eta = eta + effects["task_effect"].transpose("chain", "draw", "task").values.reshape(
+            D, 1, J
+        )
+        if "task_system_effect" in effects:
+            v = effects["task_system_effect"].transpose("chain", "draw", "system", "task")
+            eta = eta + v.values.reshape(D, layout.n_systems, J)
+        return eta
+
+    def task_rates(self, tree, systems=None) -> xr.DataArray:
+        """Per-cell true rates ``(chain, draw, system, task)``; NaN where no attempt was judged."""
+        obs = dataset_of(tree)
+        all_systems = obs["system"].values.tolist()
+        chosen = all_systems if systems is None else list(systems)
+        index = [all_systems.index(s) for s in chosen]
+        p = special.expit(self.task_logits(tree))[:, index]
+        p = np.where(attempts(obs)[index][None] > 0, p, np.nan)
+        post = tree["posterior"]
+        n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+        return xr.DataArray(
+            p.reshape(n_chain, n_draw, *p.shape[1:]),
+            dims=("chain", "draw", "system", "task"),
+            coords={
+                "chain": post["chain"].values,
+                "draw": post["draw"].values,
+                "system": np.asarray(chosen, dtype=object),
+                "task": obs["task"].values,
+            },
+            name="p",
+        )
+
+    def tasks(self, tree, metric, ks, shared=None, tau=None, systems=None):
+        """Draws of the true outcome's ``metric`` over these tasks, ``(chain, draw, system, k)``.
+
+        The mean over each system's tasks (every attempt judged, labelled or not) of the metric
+        of its cell's true rate, read from the kept task effects.
+        """
+        obs = dataset_of(tree)
+        n = attempts(obs)
+        weight_n = n if shared is None else n * np.asarray(shared, dtype=n.dtype)
+        layout = Layout.from_dataset(obs)
+        weights = task_weights(weight_n, layout.pops)  # (S, J)
+        p = special.expit(self.task_logits(tree))  # (D, S, J)
+        values = metric_of_rate(p, metric, np.asarray(ks), tau)  # (D, S, J, K)
+        draws = np.clip(np.einsum("dsjk,sj->dsk", values, weights), 0.0, 1.0)
+        post = tree["posterior"]
+        index = self._system_index(tree, systems)
+        return self._wrap([draws], tree, None, ks, post.sizes["chain"], post.sizes["draw"], index)
+
+    def pattern_log_likelihood(self, tree, c, n) -> base.Patterns | None:
+        """None: the log-likelihood group of the labels alone would leave the verdicts out."""
+        return None
+
+    def log_likelihood_cost(self, tree) -> float:
+        """No log-likelihood group is computed (:meth:`pattern_log_likelihood`)."""
+        return 0.0
