@@ -142,7 +142,7 @@ def test_estimand_errors():
     with pytest.raises(ValueError, match="runs with sampler in"):
         be.fit(be.from_counts([[3, 4]], 5), model="beta_binomial", sampler="nutpie")
     with pytest.raises(ValueError, match="model must be one of"):
-        be.fit(be.from_counts([[3, 4]], 5), model="irt")
+        be.fit(be.from_counts([[3, 4]], 5), model="no_such_model")
 
 
 def test_extrapolation_beyond_observed_trials_warns(tau_fit):
