@@ -31,9 +31,10 @@ SIGMAS = ("sigma_task", "sigma_task_system", "sigma_cluster", "sigma_cluster_sys
 #: trial per cell (:func:`one_trial`). There a cell's outcome cannot tell its own deviation
 #: from Bernoulli noise, so the overall scale of the task-level spreads is not identified
 #: (only the systems' agreement is), and the interval over these tasks narrows as that scale
-#: grows: under the default 1.5 the paired tasks effect covered 0.86-0.90 where the truth's
-#: spread was 0.5. At 0.5 it covered 0.94-0.95 for true spreads of 0.25 to 1.5
-#: (``benchmarks/results/one_trial_paired.md``).
+#: grows: under the former 1.5 two systems' paired tasks effect covered 0.86 where the
+#: truth's spread was 0.5 (100 simulations; 0.915 in an independent 434). At 0.5 it covered
+#: 0.94-0.98 for true spreads of 0.25 to 1.5 (100 each), and 0.932-0.940 in 400 at 0.5
+#: (``benchmarks/results/one_trial_paired*.md``).
 ONE_TRIAL_SIGMA_TASK_SYSTEM = 0.5
 #: The fewest systems for which the model treats systems as draws from a population of systems.
 SYSTEM_LEVEL_MIN = 3
