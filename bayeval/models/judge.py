@@ -328,10 +328,6 @@ class JudgeRates(LogitNormalRates):
         """One form: the full-latent PyMC model."""
         return FORM
 
-    def single_trial_warning(self, data) -> str:
-        """What one attempt per cell leaves to the priors, as for the logit-normal model."""
-        return super().single_trial_warning(data)
-
     def sample(
         self,
         data,
