@@ -646,5 +646,8 @@ def test_few_systems_sample_their_contrasts_non_centred():
     assert system_parametrisation(be.datasets.load("terminal_bench", missing="fail").dataset) == 1
     assert system_parametrisation(be.datasets.load("langchain_tool_use").dataset) == 1
     assert system_parametrisation(be.datasets.load("swebench_java", missing="fail").dataset) == 2
+    # under bounds its upper bound (missing as solved) spreads the systems 21 times their
+    # squared standard error, the lower one 2.5 times: the lower bound decides
+    assert system_parametrisation(be.datasets.load("swebench_java", missing="bounds").dataset) == 2
     assert system_parametrisation(swe.sel(system=swe.systems[:5]).dataset) == 2
     assert system_parametrisation(swe.sel(system=swe.systems[:2]).dataset) == 0
