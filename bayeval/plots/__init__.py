@@ -1,22 +1,22 @@
 """Plots, each the twin of a compute function: it calls that function and draws its output.
 
-============================  ==========================================================
-plot                          draws the output of
-============================  ==========================================================
-:func:`plot_forest`           :func:`bayeval.crosscheck` (or :meth:`Results.summary`)
-:func:`plot_pass_at_k`        :meth:`Results.pass_at_k` / :meth:`Results.pass_hat_k`
-:func:`plot_effect`           :meth:`Results.compare`
-:func:`plot_task_rates`       :meth:`Results.task_rates`
-:func:`plot_ppc`              :meth:`Results.ppc`
-:func:`plot_status`           :attr:`EvalData.status_counts` and :attr:`EvalData.coverage`
-:func:`plot_ranks`            :meth:`Results.ranks`
-:func:`plot_compare_all`      :meth:`Results.compare_all`
-:func:`plot_compare_curve`    :meth:`Results.compare_curve` (and its bootstrap twin)
-:func:`plot_cost_success`     :func:`bayeval.bootstrap.cost` / :meth:`Results.cost`
-:func:`plot_item_curves`      :meth:`Results.items` (``model="irt"``)
-:func:`plot_item_information` :meth:`Results.items` with ``theta``
-:func:`plot_abilities`        :meth:`Results.abilities` (and :func:`bayeval.irt.score`)
-============================  ==========================================================
+=============================  ==========================================================
+plot                           draws the output of
+=============================  ==========================================================
+:func:`plot_forest`            :func:`bayeval.crosscheck` (or :meth:`Results.summary`)
+:func:`plot_pass_at_k`         :meth:`Results.pass_at_k` / :meth:`Results.pass_hat_k`
+:func:`plot_effect`            :meth:`Results.compare`
+:func:`plot_task_rates`        :meth:`Results.task_rates`
+:func:`plot_ppc`               :meth:`Results.ppc`
+:func:`plot_status`            :attr:`EvalData.status_counts` and :attr:`EvalData.coverage`
+:func:`plot_ranks`             :meth:`Results.ranks`
+:func:`plot_compare_all`       :meth:`Results.compare_all`
+:func:`plot_compare_curve`     :meth:`Results.compare_curve` (and its bootstrap twin)
+:func:`plot_cost_success`      :func:`bayeval.bootstrap.cost` / :meth:`Results.cost`
+:func:`plot_item_curves`       :meth:`Results.items` (``model="irt"``)
+:func:`plot_item_information`  :meth:`Results.items` with ``theta``
+:func:`plot_abilities`         :meth:`Results.abilities` (:func:`bayeval.irt.score`)
+=============================  ==========================================================
 
 Every function takes ``ax=None`` (draw into a new figure) or existing matplotlib Axes, and
 returns ``(fig, axes)``: the figure and the Axes drawn on (a 1-d array of Axes for
