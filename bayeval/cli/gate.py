@@ -16,6 +16,7 @@ from bayeval.cli._group import (
     report_format,
 )
 from bayeval.cli._input import load
+from bayeval.cli._items_gate import items_gate
 from bayeval.cli._options import (
     PROBABILITY,
     FitOptions,
@@ -97,11 +98,22 @@ Exit codes:
     type=click.FloatRange(min=0.0, min_open=True),
     help="Largest canary change (absolute) that counts as not moved.",
 )
+@click.option(
+    "--items",
+    "items_path",
+    type=click.Path(exists=True, dir_okay=False),
+    metavar="CALIBRATION.nc",
+    help="An item response theory calibration (be.fit(data, model='irt') on many systems "
+    "and all items, saved with .to_netcdf): FILES hold CANDIDATE's outcomes on a subset of "
+    "its items, and the gate decides on the predicted pass@1 over all calibrated items. "
+    "BASELINE is scored from FILES where they hold it, else read from the calibration.",
+)
 @column_options("--trials")
 @model_options
 @output_options
 def gate(
     files,
+    items_path,
     pair,
     margin,
     prob,
@@ -124,12 +136,38 @@ def gate(
     fails its MCMC gates decides nothing (exit 3). The paired bootstrap is printed for
     reference; it does not change the exit code.
 
+    With --items the candidate ran a subset of the items of a saved item response theory
+    calibration: its ability is scored on the calibration's draws (nothing is fitted) and the
+    effect is on pass@1 over all calibrated items (--estimand tasks, the default here) or on
+    a new item of the calibrated population (--estimand population), paired on the
+    calibration's draws. The same rule decides; a calibration that failed its MCMC gates
+    decides nothing (exit 3).
+
     \b
     Examples:
       bayeval gate runs.csv --compare new old --margin 0.02
       bayeval gate runs.csv --compare new old --margin 0.01 --superior --prob 0.9
+      bayeval gate subset.csv --items calibration.nc --compare new old --margin 0.02
     """  # noqa: D301 - click's no-rewrap mark "\b" is a backspace; r""" would break it
     metric, ci_prob = summary.metric, summary.ci_prob
+    if items_path is not None:
+        code = items_gate(
+            files,
+            items_path,
+            pair,
+            margin=margin,
+            prob=prob,
+            superior=superior,
+            k=k,
+            allow_harness_change=allow_harness_change,
+            read=read,
+            fitting_options=fitting,
+            summary=summary,
+            out=out,
+        )
+        if code:
+            click.get_current_context().exit(code)
+        return
     check_outputs(out.json_path, out.report_path)
     notes = Notes()
     with notes:
