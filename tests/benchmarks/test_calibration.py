@@ -5,6 +5,7 @@ loose on purpose and say only what the full study shows with room to spare (the 
 are in ``benchmarks/results/`` and the model cards).
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -145,3 +146,20 @@ def test_cards_render(headline, tmp_path):
     hierarchical = (tmp_path / "cards" / "hierarchical.md").read_text()
     pop = _row(headline, "hierarchical pop")
     assert cal.fmt_cov(pop["cov_population"], pop["se_population"]) in hierarchical
+
+
+@pytest.mark.parametrize("model", ["hierarchical", "beta_binomial", "logit_normal", "bootstrap"])
+def test_committed_cards_hold_their_templates_text(model):
+    """A card's prose lives in its template: text written into ``models/`` alone is lost
+    at the next calibration run. Every stretch of the template between its generated
+    tables must appear in the committed card, in order."""
+    template = (ROOT / "benchmarks" / "_cards" / f"{model}.md").read_text()
+    card = (ROOT / "models" / f"{model}.md").read_text()
+    pos = 0
+    for chunk in re.split(r"\{\{\w+\}\}", template):
+        chunk = chunk.strip("\n")
+        if not chunk:
+            continue
+        found = card.find(chunk, pos)
+        assert found >= 0, f"models/{model}.md lacks its template's text: {chunk[:200]!r}"
+        pos = found + len(chunk)
