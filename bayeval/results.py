@@ -470,6 +470,31 @@ class Results(Posterior):
 
         This is :func:`bayeval.analyses.judge.posterior_judge` of this fit (of the judge-aware
         model; a clear error on any other).
+
+        Examples
+        --------
+        A judge that passes four wrong answers in ten of B's, one in ten of A's; a third of
+        the attempts labelled (a fake fit stands in for ``be.fit(data)`` here):
+
+        >>> import numpy as np, pandas as pd, bayeval as be
+        >>> from bayeval.testing import fake_results
+        >>> rng = np.random.default_rng(0)
+        >>> y = rng.random(240) < 0.6
+        >>> lenient = np.repeat([0.1, 0.4], 120)
+        >>> df = pd.DataFrame({"system": np.repeat(["A", "B"], 120),
+        ...                    "task": np.tile(np.repeat(np.arange(40), 3), 2),
+        ...                    "judge": np.where(y, rng.random(240) < 0.9,
+        ...                                      rng.random(240) < lenient).astype(int),
+        ...                    "human": np.where(rng.random(240) < 1 / 3, y, np.nan)})
+        >>> data = be.from_frame(df, judge="judge", success="human", label_design="random")
+        >>> out = fake_results(data, model="judge", seed=0).judge()
+        >>> out["specificity_interval"].dims
+        ('judge', 'system', 'ci_bound')
+        >>> spec = out["specificity_mean"].sel(judge="judge")
+        >>> bool(spec.sel(system="B") < spec.sel(system="A"))   # the judge is lenient on B
+        True
+        >>> out["n_labelled"].sum().item() == int(df["human"].notna().sum())
+        True
         """
         return posterior_judge(self, ci_prob=ci_prob)
 

@@ -51,7 +51,27 @@ VARIANTS = {
     "zoib-clusters": (lambda: fake_data(scores=True, clusters=3), "zoib", {}),
     "zoib-bounds": (lambda: fake_data(scores=True, missing="bounds"), "zoib", {}),
     "zoib-one-system": (lambda: fake_data(systems=["A"], scores=True), "zoib", {}),
+    "judge": (lambda: _judged(), "judge", {}),
 }
+
+
+def _judged(seed=0, n_task=12, trials=3):
+    """Judged attempts of two systems, a third labelled: a judge lenient on B."""
+    rng = np.random.default_rng(seed)
+    truth = special.expit(rng.normal(0.0, 1.0, (2, n_task)))
+    df = fake_data(truth, trials=trials, seed=seed).to_frame()
+    df = df.loc[df.index.repeat(df["trials"])].reset_index(drop=True)
+    df["human"] = (df.groupby(["system", "task"]).cumcount() < df["successes"]).astype(float)
+    lenient = np.where(df["system"] == "B", 0.4, 0.1)
+    df["judge"] = np.where(
+        df["human"] == 1, rng.random(len(df)) < 0.9, rng.random(len(df)) < lenient
+    )
+    df["judge"] = df["judge"].astype(int)
+    df["human"] = df["human"].where(rng.random(len(df)) < 1 / 3)
+    return be.from_frame(
+        df[["system", "task", "judge", "human"]], judge="judge", success="human",
+        label_design="random",
+    )  # fmt: skip
 
 
 def _binary_scores():
@@ -223,6 +243,20 @@ def test_tasks_estimand_is_centred_on_the_observed_rates(model, kind):
     # the observed rates are near the simulated truth; the fake tells the two systems apart
     assert np.allclose(observed, truth.mean(axis=1), atol=0.1)
     assert float((draws.sel(system="B") > draws.sel(system="A")).mean()) > 0.95
+
+
+def test_the_judge_fake_reads_its_labels():
+    data = _judged(seed=4, n_task=60)
+    out = fake_results(data, model="judge", seed=1).judge()
+    ds = data.dataset.sum(("task", "label_stratum")).isel(judge=0)
+    for name, hit, miss in (
+        ("sensitivity", "judge_n11", "judge_n01"),
+        ("specificity", "judge_n00", "judge_n10"),
+    ):
+        a, b = ds[hit] + 1.0, ds[miss] + 1.0  # the Beta posterior under a uniform prior
+        mean, sd = a / (a + b), np.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+        z = (out[f"{name}_mean"].isel(judge=0) - mean) / sd
+        assert (np.abs(z) < 0.5).all(), (name, z.values)
 
 
 def test_population_estimand_follows_the_population():

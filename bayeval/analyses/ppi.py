@@ -77,7 +77,11 @@ def ppi(
         ``judge_only`` (the verdicts' mean over all attempts: biased wherever the judge errs),
         ``n_labelled`` and ``n_judged``. With ``baseline`` also ``effect_mean``,
         ``effect_se``, ``effect_interval`` and ``prob_positive`` (the normal approximation's
-        share above 0), named as :func:`bayeval.bootstrap.compare` names them. Attrs:
+        share above 0), named as :func:`bayeval.bootstrap.compare` names them, and beside it
+        the naive effects, ``labelled_only_effect`` (the labels' means' difference, what
+        ``lam=0`` gives) and ``judge_only_effect`` (the verdicts' means' difference, biased
+        wherever the judge errs differently on the two systems), each with its ``*_se`` and
+        ``*_interval`` of the same paired variance. Attrs:
         ``method`` (``"ppi++"``), ``estimand`` and ``estimand_note`` (in words), ``judge``,
         ``label_design``, ``unit``, ``ci_prob``, ``paired``.
 
@@ -149,6 +153,21 @@ def ppi(
         out["effect_se"] = se
         out["effect_interval"] = ("ci_bound", [effect - z * se, effect + z * se])
         out["prob_positive"] = NormalDist().cdf(effect / se) if se > 0 else float(effect > 0)
+        # the two naive effects beside it, with the same paired (sandwich) variance
+        for name, influence in (
+            ("labelled_only", [p["A"] for p in parts]),
+            ("judge_only", [p["judge_psi"] for p in parts]),
+        ):
+            naive = per[0][name] - per[1][name]
+            naive_se = float(
+                np.sqrt(np.sum(parts[0]["weight"] * (influence[0] - influence[1]) ** 2))
+            )
+            out[f"{name}_effect"] = naive
+            out[f"{name}_effect_se"] = naive_se
+            out[f"{name}_effect_interval"] = (
+                "ci_bound",
+                [naive - z * naive_se, naive + z * naive_se],
+            )
     what = "the true success rate" + (
         f" of {candidate!r} minus that of {baseline!r}" if baseline is not None else ""
     )

@@ -444,6 +444,59 @@ def _latency_check(row: dict) -> str:
     return "misfit" if check["misfit"] else "ok"
 
 
+def echo_judge(section: dict, flagged: bool = False):
+    """The judge section: its error per system, then each pair's pass@1 effect four ways.
+
+    In the report's words (``section["columns"]``, each row's ``label`` and estimand) and its
+    number formats, so the terminal shows what the JSON and the report show; ``flagged``
+    marks the posterior numbers of a fit that failed its MCMC gates.
+    """
+    num, signed, interval = report_format._fmt, report_format._signed, report_format._interval
+    columns = section["columns"]
+    rows = {}
+    for row in section["rows"]:
+        rows[row["system"]] = {
+            "labelled / judged": f"{row['n_labelled']} / {row['n_judged']}",
+            **{
+                columns[name]["header"]: f"{num(row[f'{name}_mean'])} "
+                f"{interval(row[f'{name}_lower'], row[f'{name}_upper'])}"
+                for name in ("sensitivity", "specificity")
+            },
+            **{
+                columns[name]["header"]: num(row[name])
+                for name in ("agreement", "judge_rate", "labelled_rate")
+            },
+        }
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "system"
+    click.echo(
+        f"\njudge {section['judge']!r} beside trusted labels (label design "
+        f"{section['label_design']!r}), {section['model']} model: posterior mean "
+        f"[{report_format._percent(section['ci_prob'])} interval]"
+        + (" FLAGGED (the fit failed its MCMC gates)" if flagged else "")
+    )
+    with wide_tables():
+        click.echo(table.to_string())
+    for column in columns.values():
+        click.echo(f"  {column['header']}: {column['words']}")
+    for pair in section["pairs"]:
+        click.echo(
+            f"\n{pair['candidate']} minus {pair['baseline']}: {section['metric']}, four ways "
+            f"[{report_format._percent(section['ci_prob'])} interval]"
+        )
+        for row in pair["rows"]:
+            click.echo(
+                f"  {row['label']}, {section['estimand']}: {row['estimand_words']}: "
+                f"{signed(row['estimate'])} {interval(row['lower'], row['upper'])}, "
+                f"P(effect > 0) = {num(row['prob_positive'])}"
+            )
+        if pair["lam"]:
+            weights = ", ".join(f"{s} {num(v, 2)}" for s, v in pair["lam"].items())
+            click.echo(f"  PPI++ weight of the judge (lam): {weights}")
+    if section["ppi_note"]:
+        click.echo(f"({section['ppi_note']})")
+
+
 def echo_latency(section: dict, ci_prob: float):
     """The latency table: one row per system, p50 and p95 posterior beside bootstrap."""
     money, amounts, percent = (

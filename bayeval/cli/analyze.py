@@ -47,6 +47,7 @@ from bayeval.cli._output import (
     echo_cost,
     echo_curves,
     echo_fit,
+    echo_judge,
     echo_latency,
     echo_recipes,
     echo_table,
@@ -480,6 +481,8 @@ def _echo_card(card: dict, metric: str, ci_prob: float):
     ):
         if name in card:
             echo(card[name], ci_prob)
+    if "judge" in card:
+        echo_judge(card["judge"], flagged=bool(card["diagnostics"].get("gates_failed")))
     if "contamination" in card:
         echo_contamination(card["contamination"])
 

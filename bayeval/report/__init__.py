@@ -23,6 +23,9 @@ warnings.
 :mod:`.sections`           optional sections: cost, latency, recipes, curves over k, contamination,
                            canary; :func:`evidence_record` and :func:`latency_record` (the cost and
                            latency tables as plain data)
+:mod:`.judge`              :func:`judge_section`: a judge's error per system and each pair's
+                           effect on the true outcome beside the judge-only, labelled-only and
+                           PPI++ effects (judged data)
 :mod:`.ranking`            :func:`rank_data`, the record of ``bayeval rank``
 :mod:`.figures`            which plots a report draws, rendered to PNG
 :mod:`.render`             :func:`build_report`, :func:`write_report` (HTML, Markdown), its check
@@ -35,6 +38,7 @@ from bayeval.report._systems import _measured_order as _measured_order
 from bayeval.report.assemble import ADJUST_METHODS, SCHEMA_VERSION, ReportOptions, report_data
 from bayeval.report.comparisons import DEFAULT_POWER_EFFECTS
 from bayeval.report.figures import PLOTS_HINT
+from bayeval.report.judge import judge_section
 from bayeval.report.ranking import rank_data
 from bayeval.report.render import (
     FORMATS,
@@ -66,6 +70,7 @@ __all__ = [
     "contamination_section",
     "curves_section",
     "evidence_record",
+    "judge_section",
     "latency_record",
     "rank_data",
     "recipes_section",

@@ -49,6 +49,7 @@ from bayeval.report.comparisons import (
     _comparisons_section,
     _multiplicity_section,
 )
+from bayeval.report.judge import judge_section
 from bayeval.report.sections import _cost_section, _latency_section
 from bayeval.results import Results
 
@@ -116,8 +117,17 @@ def in_order(rows: list[dict], order: Sequence[str], key: str = "system") -> lis
     return sorted(rows, key=lambda row: position.get(str(row[key]), len(position)))
 
 
-def _systematic_section(data_section) -> list[dict]:
+def _systematic_section(data_section, judged=None) -> list[dict]:
     items = [{"name": name, "text": text} for name, text in _SYSTEMATIC]
+    if judged is not None:  # the judge's error is inside the intervals: say what is left
+        items[2]["text"] = (
+            f"The verdicts of {judged['judge']!r} are corrected by the labelled attempts "
+            f"(label design '{judged['label_design']}'; the Judge section): the intervals "
+            "of the true outcome carry the judge's error, per system, as far as the labels "
+            "are a sample of that design. The labels themselves are taken as correct, and "
+            "a judge whose errors differ between labelled and unlabelled attempts is not "
+            "corrected."
+        )
     policy = data_section["missing_policy"]
     non_ok = sum(v for s, v in data_section["status_totals"].items() if s != "ok")
     if non_ok:
@@ -307,7 +317,10 @@ def report_data(
         Sections ``estimand``, ``data``, ``metrics``, ``comparisons``, ``multiplicity``,
         ``diagnostics``, ``systematic``, ``split`` (the task split the data are a part of,
         from :func:`bayeval.split_tasks`, and how many systems were scored on it; ``None``
-        otherwise), ``notes`` and ``settings``; numbers are Python
+        otherwise), ``notes`` and ``settings``; ``judge`` for a fit of the judge-aware model
+        (:func:`bayeval.report.judge.judge_section`: the judge's error per system and each
+        comparison's pass@1 effect on the true outcome beside the judge-only, labelled-only
+        and PPI++ effects); ``cost`` and ``latency`` where asked for. Numbers are Python
         floats/ints, ``None`` where undefined.
 
     Examples
@@ -530,12 +543,21 @@ def _assemble(results, o: ReportOptions) -> dict:
             o.cost_model,
         )
         latency_section = _latency_section(results, o.latency, o.n_boot, o.seed, o.ci_prob)
+        judged = judge_section(
+            results,
+            pairs,
+            estimand=estimand,
+            ci_prob=o.ci_prob,
+            clusters=o.clusters,
+            weighting=o.weighting,
+        )
     for rows in (
         data_section["status_counts"],
         data_section["design_effect"],
         diagnostics["ppc"],
         *([cost_section["rows"], cost_section["budget"]] if cost_section else []),
         *([latency_section["rows"]] if latency_section else []),
+        *([judged["rows"]] if judged else []),
     ):
         rows[:] = in_order(rows, order)
     skipped = _resampled_clusters(results.data)[1]
@@ -619,10 +641,11 @@ def _assemble(results, o: ReportOptions) -> dict:
                 "diagnostics": _diagnostics_section(compare_results),
             }
         ),
-        "systematic": _systematic_section(data_section),
+        "systematic": _systematic_section(data_section, judged),
         "split": split,
         **({"cost": cost_section} if cost_section else {}),
         **({"latency": latency_section} if latency_section else {}),
+        **({"judge": judged} if judged else {}),
         "notes": all_notes,
         "settings": _settings_section(results, settings, o.command),
     }

@@ -17,7 +17,11 @@ plausible for the data, made in a fraction of a second:
   system's tasks average its rate; the latent forms' task effects from each task's conditional
   given those values (on a grid, each cell's task-by-system effect integrated out);
 * ``zoib``: every effect drawn around an additive split of the logits of the cells' mean
-  scores, the interior and 0/1 parts sharing their mean (``delta`` near 0).
+  scores, the interior and 0/1 parts sharing their mean (``delta`` near 0);
+* ``judge``: each system's sensitivity and specificity from the Beta posteriors of its
+  labelled attempts' counts, and the true outcome as ``logit_normal``'s full-latent draws
+  of every judged attempt, an unlabelled verdict counted as the share of the system's
+  labelled attempts with that verdict that were successes.
 
 So ``draws(metric, k, estimand)``, which every analysis reads, is centred near the observed rates,
 but the draws are not the model's posterior: use a fake to exercise code that reads a fit, never
@@ -46,13 +50,19 @@ from bayeval.models import (
     get_model,
     hierarchical,
     irt,
+    judge,
     logit_normal,
     zoib,
 )
 from bayeval.models._beta_family import counts_by_bound
 from bayeval.posterior import Posterior
 from bayeval.results import Results
-from bayeval.testing._draws import hierarchical_draws, logit_normal_draws, zoib_draws
+from bayeval.testing._draws import (
+    hierarchical_draws,
+    judge_draws,
+    logit_normal_draws,
+    zoib_draws,
+)
 
 __all__ = ["FAKE_SAMPLER", "MODELS", "fake_data", "fake_posterior", "fake_results"]
 
@@ -212,7 +222,9 @@ def fake_results(
     data : EvalData, optional
         Default: :func:`fake_data` (with ``scores=True`` for ``zoib``), simulated from
         ``truth`` where given.
-    model : {"beta_binomial", "hierarchical", "logit_normal", "zoib", "irt"}, default "hierarchical"
+    model : {"beta_binomial", "hierarchical", "logit_normal", "zoib", "irt", "judge"}, optional
+        Default ``"hierarchical"``; ``"judge"`` takes judged data
+        (``from_frame(..., judge=, success=, label_design=)``).
     draws, chains : int, default 200 and 2
     seed : int, default 0
         Seeds every draw: the same arguments give the same tree (but ``attrs["created_at"]``).
@@ -332,7 +344,9 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
         else:
             skipped = _groups.log_likelihood_skipped(tree, log_likelihood)
         if skipped is None:
-            tree = Posterior(tree).with_log_likelihood().tree
+            loglik = _groups.log_likelihood(tree)  # None where undefined (the judge's), as fit
+            if loglik is not None:
+                tree["log_likelihood"] = xr.DataTree(loglik)
         else:
             tree.attrs["log_likelihood_note"] = _groups.log_likelihood_note(skipped)
     for group, values in _groups.predictive(tree, seed).items():
@@ -425,6 +439,28 @@ def _fake_irt(data, priors, form, draws, chains, rng, attrs):
     return priors, posterior, _sample_stats(draws, chains, None, rng), None
 
 
+def _fake_judge(data, priors, form, draws, chains, rng, attrs):
+    """The true outcome near every judged attempt's, the judge's error near its labels'."""
+    reason = get_model("judge").supports(data)
+    if reason is not None:
+        raise ValueError(reason)
+    priors = judge.validate_priors(priors)
+    form_name, choice = judge.FORM
+    attrs.update(
+        {
+            "form": form_name,
+            "form_choice": choice,
+            "target_accept": judge.TARGET_ACCEPT,
+            "task_effects": "non-centred",
+            "judge": str(data.judges[0]),
+        }
+    )
+    posterior, effects = judge_draws(data.dataset, draws, chains, rng)
+    posterior = _by_bound([posterior], None, _lead(draws, chains), data.dataset)
+    effects = effects.assign_coords(_lead(draws, chains))
+    return priors, posterior, _sample_stats(draws, chains, None, rng), effects
+
+
 #: Model name -> its fake's parameter draws.
 _FAKES = {
     "beta_binomial": _fake_beta_binomial,
@@ -432,6 +468,7 @@ _FAKES = {
     "logit_normal": _fake_logit_normal,
     "zoib": _fake_zoib,
     "irt": _fake_irt,
+    "judge": _fake_judge,
 }
 #: The models a fake stands for.
 MODELS = tuple(_FAKES)

@@ -15,10 +15,10 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from bayeval.models import logit_normal, zoib
+from bayeval.models import judge, logit_normal, zoib
 from bayeval.models._beta_family import Populations, counts_by_bound
 
-__all__ = ["hierarchical_draws", "logit_normal_draws", "zoib_draws"]
+__all__ = ["hierarchical_draws", "judge_draws", "logit_normal_draws", "zoib_draws"]
 
 _FLOOR = 0.05  # smallest spread drawn around: a fit's spreads are positive
 _Z, _W = np.polynomial.hermite_e.hermegauss(40)
@@ -335,6 +335,52 @@ def _task_effects(c, n, base, sigma_task, sigma_task_system, size, rng):
     u = rng.random((*size, c.shape[1]))
     at = np.stack([np.searchsorted(cdf[j], u[..., j]) for j in range(c.shape[1])], axis=-1)
     return grid[np.arange(c.shape[1]), at] + step * (rng.random(at.shape) - 0.5)
+
+
+# -- the judge-aware model -----------------------------------------------------------------------
+def judge_draws(ds, draws, chains, rng) -> tuple[xr.Dataset, xr.Dataset]:
+    """The judge-aware model's ``posterior`` and ``task_effects``, around the labels' readings.
+
+    Each system's sensitivity and specificity from its labelled attempts (Beta posteriors of
+    their counts under a uniform prior); the true outcome as ``logit_normal``'s full-latent
+    draws of every judged attempt, each unlabelled verdict counted as the share of that
+    system's labelled attempts with the same verdict that were successes. The
+    task-by-system effects are drawn from their spread.
+    """
+    cells = judge.judge_cells(ds)
+    n11, n10, n01, n00, u1, u0 = (cells[name].astype(float) for name in judge.CELL_VARS)
+    lead = (chains, draws)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        true_if_1 = (n11.sum(1) + 0.5) / (n11.sum(1) + n10.sum(1) + 1.0)
+        true_if_0 = (n01.sum(1) + 0.5) / (n01.sum(1) + n00.sum(1) + 1.0)
+    c = n11 + n01 + u1 * true_if_1[:, None] + u0 * true_if_0[:, None]
+    n = n11 + n10 + n01 + n00 + u1 + u0
+    with _quiet():
+        post = logit_normal_draws(c, n, ds, "full-latent", draws, chains, rng)
+    effects = post[["task_effect"]]
+    post = post.drop_vars(["task_effect", "task"], errors="ignore")
+    S, J = c.shape
+    if "sigma_task_system" in post:
+        spread = post["sigma_task_system"].values[..., None, None]
+        effects["task_system_effect"] = (
+            ("chain", "draw", "system", "task"),
+            spread * rng.standard_normal((*lead, S, J)),
+        )
+    out: dict[str, tuple] = {}
+    for name, hit, miss in (
+        ("sensitivity", n11.sum(1), n01.sum(1)),
+        ("specificity", n00.sum(1), n10.sum(1)),
+    ):
+        rate = rng.beta(hit + 1.0, miss + 1.0, (*lead, S))
+        out[name] = (("chain", "draw", "system"), rate)
+        logit = special.logit(rate)
+        out[f"judge_mu_{name}"] = (("chain", "draw"), logit.mean(-1))
+        sd = max(float(np.std(special.logit((hit + 1.0) / (hit + miss + 2.0)))), _FLOOR)
+        out[f"judge_sigma_{name}"] = (("chain", "draw"), _positive(sd, S, lead, rng))
+        out[f"judge_task_sigma_{name}"] = (("chain", "draw"), _positive(0.3, J, lead, rng))
+    post = post.assign(out)
+    effects = effects.assign_coords(task=ds["task"].values, system=ds["system"].values)
+    return post, effects
 
 
 # -- the zoib model ------------------------------------------------------------------------------

@@ -108,6 +108,35 @@ def test_paired_difference_with_differential_judge_error():
     assert np.mean(judge_bias) > 0.05  # the judge alone would overstate B's lead
 
 
+def test_naive_effects_are_the_mean_differences_with_their_paired_variance():
+    rng = np.random.default_rng(5)
+    df = _simulate(rng, systems={"B": (0.8, 0.95, 0.55), "A": (0.5, 0.95, 0.9)}, n_task=40)
+    data = be.from_frame(df, judge="judge", success="human", label_design="random")
+    out = be.bootstrap.ppi(data, "B", "A", ci_prob=0.9)
+    verdicts = df.groupby("system")["judge"].mean()
+    labels = df.groupby("system")["human"].mean()  # NaN (unlabelled) left out
+    assert out["judge_only_effect"].item() == pytest.approx(verdicts["B"] - verdicts["A"])
+    assert out["labelled_only_effect"].item() == pytest.approx(labels["B"] - labels["A"])
+    # lam = 0 is the labelled-only estimator: its paired interval is the same
+    zero = be.bootstrap.ppi(data, "B", "A", lam=0, ci_prob=0.9)
+    np.testing.assert_allclose(
+        out["labelled_only_effect_interval"].values, zero["effect_interval"].values, rtol=1e-12
+    )
+    # the judge-only variance by hand: per task, each system's verdict total less its share
+    z = 1.6448536269514722
+    tasks = sorted(df["task"].unique())
+    psi = []
+    for system in ("B", "A"):
+        part = df[df["system"] == system]
+        per_task = part.groupby("task")["judge"].agg(["sum", "size"]).reindex(tasks)
+        psi.append((per_task["sum"] - verdicts[system] * per_task["size"]) / len(part))
+    se = float(np.sqrt(((psi[0] - psi[1]) ** 2).sum()))
+    effect = verdicts["B"] - verdicts["A"]
+    np.testing.assert_allclose(
+        out["judge_only_effect_interval"].values, [effect - z * se, effect + z * se], rtol=1e-9
+    )
+
+
 def test_stratified_design_is_reweighted():
     rng = np.random.default_rng(4)
     systems = {"A": (0.3, 0.9, 0.8)}
