@@ -11,6 +11,7 @@ import xarray as xr
 
 from bayeval._validate import validate_prob
 from bayeval.analyses.arrays import eti
+from bayeval.models.logit_normal.estimands import normal_expectation
 
 __all__ = ["posterior_judge"]
 
@@ -30,15 +31,17 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Over ``(judge, system)``: ``sensitivity`` and ``specificity`` (draws over
-        ``(chain, draw)``, ``P(verdict 1 | true 1)`` and ``P(verdict 0 | true 0)`` on a typical
-        task: the model lets the judge's error vary by task too), their
-        ``*_mean`` and ``*_interval`` (over ``ci_bound``); ``agreement``, the share of labelled
-        attempts whose verdict equals the label; ``judge_rate``, the pass@1 the judge alone
-        gives (its share of verdicts 1 over every judged attempt), and ``labelled_rate``, the
-        pass@1 of the labelled attempts alone; ``n_labelled`` and ``n_judged``. The rates pool
-        attempts (each attempt weighs the same), the contrast the fit's true-outcome pass@1
-        corrects.
+        Over ``(judge, system)``: ``sensitivity`` and ``specificity`` (draws over ``(chain,
+        draw)``, ``P(verdict 1 | true 1)`` and ``P(verdict 0 | true 0)`` for an attempt on a
+        task like these: the model lets the judge's error vary by task, and these average over
+        that variation, ``E expit(logit se[s] + tau Z)``), their ``*_mean`` and ``*_interval``
+        (over ``ci_bound``); ``*_typical_task``, the draws on a task of typical error (``Z =
+        0``, the model's ``sensitivity[s]``: nearer 1 than the average wherever the judge errs
+        on some tasks for every system); ``agreement``, the share of labelled attempts whose
+        verdict equals the label; ``judge_rate``, the pass@1 the judge alone gives (its share of
+        verdicts 1 over every judged attempt), and ``labelled_rate``, the pass@1 of the labelled
+        attempts alone; ``n_labelled`` and ``n_judged``. The rates pool attempts (each attempt
+        weighs the same), the contrast the fit's true-outcome pass@1 corrects.
 
     Raises
     ------
@@ -83,10 +86,21 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
         coords={"judge": np.array([judge], dtype=object), "system": post["system"].values}
     )
     for name in ("sensitivity", "specificity"):
-        draws = (
-            post[name]
-            .expand_dims(judge=out["judge"].values)
-            .transpose("chain", "draw", "judge", "system")
+        typical = post[name].transpose("chain", "draw", "system")
+        tau = post.get(f"judge_task_sigma_{name}")
+        if tau is None:  # a fit without the task-level error term: every task is typical
+            average = typical
+        else:
+            # the judge's error varies by task: a system's sensitivity is its average over
+            # tasks, E expit(logit se[s] + tau Z), the rate its labelled crosses estimate
+            logit = np.log(typical.values) - np.log1p(-typical.values)
+            scale = np.broadcast_to(tau.transpose("chain", "draw").values[..., None], logit.shape)
+            average = typical.copy(data=normal_expectation(logit, scale, "pass@k", [1])[..., 0])
+        out[f"{name}_typical_task"] = typical.expand_dims(judge=out["judge"].values).transpose(
+            "chain", "draw", "judge", "system"
+        )
+        draws = average.expand_dims(judge=out["judge"].values).transpose(
+            "chain", "draw", "judge", "system"
         )
         out[name] = draws.copy()
         out[f"{name}_mean"] = draws.mean(("chain", "draw"))
@@ -105,7 +119,9 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
         "model": posterior.model,
         "judge_note": (
             "sensitivity = P(verdict 1 | true 1), specificity = P(verdict 0 | true 0), per "
-            "system; judge_rate is the pass@1 the verdicts alone give, labelled_rate the pass@1 "
+            "system, for an attempt on a task like these (averaged over the judge's task-level "
+            "error; *_typical_task on a task of typical error); judge_rate is the pass@1 the "
+            "verdicts alone give, labelled_rate the pass@1 "
             "of the labelled attempts alone (both pooled over attempts); the fit's pass@1 is "
             "of the true outcome, every attempt's, labelled or not"
         ),
