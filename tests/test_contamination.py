@@ -1,5 +1,6 @@
 """Contamination overlap evidence and the clean-versus-flagged readout."""
 
+import json
 import sys
 
 import numpy as np
@@ -290,12 +291,13 @@ def test_compare_subsets_accepts_lists_arrays_and_overlap_frames(contaminated_fa
 def test_tasks_reading_fits_each_subset_alone_and_reads_its_task_rates(contaminated):
     res, mask, _, _ = contaminated
     out = compare_subsets(res, mask, metric="pass^k", k=2, estimand="tasks")
+    clean_seed, flagged_seed = json.loads(out.attrs["refit_seeds"])
     flagged_fit = be.fit(
         res.data.sel(task=mask.index[mask].tolist()),
         model="hierarchical",
         draws=1000,
         chains=2,
-        seed=3,
+        seed=flagged_seed,
     )
     rates = flagged_fit.task_rates().transpose("chain", "draw", "system", "task").values
     np.testing.assert_allclose(
@@ -315,12 +317,14 @@ def test_tasks_reading_fits_each_subset_alone_and_reads_its_task_rates(contamina
 def test_population_reading_fits_each_subset_alone(contaminated):
     res, mask, _, _ = contaminated
     out = compare_subsets(res, mask, estimand="population", draws=400, seed=11)
+    clean_seed, flagged_seed = json.loads(out.attrs["refit_seeds"])
+    assert clean_seed == 11 != flagged_seed  # the flagged subset's own seed, spawned from 11
     clean = be.fit(
         res.data.sel(task=mask.index[~mask].tolist()),
         model="hierarchical",
         draws=400,
         chains=2,
-        seed=11,
+        seed=clean_seed,
     )
     np.testing.assert_allclose(
         out["score"].sel(subset="clean").values, clean.pass_at_k(k=1, estimand="population").values
@@ -335,6 +339,23 @@ def test_population_reading_fits_each_subset_alone(contaminated):
     np.testing.assert_allclose(
         same["score"].sel(subset="all").values, res.pass_at_k(k=1, estimand="population").values
     )
+
+
+def test_subset_refits_are_independent_so_the_difference_is_not_too_narrow():
+    """With few attempts per task the two subsets' posteriors have nearly the same shape;
+    fitted with one seed, their draws were coupled and the difference's interval far too
+    narrow. As independent samples of tasks, its sd is that of a difference of independent
+    draws."""
+    data = be.from_counts([[2, 0, 1, 0, 2, 1, 1, 0, 0, 2, 1]], trials=2, systems=["s"])
+    res = be.fit(data, model="hierarchical", draws=1000, chains=2, seed=1)
+    out = compare_subsets(res, np.array([True] * 6 + [False] * 5))
+    flagged = out["score"].sel(subset="flagged").values.ravel()
+    clean = out["score"].sel(subset="clean").values.ravel()
+    assert abs(np.corrcoef(flagged, clean)[0, 1]) < 0.1
+    independent = np.sqrt(flagged.var() + clean.var())
+    assert float(out["difference"].std()) == pytest.approx(independent, rel=0.15)
+    lower, upper = out["difference_interval"].values.ravel()
+    assert lower < 0 < upper  # 6 of 12 against 4 of 10 decides nothing
 
 
 def test_leakage_audit_has_one_row_per_channel_and_system(contaminated):

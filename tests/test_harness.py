@@ -528,6 +528,33 @@ def test_canary_from_one_evaluation_per_harness_equals_two_systems_of_one():
     assert two_systems.attrs["baseline_digest"] == ""
 
 
+def test_canary_of_one_evaluation_with_two_recorded_harnesses_compares_across_them():
+    """Two runs of the canary recorded under different digests in one EvalData: the canary
+    compares them (that is its purpose) and gives the same change as without digests."""
+    counts = np.array([[8, 2, 9, 5, 7, 1], [6, 3, 9, 4, 5, 1]])
+    d_old = harness.digest({"image": "env:1"})
+    d_new = harness.digest({"image": "env:2"})
+    frame = pd.DataFrame(
+        {
+            "system": ["v1"] * 6 + ["v2"] * 6,
+            "task": list(range(6)) * 2,
+            "successes": counts.ravel(),
+            "trials": 10,
+            "h": [d_old] * 6 + [d_new] * 6,
+        }
+    )
+    recorded = from_frame(frame, successes="successes", trials="trials", harness="h")
+    settings = dict(margin=0.1, model="hierarchical", draws=400, chains=2, seed=4)
+    out = harness.canary(recorded, "scripted", "v1", "v2", **settings)
+    plain = harness.canary(
+        from_counts(counts, trials=10, systems=["v1", "v2"]), "scripted", "v1", "v2", **settings
+    )
+    np.testing.assert_array_equal(out["effect"].values, plain["effect"].values)
+    assert out.attrs["verdict"] == plain.attrs["verdict"]
+    assert (out.attrs["baseline_digest"], out.attrs["candidate_digest"]) == (d_old, d_new)
+    assert out.attrs["harness_status"] == "changed" and d_new in out.attrs["harness_note"]
+
+
 def test_canary_refuses_bad_arguments():
     data = from_counts([[1, 2], [2, 1]], trials=2, systems=["old", "new"])
     with pytest.raises(ValueError, match="margin must be"):

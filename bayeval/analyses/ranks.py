@@ -51,7 +51,7 @@ from bayeval.analyses._draws import (
     thinned,
 )
 from bayeval.inference import gate_attrs
-from bayeval.models._beta_family import metric_of_rate
+from bayeval.models._beta_family import Populations, metric_of_rate, task_weights
 from bayeval.resampling import ESTIMAND_OF_UNIT, _run, _status_vars, _validate_common
 
 __all__ = ["ranks", "rank_groups", "winner", "rank_sets", "rank_summary"]
@@ -239,7 +239,8 @@ def winner(
     """The system the observed score picks, and what that pick is worth (the winner's curse).
 
     The pick is the system with the best observed score (the mean over its valid tasks of
-    the unbiased estimator); among systems tied on it, the first in the data's order. Its
+    the unbiased estimator, each stratum weighted by its declared share as in the tasks
+    estimand); among systems tied on it, the first in the data's order. Its
     naive score overstates it when the systems are close: the best of many noisy scores is
     selected for luck. The posterior of its value, from a model that treats the systems as
     draws from a population of systems (``logit_normal`` with three or more systems has that
@@ -302,7 +303,9 @@ def winner(
     k = int(ks[0])
     c, n = observed_counts(posterior)
     systems = posterior.systems
-    scores, _ = observed_scores(c, n, k, metric, systems)
+    _, per_task = observed_scores(c, n, k, metric, systems)
+    weights = _score_weights(posterior, n >= k)
+    scores = _weighted_mean(per_task, weights)
     pick = int(np.argmax(scores))  # the first of the tied systems, as tie_rule says
     # equal scores summed in a different order can differ in the last bits
     tied = [
@@ -336,7 +339,7 @@ def winner(
         },
         coords={"system": np.asarray(systems, dtype=object), "ci_bound": ["lower", "upper"]},
     )
-    rep = _replicate_selection(posterior, metric, k, n_replicates, seed)
+    rep = _replicate_selection(posterior, metric, k, n_replicates, seed, weights)
     out["tasks_mean"] = (("system",), rep["tasks_mean"])
     out["optimism"] = scores[pick] - own.mean()
     out["expected_optimism"] = rep["optimism"].mean()
@@ -368,7 +371,31 @@ def winner(
     return out
 
 
-def _replicate_selection(posterior, metric: str, k: int, n_replicates: int, seed=None) -> dict:
+def _score_weights(posterior, valid: np.ndarray) -> np.ndarray | None:
+    """Each valid task's weight in a system's observed score, ``(system, task)``.
+
+    The tasks estimand's weights (:func:`~bayeval.models._beta_family.task_weights`): each
+    stratum's declared share spread over its valid tasks, so that the naive score and the
+    posterior it is held against average the same way. ``None`` without strata: the plain
+    mean over the valid tasks.
+    """
+    pops = Populations.from_dataset(posterior._group("constant_data"))
+    if pops.strata is None:
+        return None
+    weights = task_weights(valid.astype(np.int64), pops)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def _weighted_mean(per_task: np.ndarray, weights: np.ndarray | None) -> np.ndarray:
+    """Per system, the mean of per-task values (NaN: not valid) under ``weights``."""
+    if weights is None:
+        return np.nanmean(per_task, axis=1)
+    return np.where(weights > 0, per_task * weights, 0.0).sum(axis=1)
+
+
+def _replicate_selection(
+    posterior, metric: str, k: int, n_replicates: int, seed, weights: np.ndarray | None
+) -> dict:
     """Pick-by-observed-score on replicate data from the posterior, with the truth known.
 
     For each of ``n_replicates`` posterior draws (taken evenly): the task rates of that draw
@@ -397,9 +424,9 @@ def _replicate_selection(posterior, metric: str, k: int, n_replicates: int, seed
     for i, d in enumerate(take):
         p = np.nan_to_num(rates[d], nan=0.0)
         rep = rng.binomial(n, p)
-        scores, _ = observed_scores(rep, n, k, metric)
+        scores = _weighted_mean(observed_scores(rep, n, k, metric)[1], weights)
         truth = np.where(valid, metric_of_rate(p, metric, ks)[..., 0], np.nan)
-        truth = truths[i] = np.nanmean(truth, axis=1)
+        truth = truths[i] = _weighted_mean(truth, weights)
         pick = int(np.argmax(scores))
         optimism[i] = scores[pick] - truth[pick]
         best_picked[i] = truth[pick] >= truth.max()

@@ -184,3 +184,37 @@ def test_winner_optimism_is_against_the_naive_scores_own_estimand():
     assert float(out["expected_optimism_se"]) == pytest.approx(
         float(out["expected_optimism_sd"]) / np.sqrt(50)
     )
+
+
+def test_winner_weights_strata_as_the_tasks_estimand_does():
+    """With strata, the naive score is the stratum-weighted mean its posterior target is.
+
+    Unweighted, A leads (0.75 against 0.6); weighted half and half by stratum, B does
+    (0.5 * 1.0 + 0.5 * 0.0 = 0.5 against 0.6).
+    """
+    frame = pd.DataFrame(
+        {
+            "system": ["A"] * 4 + ["B"] * 4,
+            "task": ["e1", "e2", "e3", "h1"] * 2,
+            "level": ["easy", "easy", "easy", "hard"] * 2,
+            "successes": [10, 10, 10, 0, 6, 6, 6, 6],
+            "trials": 10,
+        }
+    )
+    data = be.from_frame(
+        frame,
+        successes="successes",
+        trials="trials",
+        stratum="level",
+        stratum_weights={"easy": 0.5, "hard": 0.5},
+    )
+    res = fake_results(data, model="hierarchical", draws=400, chains=2, seed=0)
+    out = res.winner(n_replicates=100, seed=1)
+    assert out.attrs["pick"] == "B"
+    expected = {"A": 0.5 * 1.0 + 0.5 * 0.0, "B": 0.5 * 0.6 + 0.5 * 0.6}
+    assert out["observed_score"].to_series().to_dict() == pytest.approx(expected)
+    assert float(out["naive_score"]) == pytest.approx(0.6)
+    tasks = res.pass_at_k(estimand="tasks").mean(("chain", "draw")).to_series()
+    assert float(out["tasks_value_mean"]) == pytest.approx(tasks["B"], rel=1e-12)
+    # the replicates' truths average the tasks the same way (thinned draws: close, not equal)
+    np.testing.assert_allclose(out["tasks_mean"].values, tasks.to_numpy(), atol=0.03)
