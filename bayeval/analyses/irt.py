@@ -318,8 +318,9 @@ def theta_posterior_draws(a, b, c, n, rng, grid=THETA_GRID) -> np.ndarray:
     for start in range(0, D, step):
         part = slice(start, min(start + step, D))
         eta = a[part, None, :] * (grid[None, :, None] - b[part, None, :])  # (d, G, J)
-        log_p, log_q = -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)
-        ll = np.einsum("dgj,sj->dsg", log_p, c) + np.einsum("dgj,sj->dsg", log_q, n - c)
+        # c log p + (n - c) log(1 - p) = n log p - (n - c) eta: one softplus, not two
+        log_p = -np.logaddexp(0.0, -eta)
+        ll = np.einsum("dgj,sj->dsg", log_p, n) - np.einsum("dgj,sj->dsg", eta, n - c)
         ll += -0.5 * grid**2
         ll -= ll.max(axis=-1, keepdims=True)
         w = np.exp(ll)
