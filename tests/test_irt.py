@@ -235,19 +235,22 @@ def new_item_shift(fit, truth) -> float:
 
 
 def test_link_recovers_new_items_on_the_old_scale(linked_versions):
-    hits_b, hits_a, hits_theta = [], [], []
+    hits_b, hits_a, hits_theta, shifts = [], [], [], []
     for _, linked, _, truth in linked_versions:
         hits_b.append(interval_hits(linked, "b", NEW_ITEMS, truth["b"]))
         hits_a.append(interval_hits(linked, "a", NEW_ITEMS, truth["a"]))
         systems = linked.systems
         hits_theta.append(interval_hits(linked, "theta", systems, truth["theta"]))
-        # no shift of the new items against the truth (their posterior sd is about 0.3 each)
-        assert abs(new_item_shift(linked, truth)) < 0.3
+        shifts.append(new_item_shift(linked, truth))
         assert linked.diagnostics["divergences"] == 0
+        assert "anchors" in linked.abilities().attrs["scale_note"]
     # 75 new items and 36 new systems over three seeds: 95% intervals miss a few at most
     assert np.mean(hits_b) >= 0.85
     assert np.mean(hits_a) >= 0.8
     assert np.mean(hits_theta) >= 0.8
+    # the new items sit where the truth does; one seed's common shift (the new systems'
+    # location read off 15 anchors, mostly easy for them) has an sd of about 0.2
+    assert abs(np.mean(shifts)) < 0.3
 
 
 def test_link_keeps_the_anchors_where_the_calibration_put_them(linked_versions):

@@ -110,7 +110,8 @@ def abilities(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
     -------
     xarray.Dataset
         ``theta`` over ``(chain, draw, system)``; ``theta_mean`` and ``theta_interval``
-        (``ci_bound``) per system. The scale: the systems' abilities ``Normal(0, 1)``.
+        (``ci_bound``) per system. The scale: the systems' abilities ``Normal(0, 1)``, or a
+        linked fit's anchors (``bayeval.irt.link``).
 
     Examples
     --------
@@ -126,7 +127,13 @@ def abilities(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
         {"theta": _labelled(prm["theta"], posterior, ("system",), {"system": posterior.systems})}
     )
     ds = _summarised(ds, ["theta"], ci_prob)
-    ds.attrs = {"ci_prob": ci_prob, "model": "irt", "scale_note": "abilities ~ Normal(0, 1)"}
+    linked = "mu_theta" in posterior._group("posterior")
+    scale = (
+        "the anchors' calibration (abilities ~ Normal(mu_theta, sigma_theta) on its scale)"
+        if linked
+        else "abilities ~ Normal(0, 1)"
+    )
+    ds.attrs = {"ci_prob": ci_prob, "model": "irt", "scale_note": scale}
     return ds
 
 

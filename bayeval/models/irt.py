@@ -140,8 +140,8 @@ def validate_priors(priors) -> dict:
     link = {name: priors.pop(name) for name in LINK_PRIORS if name in priors}
     if anchors is None and link:
         raise ValueError(
-            f"prior(s) {sorted(link)} set the ability population of a linked fit: give them "
-            "with priors={'anchors': ...} (bayeval.irt.link)"
+            f"unknown prior(s) {sorted(link)} for the irt model without anchors: they set the "
+            "ability population of a linked fit, priors={'anchors': ...} (bayeval.irt.link)"
         )
     merged = merge_priors(priors, DEFAULT_PRIORS, "irt")
     if merged["form"] not in FORMS:
@@ -396,10 +396,10 @@ def build_linked_model(data, priors):
 
     Anchor ``j``: ``b[j] = m_b[j] + s_b[j] z_b[j]`` and ``log a[j] = m_a[j] + s_a[j] z_a[j]``
     (the calibration's posterior means and sds); the other items the hierarchical prior of
-    :func:`build_irt_model`; ``theta = mu_theta + sigma_theta z_theta``. With the anchors'
+    :func:`build_irt_model`; ``theta ~ Normal(mu_theta, sigma_theta)``. With the anchors'
     parameters pinned the likelihood fixes the scale, so the model is sampled as written
-    (non-centred), without the item-anchored change of variables. The 1PL form's common
-    discrimination gets the anchors' mean prior of ``log a``.
+    (items non-centred, abilities centred), without the item-anchored change of variables.
+    The 1PL form's common discrimination gets the anchors' mean prior of ``log a``.
 
     Parameters
     ----------
@@ -430,8 +430,9 @@ def build_linked_model(data, priors):
         anchor = arrays["anchor"]
         mu_theta = pm.Normal("mu_theta", *priors["mu_theta"])
         sigma_theta = pm.HalfNormal("sigma_theta", priors["sigma_theta"])
-        z_theta = pm.Normal("theta_z", 0.0, 1.0, dims="system")
-        theta = pm.Deterministic("theta", mu_theta + sigma_theta * z_theta, dims="system")
+        # centred: each system's many outcomes pin its ability, so non-centred abilities
+        # would trade against mu_theta and sigma_theta
+        theta = pm.Normal("theta", mu_theta, sigma_theta, dims="system")
         mu_b = pm.Normal("mu_b", *priors["mu_b"])
         sigma_b = pm.HalfNormal("sigma_b", priors["sigma_b"])
         z_b = pm.Normal("b_z", 0.0, 1.0, dims="task")
