@@ -1,5 +1,7 @@
 """bayeval.irt: select, score and compare against independent references."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,6 +9,7 @@ import xarray as xr
 from scipy import integrate, special, stats
 
 import bayeval as be
+from bayeval.errors import BayevalWarning
 from bayeval.results import Results
 from bayeval.testing import fake_data, fake_results
 
@@ -166,3 +169,135 @@ def test_items_information_is_a_squared_p_q_at_each_ability():
     at_zero = A**2 * special.expit(-A * B) * (1 - special.expit(-A * B))
     np.testing.assert_allclose(out["information_grid"].sel(theta=0.0).values, at_zero)
     np.testing.assert_allclose(out["b_mean"].values, B)
+
+
+N_ANCHOR, N_NEW = 15, 25
+NEW_ITEMS = [f"n{j}" for j in range(N_NEW)]
+
+
+def two_versions(seed, n_system=12, n_old=40, trials=4, shift=1.0):
+    """A benchmark and its next version: 15 anchor items kept, 25 new harder ones.
+
+    The old systems' abilities are standardised, so the calibration's scale (abilities
+    Normal(0, 1)) is the scale of the truth; the new systems are stronger by ``shift`` and the
+    new items harder by ``shift``, so a calibration of the new version alone standardises
+    its own systems and lands elsewhere.
+    """
+    rng = np.random.default_rng([seed, 31])
+    z = rng.normal(size=n_system)
+    theta_old = (z - z.mean()) / z.std()
+    theta_new = rng.normal(shift, 1.0, n_system)
+    b_old, a_old = rng.normal(0.0, 1.0, n_old), np.exp(rng.normal(0.0, 0.3, n_old))
+    b_new, a_new = rng.normal(shift, 1.0, N_NEW), np.exp(rng.normal(0.0, 0.3, N_NEW))
+    kept = rng.choice(n_old, N_ANCHOR, replace=False)
+    old_tasks = [f"i{j}" for j in range(n_old)]
+    a2, b2 = np.concatenate([a_old[kept], a_new]), np.concatenate([b_old[kept], b_new])
+    c_old = rng.binomial(trials, special.expit(a_old * (theta_old[:, None] - b_old)))
+    c_new = rng.binomial(trials, special.expit(a2 * (theta_new[:, None] - b2)))
+    old = be.from_counts(
+        c_old, trials=trials, systems=[f"s{i}" for i in range(n_system)], tasks=old_tasks
+    )
+    new = be.from_counts(
+        c_new,
+        trials=trials,
+        systems=[f"v{i}" for i in range(n_system)],
+        tasks=[old_tasks[j] for j in kept] + NEW_ITEMS,
+    )
+    return old, new, {"a": a_new, "b": b_new, "theta": theta_new}
+
+
+@pytest.fixture(scope="module")
+def linked_versions():
+    """Three seeds: the old calibration, the linked fit and the new version fitted alone."""
+    out = []
+    with warnings.catch_warnings():  # short chains may miss the ESS gates: read, not gated
+        warnings.simplefilter("ignore", BayevalWarning)
+        for seed in range(3):
+            old, new, truth = two_versions(seed)
+            settings = {"draws": 300, "tune": 300, "chains": 2, "seed": seed}
+            res = be.fit(old, model="irt", **settings)
+            linked = be.irt.link(new, anchors=res, **settings)
+            alone = be.fit(new, model="irt", **settings)
+            out.append((res, linked, alone, truth))
+    return out
+
+
+def interval_hits(fit, name, labels, truth) -> np.ndarray:
+    draws = fit.tree["posterior"][name].sel({"task" if name != "theta" else "system": labels})
+    lo, hi = draws.quantile([0.025, 0.975], dim=("chain", "draw")).values
+    return (lo <= truth) & (truth <= hi)
+
+
+def new_item_shift(fit, truth) -> float:
+    """The mean over the new items of the posterior mean of b minus the true b."""
+    b = fit.tree["posterior"]["b"].sel(task=NEW_ITEMS).mean(("chain", "draw")).values
+    return float(np.mean(b - truth["b"]))
+
+
+def test_link_recovers_new_items_on_the_old_scale(linked_versions):
+    hits_b, hits_a, hits_theta, shifts = [], [], [], []
+    for _, linked, _, truth in linked_versions:
+        hits_b.append(interval_hits(linked, "b", NEW_ITEMS, truth["b"]))
+        hits_a.append(interval_hits(linked, "a", NEW_ITEMS, truth["a"]))
+        systems = linked.systems
+        hits_theta.append(interval_hits(linked, "theta", systems, truth["theta"]))
+        shifts.append(new_item_shift(linked, truth))
+        assert linked.diagnostics["divergences"] == 0
+        assert "anchors" in linked.abilities().attrs["scale_note"]
+    # 75 new items and 36 new systems over three seeds: 95% intervals miss a few at most
+    assert np.mean(hits_b) >= 0.85
+    assert np.mean(hits_a) >= 0.8
+    assert np.mean(hits_theta) >= 0.8
+    # the new items sit where the truth does; one seed's common shift (the new systems'
+    # location read off 15 anchors, mostly easy for them) has an sd of about 0.2
+    assert abs(np.mean(shifts)) < 0.3
+
+
+def test_link_keeps_the_anchors_where_the_calibration_put_them(linked_versions):
+    for res, linked, _, _ in linked_versions:
+        kept = [t for t in linked.tree["posterior"]["task"].values.tolist() if t[0] == "i"]
+        before = res.tree["posterior"]["b"].sel(task=kept)
+        after = linked.tree["posterior"]["b"].sel(task=kept).mean(("chain", "draw"))
+        z = (after - before.mean(("chain", "draw"))) / before.std(("chain", "draw"))
+        # the new systems' outcomes may move an anchor, within its calibrated uncertainty
+        assert float(np.abs(z).max()) < 2.5
+
+
+def test_an_unlinked_calibration_of_the_new_version_is_on_another_scale(linked_versions):
+    hits = []
+    for _, linked, alone, truth in linked_versions:
+        # fitted alone, the new (stronger) systems are standardised: every difficulty moves
+        # down by about their mean ability, 1
+        assert new_item_shift(alone, truth) < -0.5
+        assert new_item_shift(alone, truth) < new_item_shift(linked, truth) - 0.5
+        hits.append(interval_hits(alone, "b", NEW_ITEMS, truth["b"]))
+    assert np.mean(hits) < 0.75
+
+
+def test_link_refuses_data_without_shared_items_and_its_own_anchors():
+    res = fake_results(model="irt")
+    unrelated = be.from_counts([[1, 2], [3, 0]], trials=4, systems=["X", "Y"], tasks=["u", "w"])
+    with pytest.raises(ValueError, match=r"no task of the new data is a calibrated item.*'u'"):
+        be.irt.link(unrelated, anchors=res)
+    shared = res.data.dataset["task"].values[:2].tolist()
+    data = be.from_counts([[1, 2], [3, 0]], trials=4, systems=["X", "Y"], tasks=shared)
+    with pytest.raises(ValueError, match="leave priors\\['anchors'\\] unset"):
+        be.irt.link(data, anchors=res, priors={"anchors": {}})
+    with pytest.raises(ValueError, match="calibration's form '2pl'"):
+        be.irt.link(data, anchors=res, priors={"form": "1pl"})
+    with pytest.raises(ValueError, match="model='irt'"):
+        be.irt.link(data, anchors=fake_results())
+    # the same refusal where the anchors are given to be.fit directly
+    table = be.irt.anchors(res)
+    with pytest.raises(ValueError, match="no task of these data is an anchor"):
+        be.fit(unrelated, model="irt", priors={"anchors": table}, draws=10, tune=10, chains=1)
+
+
+def test_anchors_are_the_calibrations_posterior_means_and_sds():
+    res = fixed_items()
+    table = be.irt.anchors(res, tasks=["t2", "zz", "t0"])
+    assert table["task"] == ["t2", "t0"]
+    np.testing.assert_allclose(np.array(table["b"])[:, 0], B[[2, 0]])
+    np.testing.assert_allclose(np.array(table["log_a"])[:, 0], np.log(A[[2, 0]]))
+    # the fixed items have no spread: the sd is floored, positive
+    assert min(sd for _, sd in table["b"]) > 0

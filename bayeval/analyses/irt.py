@@ -5,7 +5,9 @@ r"""Readouts of an item response theory fit (``model="irt"``) and subset evaluat
 * :func:`select` — the items to run next: the most informative, a random or a stratified set;
 * :func:`score` — systems run on a subset of the calibrated items: their ability and their
   predicted pass@1 over all calibrated items and over the item population;
-* :func:`compare` — a subset-scored system against another, paired on the calibration draws.
+* :func:`compare` — a subset-scored system against another, paired on the calibration draws;
+* :func:`anchors` — a calibration's items as the anchors of a linked fit (a new benchmark
+  version on the calibration's scale: ``bayeval.irt.link``).
 
 The Fisher information of an item for one attempt at ability ``theta`` is ``a^2 p (1 - p)``
 with ``p = expit(a (theta - b))``: the inverse of the variance an unbiased estimate of theta
@@ -43,7 +45,7 @@ from bayeval.data import EvalData
 from bayeval.models.irt import item_draws, population_expectation
 from bayeval.posterior import credible_interval
 
-__all__ = ["METHODS", "abilities", "compare", "items", "score", "select"]
+__all__ = ["METHODS", "abilities", "anchors", "compare", "items", "score", "select"]
 
 #: Ways :func:`select` chooses items.
 METHODS = ("fisher", "random", "stratified")
@@ -108,7 +110,8 @@ def abilities(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
     -------
     xarray.Dataset
         ``theta`` over ``(chain, draw, system)``; ``theta_mean`` and ``theta_interval``
-        (``ci_bound``) per system. The scale: the systems' abilities ``Normal(0, 1)``.
+        (``ci_bound``) per system. The scale: the systems' abilities ``Normal(0, 1)``, or a
+        linked fit's anchors (``bayeval.irt.link``).
 
     Examples
     --------
@@ -124,7 +127,13 @@ def abilities(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
         {"theta": _labelled(prm["theta"], posterior, ("system",), {"system": posterior.systems})}
     )
     ds = _summarised(ds, ["theta"], ci_prob)
-    ds.attrs = {"ci_prob": ci_prob, "model": "irt", "scale_note": "abilities ~ Normal(0, 1)"}
+    linked = "mu_theta" in posterior._group("posterior")
+    scale = (
+        "the anchors' calibration (abilities ~ Normal(mu_theta, sigma_theta) on its scale)"
+        if linked
+        else "abilities ~ Normal(0, 1)"
+    )
+    ds.attrs = {"ci_prob": ci_prob, "model": "irt", "scale_note": scale}
     return ds
 
 
@@ -318,8 +327,9 @@ def theta_posterior_draws(a, b, c, n, rng, grid=THETA_GRID) -> np.ndarray:
     for start in range(0, D, step):
         part = slice(start, min(start + step, D))
         eta = a[part, None, :] * (grid[None, :, None] - b[part, None, :])  # (d, G, J)
-        log_p, log_q = -np.logaddexp(0.0, -eta), -np.logaddexp(0.0, eta)
-        ll = np.einsum("dgj,sj->dsg", log_p, c) + np.einsum("dgj,sj->dsg", log_q, n - c)
+        # c log p + (n - c) log(1 - p) = n log p - (n - c) eta: one softplus, not two
+        log_p = -np.logaddexp(0.0, -eta)
+        ll = np.einsum("dgj,sj->dsg", log_p, n) - np.einsum("dgj,sj->dsg", eta, n - c)
         ll += -0.5 * grid**2
         ll -= ll.max(axis=-1, keepdims=True)
         w = np.exp(ll)
@@ -489,3 +499,56 @@ def compare(
         "paired_note": "paired on the calibration's draws of the item parameters",
     }
     return out
+
+
+def anchors(calibration, tasks=None) -> dict:
+    """A calibration's items as anchors: each one's posterior mean and sd of ``b`` and ``log a``.
+
+    Parameters
+    ----------
+    calibration : Posterior
+        A fit of ``model="irt"``.
+    tasks : list, optional
+        The new version's items: the anchors are those of its items the calibration holds
+        (a ValueError when none); all calibrated items without it.
+
+    Returns
+    -------
+    dict
+        ``task`` (labels), ``b`` and ``log_a`` (a (mean, sd) pair per task): the
+        ``priors={"anchors": ...}`` of ``be.fit(new_data, model="irt")``.
+
+    Examples
+    --------
+    >>> from bayeval.analyses.irt import anchors
+    >>> from bayeval.testing import fake_results
+    >>> res = fake_results(model="irt")
+    >>> found = anchors(res, tasks=res.data.dataset["task"].values[:2].tolist() + ["new"])
+    >>> len(found["task"]), len(found["b"][0])
+    (2, 2)
+    """
+    require_irt(calibration, "anchors()")
+    prm = item_draws(calibration._tree)
+    labels = calibration._group("posterior")["task"].values.tolist()
+    if tasks is None:
+        chosen = list(range(len(labels)))
+    else:
+        position = {t: j for j, t in enumerate(labels)}
+        chosen = [position[t] for t in tasks if t in position]
+        if not chosen:
+            raise ValueError(
+                f"no task of the new data is a calibrated item: new tasks "
+                f"{describe_values(list(tasks))}, calibrated items {describe_values(labels)}; "
+                "a link needs anchor items shared with the calibration, labelled alike"
+            )
+    # a draw-constant parameter (a 1PL's discrimination read off fixed draws) keeps a tiny sd
+    floor = 1e-6
+
+    def pairs(values):
+        return np.stack([values.mean(axis=0), np.maximum(values.std(axis=0), floor)], axis=1)
+
+    return {
+        "task": [labels[j] for j in chosen],
+        "b": pairs(prm["b"][:, chosen]).tolist(),
+        "log_a": pairs(np.log(prm["a"][:, chosen])).tolist(),
+    }

@@ -47,6 +47,14 @@ Estimands (pass@k, pass^k, G-pass@k and consistency, functions of each cell's ra
   ``a`` the logit is normal, so the integral over ``b`` is the logit-normal model's exact
   one-dimensional quadrature, and the one over ``log a`` a Gauss-Hermite rule per draw.
 
+Linking (``priors={"anchors": ...}``, built by ``bayeval.irt.link``): a new version of a
+benchmark shares anchor items with a calibration. Each anchor's ``b`` and ``log a`` get a
+Normal prior at its calibrated posterior mean and sd, the other items the hierarchical prior
+above, and the abilities ``theta[s] ~ Normal(mu_theta, sigma_theta)`` with ``mu_theta ~
+Normal(0, 2)``, ``sigma_theta ~ HalfNormal(2)``: the anchors, not the new systems, fix the
+scale, so the new items' parameters and the new systems' abilities are on the calibration's
+scale (:func:`build_linked_model`).
+
 Model card: ``models/irt.md``.
 """
 
@@ -70,9 +78,12 @@ from bayeval.models.logit_normal import cluster_codes, normal_expectation
 __all__ = [
     "DEFAULT_PRIORS",
     "FORMS",
+    "LINK_PRIORS",
     "IrtRates",
     "Layout",
+    "anchor_arrays",
     "build_irt_model",
+    "build_linked_model",
     "item_draws",
     "validate_priors",
 ]
@@ -86,8 +97,12 @@ DEFAULT_PRIORS: dict = {
     "mu_log_a": (0.0, 1.0),
     "sigma_log_a": 0.5,
 }
+#: The priors only a linked fit (``priors={"anchors": ...}``) reads: the new systems' ability
+#: population, whose location and spread the anchors fix on the calibration's scale.
+LINK_PRIORS: dict = {"mu_theta": (0.0, 2.0), "sigma_theta": 2.0}
 HYPER_VARS = ("mu_b", "sigma_b", "sigma_cluster", "mu_log_a", "sigma_log_a")
-POSTERIOR_VARS = ("theta", "a", "b", *HYPER_VARS)
+LINK_VARS = ("mu_theta", "sigma_theta")
+POSTERIOR_VARS = ("theta", "a", "b", *HYPER_VARS, *LINK_VARS)
 LATENT_VARS = ("cluster_effect",)
 #: Gauss-Hermite nodes over ``log a`` for the population estimand (a smooth integrand: 24
 #: nodes agree with 96 to 1e-9 at sigma_log_a = 1, models/irt.md).
@@ -108,28 +123,112 @@ REFUSED = {
 def validate_priors(priors) -> dict:
     """Fill defaults and check the priors (Normals as (mean, sd), HalfNormal scales, a form).
 
+    With ``anchors`` (a linked fit: :func:`anchor_arrays` says what they hold) the priors of
+    :data:`LINK_PRIORS` are filled in and checked too; without them they are refused.
+
     Examples
     --------
     >>> from bayeval.models.irt import validate_priors
     >>> validate_priors({"form": "1pl"})["form"], validate_priors(None)["sigma_b"]
     ('1pl', 2.0)
+    >>> anchors = {"task": ["t0"], "b": [[0.5, 0.2]], "log_a": [[0.0, 0.1]]}
+    >>> validate_priors({"anchors": anchors})["mu_theta"]
+    (0.0, 2.0)
     """
+    priors = dict(priors or {})
+    anchors = priors.pop("anchors", None)
+    link = {name: priors.pop(name) for name in LINK_PRIORS if name in priors}
+    if anchors is None and link:
+        raise ValueError(
+            f"unknown prior(s) {sorted(link)} for the irt model without anchors: they set the "
+            "ability population of a linked fit, priors={'anchors': ...} (bayeval.irt.link)"
+        )
     merged = merge_priors(priors, DEFAULT_PRIORS, "irt")
     if merged["form"] not in FORMS:
         raise ValueError(f"prior form must be one of {list(FORMS)}; got {merged['form']!r}")
     out: dict = {"form": merged["form"]}
-    for name in ("mu_b", "mu_log_a"):
+    normals: tuple[str, ...] = ("mu_b", "mu_log_a")
+    scales: tuple[str, ...] = ("sigma_b", "sigma_cluster", "sigma_log_a")
+    if anchors is not None:
+        merged.update({**LINK_PRIORS, **link})
+        normals, scales = (*normals, "mu_theta"), (*scales, "sigma_theta")
+    for name in normals:
         mean, sd = merged[name]
         if not (np.isfinite(mean) and np.isfinite(sd) and sd > 0):
             raise ValueError(
                 f"prior {name} needs a finite mean and a positive sd; got {merged[name]!r}"
             )
         out[name] = (float(mean), float(sd))
-    for name in ("sigma_b", "sigma_cluster", "sigma_log_a"):
+    for name in scales:
         if not (np.isfinite(merged[name]) and merged[name] > 0):
             raise ValueError(f"prior {name} is a HalfNormal scale > 0; got {merged[name]!r}")
         out[name] = float(merged[name])
+    if anchors is not None:
+        out["anchors"] = validate_anchors(anchors)
     return out
+
+
+def validate_anchors(anchors) -> dict:
+    """Anchor items as plain lists: ``task``, and ``b`` and ``log_a`` as (mean, sd) pairs."""
+    if not isinstance(anchors, dict) or set(anchors) != {"task", "b", "log_a"}:
+        raise ValueError(
+            "prior anchors must be a dict with keys 'task', 'b' and 'log_a' (build it with "
+            f"bayeval.irt.link); got {anchors!r:.120}"
+        )
+    tasks = [t.item() if isinstance(t, np.generic) else t for t in anchors["task"]]
+    if not tasks:
+        raise ValueError("prior anchors hold no task: a link needs at least one anchor item")
+    if len(set(tasks)) != len(tasks):
+        raise ValueError("prior anchors name a task more than once")
+    out: dict = {"task": tasks}
+    for name in ("b", "log_a"):
+        pairs = np.asarray(anchors[name], dtype=float)
+        if pairs.shape != (len(tasks), 2):
+            raise ValueError(
+                f"prior anchors {name!r} must hold one (mean, sd) pair per task "
+                f"({len(tasks)}); got shape {pairs.shape}"
+            )
+        bad = ~(np.isfinite(pairs).all(axis=1) & (pairs[:, 1] > 0))
+        if bad.any():
+            raise ValueError(
+                f"prior anchors {name!r} need finite means and positive sds; bad for "
+                f"task(s) {[tasks[i] for i in np.flatnonzero(bad)][:5]}"
+            )
+        out[name] = pairs.tolist()
+    return out
+
+
+def anchor_arrays(tasks, anchors: dict) -> dict[str, np.ndarray]:
+    """Per item of ``tasks``: whether it is an anchor, and its prior's means and sds.
+
+    ``anchors`` holds ``task`` (labels), ``b`` and ``log_a`` (a (mean, sd) pair per task);
+    the items of ``tasks`` that are not anchors get mean 0 and sd 1 (unread). A ValueError
+    when no item of ``tasks`` is an anchor.
+
+    Examples
+    --------
+    >>> from bayeval.models.irt import anchor_arrays
+    >>> out = anchor_arrays(["x", "y"], {"task": ["y"], "b": [[1.0, 0.2]], "log_a": [[0.0, 0.1]]})
+    >>> out["anchor"].tolist(), out["anchor_b"].tolist()
+    ([0.0, 1.0], [[0.0, 1.0], [1.0, 0.2]])
+    """
+    position = {t: i for i, t in enumerate(anchors["task"])}
+    shared = [(j, position[t]) for j, t in enumerate(tasks) if t in position]
+    if not shared:
+        raise ValueError(
+            f"no task of these data is an anchor: the data's tasks "
+            f"({len(tasks)}, e.g. {list(tasks)[:3]}) and the calibration's "
+            f"({len(position)}, e.g. {list(position)[:3]}) share none, so nothing ties the "
+            "new items to the calibration's scale; label the shared items alike"
+        )
+    mask = np.zeros(len(tasks))
+    b = np.tile([0.0, 1.0], (len(tasks), 1))
+    log_a = b.copy()
+    rows, source = np.array(shared).T
+    mask[rows] = 1.0
+    b[rows] = np.asarray(anchors["b"], dtype=float)[source]
+    log_a[rows] = np.asarray(anchors["log_a"], dtype=float)[source]
+    return {"anchor": mask, "anchor_b": b, "anchor_log_a": log_a}
 
 
 @dataclass(frozen=True)
@@ -215,11 +314,11 @@ def build_irt_model(data, priors=None):
     (['task'], True)
     """
     priors = validate_priors(priors)
+    if "anchors" in priors:
+        return build_linked_model(data, priors)
     ds = data.dataset
     layout = Layout.from_dataset(ds)
-    coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
-    if layout.cluster_labels is not None:
-        coords["cluster"] = layout.cluster_labels
+    coords = _coords(ds, layout)
     with pm.Model(coords=coords) as model:
         arrays = {name: pm.Data(name, value) for name, value in layout.data().items()}
         # sampled on the item-anchored scale (module docstring): the likelihood reads
@@ -276,14 +375,107 @@ def build_irt_model(data, priors=None):
     return model
 
 
+def _coords(ds: xr.Dataset, layout: Layout) -> dict:
+    coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
+    if layout.cluster_labels is not None:
+        coords["cluster"] = layout.cluster_labels
+    return coords
+
+
+def model_data(data, priors: dict) -> dict:
+    """The arrays a compiled model reads, by name: the layout's and a link's anchors."""
+    layout = Layout.from_dataset(data.dataset)
+    out = layout.data()
+    if "anchors" in priors:
+        out.update(anchor_arrays(data.dataset["task"].values.tolist(), priors["anchors"]))
+    return out
+
+
+def build_linked_model(data, priors):
+    """The IRT model with anchor items: their parameters' priors from a calibration.
+
+    Anchor ``j``: ``b[j] = m_b[j] + s_b[j] z_b[j]`` and ``log a[j] = m_a[j] + s_a[j] z_a[j]``
+    (the calibration's posterior means and sds); the other items the hierarchical prior of
+    :func:`build_irt_model`; ``theta ~ Normal(mu_theta, sigma_theta)``. With the anchors'
+    parameters pinned the likelihood fixes the scale, so the model is sampled as written
+    (items non-centred, abilities centred), without the item-anchored change of variables.
+    The 1PL form's common discrimination gets the anchors' mean prior of ``log a``.
+
+    Parameters
+    ----------
+    data : EvalData
+        0/1 outcomes of the new systems on the new version's items (anchors among them).
+    priors : dict
+        Validated priors (:func:`validate_priors`) with ``anchors``.
+
+    Returns
+    -------
+    pymc.Model
+
+    Examples
+    --------
+    >>> import bayeval as be
+    >>> from bayeval.models.irt import build_linked_model, validate_priors
+    >>> data = be.from_counts([[3, 1, 0], [4, 2, 1]], trials=4, tasks=["x", "y", "z"])
+    >>> anchors = {"task": ["x"], "b": [[-1.0, 0.1]], "log_a": [[0.0, 0.1]]}
+    >>> model = build_linked_model(data, validate_priors({"anchors": anchors}))
+    >>> "mu_theta" in model.named_vars, "phi" in model.named_vars
+    (True, False)
+    """
+    priors = validate_priors(priors)
+    ds = data.dataset
+    layout = Layout.from_dataset(ds)
+    with pm.Model(coords=_coords(ds, layout)) as model:
+        arrays = {name: pm.Data(name, value) for name, value in model_data(data, priors).items()}
+        anchor = arrays["anchor"]
+        mu_theta = pm.Normal("mu_theta", *priors["mu_theta"])
+        sigma_theta = pm.HalfNormal("sigma_theta", priors["sigma_theta"])
+        # centred: each system's many outcomes pin its ability, so non-centred abilities
+        # would trade against mu_theta and sigma_theta
+        theta = pm.Normal("theta", mu_theta, sigma_theta, dims="system")
+        mu_b = pm.Normal("mu_b", *priors["mu_b"])
+        sigma_b = pm.HalfNormal("sigma_b", priors["sigma_b"])
+        z_b = pm.Normal("b_z", 0.0, 1.0, dims="task")
+        free_b = mu_b + sigma_b * z_b
+        if layout.cluster_labels is not None:
+            sigma_u = pm.HalfNormal("sigma_cluster", priors["sigma_cluster"])
+            z_u = pm.Normal("cluster_z", 0.0, 1.0, dims="cluster")
+            u = pm.Deterministic("cluster_effect", sigma_u * z_u, dims="cluster")
+            free_b = free_b + u[arrays["cluster_index"]]
+        anchor_b = arrays["anchor_b"][:, 0] + arrays["anchor_b"][:, 1] * z_b
+        b = pm.Deterministic("b", anchor * anchor_b + (1 - anchor) * free_b, dims="task")
+        m_a, s_a = arrays["anchor_log_a"][:, 0], arrays["anchor_log_a"][:, 1]
+        if priors["form"] == "2pl":
+            mu_log_a = pm.Normal("mu_log_a", *priors["mu_log_a"])
+            sigma_a = pm.HalfNormal("sigma_log_a", priors["sigma_log_a"])
+            z_a = pm.Normal("a_z", 0.0, 1.0, dims="task")
+            log_a = anchor * (m_a + s_a * z_a) + (1 - anchor) * (mu_log_a + sigma_a * z_a)
+        else:  # one discrimination: its prior the anchors' (all alike in a 1PL calibration)
+            count = anchor.sum()
+            centre, spread = (anchor * m_a).sum() / count, (anchor * s_a).sum() / count
+            mu_log_a = pm.Deterministic(
+                "mu_log_a", centre + spread * pm.Normal("mu_log_a_z", 0.0, 1.0)
+            )
+            log_a = mu_log_a * pt.ones(layout.n_tasks)
+        a = pm.Deterministic("a", pt.exp(log_a), dims="task")
+        eta = a[None, :] * (theta[:, None] - b[None, :])
+        c, n = arrays["successes"], arrays["trials"]
+        pm.Potential("loglik", -(c * pt.softplus(-eta) + (n - c) * pt.softplus(eta)).sum())
+    return model
+
+
 def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie"):
     """NUTS on the IRT model: a trace whose posterior holds :data:`POSTERIOR_VARS`."""
     layout = Layout.from_dataset(data.dataset)
     if engine == "nutpie":
         import nutpie  # its import takes seconds: loaded when a fit samples with it
 
-        key = (layout.key(), tuple(sorted((k, str(v)) for k, v in priors.items())))
-        compiled = _compiled.get(key, lambda: build_irt_model(data, priors), layout.data)
+        # the anchors enter as pm.Data: a link compiles once per shape, whatever its anchors
+        settings = {k: ("linked" if k == "anchors" else str(v)) for k, v in priors.items()}
+        key = (layout.key(), tuple(sorted(settings.items())))
+        compiled = _compiled.get(
+            key, lambda: build_irt_model(data, priors), lambda: model_data(data, priors)
+        )
         return nutpie.sample(
             compiled,
             draws=draws,

@@ -11,7 +11,13 @@ import bayeval as be
 from bayeval.errors import BayevalWarning
 from bayeval.inference import choose_model
 from bayeval.models import get_model
-from bayeval.models.irt import item_draws, population_expectation, validate_priors
+from bayeval.models.irt import (
+    anchor_arrays,
+    build_linked_model,
+    item_draws,
+    population_expectation,
+    validate_priors,
+)
 from bayeval.results import Results
 from bayeval.testing import fake_data, fake_results
 
@@ -151,3 +157,47 @@ def test_fake_irt_results_read_like_a_fit():
     out = res.pass_at_k(estimand="population", clusters="observed")
     assert out.dims == ("chain", "draw", "system")
     assert ((out >= 0) & (out <= 1)).all()
+
+
+ANCHORS = {"task": ["t0", "t1"], "b": [[0.5, 0.2], [-1.0, 0.3]], "log_a": [[0.0, 0.1], [0.2, 0.1]]}
+
+
+def test_linked_priors_are_checked():
+    out = validate_priors({"anchors": ANCHORS, "sigma_theta": 1.5})
+    assert out["sigma_theta"] == 1.5 and out["mu_theta"] == (0.0, 2.0)
+    assert "mu_theta" not in validate_priors(None)
+    with pytest.raises(ValueError, match="ability population of a linked fit"):
+        validate_priors({"mu_theta": (0.0, 1.0)})
+    with pytest.raises(ValueError, match="keys 'task', 'b' and 'log_a'"):
+        validate_priors({"anchors": {"task": ["t0"]}})
+    with pytest.raises(ValueError, match="one \\(mean, sd\\) pair per task"):
+        validate_priors({"anchors": {**ANCHORS, "b": [[0.5, 0.2]]}})
+    with pytest.raises(ValueError, match="positive sds; bad for task\\(s\\) \\['t1'\\]"):
+        validate_priors({"anchors": {**ANCHORS, "log_a": [[0.0, 0.1], [0.2, 0.0]]}})
+    with pytest.raises(ValueError, match="more than once"):
+        validate_priors({"anchors": {**ANCHORS, "task": ["t0", "t0"]}})
+
+
+def test_anchor_arrays_place_each_anchor_on_its_item():
+    out = anchor_arrays(["x", "t1", "y", "t0"], ANCHORS)
+    np.testing.assert_array_equal(out["anchor"], [0, 1, 0, 1])
+    np.testing.assert_array_equal(out["anchor_b"][[1, 3]], [[-1.0, 0.3], [0.5, 0.2]])
+    np.testing.assert_array_equal(out["anchor_log_a"][3], [0.0, 0.1])
+    with pytest.raises(ValueError, match="share none"):
+        anchor_arrays(["x", "y"], ANCHORS)
+
+
+def test_linked_model_pins_anchors_at_their_priors():
+    data = be.from_counts([[3, 1, 0], [4, 2, 1]], trials=4, tasks=["t0", "x", "t1"])
+    model = build_linked_model(data, validate_priors({"anchors": ANCHORS}))
+    # with the standard-normal innovations at z, an anchor's b is its mean + sd z
+    point = model.initial_point()
+    point["b_z"] = np.array([1.0, 0.0, -2.0])
+    point["a_z"] = np.array([0.5, 0.0, 1.0])
+    graphs = model.replace_rvs_by_values([model["b"], model["a"]])
+    b, a = (
+        model.compile_fn(g, inputs=model.value_vars, on_unused_input="ignore")(point)
+        for g in graphs
+    )
+    np.testing.assert_allclose(b[[0, 2]], [0.5 + 0.2, -1.0 - 0.6])
+    np.testing.assert_allclose(np.log(a[[0, 2]]), [0.05, 0.3])
