@@ -172,7 +172,7 @@ def infer(
     data,
     *,
     model: str = "auto",
-    draws: int = 1000,
+    draws: int | None = None,
     chains: int = 4,
     seed=None,
     sampler: str = "auto",
@@ -215,6 +215,9 @@ def infer(
     reason = spec.supports(data)
     if reason is not None:
         raise ValueError(reason)
+    if draws is None:  # the model's default for the form it will sample
+        sampled = spec.sampling_form(data, sampler)
+        draws = spec.default_draws(None if sampled is None else sampled[0])
     draws = validate_positive_int("draws", draws)
     chains = validate_positive_int("chains", chains)
     if tune is not None:

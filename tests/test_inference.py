@@ -286,3 +286,31 @@ def test_crossed_bounds_of_a_paired_fit_come_from_one_joint_fit_per_bound():
     )
     # the ratio of the two sds was 0.81-0.87 over four seeds (0.70-0.89 with 300 draws)
     assert float(out["effect"].sel(missing_bound="lower").std()) < 0.93 * float(swapped.std())
+
+
+def test_draws_default_to_the_models_for_the_form_it_samples(monkeypatch):
+    """``draws=None``: 1500 for the logit-normal model's full-latent form (its slowest spreads
+    mix at a third to a half of the draws), 1000 for its integrated forms and other models."""
+    from bayeval.models import get_model
+    from bayeval.models.logit_normal import FULL_LATENT_DRAWS
+
+    seen = {}
+
+    def capture(self, data, **kw):  # stop before sampling: only the draws asked for matter
+        seen["draws"] = kw["draws"]
+        raise RuntimeError("captured")
+
+    spec = get_model("logit_normal")
+    monkeypatch.setattr(type(spec), "sample", capture)
+    latent = be.datasets.load("terminal_bench", missing="fail")  # five trials: full-latent
+    assert spec.sampling_form(latent)[0] == "full-latent"
+    collapsed = be.from_counts([[1, 0, 1, 1], [0, 0, 1, 1]], trials=1)
+    for data, expected in ((latent, FULL_LATENT_DRAWS), (collapsed, 1000)):
+        with pytest.raises(RuntimeError, match="captured"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", be.BayevalWarning)  # one trial: said, not tested
+            be.fit(data, model="logit_normal")
+        assert seen["draws"] == expected
+    with pytest.raises(RuntimeError, match="captured"):
+        be.fit(latent, model="logit_normal", draws=200)
+    assert seen["draws"] == 200
+    assert FULL_LATENT_DRAWS == 1500 and get_model("judge").default_draws("full-latent") == 1000

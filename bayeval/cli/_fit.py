@@ -105,6 +105,7 @@ def fit(data, options: FitOptions, notes: Notes, pairs=None):
         if form is not None:
             how += f", {form} form"
         warm_up = spec.default_tune(form) if tune is None else tune
+        draws = spec.default_draws(form) if draws is None else draws
         status(
             f"fitting {chosen} ({how}) "
             f"to {ds.sizes['system']} system(s) x {ds.sizes['task']} task(s): "

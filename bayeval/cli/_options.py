@@ -118,7 +118,7 @@ class FitOptions:
 
     model: str = "auto"
     sampler: str = "auto"
-    draws: int = 1000
+    draws: int | None = None
     chains: int = 4
     tune: int | None = None
     seed: int = 0
@@ -377,9 +377,9 @@ def model_options(func):
         click.option(
             "--draws",
             type=click.IntRange(min=1),
-            default=1000,
-            show_default=True,
-            help="Posterior draws per chain.",
+            default=None,
+            help="Posterior draws per chain. [default: 1500 for logit_normal's full-latent "
+            "form, 1000 otherwise]",
         ),
         click.option(
             "--chains",

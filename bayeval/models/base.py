@@ -55,6 +55,8 @@ __all__ = [
 
 #: NUTS warm-up draws per chain when ``tune`` is not given (:meth:`Model.default_tune`).
 DEFAULT_TUNE = 1000
+#: Posterior draws per chain where ``draws`` is not given (:meth:`Model.default_draws`).
+DEFAULT_DRAWS = 1000
 
 #: The engines that run NUTS (a Markov chain: minutes where the others take seconds).
 NUTS_ENGINES = ("nutpie", "pymc", "numpyro")
@@ -163,6 +165,10 @@ class Model(ABC):
     def default_tune(self, form: str | None = None) -> int:
         """NUTS warm-up draws per chain when ``tune`` is not given, for a sampled ``form``."""
         return DEFAULT_TUNE
+
+    def default_draws(self, form: str | None = None) -> int:
+        """Posterior draws per chain when ``draws`` is not given, for a sampled ``form``."""
+        return DEFAULT_DRAWS
 
     def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str] | None:
         """The form of the model a fit of ``data`` with ``sampler`` samples, and why.

@@ -360,6 +360,10 @@ class JudgeRates(LogitNormalRates):
         """:data:`~bayeval.models.base.DEFAULT_TUNE`: a full-latent model."""
         return base.DEFAULT_TUNE
 
+    def default_draws(self, form: str | None = None) -> int:
+        """:data:`~bayeval.models.base.DEFAULT_DRAWS`, where its coverage was measured."""
+        return base.DEFAULT_DRAWS
+
     def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
         """One form: the full-latent PyMC model."""
         return FORM

@@ -138,6 +138,7 @@ from bayeval.models.logit_normal.layout import (
     validate_priors,
 )
 from bayeval.models.logit_normal.model import (
+    FULL_LATENT_DRAWS,
     INTEGRATED_TUNE,
     REFIT_DIVERGENT_TASK_LATENT,
     LogitNormalRates,
@@ -195,6 +196,7 @@ __all__ = [
     "normal_expectation",
     "build_logit_normal_model",
     "REFIT_DIVERGENT_TASK_LATENT",
+    "FULL_LATENT_DRAWS",
     "INTEGRATED_TUNE",
     "fit_attrs",
     "LogitNormalRates",

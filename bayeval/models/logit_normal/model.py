@@ -57,6 +57,12 @@ REFIT_DIVERGENT_TASK_LATENT = True
 #: card); the full-latent form takes :data:`bayeval.models.base.DEFAULT_TUNE`.
 INTEGRATED_TUNE = 300
 
+#: Posterior draws per chain when ``draws`` is not given and the full-latent form is sampled:
+#: its slowest spreads (the system level, a small cluster's effect) mix at a bulk ESS of a
+#: third to a half of the draws, and at 1000 LiveCodeBench's default fit missed the r-hat or
+#: ESS gate in 3 of 5 seeds (``benchmarks/results/default_fits.md``).
+FULL_LATENT_DRAWS = 1500
+
 
 def fit_attrs(ds: xr.Dataset, engine: str, form: str, form_choice: str) -> dict:
     """What a fit of ``form`` with ``engine`` records of how it was sampled.
@@ -141,6 +147,14 @@ class LogitNormalRates(base.Model):
         if form in ("collapsed", "task-latent"):
             return INTEGRATED_TUNE
         return base.DEFAULT_TUNE
+
+    def default_draws(self, form: str | None = None) -> int:
+        """The default draws per chain of a fit of ``form``.
+
+        :data:`FULL_LATENT_DRAWS` for the full-latent form,
+        :data:`~bayeval.models.base.DEFAULT_DRAWS` otherwise.
+        """
+        return FULL_LATENT_DRAWS if form == "full-latent" else base.DEFAULT_DRAWS
 
     def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
         """The form :func:`sampling_form` picks; the full-latent one for ``sampler="numpyro"``."""
