@@ -191,12 +191,14 @@ def read_inspect(
     tasks = list(dict.fromkeys(log.eval.task for _, log in logs))
     several = len(tasks) > 1
     rows, origin = [], defaultdict(list)
+    labelled: set = set()  # label scorers that some log holds
     for file, log in logs:
         model = system if system is not None else log.eval.model
         task_name = log.eval.task
         name = _scorer(scorer, log, file)
         if judges:
-            _check_named(log, file, name, judges)
+            _check_named(log, file, judges)
+            labelled |= {name} & set(_scorers_of(log))
         seen = set()
         for sample in log.samples or []:
             sample_id = str(sample.id) if as_text else sample.id
@@ -237,6 +239,13 @@ def read_inspect(
                             **dict.fromkeys(judges, np.nan),
                         }
                     )
+    if judges and not labelled:  # a log without labels is fine, but not all of them
+        found = list(dict.fromkeys(k for _, log in logs for k in _scorers_of(log)))
+        raise ValueError(
+            f"{_READER}: scorer= names scorer(s) {show_values(_label_names(scorer))}, which no "
+            f"sample of {show_values([str(f) for f, _ in logs], limit=3)} has; their scorers "
+            f"are {found}"
+        )
     twice = {k: v for k, v in origin.items() if len(v) > 1}
     if twice:
         (model, task_name, sample_id, epoch), where = next(iter(twice.items()))
@@ -295,8 +304,7 @@ def _judge_scorers(judge, scorer, label_design, label_strata) -> list[str]:
             f"{_READER}: judge= needs scorer=, the scorer of the trusted labels (a reviewer's "
             "score, a verifier's), empty where a sample epoch was not labelled"
         )
-    labels = scorer.values() if isinstance(scorer, Mapping) else [scorer]
-    both = [n for n in names if n in labels]
+    both = [n for n in names if n in _label_names(scorer)]
     if both:
         raise ValueError(
             f"{_READER}: scorer {both[0]!r} is both a judge (judge=) and the trusted label "
@@ -317,15 +325,23 @@ def _judge_scorers(judge, scorer, label_design, label_strata) -> list[str]:
     return list(names)
 
 
-def _check_named(log, file, label: str | None, judges: list[str]) -> None:
-    """Refuse a label or judge scorer that no sample of the log has, listing its scorers."""
-    found = list(dict.fromkeys(k for sample in log.samples or [] for k in (sample.scores or {})))
-    for option, name in [("scorer", label), *(("judge", j) for j in judges)]:
+def _check_named(log, file, judges: list[str]) -> None:
+    """Refuse a judge scorer that no sample of the log has, listing its scorers."""
+    found = _scorers_of(log)
+    for name in judges:
         if name not in found:
             raise ValueError(
-                f"{_READER}: {option}= names scorer {name!r}, which no sample of '{file}' "
-                f"has; its scorers are {found}"
+                f"{_READER}: judge= names scorer {name!r}, which no sample of '{file}' has; "
+                f"its scorers are {found}"
             )
+
+
+def _scorers_of(log) -> list[str]:
+    return list(dict.fromkeys(k for sample in log.samples or [] for k in (sample.scores or {})))
+
+
+def _label_names(scorer) -> list:
+    return list(scorer.values()) if isinstance(scorer, Mapping) else [scorer]
 
 
 def _check_samples(log, file) -> None:
@@ -481,7 +497,7 @@ def _scorer(scorer, log, file) -> str | None:
                 f"dict; got {type(scorer).__name__}"
             )
         return scorer
-    names = list(dict.fromkeys(k for sample in log.samples or [] for k in (sample.scores or {})))
+    names = _scorers_of(log)
     if len(names) > 1:
         raise ValueError(
             f"{_READER}: '{file}' has several scorers {names}; choose one with "

@@ -256,9 +256,9 @@ def test_judged_reading_refuses_what_it_cannot_read(tmp_path):
     with pytest.raises(ValueError, match="label_strata= must name a judge scorer"):
         br.read_inspect(JUDGED, **{**ok, "label_design": "stratified", "label_strata": "match2"})
     for option, name in (("judge", "grader"), ("scorer", "reviewer")):
-        with pytest.raises(ValueError, match=rf"{option}= names scorer '{name}'") as error:
+        with pytest.raises(ValueError, match=rf"{option}= names scorer.*'{name}'") as error:
             br.read_inspect(JUDGED, **{**ok, option: name})
-        listed = str(error.value).split("its scorers are")[1]  # the log's, in any order
+        listed = str(error.value).split("scorers are")[1]  # the log's, in any order
         assert all(f"'{s}'" in listed for s in ("model_graded_qa", "match", "human"))
     with pytest.raises(ValueError, match="label_design must be one of"):
         br.read_inspect(JUDGED, **{**ok, "label_design": "convenience"})
@@ -271,3 +271,25 @@ def test_judged_reading_refuses_what_it_cannot_read(tmp_path):
         ValueError, match=rf"'model_graded_qa' has no value for sample '{sample['id']}' \(epoch "
     ):
         br.read_inspect(path, **ok)
+
+
+def test_a_log_without_labels_beside_a_labelled_one_is_all_unlabelled(tmp_path):
+    pytest.importorskip("inspect_ai")
+    raw = json.loads(JUDGED.read_text())
+    raw["eval"]["model"] = "mockllm/other"
+    raw["eval"]["eval_id"] = raw["eval"]["run_id"] = "another-run"
+    for sample in raw["samples"]:
+        sample["scores"].pop("human", None)  # this system's epochs were not reviewed
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(raw))
+    data = br.read_inspect(
+        [JUDGED, other], judge="model_graded_qa", scorer="human", label_design="random"
+    )
+    assert data.systems == [json.loads(JUDGED.read_text())["eval"]["model"], "mockllm/other"]
+    rows = judged_truth(raw)
+    cells = data.dataset.sel(system="mockllm/other", judge="model_graded_qa").sum("label_stratum")
+    assert int(data.dataset["trials"].sel(system="mockllm/other").sum()) == 0
+    assert int(cells["judge_u1"].sum()) == sum(r["model_graded_qa"] == 1.0 for r in rows)
+    assert int(cells["judge_u0"].sum()) == sum(r["model_graded_qa"] == 0.0 for r in rows)
+    with pytest.raises(ValueError, match=r"scorer= names scorer\(s\) \['human'\].*scorers are"):
+        br.read_inspect(other, judge="model_graded_qa", scorer="human", label_design="random")
