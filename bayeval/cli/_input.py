@@ -55,6 +55,10 @@ def _reader_params(fmt: str, trials_flag: str) -> tuple[str, dict, list[str]]:
         func = READER_FORMATS[fmt]
         name = f"{func.__name__} ({fmt})"
         own = {"system": "--system-name"}
+        if _reads_judges(fmt):  # scorers named as judges: the table's options name them
+            own.update(
+                judge="--judge", label_design="--label-design", label_strata="--label-strata"
+            )
     own.update(missing="--missing", status_map="--status-map", format="--format")
     params = list(inspect.signature(func).parameters.values())[1:]  # the path or frame
     allowed = [
@@ -139,7 +143,7 @@ def cli_spelling(text: str, fmt: str | None, trials_flag: str = "--trials-column
     allowed: list[str] = []
     if fmt is not None and fmt != "table":
         _, readers_own, allowed = _reader_params(fmt, trials_flag)
-        own["system"] = readers_own.get("system", "--system-name")
+        own.update(readers_own)
 
     def swap(match: re.Match) -> str:
         key, value = match.group(1), match.group(2)
@@ -212,6 +216,11 @@ def _warn_mapped_outcomes(frame, roles: dict) -> None:
     )
 
 
+def _reads_judges(fmt: str) -> bool:
+    """Whether the ``fmt`` reader reads a judge's verdicts beside labels (``judge=``)."""
+    return fmt != "table" and "judge" in inspect.signature(READER_FORMATS[fmt]).parameters
+
+
 def _judge_flags(read: ReadOptions) -> list[tuple[str, object]]:
     return [
         ("--judge", read.judge),
@@ -267,6 +276,7 @@ def load(
             return be.from_frame(frame, missing=missing, **roles, **judged, **extra)
 
     else:
+        judging = _reads_judges(fmt)
         given = [
             f"--{name.replace('_', '-')}"
             for name in (
@@ -279,11 +289,12 @@ def load(
                 "stratum",
                 "status",
             )
-            if getattr(read, name) is not None
+            if getattr(read, name) is not None and not (judging and name == "success")
         ]
         if read.trials_column is not None:
             given.append(trials_flag)
-        given += [flag for flag, value in _judge_flags(read) if value]
+        if not judging:
+            given += [flag for flag, value in _judge_flags(read) if value]
         if given:
             raise click.UsageError(
                 f"{', '.join(given)} appl{'ies' if len(given) == 1 else 'y'}"
@@ -304,6 +315,16 @@ def load(
         kwargs = {"missing": missing, **extra}
         if status_map is not None:
             kwargs["status_map"] = status_map
+        if judging:  # --judge, --success name the reader's judge and label scorers
+            kwargs.update(_judge_roles(read))
+            if read.success is not None:
+                if "scorer" in extra:
+                    raise click.UsageError(
+                        "--success and --reader-option scorer= both name the scorer to read; "
+                        "give one"
+                    )
+                kwargs["scorer"] = read.success
+                lines.append(f"outcome: scorer {read.success!r} (--success)")
         if read.system_name is not None:
             kwargs["system"] = read.system_name
             lines.append(f"system: {read.system_name!r} for every file (--system-name)")

@@ -260,7 +260,8 @@ def column_options(trials_flag: str = TRIALS_COLUMN):
         click.option(
             "--success",
             metavar="COLUMN",
-            help="Column of 0/1 outcomes, empty for no outcome [detected: success].",
+            help="Column of 0/1 outcomes, empty for no outcome [detected: success]; for "
+            "Inspect logs, the scorer to read (with --judge: the trusted labels' scorer).",
         ),
         click.option(
             "--successes",
@@ -323,7 +324,8 @@ def column_options(trials_flag: str = TRIALS_COLUMN):
             multiple=True,
             help="Column of an automatic judge's 0/1 verdicts on every attempt, beside the "
             "trusted labels of --success (empty where not labelled): the judge-aware model "
-            "reads the true outcome through the judge's error per system. One judge per fit.",
+            "reads the true outcome through the judge's error per system. One judge per fit. "
+            "For Inspect logs: the judge's scorer.",
         ),
         click.option(
             "--label-design",

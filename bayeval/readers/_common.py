@@ -284,18 +284,27 @@ def build(
     cluster: bool,
     notes=None,
     planned_by_source: bool = False,
+    judges: list[str] | None = None,
+    label_design: str | None = None,
+    label_strata: str | None = None,
 ) -> EvalData:
     """Tidy rows -> :func:`bayeval.from_frame`, numbering trials within each cell in order.
+
+    ``judges``: columns of the rows holding a judge's 0/1 verdicts (NaN where none); ``success``
+    is then the trusted label, NaN where not labelled, and ``label_design``/``label_strata``
+    pass to ``from_frame``.
 
     ``planned_by_source``: a system's sources list every task it was given (a log's dataset,
     a sample file's documents), so a task it has no row for was *not planned* for it: its cell
     is left empty rather than counted ``not_run`` (which a missing-outcome policy would turn
     into failures), and a note and a warning say so.
     """
-    frame = pd.DataFrame(rows, columns=COLUMNS)
+    judges = list(judges or [])
+    frame = pd.DataFrame(rows, columns=[*COLUMNS, *judges])
     if frame.empty:
         raise ValueError(f"{reader}: no results found in {show_values(map(str, files))}")
-    frame["success"] = frame["success"].astype(float)
+    for column in ("success", *judges):
+        frame[column] = frame[column].astype(float)
     frame["status"] = frame["status"].astype(object)
     frame["trial"] = frame.groupby(["system", "task"], sort=False).cumcount()
     unplanned = _unplanned(frame) if planned_by_source else {}
@@ -315,6 +324,9 @@ def build(
             # with cells not planned, the policy is asked only once they are emptied
             missing=missing if missing is not None or not unplanned else "exclude",
             planned_trials=planned_trials,
+            judge=judges or None,
+            label_design=label_design,
+            label_strata=label_strata,
         )
         if unplanned:
             data = _empty_cells(data, unplanned).with_missing(missing)
@@ -346,6 +358,7 @@ def build(
         status_map,
         notes=notes,
         not_planned={system: len(tasks) for system, tasks in unplanned.items()},
+        judges=judges,
     )
     return data
 
@@ -393,9 +406,13 @@ def record_mapping(
     status_map: Mapping,
     notes=None,
     not_planned: Mapping[str, int] | None = None,
+    judges=(),
 ) -> None:
-    """Store, in ``data.dataset.attrs``, the rows per (system, raw status -> bayeval status)."""
-    recorded = frame["success"].notna()
+    """Store, in ``data.dataset.attrs``, the rows per (system, raw status -> bayeval status).
+
+    A row with a judge's verdict (``judges``: its columns) has an outcome, labelled or not.
+    """
+    recorded = frame[["success", *judges]].notna().any(axis=1)
     raw = frame["status"].where(frame["status"].notna(), None)
     rows: dict[tuple, int] = {}
     for system, value, has in zip(frame["system"], raw, recorded, strict=True):

@@ -70,6 +70,10 @@ def read_helm(
 ) -> EvalData:
     """Read HELM ``per_instance_stats.json`` files (one run each) into counts.
 
+    The format marks no stat as a trusted (human) label beside an automatic one for the same
+    instances, so a judge beside labels (``judge=`` of :func:`bayeval.from_frame`) is not read
+    from these files.
+
     Parameters
     ----------
     path_or_paths : path, folder, glob, list of them, or dict

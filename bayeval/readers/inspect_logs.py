@@ -11,6 +11,16 @@ sample epoch found in two logs (a retried run next to its original) is refused r
 counted twice. On the command line a log directory is one command:
 ``bayeval analyze logs/ --missing bounds`` (``--reader-option scorer=NAME`` picks a scorer).
 
+Judge and label
+---------------
+A log can carry several scorers per sample: an automatic judge (``model_graded_qa``) beside a
+trusted label (a reviewer's score added by hand, a verifier's). ``judge=`` names the judge
+scorer(s) and ``scorer=`` the label's, and the data hold both, as
+:func:`bayeval.from_frame` does with ``judge=`` and ``success=``: a sample epoch without the
+label's scorer is unlabelled (not a missing outcome), and how the labelled epochs were chosen
+must be declared with ``label_design=``. On the command line:
+``bayeval analyze logs/ --judge model_graded_qa --success human --label-design random``.
+
 Scores and statuses
 -------------------
 A score value ``"C"``/``"CORRECT"``, ``True`` or ``1`` is a success; ``"I"``/``"INCORRECT"``,
@@ -44,6 +54,7 @@ from bayeval._io import check_text_head
 from bayeval._validate import BayevalWarning
 from bayeval.data import EvalData
 from bayeval.readers._common import (
+    COLUMNS,
     binary,
     build,
     check_path,
@@ -63,7 +74,16 @@ _SUFFIXES = (".eval", ".json")
 
 
 def read_inspect(
-    path_or_dir, system=None, *, scorer=None, missing=None, status_map=None, planned_trials=None
+    path_or_dir,
+    system=None,
+    *,
+    scorer=None,
+    judge=None,
+    label_design=None,
+    label_strata=None,
+    missing=None,
+    status_map=None,
+    planned_trials=None,
 ) -> EvalData:
     """Read Inspect AI logs into counts (epochs are trials).
 
@@ -77,7 +97,18 @@ def read_inspect(
         System name for every log. Default: each log's model (``openai/gpt-4o``).
     scorer : str or mapping, optional
         The scorer whose value to read, or ``{task name: scorer}``. Default: the only scorer of
-        each log (a log with several asks to choose).
+        each log (a log with several asks to choose). With ``judge=``, the scorer of the
+        trusted labels (required then): a sample epoch that lacks it is unlabelled.
+    judge : str or list of str, optional
+        The scorer(s) whose values are an automatic judge's 0/1 verdicts (``"model_graded_qa"``),
+        one per sample epoch, as ``judge=`` of :func:`bayeval.from_frame` (named by the
+        scorers). Every scored sample epoch needs every judge's value.
+    label_design : {"random", "stratified"}, optional
+        How the labelled sample epochs were chosen; required with ``judge=`` (see
+        :func:`bayeval.from_frame`).
+    label_strata : str, optional
+        With ``label_design="stratified"``: the judge scorer whose verdicts were the strata
+        (the labelled share was set per verdict).
     missing : {"fail", "exclude", "bounds"}, optional
         Missing-outcome policy, needed when a sample errored, was not scored or not run.
     status_map : mapping, optional
@@ -94,9 +125,11 @@ def read_inspect(
     ImportError
         When ``inspect_ai`` is not installed (with the install command).
     ValueError
-        Naming the log: no logs found, an ambiguous or unknown scorer, a score that is not
-        pass/fail, or the same sample and epoch in two logs (e.g. a retried run beside its
-        original).
+        Naming the log: no logs found, an ambiguous or unknown scorer (listing the log's
+        scorers), a score that is not pass/fail, a scored sample without a judge's value, or
+        the same sample and epoch in two logs (e.g. a retried run beside its original).
+    TypeError
+        ``judge=`` without ``scorer=`` or ``label_design=``, or those without ``judge=``.
 
     Examples
     --------
@@ -118,11 +151,30 @@ def read_inspect(
     >>> data = br.read_inspect(log_dir)
     >>> data.systems, list(data.tasks), data.dataset["successes"].values.tolist()
     (['mockllm/model'], ['a', 'b'], [[2, 0]])
+
+    A judge scorer beside a reviewer's labels on some sample epochs (``human``, added as
+    Inspect records a score edited by hand):
+
+    >>> from inspect_ai.log import edit_score, write_eval_log
+    >>> from inspect_ai.scorer import ScoreEdit, exact
+    >>> task = ia.Task(dataset=task.dataset, scorer=[includes(), exact()], epochs=2)
+    >>> judge_dir = tempfile.mkdtemp()
+    >>> (log,) = ia.eval(task, model=get_model("mockllm/model", custom_outputs=reply),
+    ...                  log_dir=judge_dir, display="none")
+    >>> for sample_id, epoch, value in [("a", 1, "C"), ("b", 2, "I")]:
+    ...     edit_score(log, sample_id, "human", ScoreEdit(value=value), epoch=epoch)
+    >>> _ = write_eval_log(log, log.location)
+    >>> data = br.read_inspect(judge_dir, judge="includes", scorer="human",
+    ...                        label_design="random")
+    >>> cells = data.dataset.sel(judge="includes", label_stratum="all")
+    >>> int(cells["judge_n11"].sum()), int(cells["judge_n00"].sum()), int(cells["judge_u1"].sum())
+    (1, 1, 1)
     """
     log_module = _inspect_log()
     files, notes = _log_files(path_or_dir)
     if system is not None and not isinstance(system, str):
         raise TypeError(f"{_READER}: system= must be a str; got {type(system).__name__}")
+    judges = _judge_scorers(judge, scorer, label_design, label_strata)
     logs = _read_logs(log_module, files)
     for file, log in logs:
         _check_samples(log, file)
@@ -139,17 +191,24 @@ def read_inspect(
     tasks = list(dict.fromkeys(log.eval.task for _, log in logs))
     several = len(tasks) > 1
     rows, origin = [], defaultdict(list)
+    labelled: set = set()  # label scorers that some log holds
     for file, log in logs:
         model = system if system is not None else log.eval.model
         task_name = log.eval.task
         name = _scorer(scorer, log, file)
+        if judges:
+            _check_named(log, file, judges)
+            labelled |= {name} & set(_scorers_of(log))
         seen = set()
         for sample in log.samples or []:
             sample_id = str(sample.id) if as_text else sample.id
             key = (model, task_name, sample_id, sample.epoch)
             origin[key].append(file)
             seen.add((sample_id, sample.epoch))
-            success, raw = _outcome(sample, name, file)
+            if judges:
+                success, raw, verdicts = _judged(sample, name, judges, file)
+            else:
+                (success, raw), verdicts = _outcome(sample, name, file), {}
             rows.append(
                 {
                     "system": model,
@@ -158,6 +217,7 @@ def read_inspect(
                     "status": raw,
                     "cluster": task_name,
                     "epoch": sample.epoch,
+                    **verdicts,
                 }
             )
         configured = getattr(log.eval.config, "epochs", None)
@@ -176,8 +236,16 @@ def read_inspect(
                             "status": "not_run",
                             "cluster": task_name,
                             "epoch": epoch,
+                            **dict.fromkeys(judges, np.nan),
                         }
                     )
+    if judges and not labelled:  # a log without labels is fine, but not all of them
+        found = list(dict.fromkeys(k for _, log in logs for k in _scorers_of(log)))
+        raise ValueError(
+            f"{_READER}: scorer= names scorer(s) {show_values(_label_names(scorer))}, which no "
+            f"sample of {show_values([str(f) for f, _ in logs], limit=3)} has; their scorers "
+            f"are {found}"
+        )
     twice = {k: v for k, v in origin.items() if len(v) > 1}
     if twice:
         (model, task_name, sample_id, epoch), where = next(iter(twice.items()))
@@ -200,7 +268,80 @@ def read_inspect(
         cluster=several,
         notes=notes,
         planned_by_source=True,
+        judges=judges,
+        label_design=label_design,
+        label_strata=label_strata,
     )
+
+
+def _judge_scorers(judge, scorer, label_design, label_strata) -> list[str]:
+    """The judge scorers (``[]`` without ``judge=``); refuses options that do not combine."""
+    if judge is None:
+        for option, value in (("label_design", label_design), ("label_strata", label_strata)):
+            if value is not None:
+                raise TypeError(
+                    f"{_READER}: {option}= applies to a judge's verdicts beside trusted "
+                    "labels: name the judge scorer with judge= (and the label's with scorer=)"
+                )
+        return []
+    names = [judge] if isinstance(judge, str) else judge
+    if (
+        not isinstance(names, list | tuple)
+        or not names
+        or not all(isinstance(n, str) for n in names)
+    ):
+        raise TypeError(f"{_READER}: judge= must be a scorer name or a list of them; got {judge!r}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{_READER}: judge= names a scorer twice: {list(names)}")
+    clash = [n for n in names if n in (*COLUMNS, "trial")]
+    if clash:
+        raise ValueError(
+            f"{_READER}: judge scorer(s) {clash} share a name with a column of the counts "
+            f"({[*COLUMNS, 'trial']}); rename the scorer in the log"
+        )
+    if scorer is None:
+        raise TypeError(
+            f"{_READER}: judge= needs scorer=, the scorer of the trusted labels (a reviewer's "
+            "score, a verifier's), empty where a sample epoch was not labelled"
+        )
+    both = [n for n in names if n in _label_names(scorer)]
+    if both:
+        raise ValueError(
+            f"{_READER}: scorer {both[0]!r} is both a judge (judge=) and the trusted label "
+            "(scorer=)"
+        )
+    if label_design is None:
+        raise TypeError(
+            f"{_READER}: judge= needs label_design=: say how the labelled sample epochs were "
+            "chosen, 'random' (each equally likely to be labelled) or 'stratified' (with "
+            "label_strata= naming the judge scorer whose verdicts were the strata); it cannot "
+            "be read from the log"
+        )
+    if label_strata is not None and label_strata not in names:
+        raise ValueError(
+            f"{_READER}: label_strata= must name a judge scorer (the strata are its verdicts); "
+            f"got {label_strata!r}, judges {list(names)}"
+        )
+    return list(names)
+
+
+def _check_named(log, file, judges: list[str]) -> None:
+    """Refuse a judge scorer that no sample of the log has, listing its scorers."""
+    found = _scorers_of(log)
+    for name in judges:
+        if name not in found:
+            raise ValueError(
+                f"{_READER}: judge= names scorer {name!r}, which no sample of '{file}' has; "
+                f"its scorers are {found}"
+            )
+
+
+def _scorers_of(log) -> list[str]:
+    return list(dict.fromkeys(k for sample in log.samples or [] for k in (sample.scores or {})))
+
+
+def _label_names(scorer) -> list:
+    return list(scorer.values()) if isinstance(scorer, Mapping) else [scorer]
 
 
 def _check_samples(log, file) -> None:
@@ -356,7 +497,7 @@ def _scorer(scorer, log, file) -> str | None:
                 f"dict; got {type(scorer).__name__}"
             )
         return scorer
-    names = list(dict.fromkeys(k for sample in log.samples or [] for k in (sample.scores or {})))
+    names = _scorers_of(log)
     if len(names) > 1:
         raise ValueError(
             f"{_READER}: '{file}' has several scorers {names}; choose one with "
@@ -377,7 +518,36 @@ def _outcome(sample, scorer, file) -> tuple[float, str | None]:
                 f"{sample.id!r}); its scorers are {list(scores)}"
             )
         return np.nan, "no_verdict"
-    value = scores[scorer].value
+    success, raw = _pass_fail(scores[scorer].value, scorer, sample, file)
+    if raw is not None:
+        return success, raw
+    return success, _limit(sample)
+
+
+def _judged(sample, label, judges, file) -> tuple[float, str | None, dict[str, float]]:
+    """``(label, raw status, {judge: verdict})`` of one sample epoch (NaN label: unlabelled)."""
+    if sample.error is not None:
+        return np.nan, "error", dict.fromkeys(judges, np.nan)
+    scores = sample.scores or {}
+    if not scores:
+        return np.nan, "no_verdict", dict.fromkeys(judges, np.nan)
+    verdicts = {}
+    for name in judges:
+        if name not in scores:
+            raise ValueError(
+                f"{_READER}: judge scorer {name!r} has no value for sample {sample.id!r} "
+                f"(epoch {sample.epoch}) in '{file}', which has {list(scores)}; every scored "
+                "sample epoch needs each judge's verdict"
+            )
+        verdicts[name] = _pass_fail(scores[name].value, name, sample, file)[0]  # 'N': 0
+    if label not in scores:  # not labelled: the judge's verdict is its outcome
+        return np.nan, _limit(sample), verdicts
+    success, raw = _pass_fail(scores[label].value, label, sample, file)
+    return success, (raw if raw is not None else _limit(sample)), verdicts
+
+
+def _pass_fail(value, scorer, sample, file) -> tuple[float, str | None]:
+    """A score value as 1/0, and ``"noanswer"`` for Inspect's no-answer (a failure)."""
     if isinstance(value, str) and value.upper() in ("N", "NOANSWER"):
         return 0.0, "noanswer"
     success = _VALUES.get(value.upper()) if isinstance(value, str) else binary(value)
@@ -387,5 +557,9 @@ def _outcome(sample, scorer, file) -> tuple[float, str | None]:
             f"{sample.epoch}) in '{file}'; bayeval needs pass/fail scores: 'C'/'I', "
             "'CORRECT'/'INCORRECT', True/False or 1/0 (partial credit is not a success)"
         )
+    return success, None
+
+
+def _limit(sample) -> str | None:
     limit = getattr(sample, "limit", None)
-    return success, (f"limit_{limit.type}" if limit is not None else None)
+    return f"limit_{limit.type}" if limit is not None else None

@@ -73,6 +73,10 @@ def read_lm_eval(
 ) -> EvalData:
     r"""Read lm-evaluation-harness ``samples_*.jsonl`` logs into counts.
 
+    A samples line records the harness's automatic metrics only, with no field for a human's
+    (trusted) label, so a judge beside labels (``judge=`` of :func:`bayeval.from_frame`) is
+    not read from these logs.
+
     Parameters
     ----------
     path_or_glob : path, glob pattern, folder, list of them, or dict

@@ -1,5 +1,6 @@
 """Reading results files for a command: what a status map does to recorded outcomes."""
 
+import json
 import warnings
 
 import pandas as pd
@@ -70,3 +71,29 @@ def test_judge_options_read_a_judge_beside_the_labels(tmp_path):
     )
     with pytest.raises(Exception, match="label_design"):
         load([path], ReadOptions(success="human", judge=("judge_gpt4",)))
+
+
+def test_judge_options_name_the_scorers_of_an_inspect_log():
+    pytest.importorskip("inspect_ai")
+    import click
+
+    log = next((ROOT / "tests/fixtures/readers/inspect").glob("*_short-answers_*.json"))
+    raw = json.loads(log.read_text())
+    epochs = [s["scores"] for s in raw["samples"]]
+    read = ReadOptions(success="human", judge=("model_graded_qa",), label_design="random")
+    data, lines = load([log], read)
+    assert data.judges == ["model_graded_qa"] and data.label_design == "random"
+    assert int(data.dataset["trials"].sum()) == sum("human" in s for s in epochs)
+    judged_pass = data.dataset["judge_n11"] + data.dataset["judge_n10"] + data.dataset["judge_u1"]
+    assert int(judged_pass.sum()) == sum(s["model_graded_qa"]["value"] == "C" for s in epochs)
+    assert any("--success" in line for line in lines)
+    with pytest.raises(Exception, match="--label-design"):
+        load([log], ReadOptions(success="human", judge=("model_graded_qa",)))
+    both = ReadOptions(
+        success="human",
+        judge=("model_graded_qa",),
+        label_design="random",
+        reader_options=("scorer=human",),
+    )
+    with pytest.raises(click.UsageError, match="--success and --reader-option scorer="):
+        load([log], both)

@@ -9,8 +9,10 @@ import shutil
 import warnings
 import zipfile
 
+import pandas as pd
 import pytest
 
+import bayeval as be
 import bayeval.readers as br
 from bayeval._validate import BayevalWarning
 from tests import helpers
@@ -124,3 +126,170 @@ def test_the_dataframe_api_and_the_parser_agree(tmp_path, monkeypatch):
     through_frames = read_all()
     monkeypatch.setattr(inspect_logs, "frames_available", lambda: False)
     assert read_all() == through_frames
+
+
+# a log with two scorers per sample (model_graded_qa, match) and a reviewer's label ("human")
+# on five of its twelve sample epochs: tests/fixtures/make_inspect_judged_log.py
+JUDGED = next(INSPECT.glob("*_short-answers_*.json"))
+JUDGE_VARS = ["judge_n11", "judge_n10", "judge_n01", "judge_n00", "judge_u1", "judge_u0"]
+
+
+def judged_truth(raw=None) -> list[dict]:
+    """One row per sample epoch of the judged log, read with json: verdicts and label."""
+    raw = raw if raw is not None else json.loads(JUDGED.read_text())
+    value = {"C": 1.0, "I": 0.0}
+    return [
+        {
+            "task": s["id"],
+            "model_graded_qa": value[s["scores"]["model_graded_qa"]["value"]],
+            "match": value[s["scores"]["match"]["value"]],
+            "human": value[s["scores"]["human"]["value"]] if "human" in s["scores"] else None,
+        }
+        for s in raw["samples"]
+    ]
+
+
+def judge_counts(data, judge) -> dict:
+    """``{variable: {task: count}}`` of one judge, summed over label strata."""
+    cells = data.dataset.sel(judge=judge).sum("label_stratum")
+    return {
+        v: {str(k): int(n) for k, n in cells[v].isel(system=0).to_series().items()}
+        for v in JUDGE_VARS
+    }
+
+
+def expected_counts(rows, judge) -> dict:
+    """The same counts by plain arithmetic on the rows."""
+    out: dict = {v: {} for v in JUDGE_VARS}
+    for row in rows:
+        verdict, label = int(row[judge]), row["human"]
+        name = f"judge_u{verdict}" if label is None else f"judge_n{verdict}{int(label)}"
+        for v in JUDGE_VARS:
+            out[v].setdefault(row["task"], 0)
+        out[name][row["task"]] += 1
+    return out
+
+
+def test_judge_and_label_scorers_are_read_as_the_log_holds_them():
+    pytest.importorskip("inspect_ai")
+    rows = judged_truth()
+    assert sum(r["human"] is not None for r in rows) == 5  # the fixture: 5 of 12 labelled
+    data = br.read_inspect(JUDGED, judge="model_graded_qa", scorer="human", label_design="random")
+    assert data.judges == ["model_graded_qa"] and data.label_design == "random"
+    assert judge_counts(data, "model_graded_qa") == expected_counts(rows, "model_graded_qa")
+    # trusted outcomes count the labelled epochs only; the unlabelled ones are not missing
+    labelled = {r["task"]: 0 for r in rows}
+    passed = dict(labelled)
+    for r in rows:
+        if r["human"] is not None:
+            labelled[r["task"]] += 1
+            passed[r["task"]] += int(r["human"])
+    assert successes_of(data, data.systems[0]) == passed
+    trials = data.dataset["trials"].isel(system=0).to_series()
+    assert {str(k): int(v) for k, v in trials.items()} == labelled
+    assert "no_verdict" not in br.mapping_report(data)
+    # the same as from_frame on the rows with NaN where a sample epoch was not labelled
+    frame = pd.DataFrame(rows).assign(system=data.systems[0])
+    frame["human"] = frame["human"].astype(float)
+    direct = be.from_frame(frame, judge="model_graded_qa", success="human", label_design="random")
+    for v in JUDGE_VARS:
+        assert data.dataset[v].values.tolist() == direct.dataset[v].values.tolist(), v
+
+
+def test_two_judges_stratified_by_one_of_them():
+    pytest.importorskip("inspect_ai")
+    rows = judged_truth()
+    data = br.read_inspect(
+        JUDGED,
+        judge=["model_graded_qa", "match"],
+        scorer="human",
+        label_design="stratified",
+        label_strata="match",
+    )
+    assert data.judges == ["model_graded_qa", "match"]
+    assert data.dataset["label_stratum"].values.tolist() == sorted({int(r["match"]) for r in rows})
+    for judge in ("model_graded_qa", "match"):
+        assert judge_counts(data, judge) == expected_counts(rows, judge)
+
+
+def test_the_dataframe_api_and_the_parser_agree_on_judged_logs(monkeypatch):
+    pytest.importorskip("inspect_ai.analysis")
+    import bayeval.readers.inspect_logs as inspect_logs
+
+    def read():
+        data = br.read_inspect(
+            JUDGED, judge=["match", "model_graded_qa"], scorer="human", label_design="random"
+        )
+        return [data.dataset[v].values.tolist() for v in [*JUDGE_VARS, "status_counts"]]
+
+    through_frames = read()
+    monkeypatch.setattr(inspect_logs, "frames_available", lambda: False)
+    assert read() == through_frames
+
+
+def test_a_sample_epoch_not_run_has_no_verdict_and_no_label(tmp_path):
+    pytest.importorskip("inspect_ai")
+    raw = json.loads(JUDGED.read_text())
+    dropped = raw["samples"].pop(0)  # an interrupted run: listed in the dataset, not in the log
+    path = tmp_path / "interrupted.json"
+    path.write_text(json.dumps(raw))
+    rows = judged_truth(raw)
+    data = br.read_inspect(
+        path, judge="model_graded_qa", scorer="human", label_design="random", missing="exclude"
+    )
+    status = data.dataset["status_counts"].sel(system=data.systems[0], task=dropped["id"])
+    assert int(status.sel(status="not_run")) == 1
+    assert judge_counts(data, "model_graded_qa") == expected_counts(rows, "model_graded_qa")
+
+
+def test_judged_reading_refuses_what_it_cannot_read(tmp_path):
+    pytest.importorskip("inspect_ai")
+    ok = {"judge": "model_graded_qa", "scorer": "human", "label_design": "random"}
+    with pytest.raises(TypeError, match="needs label_design=.*'random'.*'stratified'"):
+        br.read_inspect(JUDGED, judge="model_graded_qa", scorer="human")
+    with pytest.raises(TypeError, match="needs scorer="):
+        br.read_inspect(JUDGED, judge="model_graded_qa", label_design="random")
+    with pytest.raises(TypeError, match="label_design= applies.*judge="):
+        br.read_inspect(JUDGED, scorer="human", label_design="random")
+    with pytest.raises(ValueError, match="both a judge"):
+        br.read_inspect(JUDGED, **{**ok, "scorer": "model_graded_qa"})
+    with pytest.raises(ValueError, match="label_strata= must name a judge scorer"):
+        br.read_inspect(JUDGED, **{**ok, "label_design": "stratified", "label_strata": "match2"})
+    for option, name in (("judge", "grader"), ("scorer", "reviewer")):
+        with pytest.raises(ValueError, match=rf"{option}= names scorer.*'{name}'") as error:
+            br.read_inspect(JUDGED, **{**ok, option: name})
+        listed = str(error.value).split("scorers are")[1]  # the log's, in any order
+        assert all(f"'{s}'" in listed for s in ("model_graded_qa", "match", "human"))
+    with pytest.raises(ValueError, match="label_design must be one of"):
+        br.read_inspect(JUDGED, **{**ok, "label_design": "convenience"})
+    raw = json.loads(JUDGED.read_text())
+    sample = raw["samples"][3]
+    del sample["scores"]["model_graded_qa"]  # a scored sample the judge never saw
+    path = tmp_path / "unjudged.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(
+        ValueError, match=rf"'model_graded_qa' has no value for sample '{sample['id']}' \(epoch "
+    ):
+        br.read_inspect(path, **ok)
+
+
+def test_a_log_without_labels_beside_a_labelled_one_is_all_unlabelled(tmp_path):
+    pytest.importorskip("inspect_ai")
+    raw = json.loads(JUDGED.read_text())
+    raw["eval"]["model"] = "mockllm/other"
+    raw["eval"]["eval_id"] = raw["eval"]["run_id"] = "another-run"
+    for sample in raw["samples"]:
+        sample["scores"].pop("human", None)  # this system's epochs were not reviewed
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(raw))
+    data = br.read_inspect(
+        [JUDGED, other], judge="model_graded_qa", scorer="human", label_design="random"
+    )
+    assert data.systems == [json.loads(JUDGED.read_text())["eval"]["model"], "mockllm/other"]
+    rows = judged_truth(raw)
+    cells = data.dataset.sel(system="mockllm/other", judge="model_graded_qa").sum("label_stratum")
+    assert int(data.dataset["trials"].sel(system="mockllm/other").sum()) == 0
+    assert int(cells["judge_u1"].sum()) == sum(r["model_graded_qa"] == 1.0 for r in rows)
+    assert int(cells["judge_u0"].sum()) == sum(r["model_graded_qa"] == 0.0 for r in rows)
+    with pytest.raises(ValueError, match=r"scorer= names scorer\(s\) \['human'\].*scorers are"):
+        br.read_inspect(other, judge="model_graded_qa", scorer="human", label_design="random")
