@@ -1,0 +1,110 @@
+"""Speed of the judge-aware fit against the plain paired fit of the same attempts.
+
+Code: bayeval.models.judge (``fit(data)`` on judged data), bayeval.models.logit_normal.
+
+Run:  python benchmarks/judge_speed.py [--systems 6] [--tasks 300] [--share 0.1] [--seeds 0 1]
+
+Six systems on 300 shared tasks x 1 attempt (task difficulty z_j ~ N(0, 1.5), system logits
+spread over [-1, 1]); a judge with sensitivity 0.85-0.95 and specificity 0.75-0.95 differing by
+system; ``--share`` of the attempts labelled at random. Each seed fits, at the defaults
+(4 chains x 1000 draws), in the same process:
+
+- ``judged``: the judge-aware model on the judged data (``from_frame(..., judge=, success=)``);
+- ``paired``: the paired logit-normal model on the same attempts' true outcomes
+  (``from_frame(..., success=)``, every attempt's label): the fit a user would run if every
+  attempt were labelled, the baseline the judge-aware fit is held to (within 2x).
+
+Both fits are timed after one warm-up fit of each (compilation is not counted, as the other
+speed benchmarks do), and their gates are printed beside the times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+import bayeval as be
+from bayeval.errors import BayevalWarning
+from bayeval.inference import gate_failures
+
+
+def simulate(n_systems: int, n_tasks: int, share: float, seed: int) -> pd.DataFrame:
+    """One judged data set: true outcome, the judge's verdict, the label where labelled."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(0.0, 1.5, n_tasks)
+    alpha = np.linspace(-1.0, 1.0, n_systems)
+    sens = np.linspace(0.85, 0.95, n_systems)
+    spec = np.linspace(0.95, 0.75, n_systems)
+    rows = []
+    for s in range(n_systems):
+        truth = rng.random(n_tasks) < expit(alpha[s] + z)
+        verdict = np.where(truth, rng.random(n_tasks) < sens[s], rng.random(n_tasks) > spec[s])
+        label = np.where(rng.random(n_tasks) < share, truth.astype(float), np.nan)
+        rows.append(
+            pd.DataFrame(
+                {
+                    "system": f"S{s}",
+                    "task": np.arange(n_tasks),
+                    "truth": truth.astype(int),
+                    "verdict": verdict.astype(int),
+                    "human": label,
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+def timed(data, seed: int):
+    """Fit ``data`` at the defaults; (seconds, gates failed, model)."""
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BayevalWarning)  # gates: tabulated
+        res = be.fit(data, seed=seed, progress=False)
+    elapsed = time.perf_counter() - start
+    failed = gate_failures(res.diagnostics, int(res.tree.attrs["chains"]))
+    return elapsed, failed, res
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--systems", type=int, default=6)
+    parser.add_argument("--tasks", type=int, default=300)
+    parser.add_argument("--share", type=float, default=0.1)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    args = parser.parse_args()
+    print(
+        f"# python benchmarks/judge_speed.py --systems {args.systems} --tasks {args.tasks} "
+        f"--share {args.share} --seeds {' '.join(map(str, args.seeds))}"
+    )
+    warm = simulate(args.systems, args.tasks, args.share, 10_000)
+    timed(be.from_frame(warm, success="truth"), 0)  # compile both before timing
+    timed(be.from_frame(warm, judge="verdict", success="human", label_design="random"), 0)
+    print(
+        "| seed | fit | model | s | ratio | divergences | max r-hat | min bulk ESS | gates failed |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for seed in args.seeds:
+        df = simulate(args.systems, args.tasks, args.share, seed)
+        base_s, base_failed, base = timed(be.from_frame(df, success="truth"), seed)
+        judged = be.from_frame(df, judge="verdict", success="human", label_design="random")
+        judge_s, judge_failed, res = timed(judged, seed)
+        for name, s, failed, r in (
+            ("paired", base_s, base_failed, base),
+            ("judged", judge_s, judge_failed, res),
+        ):
+            d = r.diagnostics
+            print(
+                f"| {seed} | {name} | {r.model} | {s:.1f} | {s / base_s:.2f} | "
+                f"{d.get('divergences', '-')} | {d.get('max_rhat', float('nan')):.3f} | "
+                f"{d.get('min_ess_bulk', float('nan')):.0f} | {', '.join(failed) or 'none'} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
