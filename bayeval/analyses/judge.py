@@ -118,12 +118,11 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
         "ci_kind": "eti",
         "model": posterior.model,
         "judge_note": (
-            "sensitivity = P(verdict 1 | true 1), specificity = P(verdict 0 | true 0), per "
+            "sensitivity = P(verdict 1 | true 1) and specificity = P(verdict 0 | true 0) per "
             "system, for an attempt on a task like these (averaged over the judge's task-level "
-            "error; *_typical_task on a task of typical error); judge_rate is the pass@1 the "
-            "verdicts alone give, labelled_rate the pass@1 "
-            "of the labelled attempts alone (both pooled over attempts); the fit's pass@1 is "
-            "of the true outcome, every attempt's, labelled or not"
+            "error); the judge-only pass@1 is the share of verdicts 1 over every attempt, the "
+            "labelled-only pass@1 the share of labels 1 over the labelled attempts; the fit's "
+            "pass@1 is of the true outcome of every attempt, labelled or not"
         ),
     }
     return out

@@ -28,8 +28,8 @@ QUANTITIES = {
 
 #: The judge's columns per system: a short header and what it is, in the same words everywhere.
 COLUMNS = {
-    "sensitivity": {"header": "sensitivity", "words": "P(verdict 1 | true 1) on a typical task"},
-    "specificity": {"header": "specificity", "words": "P(verdict 0 | true 0) on a typical task"},
+    "sensitivity": {"header": "sensitivity", "words": "P(verdict 1 | true 1), averaged over tasks"},
+    "specificity": {"header": "specificity", "words": "P(verdict 0 | true 0), averaged over tasks"},
     "agreement": {
         "header": "agreement",
         "words": "share of labelled attempts whose verdict equals the label",
