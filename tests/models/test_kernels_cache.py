@@ -9,7 +9,9 @@ from numba.core.caching import FunctionCache
 from numba.core.registry import CPUDispatcher
 
 from bayeval.models import kernels
-from bayeval.models.kernels import cfunctions, collapsed, disk_cache, zoib
+from bayeval.models.kernels import cfunctions, collapsed, disk_cache, exact, zoib
+from bayeval.models.logit_normal import model as ln_model
+from bayeval.testing import fake_data, fake_results
 
 
 def _kernel_modules():
@@ -90,11 +92,11 @@ def test_the_c_functions_are_found_cached_once_compiled(monkeypatch):
     def never_compiled(x):
         return x
 
-    assert not cfunctions._cached(never_compiled)  # no index: a fit would compile first
+    assert not disk_cache.is_cached(never_compiled)  # no index: a fit would compile first
     monkeypatch.setattr(cfunctions, "_nutpie_cfuncs", {})  # none loaded in this process
     cfunctions.nutpie_functions(latent=False)  # compiled, or loaded from the disk cache
     monkeypatch.setattr(cfunctions, "_nutpie_cfuncs", {})
-    assert cfunctions._cached(cfunctions._nutpie_collapsed_logp)
+    assert disk_cache.is_cached(cfunctions._nutpie_collapsed_logp)
     assert cfunctions.nutpie_functions_cached(latent=False)
 
 
@@ -116,3 +118,25 @@ def test_a_fit_that_compiles_its_kernel_says_so_once(monkeypatch, capsys):
             said[cached] = [line for line in err.splitlines() if "compiling" in line]
     assert said[True] == []
     assert len(said[False]) == 1 and "collapsed kernel" in said[False][0]
+
+
+def test_the_exact_task_draws_are_found_cached_once_compiled():
+    res = fake_results(fake_data(trials=1, seed=3), model="logit_normal", seed=0)
+    res.draws("pass@k", 1, "tasks")  # compiles the exact draws, or loads them from the cache
+    assert exact.exact_draws_cached()
+
+
+def test_the_first_readout_over_these_tasks_says_it_compiles(monkeypatch, capsys):
+    """Where someone watches and the exact draws are not cached, one line on stderr, once."""
+    res = fake_results(fake_data(trials=1, seed=3), model="logit_normal", seed=0)
+    monkeypatch.setattr(ln_model, "exact_draws_cached", lambda: False)
+    monkeypatch.setattr(ln_model, "watched", lambda: True)
+    monkeypatch.setattr(ln_model, "_ANNOUNCED", set())
+    res.draws("pass@k", 1, "tasks")
+    res.draws("pass@k", 1, "tasks")
+    err = capsys.readouterr().err
+    assert err.count("compiling the exact task-rate draws") == 1
+    monkeypatch.setattr(ln_model, "watched", lambda: False)
+    monkeypatch.setattr(ln_model, "_ANNOUNCED", set())
+    res.draws("pass@k", 1, "tasks")
+    assert "compiling" not in capsys.readouterr().err  # nobody watching: nothing said

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import numba
-from numba.core import caching
 
 from bayeval.models.kernels.abi import _F64, _I64, _as_f64_pointer, _as_i64_pointer, nutpie_status
-from bayeval.models.kernels.disk_cache import KERNEL_HASH
+from bayeval.models.kernels.disk_cache import KERNEL_HASH, is_cached
 from bayeval.models.kernels.logp import (
     collapsed_logp_and_grad,
     latent_task_effects,
@@ -232,12 +231,4 @@ def nutpie_functions_cached(latent: bool = True) -> bool:
     """
     if bool(latent) in _nutpie_cfuncs:
         return True
-    return all(_cached(function) for function in _FUNCTIONS[bool(latent)])
-
-
-def _cached(function) -> bool:
-    """Whether the disk cache has an entry for ``function`` under this source's stamp."""
-    try:
-        return bool(caching.FunctionCache(function)._cache_file._load_index())
-    except Exception:  # noqa: BLE001  (no writable cache folder, an unreadable index): unknown
-        return False
+    return all(is_cached(function) for function in _FUNCTIONS[bool(latent)])

@@ -88,3 +88,17 @@ def install() -> None:
     """
     classes = _numba_class("CacheImpl")._locator_classes
     classes[:] = [*LOCATORS, *(c for c in classes if not getattr(c, "kernel_stamp", False))]
+
+
+def is_cached(function) -> bool:
+    """Whether numba's disk cache has an entry for ``function`` under its stamp.
+
+    ``function`` is a jitted dispatcher or the Python function under it. False where its
+    first call compiles it (a fresh install, or the kernels changed), and where the cache
+    cannot be read.
+    """
+    try:  # the cache is keyed on the Python function under a dispatcher
+        py_func = getattr(function, "py_func", function)
+        return bool(caching.FunctionCache(py_func)._cache_file._load_index())
+    except Exception:  # noqa: BLE001  (no writable cache folder, an unreadable index): unknown
+        return False

@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numba
 import numpy as np
 
+from bayeval.models.kernels.disk_cache import is_cached
 from bayeval.models.kernels.draws import (
     HULL_POINTS,
     _hull_draw,
@@ -25,6 +26,16 @@ from bayeval.models.kernels.tables import (
     _marginal_mode,
     _table_slots,
 )
+
+
+def exact_draws_cached() -> bool:
+    """Whether numba's disk cache holds the exact task draws' kernels for this source.
+
+    False where the first readout over these tasks compiles them (half a minute or more on a
+    fresh install).
+    """
+    return all(is_cached(function) for function in (_exact_block, _exact_setup))
+
 
 #: tasks drawn one by one in the tasks estimand when there are at most this many (as the Beta
 #: models do); above it the mean over tasks is drawn from the normal of its conditional moments

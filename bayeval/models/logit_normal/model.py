@@ -16,6 +16,7 @@ from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, counts_by_bound, task_weights
 from bayeval.models.kernels.exact import (
     EXACT_TASKS,
+    exact_draws_cached,
     exact_task_rates,
     exact_task_sums,
     latent_task_draws,
@@ -46,6 +47,7 @@ from bayeval.models.logit_normal.layout import (
     validate_priors,
 )
 from bayeval.models.logit_normal.pymc_model import build_logit_normal_model
+from bayeval.models.progress import in_kernel
 
 #: Whether a task-latent fit that diverged is replaced by the collapsed form's fit of the same
 #: data (the same posterior, its cluster effects held as the data suggest rather than centred).
@@ -62,6 +64,32 @@ INTEGRATED_TUNE = 300
 #: third to a half of the draws, and at 1000 LiveCodeBench's default fit missed the r-hat or
 #: ESS gate in 3 of 5 seeds (``benchmarks/results/default_fits.md``).
 FULL_LATENT_DRAWS = 1500
+
+
+#: What this process has said it compiles (each once).
+_ANNOUNCED: set[str] = set()
+
+
+def watched() -> bool:
+    """Whether someone watches stderr: a terminal, or a Jupyter kernel's cell."""
+    return sys.stderr.isatty() or in_kernel()
+
+
+def announce_exact_compile() -> None:
+    """Say once, where someone watches, that the exact task draws are being compiled.
+
+    Their kernels compile on the first readout over these tasks on a machine (half a minute
+    or more on a fresh install), silently otherwise.
+    """
+    if "exact" in _ANNOUNCED or not watched() or exact_draws_cached():
+        return
+    _ANNOUNCED.add("exact")
+    print(
+        "compiling the exact task-rate draws of the logit-normal model (the first readout over "
+        "these tasks on this machine; later ones load them from the disk cache)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def fit_attrs(ds: xr.Dataset, engine: str, form: str, form_choice: str) -> dict:
@@ -629,6 +657,7 @@ class LogitNormalRates(base.Model):
             # patterns of at most EXACT_TASKS tasks: each task's rates drawn from their joint
             # conditional; the sum over a larger pattern's tasks from its normal
             one_by_one = pat.mult[pat.inverse] <= EXACT_TASKS  # (J,)
+            announce_exact_compile()
             draws = exact_task_sums(
                 base,
                 pat.c,
@@ -698,6 +727,7 @@ class LogitNormalRates(base.Model):
             base, rows, sigma_v, pat = self._rows(prm, layout, c[b], n[b])
             keep = np.zeros(n[b].shape[::-1], dtype=bool)  # (J, S)
             keep[:, index] = n[b][index].T > 0
+            announce_exact_compile()
             p = exact_task_rates(
                 base,
                 pat.c,
