@@ -40,6 +40,7 @@ from scipy import special
 from bayeval.data.groups import dataset_of
 
 __all__ = [
+    "DEFAULT_DRAWS",
     "DEFAULT_TUNE",
     "NUTS_ENGINES",
     "Model",
