@@ -394,7 +394,12 @@ def _weighted_mean(per_task: np.ndarray, weights: np.ndarray | None) -> np.ndarr
 
 
 def _replicate_selection(
-    posterior, metric: str, k: int, n_replicates: int, seed, weights: np.ndarray | None
+    posterior,
+    metric: str,
+    k: int,
+    n_replicates: int,
+    seed=None,
+    weights: np.ndarray | None = None,
 ) -> dict:
     """Pick-by-observed-score on replicate data from the posterior, with the truth known.
 

@@ -14,6 +14,7 @@ import bayeval as be
 from bayeval import BayevalWarning
 from bayeval.models import _groups, get_model
 from bayeval.testing import MODELS, fake_data, fake_results
+from tests.helpers import judged_data
 from tests.models.test_logit_normal import _reference_log_marginal
 
 
@@ -312,7 +313,10 @@ def test_replicates_left_out_above_the_limit_say_why(pair, monkeypatch):
 def test_replicates_drawn_in_blocks_equal_those_drawn_at_once(model):
     """A task's replicate comes from its own generator: one task a block, seven, or all at once
     give the same totals, the fit's own, and the sums over the systems of the cells."""
-    data = fake_data(clusters=3, scores=model == "zoib", seed=6)
+    if model == "judge":  # the judge-aware model reads judged data
+        data = judged_data(seed=6)
+    else:
+        data = fake_data(clusters=3, scores=model == "zoib", seed=6)
     tree = fake_results(data, model=model, draws=30, seed=2).tree
     S, J = data.dataset.sizes["system"], data.dataset.sizes["task"]
     one, seven, every = (
