@@ -301,3 +301,35 @@ def test_anchors_are_the_calibrations_posterior_means_and_sds():
     np.testing.assert_allclose(np.array(table["log_a"])[:, 0], np.log(A[[2, 0]]))
     # the fixed items have no spread: the sd is floored, positive
     assert min(sd for _, sd in table["b"]) > 0
+
+
+def test_a_linked_calibration_scores_with_its_own_ability_population(linked_versions):
+    """Scored on all its items, a system of the linked fit gets back about the fit's own theta:
+    its prior is the fitted Normal(mu_theta, sigma_theta) (the new systems are stronger by 1),
+    not the calibration scale's Normal(0, 1), which pulls them back towards 0."""
+    for _, linked, _, _ in linked_versions[:2]:
+        post = linked.tree["posterior"]
+        strongest = str(post["theta"].mean(("chain", "draw")).idxmax("system").item())
+        data = linked.data.sel(system=[strongest])
+        scored = be.irt.score(data, items=linked)
+        own = float(post["theta"].sel(system=strongest).mean())
+        sd = float(post["theta"].sel(system=strongest).std())
+        assert abs(float(scored["theta_mean"].item()) - own) < 0.25 * sd + 0.05
+        # the linked fit's population sits above the calibration scale's origin
+        assert float(post["mu_theta"].mean()) > 0.4
+
+
+def test_theta_draws_follow_the_population_where_no_item_was_run():
+    """With no outcome, theta's draws are its prior: Normal(mu, sigma) of each draw."""
+    rng = np.random.default_rng(0)
+    D = 20_000
+    a, b = np.ones((D, 1)), np.zeros((D, 1))
+    c, n = np.zeros((1, 1)), np.zeros((1, 1))
+    mu, sigma = np.full(D, 1.3), np.full(D, 0.6)
+    from bayeval.analyses.irt import theta_posterior_draws
+
+    theta = theta_posterior_draws(a, b, c, n, rng, mu=mu, sigma=sigma)[:, 0]
+    assert abs(theta.mean() - 1.3) < 4 * 0.6 / np.sqrt(D)
+    assert abs(theta.std() - 0.6) < 0.02
+    standard = theta_posterior_draws(a, b, c, n, rng)[:, 0]
+    assert abs(standard.mean()) < 4 / np.sqrt(D) and abs(standard.std() - 1.0) < 0.02

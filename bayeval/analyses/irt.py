@@ -57,6 +57,21 @@ THETA_GRID = np.linspace(-7.0, 7.0, 1401)
 THETA_NODES = 40
 
 
+def ability_population(posterior) -> tuple[np.ndarray, np.ndarray]:
+    """The abilities' population per draw, ``(mu, sigma)`` flattened over ``(chain, draw)``.
+
+    ``Normal(0, 1)`` for a calibration (it fixes the scale), the fitted ``Normal(mu_theta,
+    sigma_theta)`` for a linked one, whose scale its anchors fix.
+    """
+    post = posterior._group("posterior")
+    D = post.sizes["chain"] * post.sizes["draw"]
+    if "mu_theta" not in post:
+        return np.zeros(D), np.ones(D)
+    mu = post["mu_theta"].transpose("chain", "draw").values.reshape(D)
+    sigma = post["sigma_theta"].transpose("chain", "draw").values.reshape(D)
+    return mu, sigma
+
+
 def require_irt(posterior, caller: str) -> None:
     """A ValueError unless ``posterior`` is a fit of ``model="irt"``."""
     model = getattr(posterior, "model", None)
@@ -244,7 +259,9 @@ def select(posterior, n: int, *, method: str = "fisher", system=None, seed: int 
     if system is None:
         nodes, weights = np.polynomial.hermite_e.hermegauss(THETA_NODES)
         weights = weights / weights.sum()
-        info = information(prm["a"][:, :, None], prm["b"][:, :, None], nodes) @ weights
+        mu, sigma = ability_population(posterior)  # a linked fit's own population
+        at = mu[:, None, None] + sigma[:, None, None] * nodes  # (draw, 1, node)
+        info = information(prm["a"][:, :, None], prm["b"][:, :, None], at) @ weights
     else:
         if system not in posterior.systems:
             raise ValueError(
@@ -312,13 +329,14 @@ def _subset_counts(new_data, tasks: list) -> tuple[np.ndarray, np.ndarray, np.nd
     return c, n, np.array([position[t] for t in labels], dtype=np.int64)
 
 
-def theta_posterior_draws(a, b, c, n, rng, grid=THETA_GRID) -> np.ndarray:
+def theta_posterior_draws(a, b, c, n, rng, grid=THETA_GRID, mu=None, sigma=None) -> np.ndarray:
     """One draw of each system's theta per draw of the item parameters.
 
     ``a``, ``b`` (draw, item) of the items run; ``c``, ``n`` (system, item). theta's posterior
-    given a draw's items is its prior Normal(0, 1) times the binomial likelihood, on ``grid``
-    (a density constant on each grid cell); the draw is by its inverse CDF. Returns (draw,
-    system).
+    given a draw's items is its prior, Normal(0, 1) or ``Normal(mu, sigma)`` of that draw
+    (``mu``, ``sigma``: (draw,), a linked calibration's population), times the binomial
+    likelihood, on ``grid`` (a density constant on each grid cell); the draw is by its
+    inverse CDF. Returns (draw, system).
     """
     D, S = a.shape[0], c.shape[0]
     h = grid[1] - grid[0]
@@ -330,7 +348,10 @@ def theta_posterior_draws(a, b, c, n, rng, grid=THETA_GRID) -> np.ndarray:
         # c log p + (n - c) log(1 - p) = n log p - (n - c) eta: one softplus, not two
         log_p = -np.logaddexp(0.0, -eta)
         ll = np.einsum("dgj,sj->dsg", log_p, n) - np.einsum("dgj,sj->dsg", eta, n - c)
-        ll += -0.5 * grid**2
+        if mu is None:
+            ll += -0.5 * grid**2
+        else:
+            ll += (-0.5 * ((grid[None, :] - mu[part, None]) / sigma[part, None]) ** 2)[:, None, :]
         ll -= ll.max(axis=-1, keepdims=True)
         w = np.exp(ll)
         cdf = np.cumsum(w, axis=-1)
@@ -378,7 +399,10 @@ def score(new_data, *, items, ci_prob: float = 0.95, seed: int = 0) -> xr.Datase
     c, n, index = _subset_counts(new_data, tasks)
     prm = item_draws(items._tree)
     rng = np.random.default_rng([seed, 11])
-    theta = theta_posterior_draws(prm["a"][:, index], prm["b"][:, index], c, n, rng)
+    mu, sigma = ability_population(items)  # a linked calibration's population, not N(0, 1)
+    theta = theta_posterior_draws(
+        prm["a"][:, index], prm["b"][:, index], c, n, rng, mu=mu, sigma=sigma
+    )
     full = full_pass_at_1(prm, theta)
     population = population_expectation(theta, prm, "pass@k", np.array([1]))[..., 0]
     systems = {"system": np.asarray(new_data.systems, dtype=object)}
