@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -63,7 +62,7 @@ from bayeval._validate import (
 from bayeval.data import EvalData, require_valid_outcomes
 from bayeval.models import MODELS, _groups, get_model
 from bayeval.models._beta_family import counts_by_bound
-from bayeval.models.progress import in_kernel
+from bayeval.models.progress import watched
 from bayeval.posterior import Posterior
 
 __all__ = [
@@ -313,9 +312,10 @@ def _group(tree: xr.DataTree, name: str) -> xr.Dataset | None:
 def interactive() -> bool:
     """Whether someone is watching: stderr is a terminal, or the code runs in a Jupyter kernel.
 
-    A Jupyter kernel's stderr is not a terminal, but its cells show a progress bar.
+    A Jupyter kernel's stderr is not a terminal, but its cells show a progress bar
+    (:func:`bayeval.models.progress.watched`, which the models' own notices read).
     """
-    return sys.stderr.isatty() or in_kernel()
+    return watched()
 
 
 def _attrs(data, spec, engine, requested, seed, draws, chains, tune, priors) -> dict:

@@ -66,7 +66,7 @@ from bayeval.models import base
 from bayeval.models._beta_family import metric_of_rate, task_weights
 from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import DEFAULT_PRIORS as LOGIT_NORMAL_PRIORS
-from bayeval.models.logit_normal import ONE_TRIAL_SIGMA_TASK_SYSTEM, Layout, LogitNormalRates
+from bayeval.models.logit_normal import Layout, LogitNormalRates
 from bayeval.models.logit_normal import validate_priors as validate_logit_normal_priors
 from bayeval.models.logit_normal.pymc_model import _intercepts_and_cluster_effects
 from bayeval.models.progress import nutpie_progress
@@ -316,8 +316,8 @@ class JudgeRates(LogitNormalRates):
         """:func:`validate_priors`: defaults filled in, checked."""
         return validate_priors(priors)
 
-    def data_priors(self, data, priors) -> tuple[dict | None, str]:
-        """The logit-normal model's one-trial rule, counting every judged attempt.
+    def one_trial(self, data) -> bool:
+        """The one-trial rule of the prior, counting every judged attempt.
 
         A judged data set's ``trials`` count its labelled attempts; the true outcome of every
         judged attempt enters the likelihood, so a cell's replication is its judged attempts
@@ -339,18 +339,10 @@ class JudgeRates(LogitNormalRates):
         >>> JudgeRates().data_priors(one, None)[0]  # one judged attempt a cell
         {'sigma_task_system': 0.5}
         """
-        if (priors or {}).get("sigma_task_system") is not None:
-            return priors, ""
         ds = data.dataset
         attempts = sum(ds[name] for name in CELL_VARS).sum(("judge", "label_stratum"))
         judged = attempts.values[attempts.values > 0]
-        if ds.sizes["system"] < 2 or not judged.size or float(np.median(judged)) > 1:
-            return priors, ""
-        note = (
-            "one judged attempt per system and task: sigma_task_system ~ HalfNormal"
-            f"({ONE_TRIAL_SIGMA_TASK_SYSTEM:g}) (models/logit_normal.md, 'One trial per task')"
-        )
-        return {**(priors or {}), "sigma_task_system": ONE_TRIAL_SIGMA_TASK_SYSTEM}, note
+        return ds.sizes["system"] >= 2 and judged.size > 0 and float(np.median(judged)) <= 1
 
     def build(self, data, priors=None, **options) -> pm.Model:
         """:func:`build_judge_model`."""

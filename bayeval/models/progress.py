@@ -304,6 +304,14 @@ def in_kernel() -> bool:
     return kernel is not None and getattr(kernel, "kernel", None) is not None
 
 
+def watched() -> bool:
+    """Whether someone watches: stderr is a terminal, or the code runs in a Jupyter kernel.
+
+    A Jupyter kernel's stderr is not a terminal, but its cells show a progress bar.
+    """
+    return sys.stderr.isatty() or in_kernel()
+
+
 @contextmanager
 def nutpie_progress(progress: bool, *, tune: int, draws: int) -> Iterator[dict]:
     """The options of a ``nutpie.sample`` call that show its progress, and the last line.

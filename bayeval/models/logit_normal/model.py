@@ -47,7 +47,7 @@ from bayeval.models.logit_normal.layout import (
     validate_priors,
 )
 from bayeval.models.logit_normal.pymc_model import build_logit_normal_model
-from bayeval.models.progress import in_kernel
+from bayeval.models.progress import watched
 
 #: Whether a task-latent fit that diverged is replaced by the collapsed form's fit of the same
 #: data (the same posterior, its cluster effects held as the data suggest rather than centred).
@@ -68,11 +68,6 @@ FULL_LATENT_DRAWS = 1500
 
 #: What this process has said it compiles (each once).
 _ANNOUNCED: set[str] = set()
-
-
-def watched() -> bool:
-    """Whether someone watches stderr: a terminal, or a Jupyter kernel's cell."""
-    return sys.stderr.isatty() or in_kernel()
 
 
 def announce_exact_compile() -> None:
@@ -209,7 +204,7 @@ class LogitNormalRates(base.Model):
         >>> LogitNormalRates().data_priors(pair, {"sigma_task_system": 2.0})
         ({'sigma_task_system': 2.0}, '')
         """
-        if (priors or {}).get("sigma_task_system") is not None or not one_trial(data.dataset):
+        if (priors or {}).get("sigma_task_system") is not None or not self.one_trial(data):
             return priors, ""
         note = (
             "one trial per system and task: sigma_task_system ~ HalfNormal"
@@ -219,6 +214,15 @@ class LogitNormalRates(base.Model):
             "'One trial per task')"
         )
         return {**(priors or {}), "sigma_task_system": ONE_TRIAL_SIGMA_TASK_SYSTEM}, note
+
+    def one_trial(self, data) -> bool:
+        """Whether two or more systems have a median of one trial per cell.
+
+        :func:`~bayeval.models.logit_normal.layout.one_trial` of the data: the rule
+        :meth:`data_priors` reads. A model whose cells count their trials otherwise says so
+        here.
+        """
+        return one_trial(data.dataset)
 
     def single_trial_warning(self, data) -> str:
         """Several systems: what is identified only through the other systems."""
