@@ -222,6 +222,7 @@ def infer(
     if tune is not None:
         tune = validate_positive_int("tune", tune, minimum=0)
     seed = validate_seed(seed)
+    data = spec.model_data(data, seed=seed)
     if log_likelihood not in ("auto", True, False):
         raise ValueError(f"log_likelihood must be 'auto', True or False; got {log_likelihood!r}")
     if task_draws not in ("auto", True, False):

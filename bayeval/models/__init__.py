@@ -5,6 +5,8 @@ Each model is an object of one protocol (:class:`~bayeval.models.base.Model`).
 * :mod:`~bayeval.models.beta_binomial` — independent tasks, conjugate Beta prior;
 * :mod:`~bayeval.models.hierarchical` — Beta-binomial with a population per system;
 * :mod:`~bayeval.models.logit_normal` — random effects for clusters, tasks and paired systems;
+* :mod:`~bayeval.models.fractional` — ``logit_normal`` with the fractional-binomial likelihood
+  of partial-credit scores in [0, 1];
 * :mod:`~bayeval.models.zoib` — zero-one-inflated Beta for partial-credit scores in [0, 1];
 * :mod:`~bayeval.models.irt` — item response theory (2PL/1PL): abilities and item parameters.
 * :mod:`~bayeval.models.judge` — the logit-normal model's true outcomes seen through a judge.
@@ -15,6 +17,7 @@ assumptions and measured calibration of each.
 
 from bayeval.models.base import Model
 from bayeval.models.beta_binomial import BetaBinomialRates, build_beta_binomial_model
+from bayeval.models.fractional import FractionalScores
 from bayeval.models.hierarchical import HierarchicalRates, build_hierarchical_model
 from bayeval.models.irt import IrtRates, build_irt_model
 from bayeval.models.judge import JudgeRates, build_judge_model
@@ -42,6 +45,7 @@ MODELS: dict[str, Model] = {
         HierarchicalRates(),
         LogitNormalRates(),
         ZoibScores(),
+        FractionalScores(),
         IrtRates(),
         JudgeRates(),
     )

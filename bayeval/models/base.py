@@ -148,6 +148,15 @@ class Model(ABC):
             "full credit is what counts"
         )
 
+    def model_data(self, data, *, seed: int = 0):
+        """The data the model fits: ``data`` itself, or the model's view of it.
+
+        A model whose likelihood reads other counts than the successes returns the data with
+        them in place (``fractional``: each cell's sum of scores, on its grid from ``seed``);
+        the fitted tree holds them.
+        """
+        return data
+
     def runs_nuts(self, sampler: str) -> bool:
         """Whether a fit with ``sampler`` runs NUTS (:data:`NUTS_ENGINES`: minutes, not seconds).
 

@@ -13,9 +13,11 @@ from bayeval.models.kernels.quadrature import (
     Rules,
     _combo,
     _factors,
+    _fractional_terms,
     _grid_for,
     _grid_gradient,
     _grid_node_weights,
+    _inner_major,
     _is_low,
     _same,
     _single_terms,
@@ -25,6 +27,7 @@ from bayeval.models.kernels.tables import (
     INNER_NODES,
     TABLE_SIZE,
     TRAPEZOID_NODES,
+    _count_grid,
     _table_slots,
     _tabled_pattern,
 )
@@ -59,8 +62,11 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
     z, log_omega = _grid_for(sigma_e, z, log_omega, n)
     Kx, Kz = x.shape[0], z.shape[0]
     omega = np.exp(log_omega)
-    # grid terms per (system, counts) row, k innermost; row s * n_slots + slot
-    n_slots = (LOW_TRIALS + 1) * (LOW_TRIALS + 2) // 2
+    # grid terms per (system, counts) row, k innermost; row s * n_slots + slot, the slots of
+    # n trials after those of fewer, one per count on the grid of counts (whole counts, or
+    # steps of 1 / COUNT_GRID where some count is fractional: partial-credit scores)
+    grid = _count_grid(c)
+    n_slots = (LOW_TRIALS + 1) + grid * LOW_TRIALS * (LOW_TRIALS + 1) // 2
     g_lin = np.empty((S * n_slots, Kz))
     g_e = np.empty((S * n_slots, Kz))
     g_v = np.empty((S * n_slots, Kz))
@@ -69,6 +75,10 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
     tab_p = np.empty((Kz, S, u.shape[0] if paired else 1))
     tab_q = np.empty_like(tab_p)
     table_ready = np.zeros(S, dtype=np.bool_)
+    # fractional counts: each system's grid rates inner node first (:func:`_inner_major`)
+    frac_work = np.empty(Kz)
+    frac_rates = np.empty((S, 2, tab_p.shape[2], Kz))
+    frac_ready = np.zeros(S, dtype=np.bool_)
     last = np.full(S, np.nan)
     ez, eu, reach = _factors(sigma_e, sigma_v, paired, z, u)
     f_z = np.empty(Kz)
@@ -91,9 +101,11 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
                 last[:] = eta[p]
                 ready[:] = False
                 table_ready[:] = False
+                frac_ready[:] = False
             for s in range(S):
-                ns, cs = int(n[p, s]), int(c[p, s])
-                row = s * n_slots + ns * (ns + 1) // 2 + cs
+                ns, cs = int(n[p, s]), int(round(c[p, s] * grid))  # cs on the grid
+                fractional = cs % grid != 0
+                row = s * n_slots + grid * ns * (ns - 1) // 2 + ns + cs
                 rows[s] = row
                 if ready[row]:
                     continue
@@ -102,7 +114,7 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
                     g_e[row, :] = 0.0
                     g_v[row, :] = 0.0
                     ready[row] = True
-                elif ns == 1:
+                elif ns == 1 and not fractional:
                     _single_terms(
                         eta[p, s],
                         sigma_e,
@@ -118,9 +130,10 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
                         g_e,
                         g_v,
                         row - cs,
-                        row - cs + 1,
+                        row - cs + grid,
                     )
-                    ready[row - cs : row - cs + 2] = True
+                    ready[row - cs] = True
+                    ready[row - cs + grid] = True
                 else:
                     if not table_ready[s]:
                         _system_table(
@@ -138,19 +151,39 @@ def _loglik(eta, c, n, mult, sigma_e, sigma_v, paired, x, logw, z, log_omega, u,
                             tab_q,
                         )
                         table_ready[s] = True
-                    _combo(
-                        s,
-                        c[p, s],
-                        n[p, s],
-                        paired,
-                        u,
-                        lam,
-                        tab_p,
-                        tab_q,
-                        g_lin[row],
-                        g_e[row],
-                        g_v[row],
-                    )
+                    if fractional:
+                        if not frac_ready[s]:
+                            _inner_major(s, tab_p, tab_q, frac_rates[s])
+                            frac_ready[s] = True
+                        _fractional_terms(
+                            eta[p, s],
+                            c[p, s],
+                            n[p, s],
+                            sigma_v,
+                            paired,
+                            u,
+                            lam,
+                            ez,
+                            eu,
+                            reach,
+                            frac_rates[s],
+                            (g_lin[row], g_e[row], g_v[row]),
+                            frac_work,
+                        )
+                    else:
+                        _combo(
+                            s,
+                            c[p, s],
+                            n[p, s],
+                            paired,
+                            u,
+                            lam,
+                            tab_p,
+                            tab_q,
+                            g_lin[row],
+                            g_e[row],
+                            g_v[row],
+                        )
                     ready[row] = True
             log_l = _grid_node_weights(rows, omega, log_omega, g_lin, f_k, log_f)
             total += m * log_l

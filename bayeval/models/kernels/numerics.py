@@ -44,6 +44,22 @@ def _logsumexp(values):
 
 
 @numba.njit(cache=True)
+def _likelihood_power(p, q, c, n):
+    """``p**c * q**(n - c)`` for counts ``c`` of ``n`` trials, whole or fractional.
+
+    Whole counts take :func:`_power`'s products; a fractional count (a sum of partial-credit
+    scores, the fractional-binomial likelihood) its logarithms. ``0 < c < n`` there, so no
+    ``0 * log 0`` arises.
+    """
+    a = int(c)
+    if a == c:
+        return _power(p, q, a, int(n) - a)
+    if p <= 0.0 or q <= 0.0:
+        return 0.0
+    return math.exp(c * math.log(p) + (n - c) * math.log(q))
+
+
+@numba.njit(cache=True)
 def _power(p, q, a, b):
     """``p**a * q**b`` for small non-negative integers (no pow calls)."""
     out = 1.0

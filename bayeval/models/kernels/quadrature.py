@@ -44,6 +44,7 @@ import numpy as np
 from bayeval.models.kernels.numerics import (
     _LOG_SQRT_2PI,
     _SQRT2,
+    _likelihood_power,
     _logsumexp,
     _power,
     _sigmoid,
@@ -427,15 +428,10 @@ def _pattern_grid(c, n, paired, z, log_omega, u, lam, prob, comp, r, score, log_
     for k in range(K):
         lf = log_omega[k]
         for s in range(S):
-            cs, fs = int(c[s]), int(n[s] - c[s])
             total = 0.0
             for m in range(L):
                 pk, qk = prob[k, s, m], comp[k, s, m]
-                like = lam[m] if paired else 1.0
-                for _ in range(cs):
-                    like *= pk
-                for _ in range(fs):
-                    like *= qk
+                like = (lam[m] if paired else 1.0) * _likelihood_power(pk, qk, c[s], n[s])
                 r[k, s, m] = like
                 score[k, s, m] = c[s] - n[s] * pk
                 total += like
@@ -543,11 +539,14 @@ def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v):
     """
     L = u.shape[0] if paired else 1
     a_pow, b_pow = int(cs), int(ns - cs)
+    whole = a_pow == cs  # a fractional count: a sum of partial-credit scores
     for k in range(tab_p.shape[0]):
         total, a, b = 0.0, 0.0, 0.0
         for m in range(L):
             pk, qk = tab_p[k, s, m], tab_q[k, s, m]
-            if a_pow + b_pow == 1:
+            if not whole:
+                like = _likelihood_power(pk, qk, cs, ns)
+            elif a_pow + b_pow == 1:
                 like = pk if a_pow == 1 else qk
             else:
                 like = _power(pk, qk, a_pow, b_pow)
@@ -559,6 +558,60 @@ def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v):
         g_lin[k] = total
         score_e[k] = a / total if total > 0.0 else 0.0
         score_v[k] = b / total if total > 0.0 else 0.0
+
+
+@numba.njit(cache=True, fastmath={"contract"})
+def _fractional_terms(eta_s, cs, ns, sigma_v, paired, u, lam, ez, eu, reach, rates, out, work):
+    """:func:`_combo`'s grid terms of a fractional count ``cs`` of ``ns`` (partial credit).
+
+    ``rates (2, L, K)`` holds the system's rates ``p`` and ``1 - p`` at the grid nodes, inner node
+    first (:func:`_inner_major`), so that the loops over the outer nodes run over contiguous
+    memory without a reduction, which the compiler vectorises. ``p^c q^(n - c) = q^n exp(c y)``
+    and ``exp(c y) = exp(c eta_s) ez[k]^-c eu[m]^-c`` (:func:`_factors`): one power per outer and
+    per inner node. Where ``c y`` could leave the floating-point range each node takes its
+    logarithms instead. ``out`` holds the rows ``g_lin``, ``score_e``, ``score_v``; ``work`` at
+    least ``K`` numbers.
+    """
+    g_lin, score_e, score_v = out
+    L, K = rates.shape[1], rates.shape[2]
+    direct = cs * (abs(eta_s) + reach) >= 600.0
+    if not direct:
+        ec = math.exp(cs * eta_s)
+        for k in range(K):
+            work[k] = ec * ez[k] ** (-cs)
+    nn = int(ns)
+    g_lin[:K] = 0.0
+    score_e[:K] = 0.0
+    score_v[:K] = 0.0
+    for m in range(L):
+        weight = lam[m] if paired else 1.0
+        node = u[m] if paired else 0.0
+        p_m, q_m = rates[0, m], rates[1, m]
+        if direct:
+            for k in range(K):
+                work[k] = _likelihood_power(p_m[k], q_m[k], cs, ns) / _power(1.0, q_m[k], 0, nn)
+        f_m = weight * (eu[m] ** (-cs) if not direct else 1.0)
+        for k in range(K):
+            q = q_m[k] if nn == 1 else _power(1.0, q_m[k], 0, nn)
+            like = work[k] * f_m * q
+            sc = like * (cs - ns * p_m[k])
+            g_lin[k] += like
+            score_e[k] += sc
+            score_v[k] += sc * node
+    for k in range(K):
+        total = g_lin[k]
+        score_e[k] = score_e[k] / total if total > 0.0 else 0.0
+        score_v[k] = score_v[k] / total if total > 0.0 else 0.0
+
+
+@numba.njit(cache=True)
+def _inner_major(s, tab_p, tab_q, rates):
+    """System ``s``'s grid rates ``(K, S, L)`` copied inner node first into ``rates (2, L, K)``."""
+    K, L = tab_p.shape[0], rates.shape[1]
+    for m in range(L):
+        for k in range(K):
+            rates[0, m, k] = tab_p[k, s, m]
+            rates[1, m, k] = tab_q[k, s, m]
 
 
 @numba.njit(cache=True)

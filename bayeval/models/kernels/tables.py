@@ -16,6 +16,10 @@ from bayeval.models.kernels.quadrature import _clip, _conditional_mode, _is_low
 #: in ``y`` (cells on first use) and read by cubic Hermite interpolation.
 TABLE_LOW = -60.0
 TABLE_STEP = 0.1
+#: Fractional counts (sums of partial-credit scores) enter the likelihood on this grid, in steps
+#: of ``1 / COUNT_GRID`` (rounded at random, without bias: ``models/fractional.md``), so that
+#: the cells of one value share their inner integrals
+COUNT_GRID = 10
 TABLE_SIZE = 1201  # y from -60 to 60; linear beyond (the integral is asymptotically linear)
 TABLE_NEWTON = 30  # the outer mode's damped Newton steps (the marginal in e is log-concave)
 TABLE_TAIL = 40.0  # the trapezoid's ends lie this far (in logs) below the peak
@@ -501,22 +505,42 @@ def _tabled_pattern(
 
 
 @numba.njit(cache=True)
+def _count_grid(c):
+    """The grid of the counts ``c``: 1 where all are whole, else :data:`COUNT_GRID`.
+
+    A ValueError where some count lies off that grid: the cells of one count share their
+    integrals by its place on the grid.
+    """
+    grid = 1
+    for value in c.ravel():
+        if value != math.floor(value):
+            grid = COUNT_GRID
+            scaled = value * COUNT_GRID
+            if abs(scaled - round(scaled)) > 1e-6:
+                raise ValueError("fractional counts must lie on the grid of 1 / COUNT_GRID")
+    return grid
+
+
+@numba.njit(cache=True)
 def _table_slots(c, n, every):
     """Each adaptive-rule cell's table, one per distinct counts ``(c, n)`` up to mirroring.
 
     Returns ``slot (P, S)`` (``-1 - q`` where the cell reads table ``q`` of ``(n - c, n)`` mirrored,
     :func:`_table_read`) and the counts of each table (with ``every``, the fixed grid's patterns'
-    cells too). Binary cells need one table instead of two.
+    cells too). Binary cells need one table instead of two. Fractional counts (sums of
+    partial-credit scores) must lie on the grid of :data:`COUNT_GRID`: each value on it gets a
+    table of its own.
     """
     P, S = c.shape
-    top = 0
+    grid = _count_grid(c)
+    top_n = 0
     for p in range(P):
         if _is_low(n[p]) and not every:
             continue
         for s in range(S):
-            nn = int(n[p, s])
-            top = max(top, nn * (nn + 1) // 2 + nn)
-    index = np.full(top + 1, -1, dtype=np.int64)
+            top_n = max(top_n, int(n[p, s]))
+    width = top_n * grid // 2 + 1  # the mirrored counts on the grid: 0 to half of n
+    index = np.full((top_n + 1) * width, -1, dtype=np.int64)
     slot = np.zeros((P, S), dtype=np.int64)
     counts = np.zeros((P * S + 1, 2))
     Q = 0
@@ -524,14 +548,15 @@ def _table_slots(c, n, every):
         if _is_low(n[p]) and not every:
             continue
         for s in range(S):
-            nn, cc = int(n[p, s]), int(c[p, s])
-            mirrored = cc > nn - cc
+            nn = int(n[p, s])
+            cc = int(round(c[p, s] * grid))
+            mirrored = cc > nn * grid - cc
             if mirrored:
-                cc = nn - cc
-            key = nn * (nn + 1) // 2 + cc
+                cc = nn * grid - cc
+            key = nn * width + cc
             if index[key] < 0:
                 index[key] = Q
-                counts[Q, 0], counts[Q, 1] = cc, nn
+                counts[Q, 0], counts[Q, 1] = cc / grid, nn
                 Q += 1
             slot[p, s] = -1 - index[key] if mirrored else index[key]
     return slot, counts[:Q], Q

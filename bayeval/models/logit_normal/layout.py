@@ -406,9 +406,9 @@ def task_patterns(c: np.ndarray, n: np.ndarray, layout: Layout) -> Patterns:
         keys, axis=0, return_index=True, return_inverse=True, return_counts=True
     )
     S = c.shape[0]
-    return Patterns(
-        uniq[:, 0],
-        uniq[:, 1],
+    return Patterns(  # the keys are floats where the counts are (sums of partial-credit scores)
+        uniq[:, 0].astype(np.int64),
+        uniq[:, 1].astype(np.int64),
         uniq[:, 2 : 2 + S].astype(float),
         uniq[:, 2 + S :].astype(float),
         mult,
