@@ -89,10 +89,11 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
     cluster effects: comparisons are paired); one system, or systems without two shared tasks,
     get ``hierarchical``. A sampler that only one model has decides it: ``"grid"`` is the
     hierarchical model's, ``"conjugate"`` the beta-binomial's. Partial-credit scores
-    (``from_frame(..., score=)`` with some score strictly between 0 and 1) get the
-    zero-one-inflated Beta model ``zoib``. Scores that are all 0 or 1 are 0/1 outcomes and get
-    the binomial models as above (their mean score is pass@1): ``zoib`` gives the same answer
-    on them but mixes far worse with many systems of one attempt each (``models/zoib.md``).
+    (``from_frame(..., score=)`` with some score strictly between 0 and 1) get ``fractional``,
+    the paired logit-normal model with the fractional-binomial likelihood
+    (``models/fractional.md``; the zero-one-inflated Beta model ``zoib`` mixes too slowly with
+    many systems of one attempt each). Scores that are all 0 or 1 are 0/1 outcomes and get the
+    binomial models as above (their mean score is pass@1).
     Judged data (``from_frame(..., judge=, success=, label_design=)``) get the judge-aware
     model ``judge`` (:mod:`bayeval.models.judge`), whose every readout is of the true outcome.
 
@@ -122,9 +123,9 @@ def choose_model(data, sampler: str = "auto") -> tuple[str, str]:
             "specificity per system)"
         )
     if getattr(data, "has_partial_credit", False) and sampler not in ("grid", "conjugate"):
-        return "zoib", (
-            "scores in [0, 1] (score=): the zero-one-inflated Beta model, with "
-            "shared task and cluster effects"
+        return "fractional", (
+            "scores in [0, 1] (score=): the paired logit-normal model of the mean score, "
+            "with the fractional-binomial likelihood (shared task and cluster effects)"
         )
     model, why = _choose_binary_model(data, sampler)
     if getattr(data, "has_scores", False):
@@ -222,7 +223,7 @@ def infer(
     if tune is not None:
         tune = validate_positive_int("tune", tune, minimum=0)
     seed = validate_seed(seed)
-    data = spec.model_data(data, seed=seed)
+    given, data = data, spec.model_data(data, seed=seed)  # input_hash names the data given
     if log_likelihood not in ("auto", True, False):
         raise ValueError(f"log_likelihood must be 'auto', True or False; got {log_likelihood!r}")
     if task_draws not in ("auto", True, False):
@@ -263,7 +264,7 @@ def infer(
             posterior = posterior.assign(p=p)
         else:  # a group of their own keeps summaries of the posterior small
             rates_group = xr.Dataset({"p": p})
-    attrs = _attrs(data, spec, engine, sampler, seed, draws, chains, tune, priors)
+    attrs = _attrs(given, spec, engine, sampler, seed, draws, chains, tune, priors)
     attrs["model_requested"] = model
     attrs["model_choice"] = choice or f"model={name!r} as requested"
     attrs["prior_note"] = prior_note

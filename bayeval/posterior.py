@@ -178,8 +178,8 @@ class Posterior:
         if not self._model.paired:
             if clusters is not None or weighting != "task":
                 raise ValueError(
-                    f"clusters= and weighting= need model='logit_normal' or "
-                    f"'zoib'; this fit is {self.model!r}"
+                    f"clusters= and weighting= need a paired model (logit_normal, "
+                    f"fractional, zoib); this fit is {self.model!r}"
                 )
             return {}
         has_clusters = "cluster" in self._tree["constant_data"].coords
@@ -214,7 +214,7 @@ class Posterior:
             if metric == "mean":
                 raise ValueError(
                     f"metric 'mean' is the mean of partial-credit scores, "
-                    f"estimated by model='zoib' (data built with score=); this "
+                    f"estimated by model='fractional' or 'zoib' (data built with score=); this "
                     f"fit is {self.model!r}: use metric='pass@k' with k=1"
                 )
             return validate_metric(metric, tau)

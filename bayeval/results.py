@@ -586,15 +586,17 @@ def fit(
     Parameters
     ----------
     data : EvalData
-    model : {"auto", "hierarchical", "beta_binomial", "logit_normal", "zoib"}, default "auto"
-        ``logit_normal`` adds clusters and pairs the systems through shared task effects;
-        ``"auto"`` picks it for several systems on shared tasks and ``hierarchical`` otherwise
+    model : str, default "auto"
+        ``"auto"``, ``"hierarchical"``, ``"beta_binomial"``, ``"logit_normal"``,
+        ``"fractional"``, ``"zoib"``, ``"irt"`` or ``"judge"``. ``logit_normal`` adds clusters
+        and pairs the systems through shared task effects; ``"auto"`` picks it for several
+        systems on shared tasks and ``hierarchical`` otherwise
         (:func:`~bayeval.inference.choose_model`), and records the choice in
-        ``attrs["model_choice"]``. ``zoib`` models partial-credit scores in [0, 1] (the
-        ``"auto"`` choice for data built with ``score=`` where some score lies strictly
-        between 0 and 1; scores that are all 0 or 1 get the binomial models, and binary data
-        fit ``zoib`` too when asked); the binary models refuse scores strictly between 0
-        and 1.
+        ``attrs["model_choice"]``. ``fractional`` (the ``"auto"`` choice for data built with
+        ``score=`` where some score lies strictly between 0 and 1) and ``zoib`` model
+        partial-credit scores in [0, 1]; scores that are all 0 or 1 get the binomial models,
+        and binary data fit the models of scores too when asked; the binary models refuse
+        scores strictly between 0 and 1.
     draws : int, optional
         Posterior draws per chain. Default: the model's for the form it samples, 1000, and
         1500 for the logit-normal model's full-latent form (its slowest spreads mix at a bulk

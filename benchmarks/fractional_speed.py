@@ -49,8 +49,11 @@ def fit_row(label, data, model, truth, seed):
     seconds = time.perf_counter() - start
     diag = json.loads(res.tree.attrs["diagnostics"])
     divergences = int(res.tree["sample_stats"]["diverging"].sum())
-    metric = "mean" if model != "logit_normal" else "pass@k"
-    draws = res.posterior.draws(metric, 1, "tasks")
+    draws = (
+        res.pass_at_k(estimand="tasks")
+        if model == "logit_normal"
+        else res.mean_score(estimand="tasks")
+    )
     mean = draws.mean(("chain", "draw")).values
     lo, hi = draws.quantile([0.025, 0.975], dim=("chain", "draw")).values
     row = {

@@ -51,8 +51,12 @@ VARIANTS = {
     "zoib-clusters": (lambda: fake_data(scores=True, clusters=3), "zoib", {}),
     "zoib-bounds": (lambda: fake_data(scores=True, missing="bounds"), "zoib", {}),
     "zoib-one-system": (lambda: fake_data(systems=["A"], scores=True), "zoib", {}),
+    "fractional": (lambda: fake_data(scores=True, trials=1), "fractional", {}),
+    "fractional-clusters": (lambda: fake_data(scores=True, clusters=3), "fractional", {}),
+    "fractional-bounds": (lambda: fake_data(scores=True, missing="bounds"), "fractional", {}),
     "judge": (lambda: _judged(), "judge", {}),
 }
+SCORE_MODELS = ("zoib", "fractional")
 
 
 def _judged(seed=0, n_task=12, trials=3):
@@ -117,7 +121,7 @@ def _shape(tree: xr.DataTree) -> dict:
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_fake_tree_has_the_shape_of_a_real_fit(cases, variant):
     data, model, options, fake = cases[variant]
-    if model == "logit_normal":  # its fake stores the log-likelihood only when asked to
+    if model in ("logit_normal", "fractional"):  # its fake stores the log-likelihood when asked
         options = {"log_likelihood": False, **options}
     real = _quiet(be.fit, data, model=model, draws=8, chains=2, seed=0, tune=8, **options)
     assert set(fake.tree.children) == set(real.tree.children)
@@ -135,7 +139,7 @@ def test_every_metric_and_estimand_draws_with_the_right_dims(cases, variant):
     assert isinstance(fake, Results)
     Results(fake.tree)  # the validation accepts a copy of the tree
     bounds = ["missing_bound"] if data.missing == "bounds" else []
-    metrics = (("mean", 1, None), ("pass@k", 1, None)) if model == "zoib" else BINARY_METRICS
+    metrics = (("mean", 1, None), ("pass@k", 1, None)) if model in SCORE_MODELS else BINARY_METRICS
     n_sys = len(data.systems)
     for estimand in fake.estimands:
         for metric, k, tau in metrics:
@@ -145,10 +149,10 @@ def test_every_metric_and_estimand_draws_with_the_right_dims(cases, variant):
             assert values.shape[:3] == (2, 200, n_sys)
             assert np.isfinite(values.values).all()
             assert ((values >= 0) & (values <= 1)).all()
-        if model != "zoib":
+        if model not in SCORE_MODELS:
             consistency = _quiet(fake.draws, "consistency", 2, estimand)
             assert list(consistency.dims) == ["chain", "draw", "system", *bounds]
-    if model in ("logit_normal", "zoib") and data.has_clusters:
+    if model in ("logit_normal", *SCORE_MODELS) and data.has_clusters:
         for weighting in ("task", "cluster"):
             observed = fake.draws(
                 metrics[0][0], 1, "population", clusters="observed", weighting=weighting
@@ -160,7 +164,7 @@ def test_every_metric_and_estimand_draws_with_the_right_dims(cases, variant):
 def test_analyses_read_the_fake(cases, variant):
     data, model, _, fake = cases[variant]
     systems = data.systems
-    summary = _quiet(fake.summary, metrics=("mean",) if model == "zoib" else ("pass@k",))
+    summary = _quiet(fake.summary, metrics=("mean",) if model in SCORE_MODELS else ("pass@k",))
     assert set(summary["system"]) == set(systems)
     assert set(summary["estimand"]) == set(fake.estimands)
     assert np.isfinite(summary["mean"]).all()
@@ -171,8 +175,8 @@ def test_analyses_read_the_fake(cases, variant):
     if len(systems) < 2:
         return
     estimand = fake.estimands[-1]
-    metric = "mean" if model == "zoib" else "pass@k"
-    if model == "logit_normal" and data.missing == "bounds":
+    metric = "mean" if model in SCORE_MODELS else "pass@k"
+    if model in ("logit_normal", "fractional") and data.missing == "bounds":
         # crossed bounds refit the pair with this fit's sampler: a fake cannot be refitted
         with pytest.raises(ValueError, match="sampler"):
             _quiet(fake.compare, systems[1], systems[0], metric=metric, estimand=estimand)
@@ -300,7 +304,7 @@ def test_refusals():
         fake_results(data, model="auto")
     with pytest.raises(ValueError, match="not both"):
         fake_results(data, truth=[[0.5, 0.5]])
-    with pytest.raises(ValueError, match="model='zoib'"):
+    with pytest.raises(ValueError, match="model='fractional' or 'zoib'"):
         fake_results(fake_data(scores=True), model="hierarchical")
     with pytest.raises(ValueError, match="form= applies"):
         fake_results(data, model="zoib", form="collapsed")

@@ -231,8 +231,9 @@ class LatencyOptions:
     metavar="COLUMN",
     help="Column of partial-credit scores in [0, 1], one per attempt (row), instead "
     "of 0/1 outcomes [detected: score, when no success column is named or present]: "
-    "each system's mean score from the zero-one-inflated Beta model (zoib; scores "
-    "that are all 0 or 1 get the binomial models) beside "
+    "each system's mean score from the paired logit-normal model with the "
+    "fractional-binomial likelihood (fractional; scores that are all 0 or 1 get the "
+    "binomial models) beside "
     "the task bootstrap, and with --compare the paired effect on the mean score "
     "beside the paired task bootstrap. Not with --success/--successes, --k or "
     "--compare-k other than 1, --metric pass^k, --cost, --runs, --by or --flagged.",
@@ -533,8 +534,8 @@ def _check_score_options(
     if not fits_scores and (data is None or data.has_partial_credit):
         raise click.UsageError(
             f"--model {model} fits 0/1 outcomes; partial-credit scores are "
-            "fitted by the zero-one-inflated Beta model (leave --model at "
-            "auto)"
+            "fitted by --model fractional (the default: leave --model at auto) "
+            "or zoib"
         )
 
 

@@ -163,8 +163,9 @@ def from_frame(
         (not booleans, text or dates), none outside [0, 1]; nothing is coerced. Stored per
         ``(system, task)`` over the ``ok`` attempts as :data:`SCORE_VARS` (see
         :meth:`EvalData.score_statistics`); ``successes`` counts the attempts with full credit
-        (score 1). Fit with ``model="zoib"`` (the default where some score lies strictly
-        between 0 and 1; scores all 0 or 1 are 0/1 outcomes and get the binomial models) or
+        (score 1). Fit with ``model="fractional"`` (the default where some score lies
+        strictly between 0 and 1; or ``"zoib"``; scores all 0 or 1 are 0/1 outcomes and get
+        the binomial models) or
         bootstrap with :func:`bayeval.bootstrap.mean_score`; the binary models refuse scores
         strictly between 0 and 1.
     run : str, optional

@@ -143,8 +143,8 @@ class Model(ABC):
         n_mid = int(data.dataset["score_nmid"].sum())
         return (
             f"model {self.name!r} is a model of 0/1 outcomes, but {n_mid} valid "
-            "score(s) lie strictly between 0 and 1: fit model='zoib' (the mean "
-            "score), or threshold the scores into a success= column first if "
+            "score(s) lie strictly between 0 and 1: fit model='fractional' (the mean "
+            "score; or 'zoib'), or threshold the scores into a success= column first if "
             "full credit is what counts"
         )
 

@@ -261,7 +261,7 @@ def _resampled_clusters(data) -> tuple[int, str | None]:
 
 
 def _score_twin(results, estimand: str, population=None) -> dict | None:
-    """Bootstrap settings of the twin of a mean-score estimand (``model="zoib"``), or None.
+    """Bootstrap settings of the twin of a mean-score estimand (a model of scores), or None.
 
     The population estimand pairs with the task bootstrap, or with clusters the cluster
     bootstrap weighted equally (a new task from a new cluster, as for ``logit_normal``); the

@@ -198,8 +198,8 @@ class ReportOptions:
     k : int or list of int, default 1
         The k of the per-system table (pass@1 is always included; pass^k for each k > 1).
     metric : {"pass@k", "pass^k", "mean"}, default "pass@k"
-        Metric of the comparisons. A fit of scores (data built with ``score=``: ``zoib``, or
-        a binomial model where every score is 0 or 1) reports the mean
+        Metric of the comparisons. A fit of scores (data built with ``score=``: ``fractional``,
+        ``zoib``, or a binomial model where every score is 0 or 1) reports the mean
         score (``"mean"``; ``"pass@k"`` reads the same) in the per-system table and the
         comparisons, at k = 1 only, beside :func:`bayeval.bootstrap.mean_score` and the
         paired ``bootstrap.compare(..., metric="mean")``; its tasks estimand has no bootstrap
@@ -258,7 +258,7 @@ class ReportOptions:
     cost_model : {"bayesian_bootstrap", "lognormal"}, default "bayesian_bootstrap"
         The posterior's cost side in the cost table (:meth:`bayeval.Results.cost`).
     clusters : {"new", "observed"}, optional
-        The population estimand of a fit with cluster effects (``logit_normal``, ``zoib``):
+        The population estimand of a fit with cluster effects (the paired models):
         a new task from a new cluster, or from the observed clusters; default what the
         clusters support (:func:`bayeval.data.clusters.default_clusters`), said in a note.
         Read by the comparisons' fit, and by the per-system table's where it has clusters.
@@ -380,7 +380,7 @@ def _checked(results, o: ReportOptions) -> ReportOptions:
     elif metric == "mean":
         raise ValueError(
             f"metric='mean' is the mean of partial-credit scores, reported for "
-            f"model='zoib' (data built with score=); this fit is "
+            f"model='fractional' or 'zoib' (data built with score=); this fit is "
             f"{results.model!r}: use metric='pass@k'"
         )
     else:

@@ -76,7 +76,7 @@ def _bootstrap_designs(results, estimand: str, population=None) -> list[dict]:
     The twin is the one :func:`bayeval.crosscheck` pairs with the estimand (and
     ``population``, its clusters and weighting); under the population estimand the task
     bootstrap and (with two or more clusters nested in the strata) the cluster bootstrap are
-    shown beside it. The mean score of a ``zoib`` fit has its population twin (tasks, or
+    shown beside it. The mean score of a fit of scores has its population twin (tasks, or
     clusters) under either estimand: under ``"tasks"`` no design is the twin (``twin=False``).
     """
     population = population or {}

@@ -71,7 +71,7 @@ def _environment(fmt: str) -> jinja2.Environment:
         diag=_diagnostic,
     )
     env.globals.update(interval=_interval, amounts=_amounts)
-    env.filters.update(amount=_amount, fits_scores=_fits_scores)
+    env.filters.update(amount=_amount, fits_scores=_fits_scores, score_model=_score_model)
     return env
 
 
@@ -82,6 +82,18 @@ GATE_FLAG = "\u26a0 Posterior numbers from a fit that failed its MCMC gates: unr
 def _fits_scores(model: str) -> bool:
     """Whether the model named fits partial-credit scores (the registry's model says)."""
     return model in MODELS and MODELS[model].scores
+
+
+#: The words a report names each model of scores by.
+SCORE_MODELS = {
+    "fractional": "the paired logit-normal model with the fractional-binomial likelihood",
+    "zoib": "the zero-one-inflated Beta model",
+}
+
+
+def _score_model(model: str) -> str:
+    """The words for a model of scores (:data:`SCORE_MODELS`), the model's name otherwise."""
+    return SCORE_MODELS.get(model, f"the model {model}")
 
 
 def _render(report: dict, figures: list[dict], fmt: str, image_src, plot_notes) -> str:

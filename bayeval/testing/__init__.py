@@ -220,11 +220,12 @@ def fake_results(
     Parameters
     ----------
     data : EvalData, optional
-        Default: :func:`fake_data` (with ``scores=True`` for ``zoib``), simulated from
+        Default: :func:`fake_data` (with ``scores=True`` for the models of scores), simulated from
         ``truth`` where given.
-    model : {"beta_binomial", "hierarchical", "logit_normal", "zoib", "irt", "judge"}, optional
-        Default ``"hierarchical"``; ``"judge"`` takes judged data
-        (``from_frame(..., judge=, success=, label_design=)``).
+    model : str, optional
+        A name in :data:`MODELS` (``"beta_binomial"``, ``"hierarchical"``, ``"logit_normal"``,
+        ``"zoib"``, ``"fractional"``, ``"irt"``, ``"judge"``). Default ``"hierarchical"``;
+        ``"judge"`` takes judged data (``from_frame(..., judge=, success=, label_design=)``).
     draws, chains : int, default 200 and 2
     seed : int, default 0
         Seeds every draw: the same arguments give the same tree (but ``attrs["created_at"]``).
@@ -303,16 +304,17 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
     if not spec.scores and data.has_partial_credit:
         raise ValueError(
             f"model {model!r} is a model of 0/1 outcomes; these data hold partial-credit "
-            "scores: use model='zoib'"
+            "scores: use model='fractional' or 'zoib'"
         )
     if form is not None and spec.sampling_form(data) is None:
         raise ValueError(
             f"form= applies to a model with several forms (logit_normal); {model!r} has one"
         )
+    attrs = _attrs(data, model, seed, draws, chains)  # input_hash names the data given
+    data = spec.model_data(data, seed=seed)  # as fit takes it (fractional: gridded sums)
     ds = data.dataset
     c, n, bounds = counts_by_bound(ds)
     rng = np.random.default_rng([seed, 0xFA4E])
-    attrs = _attrs(data, model, seed, draws, chains)
     priors, posterior, sample_stats, effects = _FAKES[model](
         data, priors, form, draws, chains, rng, attrs
     )
@@ -387,6 +389,12 @@ def _fake_logit_normal(data, priors, form, draws, chains, rng, attrs):
         effects = posterior[["task_effect"]]
         posterior = posterior.drop_vars(["task_effect", "task"])
     return priors, posterior, _sample_stats(draws, chains, bounds, rng), effects
+
+
+def _fake_fractional(data, priors, form, draws, chains, rng, attrs):
+    """The logit-normal fake of the gridded sums of scores (the collapsed form fit samples)."""
+    form = "collapsed" if form is None else form
+    return _fake_logit_normal(data, priors, form, draws, chains, rng, attrs)
 
 
 def _fake_zoib(data, priors, form, draws, chains, rng, attrs):
@@ -467,6 +475,7 @@ _FAKES = {
     "hierarchical": _fake_hierarchical,
     "logit_normal": _fake_logit_normal,
     "zoib": _fake_zoib,
+    "fractional": _fake_fractional,
     "irt": _fake_irt,
     "judge": _fake_judge,
 }

@@ -1,4 +1,4 @@
-"""``bayeval analyze`` on partial-credit scores: the mean score from the zoib model beside the
+"""``bayeval analyze`` on partial-credit scores: the mean score from the fractional model beside the
 task bootstrap, paired comparisons, the JSON and the report, and the refusals."""
 
 import json
@@ -78,7 +78,7 @@ def analysis(table, tmp_path_factory):
 def test_the_table_gives_posterior_means_beside_the_exact_bootstrap_point(table, analysis):
     result, report, _ = analysis
     assert "scores: column 'score' holds partial-credit scores in [0, 1]" in result.stdout
-    assert "fit: model zoib" in result.stdout
+    assert "fit: model fractional" in result.stdout
     expected = _task_means(table)
     printed = _printed_table(result.stdout)
     assert set(printed) == set(SYSTEMS)
@@ -110,7 +110,7 @@ def test_the_json_carries_the_scores_and_validates(analysis):
         "between": int(frame["score"].between(0, 1, "neither").sum()),
         "at_1": int((frame["score"] == 1).sum()),
     }
-    assert report["estimand"]["model"] == "zoib"
+    assert report["estimand"]["model"] == "fractional"
     assert report["settings"]["report"]["metric"] == "mean"
     assert report["data"]["design_effect"] == []
     schema = json.loads(

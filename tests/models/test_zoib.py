@@ -405,14 +405,14 @@ FIT = {"draws": 3000, "chains": 2, "tune": 1000}
 @pytest.fixture(scope="module")
 def score_fit():
     data = be.from_frame(_frame(n_task=10), score="score", cluster="cluster")
-    return data, be.fit(data, seed=11, **FIT)
+    return data, be.fit(data, model="zoib", seed=11, **FIT)
 
 
-def test_auto_picks_zoib_and_results_serve_the_mean_score(score_fit, tmp_path):
+def test_zoib_results_serve_the_mean_score(score_fit, tmp_path):
     data, res = score_fit
     model, reason = choose_model(data)
-    assert model == "zoib" and "score" in reason
-    assert res.model == "zoib" and res.tree.attrs["model_choice"] == reason
+    assert model == "fractional" and "score" in reason  # the default for scores
+    assert res.model == "zoib" and res.tree.attrs["model_choice"] == "model='zoib' as requested"
     assert res.tree.attrs["target_accept"] == zoib.TARGET_ACCEPT_FEW  # ten tasks
     for estimand in ("tasks", "population"):
         mean = res.mean_score(estimand=estimand)
@@ -459,13 +459,13 @@ def test_binary_metrics_are_refused_on_scores(score_fit):
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
         be.bootstrap.pass_at_k(data)
     grid = be.fit(be.from_counts([[3, 4, 1]], trials=5), draws=50, chains=1, seed=0)
-    with pytest.raises(ValueError, match="model='zoib'"):
+    with pytest.raises(ValueError, match="model='fractional' or 'zoib'"):
         grid.summary(metrics=("mean",))
 
 
 def test_fits_are_reproducible(score_fit):
     data, res = score_fit
-    again = be.fit(data, seed=11, **FIT)
+    again = be.fit(data, model="zoib", seed=11, **FIT)
     xr.testing.assert_equal(
         again.tree["posterior"].to_dataset(), res.tree["posterior"].to_dataset()
     )
@@ -481,7 +481,7 @@ def test_without_the_kernel_route_the_pymc_model_is_compiled_once_per_shape(monk
     zoib._compiled.clear()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", BayevalWarning)  # 200 draws: the gates may fail
-        first = be.fit(data, seed=11, **small)
+        first = be.fit(data, model="zoib", seed=11, **small)
         assert len(zoib._compiled) == 1
         # a model compiled on other data of the same shape, with interior scores in other
         # cells, its data swapped for these, gives the fit compiled on these
@@ -490,8 +490,8 @@ def test_without_the_kernel_route_the_pymc_model_is_compiled_once_per_shape(monk
             other.dataset["score_nmid"].values > 0, data.dataset["score_nmid"].values > 0
         )
         zoib._compiled.clear()
-        be.fit(other, seed=3, draws=50, chains=1, tune=50)
-        swapped = be.fit(data, seed=11, **small)
+        be.fit(other, model="zoib", seed=3, draws=50, chains=1, tune=50)
+        swapped = be.fit(data, model="zoib", seed=11, **small)
     assert len(zoib._compiled) == 1
     xr.testing.assert_equal(
         swapped.tree["posterior"].to_dataset(), first.tree["posterior"].to_dataset()
@@ -555,7 +555,7 @@ def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_
     with pytest.raises(ValueError, match="no k or tau"):
         res.compare("B", "A", metric="mean", k=2)
     # the same outcomes as success= are not scores: the mean score is still refused there
-    with pytest.raises(ValueError, match="model='zoib'"):
+    with pytest.raises(ValueError, match="model='fractional' or 'zoib'"):
         ref.summary(metrics=("mean",))
     # the report of scores: the mean score, the binomial model named
     from bayeval.report import build_report, report_data
@@ -568,8 +568,8 @@ def test_scores_all_0_or_1_get_the_binomial_model_and_its_mean_score_is_pass_at_
     html = build_report(res, fmt="html", plots=False, comparisons=[("B", "A")], metric="mean")
     assert "the binomial model\n<code>logit_normal</code>" in html
     assert "zero-one-inflated" not in text
-    # zoib stays the model for scores with partial credit, and may still be asked for
-    assert choose_model(be.from_frame(_frame(n_task=10), score="score"))[0] == "zoib"
+    # fractional is the model for scores with partial credit; zoib may still be asked for
+    assert choose_model(be.from_frame(_frame(n_task=10), score="score"))[0] == "fractional"
 
 
 # -- bootstrap ---------------------------------------------------------------------------------

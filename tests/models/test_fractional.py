@@ -1,0 +1,138 @@
+"""The fractional model: the logit-normal kernels at fractional counts, the data, the fits."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import special
+
+import bayeval as be
+from bayeval.data.groups import dataset_of
+from bayeval.models.fractional import gridded_scores
+from bayeval.models.kernels.likelihood import log_marginal, loglik_and_grad
+from bayeval.models.kernels.quadrature import Rules
+from bayeval.models.kernels.tables import COUNT_GRID
+
+
+def _reference_log_marginal(eta, c, n, sigma_e, sigma_v, nodes=120):
+    """log of the double integral over e and v by a dense Gauss-Hermite product rule (numpy)."""
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    e = sigma_e * x  # (K,)
+    v = sigma_v * x  # (L,)
+    total = np.zeros(nodes)
+    for s in range(len(eta)):
+        y = eta[s] + e[:, None] + v[None, :]  # (K, L)
+        cell = np.exp(c[s] * y - n[s] * np.logaddexp(0.0, y)) @ w  # (K,)
+        total += np.log(cell)
+    return float(np.log(np.exp(total) @ w))
+
+
+@pytest.mark.parametrize(
+    ("c", "n"),
+    [
+        ([0.3, 1.0, 0.0], [1, 1, 1]),  # one attempt: the fixed grid, fractional and whole
+        ([0.5, 0.2, 0.8], [1, 1, 1]),
+        ([1.3, 0.5, 2.0], [2, 1, 2]),  # two attempts: still the fixed grid
+        ([3.3, 0.5, 4.0], [5, 1, 5]),  # five: the adaptive rule's tables
+    ],
+)
+def test_fractional_counts_integrate_as_a_dense_product_rule_does(c, n):
+    eta, c, n = np.array([0.3, -0.5, 1.0]), np.array(c, float), np.array(n, float)
+    got = log_marginal(eta[None], c[None], n[None], 1.1, 0.6)[0]
+    assert got == pytest.approx(_reference_log_marginal(eta, c, n, 1.1, 0.6), abs=2e-6)
+
+
+def test_fractional_gradient_is_the_derivative_of_the_value():
+    eta = np.array([[0.3, -0.5, 1.0], [0.1, 0.2, -0.3]])
+    c = np.array([[0.3, 0.5, 1.0], [0.2, 1.0, 0.7]])
+    n = np.ones_like(c)
+    arrays = Rules().arrays()
+
+    def value(eta, sigma_e, sigma_v):
+        return loglik_and_grad(eta, c, n, np.ones(2), sigma_e, sigma_v, True, *arrays)[0]
+
+    _, g_eta, g_se, g_sv = loglik_and_grad(eta, c, n, np.ones(2), 1.1, 0.6, True, *arrays)
+    h = 1e-5
+    for p, s in [(0, 0), (1, 2), (0, 2)]:
+        up, down = eta.copy(), eta.copy()
+        up[p, s] += h
+        down[p, s] -= h
+        assert g_eta[p, s] == pytest.approx((value(up, 1.1, 0.6) - value(down, 1.1, 0.6)) / (2 * h))
+    assert g_se == pytest.approx((value(eta, 1.1 + h, 0.6) - value(eta, 1.1 - h, 0.6)) / (2 * h))
+    assert g_sv == pytest.approx((value(eta, 1.1, 0.6 + h) - value(eta, 1.1, 0.6 - h)) / (2 * h))
+
+
+def test_counts_off_the_grid_are_refused():
+    with pytest.raises(ValueError, match="grid of 1 / COUNT_GRID"):
+        log_marginal(np.zeros((1, 2)), np.array([[0.37, 1.0]]), np.ones((1, 2)), 1.0, 0.5)
+
+
+def _scores(seed=0, n_tasks=30, systems=("A", "B")):
+    rng = np.random.default_rng(seed)
+    ability = {"A": -0.3, "B": 0.4}
+    rows = []
+    for j in range(n_tasks):
+        e = rng.normal(0, 1.2)
+        for s in systems:
+            m = special.expit(ability[s] + e + rng.normal(0, 0.4))
+            score = rng.beta(6 * m, 6 * (1 - m)) if j % 2 else float(rng.random() < m)
+            rows.append({"system": s, "task": f"t{j}", "score": score})
+    return pd.DataFrame(rows)
+
+
+def test_gridded_scores_are_on_the_grid_unbiased_and_leave_the_data_alone():
+    df = _scores()
+    data = be.from_frame(df, score="score")
+    before = data.dataset["successes"].values.copy()
+    total = data.score_statistics()["sum"].values
+    draws = np.stack(
+        [gridded_scores(data, seed).dataset["successes"].values for seed in range(400)]
+    )
+    assert np.allclose(draws * COUNT_GRID, np.round(draws * COUNT_GRID))
+    assert np.all(np.abs(draws - total) < 1 / COUNT_GRID)  # a neighbour on the grid
+    # unbiased: the mean over seeds is the sum, within 4 standard errors of the rounding
+    se = np.sqrt(0.25 / COUNT_GRID**2 / len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - total) < 4 * se + 1e-12)
+    whole = np.isclose(total, np.round(total))
+    assert np.all(draws[:, whole] == total[whole])  # 0/1 outcomes keep their counts
+    assert np.array_equal(data.dataset["successes"].values, before)
+
+
+def test_fractional_on_binary_outcomes_is_the_logit_normal_fit():
+    counts = [[1, 0, 1, 1, 0, 1, 1, 0, 1, 0, 1, 1], [0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0]]
+    data = be.from_counts(counts, trials=1, systems=["A", "B"])
+    kwargs = {"draws": 100, "chains": 2, "tune": 100, "seed": 3}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        frac = be.fit(data, model="fractional", **kwargs)
+        binary = be.fit(data, model="logit_normal", **kwargs)
+    a = frac.mean_score(estimand="tasks")
+    b = binary.pass_at_k(estimand="tasks")
+    np.testing.assert_allclose(a.values, b.values)
+    np.testing.assert_allclose(
+        frac.tree["posterior"]["sigma_task"].values, binary.tree["posterior"]["sigma_task"].values
+    )
+
+
+def test_fractional_fit_reads_the_mean_score_and_refuses_binary_metrics():
+    df = _scores(n_tasks=40)
+    data = be.from_frame(df, score="score")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = be.fit(data, model="fractional", draws=200, chains=2, seed=1)
+    assert res.tree.attrs["model"] == "fractional"
+    tasks = res.mean_score(estimand="tasks")
+    observed = df.groupby("system")["score"].mean().loc[data.systems].values
+    lo, hi = tasks.quantile([0.005, 0.995], dim=("chain", "draw")).values
+    assert np.all((lo < observed) & (observed < hi))
+    np.testing.assert_allclose(res.pass_at_k(estimand="tasks").values, tasks.values)
+    effect = res.compare("B", "A", metric="mean", estimand="tasks")
+    assert float(effect["effect_mean"]) == pytest.approx(
+        float((tasks.sel(system="B") - tasks.sel(system="A")).mean())
+    )
+    with pytest.raises(ValueError, match="mean score"):
+        res.pass_at_k(k=2)
+    fitted = dataset_of(res.tree)["successes"].values  # the gridded sums the fit read
+    np.testing.assert_allclose(fitted, gridded_scores(data, 1).dataset["successes"].values)
