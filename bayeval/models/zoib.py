@@ -562,7 +562,8 @@ class ZoibScores(base.Model):
             "with one attempt per task the task-by-system spread and the Beta precision "
             "phi are told apart only by the shape of the interior scores: they mix slowly "
             "and, on LiveBench-like data, fail the MCMC gates; read the mean score's own "
-            "ESS in summary() before relying on it (models/zoib.md)"
+            "ESS in summary() before relying on it, or fit model='fractional', the default "
+            "for scores (models/zoib.md, models/fractional.md)"
         )
 
     def sample(

@@ -427,7 +427,7 @@ def _score_role(
         raise RoleError(
             "this table holds scores, not 0/1 outcomes: this command analyses 0/1 outcomes "
             "(name them with --success); partial-credit scores in [0, 1] are analysed by "
-            "bayeval analyze FILE --score COLUMN (the mean score, zoib model)",
+            "bayeval analyze FILE --score COLUMN (the mean score, fractional model)",
             "--success",
         )
     if given is not None:
@@ -455,7 +455,7 @@ def _score_role(
     lines.append(
         f"scores: column {column!r} holds partial-credit scores in [0, 1]"
         + (" (detected; --success COLUMN names 0/1 outcomes instead)" if detected else "")
-        + ": the mean score (zoib model; scores all 0 or 1 are 0/1 "
+        + ": the mean score (fractional model; scores all 0 or 1 are 0/1 "
         "outcomes, fitted by the binomial models)"
     )
     return column
