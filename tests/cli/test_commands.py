@@ -719,7 +719,7 @@ def test_analyze_asks_about_a_new_platform_only_when_told(platforms_csv):
     observed = invoke(*common, "--clusters", "observed", "--weighting", "cluster")
     assert "a new task from these 3 clusters, each weighing the same" in observed.output
     refused = invoke(*common[:-3], "--model", "hierarchical", "--clusters", "new")
-    assert refused.exit_code == 2 and "need model='logit_normal'" in refused.output
+    assert refused.exit_code == 2 and "need a paired model" in refused.output
 
 
 def test_pass_at_k_where_each_systems_trials_allow(tmp_path):

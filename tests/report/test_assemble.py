@@ -407,5 +407,5 @@ def test_a_new_cluster_is_there_when_asked_for(platforms):
     assert twin["twin"] and twin["unit"] == "cluster" and twin["weighting"] == "cluster"
     assert twin["decision"]["decision"] == "inconclusive" and twin["p_value"] is None
     assert out["multiplicity"]["adjusted"] == [None]
-    with pytest.raises(ValueError, match="clusters= and weighting= need model='logit_normal'"):
+    with pytest.raises(ValueError, match="clusters= and weighting= need a paired model"):
         report_data(fake_results(res.data, model="hierarchical"), clusters="new")
