@@ -192,7 +192,8 @@ class LogitNormalRates(base.Model):
         With two or more systems and one trial per cell (:func:`one_trial`) the overall scale
         of the task-level spreads is not identified, and the interval over these tasks narrows
         as it grows: ``sigma_task_system`` then defaults to HalfNormal
-        (:data:`ONE_TRIAL_SIGMA_TASK_SYSTEM`); otherwise to :data:`DEFAULT_PRIORS`'s.
+        (:data:`~bayeval.models.logit_normal.layout.ONE_TRIAL_SIGMA_TASK_SYSTEM`); otherwise to
+        :data:`~bayeval.models.logit_normal.layout.DEFAULT_PRIORS`'s.
 
         Examples
         --------
@@ -851,13 +852,16 @@ class LogitNormalRates(base.Model):
         """Each count pattern's integrated likelihood, joint over its systems.
 
         A pattern is a cluster, a stratum and the counts of every system
-        (:func:`.likelihood.pattern_log_likelihood`).
+        (:func:`~bayeval.models.logit_normal.likelihood.pattern_log_likelihood`).
         """
         prm, layout, _, _ = self._params(tree, 0)
         return base.Patterns(*likelihood.pattern_log_likelihood(prm, layout, c, n))
 
     def log_likelihood_cost(self, tree) -> float:
-        """The quadrature's rough seconds (:func:`.likelihood.log_likelihood_cost`)."""
+        """The quadrature's rough seconds.
+
+        :func:`~bayeval.models.logit_normal.likelihood.log_likelihood_cost`.
+        """
         return likelihood.log_likelihood_cost(tree)
 
 
