@@ -44,6 +44,14 @@ def test_fractional_counts_integrate_as_a_dense_product_rule_does(c, n):
     assert got == pytest.approx(_reference_log_marginal(eta, c, n, 1.1, 0.6), abs=2e-6)
 
 
+def test_fractional_counts_far_out_take_each_nodes_logarithms():
+    # 1 - p underflows to 0 at every node of the first cell: only logarithms keep its terms
+    eta, c, n = np.array([800.0, 0.5]), np.array([1.5, 0.3]), np.array([2.0, 1.0])
+    got = log_marginal(eta[None], c[None], n[None], 1.1, 0.6)[0]
+    assert np.isfinite(got)
+    assert got == pytest.approx(_reference_log_marginal(eta, c, n, 1.1, 0.6), rel=1e-6)
+
+
 def test_fractional_gradient_is_the_derivative_of_the_value():
     eta = np.array([[0.3, -0.5, 1.0], [0.1, 0.2, -0.3]])
     c = np.array([[0.3, 0.5, 1.0], [0.2, 1.0, 0.7]])

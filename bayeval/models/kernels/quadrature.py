@@ -561,7 +561,9 @@ def _combo(s, cs, ns, paired, u, lam, tab_p, tab_q, g_lin, score_e, score_v):
 
 
 @numba.njit(cache=True, fastmath={"contract"})
-def _fractional_terms(eta_s, cs, ns, sigma_v, paired, u, lam, ez, eu, reach, rates, out, work):
+def _fractional_terms(
+    eta_s, cs, ns, sigma_e, sigma_v, paired, z, u, lam, ez, eu, reach, rates, out, work
+):
     """:func:`_combo`'s grid terms of a fractional count ``cs`` of ``ns`` (partial credit).
 
     ``rates (2, L, K)`` holds the system's rates ``p`` and ``1 - p`` at the grid nodes, inner node
@@ -569,8 +571,8 @@ def _fractional_terms(eta_s, cs, ns, sigma_v, paired, u, lam, ez, eu, reach, rat
     memory without a reduction, which the compiler vectorises. ``p^c q^(n - c) = q^n exp(c y)``
     and ``exp(c y) = exp(c eta_s) ez[k]^-c eu[m]^-c`` (:func:`_factors`): one power per outer and
     per inner node. Where ``c y`` could leave the floating-point range each node takes its
-    logarithms instead. ``out`` holds the rows ``g_lin``, ``score_e``, ``score_v``; ``work`` at
-    least ``K`` numbers.
+    log rates from its logit instead. ``out`` holds the rows ``g_lin``, ``score_e``,
+    ``score_v``; ``work`` at least ``K`` numbers.
     """
     g_lin, score_e, score_v = out
     L, K = rates.shape[1], rates.shape[2]
@@ -587,13 +589,14 @@ def _fractional_terms(eta_s, cs, ns, sigma_v, paired, u, lam, ez, eu, reach, rat
         weight = lam[m] if paired else 1.0
         node = u[m] if paired else 0.0
         p_m, q_m = rates[0, m], rates[1, m]
-        if direct:
-            for k in range(K):
-                work[k] = _likelihood_power(p_m[k], q_m[k], cs, ns) / _power(1.0, q_m[k], 0, nn)
-        f_m = weight * (eu[m] ** (-cs) if not direct else 1.0)
+        f_m = weight * (1.0 if direct else eu[m] ** (-cs))
         for k in range(K):
-            q = q_m[k] if nn == 1 else _power(1.0, q_m[k], 0, nn)
-            like = work[k] * f_m * q
+            if direct:  # each node's log rates from its logit: nothing leaves the range
+                y = eta_s + sigma_e * z[k] + node * sigma_v
+                like = weight * math.exp(-cs * _softplus(-y) - (ns - cs) * _softplus(y))
+            else:
+                q = q_m[k] if nn == 1 else _power(1.0, q_m[k], 0, nn)
+                like = work[k] * f_m * q
             sc = like * (cs - ns * p_m[k])
             g_lin[k] += like
             score_e[k] += sc
