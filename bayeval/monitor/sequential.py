@@ -481,6 +481,38 @@ def monitor_rate(
     return table
 
 
+def _paired_differences(store, candidate, baseline):
+    """Per-task rate differences, candidate minus baseline, in checkpoint then task order.
+
+    Returns the table of checkpoints (``checkpoint``, ``new_tasks``, ``tasks``), the
+    differences and the index of each checkpoint's last difference. A task seen in an earlier
+    checkpoint is refused: what it did before predicts what it does again, which breaks both
+    the martingale and the independent increments of a group sequential test.
+    """
+    seen: dict[object, object] = {}
+    chunks: list = []
+    rows: list = []
+    for label, data in _checkpoints(store):
+        c, n = _counts(data, label, [candidate, baseline])
+        both = (n > 0).all(axis=0)
+        tasks = data.tasks[both].tolist()
+        again = [t for t in tasks if t in seen]
+        if again:
+            raise ValueError(
+                f"checkpoint {label!r} repeats tasks {again[:5]} first seen in checkpoint "
+                f"{seen[again[0]]!r}; the paired gate takes new tasks at every checkpoint "
+                "(a task seen before predicts itself, which breaks the martingale)"
+            )
+        seen.update(dict.fromkeys(tasks, label))
+        chunks.append(c[0, both] / n[0, both] - c[1, both] / n[1, both])
+        rows.append({"checkpoint": label, "new_tasks": int(both.sum())})
+    table = pd.DataFrame(rows, columns=["checkpoint", "new_tasks"])
+    x = np.concatenate(chunks) if chunks else np.zeros(0)
+    ends = np.cumsum(table["new_tasks"].to_numpy()) - 1
+    table["tasks"] = ends + 1
+    return table, x, ends
+
+
 def monitor_paired(
     store,
     candidate,
@@ -540,28 +572,7 @@ def monitor_paired(
     alpha = 1.0 - validate_prob("ci_prob", ci_prob)
     margin = validate_margin(margin, signed=True)
     horizon = _check_bets(bets, horizon)
-    seen: dict[object, object] = {}
-    chunks: list = []
-    rows: list = []
-    for label, data in _checkpoints(store):
-        c, n = _counts(data, label, [candidate, baseline])
-        both = (n > 0).all(axis=0)
-        tasks = data.tasks[both].tolist()
-        again = [t for t in tasks if t in seen]
-        if again:
-            raise ValueError(
-                f"checkpoint {label!r} repeats tasks {again[:5]} first seen in checkpoint "
-                f"{seen[again[0]]!r}; the paired gate takes new tasks at every checkpoint "
-                "(a task seen before predicts itself, which breaks the martingale)"
-            )
-        seen.update(dict.fromkeys(tasks, label))
-        diff = c[0, both] / n[0, both] - c[1, both] / n[1, both]
-        chunks.append(diff)
-        rows.append({"checkpoint": label, "new_tasks": int(both.sum())})
-    table = pd.DataFrame(rows, columns=["checkpoint", "new_tasks"])
-    x = np.concatenate(chunks) if chunks else np.zeros(0)
-    ends = np.cumsum(table["new_tasks"].to_numpy()) - 1
-    table["tasks"] = ends + 1
+    table, x, ends = _paired_differences(store, candidate, baseline)
     if x.size:
         capital = betting_capital(
             x, float(margin), ci_prob, (-1.0, 1.0), alternative, bets=bets, horizon=horizon
