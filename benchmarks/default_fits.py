@@ -36,6 +36,29 @@ def policies(name: str) -> list[str | None]:
     return [None]
 
 
+def fit_row(name: str, missing: str | None, data, seed: int, **options) -> tuple[str, list]:
+    """Fit ``data`` at ``seed`` (defaults unless ``options``); the table's row and failed gates."""
+    ds = data.dataset
+    shape = f"{len(data.systems)} x {ds.sizes['task']} x {int(ds['trials'].max())}"
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)  # gates: tabulated
+        res = be.fit(data, seed=seed, progress=False, **options)
+    elapsed = time.perf_counter() - start
+    diag = res.diagnostics
+    failed = gate_failures(diag, int(res.tree.attrs["chains"]))
+    form = res.tree.attrs.get("form", "")
+    line = (
+        f"| {name} | {missing or '-'} | {shape} | {res.model}"
+        f"{f' ({form})' if form else ''} | {seed} | {elapsed:.0f} | "
+        f"{diag.get('divergences', '-')} | {diag.get('max_rhat', float('nan')):.3f} | "
+        f"{diag.get('min_ess_bulk', float('nan')):.0f} | "
+        f"{diag.get('min_ess_tail', float('nan')):.0f} | "
+        f"{', '.join(failed) or 'none'} |"
+    )
+    return line, failed
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -58,27 +81,10 @@ def main():
     for name in names:
         for missing in policies(name):
             data = be.datasets.load(name, **({"missing": missing} if missing else {}))
-            ds = data.dataset
-            shape = f"{len(data.systems)} x {ds.sizes['task']} x {int(ds['trials'].max())}"
             passed = 0
             for seed in args.seeds:
-                start = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", be.BayevalWarning)  # gates: tabulated
-                    res = be.fit(data, seed=seed, progress=False)
-                elapsed = time.perf_counter() - start
-                diag = res.diagnostics
-                failed = gate_failures(diag, int(res.tree.attrs["chains"]))
+                line, failed = fit_row(name, missing, data, seed)
                 passed += not failed
-                form = res.tree.attrs.get("form", "")
-                line = (
-                    f"| {name} | {missing or '-'} | {shape} | {res.model}"
-                    f"{f' ({form})' if form else ''} | {seed} | {elapsed:.0f} | "
-                    f"{diag.get('divergences', '-')} | {diag.get('max_rhat', float('nan')):.3f} | "
-                    f"{diag.get('min_ess_bulk', float('nan')):.0f} | "
-                    f"{diag.get('min_ess_tail', float('nan')):.0f} | "
-                    f"{', '.join(failed) or 'none'} |"
-                )
                 print(line, flush=True)
                 lines.append(line)
             summary.append(

@@ -83,7 +83,6 @@ class FractionalScores(LogitNormalRates):
     name = "fractional"
     metrics = ("mean", "pass@k")
     scores = True  # the mean of scores in [0, 1]
-    crossed_bounds_refit = True
 
     def supports(self, data) -> str | None:
         """Scores in [0, 1] and 0/1 outcomes alike."""
