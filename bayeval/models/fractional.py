@@ -22,7 +22,10 @@ estimating equation stays unbiased, and the variance a score adds is at most 0.0
 of a coin's at 0.5); the fitted tree's ``successes`` hold those gridded sums.
 Every readout reads them as the binary model reads its counts: the compiled collapsed form's
 integrals (the task and task-by-system effects integrated out), and the exact draws of the
-tasks estimand.
+tasks estimand. The sampler takes the binary model's form where it can: from 12 systems with
+at most two attempts a cell, the task-latent form (task effects sampled, each cell's
+task-by-system effect integrated from a table per count on the grid), the same posterior as the
+collapsed form's at a fraction of its cost; with more attempts a cell, the collapsed form.
 """
 
 from __future__ import annotations
@@ -93,9 +96,11 @@ class FractionalScores(LogitNormalRates):
         return gridded_scores(data, seed)
 
     def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
-        """The collapsed form: its integrals take fractional counts exactly.
+        """The binary model's choice, except the full-latent form.
 
-        The full-latent form's tables of integrated cells are built for whole counts.
+        The collapsed form's integrals and the task-latent form's tables take fractional
+        counts on the grid; the full-latent form's tables of integrated cells (several
+        attempts a cell) are built for whole counts, so those data take the collapsed form.
         """
         if self.engine(sampler) == "numpyro":
             raise ValueError(
@@ -103,7 +108,7 @@ class FractionalScores(LogitNormalRates):
                 "'nutpie'); sampler='numpyro' runs only models of 0/1 outcomes"
             )
         form, why = sampling_form(data.dataset)
-        if form == "collapsed":
+        if form in ("collapsed", "task-latent"):
             return form, why
         return "collapsed", (
             "the collapsed form, whose integrals take the fractional counts of partial-credit "

@@ -144,3 +144,56 @@ def test_fractional_fit_reads_the_mean_score_and_refuses_binary_metrics():
         res.pass_at_k(k=2)
     fitted = dataset_of(res.tree)["successes"].values  # the gridded sums the fit read
     np.testing.assert_allclose(fitted, gridded_scores(data, 1).dataset["successes"].values)
+
+
+def test_many_systems_take_the_task_latent_form_and_its_posterior_is_the_collapsed_one(
+    monkeypatch,
+):
+    """12 systems x 40 tasks with one graded attempt each: ``fit`` samples the task-latent
+    form (its tables at fractional counts), whose posterior is the collapsed form's (each
+    system's mean score over these tasks and the spreads within four Monte Carlo standard
+    errors); three attempts a cell keep the collapsed form."""
+    import arviz_stats as azs
+
+    from bayeval.models.fractional import FractionalScores
+
+    rng = np.random.default_rng(4)
+    systems = [f"s{i:02d}" for i in range(12)]
+    m = special.expit(
+        np.linspace(-1, 1, 12)[:, None] + rng.normal(0, 1.2, 40) + rng.normal(0, 0.3, (12, 40))
+    )
+    graded = np.arange(40) % 2 == 1
+    score = np.where(graded, rng.beta(6 * m, 6 * (1 - m)), (rng.random(m.shape) < m) * 1.0)
+    frame = pd.DataFrame(
+        {
+            "system": np.repeat(systems, 40),
+            "task": np.tile([f"t{j}" for j in range(40)], 12),
+            "score": score.ravel(),
+        }
+    )
+    data = be.from_frame(frame, score="score")
+    model = FractionalScores()
+    assert model.sampling_form(data)[0] == "task-latent"
+    thrice = be.from_frame(pd.concat([frame] * 3), score="score")
+    assert model.sampling_form(thrice)[0] == "collapsed"  # where 0/1 outcomes take full-latent
+    kwargs = {"draws": 500, "tune": 500, "chains": 4, "seed": 2, "progress": False}
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", be.BayevalWarning)  # one attempt a task: said, tested
+        fits["task-latent"] = be.fit(data, **kwargs)
+        monkeypatch.setattr(
+            FractionalScores, "sampling_form", lambda self, data, sampler="auto": ("collapsed", "")
+        )
+        fits["collapsed"] = be.fit(data, **kwargs)
+    assert [f.tree.attrs["form"] for f in fits.values()] == ["task-latent", "collapsed"]
+    assert all(f.model == "fractional" for f in fits.values())
+    pairs = [
+        tuple(f.mean_score(estimand="tasks") for f in fits.values()),
+        *[
+            tuple(f.tree["posterior"][name] for f in fits.values())
+            for name in ("sigma_task", "sigma_task_system")
+        ],
+    ]
+    for a, b in pairs:
+        gap = np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw"))).values
+        assert np.all(gap < 4 * np.hypot(azs.mcse(a), azs.mcse(b)).values), a.name

@@ -503,7 +503,11 @@ def _reference_log_density(
         if integrated:  # E over v ~ N(0, sigma_v) of the binomial, nine Hermite nodes
             x, w = np.polynomial.hermite.hermgauss(9)
             y = (eta + effects[j])[:, None] + sigma_v * np.sqrt(2.0) * x
-            like = stats.binom.pmf(c[:, j, None], n[:, j, None], special.expit(y))
+            cj, nj = c[:, j, None], n[:, j, None]
+            if np.all(cj == np.round(cj)):
+                like = stats.binom.pmf(cj, nj, special.expit(y))
+            else:  # sums of partial-credit scores: the fractional binomial, p^c (1 - p)^(n - c)
+                like = np.exp(cj * special.log_expit(y) + (nj - cj) * special.log_expit(-y))
             total += np.log(like @ (w / np.sqrt(np.pi))).sum()
             continue
         if latent:
@@ -942,6 +946,42 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(
         ]
     )
     np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
+
+
+@pytest.mark.parametrize("systems", [2, 3])
+def test_task_latent_log_density_takes_fractional_counts(systems):
+    """Sums of partial-credit scores on the grid of 0.1 (one or two attempts a cell): the
+    task-latent form's tables hold each count's fractional-binomial integral, checked against
+    the NumPy reference with ``p^c (1 - p)^(n - c)`` at nine Hermite nodes; the gradient by
+    finite differences; counts off the grid are refused."""
+    data, c, n = _collapsed_case(systems, True, True, most=2)
+    rng = np.random.default_rng(5)
+    frac = np.clip(c + rng.integers(-4, 5, c.shape) / 10, 0, n)
+    assert (frac != np.round(frac)).any() and (frac == n).any() and (frac == 0).any()
+    layout = logit_normal.Layout.from_dataset(data.dataset, "task-latent")
+    coord, v = logit_normal._latent_inputs(frac, n, layout, logit_normal.validate_priors(None), 9)
+
+    def kernel(t):
+        return logp_and_grad(
+            t, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
+        )
+
+    points = [rng.normal(0, 0.8, coord.size) for _ in range(3)]
+    ours = np.array([kernel(p)[0] for p in points])
+    ref = np.array([_reference_log_density(p, data, frac, n, integrated=True) for p in points])
+    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-7)
+    h = 1e-6
+    numeric = np.array(
+        [
+            (kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
+            for e in np.eye(coord.size)
+        ]
+    )
+    np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
+    with pytest.raises(ValueError, match="grid"):
+        logit_normal._latent_inputs(
+            frac + 0.03 * (frac < n), n, layout, {**logit_normal.validate_priors(None)}, 9
+        )
 
 
 def test_additive_logits_recover_known_intercepts_and_task_effects():

@@ -7,8 +7,15 @@ import math
 import numba
 import numpy as np
 
-from bayeval.models.kernels.numerics import _binomial_cell, _neg_abs_exp, _power, _softplus_parts
+from bayeval.models.kernels.numerics import (
+    _binomial_cell,
+    _likelihood_power,
+    _neg_abs_exp,
+    _power,
+    _softplus_parts,
+)
 from bayeval.models.kernels.tables import (
+    COUNT_GRID,
     INNER_NODES,
     TABLE_LOW,
     TABLE_SIZE,
@@ -338,13 +345,15 @@ def _fixed_rows(first, top, q, cq, nq, sigma_v, u, lam, tab):
             ys[r * M + m] = y + sigma_v * u[m]
     _neg_abs_exp(ys, small, np.empty(rows * M, dtype=np.int64))
     a_pow, b_pow = int(cq), int(nq - cq)
+    whole = a_pow == cq  # a fractional count (partial credit) takes its logarithms
     for r in range(rows):
         g, gy, gs, gys = 0.0, 0.0, 0.0, 0.0
         for m in range(M):
             k = r * M + m
             inv = 1.0 / (1.0 + small[k])
             p, q_m = (inv, small[k] * inv) if ys[k] >= 0.0 else (small[k] * inv, inv)
-            like = lam[m] * _power(p, q_m, a_pow, b_pow)
+            power = _power(p, q_m, a_pow, b_pow) if whole else _likelihood_power(p, q_m, cq, nq)
+            like = lam[m] * power
             sc = cq - nq * p
             g += like
             gy += like * sc
@@ -377,15 +386,25 @@ def _hermite_coefficients(tab, q, first, last, coef, cross=4):
             coef[q, i, at + 3] = 2.0 * (f0 - f1) + s0 + s1
 
 
-#: The task-latent form's tables' counts: (1, 1), (1, 2) and (2, 2); counts with fewer
-#: successes than failures read their mirror ``(n - c, n)``.
-_LOW_COUNTS = np.array([[1.0, 1.0], [1.0, 2.0], [2.0, 2.0]])
+#: The task-latent form's tables' counts, on the grid of :data:`tables.COUNT_GRID` (sums of
+#: partial-credit scores; whole counts are on it): ``(c, 1)`` for c = 0.5, 0.6, ..., 1 and
+#: ``(c, 2)`` for c = 1, 1.1, ..., 2. Counts with fewer successes than failures read their
+#: mirror ``(n - c, n)``. Whole counts read (1, 1), (1, 2) and (2, 2).
+_LOW_COUNTS = np.array(
+    [[0.5 + k / COUNT_GRID, 1.0] for k in range(COUNT_GRID // 2 + 1)]
+    + [[1.0 + k / COUNT_GRID, 2.0] for k in range(COUNT_GRID + 1)]
+)
 
 
 @numba.njit(cache=True)
 def _low_table(cc, nn):
-    """The task-latent table of a cell's counts (:data:`_LOW_COUNTS`; 0 where not run)."""
-    return (nn == 2.0) * (1 + (cc != 1.0))
+    """The task-latent table of a cell's counts (a row of :data:`_LOW_COUNTS`; 0 where not run)."""
+    if nn <= 0.0:
+        return 0
+    mirrored = max(cc, nn - cc)
+    if nn == 1.0:
+        return int(round((mirrored - 0.5) * COUNT_GRID))
+    return COUNT_GRID // 2 + 1 + int(round((mirrored - 1.0) * COUNT_GRID))
 
 
 @numba.njit(cache=True, fastmath={"reassoc", "contract"})
@@ -419,16 +438,24 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
     used = 0  # the tables read, as bits
     for j in range(J):
         for s in range(S):
-            used |= (n[j, s] > 0.0) << _low_table(c[j, s], n[j, s])
+            used |= np.int64(n[j, s] > 0.0) << _low_table(c[j, s], n[j, s])
     top = min(int((reach - TABLE_LOW) / TABLE_STEP) + 1, TABLE_SIZE - 1)
     first = TABLE_SIZE - 1 - top  # the cells read, from first to top, held from row 0
     rows = top - first + 1
-    tab = np.empty((3, rows, 5))
-    coef = np.empty((3, rows, 8))
-    for q in range(3):
-        if used & (1 << q):
-            _fixed_rows(first, top, q, _LOW_COUNTS[q, 0], _LOW_COUNTS[q, 1], sigma_v, u, lam, tab)
-            _hermite_coefficients(tab, q, 0, rows - 1, coef)
+    # only the tables read are filled, each at its slot (0/1 outcomes read at most three)
+    slot = np.full(_LOW_COUNTS.shape[0], -1, dtype=np.int64)
+    held = 0
+    for q in range(_LOW_COUNTS.shape[0]):
+        if used & (np.int64(1) << q):
+            slot[q] = held
+            held += 1
+    tab = np.empty((held, rows, 5))
+    coef = np.empty((held, rows, 8))
+    for q in range(_LOW_COUNTS.shape[0]):
+        if slot[q] >= 0:
+            k = slot[q]
+            _fixed_rows(first, top, k, _LOW_COUNTS[q, 0], _LOW_COUNTS[q, 1], sigma_v, u, lam, tab)
+            _hermite_coefficients(tab, k, 0, rows - 1, coef)
     h = TABLE_STEP
     inv_h = 1.0 / TABLE_STEP
     total, g_sv = 0.0, 0.0
@@ -445,7 +472,7 @@ def _integrated_cells(base, cluster, stratum, e, c, n, sigma_v, u, lam):
             cc = c[j, s]
             # fewer successes than failures: the mirror's table, at -y
             sg = 1.0 if cc >= nn - cc else -1.0
-            q = _low_table(cc, nn)
+            q = slot[_low_table(cc, nn)]
             yy = sg * (row[s] + e[j])
             t = (yy - TABLE_LOW) * inv_h
             if not 0.0 < t < TABLE_SIZE - 1:  # beyond the grid (or NaN): the tangent at its end

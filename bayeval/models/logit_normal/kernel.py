@@ -30,6 +30,7 @@ from bayeval.models.kernels.collapsed import (
     task_reflections,
 )
 from bayeval.models.kernels.quadrature import LOW_TRIALS, N_NODES, Rules
+from bayeval.models.kernels.tables import _count_grid
 from bayeval.models.logit_normal.layout import (
     SIGMAS,
     Layout,
@@ -206,6 +207,8 @@ def _latent_inputs(c, n, layout: Layout, priors: dict, n_nodes: int) -> tuple[Co
             f"the task-latent form takes at most {LOW_TRIALS} trials a cell; "
             f"these data have up to {int(np.max(n))}"
         )
+    if coord.cells_integrated:
+        _count_grid(c)  # its tables hold counts on the grid only (a ValueError off it)
     rules = Rules(n_nodes)
     index = np.ascontiguousarray(np.stack([layout.cluster, layout.pops.code]).astype(np.int64))
     extra = np.zeros(0)
