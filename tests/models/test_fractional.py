@@ -176,7 +176,7 @@ def test_many_systems_take_the_task_latent_form_and_its_posterior_is_the_collaps
     assert model.sampling_form(data)[0] == "task-latent"
     thrice = be.from_frame(pd.concat([frame] * 3), score="score")
     assert model.sampling_form(thrice)[0] == "collapsed"  # where 0/1 outcomes take full-latent
-    kwargs = {"draws": 500, "tune": 500, "chains": 4, "seed": 2, "progress": False}
+    kwargs = {"draws": 300, "tune": 300, "chains": 4, "seed": 2, "progress": False}
     fits = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", be.BayevalWarning)  # one attempt a task: said, tested
