@@ -40,6 +40,8 @@ against published boundaries and SciPy's multivariate normal.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 from scipy import optimize, signal, stats
@@ -66,7 +68,7 @@ def _spent(t, alpha: float, spending: str) -> np.ndarray:
     t = np.minimum(np.asarray(t, dtype=float), 1.0)
     if spending == "obrien-fleming":
         return 2.0 * stats.norm.sf(stats.norm.isf(alpha / 2.0) / np.sqrt(t))
-    return alpha * np.log1p((np.e - 1.0) * t)
+    return alpha * np.log1p((math.e - 1.0) * t)
 
 
 def _check_fractions(fractions) -> np.ndarray:
