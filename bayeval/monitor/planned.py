@@ -52,6 +52,7 @@ from bayeval._validate import (
     validate_positive_int,
     validate_prob,
 )
+from bayeval.monitor.sequential import _paired_differences
 
 __all__ = ["monitor_planned", "spending_bounds"]
 
@@ -203,8 +204,6 @@ def monitor_planned(
     >>> int(table["fired"].idxmax())   # the first checkpoint past its boundary
     10
     """
-    from bayeval.monitor.sequential import _paired_differences
-
     validate_choice("alternative", alternative, ("greater", "less"))
     validate_choice("spending", spending, SPENDING)
     alpha = 1.0 - validate_prob("ci_prob", ci_prob)
