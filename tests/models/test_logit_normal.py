@@ -896,6 +896,30 @@ def _check_full_latent_density(data, c, n, atol):
     np.testing.assert_allclose(dlogp({"theta": points[1]}), numeric, atol=1e-6)
 
 
+def _check_task_latent_kernel(coord, v, data, c, n, rng):
+    """The compiled task-latent log density against the NumPy reference at three random
+    points (differences, so constants cancel), and its gradient by central differences."""
+
+    def kernel(t):
+        return logp_and_grad(
+            t, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
+        )
+
+    points = [rng.normal(0, 0.8, coord.size) for _ in range(3)]
+    ours = np.array([kernel(p)[0] for p in points])
+    ref = np.array([_reference_log_density(p, data, c, n, integrated=True) for p in points])
+    # the tables' cubic Hermite interpolation in y (steps of 0.1) is all that differs
+    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-7)
+    h = 1e-6
+    numeric = np.array(
+        [
+            (kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
+            for e in np.eye(coord.size)
+        ]
+    )
+    np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "systems, clusters, strata, level, recipes",
     [
@@ -927,25 +951,7 @@ def test_task_latent_log_density_is_prior_plus_integrated_cells(
     with pytest.raises(ValueError, match="at most 2 trials a cell; these data have up to 3"):
         logit_normal._latent_inputs(c, n + 1, layout, logit_normal.validate_priors(None), 9)
 
-    def kernel(t):
-        return logp_and_grad(
-            t, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
-        )
-
-    rng = np.random.default_rng(12)
-    points = [rng.normal(0, 0.8, coord.size) for _ in range(3)]
-    ours = np.array([kernel(p)[0] for p in points])
-    ref = np.array([_reference_log_density(p, data, c, n, integrated=True) for p in points])
-    # the tables' cubic Hermite interpolation in y (steps of 0.1) is all that differs
-    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-7)
-    h = 1e-6
-    numeric = np.array(
-        [
-            (kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
-            for e in np.eye(coord.size)
-        ]
-    )
-    np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
+    _check_task_latent_kernel(coord, v, data, c, n, np.random.default_rng(12))
 
 
 @pytest.mark.parametrize("systems", [2, 3])
@@ -960,24 +966,7 @@ def test_task_latent_log_density_takes_fractional_counts(systems):
     assert (frac != np.round(frac)).any() and (frac == n).any() and (frac == 0).any()
     layout = logit_normal.Layout.from_dataset(data.dataset, "task-latent")
     coord, v = logit_normal._latent_inputs(frac, n, layout, logit_normal.validate_priors(None), 9)
-
-    def kernel(t):
-        return logp_and_grad(
-            t, v["spec"], v["const"], v["index"][0], v["index"][1], v["c"], v["n"], v["mult"]
-        )
-
-    points = [rng.normal(0, 0.8, coord.size) for _ in range(3)]
-    ours = np.array([kernel(p)[0] for p in points])
-    ref = np.array([_reference_log_density(p, data, frac, n, integrated=True) for p in points])
-    np.testing.assert_allclose(ours - ours[0], ref - ref[0], atol=1e-7)
-    h = 1e-6
-    numeric = np.array(
-        [
-            (kernel(points[1] + h * e)[0] - kernel(points[1] - h * e)[0]) / (2 * h)
-            for e in np.eye(coord.size)
-        ]
-    )
-    np.testing.assert_allclose(kernel(points[1])[1], numeric, atol=1e-6)
+    _check_task_latent_kernel(coord, v, data, frac, n, rng)
     with pytest.raises(ValueError, match="grid"):
         logit_normal._latent_inputs(
             frac + 0.03 * (frac < n), n, layout, {**logit_normal.validate_priors(None)}, 9
