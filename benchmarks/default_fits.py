@@ -25,6 +25,10 @@ import bayeval as be
 from bayeval.inference import gate_failures
 
 OUT = Path(__file__).resolve().parent / "results" / "default_fits.md"
+GATES_NOTE = (
+    "Gates: bayeval.inference.GATES (no divergences, r-hat <= 1.01, bulk and tail "
+    "ESS >= 100 per chain, BFMI >= 0.3)"
+)
 
 
 def policies(name: str) -> list[str | None]:
@@ -59,6 +63,17 @@ def fit_row(name: str, missing: str | None, data, seed: int, **options) -> tuple
     return line, failed
 
 
+def seed_rows(name: str, missing: str | None, data, seeds, lines: list, **options) -> int:
+    """Fit ``data`` at each seed, printing and appending each row; how many passed every gate."""
+    passed = 0
+    for seed in seeds:
+        line, failed = fit_row(name, missing, data, seed, **options)
+        passed += not failed
+        print(line, flush=True)
+        lines.append(line)
+    return passed
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
@@ -81,12 +96,7 @@ def main():
     for name in names:
         for missing in policies(name):
             data = be.datasets.load(name, **({"missing": missing} if missing else {}))
-            passed = 0
-            for seed in args.seeds:
-                line, failed = fit_row(name, missing, data, seed)
-                passed += not failed
-                print(line, flush=True)
-                lines.append(line)
+            passed = seed_rows(name, missing, data, args.seeds, lines)
             summary.append(
                 f"- {name} ({missing or 'no policy needed'}): {passed} of "
                 f"{len(args.seeds)} seeds pass every gate"
@@ -95,8 +105,7 @@ def main():
         "",
         *summary,
         "",
-        "Gates: bayeval.inference.GATES (no divergences, r-hat <= 1.01, bulk and tail "
-        "ESS >= 100 per chain, BFMI >= 0.3); grid and conjugate fits have none.",
+        f"{GATES_NOTE}; grid and conjugate fits have none.",
     ]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(summary))

@@ -97,34 +97,18 @@ def main(argv=None):
     # 12 systems x 10 questions a category compile the task-latent form, 2 the collapsed one
     many, _ = livebench_shaped(12, seed=10**6, n_tasks=180)
     warm, _ = livebench_shaped(2, seed=10**6, n_tasks=60)
+    warm["ok"] = warm.score == 1
+    warmups = [
+        (many, {"score": "score"}, "fractional"),
+        (warm, {"score": "score"}, "fractional"),
+        (warm, {"score": "score"}, "zoib"),
+        (warm, {"success": "ok"}, "logit_normal"),
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        be.fit(
-            be.from_frame(many, score="score", cluster="category"),
-            model="fractional",
-            draws=50,
-            tune=50,
-            chains=1,
-            seed=0,
-        )
-        for model in ("fractional", "zoib"):
-            be.fit(
-                be.from_frame(warm, score="score", cluster="category"),
-                model=model,
-                draws=50,
-                tune=50,
-                chains=1,
-                seed=0,
-            )
-        warm["ok"] = warm.score == 1
-        be.fit(
-            be.from_frame(warm, success="ok", cluster="category"),
-            model="logit_normal",
-            draws=50,
-            tune=50,
-            chains=1,
-            seed=0,
-        )
+        for frame, column, model in warmups:
+            data = be.from_frame(frame, cluster="category", **column)
+            be.fit(data, model=model, draws=50, tune=50, chains=1, seed=0)
     for n_systems in args.systems:
         df, truth = livebench_shaped(n_systems, args.seed)
         df["ok"] = df.score == 1

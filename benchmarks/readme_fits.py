@@ -21,7 +21,7 @@ import platform
 import time
 from pathlib import Path
 
-from default_fits import fit_row
+from default_fits import GATES_NOTE, seed_rows
 
 import bayeval as be
 
@@ -67,19 +67,13 @@ def main():
     print("\n".join(lines), flush=True)
     summary = []
     for label, missing, data, options in readme_data():
-        passed = 0
-        for seed in args.seeds:
-            line, failed = fit_row(label, missing, data, seed, **options)
-            passed += not failed
-            print(line, flush=True)
-            lines.append(line)
+        passed = seed_rows(label, missing, data, args.seeds, lines, **options)
         summary.append(f"- {label}: {passed} of {len(args.seeds)} seeds pass every gate")
     lines += [
         "",
         *summary,
         "",
-        "Gates: bayeval.inference.GATES (no divergences, r-hat <= 1.01, bulk and tail "
-        "ESS >= 100 per chain, BFMI >= 0.3).",
+        f"{GATES_NOTE}.",
     ]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(summary))
