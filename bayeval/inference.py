@@ -62,6 +62,7 @@ from bayeval._validate import (
 from bayeval.data import EvalData, require_valid_outcomes
 from bayeval.models import MODELS, _groups, get_model
 from bayeval.models._beta_family import counts_by_bound
+from bayeval.models.base import MODEL_DATA_ATTRS
 from bayeval.models.progress import watched
 from bayeval.posterior import Posterior
 
@@ -234,6 +235,8 @@ def infer(
     priors, prior_note = spec.data_priors(data, priors)
     spec.warn(data, priors)
     priors = spec.validate_priors(priors)
+    given_model, data = data, spec.sampled_data(data, seed=seed)  # after the priors, which
+    # read the attempts run
 
     drawn = spec.sample(
         data,
@@ -269,7 +272,10 @@ def infer(
     attrs["model_choice"] = choice or f"model={name!r} as requested"
     attrs["prior_note"] = prior_note
     attrs.update(model_attrs)
-    groups = {"posterior": posterior, **_groups.data(ds, name)}
+    for key in MODEL_DATA_ATTRS:  # what the sampled view of the data did to it
+        if key in ds.attrs:
+            attrs[key] = ds.attrs[key]
+    groups = {"posterior": posterior, **_groups.data(spec.stored_data(given_model, data), name)}
     if rates_group is not None:
         groups["task_rates"] = rates_group
     if effects is not None:

@@ -43,6 +43,7 @@ from bayeval.data.clusters import default_clusters
 from bayeval.data.groups import dataset_of
 from bayeval.estimators import metric_ks, validate_metric
 from bayeval.models import _groups, get_model
+from bayeval.models.kernels.tables import COUNT_GRID
 
 __all__ = ["ESTIMANDS", "Posterior", "credible_interval", "read_tree"]
 
@@ -526,9 +527,13 @@ _FORMAT_ATTR = "bayeval_format"  # the layout of the groups (_groups.FORMAT); ab
 _JSON_ATTR_TYPES = (bool, int, float, list, tuple, dict, type(None))
 # Variables whose values have a known range (checked by ``load``), by name.
 _PROBABILITIES = ("mu", "p", "extreme_share")
+#: Counts a fit of scores holds as sums of scores on the count grid.
+_SCORE_SUMS = ("successes", "sampled_successes")
 _COUNTS = (
     "successes",
+    "sampled_successes",
     "trials",
+    "sampled_trials",
     "attempts",
     "status_counts",
     "count_histogram",
@@ -709,12 +714,22 @@ def _check_ranges(ds: xr.Dataset, node: str, path) -> None:
         if values.dtype.kind not in "biuf":
             continue
         if name in _COUNTS and node in _COUNT_GROUPS:
+            # a fit of scores holds each cell's sum of scores on the count grid (fractional)
+            grid = COUNT_GRID if name in _SCORE_SUMS and "score_sum" in ds.data_vars else 1
             if values.dtype.kind == "f":
-                bad = ~np.isfinite(values) | (values < 0) | (values != np.round(values))
+                scaled = values * grid
+                bad = (
+                    ~np.isfinite(values) | (values < 0) | (np.abs(scaled - np.round(scaled)) > 1e-6)
+                )
             else:
                 bad = values < 0
             if bad.any():
-                fail(name, "non-negative whole numbers", bad)
+                rule = (
+                    "non-negative whole numbers"
+                    if grid == 1
+                    else f"non-negative multiples of 1/{grid}"
+                )
+                fail(name, rule, bad)
         elif name in _PROBABILITIES:
             bad = (values < 0) | (values > 1)
             if name != "extreme_share":  # NaN where a system has one trial per task

@@ -117,12 +117,12 @@ def log_likelihood_by_pattern(tree) -> xr.Dataset | None:
     pattern: ``task_total (chain, draw, pattern)``, each pattern's ``multiplicity`` and each
     task's pattern, ``task_pattern (task)``. :func:`log_likelihood` expands it to the tasks.
     """
-    obs = dataset_of(tree)
+    model = get_model(tree.attrs["model"])
+    obs = model.fitted_data(tree)  # the counts the model read (fractional: its weighted cells)
     c, n, bounds = counts_by_bound(obs)
     if bounds is not None:  # two data sets: no one likelihood
         return None
     c, n = c[0], n[0]
-    model = get_model(tree.attrs["model"])
     patterns = model.pattern_log_likelihood(tree, c, n)
     if patterns is None:
         return None

@@ -93,6 +93,11 @@ def each_task(rngs: Sequence[np.random.Generator], draw: Callable, *arrays) -> n
     return np.moveaxis(np.stack(columns), 0, -1)
 
 
+#: Attributes of :meth:`Model.sampled_data`'s dataset the fitted tree keeps (``fractional``'s
+#: estimated dispersion and weights).
+MODEL_DATA_ATTRS = ("dispersion",)
+
+
 class Model(ABC):
     """One statistical model: how it fits data and how its fitted tree is read.
 
@@ -156,6 +161,29 @@ class Model(ABC):
         the fitted tree holds them.
         """
         return data
+
+    def sampled_data(self, data, *, seed: int = 0):
+        """The data the sampler and the readouts read: :meth:`model_data`'s, or a view of it.
+
+        Called after the priors and warnings are chosen from :meth:`model_data`'s data, so a
+        view that reweights the cells (``fractional``: each graded cell's likelihood counted
+        ``1 / dispersion`` times, as extra attempts) leaves those choices to the attempts
+        run. The fitted tree holds these data.
+        """
+        return data
+
+    def stored_data(self, data, sampled) -> xr.Dataset:
+        """The dataset the fitted tree holds, of :meth:`model_data`'s and :meth:`sampled_data`'s.
+
+        ``sampled``'s, unless the model's sampled view differs from the attempts run
+        (``fractional``: ``data``'s, with the sampled counts beside them), where
+        :meth:`fitted_data` reads them back.
+        """
+        return sampled.dataset
+
+    def fitted_data(self, tree) -> xr.Dataset:
+        """The data a fitted tree's model read, as the readouts read them (its EvalData dataset)."""
+        return dataset_of(tree)
 
     def runs_nuts(self, sampler: str) -> bool:
         """Whether a fit with ``sampler`` runs NUTS (:data:`NUTS_ENGINES`: minutes, not seconds).

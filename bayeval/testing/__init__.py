@@ -55,6 +55,7 @@ from bayeval.models import (
     zoib,
 )
 from bayeval.models._beta_family import counts_by_bound
+from bayeval.models.base import MODEL_DATA_ATTRS
 from bayeval.posterior import Posterior
 from bayeval.results import Results
 from bayeval.testing._draws import (
@@ -311,7 +312,9 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
             f"form= applies to a model with several forms (logit_normal); {model!r} has one"
         )
     attrs = _attrs(data, model, seed, draws, chains)  # input_hash names the data given
-    data = spec.model_data(data, seed=seed)  # as fit takes it (fractional: gridded sums)
+    given = spec.model_data(data, seed=seed)  # as fit takes it (fractional: gridded sums)
+    data = spec.sampled_data(given, seed=seed)  # and samples it (fractional: weighted cells)
+    attrs.update({k: data.dataset.attrs[k] for k in MODEL_DATA_ATTRS if k in data.dataset.attrs})
     ds = data.dataset
     c, n, bounds = counts_by_bound(ds)
     rng = np.random.default_rng([seed, 0xFA4E])
@@ -321,7 +324,7 @@ def _tree(data, model, draws, chains, seed, truth, priors, form, task_draws, log
     attrs["priors"] = json.dumps(priors)
     if sample_stats is not None:
         attrs["diagnostics"] = json.dumps(_diagnostics(posterior, sample_stats))
-    groups = {"posterior": posterior, **_groups.data(ds, model)}
+    groups = {"posterior": posterior, **_groups.data(spec.stored_data(given, data), model)}
     small = task_draws == "auto" and chains * draws * c.size <= _TASK_DRAWS_LIMIT
     if task_draws is True or (small and spec.task_draws_auto):
         scratch = {"/posterior": posterior, "/observed_data": ds}

@@ -10,7 +10,7 @@ import pymc as pm
 import xarray as xr
 from scipy import special
 
-from bayeval.data.groups import cell_data, dataset_of
+from bayeval.data.groups import cell_data
 from bayeval.estimators import clip_probability
 from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, counts_by_bound, task_weights
@@ -364,13 +364,12 @@ class LogitNormalRates(base.Model):
 
     # -- estimands -----------------------------------------------------------------------------
 
-    @staticmethod
-    def _params(tree, bound):
+    def _params(self, tree, bound):
         """Posterior arrays for one bound, flattened over (chain, draw)."""
         post = tree["posterior"].to_dataset()
         if "missing_bound" in post.dims:
             post = post.isel(missing_bound=bound)
-        obs = dataset_of(tree)
+        obs = self.fitted_data(tree)
         layout = Layout.from_dataset(obs)
         draws = post.sizes["chain"] * post.sizes["draw"]
         alpha = post["alpha"]
@@ -400,9 +399,8 @@ class LogitNormalRates(base.Model):
         }
         return params, layout, post.sizes["chain"], post.sizes["draw"]
 
-    @staticmethod
-    def _bounds(tree):
-        obs = dataset_of(tree)
+    def _bounds(self, tree):
+        obs = self.fitted_data(tree)
         return counts_by_bound(obs)
 
     def _wrap(self, values, tree, bounds, ks, n_chain, n_draw, index=None):
@@ -464,7 +462,7 @@ class LogitNormalRates(base.Model):
         runs ``~ N(beta, sigma_run)``: precision ``1/sd^2 + m/sigma_run^2``); with it ``sigma_run``,
         the new task's spread, the layout and the recipe labels.
         """
-        obs = dataset_of(tree)
+        obs = self.fitted_data(tree)
         recipes = recipe_codes(obs)
         labels = list(dict.fromkeys(obs["recipe"].values.tolist()))
         c, _, bounds = self._bounds(tree)
@@ -711,7 +709,7 @@ class LogitNormalRates(base.Model):
         dependence across systems); NaN where a system did not run a task. A full-latent fit draws
         the task-by-system effects given its sampled task effects.
         """
-        obs = dataset_of(tree)
+        obs = self.fitted_data(tree)
         c, n, bounds = counts_by_bound(obs)
         all_systems = obs["system"].values.tolist()
         chosen = all_systems if systems is None else list(systems)
@@ -793,7 +791,7 @@ class LogitNormalRates(base.Model):
 
     def predictive(self, tree, max_draws: int = 1000) -> xr.Dataset:
         """Success-count histograms of new tasks in the observed clusters (thinned draws)."""
-        obs = dataset_of(tree)
+        obs = self.fitted_data(tree)
         c, n, bounds = counts_by_bound(obs)
         seed = int(tree.attrs["seed"])
         max_n = int(n.max())
