@@ -24,6 +24,10 @@ A ratio above 1 is an interval wider than its error.
     python benchmarks/fractional_coverage.py --systems 25 --tasks 100 --sims 40
     python benchmarks/fractional_coverage.py --systems 2 --tasks 100 --sims 60 --interior
 
+A study split over runs: ``--first N`` starts at data set N (its seed ``--seed + N``),
+``--rows FILE`` keeps each interval as a CSV row, and ``--merge FILE [FILE ...]`` tabulates
+the rows of several runs as one study.
+
 ``--interior`` is the case the likelihood's variance bound fits worst: every category graded on
 [0, 1], no score graded 0/1 (every score an interior Beta(20 mu, 20 (1 - mu)) draw, a
 twenty-first of a coin's variance), where the intervals over these tasks lean furthest to the
@@ -40,6 +44,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from scipy import special
 
 import bayeval as be
@@ -106,56 +111,129 @@ def one(n_systems, n_tasks, seed, pairs):
     return out, truths
 
 
+KEYS = [
+    ("fractional", "tasks", "system"),
+    ("bootstrap", "tasks", "system"),
+    ("fractional", "population", "system"),
+    ("fractional", "tasks", "effect"),
+    ("bootstrap", "tasks", "effect"),
+]
+
+
+def interval_rows(records, first: int) -> pd.DataFrame:
+    """One row per interval: data set, method, estimand, quantity, estimate, bounds, truth."""
+    rows = []
+    for i, (out, truths) in enumerate(records):
+        for method, estimand, quantity in KEYS:
+            est, lo, hi = out[(method, estimand, quantity)]
+            for e, a, b, t in zip(est, lo, hi, truths[(estimand, quantity)], strict=True):
+                rows.append(
+                    (
+                        first + i,
+                        out["seconds"],
+                        out["divergences"],
+                        method,
+                        estimand,
+                        quantity,
+                        e,
+                        a,
+                        b,
+                        t,
+                    )
+                )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "sim",
+            "seconds",
+            "divergences",
+            "method",
+            "estimand",
+            "quantity",
+            "estimate",
+            "lower",
+            "upper",
+            "truth",
+        ],
+    )
+
+
+def table(rows: pd.DataFrame) -> list[str]:
+    """The coverage table of the interval rows (:func:`interval_rows`)."""
+    lines = [
+        "| method | estimand | quantity | intervals | coverage ± MC se | mean half-width | "
+        "sd / RMSE |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for method, estimand, quantity in KEYS:
+        part = rows[
+            (rows["method"] == method)
+            & (rows["estimand"] == estimand)
+            & (rows["quantity"] == quantity)
+        ]
+        lo, hi, truth = part["lower"].values, part["upper"].values, part["truth"].values
+        covered = (lo <= truth) & (truth <= hi)
+        cov, se = covered.mean(), np.sqrt(covered.mean() * (1 - covered.mean()) / covered.size)
+        half = (hi - lo) / 2
+        ratio = np.mean(half / 1.96) / np.sqrt(np.mean((part["estimate"].values - truth) ** 2))
+        lines.append(
+            f"| {method} | {estimand} | {quantity} | {covered.size} | {cov:.3f} ± {se:.3f} | "
+            f"{half.mean():.4f} | {ratio:.2f} |"
+        )
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", type=int, default=2)
     parser.add_argument("--tasks", type=int, default=100)
     parser.add_argument("--sims", type=int, default=100)
     parser.add_argument("--seed", type=int, default=20261206)
+    parser.add_argument("--first", type=int, default=0, help="the first data set (its seed offset)")
     parser.add_argument("--interior", action="store_true", help="every score interior")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--rows", type=Path, default=None, help="write each interval as a CSV row")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", default=None, help="tabulate --rows files of several runs"
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        rows = pd.concat([pd.read_csv(path) for path in args.merge], ignore_index=True)
+        per_sim = rows.drop_duplicates("sim")
+        lines = [
+            f"# fractional_coverage.py --merge {' '.join(str(p) for p in args.merge)}: "
+            f"{len(per_sim)} data sets",
+            f"mean fit seconds {per_sim['seconds'].mean():.1f}; "
+            f"fits with divergences {(per_sim['divergences'] > 0).sum()}",
+            *table(rows),
+        ]
+        text = "\n".join(lines) + "\n"
+        print(text)
+        if args.out is not None:
+            args.out.write_text(text)
+        return
     if args.interior:
         shape.N_PARTIAL, shape.ZOI_PARTIAL, shape.PHI = shape.N_CLUSTERS, 0.0, 20.0
     S = args.systems
     pairs = [(0, S - 1)] if S == 2 else [(0, 1), (S // 2 - 1, S // 2), (S - 2, S - 1)]
     records = []
-    for i in range(args.sims):
+    for i in range(args.first, args.first + args.sims):
         out, truths = one(S, args.tasks, args.seed + i, pairs)
         records.append((out, truths))
         print(f"sim {i}: {out['seconds']:.1f} s, {out['divergences']} divergences", flush=True)
+    rows = interval_rows(records, args.first)
+    if args.rows is not None:
+        rows.to_csv(args.rows, index=False)
     lines = [
         f"# fractional_coverage.py --systems {S} --tasks {args.tasks} --sims {args.sims} "
-        f"--seed {args.seed}{' --interior' if args.interior else ''}; "
+        f"--seed {args.seed}{f' --first {args.first}' if args.first else ''}"
+        f"{' --interior' if args.interior else ''}; "
         f"fits {FIT['chains']} chains x {FIT['draws']} draws; "
         f"{os.cpu_count()} cores",
         f"mean fit seconds {np.mean([r[0]['seconds'] for r in records]):.1f}; "
         f"fits with divergences {sum(r[0]['divergences'] > 0 for r in records)}",
-        "| method | estimand | quantity | intervals | coverage ± MC se | mean half-width | "
-        "sd / RMSE |",
-        "|---|---|---|---|---|---|---|",
+        *table(rows),
     ]
-    keys = [
-        ("fractional", "tasks", "system"),
-        ("bootstrap", "tasks", "system"),
-        ("fractional", "population", "system"),
-        ("fractional", "tasks", "effect"),
-        ("bootstrap", "tasks", "effect"),
-    ]
-    for key in keys:
-        method, estimand, quantity = key
-        est = np.concatenate([r[0][key][0] for r in records])
-        lo = np.concatenate([r[0][key][1] for r in records])
-        hi = np.concatenate([r[0][key][2] for r in records])
-        truth = np.concatenate([r[1][(estimand, quantity)] for r in records])
-        covered = (lo <= truth) & (truth <= hi)
-        cov, se = covered.mean(), np.sqrt(covered.mean() * (1 - covered.mean()) / covered.size)
-        half = (hi - lo) / 2
-        ratio = np.mean(half / 1.96) / np.sqrt(np.mean((est - truth) ** 2))
-        lines.append(
-            f"| {method} | {estimand} | {quantity} | {covered.size} | {cov:.3f} ± {se:.3f} | "
-            f"{half.mean():.4f} | {ratio:.2f} |"
-        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out is not None:
