@@ -168,7 +168,7 @@ class Model(ABC):
         Called after the priors and warnings are chosen from :meth:`model_data`'s data, so a
         view that reweights the cells (``fractional``: each graded cell's likelihood counted
         ``1 / dispersion`` times, as extra attempts) leaves those choices to the attempts
-        run. The fitted tree holds these data.
+        run. The fitted tree holds what :meth:`stored_data` makes of them.
         """
         return data
 
