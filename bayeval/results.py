@@ -178,8 +178,9 @@ class Results(Posterior):
         >>> res = be.fit(data, draws=1000, chains=2, seed=0)
         >>> res.mean_score(estimand="tasks").dims
         ('chain', 'draw', 'system')
-        >>> round(float(res.mean_score(estimand="population").mean()), 2)
-        0.51
+        >>> mean = float(res.mean_score(estimand="population").mean())
+        >>> abs(mean - float(df["score"].mean())) < 0.05  # near the scores' mean
+        True
         """
         return self.draws("mean", 1, estimand, clusters, weighting)
 
