@@ -48,6 +48,7 @@ import pandas as pd
 from scipy import special
 
 import bayeval as be
+from bayeval._io import atomic_path
 
 sys.path.insert(0, str(Path(__file__).parent))
 import livebench_shape as shape  # noqa: E402
@@ -183,6 +184,22 @@ def table(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
+def report(header: str, rows: pd.DataFrame, out: Path | None) -> None:
+    """Print the study's header, fit summary and table (:func:`table`); write it to ``out``."""
+    per_sim = rows.drop_duplicates("sim")
+    lines = [
+        header,
+        f"mean fit seconds {per_sim['seconds'].mean():.1f}; "
+        f"fits with divergences {(per_sim['divergences'] > 0).sum()}",
+        *table(rows),
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out is not None:
+        with atomic_path(out) as path:
+            path.write_text(text)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--systems", type=int, default=2)
@@ -199,18 +216,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.merge:
         rows = pd.concat([pd.read_csv(path) for path in args.merge], ignore_index=True)
-        per_sim = rows.drop_duplicates("sim")
-        lines = [
-            f"# fractional_coverage.py --merge {' '.join(str(p) for p in args.merge)}: "
-            f"{len(per_sim)} data sets",
-            f"mean fit seconds {per_sim['seconds'].mean():.1f}; "
-            f"fits with divergences {(per_sim['divergences'] > 0).sum()}",
-            *table(rows),
-        ]
-        text = "\n".join(lines) + "\n"
-        print(text)
-        if args.out is not None:
-            args.out.write_text(text)
+        header = f"# fractional_coverage.py --merge {' '.join(str(p) for p in args.merge)}"
+        report(f"{header}: {rows['sim'].nunique()} data sets", rows, args.out)
         return
     if args.interior:
         shape.N_PARTIAL, shape.ZOI_PARTIAL, shape.PHI = shape.N_CLUSTERS, 0.0, 20.0
@@ -224,20 +231,13 @@ def main(argv=None):
     rows = interval_rows(records, args.first)
     if args.rows is not None:
         rows.to_csv(args.rows, index=False)
-    lines = [
+    header = (
         f"# fractional_coverage.py --systems {S} --tasks {args.tasks} --sims {args.sims} "
         f"--seed {args.seed}{f' --first {args.first}' if args.first else ''}"
         f"{' --interior' if args.interior else ''}; "
-        f"fits {FIT['chains']} chains x {FIT['draws']} draws; "
-        f"{os.cpu_count()} cores",
-        f"mean fit seconds {np.mean([r[0]['seconds'] for r in records]):.1f}; "
-        f"fits with divergences {sum(r[0]['divergences'] > 0 for r in records)}",
-        *table(rows),
-    ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text)
+        f"fits {FIT['chains']} chains x {FIT['draws']} draws; {os.cpu_count()} cores"
+    )
+    report(header, rows, args.out)
 
 
 if __name__ == "__main__":

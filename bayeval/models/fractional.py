@@ -119,10 +119,17 @@ def score_dispersion(data) -> xr.Dataset:
     >>> out["dispersion"].to_series().round(3).to_dict()
     {'binary': 1.0, 'graded': 0.5}
     """
-    stats = data.score_statistics()
+    labels, _, dispersion = _dispersion(data.dataset, data.score_statistics())
+    return xr.Dataset(
+        {"dispersion": ("group", dispersion), "weight": ("group", 1.0 / dispersion)},
+        coords={"group": labels.tolist()},
+    )
+
+
+def _dispersion(ds: xr.Dataset, stats: xr.Dataset):
+    """:func:`score_dispersion`'s groups, each task's group and each group's dispersion."""
     if "missing_bound" in stats.dims:  # the unknown outcomes at 0: no spread of their own
         stats = stats.sel(missing_bound="lower", drop=True)
-    ds = data.dataset
     stats = stats.transpose("system", "task")
     total = np.asarray(stats["sum"].values, dtype=float)
     spread = total - np.asarray(stats["sumsq"].values, dtype=float)  # sum of y (1 - y)
@@ -140,11 +147,7 @@ def score_dispersion(data) -> xr.Dataset:
         bound = float((count[used] ** 2 / (count[used] - 1) * mean * (1 - mean)).sum())
         if bound > 0:
             dispersion[g] = 1.0 - float(spread[used][:, cols].sum()) / bound
-    dispersion = np.clip(dispersion, MIN_DISPERSION, 1.0)
-    return xr.Dataset(
-        {"dispersion": ("group", dispersion), "weight": ("group", 1.0 / dispersion)},
-        coords={"group": labels.tolist()},
-    )
+    return labels, group, np.clip(dispersion, MIN_DISPERSION, 1.0)
 
 
 def weighted_scores(data, seed: int = 0) -> EvalData:
@@ -172,18 +175,15 @@ def weighted_scores(data, seed: int = 0) -> EvalData:
     ([[2, 2, 2, 2, 2, 2]], [[1.0, 1.0, 1.0, 1.0, 0.0, 2.0]])
     """
     ds = data.dataset
-    found = score_dispersion(data)
-    if "cluster" in ds.coords:
-        where = {g: k for k, g in enumerate(found["group"].values.tolist())}
-        weight = found["weight"].values[[where[str(g)] for g in ds["cluster"].values]]
-    else:
-        weight = np.full(ds.sizes["task"], float(found["weight"].values[0]))
+    stats = data.score_statistics()
+    labels, group, dispersion = _dispersion(ds, stats)
+    weight = 1.0 / dispersion[group]  # each task's
     n = ds["trials"].transpose("system", "task").values
     rng = np.random.default_rng([int(seed), COUNT_GRID, 2])
     target = n * weight[None, :]
     below = np.floor(target)
     moved = (below + (rng.random(n.shape) < target - below)).astype(n.dtype)
-    total = data.score_statistics()["sum"].transpose(*ds["successes"].dims).values
+    total = stats["sum"].transpose(*ds["successes"].dims).values
     share = np.divide(moved, n, out=np.zeros(n.shape), where=n > 0)
     scaled = np.asarray(total, dtype=float) * share * COUNT_GRID  # share broadcasts by bound
     low = np.floor(scaled)
@@ -196,13 +196,8 @@ def weighted_scores(data, seed: int = 0) -> EvalData:
     out["trials"] = xr.DataArray(moved, dims=("system", "task"))
     out.attrs["dispersion"] = json.dumps(
         {
-            str(g): {"dispersion": round(float(d), 4), "weight": round(float(w), 4)}
-            for g, d, w in zip(
-                found["group"].values,
-                found["dispersion"].values,
-                found["weight"].values,
-                strict=True,
-            )
+            str(g): {"dispersion": round(float(d), 4), "weight": round(1.0 / float(d), 4)}
+            for g, d in zip(labels, dispersion, strict=True)
         }
     )
     return EvalData(out)
