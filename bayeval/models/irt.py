@@ -22,7 +22,7 @@ The 1PL form (``priors={"form": "1pl"}``) gives every item the same discriminati
 ``a = exp(mu_log_a)``: the Rasch model with its scale free (the same as ``a_j = 1`` with
 ``theta ~ Normal(0, exp(mu_log_a))``), and no ``sigma_log_a``.
 
-Inference: NUTS (nutpie, through PyMC) on the non-centred item effects ``z_b``, ``z_a`` and
+Inference: NUTS by nutpie on the non-centred item effects ``z_b``, ``z_a`` and
 ``z_u``; the likelihood is one sum over the cells that have trials, ``c log p + (n - c)
 log(1 - p)`` through softplus. The sampler moves on the item-anchored scale, an exact change of
 variables: ``phi[s] = exp(mu_log_a) (theta[s] - mu_b)`` (the logit at a typical item),
@@ -35,8 +35,11 @@ independent under the prior. On the standardised scale the abilities, ``mu_b``, 
 alone), and NUTS crossed it slowly (r-hat 1.04, bulk ESS 54 in ``sigma_b`` for 1,000 draws;
 centring the items was worse, r-hat 1.24); on the anchored scale the likelihood fixes
 ``phi``, ``beta`` and the item effects, the prior the abilities' mean, and only
-``mu_log_a`` carries the scale (models/irt.md, sampling settings). The compiled model is
-kept per data shape, so a later fit of same-shaped data compiles nothing.
+``mu_log_a`` carries the scale (models/irt.md, sampling settings). An unlinked fit samples
+this density written out by hand with its gradient (:mod:`bayeval.models.kernels.irt`, tested
+against the PyMC model's), with the items' common shift as one coordinate: it builds and
+compiles nothing per fit, at about a quarter of the PyMC graph's time a draw. Linked fits and
+``sampler="pymc"`` sample the PyMC model, compiled once per data shape.
 
 Estimands (pass@k, pass^k, G-pass@k and consistency, functions of each cell's rate):
 
@@ -72,8 +75,11 @@ from bayeval._validate import merge_priors
 from bayeval.data.groups import dataset_of
 from bayeval.models import base
 from bayeval.models._beta_family import Populations, metric_of_rate, task_weights
+from bayeval.models.kernels import irt as irt_kernel
+from bayeval.models.kernels.abi import kernel_data
 from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import cluster_codes, normal_expectation
+from bayeval.models.progress import nutpie_progress
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -108,6 +114,11 @@ LATENT_VARS = ("cluster_effect",)
 #: nodes agree with 96 to 1e-9 at sigma_log_a = 1, models/irt.md).
 LOG_A_NODES = 24
 TARGET_ACCEPT = 0.9
+#: Posterior draws per chain when ``draws`` is not given. The cluster spread mixes slowly: at
+#: 1,000 draws of 4 chains on SWE-bench Verified 3 of 4 seeds missed the gates (r-hat up to
+#: 1.015, bulk ESS 359-771); 2,000 draws pass them (r-hat 1.004, ESS 696-814), at 1.9x the
+#: paired logit-normal fit's time with the compiled kernel (models/irt.md).
+DEFAULT_DRAWS = 2000
 #: Further options of ``nutpie.sample`` (a low-rank mass matrix, for the ridge along the
 #: ability scale, was several times slower: models/irt.md, sampling settings).
 NUTPIE_OPTIONS: dict = {}
@@ -464,9 +475,117 @@ def build_linked_model(data, priors):
     return model
 
 
-def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie"):
-    """NUTS on the IRT model: a trace whose posterior holds :data:`POSTERIOR_VARS`."""
+def kernel_inputs(data, priors) -> dict:
+    """The compiled kernel's data (:mod:`bayeval.models.kernels.irt`), by its ``FIELDS`` names.
+
+    ``spec``, the prior constants, the zero-sum matrix and the cells with trials, C-contiguous,
+    int64 or float64 and read-only (nutpie is handed their addresses).
+    """
     layout = Layout.from_dataset(data.dataset)
+    G = layout.n_clusters
+    clusters = layout.cluster_labels is not None
+    values = {
+        "spec": [
+            layout.n_systems,
+            layout.n_tasks,
+            G,
+            clusters,
+            priors["form"] == "2pl",
+            layout.successes.size,
+        ],
+        "const": [
+            *priors["mu_b"],
+            priors["sigma_b"],
+            priors["sigma_cluster"],
+            *priors["mu_log_a"],
+            priors["sigma_log_a"],
+        ],
+        "zero_sum": irt_kernel.zero_sum_matrix(G).ravel() if clusters else np.zeros(0),
+        "cluster": layout.cluster,
+        "system_index": layout.system_index,
+        "task_index": layout.task_index,
+        "c": layout.successes,
+        "n": layout.trials,
+    }
+    return kernel_data(values, integers=("spec", "cluster", "system_index", "task_index"))
+
+
+def kernel_model(inputs: dict):
+    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes.
+
+    The compiled kernel is called as C functions from nutpie's threads; each draw keeps
+    ``values`` (:func:`split_values`).
+    """
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
+    shape = tuple(int(v) for v in inputs["spec"][:5])
+    dim = int(irt_kernel.offsets(*shape)[6])
+    kept = int(irt_kernel.kept_size(*shape))
+    sizes = {
+        "dim": dim,
+        "n_kept": kept,
+        **dict(zip(irt_kernel.SPEC, inputs["spec"].tolist(), strict=True)),
+    }
+    return nutpie_model.values_model(
+        inputs, irt_kernel.FIELDS, dim, kept, sizes, irt_kernel.nutpie_functions
+    )
+
+
+def split_values(values: np.ndarray, layout: Layout, form: str) -> xr.Dataset:
+    """The named posterior from the kernel's kept values ``(chain, draw, kept)``.
+
+    The variables of the PyMC model's trace: :data:`POSTERIOR_VARS` that the form and data
+    have, and ``cluster_effect`` with clusters (:func:`.kernels.irt.expand`'s order).
+    """
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
+    S, J, G = layout.n_systems, layout.n_tasks, layout.n_clusters
+    blocks: list[nutpie_model.Block] = [
+        ("theta", ("system",), (S,)),
+        ("a", ("task",), (J,)),
+        ("b", ("task",), (J,)),
+    ]
+    blocks += [(name, (), ()) for name in ("mu_b", "sigma_b", "mu_log_a")]
+    if layout.cluster_labels is not None:
+        blocks += [("sigma_cluster", (), ()), ("cluster_effect", ("cluster",), (G,))]
+    if form == "2pl":
+        blocks.append(("sigma_log_a", (), ()))
+    return nutpie_model.split_kept(values, blocks)
+
+
+def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie"):
+    """NUTS on the IRT model: a trace whose posterior holds :data:`POSTERIOR_VARS`.
+
+    With nutpie an unlinked fit samples the compiled kernel (:mod:`bayeval.models.kernels.irt`):
+    nothing is built or compiled per fit. A linked fit, PyMC's sampler, or a nutpie release
+    without the route the kernel needs samples the PyMC model (compiled once per data shape).
+    """
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
+    layout = Layout.from_dataset(data.dataset)
+    if engine == "nutpie" and "anchors" not in priors and nutpie_model.available():
+        import nutpie  # its import takes seconds: loaded when a fit samples with it
+
+        with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
+            trace = nutpie.sample(
+                kernel_model(kernel_inputs(data, priors)),
+                draws=draws,
+                tune=max(tune, 1),
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                save_warmup=False,
+                target_accept=TARGET_ACCEPT,
+                **NUTPIE_OPTIONS,
+                **shown,
+            )
+        values = trace["posterior"]["values"].transpose("chain", "draw", ...).values
+        return xr.DataTree.from_dict(
+            {
+                "posterior": split_values(values, layout, priors["form"]),
+                "sample_stats": trace["sample_stats"].to_dataset(),
+            }
+        )
     if engine == "nutpie":
         import nutpie  # its import takes seconds: loaded when a fit samples with it
 
@@ -611,6 +730,10 @@ class IrtRates(base.Model):
     def validate_priors(self, priors) -> dict:
         """:func:`validate_priors`: defaults filled in, checked."""
         return validate_priors(priors)
+
+    def default_draws(self, form: str | None = None) -> int:
+        """:data:`DEFAULT_DRAWS`: the scale parameters mix slowly."""
+        return DEFAULT_DRAWS
 
     def build(self, data, priors=None):
         """:func:`build_irt_model`."""

@@ -64,7 +64,7 @@ from bayeval.data.groups import dataset_of
 from bayeval.models import base
 from bayeval.models._beta_family import BetaRates, Populations, counts_by_bound, task_weights
 from bayeval.models.kernels import zoib as zoib_kernel
-from bayeval.models.kernels.abi import kernel_data, meta_array
+from bayeval.models.kernels.abi import kernel_data
 from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import cluster_codes, normal_expectation
 from bayeval.models.progress import nutpie_progress
@@ -384,17 +384,8 @@ def kernel_model(inputs: dict):
     dim = int(zoib_kernel.offsets(*shape)[10])
     kept = int(zoib_kernel.kept_size(*shape))
     sizes = {"dim": dim, "n_kept": kept, **dict(zip(zoib_kernel.SPEC, spec.tolist(), strict=True))}
-    meta = meta_array(zoib_kernel.FIELDS, sizes, inputs)
-    return nutpie_model.KernelModel(
-        dims={},
-        values=inputs,
-        dim=dim,
-        names=("values",),
-        shapes_=((kept,),),
-        kept=kept,
-        tasks=0,
-        meta=meta,
-        functions=zoib_kernel.nutpie_functions,
+    return nutpie_model.values_model(
+        inputs, zoib_kernel.FIELDS, dim, kept, sizes, zoib_kernel.nutpie_functions
     )
 
 
@@ -403,19 +394,10 @@ def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
 
     Its variables are :data:`POSTERIOR_VARS` and :data:`LATENT_VARS`.
     """
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
     S, J = layout.n_systems, layout.n_tasks
     G = layout.n_clusters
-    lead = values.shape[:2]
-    out, i = {}, 0
-
-    def take(name, dims, shape):
-        nonlocal i
-        size = int(np.prod(shape))
-        out[name] = (("chain", "draw", *dims), values[..., i : i + size].reshape(lead + shape))
-        i += size
-
-    for name in ("alpha", "delta", "gamma", "phi"):
-        take(name, ("system",), (S,))
     present = {
         "sigma_task": True,
         "sigma_task_system": layout.paired,
@@ -423,19 +405,21 @@ def split_values(values: np.ndarray, layout: Layout) -> xr.Dataset:
         "sigma_cluster_system": layout.paired and layout.has_clusters,
         "sigma_zoi": True,
     }
-    for name, here in present.items():
-        take(name, (), ())
-        if not here:
-            del out[name]
-    take("task_effect", ("task",), (J,))
+    # every spread has its slot in the draw; those the data lack are dropped after the split
+    blocks: list[nutpie_model.Block] = [
+        (name, ("system",), (S,)) for name in ("alpha", "delta", "gamma", "phi")
+    ]
+    blocks += [(name, (), ()) for name in present]
+    blocks.append(("task_effect", ("task",), (J,)))
     if layout.paired:
-        take("task_system_effect", ("system", "task"), (S, J))
+        blocks.append(("task_system_effect", ("system", "task"), (S, J)))
     if layout.has_clusters:
-        take("cluster_effect", ("cluster",), (G,))
+        blocks.append(("cluster_effect", ("cluster",), (G,)))
         if layout.paired:
-            take("cluster_system_effect", ("system", "cluster"), (S, G))
-    take("zoi_task_effect", ("task",), (J,))
-    return xr.Dataset(out)
+            blocks.append(("cluster_system_effect", ("system", "cluster"), (S, G)))
+    blocks.append(("zoi_task_effect", ("task",), (J,)))
+    post = nutpie_model.split_kept(values, blocks)
+    return post.drop_vars([name for name, here in present.items() if not here])
 
 
 def sample(

@@ -3,21 +3,27 @@
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
-from scipy import special, stats
+from scipy import linalg, special, stats
 
 import bayeval as be
 from bayeval.errors import BayevalWarning
 from bayeval.inference import choose_model
 from bayeval.models import get_model
 from bayeval.models.irt import (
+    Layout,
     anchor_arrays,
+    build_irt_model,
     build_linked_model,
     item_draws,
+    kernel_inputs,
     population_expectation,
+    split_values,
     validate_priors,
 )
+from bayeval.models.kernels import irt as irt_kernel
 from bayeval.results import Results
 from bayeval.testing import fake_data, fake_results
 
@@ -201,3 +207,98 @@ def test_linked_model_pins_anchors_at_their_priors():
     )
     np.testing.assert_allclose(b[[0, 2]], [0.5 + 0.2, -1.0 - 0.6])
     np.testing.assert_allclose(np.log(a[[0, 2]]), [0.05, 0.3])
+
+
+def _kernel_case(form, clusters):
+    """Data of 5 systems x 12 items (three cells without trials) and the PyMC model."""
+    rng = np.random.default_rng(7)
+    rows = [
+        {"system": f"s{i}", "task": f"t{j:02d}", "cluster": f"g{j % 4}", "success": int(y)}
+        for i in range(5)
+        for j in range(12)
+        if (i, j) not in {(0, 3), (2, 7), (4, 0)}  # cells without trials
+        for y in rng.random(rng.integers(1, 5)) < 0.55
+    ]
+    frame = pd.DataFrame(rows)
+    data = be.from_frame(frame, cluster="cluster" if clusters else None, missing="exclude")
+    priors = validate_priors({"form": form, "mu_b": (0.3, 1.5), "sigma_b": 1.7})
+    return data, build_irt_model(data, priors), kernel_inputs(data, priors)
+
+
+def _as_model_point(model, inputs, x):
+    """The kernel's vector as the PyMC model's value variables (the kernel's docstring)."""
+    S, J, G, clusters, two_pl = (int(v) for v in inputs["spec"][:5])
+    off = irt_kernel.offsets(S, J, G, clusters, two_pl)
+    # z_b = H' y (H: scipy's orthonormal Helmert matrix), psi = x[1:S+1] + beta mean(z_b)
+    z_b = linalg.helmert(J, full=True).T @ x[off[1] : off[1] + J]
+    point = {
+        "mu_log_a": x[0],
+        "phi": x[1 : S + 1] + np.exp(x[S + 2]) * z_b.mean(),
+        "theta_bar": x[S + 1],
+        "log_beta": x[S + 2],
+        "b_z": z_b,
+    }
+    if clusters:
+        point["log_gamma"] = x[off[2]]
+        point["cluster_mean"] = x[off[2] + 1]
+        point["cluster_deviation_zerosum__"] = x[off[3] : off[3] + G - 1]
+    if two_pl:
+        point["sigma_log_a_log__"] = x[off[4]]
+        point["a_z"] = x[off[5] : off[5] + J]
+    assert sorted(point) == sorted(v.name for v in model.value_vars)
+    return point
+
+
+@pytest.mark.parametrize("form", ["2pl", "1pl"])
+@pytest.mark.parametrize("clusters", [False, True])
+def test_compiled_kernel_is_the_pymc_models_density(form, clusters):
+    data, model, inputs = _kernel_case(form, clusters)
+    names = [v.name for v in model.value_vars]
+    logp, dlogp = model.compile_logp(), model.compile_dlogp()
+    args = [
+        inputs[k]
+        for k in ("spec", "const", "zero_sum", "cluster", "system_index", "task_index", "c", "n")
+    ]
+    dim = int(irt_kernel.offsets(*(int(v) for v in inputs["spec"][:5]))[6])
+    assert dim == sum(np.size(v) for v in model.initial_point().values())
+    rng = np.random.default_rng(3)
+    points = [rng.normal(0.0, 0.8, dim) for _ in range(5)]
+    got = [irt_kernel.logp_and_grad(x, *args) for x in points]
+    ref = [_as_model_point(model, inputs, x) for x in points]
+    # the same density up to its normalising constants
+    for (value, _), point in zip(got[1:], ref[1:], strict=True):
+        assert value - got[0][0] == pytest.approx(logp(point) - logp(ref[0]), rel=1e-10)
+
+    # and the same gradient: PyMC's, carried back through the map's Jacobian (complex step)
+    def flat_point(x):  # the model's point as one vector, in its value variables' order
+        point = _as_model_point(model, inputs, x)
+        return np.concatenate([np.ravel(point[name]) for name in names])
+
+    step = 1e-20
+    for x, (_, grad), point in zip(points, got, ref, strict=True):
+        jacobian = np.stack(
+            [flat_point(x + 1j * step * np.eye(dim)[k]).imag / step for k in range(dim)], axis=1
+        )
+        np.testing.assert_allclose(grad, jacobian.T @ dlogp(point), rtol=1e-9, atol=1e-9)
+    # each draw's kept values are the model's deterministics
+    kept = int(irt_kernel.kept_size(*(int(v) for v in inputs["spec"][:5])))
+    wanted = [
+        v
+        for v in ("theta", "a", "b", "mu_b", "sigma_b", "mu_log_a", "sigma_cluster")
+        + ("cluster_effect", "sigma_log_a")
+        if v in model.named_vars
+    ]
+    evaluate = model.compile_fn(
+        model.replace_rvs_by_values([model[v] for v in wanted]),
+        inputs=model.value_vars,
+        on_unused_input="ignore",
+    )
+    layout = Layout.from_dataset(data.dataset)
+    for x, point in zip(points, ref, strict=True):
+        out = np.empty(kept)
+        irt_kernel.expand(x, inputs["spec"], inputs["zero_sum"], inputs["cluster"], out)
+        values = split_values(out[None, None, :], layout, form)
+        for name, expected in zip(wanted, evaluate(point), strict=True):
+            np.testing.assert_allclose(
+                values[name].values[0, 0], expected, rtol=1e-10, atol=1e-12, err_msg=name
+            )

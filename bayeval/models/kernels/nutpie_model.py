@@ -22,11 +22,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import xarray as xr
 
 from bayeval.models.kernels import cfunctions
 from bayeval.models.kernels.abi import kernel_data, meta_array
 from bayeval.models.kernels.logp import kernel_logp, latent_task_effects, unmapped
 
+#: One variable of a draw's kept values: its name, its dims and its shape (:func:`split_kept`).
+Block = tuple[str, tuple[str, ...], tuple[int, ...]]
 _INTERNALS = ("LogpFunc", "ExpandFunc", "PyMcModel", "PyVariable", "PySampler")
 
 
@@ -168,6 +171,52 @@ class KernelModel(_Base):
             extra_callback_rate,
             store,
         )
+
+
+def values_model(inputs: dict, fields, dim: int, kept: int, sizes: dict, functions):
+    """A hand-written kernel's C functions and data as a model ``nutpie.sample`` takes.
+
+    ``functions`` returns the C log density and expansion (as
+    :func:`bayeval.models.kernels.zoib.nutpie_functions`), which read the user data ``fields``:
+    each an integer of ``sizes`` or the address of an array of ``inputs``. Each draw keeps one
+    variable, ``values``, of ``kept`` numbers (:func:`split_kept` names them).
+    """
+    return KernelModel(
+        dims={},
+        values=inputs,
+        dim=dim,
+        names=("values",),
+        shapes_=((kept,),),
+        kept=kept,
+        tasks=0,
+        meta=meta_array(fields, sizes, inputs),
+        functions=functions,
+    )
+
+
+def split_kept(values: np.ndarray, blocks: list[Block]) -> xr.Dataset:
+    """The named posterior from kept values ``(chain, draw, kept)``, laid out as ``blocks``.
+
+    ``blocks`` are ``(name, dims, shape)`` in the order the expansion writes them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayeval.models.kernels.nutpie_model import split_kept
+    >>> kept = np.arange(2 * 3 * 4.0).reshape(2, 3, 4)
+    >>> post = split_kept(kept, [("theta", ("system",), (3,)), ("mu", (), ())])
+    >>> post["theta"].shape, float(post["mu"][1, 2])
+    ((2, 3, 3), 23.0)
+    """
+    lead = values.shape[:2]
+    out, i = {}, 0
+    for name, dims, shape in blocks:
+        size = int(np.prod(shape))
+        out[name] = (("chain", "draw", *dims), values[..., i : i + size].reshape(lead + shape))
+        i += size
+    if i != values.shape[-1]:
+        raise ValueError(f"the blocks hold {i} values; the draws keep {values.shape[-1]}")
+    return xr.Dataset(out)
 
 
 def python_model(values: dict, dim: int, kept: int, tasks: int, log_sigma_task: int):
