@@ -35,8 +35,9 @@ its predicted difference is below -margin (the raw difference of two point estim
 calibration baseline enters with its actual full pass@1); the subset-mean gate likewise.
 
 The calibration is fitted once (``--draws``/``--chains``, default 2 chains x 500 draws, 500
-tuning draws, not ``be.fit``'s 4 x 1000: the default fit takes 9-15 minutes on this benchmark
-on a loaded 2-core machine, and every scoring's cost grows with the calibration's draws) and
+tuning draws, not ``be.fit``'s default: a 4 x 1000 fit from the PyMC graph took 9-15 minutes
+on this benchmark on a loaded 2-core machine, and every scoring's cost grows with the
+calibration's draws) and
 cached in ``--cache``; a scoring takes 1-5 seconds (25-100 items x 1,000 draws x a 1,401-point
 grid), about 1,100 s for the whole run at ``--reps 8``.
 
