@@ -36,8 +36,13 @@ import numba
 import numpy as np
 
 from bayeval.models.kernels.abi import _as_f64_pointer, _as_i64_pointer, nutpie_status
-from bayeval.models.kernels.numerics import _binomial_cell, _softplus_parts, finite
-from bayeval.models.kernels.zoib import helmert_add, helmert_to
+from bayeval.models.kernels.numerics import (
+    _binomial_cell,
+    _softplus_parts,
+    finite,
+    helmert_add,
+    helmert_to,
+)
 
 #: The kernel's integer constants: systems, items, clusters (1 without), whether the data
 #: have clusters, whether the form is the 2PL, and the number of cells with trials.
@@ -118,7 +123,7 @@ def anchored_coordinates(x, S, J, start, beta):
     """``psi`` (S), the items' standard normals ``z_b`` (J) and their mean, from ``x``.
 
     ``z_b = H' y`` for the coordinates ``y = x[start:start + J]`` and the orthonormal Helmert
-    matrix ``H`` (:func:`~bayeval.models.kernels.zoib.helmert_to`), so ``y[0] = sqrt(J)
+    matrix ``H`` (:func:`~bayeval.models.kernels.numerics.helmert_to`), so ``y[0] = sqrt(J)
     mean(z_b)``; ``psi = x[1:S + 1] + beta mean(z_b)``. Both maps have Jacobian one (module
     docstring).
     """

@@ -1,4 +1,4 @@
-"""Helpers the kernels share: logistic, softplus, log-sum-exp, binomial cells, finite checks."""
+"""Helpers the kernels share: logistic, softplus, log-sum-exp, binomial cells, Helmert maps."""
 
 from __future__ import annotations
 
@@ -163,3 +163,32 @@ def finite(x):
         if not math.isfinite(value):
             return False
     return True
+
+
+@numba.njit(cache=True, nogil=True)
+def helmert_to(y, z):
+    """``z = H' y`` for the orthonormal Helmert matrix ``H``, in O(n).
+
+    ``H`` is that of ``scipy.linalg.helmert(n, full=True)``: first row constant, row k the k-th
+    contrast.
+    """
+    n = y.shape[0]
+    tail = 0.0  # sum over k > i of y[k] / sqrt(k (k + 1))
+    for i in range(n - 1, -1, -1):
+        z[i] = y[0] / math.sqrt(n) + tail
+        if i >= 1:
+            r = 1.0 / math.sqrt(i * (i + 1.0))
+            z[i] -= i * r * y[i]
+            tail += r * y[i]
+
+
+@numba.njit(cache=True, nogil=True)
+def helmert_add(g, out):
+    """``out += H g`` (:func:`helmert_to`'s transpose: a gradient in ``z`` to one in ``y``)."""
+    n = g.shape[0]
+    head = 0.0  # sum over i < k of g[i]
+    for k in range(n):
+        if k >= 1:
+            out[k] += (head - k * g[k]) / math.sqrt(k * (k + 1.0))
+        head += g[k]
+    out[0] += head / math.sqrt(n)

@@ -45,7 +45,7 @@ import numba
 import numpy as np
 
 from bayeval.models.kernels.abi import _as_f64_pointer, _as_i64_pointer, nutpie_status
-from bayeval.models.kernels.numerics import _sigmoid, finite
+from bayeval.models.kernels.numerics import _sigmoid, finite, helmert_add, helmert_to
 
 #: The kernel's integer constants: systems, tasks, clusters (1 without), paired, clustered,
 #: the number of cells with an interior score, and whether the first S coordinates are the
@@ -150,35 +150,6 @@ def kept_size(S, J, G, paired, clusters):
         + (G if clusters else 0)
         + (S * G if (paired and clusters) else 0)
     )
-
-
-@numba.njit(cache=True, nogil=True)
-def helmert_to(y, z):
-    """``z = H' y`` for the orthonormal Helmert matrix ``H``, in O(n).
-
-    ``H`` is that of ``scipy.linalg.helmert(n, full=True)``: first row constant, row k the k-th
-    contrast.
-    """
-    n = y.shape[0]
-    tail = 0.0  # sum over k > i of y[k] / sqrt(k (k + 1))
-    for i in range(n - 1, -1, -1):
-        z[i] = y[0] / math.sqrt(n) + tail
-        if i >= 1:
-            r = 1.0 / math.sqrt(i * (i + 1.0))
-            z[i] -= i * r * y[i]
-            tail += r * y[i]
-
-
-@numba.njit(cache=True, nogil=True)
-def helmert_add(g, out):
-    """``out += H g`` (:func:`helmert_to`'s transpose: a gradient in ``z`` to one in ``y``)."""
-    n = g.shape[0]
-    head = 0.0  # sum over i < k of g[i]
-    for k in range(n):
-        if k >= 1:
-            out[k] += (head - k * g[k]) / math.sqrt(k * (k + 1.0))
-        head += g[k]
-    out[0] += head / math.sqrt(n)
 
 
 @numba.njit(cache=True, nogil=True)
