@@ -399,8 +399,8 @@ def test_canary_paired_fit_covers_a_known_drift_and_says_moved():
         "system_0",
         "system_1",
         margin=0.05,
-        draws=1000,
-        chains=2,
+        draws=2000,
+        chains=4,
         tune=1000,
         seed=1,
     )
