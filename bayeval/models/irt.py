@@ -79,7 +79,6 @@ from bayeval.models.kernels import irt as irt_kernel
 from bayeval.models.kernels.abi import kernel_data
 from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import cluster_codes, normal_expectation
-from bayeval.models.progress import nutpie_progress
 
 __all__ = [
     "DEFAULT_PRIORS",
@@ -564,28 +563,19 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
 
     layout = Layout.from_dataset(data.dataset)
     if engine == "nutpie" and "anchors" not in priors and nutpie_model.available():
-        import nutpie  # its import takes seconds: loaded when a fit samples with it
-
-        with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
-            trace = nutpie.sample(
-                kernel_model(kernel_inputs(data, priors)),
-                draws=draws,
-                tune=max(tune, 1),
-                chains=chains,
-                cores=cores,
-                seed=seed,
-                save_warmup=False,
-                target_accept=TARGET_ACCEPT,
-                **NUTPIE_OPTIONS,
-                **shown,
-            )
-        values = trace["posterior"]["values"].transpose("chain", "draw", ...).values
-        return xr.DataTree.from_dict(
-            {
-                "posterior": split_values(values, layout, priors["form"]),
-                "sample_stats": trace["sample_stats"].to_dataset(),
-            }
+        values, stats = nutpie_model.sample_values(
+            kernel_model(kernel_inputs(data, priors)),
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            progress=progress,
+            target_accept=TARGET_ACCEPT,
+            **NUTPIE_OPTIONS,
         )
+        post = split_values(values, layout, priors["form"])
+        return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
     if engine == "nutpie":
         import nutpie  # its import takes seconds: loaded when a fit samples with it
 

@@ -441,28 +441,19 @@ def sample(
     layout = Layout.from_dataset(data.dataset)
     accept = target_accept(layout.n_tasks)
     if engine == "nutpie" and nutpie_model.available():
-        import nutpie  # its import takes seconds: loaded when a fit samples with it
-
-        model = kernel_model(kernel_inputs(data, priors, missing_bound))
-        with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
-            trace = nutpie.sample(
-                model,
-                draws=draws,
-                tune=max(tune, 1),
-                chains=chains,
-                cores=cores,
-                seed=seed,
-                save_warmup=False,
-                target_accept=accept,
-                **NUTPIE_OPTIONS,
-                **shown,
-            )
-        post = split_values(
-            trace["posterior"]["values"].transpose("chain", "draw", ...).values, layout
+        values, stats = nutpie_model.sample_values(
+            kernel_model(kernel_inputs(data, priors, missing_bound)),
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            progress=progress,
+            target_accept=accept,
+            **NUTPIE_OPTIONS,
         )
-        return xr.DataTree.from_dict(
-            {"posterior": post, "sample_stats": trace["sample_stats"].to_dataset()}
-        )
+        post = split_values(values, layout)
+        return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
     if engine == "nutpie":
         import nutpie  # its import takes seconds: loaded when a fit samples with it
 

@@ -33,6 +33,27 @@ _as_f64_pointer = _pointer_intrinsic(numba.types.float64, "The int64 address as 
 _as_i64_pointer = _pointer_intrinsic(numba.types.int64, "The int64 address as an int64 *.")
 
 
+#: nutpie's C log density: (dim, x, grad, logp, user data) -> return code.
+NUTPIE_LOGP_SIG = numba.types.int64(numba.types.uint64, _F64, _F64, _F64, _I64)
+#: nutpie's C expansion of a draw: (dim, kept, x, out, user data) -> return code.
+NUTPIE_EXPAND_SIG = numba.types.int64(numba.types.uint64, numba.types.uint64, _F64, _F64, _I64)
+_compiled: dict = {}
+
+
+def nutpie_cfuncs(logp, expand) -> tuple:
+    """``logp`` and ``expand`` compiled as nutpie's C functions, once per process.
+
+    Loaded from numba's disk cache after the first compilation on a machine.
+    """
+    key = (logp.__module__, logp.__qualname__, expand.__qualname__)
+    if key not in _compiled:
+        _compiled[key] = (
+            numba.cfunc(NUTPIE_LOGP_SIG, cache=True)(logp),
+            numba.cfunc(NUTPIE_EXPAND_SIG, cache=True)(expand),
+        )
+    return _compiled[key]
+
+
 @numba.njit(cache=True)
 def nutpie_status(logp, grad):
     """Nutpie's return code for a log density and its gradient.

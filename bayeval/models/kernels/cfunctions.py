@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numba
 
-from bayeval.models.kernels.abi import _F64, _I64, _as_f64_pointer, _as_i64_pointer, nutpie_status
+from bayeval.models.kernels.abi import (
+    _F64,
+    _I64,
+    _as_f64_pointer,
+    _as_i64_pointer,
+    nutpie_cfuncs,
+    nutpie_status,
+)
 from bayeval.models.kernels.disk_cache import KERNEL_HASH, is_cached
 from bayeval.models.kernels.logp import (
     collapsed_logp_and_grad,
@@ -97,10 +104,6 @@ NUTPIE_FIELDS = (
     "J",
     "log_sigma_task",
 )
-
-
-_NUTPIE_LOGP_SIG = numba.types.int64(numba.types.uint64, _F64, _F64, _F64, _I64)
-_NUTPIE_EXPAND_SIG = numba.types.int64(numba.types.uint64, numba.types.uint64, _F64, _F64, _I64)
 
 
 def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
@@ -216,11 +219,7 @@ def nutpie_functions(latent: bool = True):
     """
     latent = bool(latent)
     if latent not in _nutpie_cfuncs:
-        logp, expand = _FUNCTIONS[latent]
-        _nutpie_cfuncs[latent] = (
-            numba.cfunc(_NUTPIE_LOGP_SIG, cache=True)(logp),
-            numba.cfunc(_NUTPIE_EXPAND_SIG, cache=True)(expand),
-        )
+        _nutpie_cfuncs[latent] = nutpie_cfuncs(*_FUNCTIONS[latent])
     return _nutpie_cfuncs[latent]
 
 

@@ -35,7 +35,12 @@ import math
 import numba
 import numpy as np
 
-from bayeval.models.kernels.abi import _as_f64_pointer, _as_i64_pointer, nutpie_status
+from bayeval.models.kernels.abi import (
+    _as_f64_pointer,
+    _as_i64_pointer,
+    nutpie_cfuncs,
+    nutpie_status,
+)
 from bayeval.models.kernels.numerics import (
     _binomial_cell,
     _softplus_parts,
@@ -367,12 +372,6 @@ def expand(x, spec, zero_sum, cluster, out):
 
 
 # -- nutpie's C functions -----------------------------------------------------------------------
-_F64 = numba.types.CPointer(numba.types.float64)
-_I64 = numba.types.CPointer(numba.types.int64)
-_LOGP_SIG = numba.types.int64(numba.types.uint64, _F64, _F64, _F64, _I64)
-_EXPAND_SIG = numba.types.int64(numba.types.uint64, numba.types.uint64, _F64, _F64, _I64)
-
-
 def _nutpie_logp(dim, x_p, grad_p, logp_p, meta_p):
     meta = numba.carray(meta_p, (len(FIELDS),))
     D, J, G, P = meta[0], meta[3], meta[4], meta[7]
@@ -416,18 +415,6 @@ def _nutpie_expand(dim, n_expanded, x_p, out_p, meta_p):
     return 0
 
 
-_cfuncs = None
-
-
 def nutpie_functions():
-    """The compiled C log density and expansion.
-
-    Loaded from numba's disk cache after the first compilation on a machine.
-    """
-    global _cfuncs
-    if _cfuncs is None:
-        _cfuncs = (
-            numba.cfunc(_LOGP_SIG, cache=True)(_nutpie_logp),
-            numba.cfunc(_EXPAND_SIG, cache=True)(_nutpie_expand),
-        )
-    return _cfuncs
+    """The compiled C log density and expansion (:func:`.abi.nutpie_cfuncs`)."""
+    return nutpie_cfuncs(_nutpie_logp, _nutpie_expand)

@@ -27,6 +27,7 @@ import xarray as xr
 from bayeval.models.kernels import cfunctions
 from bayeval.models.kernels.abi import kernel_data, meta_array
 from bayeval.models.kernels.logp import kernel_logp, latent_task_effects, unmapped
+from bayeval.models.progress import nutpie_progress
 
 #: One variable of a draw's kept values: its name, its dims and its shape (:func:`split_kept`).
 Block = tuple[str, tuple[str, ...], tuple[int, ...]]
@@ -192,6 +193,31 @@ def values_model(inputs: dict, fields, dim: int, kept: int, sizes: dict, functio
         meta=meta_array(fields, sizes, inputs),
         functions=functions,
     )
+
+
+def sample_values(model, *, draws, tune, chains, cores, seed, progress, **options):
+    """NUTS by nutpie on a :func:`values_model`: its kept values and sampler statistics.
+
+    Returns ``(values, sample_stats)``: the draws' kept values as an array ``(chain, draw,
+    kept)`` (for :func:`split_kept`) and the statistics as a Dataset; the warm-up is not kept.
+    ``options`` go to ``nutpie.sample`` (``target_accept``, ...).
+    """
+    import nutpie  # deferred: its import takes seconds, paid when a fit samples with it
+
+    with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
+        trace = nutpie.sample(
+            model,
+            draws=draws,
+            tune=max(tune, 1),
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            save_warmup=False,
+            **options,
+            **shown,
+        )
+    values = trace["posterior"]["values"].transpose("chain", "draw", ...).values
+    return values, trace["sample_stats"].to_dataset()
 
 
 def split_kept(values: np.ndarray, blocks: list[Block]) -> xr.Dataset:
