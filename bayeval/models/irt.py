@@ -76,7 +76,6 @@ from bayeval.data.groups import dataset_of
 from bayeval.models import base
 from bayeval.models._beta_family import Populations, metric_of_rate, task_weights
 from bayeval.models.kernels import irt as irt_kernel
-from bayeval.models.kernels.abi import kernel_data
 from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import cluster_codes, normal_expectation
 
@@ -474,84 +473,6 @@ def build_linked_model(data, priors):
     return model
 
 
-def kernel_inputs(data, priors) -> dict:
-    """The compiled kernel's data (:mod:`bayeval.models.kernels.irt`), by its ``FIELDS`` names.
-
-    ``spec``, the prior constants, the zero-sum matrix and the cells with trials, C-contiguous,
-    int64 or float64 and read-only (nutpie is handed their addresses).
-    """
-    layout = Layout.from_dataset(data.dataset)
-    G = layout.n_clusters
-    clusters = layout.cluster_labels is not None
-    values = {
-        "spec": [
-            layout.n_systems,
-            layout.n_tasks,
-            G,
-            clusters,
-            priors["form"] == "2pl",
-            layout.successes.size,
-        ],
-        "const": [
-            *priors["mu_b"],
-            priors["sigma_b"],
-            priors["sigma_cluster"],
-            *priors["mu_log_a"],
-            priors["sigma_log_a"],
-        ],
-        "zero_sum": irt_kernel.zero_sum_matrix(G).ravel() if clusters else np.zeros(0),
-        "cluster": layout.cluster,
-        "system_index": layout.system_index,
-        "task_index": layout.task_index,
-        "c": layout.successes,
-        "n": layout.trials,
-    }
-    return kernel_data(values, integers=("spec", "cluster", "system_index", "task_index"))
-
-
-def kernel_model(inputs: dict):
-    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes.
-
-    The compiled kernel is called as C functions from nutpie's threads; each draw keeps
-    ``values`` (:func:`split_values`).
-    """
-    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
-
-    shape = tuple(int(v) for v in inputs["spec"][:5])
-    dim = int(irt_kernel.offsets(*shape)[6])
-    kept = int(irt_kernel.kept_size(*shape))
-    sizes = {
-        "dim": dim,
-        "n_kept": kept,
-        **dict(zip(irt_kernel.SPEC, inputs["spec"].tolist(), strict=True)),
-    }
-    return nutpie_model.values_model(
-        inputs, irt_kernel.FIELDS, dim, kept, sizes, irt_kernel.nutpie_functions
-    )
-
-
-def split_values(values: np.ndarray, layout: Layout, form: str) -> xr.Dataset:
-    """The named posterior from the kernel's kept values ``(chain, draw, kept)``.
-
-    The variables of the PyMC model's trace: :data:`POSTERIOR_VARS` that the form and data
-    have, and ``cluster_effect`` with clusters (:func:`.kernels.irt.expand`'s order).
-    """
-    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
-
-    S, J, G = layout.n_systems, layout.n_tasks, layout.n_clusters
-    blocks: list[nutpie_model.Block] = [
-        ("theta", ("system",), (S,)),
-        ("a", ("task",), (J,)),
-        ("b", ("task",), (J,)),
-    ]
-    blocks += [(name, (), ()) for name in ("mu_b", "sigma_b", "mu_log_a")]
-    if layout.cluster_labels is not None:
-        blocks += [("sigma_cluster", (), ()), ("cluster_effect", ("cluster",), (G,))]
-    if form == "2pl":
-        blocks.append(("sigma_log_a", (), ()))
-    return nutpie_model.split_kept(values, blocks)
-
-
 def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nutpie"):
     """NUTS on the IRT model: a trace whose posterior holds :data:`POSTERIOR_VARS`.
 
@@ -564,7 +485,7 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
     layout = Layout.from_dataset(data.dataset)
     if engine == "nutpie" and "anchors" not in priors and nutpie_model.available():
         values, stats = nutpie_model.sample_values(
-            kernel_model(kernel_inputs(data, priors)),
+            irt_kernel.kernel_model(irt_kernel.kernel_inputs(layout, priors)),
             draws=draws,
             tune=tune,
             chains=chains,
@@ -574,7 +495,7 @@ def sample(data, priors, draws, tune, chains, seed, progress, cores, engine="nut
             target_accept=TARGET_ACCEPT,
             **NUTPIE_OPTIONS,
         )
-        post = split_values(values, layout, priors["form"])
+        post = irt_kernel.split_values(values, layout, priors["form"])
         return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
     if engine == "nutpie":
         import nutpie  # its import takes seconds: loaded when a fit samples with it

@@ -18,9 +18,7 @@ from bayeval.models.irt import (
     build_irt_model,
     build_linked_model,
     item_draws,
-    kernel_inputs,
     population_expectation,
-    split_values,
     validate_priors,
 )
 from bayeval.models.kernels import irt as irt_kernel
@@ -222,7 +220,8 @@ def _kernel_case(form, clusters):
     frame = pd.DataFrame(rows)
     data = be.from_frame(frame, cluster="cluster" if clusters else None, missing="exclude")
     priors = validate_priors({"form": form, "mu_b": (0.3, 1.5), "sigma_b": 1.7})
-    return data, build_irt_model(data, priors), kernel_inputs(data, priors)
+    inputs = irt_kernel.kernel_inputs(Layout.from_dataset(data.dataset), priors)
+    return data, build_irt_model(data, priors), inputs
 
 
 def _as_model_point(model, inputs, x):
@@ -297,7 +296,7 @@ def test_compiled_kernel_is_the_pymc_models_density(form, clusters):
     for x, point in zip(points, ref, strict=True):
         out = np.empty(kept)
         irt_kernel.expand(x, inputs["spec"], inputs["zero_sum"], inputs["cluster"], out)
-        values = split_values(out[None, None, :], layout, form)
+        values = irt_kernel.split_values(out[None, None, :], layout, form)
         for name, expected in zip(wanted, evaluate(point), strict=True):
             np.testing.assert_allclose(
                 values[name].values[0, 0], expected, rtol=1e-10, atol=1e-12, err_msg=name

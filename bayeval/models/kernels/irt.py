@@ -34,10 +34,12 @@ import math
 
 import numba
 import numpy as np
+import xarray as xr
 
 from bayeval.models.kernels.abi import (
     _as_f64_pointer,
     _as_i64_pointer,
+    kernel_data,
     nutpie_cfuncs,
     nutpie_status,
 )
@@ -369,6 +371,83 @@ def expand(x, spec, zero_sum, cluster, out):
         i += 1 + G
     if two_pl:
         out[i] = sigma_a
+
+
+# -- the kernel as a model nutpie samples ---------------------------------------------------------
+def kernel_inputs(layout, priors: dict) -> dict:
+    """The kernel's data, by its :data:`FIELDS` names, for a :class:`~bayeval.models.irt.Layout`.
+
+    ``spec``, the prior constants (``priors`` filled in and checked), the zero-sum matrix and
+    the cells with trials, C-contiguous, int64 or float64 and read-only (nutpie is handed their
+    addresses).
+    """
+    G = layout.n_clusters
+    clusters = layout.cluster_labels is not None
+    values = {
+        "spec": [
+            layout.n_systems,
+            layout.n_tasks,
+            G,
+            clusters,
+            priors["form"] == "2pl",
+            layout.successes.size,
+        ],
+        "const": [
+            *priors["mu_b"],
+            priors["sigma_b"],
+            priors["sigma_cluster"],
+            *priors["mu_log_a"],
+            priors["sigma_log_a"],
+        ],
+        "zero_sum": zero_sum_matrix(G).ravel() if clusters else np.zeros(0),
+        "cluster": layout.cluster,
+        "system_index": layout.system_index,
+        "task_index": layout.task_index,
+        "c": layout.successes,
+        "n": layout.trials,
+    }
+    return kernel_data(values, integers=("spec", "cluster", "system_index", "task_index"))
+
+
+def kernel_model(inputs: dict):
+    """:func:`kernel_inputs` as a model ``nutpie.sample`` takes.
+
+    The compiled kernel is called as C functions from nutpie's threads; each draw keeps
+    ``values`` (:func:`split_values`).
+    """
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
+    shape = tuple(int(v) for v in inputs["spec"][:5])
+    dim = int(offsets(*shape)[6])
+    kept = int(kept_size(*shape))
+    sizes = {
+        "dim": dim,
+        "n_kept": kept,
+        **dict(zip(SPEC, inputs["spec"].tolist(), strict=True)),
+    }
+    return nutpie_model.values_model(inputs, FIELDS, dim, kept, sizes, nutpie_functions)
+
+
+def split_values(values: np.ndarray, layout, form: str) -> xr.Dataset:
+    """The named posterior from the kernel's kept values ``(chain, draw, kept)``.
+
+    The variables of the PyMC model's trace: :data:`bayeval.models.irt.POSTERIOR_VARS` that the
+    form and data have, and ``cluster_effect`` with clusters (:func:`expand`'s order).
+    """
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
+
+    S, J, G = layout.n_systems, layout.n_tasks, layout.n_clusters
+    blocks: list[nutpie_model.Block] = [
+        ("theta", ("system",), (S,)),
+        ("a", ("task",), (J,)),
+        ("b", ("task",), (J,)),
+    ]
+    blocks += [(name, (), ()) for name in ("mu_b", "sigma_b", "mu_log_a")]
+    if layout.cluster_labels is not None:
+        blocks += [("sigma_cluster", (), ()), ("cluster_effect", ("cluster",), (G,))]
+    if form == "2pl":
+        blocks.append(("sigma_log_a", (), ()))
+    return nutpie_model.split_kept(values, blocks)
 
 
 # -- nutpie's C functions -----------------------------------------------------------------------
