@@ -39,15 +39,18 @@ their rate, and given the truth the verdicts are independent. ``successes`` and 
 judged data count the labelled attempts; every estimand here is of the TRUE outcome, over all
 attempts, labelled or not.
 
-Inference: every effect is a latent variable (non-centred), sampled by NUTS (nutpie, from
-the PyMC model compiled once per data structure, :func:`build_judge_model`). The spreads of
-the task and task-by-system effects mix slowly (their ESS a fraction of the draws'), so fits of
-a few hundred draws can fail the convergence gates on them while the rates and effects read
-from the fit have ESS in the hundreds (``models/judge.md``, sampling). The fit keeps
-the task and task-by-system effects' draws (``task_effects`` group), from which the tasks
-estimand reads each cell's rate ``p (chain, draw, system, task)`` exactly: its judged-only
-attempts are in those draws. The population estimand is the logit-normal model's (a new task:
-the same parameters).
+Inference: NUTS (nutpie) on the PyMC model (:func:`build_judge_model`), compiled once per data
+structure. With systems on shared tasks and at most
+:data:`~bayeval.models.kernels.judge.MAX_ATTEMPTS` judged attempts a cell (the usual case), the
+task-by-system effects are integrated out of each cell by quadrature
+(:mod:`bayeval.models.kernels.judge`): the sampler sees the task effects, the judge's terms and
+the hyperparameters, not the ``(system, task)`` array that made most of the full-latent form's
+dimensions and its slow mixing; after the fit each cell's effect is drawn exactly from its
+conditional, per draw. Otherwise every effect is latent (non-centred). The fit keeps the task
+and task-by-system effects' draws (``task_effects`` group), from which the tasks estimand
+reads each cell's rate ``p (chain, draw, system, task)`` exactly: its judged-only attempts are
+in those draws. The population estimand is the logit-normal model's (a new task: the same
+parameters).
 """
 
 from __future__ import annotations
@@ -64,7 +67,9 @@ from bayeval._validate import merge_priors
 from bayeval.data.groups import dataset_of
 from bayeval.models import base
 from bayeval.models._beta_family import metric_of_rate, task_weights
+from bayeval.models.kernels import judge as judge_kernel
 from bayeval.models.kernels.compiled_models import CompiledModels
+from bayeval.models.kernels.judge import JudgedCells
 from bayeval.models.logit_normal import DEFAULT_PRIORS as LOGIT_NORMAL_PRIORS
 from bayeval.models.logit_normal import Layout, LogitNormalRates
 from bayeval.models.logit_normal import validate_priors as validate_logit_normal_priors
@@ -109,8 +114,8 @@ TARGET_ACCEPT = 0.9
 #: Further options of ``nutpie.sample``.
 NUTPIE_OPTIONS: dict = {}
 
-#: The one form sampled, and why.
-FORM = ("full-latent", "the judge-aware model has one form: every effect latent")
+#: The forms sampled: the task-by-system effects integrated out of each cell, or latent.
+COLLAPSED, FULL_LATENT = "collapsed", "full-latent"
 
 _compiled = CompiledModels()  # structure -> compiled nutpie model
 
@@ -188,11 +193,13 @@ def judge_log_likelihood(cells: dict, logit_p, logit_se, logit_sp, xp=np):
     return labelled + u1 * log_q + u0 * log_not_q
 
 
-def build_judge_model(data, priors=None) -> pm.Model:
+def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model:
     """The judge-aware model as a PyMC model (every effect latent, non-centred).
 
     The counts enter as ``pm.Data`` (:data:`CELL_VARS`), so one compiled model serves every
-    data set of the same structure.
+    data set of the same structure. With ``collapsed`` (systems on shared tasks), the
+    task-by-system effects are integrated out of each cell
+    (:class:`~bayeval.models.kernels.judge.JudgedCells`) instead of sampled.
 
     Examples
     --------
@@ -226,8 +233,10 @@ def build_judge_model(data, priors=None) -> pm.Model:
         logit_p = identified[:, layout.pops.code] + zero_sum[:, layout.cluster]  # (S, J)
         z_e = pm.Normal("task_effect_z", 0.0, 1.0, dims="task")
         logit_p = logit_p + pm.Deterministic("task_effect", sigma_task * z_e, dims="task")[None]
+        sigma_v = None
         if layout.paired:
             sigma_v = pm.HalfNormal("sigma_task_system", priors["sigma_task_system"])
+        if layout.paired and not collapsed:
             z_v = pm.Normal("task_system_effect_z", 0.0, 1.0, dims=("system", "task"))
             logit_p = logit_p + pm.Deterministic(
                 "task_system_effect", sigma_v * z_v, dims=("system", "task")
@@ -244,17 +253,26 @@ def build_judge_model(data, priors=None) -> pm.Model:
             tau = pm.HalfNormal(f"judge_task_sigma_{name}", priors["sigma_judge"])
             x = pm.Normal(f"judge_task_{name}_z", 0.0, 1.0, dims="task")
             logits[name] = logits[name][:, None] + (tau * x)[None, :]
-        loglik = judge_log_likelihood(
-            cells, logit_p, logits["sensitivity"], logits["specificity"], xp=pt
-        )
-        pm.Potential("judged", loglik.sum())
+        if collapsed and sigma_v is not None:
+            counts = pt.stack([cells[name] for name in CELL_VARS])
+            outputs = JudgedCells()(
+                logit_p, sigma_v, logits["sensitivity"], logits["specificity"], counts
+            )
+            assert isinstance(outputs, list)  # the Op has five outputs
+            total = outputs[0]
+        else:
+            total = judge_log_likelihood(
+                cells, logit_p, logits["sensitivity"], logits["specificity"], xp=pt
+            ).sum()
+        pm.Potential("judged", total)
     return model
 
 
-def _structure(data, priors) -> tuple:
-    """What a compiled model is specific to: every array but the counts, and the priors."""
+def _structure(data, priors, form) -> tuple:
+    """What a compiled model is specific to: every array but the counts, the priors, the form."""
     layout = Layout.from_dataset(data.dataset)
     return (
+        form,
         data.dataset.sizes["system"],
         data.dataset.sizes["task"],
         tuple(layout.cluster.tolist()),
@@ -267,7 +285,7 @@ def _structure(data, priors) -> tuple:
 
 
 class JudgeRates(LogitNormalRates):
-    """The judge-aware model: NUTS on the full-latent PyMC model; the true outcome's estimands.
+    """The judge-aware model: NUTS on the PyMC model, collapsed where it can be; true outcomes.
 
     Examples
     --------
@@ -357,8 +375,34 @@ class JudgeRates(LogitNormalRates):
         return base.DEFAULT_DRAWS
 
     def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
-        """One form: the full-latent PyMC model."""
-        return FORM
+        """Collapsed for systems on shared tasks with cells of at most 30 attempts.
+
+        The task-by-system effects are then integrated out of each cell
+        (:mod:`bayeval.models.kernels.judge`) and drawn after the fit from their conditionals;
+        otherwise every effect is latent. One system has no such effect.
+
+        Examples
+        --------
+        >>> import pandas as pd, bayeval as be
+        >>> from bayeval.models.judge import JudgeRates
+        >>> df = pd.DataFrame({"system": ["A"] * 4 + ["B"] * 4, "task": list("abab") * 2,
+        ...                    "judge": [1, 0, 1, 1, 0, 1, 1, 0],
+        ...                    "human": [1, None, 1, None, 0, None, None, 0]})
+        >>> data = be.from_frame(df, judge="judge", success="human", label_design="random")
+        >>> JudgeRates().sampling_form(data)[0]
+        'collapsed'
+        """
+        if not Layout.from_dataset(data.dataset).paired:
+            return FULL_LATENT, "one system: no task-by-system effect to integrate out"
+        largest = int(attempts(data.dataset).max(initial=0))
+        if largest > judge_kernel.MAX_ATTEMPTS:
+            return FULL_LATENT, (
+                f"a cell holds {largest} judged attempts, more than the "
+                f"{judge_kernel.MAX_ATTEMPTS} the collapsed form's rule is checked for"
+            )
+        return COLLAPSED, (
+            "task-by-system effects integrated out of each cell and drawn after the fit"
+        )
 
     def sample(
         self,
@@ -377,12 +421,14 @@ class JudgeRates(LogitNormalRates):
         priors = validate_priors(priors)
         tune = base.DEFAULT_TUNE if tune is None else tune
         cores = min(chains, 2)
+        form, form_choice = self.sampling_form(data, sampler)
+        collapsed = form == COLLAPSED
         if engine == "nutpie":
             import nutpie  # its import takes seconds: loaded when a fit samples with it
 
             compiled = _compiled.get(
-                _structure(data, priors),
-                lambda: build_judge_model(data, priors),
+                _structure(data, priors, form),
+                lambda: build_judge_model(data, priors, collapsed=collapsed),
                 lambda: judge_cells(data.dataset),
             )
             with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
@@ -399,7 +445,7 @@ class JudgeRates(LogitNormalRates):
                 )
         else:
             trace = base.pymc_nuts(
-                build_judge_model(data, priors),
+                build_judge_model(data, priors, collapsed=collapsed),
                 engine=engine,
                 draws=draws,
                 tune=tune,
@@ -420,14 +466,67 @@ class JudgeRates(LogitNormalRates):
         stats = stats.assign(diverging=stats["diverging"].astype(np.int8))
         attrs = {
             "tune": tune,
-            "form": FORM[0],
-            "form_choice": FORM[1],
+            "form": form,
+            "form_choice": form_choice,
             "target_accept": TARGET_ACCEPT,
-            "task_effects": "non-centred",
+            "task_effects": "drawn from their conditionals" if collapsed else "non-centred",
             "judge": str(data.judges[0]),
         }
-        return base.sampled(
-            {"posterior": post[kept], "sample_stats": stats, "task_effects": effects}, attrs
+        groups = {"posterior": post[kept], "sample_stats": stats, "task_effects": effects}
+        if collapsed:
+            groups["task_effects"] = effects.assign(
+                task_system_effect=self._draw_task_system_effects(
+                    xr.DataTree.from_dict(
+                        {
+                            "posterior": groups["posterior"],
+                            "task_effects": effects,
+                            "observed_data": data.dataset,
+                        }
+                    ),
+                    post,
+                    data,
+                    seed,
+                )
+            )
+        return base.sampled(groups, attrs)
+
+    def _draw_task_system_effects(self, tree, post, data, seed) -> xr.DataArray:
+        """Each cell's ``v`` drawn from its conditional given a draw's other parameters.
+
+        Exact draws (:func:`bayeval.models.kernels.judge.draw_effects`), chain by chain to
+        bound memory, each chain from its own stream of the fit's seed.
+        """
+        eta = self.task_logits(tree)  # without v: the tree holds no task_system_effect yet
+        n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
+        S, J = eta.shape[1:]
+        eta = eta.reshape(n_chain, n_draw, S, J)
+        logits = {}
+        for name in ("sensitivity", "specificity"):
+            system = (
+                post[f"judge_mu_{name}"] + post[f"judge_sigma_{name}"] * post[f"judge_{name}_z"]
+            ).transpose("chain", "draw", "system")
+            task = (post[f"judge_task_sigma_{name}"] * post[f"judge_task_{name}_z"]).transpose(
+                "chain", "draw", "task"
+            )
+            logits[name] = (system.values, task.values)
+        sigma = post["sigma_task_system"].transpose("chain", "draw").values
+        counts = np.stack([judge_cells(data.dataset)[name] for name in CELL_VARS])
+        out = np.empty((n_chain, n_draw, S, J))
+        streams = np.random.SeedSequence([int(seed), 49]).spawn(n_chain)
+        for c in range(n_chain):
+            (se_s, se_t), (sp_s, sp_t) = logits["sensitivity"], logits["specificity"]
+            out[c], _ = judge_kernel.draw_effects(
+                np.random.default_rng(streams[c]),
+                np.ascontiguousarray(eta[c]),
+                np.ascontiguousarray(sigma[c]),
+                np.ascontiguousarray(se_s[c][:, :, None] + se_t[c][:, None, :]),
+                np.ascontiguousarray(sp_s[c][:, :, None] + sp_t[c][:, None, :]),
+                counts,
+            )
+        return xr.DataArray(
+            out,
+            dims=("chain", "draw", "system", "task"),
+            coords={"chain": post["chain"].values, "draw": post["draw"].values},
         )
 
     # -- estimands -----------------------------------------------------------------------------

@@ -456,13 +456,15 @@ def _fake_judge(data, priors, form, draws, chains, rng, attrs):
     if reason is not None:
         raise ValueError(reason)
     priors = judge.validate_priors(priors)
-    form_name, choice = judge.FORM
+    form_name, choice = get_model("judge").sampling_form(data)
     attrs.update(
         {
             "form": form_name,
             "form_choice": choice,
             "target_accept": judge.TARGET_ACCEPT,
-            "task_effects": "non-centred",
+            "task_effects": (
+                "drawn from their conditionals" if form_name == judge.COLLAPSED else "non-centred"
+            ),
             "judge": str(data.judges[0]),
         }
     )
