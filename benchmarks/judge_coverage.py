@@ -3,14 +3,21 @@
 Code: bayeval.models.judge (``fit(data)`` on judged data), bayeval.analyses.ppi.
 
 Run:  python benchmarks/judge_coverage.py [--n-sim 100] [--seed 0] [--draws 500]
-                                           [--part sim|real|both] [--out-dir DIR]
+                                           [--part sim|real|both] [--scenario NAME]
+                                           [--out-dir DIR]
 
-Simulation (``--part sim``). Two systems on 100 shared tasks x 3 attempts. Task j has a
+Simulation (``--part sim``), one scenario of :data:`SCENARIOS` at a time. Task j has a
 difficulty z_j ~ N(0, 1) shared by the systems (paired); system s succeeds with
-p_sj = expit(a_s + z_j), a_B = 0.7, a_A = 0.4. The judge's sensitivity is 0.9 on both systems,
-its specificity 0.6 on B and 0.9 on A: it passes B's failures far more often. 20% of the
-attempts are labelled at random. Two truths: the population effect E[p_B - p_A] over z
-(a 20001-point grid) and the tasks effect, the mean of p_Bj - p_Aj over the simulated tasks.
+p_sj = expit(a_s + z_j). The judge's sensitivity and specificity are per system (and, in the
+misspecified ``difficulty`` scenario, move with z_j). A share of the attempts is labelled at
+random. The first two systems are compared (first minus second). Two truths: the population
+effect E[p_1 - p_2] over z (a 20001-point grid) and the tasks effect, the mean of
+p_1j - p_2j over the simulated tasks. Scenarios: ``lenient`` (2 systems x 100 tasks x 3
+attempts, 20% labelled, the judge's specificity 0.6 on B and 0.9 on A: it passes B's failures
+far more often), ``six`` (6 x 300 x 1, 10%, sensitivities and specificities 0.70-0.95 by
+system; the two extremes compared), ``sparse`` (4 x 200 x 1, 5%) and ``difficulty`` (2 x 200
+x 1, 10%, the judge's logits moving by 0.8 z_j: more errors on hard tasks, which the model
+does not describe).
 
 95% intervals per simulated data set: the judge-aware model's ``compare`` (estimand "tasks"
 against the tasks truth, "population" against the population truth; 2 chains x ``--draws``
@@ -41,40 +48,91 @@ import bayeval as be
 from bayeval._io import write_text
 from bayeval.errors import BayevalWarning
 
-SYSTEMS = {"B": (0.7, 0.9, 0.6), "A": (0.4, 0.9, 0.9)}
-N_TASK, TRIALS, SHARE = 100, 3, 0.2
 Z = 1.959963984540054
 
+#: The simulated scenarios: systems ``name -> (a, se, sp)`` (the first two compared, first
+#: minus second), tasks, attempts a cell, the labelled share, and ``slope``: the judge's
+#: sensitivity and specificity logits move by ``slope * z_j`` with the task's difficulty (a
+#: judge that errs more on hard tasks, which the model does not describe) when non-zero.
+SCENARIOS = {
+    "lenient": dict(
+        systems={"B": (0.7, 0.9, 0.6), "A": (0.4, 0.9, 0.9)},
+        tasks=100,
+        trials=3,
+        share=0.2,
+        slope=0.0,
+    ),
+    "six": dict(
+        systems={
+            "S5": (0.6, 0.70, 0.95),
+            "S0": (0.3, 0.95, 0.70),
+            "S1": (-0.6, 0.90, 0.75),
+            "S2": (0.0, 0.85, 0.80),
+            "S3": (0.9, 0.80, 0.85),
+            "S4": (-0.3, 0.75, 0.90),
+        },
+        tasks=300,
+        trials=1,
+        share=0.1,
+        slope=0.0,
+    ),
+    "sparse": dict(
+        systems={
+            "B": (0.2, 0.80, 0.90),
+            "A": (0.2, 0.95, 0.75),
+            "C": (-0.5, 0.85, 0.85),
+            "D": (0.5, 0.90, 0.80),
+        },
+        tasks=200,
+        trials=1,
+        share=0.05,
+        slope=0.0,
+    ),
+    "difficulty": dict(
+        systems={"B": (0.5, 0.9, 0.8), "A": (0.2, 0.9, 0.9)},
+        tasks=200,
+        trials=1,
+        share=0.1,
+        slope=0.8,
+    ),
+}
 
-def population_truth() -> float:
+
+def population_truth(spec) -> float:
     z = np.linspace(-8, 8, 20001)
     w = np.exp(-(z**2) / 2)
     w /= w.sum()
-    rate = {s: float(w @ (1 / (1 + np.exp(-(a + z))))) for s, (a, _, _) in SYSTEMS.items()}
-    return rate["B"] - rate["A"]
+    first, second = list(spec["systems"])[:2]
+    rate = {s: float(w @ (1 / (1 + np.exp(-(a + z))))) for s, (a, _, _) in spec["systems"].items()}
+    return rate[first] - rate[second]
 
 
-def simulate(rng) -> tuple[pd.DataFrame, float]:
-    """One judged data set and its tasks truth (the mean of p_B - p_A over its tasks)."""
-    z = rng.normal(0, 1, N_TASK)
+def simulate(rng, spec) -> tuple[pd.DataFrame, float]:
+    """One judged data set and its tasks truth (the mean of the first two systems' gap)."""
+    n_task, trials, share = spec["tasks"], spec["trials"], spec["share"]
+    z = rng.normal(0, 1, n_task)
     frames, rates = [], {}
-    for name, (a, se, sp) in SYSTEMS.items():
+    for name, (a, se, sp) in spec["systems"].items():
         p = 1 / (1 + np.exp(-(a + z)))
         rates[name] = p
-        y = rng.random((N_TASK, TRIALS)) < p[:, None]
-        j = np.where(y, rng.random(y.shape) < se, rng.random(y.shape) < 1 - sp)
-        lab = rng.random(y.shape) < SHARE
+        # the judge errs more on hard tasks (small z) when slope > 0
+        se_j = 1 / (1 + np.exp(-(np.log(se / (1 - se)) + spec["slope"] * z)))[:, None]
+        sp_j = 1 / (1 + np.exp(-(np.log(sp / (1 - sp)) + spec["slope"] * z)))[:, None]
+        y = rng.random((n_task, trials)) < p[:, None]
+        j = np.where(y, rng.random(y.shape) < se_j, rng.random(y.shape) < 1 - sp_j)
+        lab = rng.random(y.shape) < share
         frames.append(
             pd.DataFrame(
                 {
                     "system": name,
-                    "task": np.repeat(np.arange(N_TASK), TRIALS),
+                    "task": np.repeat(np.arange(n_task), trials),
                     "judge": j.ravel().astype(int),
                     "human": np.where(lab, y, np.nan).ravel(),
                 }
             )
         )
-    return pd.concat(frames, ignore_index=True), float(np.mean(rates["B"] - rates["A"]))
+    first, second = list(spec["systems"])[:2]
+    return pd.concat(frames, ignore_index=True), float(np.mean(rates[first] - rates[second]))
 
 
 def _interval(ds) -> tuple[float, float, float]:
@@ -82,14 +140,16 @@ def _interval(ds) -> tuple[float, float, float]:
     return float(ds["effect_mean"]), float(lo), float(hi)
 
 
-def simulation(n_sim: int, seed: int, draws: int) -> str:
+def simulation(n_sim: int, seed: int, draws: int, scenario: str = "lenient") -> str:
+    spec = SCENARIOS[scenario]
+    first, second = list(spec["systems"])[:2]
     rng = np.random.default_rng(seed)
-    pop = population_truth()
+    pop = population_truth(spec)
     rows: dict[str, list] = {k: [] for k in ("model_tasks", "model_population")}
     rows.update({k: [] for k in ("ppi++", "labelled", "judge")})
     tasks_truths, gated, seconds = [], 0, []
     for i in range(n_sim):
-        df, tasks_truth = simulate(rng)
+        df, tasks_truth = simulate(rng, spec)
         tasks_truths.append(tasks_truth)
         data = be.from_frame(df, judge="judge", success="human", label_design="random")
         start = time.perf_counter()
@@ -98,18 +158,24 @@ def simulation(n_sim: int, seed: int, draws: int) -> str:
             res = be.fit(data, draws=draws, tune=draws, chains=2, seed=seed + i, progress=False)
         seconds.append(time.perf_counter() - start)
         gated += any("gates" in str(w.message) for w in caught)
-        rows["model_tasks"].append(_interval(res.compare("B", "A", estimand="tasks")))
-        rows["model_population"].append(_interval(res.compare("B", "A", estimand="population")))
-        rows["ppi++"].append(_interval(be.bootstrap.ppi(data, "B", "A")))
-        rows["labelled"].append(_interval(be.bootstrap.ppi(data, "B", "A", lam=0)))
+        rows["model_tasks"].append(_interval(res.compare(first, second, estimand="tasks")))
+        rows["model_population"].append(
+            _interval(res.compare(first, second, estimand="population"))
+        )
+        rows["ppi++"].append(_interval(be.bootstrap.ppi(data, first, second)))
+        rows["labelled"].append(_interval(be.bootstrap.ppi(data, first, second, lam=0)))
         verdict = df.groupby(["system", "task"])["judge"].mean().unstack("system")
-        diff = verdict["B"] - verdict["A"]
+        diff = verdict[first] - verdict[second]
         se = diff.std(ddof=0) / np.sqrt(len(diff))
         rows["judge"].append((diff.mean(), diff.mean() - Z * se, diff.mean() + Z * se))
     tasks_truths_arr = np.array(tasks_truths)
+    judges = ", ".join(f"{k} se {v[1]:.2f} sp {v[2]:.2f}" for k, v in spec["systems"].items())
     lines = [
-        "Judge-aware model: coverage of the effect B - A, judge favouring B (spec 0.6 vs 0.9)",
-        f"{N_TASK} shared tasks x {TRIALS} attempts, {SHARE:.0%} labelled at random; "
+        f"Judge-aware model, scenario {scenario}: coverage of the effect {first} - {second}",
+        f"judge per system: {judges}"
+        + (f"; its logits move by {spec['slope']} x task difficulty z" if spec["slope"] else ""),
+        f"{len(spec['systems'])} systems on {spec['tasks']} shared tasks x {spec['trials']} "
+        f"attempts, {spec['share']:.0%} labelled at random; "
         f"{n_sim} simulations, seed {seed}; fits of 2 chains x {draws} draws ({draws} warm-up), "
         f"median {np.median(seconds):.1f} s a fit; {gated} of {n_sim} fits failed a "
         "convergence gate",
@@ -194,13 +260,15 @@ def main(argv=None) -> str:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--part", choices=("sim", "real", "both"), default="both")
+    parser.add_argument("--scenario", choices=tuple(SCENARIOS), default="lenient")
     parser.add_argument("--out-dir", type=Path, default=None)
     args = parser.parse_args(argv)
     text = ""
     if args.part in ("sim", "both"):
-        part = simulation(args.n_sim, args.seed, args.draws)
+        part = simulation(args.n_sim, args.seed, args.draws, args.scenario)
         if args.out_dir is not None:
-            write_text(args.out_dir / "judge_coverage.txt", part)
+            name = "" if args.scenario == "lenient" else f"_{args.scenario}"
+            write_text(args.out_dir / f"judge_coverage{name}.txt", part)
         text += part
     if args.part in ("real", "both"):
         part = real(args.seed, args.draws)
