@@ -119,6 +119,9 @@ COLLAPSED, FULL_LATENT = "collapsed", "full-latent"
 
 _compiled = CompiledModels()  # structure -> compiled nutpie model
 
+#: Mixed into the fit's seed for the draws of the task-by-system effects after a collapsed fit.
+_DRAWS_STREAM = 49
+
 
 def validate_priors(priors) -> dict:
     """The logit-normal priors and the judge's, defaults filled in and checked."""
@@ -194,7 +197,7 @@ def judge_log_likelihood(cells: dict, logit_p, logit_se, logit_sp, xp=np):
 
 
 def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model:
-    """The judge-aware model as a PyMC model (every effect latent, non-centred).
+    """The judge-aware model as a PyMC model (non-centred effects).
 
     The counts enter as ``pm.Data`` (:data:`CELL_VARS`), so one compiled model serves every
     data set of the same structure. With ``collapsed`` (systems on shared tasks), the
@@ -512,7 +515,9 @@ class JudgeRates(LogitNormalRates):
         sigma = post["sigma_task_system"].transpose("chain", "draw").values
         counts = np.stack([judge_cells(data.dataset)[name] for name in CELL_VARS])
         out = np.empty((n_chain, n_draw, S, J))
-        streams = np.random.SeedSequence([int(seed), 49]).spawn(n_chain)
+        # a stream apart from the sampler's, which the same seed drives
+        entropy = None if seed is None else [int(seed), _DRAWS_STREAM]
+        streams = np.random.SeedSequence(entropy).spawn(n_chain)
         for c in range(n_chain):
             (se_s, se_t), (sp_s, sp_t) = logits["sensitivity"], logits["specificity"]
             out[c], _ = judge_kernel.draw_effects(
@@ -526,7 +531,12 @@ class JudgeRates(LogitNormalRates):
         return xr.DataArray(
             out,
             dims=("chain", "draw", "system", "task"),
-            coords={"chain": post["chain"].values, "draw": post["draw"].values},
+            coords={
+                "chain": post["chain"].values,
+                "draw": post["draw"].values,
+                "system": post["system"].values,
+                "task": post["task"].values,
+            },
         )
 
     # -- estimands -----------------------------------------------------------------------------
