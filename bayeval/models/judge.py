@@ -74,7 +74,6 @@ from bayeval.models.logit_normal import DEFAULT_PRIORS as LOGIT_NORMAL_PRIORS
 from bayeval.models.logit_normal import Layout, LogitNormalRates
 from bayeval.models.logit_normal import validate_priors as validate_logit_normal_priors
 from bayeval.models.logit_normal.pymc_model import _intercepts_and_cluster_effects
-from bayeval.models.progress import nutpie_progress
 
 __all__ = [
     "CELL_VARS",
@@ -427,25 +426,24 @@ class JudgeRates(LogitNormalRates):
         form, form_choice = self.sampling_form(data, sampler)
         collapsed = form == COLLAPSED
         if engine == "nutpie":
-            import nutpie  # its import takes seconds: loaded when a fit samples with it
+            from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
 
             compiled = _compiled.get(
                 _structure(data, priors, form),
                 lambda: build_judge_model(data, priors, collapsed=collapsed),
                 lambda: judge_cells(data.dataset),
             )
-            with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
-                trace = nutpie.sample(
-                    compiled,
-                    draws=draws,
-                    tune=max(tune, 1),
-                    chains=chains,
-                    cores=cores,
-                    seed=seed,
-                    target_accept=TARGET_ACCEPT,
-                    **NUTPIE_OPTIONS,
-                    **shown,
-                )
+            trace = nutpie_model.sample_trace(
+                compiled,
+                draws=draws,
+                tune=tune,
+                chains=chains,
+                cores=cores,
+                seed=seed,
+                progress=progress,
+                target_accept=TARGET_ACCEPT,
+                **NUTPIE_OPTIONS,
+            )
         else:
             trace = base.pymc_nuts(
                 build_judge_model(data, priors, collapsed=collapsed),

@@ -67,7 +67,6 @@ from bayeval.models.kernels import zoib as zoib_kernel
 from bayeval.models.kernels.abi import kernel_data
 from bayeval.models.kernels.compiled_models import CompiledModels
 from bayeval.models.logit_normal import cluster_codes, normal_expectation
-from bayeval.models.progress import nutpie_progress
 
 __all__ = ["build_zoib_model", "DEFAULT_PRIORS", "ZoibScores", "zoib_loglik"]
 
@@ -455,26 +454,23 @@ def sample(
         post = split_values(values, layout)
         return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
     if engine == "nutpie":
-        import nutpie  # its import takes seconds: loaded when a fit samples with it
-
         key = (layout.key(), tuple(sorted((k, str(v)) for k, v in priors.items())))
         compiled = _compiled.get(
             key,
             lambda: build_zoib_model(data, priors, missing_bound),
             lambda: _model_data(score_arrays(data, missing_bound)),
         )
-        with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
-            trace = nutpie.sample(
-                compiled,
-                draws=draws,
-                tune=max(tune, 1),
-                chains=chains,
-                cores=cores,
-                seed=seed,
-                target_accept=accept,
-                **NUTPIE_OPTIONS,
-                **shown,
-            )
+        trace = nutpie_model.sample_trace(
+            compiled,
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            progress=progress,
+            target_accept=accept,
+            **NUTPIE_OPTIONS,
+        )
     else:
         with build_zoib_model(data, priors, missing_bound):
             trace = pm.sample(

@@ -195,6 +195,27 @@ def values_model(inputs: dict, fields, dim: int, kept: int, sizes: dict, functio
     )
 
 
+def sample_trace(model, *, draws, tune, chains, cores, seed, progress, **options):
+    """``nutpie.sample`` of a compiled model with bayeval's progress display; its trace.
+
+    At least one warm-up draw (nutpie needs one); ``options`` go to ``nutpie.sample``
+    (``target_accept``, ``save_warmup``, ...).
+    """
+    import nutpie  # deferred: its import takes seconds, paid when a fit samples with it
+
+    with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
+        return nutpie.sample(
+            model,
+            draws=draws,
+            tune=max(tune, 1),
+            chains=chains,
+            cores=cores,
+            seed=seed,
+            **options,
+            **shown,
+        )
+
+
 def sample_values(model, *, draws, tune, chains, cores, seed, progress, **options):
     """NUTS by nutpie on a :func:`values_model`: its kept values and sampler statistics.
 
@@ -202,20 +223,17 @@ def sample_values(model, *, draws, tune, chains, cores, seed, progress, **option
     kept)`` (for :func:`split_kept`) and the statistics as a Dataset; the warm-up is not kept.
     ``options`` go to ``nutpie.sample`` (``target_accept``, ...).
     """
-    import nutpie  # deferred: its import takes seconds, paid when a fit samples with it
-
-    with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
-        trace = nutpie.sample(
-            model,
-            draws=draws,
-            tune=max(tune, 1),
-            chains=chains,
-            cores=cores,
-            seed=seed,
-            save_warmup=False,
-            **options,
-            **shown,
-        )
+    trace = sample_trace(
+        model,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        seed=seed,
+        progress=progress,
+        save_warmup=False,
+        **options,
+    )
     values = trace["posterior"]["values"].transpose("chain", "draw", ...).values
     return values, trace["sample_stats"].to_dataset()
 

@@ -38,7 +38,6 @@ from bayeval.models.logit_normal.layout import (
     task_patterns,
     validate_priors,
 )
-from bayeval.models.progress import nutpie_progress
 
 #: Whether the collapsed form holds its intercepts, cluster effects and their spreads on the
 #: scale of the task-level effects' attenuation ``kappa = sqrt(1 + (pi / 8)(sigma_task^2 +
@@ -462,9 +461,7 @@ def sample_kernel(
     fit of LiveCodeBench's 45 x 400 x 10). The start is the flat prior's support point, zero,
     jittered by U(-1, 1) per coordinate, as nutpie does for PyMC models.
     """
-    import nutpie  # its import takes seconds: loaded when a fit samples with it
-
-    from bayeval.models.kernels import nutpie_model  # deferred with nutpie, which it imports
+    from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie (seconds)
 
     ds = data.dataset
     c, n, bounds = counts_by_bound(ds)
@@ -488,18 +485,17 @@ def sample_kernel(
         if nutpie_model.available()
         else nutpie_model.python_model(*args)
     )
-    with nutpie_progress(progress, tune=max(tune, 1), draws=draws) as shown:
-        return nutpie.sample(
-            model,
-            draws=draws,
-            tune=max(tune, 1),
-            chains=chains,
-            cores=cores,
-            seed=seed,
-            save_warmup=False,
-            target_accept=target_accept(form, ds.sizes["task"], one_trial=one_trial(ds)),
-            **shown,
-        )
+    return nutpie_model.sample_trace(
+        model,
+        draws=draws,
+        tune=tune,
+        chains=chains,
+        cores=cores,
+        seed=seed,
+        progress=progress,
+        save_warmup=False,
+        target_accept=target_accept(form, ds.sizes["task"], one_trial=one_trial(ds)),
+    )
 
 
 def collapsed_posterior(
