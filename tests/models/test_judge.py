@@ -5,7 +5,6 @@ import warnings
 from fractions import Fraction
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import special
 
@@ -14,33 +13,7 @@ from bayeval.inference import choose_model
 from bayeval.models import get_model
 from bayeval.models.judge import CELL_VARS, build_judge_model, judge_log_likelihood
 from bayeval.testing import fake_results
-
-
-def _simulate(rng, *, systems, n_task=100, trials=3, share=0.2):
-    """Judged attempts of systems ``name -> (mean logit, sensitivity, specificity)``.
-
-    The task difficulty is shared by the systems. Returns the frame and each system's true
-    rates ``p (task,)``.
-    """
-    z = rng.normal(0, 1, n_task)
-    frames, rates = [], {}
-    for name, (a, se, sp) in systems.items():
-        p = special.expit(a + z)
-        rates[name] = p
-        y = rng.random((n_task, trials)) < p[:, None]
-        j = np.where(y, rng.random(y.shape) < se, rng.random(y.shape) < 1 - sp)
-        lab = rng.random(y.shape) < share
-        frames.append(
-            pd.DataFrame(
-                {
-                    "system": name,
-                    "task": np.repeat(np.arange(n_task), trials),
-                    "judge": j.ravel().astype(int),
-                    "human": np.where(lab, y, np.nan).ravel(),
-                }
-            )
-        )
-    return pd.concat(frames, ignore_index=True), rates
+from tests.models.judged import simulate_judged
 
 
 def _brute_force(counts, p, se, sp) -> Fraction:
@@ -90,7 +63,7 @@ def test_cell_likelihood_equals_the_brute_force_sum_over_true_outcomes():
 
 def test_the_model_potential_is_the_cell_likelihood_at_its_own_parameters():
     rng = np.random.default_rng(3)
-    df, _ = _simulate(rng, systems={"B": (0.5, 0.9, 0.6), "A": (0.2, 0.85, 0.9)}, n_task=4)
+    df, _ = simulate_judged(rng, systems={"B": (0.5, 0.9, 0.6), "A": (0.2, 0.85, 0.9)}, n_task=4)
     data = be.from_frame(df, judge="judge", success="human", label_design="random")
     model = build_judge_model(data)
     point = model.initial_point()
@@ -134,7 +107,7 @@ def test_the_model_potential_is_the_cell_likelihood_at_its_own_parameters():
 def lenient_on_b():
     """A judge lenient on B only (specificity 0.6 vs 0.9), 20% labelled; truth: no effect."""
     rng = np.random.default_rng(11)
-    df, rates = _simulate(rng, systems={"B": (0.3, 0.9, 0.6), "A": (0.3, 0.9, 0.9)})
+    df, rates = simulate_judged(rng, systems={"B": (0.3, 0.9, 0.6), "A": (0.3, 0.9, 0.9)})
     data = be.from_frame(df, judge="judge", success="human", label_design="random")
     res = be.fit(data, draws=300, tune=300, chains=2, seed=1, progress=False)
     return df, rates, data, res
@@ -196,7 +169,7 @@ def test_with_every_attempt_labelled_the_verdicts_add_nothing():
     # every true outcome seen: the verdicts' likelihood is a function of (se, sp) alone, which
     # are a priori independent of the outcome model, so its posterior is the plain model's
     rng = np.random.default_rng(5)
-    df, _ = _simulate(rng, systems={"B": (0.6, 0.9, 0.7), "A": (0.0, 0.8, 0.9)}, share=1.0)
+    df, _ = simulate_judged(rng, systems={"B": (0.6, 0.9, 0.7), "A": (0.0, 0.8, 0.9)}, share=1.0)
     data = be.from_frame(df, judge="judge", success="human", label_design="random")
     judged = be.fit(data, draws=300, tune=300, chains=2, seed=2, progress=False)
     plain = be.fit(data, model="logit_normal", draws=300, chains=2, seed=3, progress=False)
@@ -212,7 +185,7 @@ def test_with_every_attempt_labelled_the_verdicts_add_nothing():
 
 def test_auto_picks_the_judge_model_only_for_judged_data():
     rng = np.random.default_rng(0)
-    df, _ = _simulate(rng, systems={"B": (0.5, 0.9, 0.6), "A": (0.2, 0.85, 0.9)}, n_task=10)
+    df, _ = simulate_judged(rng, systems={"B": (0.5, 0.9, 0.6), "A": (0.2, 0.85, 0.9)}, n_task=10)
     judged = be.from_frame(df, judge="judge", success="human", label_design="random")
     assert choose_model(judged)[0] == "judge"
     plain = be.from_frame(df.assign(human=df["judge"]), success="human")

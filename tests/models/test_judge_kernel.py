@@ -3,13 +3,13 @@
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import integrate, special, stats
 
 import bayeval as be
 from bayeval.models.judge import CELL_VARS, JudgeRates, build_judge_model, judge_log_likelihood
 from bayeval.models.kernels.judge import MAX_ATTEMPTS, cells_logp, draw_effects
+from tests.models.judged import simulate_judged
 
 
 def _cell_integral(eta, sigma, counts, se, sp):
@@ -140,25 +140,11 @@ def test_draws_follow_the_conditional(counts, eta, sigma, grid):
     assert (fallbacks > D // 2) if grid else (fallbacks == 0)
 
 
+SYSTEMS = {"B": (0.4, 0.9, 0.6), "A": (0.0, 0.85, 0.9)}
+
+
 def _frame(rng, n_task=30, trials=1):
-    rows = []
-    z = rng.normal(0, 1, n_task)
-    for name, (a, se, sp) in {"B": (0.4, 0.9, 0.6), "A": (0.0, 0.85, 0.9)}.items():
-        p = special.expit(a + z)
-        y = rng.random((n_task, trials)) < p[:, None]
-        verdict = np.where(y, rng.random(y.shape) < se, rng.random(y.shape) < 1 - sp)
-        label = rng.random(y.shape) < 0.3
-        rows.append(
-            pd.DataFrame(
-                {
-                    "system": name,
-                    "task": np.repeat(np.arange(n_task), trials),
-                    "judge": verdict.ravel().astype(int),
-                    "human": np.where(label, y, np.nan).ravel(),
-                }
-            )
-        )
-    return pd.concat(rows, ignore_index=True)
+    return simulate_judged(rng, systems=SYSTEMS, n_task=n_task, trials=trials, share=0.3)[0]
 
 
 def test_collapsed_potential_is_the_full_models_integrated_over_v():
