@@ -364,7 +364,9 @@ def from_frame(
     if harness is not None:
         ds = ds.assign_coords(harness=("system", digests))
     if judged is not None:
-        variables, coords = _judge_vars(judged["counts"], rows.shape, judges, judged["strata"])
+        variables, coords = _judge_vars(
+            judged["counts"], rows.shape, judges, judged["strata"], judged["patterns"]
+        )
         ds = ds.assign(variables).assign_coords(coords)
         ds.attrs["label_design"] = label_design
     return EvalData(_with_attempt_vars(ds, tally, covariates, latency_columns))

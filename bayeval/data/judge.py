@@ -4,8 +4,10 @@ Every attempt has the judge's 0/1 verdict (one per judge column); some attempts 
 trusted label (the ``success`` column; empty where not labelled). Per ``(judge, system, task,
 label_stratum)`` the rows are counted into :data:`JUDGE_VARS`: the four labelled cells
 ``judge_n{j}{y}`` (judge verdict ``j``, label ``y``) and the unlabelled verdicts ``judge_u1``
-and ``judge_u0``. ``successes`` and ``trials`` keep their meaning: the trusted outcomes, so
-they count the labelled attempts only.
+and ``judge_u0``. With several judges the joint pattern of their verdicts on each attempt is
+counted too (:data:`PATTERN_VAR`): a model of several judges needs which of them agreed on the
+same attempt, which the per-judge counts do not keep. ``successes`` and ``trials`` keep their
+meaning: the trusted outcomes, so they count the labelled attempts only.
 
 Labels must be a random sample of the attempts (``label_design="random"``: within each system,
 every attempt equally likely to be labelled) or a stratified one (``"stratified"``: random
@@ -28,7 +30,7 @@ from bayeval.data.labels import _check_labels
 from bayeval.data.statuses import _OK, STATUSES, _status_codes
 from bayeval.data.values import _outcome_column
 
-__all__ = ["JUDGE_VARS", "LABEL_DESIGNS"]
+__all__ = ["JUDGE_VARS", "LABEL_DESIGNS", "MAX_JUDGES", "PATTERN_VAR"]
 
 #: Per ``(judge, system, task, label_stratum)`` counts: labelled attempts by (verdict, label)
 #: (``judge_n{verdict}{label}``), then unlabelled attempts by verdict (``judge_u{verdict}``).
@@ -39,6 +41,17 @@ LABEL_DESIGNS = ("random", "stratified")
 
 #: The dims of every judge count, in order.
 JUDGE_DIMS = ("judge", "system", "task", "label_stratum")
+
+#: With several judges, attempts per ``(system, task, label_stratum, verdicts, label)``:
+#: ``verdicts`` is the pattern of the judges' verdicts on one attempt, a string of 0/1 in the
+#: order of the ``judge`` coordinate (``"10"``: the first judge said 1, the second 0), and
+#: ``label`` is ``"1"`` or ``"0"`` (the trusted label) or ``"none"`` (not labelled).
+PATTERN_VAR = "judge_patterns"
+PATTERN_DIMS = ("system", "task", "label_stratum", "verdicts", "label")
+PATTERN_LABELS = ("1", "0", "none")
+
+#: The most judges counted jointly: their verdict patterns number 2**judges per cell.
+MAX_JUDGES = 6
 
 #: A label-presence test this extreme means the labels were chosen by the judge's verdict; a
 #: random design crosses it by chance about once in a million (system, stratum) cells.
@@ -64,6 +77,11 @@ def _judge_names(judge) -> list[str]:
         raise TypeError(f"judge= must name columns (str); got {describe_values(bad)}")
     if len(set(names)) != len(names):
         raise ValueError(f"judge= names a column twice: {names}")
+    if len(names) > MAX_JUDGES:
+        raise ValueError(
+            f"judge= names {len(names)} columns; at most {MAX_JUDGES} judges are counted "
+            f"jointly (their verdict patterns number 2**judges per cell): choose among {names}"
+        )
     return list(names)
 
 
@@ -201,7 +219,9 @@ def _judge_tally(
 
     Returns ``status_counts`` ``(cell, status)`` and ``ok_successes`` ``(cell,)`` of the
     labelled (and non-ok) attempts, ``unlabelled`` ``(cell,)``, ``counts``
-    ``(judge, cell, stratum, 6)`` in :data:`JUDGE_VARS` order and ``strata`` (the labels).
+    ``(judge, cell, stratum, 6)`` in :data:`JUDGE_VARS` order, ``strata`` (the labels) and,
+    with several judges, ``patterns`` ``(cell, stratum, 2**judges, 3)`` (:data:`PATTERN_VAR`;
+    ``None`` for one judge).
     """
     label = _outcome_column(df, success)
     verdicts = np.stack([_outcome_column(df, name) for name in judges])
@@ -236,17 +256,31 @@ def _judge_tally(
     n_task = size // len(systems)
     per_system = counts.reshape(len(judges), len(systems), n_task, n_strata, -1).sum(2)
     _check_label_presence(systems, strata, judges, per_system)
+    patterns = None
+    if len(judges) > 1:
+        # the first judge is the pattern's leading digit (its most significant bit)
+        weights = 2 ** np.arange(len(judges) - 1, -1, -1)
+        pattern = weights @ verdicts[:, rows].astype(np.int64)
+        state = np.where(has_label[rows], 1 - np.nan_to_num(label[rows]).astype(int), 2)
+        n_pattern, n_state = 2 ** len(judges), len(PATTERN_LABELS)
+        flat = ((cell[rows] * n_strata + stratum[rows]) * n_pattern + pattern) * n_state + state
+        patterns = np.bincount(flat, minlength=size * n_strata * n_pattern * n_state).reshape(
+            size, n_strata, n_pattern, n_state
+        )
     return {
         "status_counts": status_counts,
         "ok_successes": ok_successes,
         "unlabelled": np.bincount(cell[unlabelled], minlength=size),
         "counts": counts,
         "strata": strata,
+        "patterns": patterns,
     }
 
 
-def _judge_vars(counts: np.ndarray, shape: tuple[int, int], judges, strata) -> tuple[dict, dict]:
-    """The :data:`JUDGE_VARS` over :data:`JUDGE_DIMS`, and their coordinates."""
+def _judge_vars(
+    counts: np.ndarray, shape: tuple[int, int], judges, strata, patterns=None
+) -> tuple[dict, dict]:
+    """The :data:`JUDGE_VARS` over :data:`JUDGE_DIMS` (and :data:`PATTERN_VAR`), coordinates."""
     n_sys, n_task = shape
     grid = counts.reshape(len(judges), n_sys, n_task, len(strata), len(JUDGE_VARS))
     data = {name: (JUDGE_DIMS, grid[..., k]) for k, name in enumerate(JUDGE_VARS)}
@@ -254,7 +288,25 @@ def _judge_vars(counts: np.ndarray, shape: tuple[int, int], judges, strata) -> t
         "judge": np.array(judges, dtype=object),
         "label_stratum": _coordinate(strata),
     }
+    if patterns is not None:
+        data[PATTERN_VAR] = (
+            PATTERN_DIMS,
+            patterns.reshape(n_sys, n_task, len(strata), *patterns.shape[2:]),
+        )
+        coords["verdicts"] = np.array(verdict_patterns(len(judges)), dtype=object)
+        coords["label"] = np.array(PATTERN_LABELS, dtype=object)
     return data, coords
+
+
+def verdict_patterns(n_judges: int) -> list[str]:
+    """The verdict patterns of ``n_judges`` judges in :data:`PATTERN_VAR` order.
+
+    Examples
+    --------
+    >>> verdict_patterns(2)
+    ['00', '01', '10', '11']
+    """
+    return [format(k, f"0{n_judges}b") for k in range(2**n_judges)]
 
 
 def _coordinate(labels) -> np.ndarray:

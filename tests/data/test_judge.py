@@ -10,6 +10,7 @@ import pytest
 
 import bayeval as be
 from bayeval.data import JUDGE_VARS
+from bayeval.data.judge import MAX_JUDGES, PATTERN_VAR
 from bayeval.monitor._codec import decode, encode
 from bayeval.testing import fake_results
 
@@ -79,6 +80,47 @@ def test_counts_match_a_direct_count():
     # every attempt is counted once per judge
     total = sum(ds[v] for v in JUDGE_VARS).sum(("system", "task", "label_stratum"))
     assert total.values.tolist() == [len(df), len(df)]
+
+
+def test_several_judges_verdict_patterns_match_a_direct_count():
+    df = _judged_frame(seed=3)
+    data = be.from_frame(
+        df, trial="trial", judge=["j1", "j2"], success="human", label_design="random"
+    )
+    ds = data.dataset
+    patterns = ds[PATTERN_VAR].sel(label_stratum="all")
+    assert patterns.dims == ("system", "task", "verdicts", "label")
+    assert ds["verdicts"].values.tolist() == ["00", "01", "10", "11"]
+    assert ds["label"].values.tolist() == ["1", "0", "none"]
+    label = df["human"].map({1: "1", 0: "0"}).fillna("none")
+    pattern = df["j1"].astype(int).astype(str) + df["j2"].astype(int).astype(str)
+    direct = (
+        df.assign(verdicts=pattern, label=label)
+        .groupby(["system", "task", "verdicts", "label"])
+        .size()
+    )
+    got = patterns.to_series()
+    want = direct.reindex(got.index, fill_value=0)
+    np.testing.assert_array_equal(got.to_numpy(), want.to_numpy())
+    assert int(got.sum()) == len(df)
+    # each judge's margin of the patterns is its own count
+    j1 = patterns.sel(verdicts=["10", "11"]).sum("verdicts")
+    np.testing.assert_array_equal(
+        j1.sel(label="1").values, ds["judge_n11"].sel(judge="j1", label_stratum="all").values
+    )
+    np.testing.assert_array_equal(
+        j1.sel(label="none").values, ds["judge_u1"].sel(judge="j1", label_stratum="all").values
+    )
+    one = be.from_frame(df, trial="trial", judge="j1", success="human", label_design="random")
+    assert PATTERN_VAR not in one.dataset  # one judge: its counts are the pattern counts
+
+
+def test_too_many_judges_refused():
+    df = _judged_frame()
+    names = [f"j{k}" for k in range(MAX_JUDGES + 1)]
+    wide = df.assign(**{name: df["j1"] for name in names})
+    with pytest.raises(ValueError, match=f"at most {MAX_JUDGES} judges"):
+        be.from_frame(wide, judge=names, success="human", label_design="random")
 
 
 def test_stratified_by_the_judge_verdict():
