@@ -71,10 +71,14 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
             "(from_frame(..., judge=, success=, label_design=)) with model='auto' or 'judge'"
         )
     data = posterior._group("constant_data")
-    judge = str(posterior._group("/").attrs.get("judge", data["judge"].values[0]))
+    several = "judge" in post["sensitivity"].dims
+    if several:
+        judges = [str(j) for j in post["judge"].values.tolist()]
+    else:  # one judge's fit: its parameters are per system, the judge named in the attrs
+        judges = [str(posterior._group("/").attrs.get("judge", data["judge"].values[0]))]
     counts = {
         name: data[name]
-        .sel(judge=[judge])
+        .sel(judge=judges)
         .sum(("task", "label_stratum"))
         .transpose("judge", "system")
         for name in _COUNTS
@@ -83,25 +87,26 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
     labelled = n11 + n10 + n01 + n00
     judged = labelled + u1 + u0
     out = xr.Dataset(
-        coords={"judge": np.array([judge], dtype=object), "system": post["system"].values}
+        coords={"judge": np.array(judges, dtype=object), "system": post["system"].values}
     )
     for name in ("sensitivity", "specificity"):
-        typical = post[name].transpose("chain", "draw", "system")
+        typical = post[name]
         tau = post.get(f"judge_task_sigma_{name}")
+        if not several:
+            typical = typical.expand_dims(judge=out["judge"].values)
+            tau = None if tau is None else tau.expand_dims(judge=out["judge"].values)
+        typical = typical.transpose("chain", "draw", "judge", "system")
         if tau is None:  # a fit without the task-level error term: every task is typical
             average = typical
         else:
             # the judge's error varies by task: a system's sensitivity is its average over
             # tasks, E expit(logit se[s] + tau Z), the rate its labelled crosses estimate
             logit = np.log(typical.values) - np.log1p(-typical.values)
-            scale = np.broadcast_to(tau.transpose("chain", "draw").values[..., None], logit.shape)
+            tau_values = tau.transpose("chain", "draw", "judge").values[..., None]
+            scale = np.broadcast_to(tau_values, logit.shape)
             average = typical.copy(data=normal_expectation(logit, scale, "pass@k", [1])[..., 0])
-        out[f"{name}_typical_task"] = typical.expand_dims(judge=out["judge"].values).transpose(
-            "chain", "draw", "judge", "system"
-        )
-        draws = average.expand_dims(judge=out["judge"].values).transpose(
-            "chain", "draw", "judge", "system"
-        )
+        out[f"{name}_typical_task"] = typical
+        draws = average
         out[name] = draws.copy()
         out[f"{name}_mean"] = draws.mean(("chain", "draw"))
         interval = eti(draws.values.reshape(-1, *draws.shape[2:]), ci_prob=ci_prob, axis=0)

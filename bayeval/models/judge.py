@@ -65,6 +65,7 @@ from scipy import special
 
 from bayeval._validate import merge_priors
 from bayeval.data.groups import dataset_of
+from bayeval.data.judge import PATTERN_VAR
 from bayeval.models import base
 from bayeval.models._beta_family import metric_of_rate, task_weights
 from bayeval.models.kernels import judge as judge_kernel
@@ -84,6 +85,9 @@ __all__ = [
     "build_judge_model",
     "judge_cells",
     "judge_log_likelihood",
+    "model_data",
+    "pattern_cells",
+    "patterns_log_likelihood",
     "validate_priors",
 ]
 
@@ -154,6 +158,51 @@ def judge_cells(ds: xr.Dataset) -> dict[str, np.ndarray]:
     }
 
 
+def pattern_cells(ds: xr.Dataset) -> np.ndarray:
+    """Several judges' verdict patterns per cell, ``(verdicts, label, system, task)``.
+
+    :data:`~bayeval.data.judge.PATTERN_VAR` summed over label strata; ``label`` in
+    ``("1", "0", "none")`` order.
+    """
+    return (
+        ds[PATTERN_VAR]
+        .sum("label_stratum")
+        .transpose("verdicts", "label", "system", "task")
+        .values.astype(np.int64)
+    )
+
+
+def verdict_matrix(ds: xr.Dataset) -> np.ndarray:
+    """The 0/1 verdict of each judge in each pattern, ``(verdicts, judge)``."""
+    return np.array([[int(c) for c in v] for v in ds["verdicts"].values.tolist()], dtype=float)
+
+
+def patterns_log_likelihood(counts, verdicts, logit_p, logit_se, logit_sp, xp=np):
+    """Each cell's log-likelihood under several judges, the unlabelled true outcomes summed out.
+
+    ``counts`` is :func:`pattern_cells`' ``(verdicts, label, system, task)``, ``verdicts`` the
+    ``(pattern, judge)`` 0/1 matrix (:func:`verdict_matrix`), ``logit_p`` ``(system, task)``
+    and ``logit_se``, ``logit_sp`` ``(judge, system, task)``. Given the true outcome the judges'
+    verdicts are independent: a pattern's probability is the product of each judge's, ``A =
+    prod se^v (1 - se)^(1 - v)`` given a true 1 and ``B = prod (1 - sp)^v sp^(1 - v)`` given a
+    true 0; an unlabelled attempt contributes ``p A + (1 - p) B``. Returns the ``(system,
+    task)`` log-likelihoods, without the multinomial coefficients.
+    """
+    if xp is np:
+        softplus, logaddexp, dot = (lambda x: np.logaddexp(0.0, x)), np.logaddexp, np.tensordot
+    else:
+        softplus, logaddexp, dot = pt.softplus, pt.logaddexp, pt.tensordot
+    log_p, log_not_p = -softplus(-logit_p), -softplus(logit_p)
+    v = np.asarray(verdicts, dtype=float)
+    # (pattern, judge) x (judge, system, task) -> (pattern, system, task)
+    log_a = dot(v, -softplus(-logit_se), axes=1) + dot(1 - v, -softplus(logit_se), axes=1)
+    log_b = dot(v, -softplus(logit_sp), axes=1) + dot(1 - v, -softplus(-logit_sp), axes=1)
+    true_1 = log_p[None] + log_a
+    true_0 = log_not_p[None] + log_b
+    ll = counts[:, 0] * true_1 + counts[:, 1] * true_0 + counts[:, 2] * logaddexp(true_1, true_0)
+    return ll.sum(axis=0)
+
+
 def attempts(ds: xr.Dataset) -> np.ndarray:
     """Every attempt with a verdict (labelled or not) per cell, ``(system, task)``."""
     cells = judge_cells(ds)
@@ -217,6 +266,13 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
     priors = validate_priors(priors)
     ds = data.dataset
     layout = Layout.from_dataset(ds)
+    judges = [str(j) for j in ds["judge"].values.tolist()]
+    several = len(judges) > 1
+    if several and collapsed:
+        raise ValueError(
+            "the collapsed form integrates one judge's cells; several judges are fitted with "
+            "every effect latent (collapsed=False)"
+        )
     coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
     alpha_dims: tuple[str, ...] = ("system",)
     if layout.pops.strata is not None:
@@ -224,12 +280,20 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
         alpha_dims = ("system", "stratum")
     if layout.has_clusters:
         coords["cluster"] = layout.cluster_labels
+    # one judge keeps the per-system names and shapes; several add a leading judge dim
+    per_judge: dict = {"dims": "judge"} if several else {}
+    lead: tuple[str, ...] = ("judge",) if several else ()
+    if several:
+        coords["judge"] = judges
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
-        cells = {
-            name: pm.Data(name, values, dims=("system", "task"))
-            for name, values in judge_cells(ds).items()
-        }
+        if several:
+            patterns = pm.Data(PATTERN_VAR, pattern_cells(ds))
+        else:
+            cells = {
+                name: pm.Data(name, values, dims=("system", "task"))
+                for name, values in judge_cells(ds).items()
+            }
         sigma_task = pm.HalfNormal("sigma_task", priors["sigma_task"])
         identified, zero_sum = _intercepts_and_cluster_effects(priors, layout, alpha_dims, S)
         logit_p = identified[:, layout.pops.code] + zero_sum[:, layout.cluster]  # (S, J)
@@ -246,16 +310,26 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
         logits = {}
         for name in ("sensitivity", "specificity"):
             mean, sd = priors[name]
-            mu = pm.Normal(f"judge_mu_{name}", mean, sd)
-            sigma = pm.HalfNormal(f"judge_sigma_{name}", priors["sigma_judge"])
-            z = pm.Normal(f"judge_{name}_z", 0.0, 1.0, dims="system")
-            logits[name] = mu + sigma * z
-            pm.Deterministic(name, pm.math.sigmoid(logits[name]), dims="system")
+            mu = pm.Normal(f"judge_mu_{name}", mean, sd, **per_judge)
+            sigma = pm.HalfNormal(f"judge_sigma_{name}", priors["sigma_judge"], **per_judge)
+            z = pm.Normal(f"judge_{name}_z", 0.0, 1.0, dims=(*lead, "system"))
+            # (judge, system) with several judges, (system,) with one
+            logits[name] = mu[:, None] + sigma[:, None] * z if several else mu + sigma * z
+            pm.Deterministic(name, pm.math.sigmoid(logits[name]), dims=(*lead, "system"))
             # the judge may err on a task for every system (a reference answer it misreads)
-            tau = pm.HalfNormal(f"judge_task_sigma_{name}", priors["sigma_judge"])
-            x = pm.Normal(f"judge_task_{name}_z", 0.0, 1.0, dims="task")
-            logits[name] = logits[name][:, None] + (tau * x)[None, :]
-        if collapsed and sigma_v is not None:
+            tau = pm.HalfNormal(f"judge_task_sigma_{name}", priors["sigma_judge"], **per_judge)
+            x = pm.Normal(f"judge_task_{name}_z", 0.0, 1.0, dims=(*lead, "task"))
+            logits[name] = logits[name][..., :, None] + (tau[..., None] * x)[..., None, :]
+        if several:
+            total = patterns_log_likelihood(
+                patterns,
+                verdict_matrix(ds),
+                logit_p,
+                logits["sensitivity"],
+                logits["specificity"],
+                xp=pt,
+            ).sum()
+        elif collapsed and sigma_v is not None:
             counts = pt.stack([cells[name] for name in CELL_VARS])
             outputs = JudgedCells()(
                 logit_p, sigma_v, logits["sensitivity"], logits["specificity"], counts
@@ -270,11 +344,19 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
     return model
 
 
+def model_data(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """The counts :func:`build_judge_model` takes as ``pm.Data``, by name."""
+    if ds.sizes["judge"] > 1:
+        return {PATTERN_VAR: pattern_cells(ds)}
+    return judge_cells(ds)
+
+
 def _structure(data, priors, form) -> tuple:
     """What a compiled model is specific to: every array but the counts, the priors, the form."""
     layout = Layout.from_dataset(data.dataset)
     return (
         form,
+        data.dataset.sizes["judge"],
         data.dataset.sizes["system"],
         data.dataset.sizes["task"],
         tuple(layout.cluster.tolist()),
@@ -314,19 +396,12 @@ class JudgeRates(LogitNormalRates):
 
     # -- fitting -------------------------------------------------------------------------------
     def supports(self, data) -> str | None:
-        """Judged data of one judge, without missing-outcome bounds."""
+        """Judged data (one judge or several), without missing-outcome bounds."""
         judges = getattr(data, "judges", [])
         if not judges:
             return (
                 "model 'judge' needs a judge's verdicts beside trusted labels: "
                 "from_frame(..., judge=column, success=label column, label_design=...)"
-            )
-        if len(judges) > 1:
-            return (
-                f"model 'judge' takes one judge; the data hold {len(judges)} ({judges}). "
-                "Their counts are kept per judge, not as the joint pattern of all verdicts "
-                "on an attempt, which a model of several judges needs: fit one judge at a "
-                "time, from_frame(..., judge='name')"
             )
         if "missing_bound" in data.dataset["trials"].dims:
             return "model 'judge' does not take missing='bounds': choose missing='fail'"
@@ -360,8 +435,8 @@ class JudgeRates(LogitNormalRates):
         {'sigma_task_system': 0.5}
         """
         ds = data.dataset
-        attempts = sum(ds[name] for name in CELL_VARS).sum(("judge", "label_stratum"))
-        judged = attempts.values[attempts.values > 0]
+        judged = attempts(ds)  # every judge sees every attempt: count one judge's
+        judged = judged[judged > 0]
         return ds.sizes["system"] >= 2 and judged.size > 0 and float(np.median(judged)) <= 1
 
     def build(self, data, priors=None, **options) -> pm.Model:
@@ -377,11 +452,12 @@ class JudgeRates(LogitNormalRates):
         return base.DEFAULT_DRAWS
 
     def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
-        """Collapsed for systems on shared tasks with cells of at most 30 attempts.
+        """Collapsed for one judge, systems on shared tasks, cells of at most 30 attempts.
 
         The task-by-system effects are then integrated out of each cell
         (:mod:`bayeval.models.kernels.judge`) and drawn after the fit from their conditionals;
-        otherwise every effect is latent. One system has no such effect.
+        otherwise every effect is latent. One system has no such effect; several judges are
+        fitted full-latent (the cell rule is written for one judge's counts).
 
         Examples
         --------
@@ -396,6 +472,10 @@ class JudgeRates(LogitNormalRates):
         """
         if not Layout.from_dataset(data.dataset).paired:
             return FULL_LATENT, "one system: no task-by-system effect to integrate out"
+        if data.dataset.sizes["judge"] > 1:
+            return FULL_LATENT, (
+                "several judges: the collapsed form's rule integrates one judge's cells"
+            )
         largest = int(attempts(data.dataset).max(initial=0))
         if largest > judge_kernel.MAX_ATTEMPTS:
             return FULL_LATENT, (
@@ -431,7 +511,7 @@ class JudgeRates(LogitNormalRates):
             compiled = _compiled.get(
                 _structure(data, priors, form),
                 lambda: build_judge_model(data, priors, collapsed=collapsed),
-                lambda: judge_cells(data.dataset),
+                lambda: model_data(data.dataset),
             )
             trace = nutpie_model.sample_trace(
                 compiled,
@@ -471,7 +551,7 @@ class JudgeRates(LogitNormalRates):
             "form_choice": form_choice,
             "target_accept": TARGET_ACCEPT,
             "task_effects": "drawn from their conditionals" if collapsed else "non-centred",
-            "judge": str(data.judges[0]),
+            "judge": ", ".join(str(j) for j in data.judges),
         }
         groups = {"posterior": post[kept], "sample_stats": stats, "task_effects": effects}
         if collapsed:

@@ -465,7 +465,7 @@ def _fake_judge(data, priors, form, draws, chains, rng, attrs):
             "task_effects": (
                 "drawn from their conditionals" if form_name == judge.COLLAPSED else "non-centred"
             ),
-            "judge": str(data.judges[0]),
+            "judge": ", ".join(str(j) for j in data.judges),
         }
     )
     posterior, effects = judge_draws(data.dataset, draws, chains, rng)

@@ -366,19 +366,45 @@ def judge_draws(ds, draws, chains, rng) -> tuple[xr.Dataset, xr.Dataset]:
             ("chain", "draw", "system", "task"),
             spread * rng.standard_normal((*lead, S, J)),
         )
+    n_judge = ds.sizes["judge"]
+    per_judge = []  # each judge's own labelled crosses, (judge, system)
+    for k in range(n_judge):
+        own = judge.judge_cells(ds.isel(judge=slice(k, k + 1)))
+        per_judge.append({name: own[name].sum(1).astype(float) for name in judge.CELL_VARS})
+    hits = {
+        "sensitivity": (
+            np.array([c["judge_n11"] for c in per_judge]),
+            np.array([c["judge_n01"] for c in per_judge]),
+        ),
+        "specificity": (
+            np.array([c["judge_n00"] for c in per_judge]),
+            np.array([c["judge_n10"] for c in per_judge]),
+        ),
+    }
+    # one judge's parameters are per system, several judges' per (judge, system): as fitted
+    dims = ("chain", "draw", "judge", "system") if n_judge > 1 else ("chain", "draw", "system")
+    scalar = ("chain", "draw", "judge") if n_judge > 1 else ("chain", "draw")
     out: dict[str, tuple] = {}
-    for name, hit, miss in (
-        ("sensitivity", n11.sum(1), n01.sum(1)),
-        ("specificity", n00.sum(1), n10.sum(1)),
-    ):
-        rate = rng.beta(hit + 1.0, miss + 1.0, (*lead, S))
-        out[name] = (("chain", "draw", "system"), rate)
+    for name, (hit, miss) in hits.items():
+        rate = rng.beta(hit + 1.0, miss + 1.0, (*lead, n_judge, S))
         logit = special.logit(rate)
-        out[f"judge_mu_{name}"] = (("chain", "draw"), logit.mean(-1))
-        sd = max(float(np.std(special.logit((hit + 1.0) / (hit + miss + 2.0)))), _FLOOR)
-        out[f"judge_sigma_{name}"] = (("chain", "draw"), _positive(sd, S, lead, rng))
-        out[f"judge_task_sigma_{name}"] = (("chain", "draw"), _positive(0.3, J, lead, rng))
+        sd = np.maximum(np.std(special.logit((hit + 1.0) / (hit + miss + 2.0)), axis=1), _FLOOR)
+        spread = np.stack([_positive(float(v), S, lead, rng) for v in sd], axis=-1)
+        task_spread = np.stack([_positive(0.3, J, lead, rng) for _ in range(n_judge)], axis=-1)
+        if n_judge == 1:
+            rate, logit, spread, task_spread = (
+                rate[..., 0, :],
+                logit[..., 0, :],
+                spread[..., 0],
+                task_spread[..., 0],
+            )
+        out[name] = (dims, rate)
+        out[f"judge_mu_{name}"] = (scalar, logit.mean(-1))
+        out[f"judge_sigma_{name}"] = (scalar, spread)
+        out[f"judge_task_sigma_{name}"] = (scalar, task_spread)
     post = post.assign(out)
+    if n_judge > 1:
+        post = post.assign_coords(judge=ds["judge"].values)
     effects = effects.assign_coords(task=ds["task"].values, system=ds["system"].values)
     return post, effects
 

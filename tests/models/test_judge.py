@@ -195,9 +195,8 @@ def test_auto_picks_the_judge_model_only_for_judged_data():
 
 
 def test_refusals():
-    several = be.datasets.load("judging_the_judges")
-    with pytest.raises(ValueError, match="takes one judge; the data hold 3"):
-        be.fit(several, draws=10, chains=1)
+    several = be.datasets.load("judging_the_judges")  # three judges: fitted jointly
+    assert get_model("judge").supports(several) is None
     with pytest.raises(ValueError, match="unknown prior"):
         get_model("judge").validate_priors({"sensitivity_sd": 1.0})
     with pytest.raises(ValueError, match="prior specificity"):
