@@ -445,7 +445,7 @@ def _latency_check(row: dict) -> str:
 
 
 def echo_judge(section: dict, flagged: bool = False):
-    """The judge section: its error per system, then each pair's pass@1 effect four ways.
+    """The judge section: its error per system (and judge), then each pair's pass@1 effects.
 
     In the report's words (``section["columns"]``, each row's ``label`` and estimand) and its
     number formats, so the terminal shows what the JSON and the report show; ``flagged``
@@ -453,9 +453,10 @@ def echo_judge(section: dict, flagged: bool = False):
     """
     num, signed, interval = report_format._fmt, report_format._signed, report_format._interval
     columns = section["columns"]
+    several = len(section["judges"]) > 1
     rows = {}
     for row in section["rows"]:
-        rows[row["system"]] = {
+        rows[(row["system"], row["judge"]) if several else row["system"]] = {
             "labelled / judged": f"{row['n_labelled']} / {row['n_judged']}",
             **{
                 columns[name]["header"]: f"{num(row[f'{name}_mean'])} "
@@ -468,9 +469,19 @@ def echo_judge(section: dict, flagged: bool = False):
             },
         }
     table = pd.DataFrame.from_dict(rows, orient="index")
-    table.index.name = "system"
+    if several:
+        table.index = pd.MultiIndex.from_tuples(table.index, names=["system", "judge"])
+    else:
+        table.index.name = "system"
     click.echo(
-        f"\njudge {section['judge']!r} beside trusted labels (label design "
+        ("\njudges " if several else "\njudge ")
+        + f"{section['judge']!r}"
+        + (
+            " (fitted jointly, their verdicts independent given the true outcome)"
+            if several
+            else ""
+        )
+        + " beside trusted labels (label design "
         f"{section['label_design']!r}), {section['model']} model: posterior mean "
         f"[{report_format._percent(section['ci_prob'])} interval]"
         + (" FLAGGED (the fit failed its MCMC gates)" if flagged else "")
@@ -481,8 +492,13 @@ def echo_judge(section: dict, flagged: bool = False):
         click.echo(f"  {column['header']}: {column['words']}")
     for pair in section["pairs"]:
         click.echo(
-            f"\n{pair['candidate']} minus {pair['baseline']}: {section['metric']}, four ways "
-            f"[{report_format._percent(section['ci_prob'])} interval]"
+            f"\n{pair['candidate']} minus {pair['baseline']}: {section['metric']}, "
+            + (
+                "the true outcome beside each judge's verdicts and the labels "
+                if several
+                else "four ways "
+            )
+            + f"[{report_format._percent(section['ci_prob'])} interval]"
         )
         for row in pair["rows"]:
             click.echo(

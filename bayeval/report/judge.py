@@ -71,13 +71,16 @@ def judge_section(
     Returns
     -------
     dict or None
-        ``judge`` (its column), ``label_design``, ``model``, ``ci_prob``, ``columns`` and
-        ``quantities`` (the words of :data:`COLUMNS` and :data:`QUANTITIES`), ``judge_note``,
-        ``rows`` (per system: ``n_labelled``, ``n_judged``, ``agreement``, ``judge_rate``,
-        ``labelled_rate`` and the sensitivity's and specificity's posterior ``*_mean``,
-        ``*_lower``, ``*_upper``), ``metric`` (``"pass@1"``), ``estimand``, ``unit`` (of the
-        PPI++ twin), ``pairs`` (per pair ``candidate``, ``baseline``, ``lam`` per system and
-        ``rows``: one per quantity with its ``quantity``, ``label``, ``estimand_words``,
+        ``judge`` (its column; several judges' columns joined by ", "), ``judges`` (the
+        list), ``label_design``, ``model``, ``ci_prob``, ``columns`` and ``quantities`` (the
+        words of :data:`COLUMNS` and :data:`QUANTITIES`), ``judge_note``, ``rows`` (per judge
+        and system: ``judge``, ``system``, ``n_labelled``, ``n_judged``, ``agreement``,
+        ``judge_rate``, ``labelled_rate`` and the sensitivity's and specificity's posterior
+        ``*_mean``, ``*_lower``, ``*_upper``), ``metric`` (``"pass@1"``), ``estimand``,
+        ``unit`` (of the PPI++ twin), ``pairs`` (per pair ``candidate``, ``baseline``, ``lam``
+        per system (keyed ``"system (judge)"`` with several judges) and ``rows``: one per
+        quantity with its ``quantity``, ``judge`` (the judge of a PPI++ or judge-only row with
+        several judges, one such row per judge; else None), ``label``, ``estimand_words``,
         ``estimate``, ``lower``, ``upper`` and ``prob_positive``, None where the method has
         none) and ``ppi_note`` (why the PPI++ rows are missing, else None).
 
@@ -106,23 +109,26 @@ def judge_section(
         return None
     data = results.data
     table = results.judge(ci_prob=ci_prob)
-    name = str(table["judge"].values[0])
-    part = table.sel(judge=name)
+    names = [str(j) for j in table["judge"].values.tolist()]
+    several = len(names) > 1
     rows = []
-    for system in part["system"].values:
-        cell = part.sel(system=system)
-        row: dict[str, object] = {
-            "system": str(system),
-            "n_labelled": int(cell["n_labelled"]),
-            "n_judged": int(cell["n_judged"]),
-        }
-        for key in ("agreement", "judge_rate", "labelled_rate"):
-            row[key] = _num(cell[key])
-        for key in ("sensitivity", "specificity"):
-            lower, upper = cell[f"{key}_interval"].values
-            row[f"{key}_mean"] = _num(cell[f"{key}_mean"])
-            row[f"{key}_lower"], row[f"{key}_upper"] = _num(lower), _num(upper)
-        rows.append(row)
+    for name in names:
+        part = table.sel(judge=name)
+        for system in part["system"].values:
+            cell = part.sel(system=system)
+            row: dict[str, object] = {
+                "system": str(system),
+                "judge": name,
+                "n_labelled": int(cell["n_labelled"]),
+                "n_judged": int(cell["n_judged"]),
+            }
+            for key in ("agreement", "judge_rate", "labelled_rate"):
+                row[key] = _num(cell[key])
+            for key in ("sensitivity", "specificity"):
+                lower, upper = cell[f"{key}_interval"].values
+                row[f"{key}_mean"] = _num(cell[f"{key}_mean"])
+                row[f"{key}_lower"], row[f"{key}_upper"] = _num(lower), _num(upper)
+            rows.append(row)
     options = (
         results._cluster_options("population", clusters, weighting)
         if estimand == "population" and results._paired
@@ -166,23 +172,33 @@ def judge_section(
         entry_rows = [
             _row("true", words["posterior"], effect["effect_mean"], lower, upper, positive)
         ]
-        lam = None
-        try:
-            twin = bootstrap.ppi(data, candidate, baseline, judge=name, unit=unit, ci_prob=ci_prob)
-        except ValueError as err:  # e.g. attempts without an outcome under missing="fail"
-            ppi_note = f"PPI++ left out: {err}"
-            twin = None
-        if twin is not None:
-            lam = {str(s): _num(twin["lam"].sel(system=s)) for s in twin["system"].values}
-            for quantity, prefix in (
-                ("ppi", "effect"),
-                ("judge_only", "judge_only_effect"),
-                ("labelled_only", "labelled_only_effect"),
-            ):
+        lam: dict | None = None
+        labelled_only = None
+        for name in names:  # PPI++ takes one judge's verdicts: one twin per judge
+            try:
+                twin = bootstrap.ppi(
+                    data, candidate, baseline, judge=name, unit=unit, ci_prob=ci_prob
+                )
+            except ValueError as err:  # e.g. attempts without an outcome under missing="fail"
+                ppi_note = f"PPI++ left out: {err}"
+                break
+            lam = lam or {}
+            for s in twin["system"].values:
+                key = f"{s} ({name})" if several else str(s)
+                lam[key] = _num(twin["lam"].sel(system=s))
+            judge = name if several else None
+            for quantity, prefix in (("ppi", "effect"), ("judge_only", "judge_only_effect")):
                 point = twin["effect_mean" if quantity == "ppi" else prefix]
                 low, high = twin[f"{prefix}_interval"].values
                 positive = twin["prob_positive"] if quantity == "ppi" else None
-                entry_rows.append(_row(quantity, words["ppi"], point, low, high, positive))
+                entry_rows.append(_row(quantity, words["ppi"], point, low, high, positive, judge))
+            # the labels alone do not depend on the judge: one row, from any twin
+            low, high = twin["labelled_only_effect_interval"].values
+            labelled_only = _row(
+                "labelled_only", words["ppi"], twin["labelled_only_effect"], low, high, None
+            )
+        if labelled_only is not None:
+            entry_rows.append(labelled_only)
         out_pairs.append(
             {
                 "candidate": str(candidate),
@@ -192,7 +208,8 @@ def judge_section(
             }
         )
     return {
-        "judge": name,
+        "judge": ", ".join(names),
+        "judges": names,
         "label_design": data.label_design,
         "model": results.model,
         "ci_prob": float(ci_prob),
@@ -208,11 +225,16 @@ def judge_section(
     }
 
 
-def _row(quantity, words, estimate, lower, upper, prob_positive) -> dict:
-    """One effect of a pair: its quantity and estimand in words, estimate and interval."""
+def _row(quantity, words, estimate, lower, upper, prob_positive, judge=None) -> dict:
+    """One effect of a pair: its quantity and estimand in words, estimate and interval.
+
+    ``judge`` names the judge whose verdicts a PPI++ or judge-only row uses, where the data
+    hold several (``None`` otherwise: its label is then the quantity's words alone).
+    """
     return {
         "quantity": quantity,
-        "label": QUANTITIES[quantity],
+        "judge": judge,
+        "label": QUANTITIES[quantity] + ("" if judge is None else f", judge {judge}"),
         "estimand_words": words,
         "estimate": _num(estimate),
         "lower": _num(lower),

@@ -120,6 +120,11 @@ def test_effects_equal_direct_computations(judged, pair):
 
 def test_every_format_carries_the_same_numbers_in_the_same_words(judged, capsys):
     _, _, res, card = judged
+    _check_formats(res, card, capsys)
+
+
+def _check_formats(res, card, capsys):
+    """The section's numbers in its words on one line of the terminal, Markdown and HTML."""
     schema = json.loads(
         resources.files("bayeval.report").joinpath("schemas/report.schema.json").read_text()
     )
@@ -152,6 +157,58 @@ def test_every_format_carries_the_same_numbers_in_the_same_words(judged, capsys)
     for column in section["columns"].values():
         for fmt, text in texts.items():
             assert column["header"] in text and column["words"].split(" | ")[0] in text, fmt
+
+
+@pytest.fixture(scope="module")
+def two_judges():
+    """The lenient judge beside a second, strict one (it misses a third of the passes)."""
+    df = _frame(seed=4)
+    rng = np.random.default_rng(5)
+    # the truth where labelled, else the lenient verdict's best guess: a second judge's
+    # verdict that depends on the attempt, not only on the first judge
+    truth = df["human"].fillna(df["verdict"]).to_numpy()
+    df["strict"] = np.where(truth == 1, rng.random(len(df)) < 0.67, rng.random(len(df)) < 0.05)
+    df["strict"] = df["strict"].astype(int)
+    data = be.from_frame(df, judge=["verdict", "strict"], success="human", label_design="random")
+    res = fake_results(data, model="judge", seed=3)
+    card = report_data(res, comparisons=[("B", "A")], n_boot=N_BOOT)
+    return df, data, res, card
+
+
+def test_several_judges_each_have_rows_and_twins(two_judges, capsys):
+    df, data, res, card = two_judges
+    section = card["judge"]
+    assert section["judges"] == ["verdict", "strict"]
+    # one row per judge and system (in the report's order of systems)
+    assert sorted((r["judge"], r["system"]) for r in section["rows"]) == sorted(
+        (j, s) for j in ("verdict", "strict") for s in data.systems
+    )
+    labelled = df[df["human"].notna()]
+    for row in section["rows"]:
+        mine = labelled[labelled["system"] == row["system"]]
+        assert row["agreement"] == pytest.approx((mine[row["judge"]] == mine["human"]).mean())
+    rows = card["judge"]["pairs"][0]["rows"]
+    assert [(r["quantity"], r["judge"]) for r in rows] == [
+        ("true", None),
+        ("ppi", "verdict"),
+        ("judge_only", "verdict"),
+        ("ppi", "strict"),
+        ("judge_only", "strict"),
+        ("labelled_only", None),
+    ]
+    for row in rows:
+        if row["judge"] is None:
+            assert row["label"] == QUANTITIES[row["quantity"]]
+            continue
+        assert row["label"] == f"{QUANTITIES[row['quantity']]}, judge {row['judge']}"
+        twin = be.bootstrap.ppi(data, "B", "A", judge=row["judge"])
+        key = "effect" if row["quantity"] == "ppi" else "judge_only_effect"
+        assert [row["lower"], row["upper"]] == pytest.approx(
+            twin[f"{key}_interval"].values.tolist()
+        )
+    lam = card["judge"]["pairs"][0]["lam"]
+    assert set(lam) == {f"{s} ({j})" for s in ("A", "B") for j in ("verdict", "strict")}
+    _check_formats(res, card, capsys)
 
 
 def test_judge_bias_is_said_to_be_inside_the_intervals(judged):
