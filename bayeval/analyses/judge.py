@@ -31,7 +31,7 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Over ``(judge, system)``: ``sensitivity`` and ``specificity`` (draws over ``(chain,
+        Over ``(judge, system)`` (several judges fitted jointly: each judge's own rates): ``sensitivity`` and ``specificity`` (draws over ``(chain,
         draw)``, ``P(verdict 1 | true 1)`` and ``P(verdict 0 | true 0)`` for an attempt on a
         task like these: the model lets the judge's error vary by task, and these average over
         that variation, ``E expit(logit se[s] + tau Z)``), their ``*_mean`` and ``*_interval``

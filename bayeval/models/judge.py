@@ -29,28 +29,35 @@ symmetry, and the prior breaks it where labels are few, putting most of its mass
 better than chance (for one system, ``se + sp > 1`` holds 0.94 of the prior mass and
 ``se > 1/2`` 0.87). A judge worse than chance must be shown to be so by the labels.
 
-Assumptions: one judge (the data layer keeps each judge's counts, not the joint pattern of
-several judges' verdicts on one attempt, so several judges are refused: fit one at a time);
-labelled attempts are a random sample, or random within declared label strata, and neither
-the true rate nor the judge's error differs between label strata within a cell (the strata's
-counts are summed; with strata by the judge's own verdict this is exact: the labelling then
-depends on the verdict only, which the likelihood conditions on); attempts of one cell share
-their rate, and given the truth the verdicts are independent. ``successes`` and ``trials`` of
-judged data count the labelled attempts; every estimand here is of the TRUE outcome, over all
-attempts, labelled or not.
+Several judges (``judge=["j1", "j2"]``): each judge k has its own terms, ``logit se[k, s, j]
+= mu_se[k] + sigma_se[k] z_se[k, s] + tau_se[k] x_se[k, j]`` (sp alike), and given the true
+outcome the judges' verdicts on an attempt are independent, so an attempt whose verdicts form
+the pattern v has ``P(v | true 1) = A = prod_k se^v_k (1 - se)^(1 - v_k)`` and ``P(v | true 0)
+= B = prod_k (1 - sp)^v_k sp^(1 - v_k)``; the likelihood reads the joint patterns'
+counts (:data:`~bayeval.data.judge.PATTERN_VAR`), an unlabelled attempt contributing ``p A +
+(1 - p) B``. Judges that share blind spots beyond the task-level terms (two LLM judges fooled
+by the same plausible wrong answer) break that independence and make the fit too sure.
+
+Assumptions: labelled attempts are a random sample, or random within declared label strata,
+and neither the true rate nor the judge's error differs between label strata within a cell
+(the strata's counts are summed; with strata by the judge's own verdict this is exact: the
+labelling then depends on the verdict only, which the likelihood conditions on); attempts of
+one cell share their rate, and given the truth the verdicts are independent. ``successes``
+and ``trials`` of judged data count the labelled attempts; every estimand here is of the TRUE
+outcome, over all attempts, labelled or not.
 
 Inference: NUTS (nutpie) on the PyMC model (:func:`build_judge_model`), compiled once per data
-structure. With systems on shared tasks and at most
+structure. With one judge, systems on shared tasks and at most
 :data:`~bayeval.models.kernels.judge.MAX_ATTEMPTS` judged attempts a cell (the usual case), the
 task-by-system effects are integrated out of each cell by quadrature
 (:mod:`bayeval.models.kernels.judge`): the sampler sees the task effects, the judge's terms and
 the hyperparameters, not the ``(system, task)`` array that made most of the full-latent form's
 dimensions and its slow mixing; after the fit each cell's effect is drawn exactly from its
-conditional, per draw. Otherwise every effect is latent (non-centred). The fit keeps the task
-and task-by-system effects' draws (``task_effects`` group), from which the tasks estimand
-reads each cell's rate ``p (chain, draw, system, task)`` exactly: its judged-only attempts are
-in those draws. The population estimand is the logit-normal model's (a new task: the same
-parameters).
+conditional, per draw. Otherwise (several judges among them) every effect is latent
+(non-centred). The fit keeps the task and task-by-system effects' draws (``task_effects``
+group), from which the tasks estimand reads each cell's rate ``p (chain, draw, system,
+task)`` exactly: its judged-only attempts are in those draws. The population estimand is the
+logit-normal model's (a new task: the same parameters).
 """
 
 from __future__ import annotations
