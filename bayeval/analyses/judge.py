@@ -31,17 +31,20 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        Over ``(judge, system)`` (several judges fitted jointly: each judge's own rates): ``sensitivity`` and ``specificity`` (draws over ``(chain,
+        Over ``(judge, system)``: ``sensitivity`` and ``specificity`` (draws over ``(chain,
         draw)``, ``P(verdict 1 | true 1)`` and ``P(verdict 0 | true 0)`` for an attempt on a
-        task like these: the model lets the judge's error vary by task, and these average over
-        that variation, ``E expit(logit se[s] + tau Z)``), their ``*_mean`` and ``*_interval``
-        (over ``ci_bound``); ``*_typical_task``, the draws on a task of typical error (``Z =
-        0``, the model's ``sensitivity[s]``: nearer 1 than the average wherever the judge errs
-        on some tasks for every system); ``agreement``, the share of labelled attempts whose
-        verdict equals the label; ``judge_rate``, the pass@1 the judge alone gives (its share of
-        verdicts 1 over every judged attempt), and ``labelled_rate``, the pass@1 of the labelled
-        attempts alone; ``n_labelled`` and ``n_judged``. The rates pool attempts (each attempt
-        weighs the same), the contrast the fit's true-outcome pass@1 corrects.
+        task like these: the one-judge model lets the judge's error vary by task, and these
+        average over that variation, ``E expit(logit se[s] + tau Z)``), their ``*_mean`` and
+        ``*_interval`` (over ``ci_bound``); ``*_typical_task``, the draws on a task of typical
+        error (``Z = 0``, the model's ``sensitivity[s]``: nearer 1 than the average wherever
+        the judge errs on some tasks for every system); ``agreement``, the share of labelled
+        attempts whose verdict equals the label; ``judge_rate``, the pass@1 the judge alone
+        gives (its share of verdicts 1 over every judged attempt), and ``labelled_rate``, the
+        pass@1 of the labelled attempts alone; ``n_labelled`` and ``n_judged``. The rates pool
+        attempts (each attempt weighs the same), the contrast the fit's true-outcome pass@1
+        corrects. Several judges fitted jointly: each judge's rates are the margins of the
+        joint verdict patterns' probabilities, which do not vary by task (``*_typical_task``
+        equals the rate).
 
     Raises
     ------

@@ -283,7 +283,9 @@ def _judge_vars(
     """The :data:`JUDGE_VARS` over :data:`JUDGE_DIMS` (and :data:`PATTERN_VAR`), coordinates."""
     n_sys, n_task = shape
     grid = counts.reshape(len(judges), n_sys, n_task, len(strata), len(JUDGE_VARS))
-    data = {name: (JUDGE_DIMS, grid[..., k]) for k, name in enumerate(JUDGE_VARS)}
+    data: dict[str, tuple[tuple[str, ...], np.ndarray]] = {
+        name: (JUDGE_DIMS, grid[..., k]) for k, name in enumerate(JUDGE_VARS)
+    }
     coords = {
         "judge": np.array(judges, dtype=object),
         "label_stratum": _coordinate(strata),

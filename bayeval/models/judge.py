@@ -29,14 +29,25 @@ symmetry, and the prior breaks it where labels are few, putting most of its mass
 better than chance (for one system, ``se + sp > 1`` holds 0.94 of the prior mass and
 ``se > 1/2`` 0.87). A judge worse than chance must be shown to be so by the labels.
 
-Several judges (``judge=["j1", "j2"]``): each judge k has its own terms, ``logit se[k, s, j]
-= mu_se[k] + sigma_se[k] z_se[k, s] + tau_se[k] x_se[k, j]`` (sp alike), and given the true
-outcome the judges' verdicts on an attempt are independent, so an attempt whose verdicts form
-the pattern v has ``P(v | true 1) = A = prod_k se^v_k (1 - se)^(1 - v_k)`` and ``P(v | true 0)
-= B = prod_k (1 - sp)^v_k sp^(1 - v_k)``; the likelihood reads the joint patterns'
-counts (:data:`~bayeval.data.judge.PATTERN_VAR`), an unlabelled attempt contributing ``p A +
-(1 - p) B``. Judges that share blind spots beyond the task-level terms (two LLM judges fooled
-by the same plausible wrong answer) break that independence and make the fit too sure.
+Several judges (``judge=["j1", "j2"]``, up to six): their verdicts on an attempt form a
+pattern v (``"10"``: the first judge said 1, the second 0), and the model gives each system
+the probability of every pattern given a true 1, ``A[s, v]``, and given a true 0, ``B[s, v]``,
+with no structure between the judges: two LLM judges that pass the same plausible wrong
+answers (on the bundled TriviaQA data their errors on true failures correlate 0.59) are
+described as they are, where a model of independent judges would read their agreement as
+twice the evidence. Per truth, the patterns' logits relative to the all-right pattern are
+``mu[v] + sigma z[s, v]``, pooled across systems, with ``mu[v] ~ Normal(-m w(v), sd
+sqrt(w(v)))`` for a pattern with ``w(v)`` wrong verdicts (``(m, sd)`` the sensitivity's prior
+for a true 1, the specificity's for a true 0: independent judges each right with probability
+``expit(m)``, which breaks the flip symmetry as one judge's prior does) and ``sigma ~
+HalfNormal(sigma_judge)``. A labelled attempt contributes ``p A`` or ``(1 - p) B``, an
+unlabelled one ``p A + (1 - p) B`` (:func:`patterns_log_likelihood`, on the patterns' counts
+:data:`~bayeval.data.judge.PATTERN_VAR`). Each judge's ``sensitivity`` and ``specificity``
+``(judge, system)`` are the margins; the pattern probabilities are kept as
+``judge_patterns_given_1`` and ``_0`` ``(system, verdicts)``. The judges' error does not vary
+by task here: where one judge misreads a task for every system, the others' verdicts on it
+tell the truth apart (the pattern is common given the truth), which is what a lone judge's
+task term stands in for; tasks that every judge misreads are not described.
 
 Assumptions: labelled attempts are a random sample, or random within declared label strata,
 and neither the true rate nor the judge's error differs between label strata within a cell
@@ -94,6 +105,7 @@ __all__ = [
     "judge_log_likelihood",
     "model_data",
     "pattern_cells",
+    "pattern_prior_means",
     "patterns_log_likelihood",
     "validate_priors",
 ]
@@ -116,6 +128,10 @@ JUDGE_POSTERIOR_VARS = (
     "judge_sigma_specificity",
     "judge_task_sigma_sensitivity",
     "judge_task_sigma_specificity",
+    "judge_pattern_sigma_sensitivity",
+    "judge_pattern_sigma_specificity",
+    "judge_patterns_given_1",
+    "judge_patterns_given_0",
 )
 
 #: NUTS target acceptance: the latent effects of few-attempt cells have curved posteriors.
@@ -184,30 +200,44 @@ def verdict_matrix(ds: xr.Dataset) -> np.ndarray:
     return np.array([[int(c) for c in v] for v in ds["verdicts"].values.tolist()], dtype=float)
 
 
-def patterns_log_likelihood(counts, verdicts, logit_p, logit_se, logit_sp, xp=np):
+def patterns_log_likelihood(counts, logit_p, log_a, log_b, xp=np):
     """Each cell's log-likelihood under several judges, the unlabelled true outcomes summed out.
 
-    ``counts`` is :func:`pattern_cells`' ``(verdicts, label, system, task)``, ``verdicts`` the
-    ``(pattern, judge)`` 0/1 matrix (:func:`verdict_matrix`), ``logit_p`` ``(system, task)``
-    and ``logit_se``, ``logit_sp`` ``(judge, system, task)``. Given the true outcome the judges'
-    verdicts are independent: a pattern's probability is the product of each judge's, ``A =
-    prod se^v (1 - se)^(1 - v)`` given a true 1 and ``B = prod (1 - sp)^v sp^(1 - v)`` given a
-    true 0; an unlabelled attempt contributes ``p A + (1 - p) B``. Returns the ``(system,
-    task)`` log-likelihoods, without the multinomial coefficients.
+    ``counts`` is :func:`pattern_cells`' ``(verdicts, label, system, task)``, ``logit_p``
+    ``(system, task)``, and ``log_a``, ``log_b`` the log-probabilities of each verdict pattern
+    given a true 1 and a true 0, ``(verdicts, system)``: no structure is assumed between the
+    judges (their errors may be correlated). A labelled attempt with pattern v and label y
+    contributes ``P(y) P(v | y)``, an unlabelled one ``p A_v + (1 - p) B_v``. Returns the
+    ``(system, task)`` log-likelihoods, without the multinomial coefficients.
     """
-    if xp is np:
-        softplus, logaddexp, dot = (lambda x: np.logaddexp(0.0, x)), np.logaddexp, np.tensordot
-    else:
-        softplus, logaddexp, dot = pt.softplus, pt.logaddexp, pt.tensordot
+    softplus, logaddexp = (
+        ((lambda x: np.logaddexp(0.0, x)), np.logaddexp)
+        if xp is np
+        else (pt.softplus, pt.logaddexp)
+    )
     log_p, log_not_p = -softplus(-logit_p), -softplus(logit_p)
-    v = np.asarray(verdicts, dtype=float)
-    # (pattern, judge) x (judge, system, task) -> (pattern, system, task)
-    log_a = dot(v, -softplus(-logit_se), axes=1) + dot(1 - v, -softplus(logit_se), axes=1)
-    log_b = dot(v, -softplus(logit_sp), axes=1) + dot(1 - v, -softplus(-logit_sp), axes=1)
-    true_1 = log_p[None] + log_a
-    true_0 = log_not_p[None] + log_b
+    true_1 = log_p[None] + log_a[:, :, None]  # (verdicts, system, task)
+    true_0 = log_not_p[None] + log_b[:, :, None]
     ll = counts[:, 0] * true_1 + counts[:, 1] * true_0 + counts[:, 2] * logaddexp(true_1, true_0)
     return ll.sum(axis=0)
+
+
+def pattern_prior_means(verdicts: np.ndarray, truth: int, mean: float) -> np.ndarray:
+    """Prior means of the verdict patterns' log-probabilities given the truth, ``(verdicts,)``.
+
+    Those of judges that are each right with probability ``expit(mean)`` independently
+    (``mean``: the sensitivity's prior mean for a true 1, the specificity's for a true 0),
+    relative to the all-right pattern's. They break the symmetry of flipping every true
+    outcome, as one judge's prior does.
+
+    Examples
+    --------
+    >>> pattern_prior_means(np.array([[0.0], [1.0]]), 1, 1.5)  # one judge: verdict 0, 1
+    array([-1.5,  0. ])
+    """
+    right = verdicts if truth == 1 else 1.0 - verdicts
+    wrong = right.shape[1] - right.sum(1)
+    return -mean * wrong  # log(1 - r) - log(r) = -logit(r) per wrong verdict
 
 
 def attempts(ds: xr.Dataset) -> np.ndarray:
@@ -287,11 +317,9 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
         alpha_dims = ("system", "stratum")
     if layout.has_clusters:
         coords["cluster"] = layout.cluster_labels
-    # one judge keeps the per-system names and shapes; several add a leading judge dim
-    per_judge: dict = {"dims": "judge"} if several else {}
-    lead: tuple[str, ...] = ("judge",) if several else ()
     if several:
         coords["judge"] = judges
+        coords["verdicts"] = ds["verdicts"].values.tolist()
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
         if several:
@@ -314,29 +342,26 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
             logit_p = logit_p + pm.Deterministic(
                 "task_system_effect", sigma_v * z_v, dims=("system", "task")
             )
+        if several:
+            log_pattern = _pattern_probabilities(ds, priors, S)
+            total = patterns_log_likelihood(
+                patterns, logit_p, log_pattern[1].T, log_pattern[0].T, xp=pt
+            ).sum()
+            pm.Potential("judged", total)
+            return model
         logits = {}
         for name in ("sensitivity", "specificity"):
             mean, sd = priors[name]
-            mu = pm.Normal(f"judge_mu_{name}", mean, sd, **per_judge)
-            sigma = pm.HalfNormal(f"judge_sigma_{name}", priors["sigma_judge"], **per_judge)
-            z = pm.Normal(f"judge_{name}_z", 0.0, 1.0, dims=(*lead, "system"))
-            # (judge, system) with several judges, (system,) with one
-            logits[name] = mu[:, None] + sigma[:, None] * z if several else mu + sigma * z
-            pm.Deterministic(name, pm.math.sigmoid(logits[name]), dims=(*lead, "system"))
+            mu = pm.Normal(f"judge_mu_{name}", mean, sd)
+            sigma = pm.HalfNormal(f"judge_sigma_{name}", priors["sigma_judge"])
+            z = pm.Normal(f"judge_{name}_z", 0.0, 1.0, dims="system")
+            logits[name] = mu + sigma * z
+            pm.Deterministic(name, pm.math.sigmoid(logits[name]), dims="system")
             # the judge may err on a task for every system (a reference answer it misreads)
-            tau = pm.HalfNormal(f"judge_task_sigma_{name}", priors["sigma_judge"], **per_judge)
-            x = pm.Normal(f"judge_task_{name}_z", 0.0, 1.0, dims=(*lead, "task"))
-            logits[name] = logits[name][..., :, None] + (tau[..., None] * x)[..., None, :]
-        if several:
-            total = patterns_log_likelihood(
-                patterns,
-                verdict_matrix(ds),
-                logit_p,
-                logits["sensitivity"],
-                logits["specificity"],
-                xp=pt,
-            ).sum()
-        elif collapsed and sigma_v is not None:
+            tau = pm.HalfNormal(f"judge_task_sigma_{name}", priors["sigma_judge"])
+            x = pm.Normal(f"judge_task_{name}_z", 0.0, 1.0, dims="task")
+            logits[name] = logits[name][:, None] + (tau * x)[None, :]
+        if collapsed and sigma_v is not None:
             counts = pt.stack([cells[name] for name in CELL_VARS])
             outputs = JudgedCells()(
                 logit_p, sigma_v, logits["sensitivity"], logits["specificity"], counts
@@ -349,6 +374,41 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
             ).sum()
         pm.Potential("judged", total)
     return model
+
+
+def _pattern_probabilities(ds: xr.Dataset, priors: dict, S: int) -> dict:
+    """Several judges: each system's log-probability of every verdict pattern given the truth.
+
+    Per true outcome y, the patterns' logits relative to the all-right pattern are
+    ``mu_y + sigma_y z_y[s]`` (pooled across systems); a system's pattern probabilities are
+    their softmax, ``(system, verdicts)``. Each judge's sensitivity and specificity are the
+    margins, kept as deterministics over ``(judge, system)``.
+    """
+    verdicts = verdict_matrix(ds)
+    n_patterns = verdicts.shape[0]
+    out = {}
+    for truth, name in ((1, "sensitivity"), (0, "specificity")):
+        mean, sd = priors[name]
+        prior = pattern_prior_means(verdicts, truth, mean)
+        ref = int(np.argmax(prior))  # the all-right pattern: its logit is 0
+        free = np.array([q for q in range(n_patterns) if q != ref])
+        right = verdicts if truth == 1 else 1.0 - verdicts
+        wrong = right.shape[1] - right.sum(1)
+        # each wrong verdict adds one judge's prior uncertainty
+        mu = pm.Normal(
+            f"judge_pattern_mu_{name}", prior[free], sd * np.sqrt(wrong[free]), shape=len(free)
+        )
+        sigma = pm.HalfNormal(f"judge_pattern_sigma_{name}", priors["sigma_judge"])
+        z = pm.Normal(f"judge_pattern_{name}_z", 0.0, 1.0, shape=(S, len(free)))
+        logits = pt.set_subtensor(pt.zeros((S, n_patterns))[:, free], mu[None, :] + sigma * z)
+        log_pi = logits - pt.logsumexp(logits, axis=1, keepdims=True)
+        pi = pm.Deterministic(
+            f"judge_patterns_given_{truth}", pt.exp(log_pi), dims=("system", "verdicts")
+        )
+        margin = pt.dot(pi, verdicts if truth == 1 else 1.0 - verdicts)  # (system, judge)
+        pm.Deterministic(name, margin.T, dims=("judge", "system"))
+        out[truth] = log_pi
+    return out
 
 
 def model_data(ds: xr.Dataset) -> dict[str, np.ndarray]:

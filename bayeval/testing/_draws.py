@@ -367,46 +367,50 @@ def judge_draws(ds, draws, chains, rng) -> tuple[xr.Dataset, xr.Dataset]:
             spread * rng.standard_normal((*lead, S, J)),
         )
     n_judge = ds.sizes["judge"]
-    per_judge = []  # each judge's own labelled crosses, (judge, system)
-    for k in range(n_judge):
-        own = judge.judge_cells(ds.isel(judge=slice(k, k + 1)))
-        per_judge.append({name: own[name].sum(1).astype(float) for name in judge.CELL_VARS})
-    hits = {
-        "sensitivity": (
-            np.array([c["judge_n11"] for c in per_judge]),
-            np.array([c["judge_n01"] for c in per_judge]),
-        ),
-        "specificity": (
-            np.array([c["judge_n00"] for c in per_judge]),
-            np.array([c["judge_n10"] for c in per_judge]),
-        ),
-    }
-    # one judge's parameters are per system, several judges' per (judge, system): as fitted
-    dims = ("chain", "draw", "judge", "system") if n_judge > 1 else ("chain", "draw", "system")
-    scalar = ("chain", "draw", "judge") if n_judge > 1 else ("chain", "draw")
-    out: dict[str, tuple] = {}
-    for name, (hit, miss) in hits.items():
-        rate = rng.beta(hit + 1.0, miss + 1.0, (*lead, n_judge, S))
-        logit = special.logit(rate)
-        sd = np.maximum(np.std(special.logit((hit + 1.0) / (hit + miss + 2.0)), axis=1), _FLOOR)
-        spread = np.stack([_positive(float(v), S, lead, rng) for v in sd], axis=-1)
-        task_spread = np.stack([_positive(0.3, J, lead, rng) for _ in range(n_judge)], axis=-1)
-        if n_judge == 1:
-            rate, logit, spread, task_spread = (
-                rate[..., 0, :],
-                logit[..., 0, :],
-                spread[..., 0],
-                task_spread[..., 0],
-            )
-        out[name] = (dims, rate)
-        out[f"judge_mu_{name}"] = (scalar, logit.mean(-1))
-        out[f"judge_sigma_{name}"] = (scalar, spread)
-        out[f"judge_task_sigma_{name}"] = (scalar, task_spread)
+    if n_judge > 1:
+        out = _several_judges(ds, lead, rng)
+    else:
+        own = judge.judge_cells(ds)
+        sums = {name: own[name].sum(1).astype(float) for name in judge.CELL_VARS}
+        out = {}
+        for name, hit, miss in (
+            ("sensitivity", sums["judge_n11"], sums["judge_n01"]),
+            ("specificity", sums["judge_n00"], sums["judge_n10"]),
+        ):
+            rate = rng.beta(hit + 1.0, miss + 1.0, (*lead, S))
+            out[name] = (("chain", "draw", "system"), rate)
+            logit = special.logit(rate)
+            out[f"judge_mu_{name}"] = (("chain", "draw"), logit.mean(-1))
+            sd = max(float(np.std(special.logit((hit + 1.0) / (hit + miss + 2.0)))), _FLOOR)
+            out[f"judge_sigma_{name}"] = (("chain", "draw"), _positive(sd, S, lead, rng))
+            out[f"judge_task_sigma_{name}"] = (("chain", "draw"), _positive(0.3, J, lead, rng))
     post = post.assign(out)
     if n_judge > 1:
-        post = post.assign_coords(judge=ds["judge"].values)
+        post = post.assign_coords(judge=ds["judge"].values, verdicts=ds["verdicts"].values)
     effects = effects.assign_coords(task=ds["task"].values, system=ds["system"].values)
     return post, effects
+
+
+def _several_judges(ds, lead, rng) -> dict:
+    """Several judges' verdict patterns given the truth, Dirichlet draws of the labelled ones.
+
+    Per system and true outcome, the labelled attempts' pattern counts plus one half; each
+    judge's sensitivity and specificity are the margins, as in the joint model.
+    """
+    counts = judge.pattern_cells(ds).sum(-1).astype(float)  # (verdicts, label, system)
+    verdicts = judge.verdict_matrix(ds)
+    S, n_pattern = counts.shape[2], counts.shape[0]
+    out: dict[str, tuple] = {}
+    for truth, label, name in ((1, 0, "sensitivity"), (0, 1, "specificity")):
+        alpha = counts[:, label, :].T + 0.5  # (system, verdicts)
+        gamma = rng.standard_gamma(alpha, (*lead, S, n_pattern))
+        pi = gamma / gamma.sum(-1, keepdims=True)
+        out[f"judge_patterns_given_{truth}"] = (("chain", "draw", "system", "verdicts"), pi)
+        right = verdicts if truth == 1 else 1.0 - verdicts
+        margin = np.einsum("cdsv,vk->cdks", pi, right)
+        out[name] = (("chain", "draw", "judge", "system"), margin)
+        out[f"judge_pattern_sigma_{name}"] = (("chain", "draw"), _positive(0.5, S, lead, rng))
+    return out
 
 
 # -- the zoib model ------------------------------------------------------------------------------

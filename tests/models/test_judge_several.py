@@ -15,31 +15,32 @@ from bayeval.models.judge import (
     build_judge_model,
     judge_log_likelihood,
     pattern_cells,
+    pattern_prior_means,
     patterns_log_likelihood,
-    verdict_matrix,
 )
 
 
-def _attempt(p, se, sp, y, verdicts) -> Fraction:
-    """``P(y) prod_k P(verdict_k | y)``, the judges independent given the true outcome."""
-    term = p if y else 1 - p
-    for k, v in enumerate(verdicts):
-        if y:
-            term *= se[k] if v else 1 - se[k]
-        else:
-            term *= (1 - sp[k]) if v else sp[k]
-    return term
+def _brute_force(attempts, p, given_1, given_0) -> Fraction:
+    """The cell's likelihood, attempt by attempt: ``(label or None, verdicts)``.
 
-
-def _brute_force(attempts, p, se, sp) -> Fraction:
-    """The cell's likelihood, attempt by attempt: ``(label or None, verdicts)``."""
+    ``given_1``, ``given_0``: each verdict pattern's probability given a true 1 and a true 0
+    (any joint distribution of the judges' verdicts, not only independent ones).
+    """
     total = Fraction(1)
     for label, verdicts in attempts:
-        if label is None:  # the true outcome summed out
-            total *= sum(_attempt(p, se, sp, y, verdicts) for y in (0, 1))
-        else:
-            total *= _attempt(p, se, sp, label, verdicts)
+        one, zero = p * given_1[verdicts], (1 - p) * given_0[verdicts]
+        total *= one + zero if label is None else (one if label == 1 else zero)
     return total
+
+
+def _patterns(n_judges):
+    return list(itertools.product((0, 1), repeat=n_judges))
+
+
+def _random_joint(rng, n_judges) -> dict:
+    """A joint distribution of the verdict patterns in exact fractions, correlated judges."""
+    weights = [int(w) for w in rng.integers(1, 20, 2**n_judges)]
+    return {v: Fraction(w, sum(weights)) for v, w in zip(_patterns(n_judges), weights, strict=True)}
 
 
 def _frame(attempts_per_cell) -> pd.DataFrame:
@@ -73,24 +74,19 @@ def test_patterns_likelihood_equals_the_brute_force_over_attempts():
     )
     ds = data.dataset
     p = {(s, j): Fraction(int(rng.integers(1, 10)), 10) for s, j in cells}
-    se = [[Fraction(int(rng.integers(5, 10)), 10) for _ in "AB"] for _ in range(n_judges)]
-    sp = [[Fraction(int(rng.integers(5, 10)), 10) for _ in "AB"] for _ in range(n_judges)]
-    logit = np.vectorize(lambda f: special.logit(float(f)))
-    logit_p = np.array([[logit(p[(s, j)]) for j in range(3)] for s in "AB"])
-    # per judge and system, the same on every task
-    logit_se = np.repeat(logit(np.array(se, dtype=object))[:, :, None], 3, axis=2)
-    logit_sp = np.repeat(logit(np.array(sp, dtype=object))[:, :, None], 3, axis=2)
-    got = patterns_log_likelihood(
-        pattern_cells(ds), verdict_matrix(ds), logit_p, logit_se, logit_sp
-    )
+    joint = {(s, y): _random_joint(rng, n_judges) for s in "AB" for y in (0, 1)}
+    # the data's pattern order: "000", "001", ... as tuples
+    order = [tuple(int(c) for c in v) for v in ds["verdicts"].values.tolist()]
+    assert order == _patterns(n_judges)
+
+    def logs(y):
+        return np.log([[float(joint[(s, y)][v]) for s in "AB"] for v in order])
+
+    logit_p = np.array([[special.logit(float(p[(s, j)])) for j in range(3)] for s in "AB"])
+    got = patterns_log_likelihood(pattern_cells(ds), logit_p, logs(1), logs(0))
     for s_index, s in enumerate("AB"):
         for j in range(3):
-            want = _brute_force(
-                cells[(s, j)],
-                p[(s, j)],
-                [se[k][s_index] for k in range(n_judges)],
-                [sp[k][s_index] for k in range(n_judges)],
-            )
+            want = _brute_force(cells[(s, j)], p[(s, j)], joint[(s, 1)], joint[(s, 0)])
             assert got[s_index, j] == pytest.approx(np.log(float(want)), rel=1e-12, abs=1e-12)
 
 
@@ -102,12 +98,22 @@ def test_one_judge_as_a_pattern_is_the_one_judge_likelihood():
     # patterns "0", "1" by label "1", "0", "none"
     patterns = np.stack([np.stack([n01, n00, u0]), np.stack([n11, n10, u1])])
     logit_p = rng.normal(0, 1, (2, 5))
-    logit_se, logit_sp = rng.normal(1.5, 1, (2, 5)), rng.normal(1.5, 1, (2, 5))
-    one = judge_log_likelihood(cells, logit_p, logit_se, logit_sp)
-    several = patterns_log_likelihood(
-        patterns, np.array([[0.0], [1.0]]), logit_p, logit_se[None], logit_sp[None]
-    )
+    se, sp = special.expit(rng.normal(1.5, 1, 2)), special.expit(rng.normal(1.5, 1, 2))
+    one = judge_log_likelihood(cells, logit_p, special.logit(se), special.logit(sp))
+    log_a = np.log(np.stack([1 - se, se]))  # verdict 0, 1 given a true 1
+    log_b = np.log(np.stack([sp, 1 - sp]))  # given a true 0
+    several = patterns_log_likelihood(patterns, logit_p, log_a, log_b)
     np.testing.assert_allclose(several, one, rtol=1e-12)
+
+
+def test_pattern_prior_is_independent_judges_relative_to_all_right():
+    verdicts = np.array(_patterns(2), dtype=float)
+    r = special.expit(1.5)
+    for truth in (0, 1):
+        right = verdicts if truth == 1 else 1 - verdicts
+        independent = np.log(np.where(right == 1, r, 1 - r)).sum(1)
+        want = independent - independent.max()
+        np.testing.assert_allclose(pattern_prior_means(verdicts, truth, 1.5), want, rtol=1e-12)
 
 
 def test_the_model_potential_with_two_judges_is_the_brute_force_likelihood():
@@ -127,31 +133,36 @@ def test_the_model_potential_with_two_judges_is_the_brute_force_likelihood():
     point = model.initial_point()
     for name, value in point.items():  # move every coordinate off its initial value
         point[name] = value + rng.normal(0, 0.3, np.shape(value))
-    names = ["judged", "alpha", "task_effect", "task_system_effect", "sensitivity"]
-    names += ["specificity", "judge_task_sigma_sensitivity", "judge_task_sensitivity_z"]
-    names += ["judge_task_sigma_specificity", "judge_task_specificity_z"]
+    names = ["judged", "alpha", "task_effect", "task_system_effect"]
+    names += ["judge_patterns_given_1", "judge_patterns_given_0", "sensitivity", "specificity"]
     outputs = [model[name] for name in names]
-    potential, alpha, e, v, se, sp, tau_se, x_se, tau_sp, x_sp = model.compile_fn(
+    potential, alpha, e, v, given_1, given_0, se, sp = model.compile_fn(
         model.replace_rvs_by_values(outputs), inputs=model.value_vars, point_fn=True
     )(point)
     logit_p = alpha[:, None] + e[None, :] + v
+    order = _patterns(2)
     log_total = 0.0
     for s_index, s in enumerate(data.systems):
+        joint = [
+            {pattern: Fraction(float(g[s_index, q])) for q, pattern in enumerate(order)}
+            for g in (given_1, given_0)
+        ]
+        assert sum(joint[0].values()) == pytest.approx(1.0)
         for j in range(4):
             task = data.dataset["task"].values[j]
-
-            def rate(base, tau, x, k, s_index=s_index, j=j):
-                return Fraction(
-                    float(special.expit(special.logit(base[k, s_index]) + tau[k] * x[k, j]))
-                )
-
             exact = _brute_force(
-                cells[(s, task)],
+                [(label, tuple(int(x) for x in verdicts)) for label, verdicts in cells[(s, task)]],
                 Fraction(float(special.expit(logit_p[s_index, j]))),
-                [rate(se, tau_se, x_se, k) for k in range(2)],
-                [rate(sp, tau_sp, x_sp, k) for k in range(2)],
+                joint[0],
+                joint[1],
             )
             log_total += np.log(float(exact))
+        # each judge's sensitivity is its margin of the patterns given a true 1
+        for k in range(2):
+            want = sum(float(pr) for pattern, pr in joint[0].items() if pattern[k] == 1)
+            assert se[k, s_index] == pytest.approx(want, rel=1e-9)
+            want = sum(float(pr) for pattern, pr in joint[1].items() if pattern[k] == 0)
+            assert sp[k, s_index] == pytest.approx(want, rel=1e-9)
     assert float(potential) == pytest.approx(log_total, rel=1e-9)
 
 
