@@ -127,8 +127,14 @@ def posterior_judge(posterior, *, ci_prob: float = 0.95) -> xr.Dataset:
         "model": posterior.model,
         "judge_note": (
             "sensitivity = P(verdict 1 | true 1) and specificity = P(verdict 0 | true 0) per "
-            "system, for an attempt on a task like these (averaged over the judge's task-level "
-            "error); the judge-only pass@1 is the share of verdicts 1 over every attempt, the "
+            + (
+                "judge and system, the margins of the joint law of the judges' verdicts given "
+                "the truth (the same on every task)"
+                if several
+                else "system, for an attempt on a task like these (averaged over the judge's "
+                "task-level error)"
+            )
+            + "; the judge-only pass@1 is the share of verdicts 1 over every attempt, the "
             "labelled-only pass@1 the share of labels 1 over the labelled attempts; the fit's "
             "pass@1 is of the true outcome of every attempt, labelled or not"
         ),

@@ -477,7 +477,7 @@ def echo_judge(section: dict, flagged: bool = False):
         ("\njudges " if several else "\njudge ")
         + f"{section['judge']!r}"
         + (
-            " (fitted jointly, their verdicts independent given the true outcome)"
+            " (fitted jointly from the patterns of their verdicts on each attempt)"
             if several
             else ""
         )
