@@ -237,7 +237,7 @@ def pattern_prior_means(verdicts: np.ndarray, truth: int, mean: float) -> np.nda
     """
     right = verdicts if truth == 1 else 1.0 - verdicts
     wrong = right.shape[1] - right.sum(1)
-    return -mean * wrong  # log(1 - r) - log(r) = -logit(r) per wrong verdict
+    return -float(mean) * wrong + 0.0  # -logit(r) per wrong verdict; + 0.0 clears -0.0
 
 
 def attempts(ds: xr.Dataset) -> np.ndarray:

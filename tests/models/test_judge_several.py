@@ -187,7 +187,7 @@ def test_several_judges_are_fitted_full_latent():
 
 
 @pytest.mark.filterwarnings("ignore:the MCMC diagnostics fail")
-def test_two_judges_fit_sees_each_judges_error_and_corrects_the_effect():
+def test_two_judges_fit_sees_each_judges_error_and_corrects_the_effect(tmp_path):
     # j1 passes B's failures far more often than A's; j2 is fair. Truth: no effect.
     rng = np.random.default_rng(7)
     n_task, trials = 80, 2
@@ -233,3 +233,7 @@ def test_two_judges_fit_sees_each_judges_error_and_corrects_the_effect():
         # the per-judge counts beside the fit: each judge's own share of verdicts 1
         share = df.loc[df["system"] == system, judge].mean()
         assert float(judged["judge_rate"].sel(judge=judge, system=system)) == pytest.approx(share)
+    res.to_netcdf(tmp_path / "fit.nc")  # a saved fit reads back its judges
+    back = be.load(tmp_path / "fit.nc").judge()
+    np.testing.assert_array_equal(back["sensitivity"].values, judged["sensitivity"].values)
+    assert back["judge"].values.tolist() == ["j1", "j2"]
