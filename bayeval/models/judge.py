@@ -30,24 +30,30 @@ better than chance (for one system, ``se + sp > 1`` holds 0.94 of the prior mass
 ``se > 1/2`` 0.87). A judge worse than chance must be shown to be so by the labels.
 
 Several judges (``judge=["j1", "j2"]``, up to six): their verdicts on an attempt form a
-pattern v (``"10"``: the first judge said 1, the second 0), and the model gives each system
-the probability of every pattern given a true 1, ``A[s, v]``, and given a true 0, ``B[s, v]``,
-with no structure between the judges: two LLM judges that pass the same plausible wrong
-answers (on the bundled TriviaQA data their errors on true failures correlate 0.59) are
-described as they are, where a model of independent judges would read their agreement as
-twice the evidence. Per truth, the patterns' logits relative to the all-right pattern are
-``mu[v] + sigma z[s, v]``, pooled across systems, with ``mu[v] ~ Normal(-m w(v), sd
-sqrt(w(v)))`` for a pattern with ``w(v)`` wrong verdicts (``(m, sd)`` the sensitivity's prior
-for a true 1, the specificity's for a true 0: independent judges each right with probability
-``expit(m)``, which breaks the flip symmetry as one judge's prior does) and ``sigma ~
-HalfNormal(sigma_judge)``. A labelled attempt contributes ``p A`` or ``(1 - p) B``, an
-unlabelled one ``p A + (1 - p) B`` (:func:`patterns_log_likelihood`, on the patterns' counts
+pattern v (``"10"``: the first judge said 1, the second 0), and each system has a law of the
+patterns given a true 1, ``A[s, v]``, and given a true 0, ``B[s, v]``, log-linear in the
+verdicts::
+
+    log P(v | y, s) = sum_k beta[y, k, s] v_k + sum_{k<l} gamma[y, k, l] v_k v_l - log Z[y, s]
+    beta[y, k, s] = mu[y, k] + sigma[y, k] z[y, k, s],   z ~ Normal(0, 1)
+    mu[1, k] ~ Normal(m_se, sd_se),  mu[0, k] ~ Normal(-m_sp, sd_sp),  sigma ~ HalfNormal(1)
+    gamma[y, k, l] ~ Normal(0, 2)
+
+``beta`` is judge k's own leaning per system, pooled across systems (with ``gamma = 0`` it is
+``logit se`` for a true 1 and ``-logit sp`` for a true 0: independent judges, the one-judge
+priors); ``gamma`` is the dependence of two judges given the truth, shared by the systems:
+two LLM judges that pass the same plausible wrong answers (on the bundled TriviaQA data
+their errors on true failures correlate 0.59) have a large ``gamma[0]``, where a model of
+independent judges would read their agreement as twice the evidence. A labelled attempt
+contributes ``p A`` or ``(1 - p) B``, an unlabelled one ``p A + (1 - p) B``
+(:func:`patterns_log_likelihood`, on the patterns' counts
 :data:`~bayeval.data.judge.PATTERN_VAR`). Each judge's ``sensitivity`` and ``specificity``
-``(judge, system)`` are the margins; the pattern probabilities are kept as
-``judge_patterns_given_1`` and ``_0`` ``(system, verdicts)``. The judges' error does not vary
-by task here: where one judge misreads a task for every system, the others' verdicts on it
-tell the truth apart (the pattern is common given the truth), which is what a lone judge's
-task term stands in for; tasks that every judge misreads are not described.
+``(judge, system)`` are the margins; the pattern laws are kept as ``judge_patterns_given_1``
+and ``_0`` ``(system, verdicts)``, the dependence as ``judge_dependence_sensitivity`` (given
+a true 1) and ``_specificity`` (given a true 0) over ``judge_pair``. The judges' error does
+not vary by task here: where one judge misreads a task for every system, the others' verdicts
+on it tell the truth apart, which is what a lone judge's task term stands in for; tasks that
+every judge misreads are not described.
 
 Assumptions: labelled attempts are a random sample, or random within declared label strata,
 and neither the true rate nor the judge's error differs between label strata within a cell
@@ -105,7 +111,7 @@ __all__ = [
     "judge_log_likelihood",
     "model_data",
     "pattern_cells",
-    "pattern_prior_means",
+    "judge_pairs",
     "patterns_log_likelihood",
     "validate_priors",
 ]
@@ -130,9 +136,15 @@ JUDGE_POSTERIOR_VARS = (
     "judge_task_sigma_specificity",
     "judge_pattern_sigma_sensitivity",
     "judge_pattern_sigma_specificity",
+    "judge_dependence_sensitivity",
+    "judge_dependence_specificity",
     "judge_patterns_given_1",
     "judge_patterns_given_0",
 )
+
+#: Prior sd of two judges' dependence given the truth (the log odds ratio of their verdicts):
+#: 2 puts an odds ratio of 50 (two LLM judges passing the same wrong answers) within 2 sd.
+DEPENDENCE_SD = 2.0
 
 #: NUTS target acceptance: the latent effects of few-attempt cells have curved posteriors.
 TARGET_ACCEPT = 0.9
@@ -222,24 +234,6 @@ def patterns_log_likelihood(counts, logit_p, log_a, log_b, xp=np):
     return ll.sum(axis=0)
 
 
-def pattern_prior_means(verdicts: np.ndarray, truth: int, mean: float) -> np.ndarray:
-    """Prior means of the verdict patterns' log-probabilities given the truth, ``(verdicts,)``.
-
-    Those of judges that are each right with probability ``expit(mean)`` independently
-    (``mean``: the sensitivity's prior mean for a true 1, the specificity's for a true 0),
-    relative to the all-right pattern's. They break the symmetry of flipping every true
-    outcome, as one judge's prior does.
-
-    Examples
-    --------
-    >>> pattern_prior_means(np.array([[0.0], [1.0]]), 1, 1.5)  # one judge: verdict 0, 1
-    array([-1.5,  0. ])
-    """
-    right = verdicts if truth == 1 else 1.0 - verdicts
-    wrong = right.shape[1] - right.sum(1)
-    return -float(mean) * wrong + 0.0  # -logit(r) per wrong verdict; + 0.0 clears -0.0
-
-
 def attempts(ds: xr.Dataset) -> np.ndarray:
     """Every attempt with a verdict (labelled or not) per cell, ``(system, task)``."""
     cells = judge_cells(ds)
@@ -320,6 +314,7 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
     if several:
         coords["judge"] = judges
         coords["verdicts"] = ds["verdicts"].values.tolist()
+        coords["judge_pair"] = judge_pairs(judges)
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
         if several:
@@ -376,32 +371,47 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
     return model
 
 
+def judge_pairs(judges) -> list[str]:
+    """The pairs of judges whose dependence the joint model describes, ``"a x b"``.
+
+    Examples
+    --------
+    >>> judge_pairs(["gpt4", "llama3", "contains"])
+    ['gpt4 x llama3', 'gpt4 x contains', 'llama3 x contains']
+    """
+    return [f"{a} x {b}" for i, a in enumerate(judges) for b in judges[i + 1 :]]
+
+
 def _pattern_probabilities(ds: xr.Dataset, priors: dict, S: int) -> dict:
     """Several judges: each system's log-probability of every verdict pattern given the truth.
 
-    Per true outcome y, the patterns' logits relative to the all-right pattern are
-    ``mu_y + sigma_y z_y[s]`` (pooled across systems); a system's pattern probabilities are
-    their softmax, ``(system, verdicts)``. Each judge's sensitivity and specificity are the
-    margins, kept as deterministics over ``(judge, system)``.
+    A log-linear law per true outcome y (module docstring): ``log P(v | y, s) = sum_k
+    beta[y, k, s] v_k + sum_{k < l} gamma[y, k, l] v_k v_l - log Z``. Returns ``{y: (system,
+    verdicts)}``; each judge's sensitivity and specificity (the margins) are kept as
+    deterministics over ``(judge, system)``, the pattern probabilities over ``(system,
+    verdicts)``.
     """
-    verdicts = verdict_matrix(ds)
-    n_patterns = verdicts.shape[0]
+    verdicts = verdict_matrix(ds)  # (verdicts, judge)
+    n_judges = verdicts.shape[1]
+    both = np.stack(
+        [verdicts[:, a] * verdicts[:, b] for a in range(n_judges) for b in range(a + 1, n_judges)],
+        axis=1,
+    )  # (verdicts, judge_pair)
     out = {}
     for truth, name in ((1, "sensitivity"), (0, "specificity")):
         mean, sd = priors[name]
-        prior = pattern_prior_means(verdicts, truth, mean)
-        ref = int(np.argmax(prior))  # the all-right pattern: its logit is 0
-        free = np.array([q for q in range(n_patterns) if q != ref])
-        right = verdicts if truth == 1 else 1.0 - verdicts
-        wrong = right.shape[1] - right.sum(1)
-        # each wrong verdict adds one judge's prior uncertainty
-        mu = pm.Normal(
-            f"judge_pattern_mu_{name}", prior[free], sd * np.sqrt(wrong[free]), shape=len(free)
-        )
-        sigma = pm.HalfNormal(f"judge_pattern_sigma_{name}", priors["sigma_judge"])
-        z = pm.Normal(f"judge_pattern_{name}_z", 0.0, 1.0, shape=(S, len(free)))
-        logits = pt.set_subtensor(pt.zeros((S, n_patterns))[:, free], mu[None, :] + sigma * z)
-        log_pi = logits - pt.logsumexp(logits, axis=1, keepdims=True)
+        # a judge's main effect is the logit of its verdict 1 given the truth where the judges
+        # err independently: logit se for a true 1, -logit sp for a true 0
+        sign = 1.0 if truth == 1 else -1.0
+        mu = pm.Normal(f"judge_pattern_mu_{name}", sign * mean, sd, dims="judge")
+        sigma = pm.HalfNormal(f"judge_pattern_sigma_{name}", priors["sigma_judge"], dims="judge")
+        z = pm.Normal(f"judge_pattern_{name}_z", 0.0, 1.0, dims=("judge", "system"))
+        main = mu[:, None] + sigma[:, None] * z  # (judge, system)
+        gamma = pm.Normal(
+            f"judge_dependence_{name}", 0.0, DEPENDENCE_SD, dims="judge_pair"
+        )  # the log odds ratio of two judges' verdicts 1 given the truth
+        logits = pt.dot(verdicts, main) + pt.dot(both, gamma)[:, None]  # (verdicts, system)
+        log_pi = (logits - pt.logsumexp(logits, axis=0, keepdims=True)).T
         pi = pm.Deterministic(
             f"judge_patterns_given_{truth}", pt.exp(log_pi), dims=("system", "verdicts")
         )

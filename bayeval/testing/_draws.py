@@ -386,7 +386,11 @@ def judge_draws(ds, draws, chains, rng) -> tuple[xr.Dataset, xr.Dataset]:
             out[f"judge_task_sigma_{name}"] = (("chain", "draw"), _positive(0.3, J, lead, rng))
     post = post.assign(out)
     if n_judge > 1:
-        post = post.assign_coords(judge=ds["judge"].values, verdicts=ds["verdicts"].values)
+        post = post.assign_coords(
+            judge=ds["judge"].values,
+            verdicts=ds["verdicts"].values,
+            judge_pair=judge.judge_pairs(ds["judge"].values.tolist()),
+        )
     effects = effects.assign_coords(task=ds["task"].values, system=ds["system"].values)
     return post, effects
 
@@ -409,7 +413,15 @@ def _several_judges(ds, lead, rng) -> dict:
         right = verdicts if truth == 1 else 1.0 - verdicts
         margin = np.einsum("cdsv,vk->cdks", pi, right)
         out[name] = (("chain", "draw", "judge", "system"), margin)
-        out[f"judge_pattern_sigma_{name}"] = (("chain", "draw"), _positive(0.5, S, lead, rng))
+        out[f"judge_pattern_sigma_{name}"] = (
+            ("chain", "draw", "judge"),
+            np.stack([_positive(0.5, S, lead, rng) for _ in range(verdicts.shape[1])], -1),
+        )
+        n_pairs = verdicts.shape[1] * (verdicts.shape[1] - 1) // 2
+        out[f"judge_dependence_{name}"] = (
+            ("chain", "draw", "judge_pair"),
+            0.3 * rng.standard_normal((*lead, n_pairs)),
+        )
     return out
 
 

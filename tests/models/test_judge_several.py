@@ -15,7 +15,6 @@ from bayeval.models.judge import (
     build_judge_model,
     judge_log_likelihood,
     pattern_cells,
-    pattern_prior_means,
     patterns_log_likelihood,
 )
 
@@ -106,14 +105,40 @@ def test_one_judge_as_a_pattern_is_the_one_judge_likelihood():
     np.testing.assert_allclose(several, one, rtol=1e-12)
 
 
-def test_pattern_prior_is_independent_judges_relative_to_all_right():
-    verdicts = np.array(_patterns(2), dtype=float)
-    r = special.expit(1.5)
-    for truth in (0, 1):
-        right = verdicts if truth == 1 else 1 - verdicts
-        independent = np.log(np.where(right == 1, r, 1 - r)).sum(1)
-        want = independent - independent.max()
-        np.testing.assert_allclose(pattern_prior_means(verdicts, truth, 1.5), want, rtol=1e-12)
+def test_without_dependence_the_pattern_law_is_independent_judges():
+    rng = np.random.default_rng(2)
+    cells = {
+        (s, t): [(int(rng.integers(2)), tuple(rng.integers(0, 2, 3)))]
+        for s in "AB"
+        for t in range(3)
+    }
+    data = be.from_frame(
+        _frame(cells), judge=["j0", "j1", "j2"], success="human", label_design="random"
+    )
+    model = build_judge_model(data)
+    assert model.named_vars_to_dims["judge_dependence_specificity"] == ("judge_pair",)
+    point = model.initial_point()
+    for name, value in point.items():
+        point[name] = value + rng.normal(0, 0.5, np.shape(value))
+    for name in ("judge_dependence_sensitivity", "judge_dependence_specificity"):
+        point[name] = np.zeros_like(point[name])  # no dependence between the judges
+    names = ["judge_patterns_given_1", "judge_patterns_given_0", "sensitivity", "specificity"]
+    given_1, given_0, se, sp = model.compile_fn(
+        model.replace_rvs_by_values([model[n] for n in names]),
+        inputs=model.value_vars,
+        point_fn=True,
+        on_unused_input="ignore",  # the true outcome's parameters do not enter these
+    )(point)
+    for s_index in range(2):
+        for q, pattern in enumerate(_patterns(3)):
+            one = np.prod(
+                [se[k, s_index] if v else 1 - se[k, s_index] for k, v in enumerate(pattern)]
+            )
+            zero = np.prod(
+                [1 - sp[k, s_index] if v else sp[k, s_index] for k, v in enumerate(pattern)]
+            )
+            assert given_1[s_index, q] == pytest.approx(one, rel=1e-9)
+            assert given_0[s_index, q] == pytest.approx(zero, rel=1e-9)
 
 
 def test_the_model_potential_with_two_judges_is_the_brute_force_likelihood():
