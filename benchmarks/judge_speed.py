@@ -14,7 +14,8 @@ system; ``--share`` of the attempts labelled at random. Each seed fits, at the d
   (``from_frame(..., success=)``, every attempt's label): the fit a user would run if every
   attempt were labelled, the baseline the judge-aware fit is held to (within 2x).
 
-Both fits are timed after one warm-up fit of each (compilation is not counted, as the other
+``--judges N`` adds N - 1 further judges on every attempt (:func:`more_judges`), fitted
+jointly. Both fits are timed after one warm-up fit of each (compilation is not counted, as the other
 speed benchmarks do), and their gates are printed beside the times.
 """
 
@@ -59,6 +60,24 @@ def simulate(n_systems: int, n_tasks: int, share: float, seed: int) -> pd.DataFr
     return pd.concat(rows, ignore_index=True)
 
 
+def more_judges(df: pd.DataFrame, n_judges: int, seed: int) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` with ``n_judges - 1`` further judges' verdicts (``verdict2``, ...) on each attempt.
+
+    Judge m has sensitivity 0.80 + 0.05 m and specificity 0.90 - 0.05 m on every system, each
+    erring on its own; drawn from a stream apart from :func:`simulate`'s, so the first judge's
+    data are the one-judge benchmark's.
+    """
+    rng = np.random.default_rng([seed, 1])
+    out, names = df.copy(), ["verdict"]
+    for m in range(2, n_judges + 1):
+        truth = out["truth"].to_numpy() == 1
+        sens, spec = 0.80 + 0.05 * m, 0.90 - 0.05 * m
+        verdict = np.where(truth, rng.random(len(out)) < sens, rng.random(len(out)) > spec)
+        out[f"verdict{m}"] = verdict.astype(int)
+        names.append(f"verdict{m}")
+    return out, names
+
+
 def timed(data, seed: int):
     """Fit ``data`` at the defaults; (seconds, gates failed, model)."""
     start = time.perf_counter()
@@ -76,14 +95,21 @@ def main():
     parser.add_argument("--tasks", type=int, default=300)
     parser.add_argument("--share", type=float, default=0.1)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--judges", type=int, default=1, help="judges on every attempt")
     args = parser.parse_args()
     print(
         f"# python benchmarks/judge_speed.py --systems {args.systems} --tasks {args.tasks} "
-        f"--share {args.share} --seeds {' '.join(map(str, args.seeds))}"
+        f"--share {args.share} --seeds {' '.join(map(str, args.seeds))} --judges {args.judges}"
     )
+
+    def judged_data(df, seed):
+        df, names = more_judges(df, args.judges, seed)
+        judge = names[0] if len(names) == 1 else names
+        return be.from_frame(df, judge=judge, success="human", label_design="random")
+
     warm = simulate(args.systems, args.tasks, args.share, 10_000)
     timed(be.from_frame(warm, success="truth"), 0)  # compile both before timing
-    timed(be.from_frame(warm, judge="verdict", success="human", label_design="random"), 0)
+    timed(judged_data(warm, 10_000), 0)
     print(
         "| seed | fit | model | s | ratio | divergences | max r-hat | min bulk ESS | gates failed |"
     )
@@ -91,8 +117,7 @@ def main():
     for seed in args.seeds:
         df = simulate(args.systems, args.tasks, args.share, seed)
         base_s, base_failed, base = timed(be.from_frame(df, success="truth"), seed)
-        judged = be.from_frame(df, judge="verdict", success="human", label_design="random")
-        judge_s, judge_failed, res = timed(judged, seed)
+        judge_s, judge_failed, res = timed(judged_data(df, seed), seed)
         for name, s, failed, r in (
             ("paired", base_s, base_failed, base),
             ("judged", judge_s, judge_failed, res),
