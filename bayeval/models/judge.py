@@ -111,7 +111,9 @@ __all__ = [
     "judge_log_likelihood",
     "model_data",
     "pattern_cells",
+    "collapsed_patterns_log_likelihood",
     "judge_pairs",
+    "mean_rate",
     "patterns_log_likelihood",
     "validate_priors",
 ]
@@ -234,6 +236,52 @@ def patterns_log_likelihood(counts, logit_p, log_a, log_b, xp=np):
     return ll.sum(axis=0)
 
 
+#: The trapezoid rule in z of E expit(eta + sigma Z) in the collapsed several-judge form: its
+#: nodes span +-8 sd at this step. The integrand's poles lie pi / sigma off the real line, so
+#: the rule's error is about exp(-2 pi^2 / (sigma step)): 1e-10 at sigma 4 (Gauss-Hermite
+#: with 48 nodes erred by 1e-4 there).
+TRAPEZOID_STEP = 0.2
+TRAPEZOID_HALF_WIDTH = 8.0
+
+
+def mean_rate(logit_p, sigma, xp=np):
+    """``E expit(logit_p + sigma Z)`` and ``E expit(-(logit_p + sigma Z))``, Z ~ N(0, 1).
+
+    A trapezoid rule in ``z`` (:data:`TRAPEZOID_STEP`); the second is summed on its own rather
+    than taken as one minus the first, which would lose its digits where the first is near 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [round(float(m), 6) for m in mean_rate(np.array(0.0), 1.0)]  # symmetric about 0
+    [0.5, 0.5]
+    """
+    n = int(round(2 * TRAPEZOID_HALF_WIDTH / TRAPEZOID_STEP)) + 1
+    nodes = np.linspace(-TRAPEZOID_HALF_WIDTH, TRAPEZOID_HALF_WIDTH, n)
+    weights = np.exp(-(nodes**2) / 2)
+    weights = weights / weights.sum()
+    sigmoid = special.expit if xp is np else pt.sigmoid
+    z = logit_p[..., None] + sigma * nodes
+    return (sigmoid(z) * weights).sum(-1), (sigmoid(-z) * weights).sum(-1)
+
+
+def collapsed_patterns_log_likelihood(counts, logit_p, sigma, log_a, log_b, xp=np):
+    """:func:`patterns_log_likelihood` with each cell's effect ``v ~ N(0, sigma)`` integrated out.
+
+    For cells of at most one attempt (checked by the caller): the cell's likelihood is then
+    linear in its rate ``p``, ``p A + (1 - p) B`` or one of its terms, so its integral over
+    ``v`` needs only ``E p`` (:func:`mean_rate`). ``logit_p`` is ``(system, task)`` without
+    ``v``.
+    """
+    mean, mean_not = mean_rate(logit_p, sigma, xp)
+    log = np.log if xp is np else pt.log
+    logaddexp = np.logaddexp if xp is np else pt.logaddexp
+    true_1 = log(mean)[None] + log_a[:, :, None]
+    true_0 = log(mean_not)[None] + log_b[:, :, None]
+    ll = counts[:, 0] * true_1 + counts[:, 1] * true_0 + counts[:, 2] * logaddexp(true_1, true_0)
+    return ll.sum(axis=0)
+
+
 def attempts(ds: xr.Dataset) -> np.ndarray:
     """Every attempt with a verdict (labelled or not) per cell, ``(system, task)``."""
     cells = judge_cells(ds)
@@ -299,10 +347,10 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
     layout = Layout.from_dataset(ds)
     judges = [str(j) for j in ds["judge"].values.tolist()]
     several = len(judges) > 1
-    if several and collapsed:
+    if several and collapsed and int(attempts(ds).max(initial=0)) > 1:
         raise ValueError(
-            "the collapsed form integrates one judge's cells; several judges are fitted with "
-            "every effect latent (collapsed=False)"
+            "the collapsed form of several judges integrates cells of one attempt; these data "
+            "have cells of more: fit them with every effect latent (collapsed=False)"
         )
     coords = {"system": ds["system"].values.tolist(), "task": ds["task"].values.tolist()}
     alpha_dims: tuple[str, ...] = ("system",)
@@ -339,9 +387,13 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
             )
         if several:
             log_pattern = _pattern_probabilities(ds, priors, S)
-            total = patterns_log_likelihood(
-                patterns, logit_p, log_pattern[1].T, log_pattern[0].T, xp=pt
-            ).sum()
+            log_a, log_b = log_pattern[1].T, log_pattern[0].T
+            if collapsed and sigma_v is not None:
+                total = collapsed_patterns_log_likelihood(
+                    patterns, logit_p, sigma_v, log_a, log_b, xp=pt
+                ).sum()
+            else:
+                total = patterns_log_likelihood(patterns, logit_p, log_a, log_b, xp=pt).sum()
             pm.Potential("judged", total)
             return model
         logits = {}
@@ -443,6 +495,62 @@ def _structure(data, priors, form) -> tuple:
         None if layout.recipes is None else tuple(layout.recipes.tolist()),
         tuple(sorted((k, str(v)) for k, v in priors.items())),
     )
+
+
+def _judge_logits(post) -> Callable:
+    """One judge: chain ``c``'s cell logits of the sensitivity and specificity, ``(D, S, J)``."""
+    logits = {}
+    for name in ("sensitivity", "specificity"):
+        system = (
+            post[f"judge_mu_{name}"] + post[f"judge_sigma_{name}"] * post[f"judge_{name}_z"]
+        ).transpose("chain", "draw", "system")
+        task = (post[f"judge_task_sigma_{name}"] * post[f"judge_task_{name}_z"]).transpose(
+            "chain", "draw", "task"
+        )
+        logits[name] = (system.values, task.values)
+
+    def of_chain(c):
+        return tuple(
+            logits[name][0][c][:, :, None] + logits[name][1][c][:, None, :]
+            for name in ("sensitivity", "specificity")
+        )
+
+    return of_chain
+
+
+def _one_attempt_cells(post, ds) -> tuple[np.ndarray, Callable]:
+    """Several judges, one attempt a cell, as one judge's cells for the draws of ``v``.
+
+    A cell's likelihood in its rate is ``p`` (labelled 1), ``1 - p`` (labelled 0), or ``p A +
+    (1 - p) B`` for an unlabelled attempt of pattern v: one judge's unlabelled verdict 1 with
+    ``se = A`` and ``1 - sp = B``. Returns one judge's :data:`CELL_VARS` counts ``(6, S, J)``
+    and chain ``c``'s cell logits ``(D, S, J)`` of those ``se`` and ``sp``.
+    """
+    cells = pattern_cells(ds)  # (verdicts, label, system, task)
+    counts = np.zeros((len(CELL_VARS), *cells.shape[2:]), dtype=np.int64)
+    counts[0] = cells[:, 0].sum(0)  # labelled 1: p
+    counts[3] = cells[:, 1].sum(0)  # labelled 0: 1 - p
+    unlabelled = cells[:, 2]
+    counts[4] = unlabelled.sum(0)
+    pattern = unlabelled.argmax(0)  # (S, J): the unlabelled attempt's pattern, where one
+    S = pattern.shape[0]
+    given = {
+        truth: post[f"judge_patterns_given_{truth}"]
+        .transpose("chain", "draw", "system", "verdicts")
+        .values
+        for truth in (1, 0)
+    }
+    tiny = np.finfo(float).tiny
+
+    def of_chain(c):
+        a = given[1][c][:, np.arange(S)[:, None], pattern]  # (D, S, J)
+        b = given[0][c][:, np.arange(S)[:, None], pattern]
+        a, b = np.clip(a, tiny, 1.0), np.clip(b, tiny, 1.0)
+        return np.log(a) - np.log1p(-np.minimum(a, 1 - 1e-16)), np.log1p(
+            -np.minimum(b, 1 - 1e-16)
+        ) - np.log(b)
+
+    return counts, of_chain
 
 
 class JudgeRates(LogitNormalRates):
@@ -550,8 +658,14 @@ class JudgeRates(LogitNormalRates):
         if not Layout.from_dataset(data.dataset).paired:
             return FULL_LATENT, "one system: no task-by-system effect to integrate out"
         if data.dataset.sizes["judge"] > 1:
-            return FULL_LATENT, (
-                "several judges: the collapsed form's rule integrates one judge's cells"
+            if int(attempts(data.dataset).max(initial=0)) > 1:
+                return FULL_LATENT, (
+                    "several judges on cells of more than one attempt: the collapsed form "
+                    "integrates cells of one"
+                )
+            return COLLAPSED, (
+                "several judges, one attempt a cell: task-by-system effects integrated out "
+                "of each cell (its likelihood is linear in the rate) and drawn after the fit"
             )
         largest = int(attempts(data.dataset).max(initial=0))
         if largest > judge_kernel.MAX_ATTEMPTS:
@@ -658,29 +772,24 @@ class JudgeRates(LogitNormalRates):
         n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
         S, J = eta.shape[1:]
         eta = eta.reshape(n_chain, n_draw, S, J)
-        logits = {}
-        for name in ("sensitivity", "specificity"):
-            system = (
-                post[f"judge_mu_{name}"] + post[f"judge_sigma_{name}"] * post[f"judge_{name}_z"]
-            ).transpose("chain", "draw", "system")
-            task = (post[f"judge_task_sigma_{name}"] * post[f"judge_task_{name}_z"]).transpose(
-                "chain", "draw", "task"
-            )
-            logits[name] = (system.values, task.values)
         sigma = post["sigma_task_system"].transpose("chain", "draw").values
-        counts = np.stack([judge_cells(data.dataset)[name] for name in CELL_VARS])
+        if data.dataset.sizes["judge"] > 1:
+            counts, judge_logits = _one_attempt_cells(post, data.dataset)
+        else:
+            counts = np.stack([judge_cells(data.dataset)[name] for name in CELL_VARS])
+            judge_logits = _judge_logits(post)
         out = np.empty((n_chain, n_draw, S, J))
         # a stream apart from the sampler's, which the same seed drives
         entropy = None if seed is None else [int(seed), _DRAWS_STREAM]
         streams = np.random.SeedSequence(entropy).spawn(n_chain)
         for c in range(n_chain):
-            (se_s, se_t), (sp_s, sp_t) = logits["sensitivity"], logits["specificity"]
+            lse, lsp = judge_logits(c)
             out[c], _ = judge_kernel.draw_effects(
                 np.random.default_rng(streams[c]),
                 np.ascontiguousarray(eta[c]),
                 np.ascontiguousarray(sigma[c]),
-                np.ascontiguousarray(se_s[c][:, :, None] + se_t[c][:, None, :]),
-                np.ascontiguousarray(sp_s[c][:, :, None] + sp_t[c][:, None, :]),
+                np.ascontiguousarray(lse),
+                np.ascontiguousarray(lsp),
                 counts,
             )
         return xr.DataArray(

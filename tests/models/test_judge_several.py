@@ -6,14 +6,17 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import special
+from scipy import integrate, special, stats
 
 import bayeval as be
 from bayeval.models import get_model
 from bayeval.models.judge import (
     CELL_VARS,
+    JudgeRates,
     build_judge_model,
+    collapsed_patterns_log_likelihood,
     judge_log_likelihood,
+    mean_rate,
     pattern_cells,
     patterns_log_likelihood,
 )
@@ -191,7 +194,7 @@ def test_the_model_potential_with_two_judges_is_the_brute_force_likelihood():
     assert float(potential) == pytest.approx(log_total, rel=1e-9)
 
 
-def test_several_judges_are_fitted_full_latent():
+def test_several_judges_are_collapsed_at_one_attempt_a_cell_only():
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(
         {
@@ -202,13 +205,19 @@ def test_several_judges_are_fitted_full_latent():
             "human": np.where(rng.random(40) < 0.5, rng.integers(0, 2, 40), np.nan),
         }
     )
-    data = be.from_frame(frame, judge=["j1", "j2"], success="human", label_design="random")
     model = get_model("judge")
-    assert model.supports(data) is None
-    form, why = model.sampling_form(data)
-    assert form == "full-latent" and "several judges" in why
-    with pytest.raises(ValueError, match="several judges"):
-        build_judge_model(data, collapsed=True)
+    one = be.from_frame(frame, judge=["j1", "j2"], success="human", label_design="random")
+    assert model.supports(one) is None
+    assert model.sampling_form(one)[0] == "collapsed"
+    # a second attempt in one cell: its likelihood is no longer linear in the rate
+    frame = pd.concat([frame, frame.iloc[[0]].assign(trial=1)]).fillna({"trial": 0})
+    two = be.from_frame(
+        frame, trial="trial", judge=["j1", "j2"], success="human", label_design="random"
+    )
+    form, why = model.sampling_form(two)
+    assert form == "full-latent" and "more than one attempt" in why
+    with pytest.raises(ValueError, match="cells of one attempt"):
+        build_judge_model(two, collapsed=True)
 
 
 @pytest.mark.filterwarnings("ignore:the MCMC diagnostics fail")
@@ -262,3 +271,79 @@ def test_two_judges_fit_sees_each_judges_error_and_corrects_the_effect(tmp_path)
     back = be.load(tmp_path / "fit.nc").judge()
     np.testing.assert_array_equal(back["sensitivity"].values, judged["sensitivity"].values)
     assert back["judge"].values.tolist() == ["j1", "j2"]
+
+
+def test_mean_rate_is_the_normal_expectation():
+    for eta in (-9.0, -2.5, 0.0, 1.0, 6.0):
+        for sigma in (0.05, 0.7, 2.0, 4.0):
+            for sign in (1, -1):
+                want = integrate.quad(
+                    lambda z, s=sign, e=eta, w=sigma: (
+                        special.expit(s * (e + w * z)) * stats.norm.pdf(z)
+                    ),
+                    -np.inf,
+                    np.inf,
+                    epsabs=0,
+                    epsrel=1e-13,
+                    limit=200,
+                )[0]
+                got = mean_rate(np.array(eta), sigma)[0 if sign == 1 else 1]
+                assert np.log(got) == pytest.approx(np.log(want), abs=1e-8), (eta, sigma)
+
+
+def test_collapsed_cells_are_the_integral_over_their_effect():
+    # one attempt a cell: each cell's likelihood integrated over v ~ N(0, sigma) by SciPy
+    rng = np.random.default_rng(4)
+    cells = {
+        (s, t): [
+            (None if rng.random() < 0.6 else int(rng.integers(2)), tuple(rng.integers(0, 2, 2)))
+        ]
+        for s, t in itertools.product("AB", range(5))
+    }
+    cells[("A", 0)] = [(1, (1, 1))]
+    cells[("B", 0)] = [(0, (0, 0))]
+    data = be.from_frame(_frame(cells), judge=["j0", "j1"], success="human", label_design="random")
+    counts = pattern_cells(data.dataset)
+    logit_p = rng.normal(0, 1.5, (2, 5))
+    log_a = np.log(rng.dirichlet(np.ones(4), 2).T)  # (verdicts, system)
+    log_b = np.log(rng.dirichlet(np.ones(4), 2).T)
+    sigma = 1.3
+    got = collapsed_patterns_log_likelihood(counts, logit_p, sigma, log_a, log_b)
+    for s in range(2):
+        for j in range(5):
+
+            def density(v, s=s, j=j):
+                shifted = logit_p.copy()
+                shifted[s, j] += v
+                ll = patterns_log_likelihood(counts, shifted, log_a, log_b)[s, j]
+                return np.exp(ll) * stats.norm.pdf(v, scale=sigma)
+
+            want = integrate.quad(density, -np.inf, np.inf, epsabs=0, epsrel=1e-12)[0]
+            assert got[s, j] == pytest.approx(np.log(want), abs=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore:the MCMC diagnostics fail")
+def test_several_judges_collapsed_and_full_latent_fits_agree():
+    rng = np.random.default_rng(9)
+    cells = {}
+    for s, level in (("A", 0.4), ("B", -0.2)):
+        for t in range(40):
+            y = int(rng.random() < special.expit(level + rng.normal()))
+            verdicts = tuple(int(rng.random() < (0.9 if y else 0.2)) for _ in range(2))
+            cells[(s, t)] = [(y if rng.random() < 0.3 else None, verdicts)]
+    data = be.from_frame(_frame(cells), judge=["j0", "j1"], success="human", label_design="random")
+    assert get_model("judge").sampling_form(data)[0] == "collapsed"
+    fits = {}
+    for form in ("collapsed", "full-latent"):
+        model = JudgeRates()
+        model.sampling_form = lambda data, sampler="auto", form=form: (form, "test")
+        fits[form] = model.sample(data, draws=500, tune=500, chains=2, seed=3)
+    pc, pf = fits["collapsed"]["posterior"], fits["full-latent"]["posterior"]
+    for name in ("alpha", "sensitivity", "specificity", "sigma_task_system"):
+        a, b = pc[name], pf[name]
+        gap = np.abs(a.mean(("chain", "draw")) - b.mean(("chain", "draw")))
+        scale = np.hypot(a.std(("chain", "draw")), b.std(("chain", "draw")))
+        assert float((gap / scale).max()) < 0.25, name
+    v_c = fits["collapsed"]["task_effects"]["task_system_effect"].mean(("chain", "draw"))
+    v_f = fits["full-latent"]["task_effects"]["task_system_effect"].mean(("chain", "draw"))
+    assert float(np.corrcoef(v_c.values.ravel(), v_f.values.ravel())[0, 1]) > 0.9
