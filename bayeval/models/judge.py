@@ -70,10 +70,13 @@ task-by-system effects are integrated out of each cell by quadrature
 (:mod:`bayeval.models.kernels.judge`): the sampler sees the task effects, the judge's terms and
 the hyperparameters, not the ``(system, task)`` array that made most of the full-latent form's
 dimensions and its slow mixing; after the fit each cell's effect is drawn exactly from its
-conditional, per draw. Otherwise (several judges among them) every effect is latent
-(non-centred). The fit keeps the task and task-by-system effects' draws (``task_effects``
-group), from which the tasks estimand reads each cell's rate ``p (chain, draw, system,
-task)`` exactly: its judged-only attempts are in those draws. The population estimand is the
+conditional, per draw. Several judges with one attempt a cell are collapsed too: a cell's
+likelihood is then linear in its rate, so its integral needs only ``E expit(eta + sigma Z)``
+(:func:`mean_rate`), and its effect is drawn after the fit as one judge's unlabelled verdict
+with ``se = A``, ``1 - sp = B``. Otherwise every effect is latent (non-centred). The fit
+keeps the task and task-by-system effects' draws (``task_effects`` group), from which the
+tasks estimand reads each cell's rate ``p (chain, draw, system, task)`` exactly: its
+judged-only attempts are in those draws. The population estimand is the
 logit-normal model's (a new task: the same parameters).
 """
 
@@ -637,12 +640,13 @@ class JudgeRates(LogitNormalRates):
         return base.DEFAULT_DRAWS
 
     def sampling_form(self, data, sampler: str = "auto") -> tuple[str, str]:
-        """Collapsed for one judge, systems on shared tasks, cells of at most 30 attempts.
+        """Collapsed for systems on shared tasks with cells of at most 30 attempts (one judge).
 
         The task-by-system effects are then integrated out of each cell
         (:mod:`bayeval.models.kernels.judge`) and drawn after the fit from their conditionals;
-        otherwise every effect is latent. One system has no such effect; several judges are
-        fitted full-latent (the cell rule is written for one judge's counts).
+        otherwise every effect is latent. One system has no such effect. Several judges are
+        collapsed at one attempt a cell (:func:`collapsed_patterns_log_likelihood`), and
+        fitted full-latent otherwise.
 
         Examples
         --------
