@@ -117,6 +117,7 @@ __all__ = [
     "collapsed_patterns_log_likelihood",
     "judge_pairs",
     "mean_rate",
+    "one_attempt_cells",
     "patterns_log_likelihood",
     "validate_priors",
 ]
@@ -274,7 +275,8 @@ def collapsed_patterns_log_likelihood(counts, logit_p, sigma, log_a, log_b, xp=n
     For cells of at most one attempt (checked by the caller): the cell's likelihood is then
     linear in its rate ``p``, ``p A + (1 - p) B`` or one of its terms, so its integral over
     ``v`` needs only ``E p`` (:func:`mean_rate`). ``logit_p`` is ``(system, task)`` without
-    ``v``.
+    ``v``. The model computes the same with the compiled cell kernel
+    (:func:`one_attempt_cells`); this is the formula it is checked against.
     """
     mean, mean_not = mean_rate(logit_p, sigma, xp)
     log = np.log if xp is np else pt.log
@@ -368,9 +370,9 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
         coords["judge_pair"] = judge_pairs(judges)
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
-        if several:
+        if several and not collapsed:
             patterns = pm.Data(PATTERN_VAR, pattern_cells(ds))
-        else:
+        elif not several:
             cells = {
                 name: pm.Data(name, values, dims=("system", "task"))
                 for name, values in judge_cells(ds).items()
@@ -392,9 +394,21 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
             log_pattern = _pattern_probabilities(ds, priors, S)
             log_a, log_b = log_pattern[1].T, log_pattern[0].T
             if collapsed and sigma_v is not None:
-                total = collapsed_patterns_log_likelihood(
-                    patterns, logit_p, sigma_v, log_a, log_b, xp=pt
-                ).sum()
+                # each one-attempt cell as one judge's cell (one_attempt_cells), integrated
+                # by the compiled cell kernel
+                counts, cell_pattern = one_attempt_cells(ds)
+                pattern = pm.Data("judge_cell_pattern", cell_pattern)
+                log_a_cell = log_pattern[1][pt.arange(S)[:, None], pattern]  # (S, J)
+                log_b_cell = log_pattern[0][pt.arange(S)[:, None], pattern]
+                outputs = JudgedCells()(
+                    logit_p,
+                    sigma_v,
+                    log_a_cell - pt.log1mexp(log_a_cell),  # logit se = logit A
+                    pt.log1mexp(log_b_cell) - log_b_cell,  # logit sp = logit (1 - B)
+                    pm.Data("judge_cells_one_attempt", counts),
+                )
+                assert isinstance(outputs, list)  # the Op has five outputs
+                total = outputs[0]
             else:
                 total = patterns_log_likelihood(patterns, logit_p, log_a, log_b, xp=pt).sum()
             pm.Potential("judged", total)
@@ -476,9 +490,12 @@ def _pattern_probabilities(ds: xr.Dataset, priors: dict, S: int) -> dict:
     return out
 
 
-def model_data(ds: xr.Dataset) -> dict[str, np.ndarray]:
-    """The counts :func:`build_judge_model` takes as ``pm.Data``, by name."""
+def model_data(ds: xr.Dataset, form: str = FULL_LATENT) -> dict[str, np.ndarray]:
+    """The counts :func:`build_judge_model` takes as ``pm.Data`` in ``form``, by name."""
     if ds.sizes["judge"] > 1:
+        if form == COLLAPSED:
+            counts, pattern = one_attempt_cells(ds)
+            return {"judge_cells_one_attempt": counts, "judge_cell_pattern": pattern}
         return {PATTERN_VAR: pattern_cells(ds)}
     return judge_cells(ds)
 
@@ -521,21 +538,41 @@ def _judge_logits(post) -> Callable:
     return of_chain
 
 
-def _one_attempt_cells(post, ds) -> tuple[np.ndarray, Callable]:
-    """Several judges, one attempt a cell, as one judge's cells for the draws of ``v``.
+def one_attempt_cells(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    """Several judges' one-attempt cells as one judge's: counts ``(6, S, J)`` and patterns.
 
-    A cell's likelihood in its rate is ``p`` (labelled 1), ``1 - p`` (labelled 0), or ``p A +
-    (1 - p) B`` for an unlabelled attempt of pattern v: one judge's unlabelled verdict 1 with
-    ``se = A`` and ``1 - sp = B``. Returns one judge's :data:`CELL_VARS` counts ``(6, S, J)``
-    and chain ``c``'s cell logits ``(D, S, J)`` of those ``se`` and ``sp``.
+    A cell's likelihood is ``p A_v`` (labelled 1), ``(1 - p) B_v`` (labelled 0) or ``p A_v +
+    (1 - p) B_v`` (unlabelled), v its attempt's verdict pattern: one judge's ``n11 = 1``,
+    ``n10 = 1`` or ``u1 = 1`` with ``se = A_v`` and ``1 - sp = B_v``. Returns those
+    :data:`CELL_VARS` counts and each cell's pattern index ``(S, J)`` (0 where empty).
+
+    Examples
+    --------
+    >>> import pandas as pd, bayeval as be
+    >>> df = pd.DataFrame({"system": ["A", "A", "B", "B"], "task": [0, 1, 0, 1],
+    ...                    "j1": [1, 0, 1, 1], "j2": [1, 0, 0, 1], "human": [1, None, 0, None]})
+    >>> data = be.from_frame(df, judge=["j1", "j2"], success="human", label_design="random")
+    >>> counts, pattern = one_attempt_cells(data.dataset)
+    >>> pattern.tolist()  # "11", "00"; "10", "11"
+    [[3, 0], [2, 3]]
+    >>> counts[[0, 1, 4]].tolist()  # n11, n10, u1
+    [[[1, 0], [0, 0]], [[0, 0], [1, 0]], [[0, 1], [0, 1]]]
     """
     cells = pattern_cells(ds)  # (verdicts, label, system, task)
     counts = np.zeros((len(CELL_VARS), *cells.shape[2:]), dtype=np.int64)
-    counts[0] = cells[:, 0].sum(0)  # labelled 1: p
-    counts[3] = cells[:, 1].sum(0)  # labelled 0: 1 - p
-    unlabelled = cells[:, 2]
-    counts[4] = unlabelled.sum(0)
-    pattern = unlabelled.argmax(0)  # (S, J): the unlabelled attempt's pattern, where one
+    counts[0] = cells[:, 0].sum(0)  # labelled 1: p A
+    counts[1] = cells[:, 1].sum(0)  # labelled 0: (1 - p) B, one judge's verdict 1 on a true 0
+    counts[4] = cells[:, 2].sum(0)  # unlabelled: p A + (1 - p) B
+    return counts, cells.sum(1).argmax(0).astype(np.int64)
+
+
+def _one_attempt_logits(post, ds) -> tuple[np.ndarray, Callable]:
+    """Several judges: :func:`one_attempt_cells`' counts and chain ``c``'s cell logits.
+
+    The logits of ``se = A_v`` and ``sp = 1 - B_v`` per draw, ``(D, S, J)``, for the draws of
+    the task-by-system effects.
+    """
+    counts, pattern = one_attempt_cells(ds)
     S = pattern.shape[0]
     given = {
         truth: post[f"judge_patterns_given_{truth}"]
@@ -543,15 +580,11 @@ def _one_attempt_cells(post, ds) -> tuple[np.ndarray, Callable]:
         .values
         for truth in (1, 0)
     }
-    tiny = np.finfo(float).tiny
 
     def of_chain(c):
         a = given[1][c][:, np.arange(S)[:, None], pattern]  # (D, S, J)
         b = given[0][c][:, np.arange(S)[:, None], pattern]
-        a, b = np.clip(a, tiny, 1.0), np.clip(b, tiny, 1.0)
-        return np.log(a) - np.log1p(-np.minimum(a, 1 - 1e-16)), np.log1p(
-            -np.minimum(b, 1 - 1e-16)
-        ) - np.log(b)
+        return special.logit(a), -special.logit(b)
 
     return counts, of_chain
 
@@ -706,7 +739,7 @@ class JudgeRates(LogitNormalRates):
             compiled = _compiled.get(
                 _structure(data, priors, form),
                 lambda: build_judge_model(data, priors, collapsed=collapsed),
-                lambda: model_data(data.dataset),
+                lambda: model_data(data.dataset, form),
             )
             trace = nutpie_model.sample_trace(
                 compiled,
@@ -778,7 +811,7 @@ class JudgeRates(LogitNormalRates):
         eta = eta.reshape(n_chain, n_draw, S, J)
         sigma = post["sigma_task_system"].transpose("chain", "draw").values
         if data.dataset.sizes["judge"] > 1:
-            counts, judge_logits = _one_attempt_cells(post, data.dataset)
+            counts, judge_logits = _one_attempt_logits(post, data.dataset)
         else:
             counts = np.stack([judge_cells(data.dataset)[name] for name in CELL_VARS])
             judge_logits = _judge_logits(post)

@@ -347,3 +347,39 @@ def test_several_judges_collapsed_and_full_latent_fits_agree():
     v_c = fits["collapsed"]["task_effects"]["task_system_effect"].mean(("chain", "draw"))
     v_f = fits["full-latent"]["task_effects"]["task_system_effect"].mean(("chain", "draw"))
     assert float(np.corrcoef(v_c.values.ravel(), v_f.values.ravel())[0, 1]) > 0.9
+
+
+def test_the_collapsed_model_potential_is_the_integrated_likelihood():
+    # the compiled one-judge cell kernel, fed each pattern's A and B, against the formula
+    rng = np.random.default_rng(6)
+    cells = {
+        (s, t): [
+            (None if rng.random() < 0.6 else int(rng.integers(2)), tuple(rng.integers(0, 2, 3)))
+        ]
+        for s, t in itertools.product("AB", range(6))
+    }
+    cells[("A", 0)] = [(1, (1, 1, 1))]
+    cells[("B", 0)] = [(0, (0, 0, 0))]
+    data = be.from_frame(
+        _frame(cells), judge=["j0", "j1", "j2"], success="human", label_design="random"
+    )
+    model = build_judge_model(data, collapsed=True)
+    assert "task_system_effect" not in model.named_vars
+    point = model.initial_point()
+    for name, value in point.items():
+        point[name] = value + rng.normal(0, 0.3, np.shape(value))
+    names = ["judged", "alpha", "task_effect", "sigma_task_system"]
+    names += ["judge_patterns_given_1", "judge_patterns_given_0"]
+    potential, alpha, e, sigma, given_1, given_0 = model.compile_fn(
+        model.replace_rvs_by_values([model[n] for n in names]),
+        inputs=model.value_vars,
+        point_fn=True,
+    )(point)
+    want = collapsed_patterns_log_likelihood(
+        pattern_cells(data.dataset),
+        alpha[:, None] + e[None, :],
+        float(sigma),
+        np.log(given_1).T,
+        np.log(given_0).T,
+    ).sum()
+    assert float(potential) == pytest.approx(float(want), rel=1e-8)
