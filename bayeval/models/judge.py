@@ -370,7 +370,7 @@ def build_judge_model(data, priors=None, *, collapsed: bool = False) -> pm.Model
         coords["judge_pair"] = judge_pairs(judges)
     S = layout.n_systems
     with pm.Model(coords=coords) as model:
-        if several and not collapsed:
+        if several and not (collapsed and layout.paired):
             patterns = pm.Data(PATTERN_VAR, pattern_cells(ds))
         elif not several:
             cells = {
