@@ -71,13 +71,13 @@ task-by-system effects are integrated out of each cell by quadrature
 the hyperparameters, not the ``(system, task)`` array that made most of the full-latent form's
 dimensions and its slow mixing; after the fit each cell's effect is drawn exactly from its
 conditional, per draw. Several judges with one attempt a cell are collapsed too: a cell's
-likelihood is then linear in its rate, so its integral needs only ``E expit(eta + sigma Z)``
-(:func:`mean_rate`), and its effect is drawn after the fit as one judge's unlabelled verdict
-with ``se = A``, ``1 - sp = B``. Otherwise every effect is latent (non-centred). The fit
-keeps the task and task-by-system effects' draws (``task_effects`` group), from which the
-tasks estimand reads each cell's rate ``p (chain, draw, system, task)`` exactly: its
-judged-only attempts are in those draws. The population estimand is the
-logit-normal model's (a new task: the same parameters).
+likelihood is then linear in its rate (``p A_v + (1 - p) B_v`` or one of its terms), which is
+one judge's cell with ``se = A_v`` and ``1 - sp = B_v`` (:func:`one_attempt_cells`): the same
+kernel integrates it, and its effect is drawn after the fit as that cell's. Otherwise every
+effect is latent (non-centred). The fit keeps the task and task-by-system effects' draws
+(``task_effects`` group), from which the tasks estimand reads each cell's rate ``p (chain,
+draw, system, task)`` exactly: its judged-only attempts are in those draws. The population
+estimand is the logit-normal model's (a new task: the same parameters).
 """
 
 from __future__ import annotations
@@ -114,9 +114,7 @@ __all__ = [
     "judge_log_likelihood",
     "model_data",
     "pattern_cells",
-    "collapsed_patterns_log_likelihood",
     "judge_pairs",
-    "mean_rate",
     "one_attempt_cells",
     "patterns_log_likelihood",
     "validate_priors",
@@ -236,53 +234,6 @@ def patterns_log_likelihood(counts, logit_p, log_a, log_b, xp=np):
     log_p, log_not_p = -softplus(-logit_p), -softplus(logit_p)
     true_1 = log_p[None] + log_a[:, :, None]  # (verdicts, system, task)
     true_0 = log_not_p[None] + log_b[:, :, None]
-    ll = counts[:, 0] * true_1 + counts[:, 1] * true_0 + counts[:, 2] * logaddexp(true_1, true_0)
-    return ll.sum(axis=0)
-
-
-#: The trapezoid rule in z of E expit(eta + sigma Z) in the collapsed several-judge form: its
-#: nodes span +-8 sd at this step. The integrand's poles lie pi / sigma off the real line, so
-#: the rule's error is about exp(-2 pi^2 / (sigma step)): 1e-10 at sigma 4 (Gauss-Hermite
-#: with 48 nodes erred by 1e-4 there).
-TRAPEZOID_STEP = 0.2
-TRAPEZOID_HALF_WIDTH = 8.0
-
-
-def mean_rate(logit_p, sigma, xp=np):
-    """``E expit(logit_p + sigma Z)`` and ``E expit(-(logit_p + sigma Z))``, Z ~ N(0, 1).
-
-    A trapezoid rule in ``z`` (:data:`TRAPEZOID_STEP`); the second is summed on its own rather
-    than taken as one minus the first, which would lose its digits where the first is near 1.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> [round(float(m), 6) for m in mean_rate(np.array(0.0), 1.0)]  # symmetric about 0
-    [0.5, 0.5]
-    """
-    n = int(round(2 * TRAPEZOID_HALF_WIDTH / TRAPEZOID_STEP)) + 1
-    nodes = np.linspace(-TRAPEZOID_HALF_WIDTH, TRAPEZOID_HALF_WIDTH, n)
-    weights = np.exp(-(nodes**2) / 2)
-    weights = weights / weights.sum()
-    sigmoid = special.expit if xp is np else pt.sigmoid
-    z = logit_p[..., None] + sigma * nodes
-    return (sigmoid(z) * weights).sum(-1), (sigmoid(-z) * weights).sum(-1)
-
-
-def collapsed_patterns_log_likelihood(counts, logit_p, sigma, log_a, log_b, xp=np):
-    """:func:`patterns_log_likelihood` with each cell's effect ``v ~ N(0, sigma)`` integrated out.
-
-    For cells of at most one attempt (checked by the caller): the cell's likelihood is then
-    linear in its rate ``p``, ``p A + (1 - p) B`` or one of its terms, so its integral over
-    ``v`` needs only ``E p`` (:func:`mean_rate`). ``logit_p`` is ``(system, task)`` without
-    ``v``. The model computes the same with the compiled cell kernel
-    (:func:`one_attempt_cells`); this is the formula it is checked against.
-    """
-    mean, mean_not = mean_rate(logit_p, sigma, xp)
-    log = np.log if xp is np else pt.log
-    logaddexp = np.logaddexp if xp is np else pt.logaddexp
-    true_1 = log(mean)[None] + log_a[:, :, None]
-    true_0 = log(mean_not)[None] + log_b[:, :, None]
     ll = counts[:, 0] * true_1 + counts[:, 1] * true_0 + counts[:, 2] * logaddexp(true_1, true_0)
     return ll.sum(axis=0)
 
@@ -678,7 +629,7 @@ class JudgeRates(LogitNormalRates):
         The task-by-system effects are then integrated out of each cell
         (:mod:`bayeval.models.kernels.judge`) and drawn after the fit from their conditionals;
         otherwise every effect is latent. One system has no such effect. Several judges are
-        collapsed at one attempt a cell (:func:`collapsed_patterns_log_likelihood`), and
+        collapsed at one attempt a cell (:func:`one_attempt_cells`), and
         fitted full-latent otherwise.
 
         Examples
