@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 from scipy import special
 
-from bayeval.models import judge, logit_normal, zoib
+from bayeval.models import judge, judge_patterns, logit_normal, zoib
 from bayeval.models._beta_family import Populations, counts_by_bound
 
 __all__ = ["hierarchical_draws", "judge_draws", "logit_normal_draws", "zoib_draws"]
@@ -389,7 +389,7 @@ def judge_draws(ds, draws, chains, rng) -> tuple[xr.Dataset, xr.Dataset]:
         post = post.assign_coords(
             judge=ds["judge"].values,
             verdicts=ds["verdicts"].values,
-            judge_pair=judge.judge_pairs(ds["judge"].values.tolist()),
+            judge_pair=judge_patterns.judge_pairs(ds["judge"].values.tolist()),
         )
     effects = effects.assign_coords(task=ds["task"].values, system=ds["system"].values)
     return post, effects
@@ -401,8 +401,8 @@ def _several_judges(ds, lead, rng) -> dict:
     Per system and true outcome, the labelled attempts' pattern counts plus one half; each
     judge's sensitivity and specificity are the margins, as in the joint model.
     """
-    counts = judge.pattern_cells(ds).sum(-1).astype(float)  # (verdicts, label, system)
-    verdicts = judge.verdict_matrix(ds)
+    counts = judge_patterns.pattern_cells(ds).sum(-1).astype(float)  # (verdicts, label, system)
+    verdicts = judge_patterns.verdict_matrix(ds)
     S, n_pattern = counts.shape[2], counts.shape[0]
     out: dict[str, tuple] = {}
     for truth, label, name in ((1, 0, "sensitivity"), (0, 1, "specificity")):

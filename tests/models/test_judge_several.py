@@ -10,14 +10,8 @@ from scipy import integrate, special, stats
 
 import bayeval as be
 from bayeval.models import get_model
-from bayeval.models.judge import (
-    CELL_VARS,
-    JudgeRates,
-    build_judge_model,
-    judge_log_likelihood,
-    pattern_cells,
-    patterns_log_likelihood,
-)
+from bayeval.models.judge import CELL_VARS, JudgeRates, build_judge_model, judge_log_likelihood
+from bayeval.models.judge_patterns import pattern_cells, patterns_log_likelihood
 
 
 def _brute_force(attempts, p, given_1, given_0) -> Fraction:
