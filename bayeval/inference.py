@@ -155,16 +155,17 @@ def _choose_binary_model(data, sampler: str) -> tuple[str, str]:
 def default_tune(model: str, form: str | None = None) -> int:
     """The warm-up :func:`bayeval.fit` runs when ``tune`` is not given.
 
-    The model's own (:meth:`bayeval.models.base.Model.default_tune`), 300 for ``logit_normal``'s
-    integrated forms (``form`` "collapsed" or "task-latent") and 1000 otherwise.
+    The model's own (:meth:`bayeval.models.base.Model.default_tune`), 300 for the integrated
+    forms of ``logit_normal`` (``form`` "collapsed" or "task-latent") and of ``judge``
+    ("collapsed"), 1000 otherwise.
 
     Examples
     --------
     >>> from bayeval.inference import default_tune
     >>> default_tune("logit_normal", "task-latent"), default_tune("logit_normal", "full-latent")
     (300, 1000)
-    >>> default_tune("hierarchical")
-    1000
+    >>> default_tune("judge", "collapsed"), default_tune("hierarchical")
+    (300, 1000)
     """
     return get_model(model).default_tune(form)
 

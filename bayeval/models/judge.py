@@ -151,8 +151,17 @@ JUDGE_POSTERIOR_VARS = (
     "judge_patterns_given_0",
 )
 
-#: NUTS target acceptance: the latent effects of few-attempt cells have curved posteriors.
+#: NUTS target acceptance of the full-latent form: the latent effects of few-attempt cells have
+#: curved posteriors.
 TARGET_ACCEPT = 0.9
+#: The collapsed form's target acceptance and warm-up. Its ~900 coordinates (the task effects
+#: and the judge's task terms) are well scaled: at 0.9 its step settled near 0.175, just short
+#: of the ~0.21 that ends most trajectories at 15 leapfrog steps instead of 31. On 6 x 300 x 1
+#: (``benchmarks/judge_speed.py``, seeds 0-3) 0.85 with nutpie's own 300 warm-up draws took
+#: 13 s a fit against 23-24 s at 0.9 and 1000, every gate passed; 0.8 failed the r-hat or
+#: tail-ESS gate in one seed of three (``models/judge.md``, sampling settings).
+COLLAPSED_TARGET_ACCEPT = 0.85
+COLLAPSED_TUNE = 300
 
 #: Further options of ``nutpie.sample``.
 NUTPIE_OPTIONS: dict = {}
@@ -475,8 +484,28 @@ class JudgeRates(LogitNormalRates):
         return build_judge_model(data, priors)
 
     def default_tune(self, form: str | None = None) -> int:
-        """:data:`~bayeval.models.base.DEFAULT_TUNE`: a full-latent model."""
-        return base.DEFAULT_TUNE
+        """:data:`COLLAPSED_TUNE` collapsed, :data:`~bayeval.models.base.DEFAULT_TUNE` otherwise.
+
+        Examples
+        --------
+        >>> from bayeval.models.judge import JudgeRates
+        >>> JudgeRates().default_tune("collapsed"), JudgeRates().default_tune("full-latent")
+        (300, 1000)
+        """
+        return COLLAPSED_TUNE if form == COLLAPSED else base.DEFAULT_TUNE
+
+    @staticmethod
+    def target_accept(form: str) -> float:
+        """NUTS's target acceptance for ``form``: :data:`COLLAPSED_TARGET_ACCEPT` or
+        :data:`TARGET_ACCEPT`.
+
+        Examples
+        --------
+        >>> from bayeval.models.judge import JudgeRates
+        >>> JudgeRates.target_accept("collapsed"), JudgeRates.target_accept("full-latent")
+        (0.85, 0.9)
+        """
+        return COLLAPSED_TARGET_ACCEPT if form == COLLAPSED else TARGET_ACCEPT
 
     def default_draws(self, form: str | None = None) -> int:
         """:data:`~bayeval.models.base.DEFAULT_DRAWS`, where its coverage was measured."""
@@ -540,10 +569,11 @@ class JudgeRates(LogitNormalRates):
         """NUTS on :func:`build_judge_model`; the task effects kept in ``task_effects``."""
         engine = self.engine(sampler)
         priors = validate_priors(priors)
-        tune = base.DEFAULT_TUNE if tune is None else tune
         cores = min(chains, 2)
         form, form_choice = self.sampling_form(data, sampler)
         collapsed = form == COLLAPSED
+        tune = self.default_tune(form) if tune is None else tune
+        target_accept = self.target_accept(form)
         if engine == "nutpie":
             from bayeval.models.kernels import nutpie_model  # deferred: it imports nutpie
 
@@ -560,7 +590,7 @@ class JudgeRates(LogitNormalRates):
                 cores=cores,
                 seed=seed,
                 progress=progress,
-                target_accept=TARGET_ACCEPT,
+                target_accept=target_accept,
                 **NUTPIE_OPTIONS,
             )
         else:
@@ -573,7 +603,7 @@ class JudgeRates(LogitNormalRates):
                 seed=seed,
                 progress=progress,
                 cores=cores,
-                target_accept=TARGET_ACCEPT,
+                target_accept=target_accept,
             )
         post = trace["posterior"].to_dataset()
         post = post.assign_coords(chain=np.arange(chains), draw=np.arange(draws))
@@ -588,7 +618,7 @@ class JudgeRates(LogitNormalRates):
             "tune": tune,
             "form": form,
             "form_choice": form_choice,
-            "target_accept": TARGET_ACCEPT,
+            "target_accept": target_accept,
             "task_effects": "drawn from their conditionals" if collapsed else "non-centred",
             "judge": ", ".join(str(j) for j in data.judges),
         }

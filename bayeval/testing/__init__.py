@@ -461,7 +461,7 @@ def _fake_judge(data, priors, form, draws, chains, rng, attrs):
         {
             "form": form_name,
             "form_choice": choice,
-            "target_accept": judge.TARGET_ACCEPT,
+            "target_accept": get_model("judge").target_accept(form_name),
             "task_effects": (
                 "drawn from their conditionals" if form_name == judge.COLLAPSED else "non-centred"
             ),
