@@ -84,6 +84,7 @@ estimand is the logit-normal model's (a new task: the same parameters).
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pymc as pm
@@ -173,6 +174,9 @@ _compiled = CompiledModels()  # structure -> compiled nutpie model
 
 #: Mixed into the fit's seed for the draws of the task-by-system effects after a collapsed fit.
 _DRAWS_STREAM = 49
+#: Chains whose task-by-system effects are drawn at once after a collapsed fit (the sampler's
+#: cores).
+DRAW_THREADS = 2
 
 
 def validate_priors(priors) -> dict:
@@ -496,8 +500,7 @@ class JudgeRates(LogitNormalRates):
 
     @staticmethod
     def target_accept(form: str) -> float:
-        """NUTS's target acceptance for ``form``: :data:`COLLAPSED_TARGET_ACCEPT` or
-        :data:`TARGET_ACCEPT`.
+        """NUTS's target acceptance: :data:`COLLAPSED_TARGET_ACCEPT` collapsed, else 0.9.
 
         Examples
         --------
@@ -643,8 +646,8 @@ class JudgeRates(LogitNormalRates):
     def _draw_task_system_effects(self, tree, post, data, seed) -> xr.DataArray:
         """Each cell's ``v`` drawn from its conditional given a draw's other parameters.
 
-        Exact draws (:func:`bayeval.models.kernels.judge.draw_effects`), chain by chain to
-        bound memory, each chain from its own stream of the fit's seed.
+        Exact draws (:func:`bayeval.models.kernels.judge.draw_effects`), chain by chain
+        (:data:`DRAW_THREADS` at once), each chain from its own stream of the fit's seed.
         """
         eta = self.task_logits(tree)  # without v: the tree holds no task_system_effect yet
         n_chain, n_draw = post.sizes["chain"], post.sizes["draw"]
@@ -660,7 +663,8 @@ class JudgeRates(LogitNormalRates):
         # a stream apart from the sampler's, which the same seed drives
         entropy = None if seed is None else [int(seed), _DRAWS_STREAM]
         streams = np.random.SeedSequence(entropy).spawn(n_chain)
-        for c in range(n_chain):
+
+        def draw_chain(c):
             lse, lsp = judge_logits(c)
             out[c], _ = judge_kernel.draw_effects(
                 np.random.default_rng(streams[c]),
@@ -670,6 +674,11 @@ class JudgeRates(LogitNormalRates):
                 np.ascontiguousarray(lsp),
                 counts,
             )
+
+        # the compiled draws release the GIL: chains in parallel, each on its own stream, so
+        # the draws do not depend on the order the threads run in
+        with ThreadPoolExecutor(max_workers=min(n_chain, DRAW_THREADS)) as pool:
+            list(pool.map(draw_chain, range(n_chain)))
         return xr.DataArray(
             out,
             dims=("chain", "draw", "system", "task"),

@@ -350,6 +350,33 @@ def _grid_draw(rng, eta, sigma, a, b, u1, u0, log_se, log_nse, log_sp, log_nsp, 
 
 
 @numba.njit(cache=True)
+def _one_attempt_draw(rng, eta, sigma, a, b, u1, lse, lsp):
+    """One draw of a one-attempt cell's ``v``, or NaN where no proposal was kept.
+
+    ``f = c0 (1 - p) + c1 p`` is linear in ``p``: proposals from the prior are kept with
+    probability ``f / max(c0, c1)``, in linear terms (a third of the log-space path's
+    exponentials and logarithms, on the cells most data sets are made of).
+    """
+    se, nse = _sigmoid_pair(lse)
+    sp, nsp = _sigmoid_pair(lsp)
+    if a:
+        c0, c1 = 0.0, 1.0
+    elif b:
+        c0, c1 = 1.0, 0.0
+    elif u1:
+        c0, c1 = nsp, se
+    else:
+        c0, c1 = sp, nse
+    top = max(c0, c1)
+    for _ in range(PROPOSALS):
+        v = sigma * rng.standard_normal()
+        p, q = _sigmoid_pair(eta + v)
+        if rng.random() * top <= c0 * q + c1 * p:
+            return v
+    return np.nan
+
+
+@numba.njit(cache=True, nogil=True)
 def draw_effects(rng, eta, sigma, lse, lsp, counts):
     """Draws of each cell's ``v`` from its conditional given the rest, ``(D, S, J)``.
 
@@ -371,6 +398,13 @@ def draw_effects(rng, eta, sigma, lse, lsp, counts):
                 if a + b + u1 + u0 == 0:
                     out[d, s, j] = sd * rng.standard_normal()
                     continue
+                if a + b + u1 + u0 == 1:
+                    v = _one_attempt_draw(
+                        rng, eta[d, s, j], sd, a, b, u1, lse[d, s, j], lsp[d, s, j]
+                    )
+                    if not math.isnan(v):
+                        out[d, s, j] = v
+                        continue
                 log_se, log_nse = _log_sigmoids(lse[d, s, j])
                 log_sp, log_nsp = _log_sigmoids(lsp[d, s, j])
                 top = _max_log_f(a, b, u1, u0, log_se, log_nse, log_sp, log_nsp)
