@@ -609,10 +609,11 @@ def fit(
     sampler : {"auto", "conjugate", "grid", "nutpie", "pymc", "numpyro"}, default "auto"
         Engine (see :mod:`bayeval.inference`); "numpyro" needs ``bayeval[jax]``.
     tune : int, optional
-        NUTS warm-up draws per chain; default: 300 where ``logit_normal`` or ``judge`` samples
-        a form with its latent effects integrated out (``attrs["form"]`` "collapsed" or
-        "task-latent"), 1000 otherwise (:func:`~bayeval.inference.default_tune`). The warm-up
-        run is recorded in ``attrs["tune"]``.
+        NUTS warm-up draws per chain; default: 300 where ``logit_normal`` or ``judge``
+        samples a form with its latent effects integrated out (``attrs["form"]``
+        "collapsed" or "task-latent"), 1000 otherwise
+        (:func:`~bayeval.inference.default_tune`). The warm-up run is recorded in
+        ``attrs["tune"]``.
     priors : dict, optional
         Model priors (see each model's ``DEFAULT_PRIORS``); recorded in attrs.
     progress : bool, optional

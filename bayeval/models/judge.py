@@ -155,14 +155,17 @@ JUDGE_POSTERIOR_VARS = (
 #: NUTS target acceptance of the full-latent form: the latent effects of few-attempt cells have
 #: curved posteriors.
 TARGET_ACCEPT = 0.9
-#: The collapsed form's target acceptance and warm-up. Its ~900 coordinates (the task effects
-#: and the judge's task terms) are well scaled: at 0.9 its step settled near 0.175, just short
-#: of the ~0.21 that ends most trajectories at 15 leapfrog steps instead of 31. On 6 x 300 x 1
-#: (``benchmarks/judge_speed.py``, seeds 0-3) 0.85 with nutpie's own 300 warm-up draws took
-#: 13 s a fit against 23-24 s at 0.9 and 1000, every gate passed; 0.8 failed the r-hat or
-#: tail-ESS gate in one seed of three (``models/judge.md``, sampling settings).
-COLLAPSED_TARGET_ACCEPT = 0.85
+#: The collapsed form's warm-up and target acceptance. Its ~900 coordinates (one judge: the
+#: task effects and the judge's task terms) are well scaled: at 0.9 its step settled near
+#: 0.175, just short of the ~0.21 that ends most trajectories at 15 leapfrog steps instead of
+#: 31. On 6 x 300 x 1 (``benchmarks/judge_speed.py``) 0.85 after nutpie's own 300 warm-up
+#: draws took 10-13 s a fit against 20-24 s at 0.9 after 1000, every gate passed in four
+#: seeds; 0.8 failed the r-hat or tail-ESS gate in one seed of three. Two judges took 16-17 s
+#: (one transition diverged in one seed of four) against 33 s at 0.9 after 1000 (two in one
+#: seed of two); three judges on the bundled TriviaQA data passed every gate in 52 s against
+#: 72 s, where 0.95 took 199 s and missed the r-hat gate (``models/judge.md``, speed).
 COLLAPSED_TUNE = 300
+COLLAPSED_TARGET_ACCEPT = 0.85
 
 #: Further options of ``nutpie.sample``.
 NUTPIE_OPTIONS: dict = {}
@@ -488,7 +491,7 @@ class JudgeRates(LogitNormalRates):
         return build_judge_model(data, priors)
 
     def default_tune(self, form: str | None = None) -> int:
-        """:data:`COLLAPSED_TUNE` collapsed, :data:`~bayeval.models.base.DEFAULT_TUNE` otherwise.
+        """:data:`COLLAPSED_TUNE` for the collapsed form, else 1000.
 
         Examples
         --------

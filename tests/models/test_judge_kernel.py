@@ -105,6 +105,9 @@ def test_gradient_matches_central_differences():
     [
         ([0, 0, 0, 0, 1, 0], -1.0, 0.8, False),  # one unlabelled verdict 1
         ([1, 0, 0, 0, 0, 0], -2.5, 0.5, False),  # a labelled success where successes are rare
+        ([0, 1, 0, 0, 0, 0], 2.0, 0.6, False),  # a labelled failure where successes are common
+        ([0, 0, 0, 0, 0, 1], 1.5, 1.2, False),  # one unlabelled verdict 0
+        ([1, 0, 0, 0, 0, 0], -9.0, 0.3, True),  # one attempt, its likelihood in the tail
         ([2, 1, 1, 3, 4, 2], 0.3, 1.5, False),  # several attempts of every kind
         ([6, 0, 2, 0, 0, 0], -5.0, 0.4, True),  # the likelihood in the prior's tail: the grid
     ],
