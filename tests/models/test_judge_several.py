@@ -310,17 +310,27 @@ def test_mean_rate_is_the_normal_expectation():
                 assert np.log(got) == pytest.approx(np.log(want), abs=1e-8), (eta, sigma)
 
 
+def _one_attempt_cells(rng, n_tasks, n_judges):
+    """Systems A and B, one attempt a cell, 40% labelled; A's first task a labelled success on
+    which every judge says 1, B's a labelled failure on which every judge says 0."""
+    cells = {
+        (s, t): [
+            (
+                None if rng.random() < 0.6 else int(rng.integers(2)),
+                tuple(rng.integers(0, 2, n_judges)),
+            )
+        ]
+        for s, t in itertools.product("AB", range(n_tasks))
+    }
+    cells[("A", 0)] = [(1, (1,) * n_judges)]
+    cells[("B", 0)] = [(0, (0,) * n_judges)]
+    return cells
+
+
 def test_collapsed_cells_are_the_integral_over_their_effect():
     # one attempt a cell: each cell's likelihood integrated over v ~ N(0, sigma) by SciPy
     rng = np.random.default_rng(4)
-    cells = {
-        (s, t): [
-            (None if rng.random() < 0.6 else int(rng.integers(2)), tuple(rng.integers(0, 2, 2)))
-        ]
-        for s, t in itertools.product("AB", range(5))
-    }
-    cells[("A", 0)] = [(1, (1, 1))]
-    cells[("B", 0)] = [(0, (0, 0))]
+    cells = _one_attempt_cells(rng, n_tasks=5, n_judges=2)
     data = be.from_frame(_frame(cells), judge=["j0", "j1"], success="human", label_design="random")
     counts = pattern_cells(data.dataset)
     logit_p = rng.normal(0, 1.5, (2, 5))
@@ -371,14 +381,7 @@ def test_several_judges_collapsed_and_full_latent_fits_agree():
 def test_the_collapsed_model_potential_is_the_integrated_likelihood():
     # the compiled one-judge cell kernel, fed each pattern's A and B, against the formula
     rng = np.random.default_rng(6)
-    cells = {
-        (s, t): [
-            (None if rng.random() < 0.6 else int(rng.integers(2)), tuple(rng.integers(0, 2, 3)))
-        ]
-        for s, t in itertools.product("AB", range(6))
-    }
-    cells[("A", 0)] = [(1, (1, 1, 1))]
-    cells[("B", 0)] = [(0, (0, 0, 0))]
+    cells = _one_attempt_cells(rng, n_tasks=6, n_judges=3)
     data = be.from_frame(
         _frame(cells), judge=["j0", "j1", "j2"], success="human", label_design="random"
     )
