@@ -69,6 +69,42 @@ def test_one_cell_of_one_attempt_is_linear_in_the_logit_normal_mean():
     assert got == pytest.approx(math.log((1 - sp) + (se + sp - 1) * mean), abs=1e-9)
 
 
+@pytest.mark.parametrize("kind", range(6))
+@pytest.mark.parametrize(
+    "eta, sigma",
+    [
+        (0.4, 0.7),
+        (-3.0, 2.0),
+        (1.0, 45.0),  # nodes beyond the vectorised sum's range: the plain sum
+    ],
+)
+def test_one_attempt_cells_of_each_kind_match_scipy(kind, eta, sigma):
+    counts = np.eye(6, dtype=np.int64)[kind]  # n11, n10, n01, n00, u1 or u0
+    se, sp = 0.8, 0.7
+    want, _ = _cell_integral(eta, sigma, counts, se, sp)
+    got, _, _ = _kernel(eta, sigma, special.logit(se), special.logit(sp), counts)
+    assert got == pytest.approx(want, abs=1e-6)
+
+
+def test_many_small_cell_likelihoods_add_up_without_underflow():
+    # the kernel multiplies cells' likelihoods and takes their logarithm now and then: with
+    # thousands of cells far below 1 (and some below 1e-100) the total must be the sum of the
+    # cells' own logarithms
+    rng = np.random.default_rng(12)
+    S, J = 4, 600
+    eta = rng.choice([-60.0, -250.0, -5.0, 2.0], size=(S, J))
+    lse, lsp = rng.normal(1.5, 1, (S, J)), rng.normal(1.5, 1, (S, J))
+    counts = np.zeros((6, S, J), dtype=np.int64)
+    counts[0] = 1  # every cell a labelled success: its likelihood about expit(eta)
+    total, _, _ = _kernel(eta, 0.6, lse, lsp, counts)
+    one_by_one = sum(
+        _kernel(eta[s, j], 0.6, lse[s, j], lsp[s, j], counts[:, s, j])[0]
+        for s, j in np.ndindex(S, J)
+    )
+    assert np.isfinite(total) and total < -1e5
+    assert total == pytest.approx(one_by_one, rel=1e-12)
+
+
 def test_gradient_matches_central_differences():
     rng = np.random.default_rng(1)
     S, J = 3, 6

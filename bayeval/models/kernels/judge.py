@@ -153,6 +153,48 @@ def _sigmoid_pair(lo):
     return e / (1.0 + e), 1.0 / (1.0 + e)
 
 
+#: Where ``|eta|`` and ``sigma HALF_WIDTH`` are at most this, a one-attempt cell's node sum
+#: runs vectorised (:func:`_one_attempt_moments`): ``exp(-eta) exp(-sigma z)`` then stays
+#: finite.
+VECTOR_LOGIT = 300.0
+#: A cell's likelihood factors are multiplied together and their logarithm taken once the
+#: product falls below :data:`PRODUCT_FLOOR`; a factor below :data:`FACTOR_FLOOR` is taken
+#: by its logarithm at once, so the product never leaves the normal range of doubles.
+PRODUCT_FLOOR = 1e-200
+FACTOR_FLOOR = 1e-100
+
+
+@numba.njit(cache=True, fastmath=True)
+def _one_attempt_moments(scale, node_e, node_w, node_z, row, k):
+    """``E p``, ``E p (1 - p)``, ``E z p (1 - p)`` by the rule, in one-attempt row ``row``.
+
+    ``p = 1 / (1 + scale exp(-sigma z))`` at each node. Compiled with fast-math so that the sum
+    over nodes is vectorised (it needs reassociation and the promise of finite values): the
+    caller keeps ``scale`` and every node's ``exp(-sigma z)`` within ``exp(VECTOR_LOGIT)``, so
+    no product overflows. The rule's rows are read in place, not as a view a cell (each of which
+    would be reference-counted).
+    """
+    m, m_eta, m_sigma = 0.0, 0.0, 0.0
+    for i in range(k):
+        p = 1.0 / (1.0 + scale * node_e[row, i])
+        m += node_w[row, i] * p
+        slope = node_w[row, i] * p * (1.0 - p)
+        m_eta += slope
+        m_sigma += slope * node_z[row, i]
+    return m, m_eta, m_sigma
+
+
+@numba.njit(cache=True, inline="always")
+def _times(total, product, factor):
+    """``(total, product)`` after multiplying ``factor`` in: see :data:`PRODUCT_FLOOR`."""
+    if factor < FACTOR_FLOOR:
+        return total + math.log(factor), product
+    product *= factor
+    if product < PRODUCT_FLOOR:
+        return total + math.log(product), 1.0
+    return total, product
+
+
 @numba.njit(cache=True)
 def cells_logp(eta, sigma, lse, lsp, counts, g_eta, g_lse, g_lsp):
     """The judged cells' log-likelihood, ``v`` integrated out, with its gradient.
@@ -167,12 +209,23 @@ def cells_logp(eta, sigma, lse, lsp, counts, g_eta, g_lse, g_lsp):
     ``exp(-sigma z)``, and ``exp(-(eta + sigma z)) = exp(-eta) exp(-sigma z)``. The rule is
     :func:`node_step`'s trapezoid; its node count changes with ``sigma`` in steps, at which the
     value moves by less than the rule's error.
+
+    A cell of one attempt (most data sets' cells) takes a shorter route: its ``f`` is ``c0 (1 -
+    p) + c1 p``, so it needs ``E p`` and its derivatives alone, summed vectorised
+    (:func:`_one_attempt_moments`), and its sensitivity or specificity only where its data
+    read them. The cells' likelihoods are multiplied together and their logarithm taken
+    now and then (:data:`PRODUCT_FLOOR`), not a logarithm a cell. On 6 x 300 one-attempt cells
+    (``benchmarks/judge_speed.py``'s job) a call takes about 90 microseconds against about 137
+    before this route (both timed in one process).
     """
     S, J = eta.shape
     largest = 1
     for s in range(S):
         for j in range(J):
-            largest = max(largest, counts[:, s, j].sum())
+            cell = 0
+            for i in range(6):
+                cell += counts[i, s, j]
+            largest = max(largest, cell)
     # the nodes of each cell size: z, weight h phi(z), exp(-sigma z)
     width = 2 * int(HALF_WIDTH / node_step(sigma, largest)) + 1
     node_z = np.zeros((largest + 1, width))
@@ -184,7 +237,7 @@ def cells_logp(eta, sigma, lse, lsp, counts, g_eta, g_lse, g_lsp):
     d_sp = np.empty(largest + 1)
     p_pow = np.empty(largest + 1)
     q_pow = np.empty(largest + 1)
-    total, g_sigma = 0.0, 0.0
+    total, g_sigma, product = 0.0, 0.0, 1.0
     for s in range(S):
         for j in range(J):
             n11, n10, n01, n00 = counts[0, s, j], counts[1, s, j], counts[2, s, j], counts[3, s, j]
@@ -202,6 +255,50 @@ def cells_logp(eta, sigma, lse, lsp, counts, g_eta, g_lse, g_lsp):
                     node_z[n, k] = z
                     node_w[n, k] = h * math.exp(-0.5 * z * z - _LOG_SQRT_2PI)
                     node_e[n, k] = math.exp(-sigma * z)
+            if n == 1:  # most cells: f = c0 (1 - p) + c1 p needs E p and its derivatives only
+                clipped = min(max(eta[s, j], -700.0), 700.0)
+                scale = math.exp(-clipped)
+                k = node_k[1]
+                if abs(clipped) <= VECTOR_LOGIT and sigma * HALF_WIDTH <= VECTOR_LOGIT:
+                    m, m_eta, m_sigma = _one_attempt_moments(scale, node_e, node_w, node_z, 1, k)
+                else:
+                    m, m_eta, m_sigma = 0.0, 0.0, 0.0
+                    for i in range(k):
+                        p = 1.0 / (1.0 + scale * node_e[1, i])
+                        m += node_w[1, i] * p
+                        slope = node_w[1, i] * p * (1.0 - p)
+                        m_eta += slope
+                        m_sigma += slope * node_z[1, i]
+                # (c0, c1) = P(the cell's data | true 0), (| true 1); a labelled attempt's
+                # verdict factor is outside the integral
+                if n11 or n01:  # labelled success
+                    se, nse = _sigmoid_pair(lse[s, j])
+                    total, product = _times(total, product, se if n11 else nse)
+                    g_lse[s, j] = nse if n11 else -se
+                    mass, slope_m = m, 1.0
+                elif n10 or n00:  # labelled failure
+                    sp, nsp = _sigmoid_pair(lsp[s, j])
+                    total, product = _times(total, product, sp if n00 else nsp)
+                    g_lsp[s, j] = nsp if n00 else -sp
+                    mass, slope_m = 1.0 - m, -1.0
+                else:  # an unlabelled verdict: its true outcome summed out
+                    se, nse = _sigmoid_pair(lse[s, j])
+                    sp, nsp = _sigmoid_pair(lsp[s, j])
+                    if u1:  # c0 = 1 - sp, c1 = se
+                        c0, c1, d_c1, d_c0 = nsp, se, se * nse, -sp * nsp
+                    else:  # c0 = sp, c1 = 1 - se
+                        c0, c1, d_c1, d_c0 = sp, nse, -se * nse, sp * nsp
+                    mass, slope_m = c0 + (c1 - c0) * m, c1 - c0
+                    if mass > 0.0:
+                        g_lse[s, j] = d_c1 * m / mass
+                        g_lsp[s, j] = d_c0 * (1.0 - m) / mass
+                if mass <= 0.0:
+                    return -np.inf, 0.0
+                total, product = _times(total, product, mass)
+                inv = slope_m / mass
+                g_eta[s, j] = m_eta * inv
+                g_sigma += m_sigma * inv
+                continue
             se, nse = _sigmoid_pair(lse[s, j])
             sp, nsp = _sigmoid_pair(lsp[s, j])
             a, b = n11 + n01, n10 + n00
@@ -217,24 +314,6 @@ def cells_logp(eta, sigma, lse, lsp, counts, g_eta, g_lse, g_lsp):
             g_lsp[s, j] = n00 * nsp - n10 * sp
             _coefficients(a, b, u1, u0, se, sp, c, d_se, d_sp)
             scale = math.exp(-min(max(eta[s, j], -700.0), 700.0))
-            if n == 1:  # f = c0 (1 - p) + c1 p: the cell needs E p and its derivatives only
-                m, m_eta, m_sigma = 0.0, 0.0, 0.0
-                for k in range(node_k[1]):
-                    p = 1.0 / (1.0 + scale * node_e[1, k])
-                    w = node_w[1, k]
-                    m += w * p
-                    slope = w * p * (1.0 - p)
-                    m_eta += slope
-                    m_sigma += slope * node_z[1, k]
-                mass = c[0] + (c[1] - c[0]) * m
-                if mass <= 0.0:
-                    return -np.inf, 0.0
-                total += math.log(mass)
-                g_eta[s, j] = (c[1] - c[0]) * m_eta / mass
-                g_sigma += (c[1] - c[0]) * m_sigma / mass
-                g_lse[s, j] += (d_se[0] + (d_se[1] - d_se[0]) * m) / mass
-                g_lsp[s, j] += (d_sp[0] + (d_sp[1] - d_sp[0]) * m) / mass
-                continue
             mass, m_eta, m_sigma, m_se, m_sp = 0.0, 0.0, 0.0, 0.0, 0.0
             for k in range(node_k[n]):
                 e = scale * node_e[n, k]  # exp(-y) at the node
@@ -265,7 +344,7 @@ def cells_logp(eta, sigma, lse, lsp, counts, g_eta, g_lse, g_lsp):
             g_sigma += m_sigma / mass
             g_lse[s, j] += m_se / mass
             g_lsp[s, j] += m_sp / mass
-    return total, g_sigma
+    return total + math.log(product), g_sigma
 
 
 @numba.njit(cache=True)
