@@ -461,7 +461,9 @@ def _fake_judge(data, priors, form, draws, chains, rng, attrs):
         {
             "form": form_name,
             "form_choice": choice,
-            "target_accept": get_model("judge").target_accept(form_name),
+            "target_accept": get_model("judge").target_accept(
+                form_name, data.dataset.sizes["judge"]
+            ),
             "task_effects": (
                 "drawn from their conditionals" if form_name == judge.COLLAPSED else "non-centred"
             ),
