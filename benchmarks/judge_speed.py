@@ -16,7 +16,9 @@ system; ``--share`` of the attempts labelled at random. Each seed fits, at the d
 
 ``--judges N`` adds N - 1 further judges on every attempt (:func:`more_judges`), fitted
 jointly. Both fits are timed after one warm-up fit of each (compilation is not counted, as the other
-speed benchmarks do), and their gates are printed beside the times.
+speed benchmarks do), and their gates are printed beside the times, with the mean leapfrog
+steps a kept draw: a fit's time is its steps times the cost of one (``benchmarks/judge_steps.py``
+asks where the judge-aware fit's steps come from).
 """
 
 from __future__ import annotations
@@ -111,9 +113,10 @@ def main():
     timed(be.from_frame(warm, success="truth"), 0)  # compile both before timing
     timed(judged_data(warm, 10_000), 0)
     print(
-        "| seed | fit | model | s | ratio | divergences | max r-hat | min bulk ESS | gates failed |"
+        "| seed | fit | model | s | ratio | leapfrog steps a draw | divergences | max r-hat "
+        "| min bulk ESS | gates failed |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
         df = simulate(args.systems, args.tasks, args.share, seed)
         base_s, base_failed, base = timed(be.from_frame(df, success="truth"), seed)
@@ -123,8 +126,9 @@ def main():
             ("judged", judge_s, judge_failed, res),
         ):
             d = r.diagnostics
+            steps = float(r.tree["sample_stats"]["n_steps"].mean())
             print(
-                f"| {seed} | {name} | {r.model} | {s:.1f} | {s / base_s:.2f} | "
+                f"| {seed} | {name} | {r.model} | {s:.1f} | {s / base_s:.2f} | {steps:.1f} | "
                 f"{d.get('divergences', '-')} | {d.get('max_rhat', float('nan')):.3f} | "
                 f"{d.get('min_ess_bulk', float('nan')):.0f} | {', '.join(failed) or 'none'} |",
                 flush=True,
