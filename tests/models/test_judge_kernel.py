@@ -75,7 +75,7 @@ def test_one_cell_of_one_attempt_is_linear_in_the_logit_normal_mean():
     [
         (0.4, 0.7),
         (-3.0, 2.0),
-        (1.0, 45.0),  # nodes beyond the vectorised sum's range: the plain sum
+        (1.0, 45.0),  # a wide spread: over a thousand nodes
     ],
 )
 def test_one_attempt_cells_of_each_kind_match_scipy(kind, eta, sigma):
