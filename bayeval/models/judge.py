@@ -162,9 +162,9 @@ TARGET_ACCEPT = 0.9
 #: one), and its ESS a second was lower. On the bundled TriviaQA data GPT-4 Turbo's fits passed
 #: at both; the lexical judge's missed the r-hat gate by a hair at both (1.010-1.015, three
 #: seeds each), without divergences. Several judges: two judges' fits diverged now and then at
-#: every setting tried, least at 0.85 (one seed of four; at 0.9 two of two); three judges on
-#: the TriviaQA data passed every gate at 0.85 in 52 s, where 0.95 took 199 s and missed the
-#: r-hat gate (``models/judge.md``, speed).
+#: every setting tried, least at 0.85 (a lone transition in one to three seeds of four; at 0.9
+#: two of two); three judges on the TriviaQA data passed every gate at 0.85 in 52 s, where
+#: 0.95 took 199 s and missed the r-hat gate (``models/judge.md``, speed).
 COLLAPSED_TUNE = 300
 COLLAPSED_TARGET_ACCEPT = 0.9
 SEVERAL_JUDGES_TARGET_ACCEPT = 0.85
