@@ -167,10 +167,9 @@ def _one_attempt_moments(scale, node_e, node_w, node_z, row, k):
     ``p = 1 / (1 + scale exp(-sigma z))`` at each node. Summed in four lanes, each node's
     into lane ``i mod 4``, and the lanes added at the end: the four divisions of a round are
     independent, which the compiler may issue as one vector division, while the order of every
-    addition stays fixed, so the sum is the same bits however the code is compiled (fast-math
-    would let the compiler reorder it differently in different builds, and a fit's draws with
-    it). The rule's rows are read in place, not as a view a cell (each of which would be
-    reference-counted).
+    addition is written out, not left to the compiler (fast-math would let it reorder the sum
+    differently on machines of different vector widths, and a fit's draws with it). The rule's
+    rows are read in place, not as a view a cell (each of which would be reference-counted).
     """
     m0 = m1 = m2 = m3 = 0.0
     e0 = e1 = e2 = e3 = 0.0
